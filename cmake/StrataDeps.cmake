@@ -1,0 +1,63 @@
+# Third-party dependencies. scripts/bootstrap.sh installs all of them; this file finds them and
+# fails early with a message naming what is missing and how to get it.
+
+find_package(Python3 REQUIRED COMPONENTS Interpreter)
+execute_process(COMMAND ${Python3_EXECUTABLE} -c "import sys; print(sys.prefix)"
+                OUTPUT_VARIABLE STRATA_PY_PREFIX OUTPUT_STRIP_TRAILING_WHITESPACE)
+
+# ---- oneDNN v3 (PyPI's onednn + onednn-devel install into the Python prefix) ----------------------
+find_path(DNNL_INCLUDE_DIR oneapi/dnnl/dnnl.hpp HINTS ${STRATA_PY_PREFIX}/include NO_DEFAULT_PATH)
+find_path(DNNL_INCLUDE_DIR oneapi/dnnl/dnnl.hpp)
+find_library(DNNL_LIBRARY NAMES dnnl HINTS ${STRATA_PY_PREFIX}/lib NO_DEFAULT_PATH)
+find_library(DNNL_LIBRARY NAMES dnnl)
+if(NOT DNNL_INCLUDE_DIR OR NOT DNNL_LIBRARY)
+  message(FATAL_ERROR "oneDNN v3 not found (looked in ${STRATA_PY_PREFIX}). "
+                      "Run scripts/bootstrap.sh or `pip install onednn onednn-devel`.")
+endif()
+file(STRINGS ${DNNL_INCLUDE_DIR}/oneapi/dnnl/dnnl_version.h _dnnl_ver REGEX "#define DNNL_VERSION_(MAJOR|MINOR|PATCH) ")
+foreach(_line IN LISTS _dnnl_ver)
+  if(_line MATCHES "DNNL_VERSION_(MAJOR|MINOR|PATCH) +([0-9]+)")
+    set(DNNL_VERSION_${CMAKE_MATCH_1} ${CMAKE_MATCH_2})
+  endif()
+endforeach()
+set(DNNL_VERSION "${DNNL_VERSION_MAJOR}.${DNNL_VERSION_MINOR}.${DNNL_VERSION_PATCH}")
+if(NOT DNNL_VERSION_MAJOR OR DNNL_VERSION_MAJOR LESS 3)
+  message(FATAL_ERROR "Strata needs the oneDNN v3 API; found ${DNNL_VERSION} at ${DNNL_INCLUDE_DIR} "
+                      "(Debian's libdnnl-dev is 2.x). Run scripts/bootstrap.sh.")
+endif()
+file(STRINGS ${DNNL_INCLUDE_DIR}/oneapi/dnnl/dnnl_config.h _dnnl_rt REGEX "^#define DNNL_CPU_RUNTIME ")
+string(REGEX REPLACE ".*DNNL_RUNTIME_([A-Z]+).*" "\\1" DNNL_CPU_RUNTIME "${_dnnl_rt}")
+get_filename_component(DNNL_LIBRARY_DIR ${DNNL_LIBRARY} DIRECTORY)
+message(STATUS "Strata: oneDNN ${DNNL_VERSION} (CPU runtime ${DNNL_CPU_RUNTIME}) at ${DNNL_LIBRARY}")
+add_library(strata_dnnl INTERFACE)
+target_include_directories(strata_dnnl SYSTEM INTERFACE ${DNNL_INCLUDE_DIR})
+# PyPI's libdnnl needs Intel runtime libraries that sit beside it but carries no RUNPATH of its
+# own, so binaries that link it get an old-style DT_RPATH (inherited by libdnnl's own lookups).
+target_link_libraries(strata_dnnl INTERFACE ${DNNL_LIBRARY})
+target_link_options(strata_dnnl INTERFACE "LINKER:--disable-new-dtags" "LINKER:-rpath,${DNNL_LIBRARY_DIR}")
+target_compile_definitions(strata_dnnl INTERFACE
+  STRATA_DNNL_LIBRARY_DIR="${DNNL_LIBRARY_DIR}" STRATA_DNNL_CPU_RUNTIME="${DNNL_CPU_RUNTIME}")
+
+# ---- TBB, Eigen, memkind (Debian) -----------------------------------------------------------------
+find_package(TBB REQUIRED)
+find_package(Eigen3 3.3 REQUIRED NO_MODULE)
+find_library(MEMKIND_LIBRARY memkind)
+find_path(MEMKIND_INCLUDE_DIR memkind.h)
+if(MEMKIND_LIBRARY AND MEMKIND_INCLUDE_DIR)
+  set(STRATA_HAVE_MEMKIND ON)
+  message(STATUS "Strata: memkind at ${MEMKIND_LIBRARY}")
+else()
+  set(STRATA_HAVE_MEMKIND OFF)
+  message(STATUS "Strata: memkind not found; the PM heap will use its file-backed mmap fallback")
+endif()
+
+# ---- tests and Python -----------------------------------------------------------------------------
+if(STRATA_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+endif()
+if(STRATA_BUILD_PYTHON)
+  find_package(Python3 REQUIRED COMPONENTS Interpreter Development.Module)
+  execute_process(COMMAND ${Python3_EXECUTABLE} -m pybind11 --cmakedir
+                  OUTPUT_VARIABLE pybind11_DIR OUTPUT_STRIP_TRAILING_WHITESPACE)
+  find_package(pybind11 CONFIG REQUIRED)
+endif()

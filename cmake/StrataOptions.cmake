@@ -1,0 +1,35 @@
+# Warnings, sanitizers and the compiler cache, applied to every Strata target.
+
+add_library(strata_compile_options INTERFACE)
+target_compile_options(strata_compile_options INTERFACE -Wall -Wextra -Wno-unused-parameter)
+target_include_directories(strata_compile_options INTERFACE
+  $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>)
+
+if(STRATA_SANITIZE)
+  string(REPLACE "," ";" _strata_sanitizers "${STRATA_SANITIZE}")
+  foreach(_san IN LISTS _strata_sanitizers)
+    if(NOT _san MATCHES "^(address|undefined|thread)$")
+      message(FATAL_ERROR "STRATA_SANITIZE: unknown sanitizer '${_san}' (expected address, undefined or thread)")
+    endif()
+  endforeach()
+  if("thread" IN_LIST _strata_sanitizers AND "address" IN_LIST _strata_sanitizers)
+    message(FATAL_ERROR "STRATA_SANITIZE: thread and address cannot be combined")
+  endif()
+  string(REPLACE ";" "," _strata_san_flag "${_strata_sanitizers}")
+  # UBSan findings are errors, not warnings: a test run with one must fail.
+  add_compile_options(-fsanitize=${_strata_san_flag} -fno-omit-frame-pointer -fno-sanitize-recover=all -g)
+  add_link_options(-fsanitize=${_strata_san_flag})
+  message(STATUS "Strata: sanitizers ${_strata_san_flag}")
+endif()
+
+find_program(STRATA_CCACHE ccache)
+if(STRATA_CCACHE AND NOT CMAKE_CXX_COMPILER_LAUNCHER)
+  set(CMAKE_CXX_COMPILER_LAUNCHER ${STRATA_CCACHE})
+endif()
+
+# Declares a Strata library target for one folder of DESIGN.md §1.
+function(strata_add_library name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  add_library(${name} STATIC ${ARG_SOURCES})
+  target_link_libraries(${name} PUBLIC strata_compile_options ${ARG_DEPS})
+endfunction()

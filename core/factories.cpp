@@ -1,0 +1,237 @@
+#include "core/factories.h"
+
+#include <cmath>
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <numbers>
+
+#include "core/threading.h"
+
+namespace strata {
+
+namespace {
+
+Allocator& allocator_of(const TensorOptions& o) { return o.allocator ? *o.allocator : default_allocator(); }
+
+// Fills a contiguous tensor: element i gets value_of(i). Elements are independent, so the result
+// does not depend on how parallel_for splits the range.
+template <typename T, typename ValueOf>
+void fill_indexed(Tensor& t, ValueOf&& value_of) {
+  T* out = t.data<T>();
+  parallel_for(t.numel(), 16384, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) out[i] = convert_element<T>(value_of(i));
+  });
+}
+
+void check_floating(DType dtype, const char* op) {
+  STRATA_CHECK(is_floating(dtype), op, ": expects a floating dtype (f32, f64, bf16), got ", dtype);
+}
+
+// Fills a contiguous tensor from a reserved run of Philox blocks: block j yields the values of
+// elements [j * per_block, (j + 1) * per_block) through values_of(block, out) (which writes
+// per_block doubles). Each block is computed once, by whichever thread owns it, so results depend
+// only on the seed and offset.
+template <typename T, typename ValuesOf>
+void fill_from_blocks(Tensor& t, Generator& gen, int per_block, ValuesOf&& values_of) {
+  const int64_t numel = t.numel();
+  const auto blocks = static_cast<uint64_t>((numel + per_block - 1) / per_block);
+  const PhiloxRange range = gen.reserve(blocks);
+  T* out = t.data<T>();
+  parallel_for(static_cast<int64_t>(blocks), 4096, [&](int64_t begin, int64_t end) {
+    double v[4];
+    for (int64_t j = begin; j < end; ++j) {
+      values_of(range.block(static_cast<uint64_t>(j)), v);
+      const int64_t base = j * per_block;
+      const int64_t n = std::min<int64_t>(per_block, numel - base);
+      for (int64_t k = 0; k < n; ++k) out[base + k] = convert_element<T>(v[k]);
+    }
+  });
+}
+
+uint64_t word_pair(const std::array<uint32_t, 4>& b, int pair) {
+  return (static_cast<uint64_t>(b[2 * pair]) << 32) | b[2 * pair + 1];
+}
+
+}  // namespace
+
+Tensor empty(IntArrayRef sizes, TensorOptions options) {
+  const int64_t numel = checked_numel(sizes, "empty");
+  const auto nbytes = static_cast<std::size_t>(numel) * itemsize(options.dtype);
+  Storage storage = Storage::allocate(nbytes, allocator_of(options));
+  return Tensor(std::move(storage), sizes, contiguous_strides(sizes), 0, options.dtype);
+}
+
+Tensor full(IntArrayRef sizes, double value, TensorOptions options) {
+  Tensor t = empty(sizes, options);
+  t.fill_(value);
+  return t;
+}
+
+Tensor zeros(IntArrayRef sizes, TensorOptions options) { return full(sizes, 0.0, options); }
+Tensor ones(IntArrayRef sizes, TensorOptions options) { return full(sizes, 1.0, options); }
+Tensor empty_like(const Tensor& t) { return empty(t.sizes(), {t.dtype(), nullptr}); }
+Tensor zeros_like(const Tensor& t) { return zeros(t.sizes(), {t.dtype(), nullptr}); }
+Tensor ones_like(const Tensor& t) { return ones(t.sizes(), {t.dtype(), nullptr}); }
+
+Tensor arange(double end) { return arange(0.0, end, 1.0); }
+
+Tensor arange(double start, double end, double step) {
+  auto integral = [](double v) { return std::isfinite(v) && v == std::floor(v); };
+  const DType dtype = integral(start) && integral(end) && integral(step) ? DType::i64 : DType::f32;
+  return arange(start, end, step, {dtype, nullptr});
+}
+
+Tensor arange(double start, double end, double step, TensorOptions options) {
+  STRATA_CHECK(std::isfinite(start) && std::isfinite(end), "arange: start ", start, " and end ", end,
+               " must be finite");
+  STRATA_CHECK(step != 0.0 && std::isfinite(step), "arange: step must be finite and non-zero, got ", step);
+  STRATA_CHECK((step > 0 && end >= start) || (step < 0 && end <= start), "arange: the range [", start,
+               ", ", end, ") is inconsistent with the sign of step ", step);
+  STRATA_CHECK(options.dtype != DType::boolean, "arange: dtype bool is not supported");
+  const double count = std::ceil((end - start) / step);
+  STRATA_CHECK(count < 9.0e18, "arange: the range [", start, ", ", end, ") with step ", step,
+               " has too many elements");
+  const auto n = static_cast<int64_t>(count);
+  Tensor t = empty({n}, options);
+  dispatch_dtype(options.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    fill_indexed<T>(t, [&](int64_t i) { return start + static_cast<double>(i) * step; });
+  });
+  return t;
+}
+
+Tensor uniform(IntArrayRef sizes, double low, double high, TensorOptions options, Generator* gen) {
+  check_floating(options.dtype, "uniform");
+  STRATA_CHECK(low <= high && std::isfinite(low) && std::isfinite(high), "uniform: expects finite low <= high, got [",
+               low, ", ", high, ")");
+  Tensor t = empty(sizes, options);
+  Generator& g = gen ? *gen : default_generator();
+  const double span = high - low;
+  dispatch_dtype(options.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, double>) {
+      // 64 random bits (two words) per element, 53 of them used.
+      fill_from_blocks<T>(t, g, 2, [&](const std::array<uint32_t, 4>& b, double* v) {
+        for (int k = 0; k < 2; ++k) v[k] = low + span * uint64_to_unit_double(word_pair(b, k));
+      });
+    } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, BFloat16>) {
+      fill_from_blocks<T>(t, g, 4, [&](const std::array<uint32_t, 4>& b, double* v) {
+        for (int k = 0; k < 4; ++k)
+          v[k] = static_cast<float>(low + span * static_cast<double>(uint32_to_unit_float(b[k])));
+      });
+    }
+  });
+  return t;
+}
+
+Tensor rand(IntArrayRef sizes, TensorOptions options, Generator* gen) {
+  check_floating(options.dtype, "rand");
+  return uniform(sizes, 0.0, 1.0, options, gen);
+}
+
+Tensor normal(IntArrayRef sizes, double mean, double std, TensorOptions options, Generator* gen) {
+  check_floating(options.dtype, "normal");
+  STRATA_CHECK(std >= 0.0 && std::isfinite(std) && std::isfinite(mean), "normal: expects finite mean and std >= 0, got mean ",
+               mean, ", std ", std);
+  Tensor t = empty(sizes, options);
+  Generator& g = gen ? *gen : default_generator();
+  // Box-Muller: a pair of uniforms (u1 in (0, 1] so the log is finite, u2 in [0, 1)) gives two
+  // normals. f64 uses 53-bit uniforms (one block per pair); f32/bf16 use 24-bit ones (two pairs).
+  auto box_muller = [&](double u1, double u2, double* v) {
+    const double r = std::sqrt(-2.0 * std::log(u1));
+    const double theta = 2.0 * std::numbers::pi * u2;
+    v[0] = mean + std * r * std::cos(theta);
+    v[1] = mean + std * r * std::sin(theta);
+  };
+  dispatch_dtype(options.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, double>) {
+      fill_from_blocks<T>(t, g, 2, [&](const std::array<uint32_t, 4>& b, double* v) {
+        box_muller(1.0 - uint64_to_unit_double(word_pair(b, 0)), uint64_to_unit_double(word_pair(b, 1)), v);
+      });
+    } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, BFloat16>) {
+      fill_from_blocks<T>(t, g, 4, [&](const std::array<uint32_t, 4>& b, double* v) {
+        for (int pair = 0; pair < 2; ++pair)
+          box_muller(1.0 - static_cast<double>(uint32_to_unit_float(b[2 * pair])),
+                     static_cast<double>(uint32_to_unit_float(b[2 * pair + 1])), v + 2 * pair);
+      });
+    }
+  });
+  return t;
+}
+
+Tensor randn(IntArrayRef sizes, TensorOptions options, Generator* gen) {
+  check_floating(options.dtype, "randn");
+  return normal(sizes, 0.0, 1.0, options, gen);
+}
+
+Tensor randint(int64_t low, int64_t high, IntArrayRef sizes, TensorOptions options, Generator* gen) {
+  STRATA_CHECK(is_integral(options.dtype), "randint: expects an integral dtype (i32, i64, u8), got ",
+               options.dtype);
+  STRATA_CHECK(low < high, "randint: expects low < high, got low ", low, ", high ", high);
+  Tensor t = empty(sizes, options);
+  Generator& g = gen ? *gen : default_generator();
+  const auto range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
+  dispatch_dtype(options.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      STRATA_CHECK(low >= static_cast<int64_t>(std::numeric_limits<T>::min()) &&
+                       high - 1 <= static_cast<int64_t>(std::numeric_limits<T>::max()),
+                   "randint: range [", low, ", ", high, ") does not fit dtype ", options.dtype);
+      // 64 random bits mod range: the bias is below range / 2^64, negligible at tensor sizes.
+      const int64_t numel = t.numel();
+      const auto blocks = static_cast<uint64_t>((numel + 1) / 2);
+      const PhiloxRange r = g.reserve(blocks);
+      T* out = t.data<T>();
+      parallel_for(static_cast<int64_t>(blocks), 4096, [&](int64_t begin, int64_t end) {
+        for (int64_t j = begin; j < end; ++j) {
+          const auto b = r.block(static_cast<uint64_t>(j));
+          for (int k = 0; k < 2 && 2 * j + k < numel; ++k)
+            out[2 * j + k] = static_cast<T>(static_cast<int64_t>(static_cast<uint64_t>(low) + word_pair(b, k) % range));
+        }
+      });
+    }
+  });
+  return t;
+}
+
+Tensor from_blob(void* data, IntArrayRef sizes, DType dtype, std::function<void(void*)> deleter,
+                 std::optional<IntArrayRef> strides) {
+  const int64_t numel = checked_numel(sizes, "from_blob");
+  STRATA_CHECK(data != nullptr || numel == 0, "from_blob: null data pointer for ", numel, " elements");
+  const Dims st = strides ? strides->to_dims() : contiguous_strides(sizes);
+  STRATA_CHECK(st.size() == sizes.size(), "from_blob: sizes ", sizes, " and strides ", st,
+               " have different lengths");
+  int64_t extent = 0;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    STRATA_CHECK(st[i] >= 0, "from_blob: negative stride ", st[i], " at dim ", i, " is not supported");
+    extent += (sizes[i] - 1) * st[i];
+  }
+  const std::size_t nbytes = numel == 0 ? 0 : static_cast<std::size_t>(extent + 1) * itemsize(dtype);
+  Storage storage = Storage::wrap(std::make_unique<ExternalAllocation>(data, nbytes, std::move(deleter)));
+  return Tensor(std::move(storage), sizes, st, 0, dtype);
+}
+
+Tensor from_buffer(const void* data, std::size_t nbytes, IntArrayRef sizes, DType dtype,
+                   TensorOptions options) {
+  options.dtype = dtype;
+  Tensor t = empty(sizes, options);
+  STRATA_CHECK(nbytes == t.nbytes(), "from_buffer: got ", nbytes, " bytes but sizes ", sizes,
+               " of dtype ", dtype, " need ", t.nbytes());
+  STRATA_CHECK(data != nullptr || nbytes == 0, "from_buffer: null data pointer for ", nbytes, " bytes");
+  if (nbytes == 0) return t;
+  if (dtype == DType::boolean) {
+    // Any non-zero byte is true; store canonical 0/1 so later reads as `bool` are well defined.
+    const auto* src = static_cast<const uint8_t*>(data);
+    auto* dst = static_cast<uint8_t*>(t.data_ptr());
+    for (std::size_t i = 0; i < nbytes; ++i) dst[i] = src[i] != 0;
+  } else {
+    std::memcpy(t.data_ptr(), data, nbytes);
+  }
+  return t;
+}
+
+Tensor scalar_tensor(double value, DType dtype) { return full({}, value, {dtype, nullptr}); }
+
+}  // namespace strata

@@ -1,0 +1,153 @@
+#pragma once
+/// @file
+/// Tensor: a cheap refcounted handle over Storage + sizes + strides (in elements) + offset + dtype.
+/// Views share Storage. Row-major; dimension 0 is the outermost.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/shape.h"
+#include "core/storage.h"
+
+namespace strata {
+
+namespace detail {
+struct TensorImpl {
+  Storage storage;
+  Dims sizes;
+  Dims strides;
+  int64_t offset = 0;  // in elements
+  DType dtype = DType::f32;
+  int64_t numel = 0;
+  bool contiguous = true;
+};
+}  // namespace detail
+
+/// A strided view of typed elements in a Storage.
+///
+/// Copying a Tensor copies the handle, not the data (like `torch::Tensor`). View operations return
+/// a new handle that shares the Storage; `contiguous()`, `clone()` and `to()` copy when needed.
+/// A default-constructed Tensor is undefined; every accessor except `defined()` then throws.
+class Tensor {
+ public:
+  Tensor() = default;
+  /// Builds a tensor over `storage`; checks that the view fits inside it.
+  Tensor(Storage storage, IntArrayRef sizes, IntArrayRef strides, int64_t offset, DType dtype);
+
+  // ---- metadata -------------------------------------------------------------------------------
+  bool defined() const { return impl_ != nullptr; }
+  DType dtype() const { return impl().dtype; }
+  int64_t dim() const { return static_cast<int64_t>(impl().sizes.size()); }
+  const Dims& sizes() const { return impl().sizes; }
+  const Dims& strides() const { return impl().strides; }
+  /// Size of one dim; negative dims count from the end.
+  int64_t size(int64_t dim) const;
+  int64_t stride(int64_t dim) const;
+  /// Offset of element [0, ..., 0] from the start of the storage, in elements.
+  int64_t offset() const { return impl().offset; }
+  int64_t numel() const { return impl().numel; }
+  std::size_t itemsize() const { return strata::itemsize(dtype()); }
+  /// numel() * itemsize(): the bytes the elements occupy when contiguous.
+  std::size_t nbytes() const { return static_cast<std::size_t>(numel()) * itemsize(); }
+  bool is_contiguous() const { return impl().contiguous; }
+  const Storage& storage() const { return impl().storage; }
+  /// True when both tensors view the same Storage.
+  bool shares_storage(const Tensor& other) const;
+
+  /// Address of element [0, ..., 0]; see Note [Storage does not know its tier].
+  void* data_ptr() const;
+  /// Typed address of element [0, ..., 0]; checks that T matches the dtype.
+  template <typename T>
+  T* data() const {
+    STRATA_CHECK(dtype_of<T>() == dtype(), "Tensor::data<", dtype_of<T>(), ">: tensor has dtype ",
+                 dtype());
+    return static_cast<T*>(data_ptr());
+  }
+  /// The value of a one-element tensor, converted to T.
+  template <typename T>
+  T item() const {
+    T out{};
+    item_into(dtype_of<T>(), &out);
+    return out;
+  }
+  /// Element at `index` (one entry per dim; negative entries count from the end), as double.
+  double at(IntArrayRef index) const;
+
+  /// In-place version counter shared by all views of the storage.
+  uint64_t version() const { return storage().version(); }
+  void bump_version() const { storage().bump_version(); }
+
+  // ---- views (share storage) ------------------------------------------------------------------
+  /// View with new sizes (one entry may be -1); fails if the strides cannot express it.
+  Tensor view(IntArrayRef sizes) const;
+  /// Like view(), but copies when no view exists.
+  Tensor reshape(IntArrayRef sizes) const;
+  /// Elements [start, start + length) along `dim`.
+  Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
+  /// Python-style slice along `dim`: start/end may be negative or omitted and are clamped; step > 0.
+  Tensor slice(int64_t dim, std::optional<int64_t> start = std::nullopt,
+               std::optional<int64_t> end = std::nullopt, int64_t step = 1) const;
+  /// Removes `dim`, keeping the entry `index` (negative counts from the end).
+  Tensor select(int64_t dim, int64_t index) const;
+  Tensor transpose(int64_t dim0, int64_t dim1) const;
+  Tensor permute(IntArrayRef dims) const;
+  /// Transpose of a tensor of rank <= 2.
+  Tensor t() const;
+  /// Broadcast view with stride 0 in expanded dims; -1 keeps a size. New leading dims allowed.
+  Tensor expand(IntArrayRef sizes) const;
+  Tensor expand_as(const Tensor& other) const { return expand(other.sizes()); }
+  /// expand() under NumPy's name.
+  Tensor broadcast_to(IntArrayRef sizes) const { return expand(sizes); }
+  /// Removes all size-1 dims.
+  Tensor squeeze() const;
+  /// Removes `dim` if its size is 1; otherwise returns an identical view (PyTorch semantics).
+  Tensor squeeze(int64_t dim) const;
+  /// Inserts a size-1 dim at position `dim` in [-(rank+1), rank].
+  Tensor unsqueeze(int64_t dim) const;
+  /// Merges dims [start_dim, end_dim] into one (a view when possible, otherwise a copy).
+  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  /// Raw strided view; checks that every addressed element lies inside the storage.
+  Tensor as_strided(IntArrayRef sizes, IntArrayRef strides,
+                    std::optional<int64_t> offset = std::nullopt) const;
+
+  // ---- copies ---------------------------------------------------------------------------------
+  /// This tensor if already contiguous, otherwise a contiguous copy.
+  Tensor contiguous() const;
+  /// A contiguous copy with its own storage.
+  Tensor clone() const;
+  /// Converts to `dtype` (returns *this when the dtype already matches and `copy` is false).
+  Tensor to(DType dtype, bool copy = false) const;
+  /// Copies `src` into this tensor, broadcasting src to this shape and converting dtypes. Handles
+  /// overlapping src/dst (copies through a temporary). Bumps the version.
+  Tensor& copy_(const Tensor& src);
+  /// Sets every element to `value` (converted to the dtype). Bumps the version.
+  Tensor& fill_(double value);
+  Tensor& zero_() { return fill_(0.0); }
+
+  // ---- printing -------------------------------------------------------------------------------
+  /// PyTorch-like text, e.g. "tensor([[1., 2.],\n        [3., 4.]], dtype=f32)"; long tensors are
+  /// summarized with "...".
+  std::string to_string() const;
+  /// "Tensor[2, 3] f32" — the form used in error messages.
+  std::string describe() const;
+
+ private:
+  friend class TensorIter;
+  const detail::TensorImpl& impl() const {
+    STRATA_CHECK(impl_ != nullptr, "Tensor: operation on an undefined tensor");
+    return *impl_;
+  }
+  /// Converts the single element to `dtype` and writes it to `out`.
+  void item_into(DType dtype, void* out) const;
+
+  std::shared_ptr<detail::TensorImpl> impl_;
+};
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+}  // namespace strata

@@ -1,0 +1,87 @@
+#pragma once
+// Shared pieces of the strata._C extension: the Python dtype objects, errors raised by the binding
+// layer, argument parsing, and NumPy interop. Each init_* function binds one part of the module.
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <optional>
+#include <string>
+
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/shape.h"
+#include "core/tensor.h"
+
+namespace strata::python {
+
+namespace py = pybind11;
+
+// ---- errors -------------------------------------------------------------------------------------
+// Note [Binding errors]
+// Every error Strata raises in Python is a strata.StrataError (a RuntimeError). Errors detected by
+// the binding layer where PyTorch/NumPy raise IndexError, TypeError or ValueError are raised as
+// subclasses that derive from both StrataError and that builtin, so `except IndexError` and
+// `except strata.StrataError` both catch them. The C++ types below carry the class to raise.
+struct BindingIndexError : Error {
+  using Error::Error;
+};
+struct BindingTypeError : Error {
+  using Error::Error;
+};
+struct BindingValueError : Error {
+  using Error::Error;
+};
+
+/// Formats its arguments into one message, like STRATA_CHECK.
+template <typename... Args>
+std::string msg(const Args&... args) {
+  return detail::format_message(args...);
+}
+
+// ---- dtypes -------------------------------------------------------------------------------------
+/// The C++ side of a `strata.dtype` object. There is exactly one Python object per DType.
+struct PyDType {
+  DType value;
+};
+
+/// The unique `strata.dtype` object for `t`.
+py::object dtype_object(DType t);
+/// Python name without the module: "float32", "bfloat16", "int64", "bool", ...
+const char* dtype_py_name(DType t);
+/// Accepts a strata.dtype, a name string ("float32", "f32", "long", ...), a NumPy dtype or type,
+/// or Python's float/int/bool types (NumPy's meaning: float64, int64, bool).
+DType dtype_from_py(py::handle obj, const char* op);
+/// Optional dtype argument: None gives nullopt.
+std::optional<DType> optional_dtype(py::handle obj, const char* op);
+
+/// The Strata dtype of a NumPy dtype, or nullopt when Strata has no such dtype.
+std::optional<DType> dtype_from_numpy(const py::dtype& dt);
+/// The NumPy dtype for `t`; raises TypeError for bf16 (NumPy has none).
+py::dtype numpy_dtype(DType t, const char* op);
+
+// ---- arguments ----------------------------------------------------------------------------------
+/// Sizes given as `*ints` or as one sequence of ints (torch's `view(2, 3)` / `view((2, 3))`).
+Dims int_list_from_args(const py::args& args, const char* op, const char* what);
+/// A sequence of ints (or a single int) as Dims.
+Dims int_list_from_sequence(py::handle seq, const char* op, const char* what);
+/// An integer argument (accepts anything with __index__, rejects bool and float).
+int64_t int_from_py(py::handle obj, const char* op, const char* what);
+/// Wraps a dim into [0, rank) or raises IndexError like PyTorch ("Dimension out of range").
+int64_t wrap_dim_py(int64_t dim, int64_t rank, const char* op);
+
+// ---- NumPy interop ------------------------------------------------------------------------------
+/// Zero-copy tensor over a NumPy array's memory; the tensor keeps the array alive.
+Tensor tensor_from_numpy(py::handle obj);
+/// Zero-copy NumPy view of a tensor; the array keeps `self` (a strata.Tensor object) alive.
+py::array tensor_to_numpy(py::handle self, const char* op);
+/// A new tensor holding a copy of `data` (a Tensor, a NumPy array, nested sequences or a scalar).
+Tensor tensor_from_data(py::handle data, std::optional<DType> dtype, const char* op);
+
+// ---- module parts -------------------------------------------------------------------------------
+void init_errors(py::module_& m);
+void init_dtypes(py::module_& m);
+void init_tensor(py::module_& m);
+void init_factories(py::module_& m);
+
+}  // namespace strata::python
