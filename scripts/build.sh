@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Configures and builds one build tree incrementally. Usage:
+#   bash scripts/build.sh <build-dir> [extra cmake -D options...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dir=$1; shift
+cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE="${STRATA_BUILD_TYPE:-Release}" "$@" >"$dir.configure.log" 2>&1 \
+  || { mkdir -p "$(dirname "$dir")"; cat "$dir.configure.log"; exit 1; }
+cmake --build "$dir" --parallel "$(nproc)"

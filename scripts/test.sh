@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The README's second command: set up, build, and run every test — the C++ suites (plain and
+# under AddressSanitizer + UndefinedBehaviorSanitizer) and the Python suite against the installed
+# package. Exits non-zero on the first failing stage.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+bash scripts/bootstrap.sh
+mkdir -p build
+jobs=$(nproc)
+
+echo "== C++ tests (Release) =="
+bash scripts/build.sh build/release -DSTRATA_BUILD_TESTS=ON
+ctest --test-dir build/release --output-on-failure -j "$jobs"
+
+echo "== C++ tests (AddressSanitizer + UndefinedBehaviorSanitizer) =="
+STRATA_BUILD_TYPE=Debug bash scripts/build.sh build/asan -DSTRATA_BUILD_TESTS=ON -DSTRATA_SANITIZE=address,undefined \
+  -DSTRATA_BUILD_EXAMPLES=OFF -DSTRATA_BUILD_BENCH=OFF
+ASAN_OPTIONS=detect_leaks=1:strict_string_checks=1 \
+UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build/asan --output-on-failure -j "$jobs"
+
+echo "== Python package and tests =="
+python3 -m pip install -q --disable-pip-version-check --no-build-isolation "$root"
+(cd "$root/tests/python" && python3 -m pytest -q "$root/tests/python")
