@@ -20,9 +20,13 @@ namespace detail {
 
 template <typename... Args>
 std::string format_message(const Args&... args) {
-  std::ostringstream os;
-  (os << ... << args);
-  return os.str();
+  if constexpr (sizeof...(Args) == 0) {
+    return {};
+  } else {
+    std::ostringstream os;
+    (os << ... << args);
+    return os.str();
+  }
 }
 
 [[noreturn]] void throw_check_failure(const char* cond, const char* file, int line,

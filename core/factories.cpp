@@ -53,26 +53,47 @@ uint64_t word_pair(const std::array<uint32_t, 4>& b, int pair) {
   return (static_cast<uint64_t>(b[2 * pair]) << 32) | b[2 * pair + 1];
 }
 
-}  // namespace
-
-Tensor empty(IntArrayRef sizes, TensorOptions options) {
-  const int64_t numel = checked_numel(sizes, "empty");
-  const auto nbytes = static_cast<std::size_t>(numel) * itemsize(options.dtype);
-  Storage storage = Storage::allocate(nbytes, allocator_of(options));
+// A new contiguous tensor; `op` names the factory in error messages.
+Tensor empty_for(const char* op, IntArrayRef sizes, const TensorOptions& options) {
+  const int64_t numel = checked_numel(sizes, op);
+  int64_t nbytes = 0;
+  STRATA_CHECK(!__builtin_mul_overflow(numel, static_cast<int64_t>(itemsize(options.dtype)), &nbytes), op,
+               ": sizes ", sizes, " of dtype ", options.dtype, " need more than 2^63 bytes");
+  Storage storage = Storage::allocate(static_cast<std::size_t>(nbytes), allocator_of(options));
   return Tensor(std::move(storage), sizes, contiguous_strides(sizes), 0, options.dtype);
 }
 
-Tensor full(IntArrayRef sizes, double value, TensorOptions options) {
-  Tensor t = empty(sizes, options);
+Tensor full_for(const char* op, IntArrayRef sizes, double value, const TensorOptions& options) {
+  Tensor t = empty_for(op, sizes, options);
   t.fill_(value);
   return t;
 }
 
-Tensor zeros(IntArrayRef sizes, TensorOptions options) { return full(sizes, 0.0, options); }
-Tensor ones(IntArrayRef sizes, TensorOptions options) { return full(sizes, 1.0, options); }
-Tensor empty_like(const Tensor& t) { return empty(t.sizes(), {t.dtype(), nullptr}); }
-Tensor zeros_like(const Tensor& t) { return zeros(t.sizes(), {t.dtype(), nullptr}); }
-Tensor ones_like(const Tensor& t) { return ones(t.sizes(), {t.dtype(), nullptr}); }
+const Tensor& defined_source(const Tensor& t, const char* op) {
+  STRATA_CHECK(t.defined(), op, ": the source tensor is undefined");
+  return t;
+}
+
+}  // namespace
+
+Tensor empty(IntArrayRef sizes, TensorOptions options) { return empty_for("empty", sizes, options); }
+Tensor full(IntArrayRef sizes, double value, TensorOptions options) {
+  return full_for("full", sizes, value, options);
+}
+Tensor zeros(IntArrayRef sizes, TensorOptions options) { return full_for("zeros", sizes, 0.0, options); }
+Tensor ones(IntArrayRef sizes, TensorOptions options) { return full_for("ones", sizes, 1.0, options); }
+Tensor empty_like(const Tensor& t) {
+  const Tensor& s = defined_source(t, "empty_like");
+  return empty_for("empty_like", s.sizes(), {s.dtype(), nullptr});
+}
+Tensor zeros_like(const Tensor& t) {
+  const Tensor& s = defined_source(t, "zeros_like");
+  return full_for("zeros_like", s.sizes(), 0.0, {s.dtype(), nullptr});
+}
+Tensor ones_like(const Tensor& t) {
+  const Tensor& s = defined_source(t, "ones_like");
+  return full_for("ones_like", s.sizes(), 1.0, {s.dtype(), nullptr});
+}
 
 Tensor arange(double end) { return arange(0.0, end, 1.0); }
 
@@ -93,7 +114,19 @@ Tensor arange(double start, double end, double step, TensorOptions options) {
   STRATA_CHECK(count < 9.0e18, "arange: the range [", start, ", ", end, ") with step ", step,
                " has too many elements");
   const auto n = static_cast<int64_t>(count);
-  Tensor t = empty({n}, options);
+  if (n > 0 && is_integral(options.dtype)) {
+    const double last = start + static_cast<double>(n - 1) * step;
+    dispatch_dtype(options.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+        const auto lo = static_cast<double>(std::numeric_limits<T>::min());
+        const auto hi = static_cast<double>(std::numeric_limits<T>::max());
+        STRATA_CHECK(std::min(start, last) >= lo && std::max(start, last) <= hi, "arange: values from ",
+                     start, " to ", last, " do not fit dtype ", options.dtype);
+      }
+    });
+  }
+  Tensor t = empty_for("arange", {n}, options);
   dispatch_dtype(options.dtype, [&](auto tag) {
     using T = decltype(tag);
     fill_indexed<T>(t, [&](int64_t i) { return start + static_cast<double>(i) * step; });
@@ -101,40 +134,65 @@ Tensor arange(double start, double end, double step, TensorOptions options) {
   return t;
 }
 
-Tensor uniform(IntArrayRef sizes, double low, double high, TensorOptions options, Generator* gen) {
-  check_floating(options.dtype, "uniform");
-  STRATA_CHECK(low <= high && std::isfinite(low) && std::isfinite(high), "uniform: expects finite low <= high, got [",
+namespace {
+
+// The largest value of T strictly below `high` (as a double, exactly representable in T).
+template <typename T>
+double largest_below(double high) {
+  const T c = convert_element<T>(high);  // nearest T; at most one step above high
+  if (static_cast<double>(c) < high) return static_cast<double>(c);
+  if constexpr (std::is_same_v<T, BFloat16>) {
+    BFloat16 b = c;
+    const float f = static_cast<float>(b);
+    if (f > 0.0f) b.bits = static_cast<uint16_t>(b.bits - 1);
+    else if (f == 0.0f) b.bits = 0x8001;  // the negative subnormal closest to zero
+    else b.bits = static_cast<uint16_t>(b.bits + 1);
+    return static_cast<double>(static_cast<float>(b));
+  } else {
+    return static_cast<double>(std::nextafter(c, -std::numeric_limits<T>::infinity()));
+  }
+}
+
+Tensor uniform_for(const char* op, IntArrayRef sizes, double low, double high, TensorOptions options,
+                   Generator* gen) {
+  check_floating(options.dtype, op);
+  STRATA_CHECK(low <= high && std::isfinite(low) && std::isfinite(high), op, ": expects finite low <= high, got [",
                low, ", ", high, ")");
-  Tensor t = empty(sizes, options);
+  Tensor t = empty_for(op, sizes, options);
   Generator& g = gen ? *gen : default_generator();
   const double span = high - low;
   dispatch_dtype(options.dtype, [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (std::is_same_v<T, double>) {
-      // 64 random bits (two words) per element, 53 of them used.
-      fill_from_blocks<T>(t, g, 2, [&](const std::array<uint32_t, 4>& b, double* v) {
-        for (int k = 0; k < 2; ++k) v[k] = low + span * uint64_to_unit_double(word_pair(b, k));
-      });
-    } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, BFloat16>) {
-      fill_from_blocks<T>(t, g, 4, [&](const std::array<uint32_t, 4>& b, double* v) {
-        for (int k = 0; k < 4; ++k)
-          v[k] = static_cast<float>(low + span * static_cast<double>(uint32_to_unit_float(b[k])));
-      });
+    if constexpr (std::is_same_v<T, double> || std::is_same_v<T, float> || std::is_same_v<T, BFloat16>) {
+      // Rounding low + span * u to T can reach `high`; such draws take the largest T below high
+      // (low itself when the interval holds no other T value), so results stay in [low, high).
+      const double top = std::max(low, largest_below<T>(high));
+      auto in_range = [&](double x) {
+        const auto r = static_cast<double>(convert_element<T>(x));
+        return r >= high && high > low ? top : r;
+      };
+      if constexpr (std::is_same_v<T, double>) {
+        // 64 random bits (two words) per element, 53 of them used.
+        fill_from_blocks<T>(t, g, 2, [&](const std::array<uint32_t, 4>& b, double* v) {
+          for (int k = 0; k < 2; ++k) v[k] = in_range(low + span * uint64_to_unit_double(word_pair(b, k)));
+        });
+      } else {
+        fill_from_blocks<T>(t, g, 4, [&](const std::array<uint32_t, 4>& b, double* v) {
+          for (int k = 0; k < 4; ++k)
+            v[k] = in_range(low + span * static_cast<double>(uint32_to_unit_float(b[k])));
+        });
+      }
     }
   });
   return t;
 }
 
-Tensor rand(IntArrayRef sizes, TensorOptions options, Generator* gen) {
-  check_floating(options.dtype, "rand");
-  return uniform(sizes, 0.0, 1.0, options, gen);
-}
-
-Tensor normal(IntArrayRef sizes, double mean, double std, TensorOptions options, Generator* gen) {
-  check_floating(options.dtype, "normal");
-  STRATA_CHECK(std >= 0.0 && std::isfinite(std) && std::isfinite(mean), "normal: expects finite mean and std >= 0, got mean ",
+Tensor normal_for(const char* op, IntArrayRef sizes, double mean, double std, TensorOptions options,
+                  Generator* gen) {
+  check_floating(options.dtype, op);
+  STRATA_CHECK(std >= 0.0 && std::isfinite(std) && std::isfinite(mean), op, ": expects finite mean and std >= 0, got mean ",
                mean, ", std ", std);
-  Tensor t = empty(sizes, options);
+  Tensor t = empty_for(op, sizes, options);
   Generator& g = gen ? *gen : default_generator();
   // Box-Muller: a pair of uniforms (u1 in (0, 1] so the log is finite, u2 in [0, 1)) gives two
   // normals. f64 uses 53-bit uniforms (one block per pair); f32/bf16 use 24-bit ones (two pairs).
@@ -161,16 +219,26 @@ Tensor normal(IntArrayRef sizes, double mean, double std, TensorOptions options,
   return t;
 }
 
+}  // namespace
+
+Tensor uniform(IntArrayRef sizes, double low, double high, TensorOptions options, Generator* gen) {
+  return uniform_for("uniform", sizes, low, high, options, gen);
+}
+Tensor rand(IntArrayRef sizes, TensorOptions options, Generator* gen) {
+  return uniform_for("rand", sizes, 0.0, 1.0, options, gen);
+}
+Tensor normal(IntArrayRef sizes, double mean, double std, TensorOptions options, Generator* gen) {
+  return normal_for("normal", sizes, mean, std, options, gen);
+}
 Tensor randn(IntArrayRef sizes, TensorOptions options, Generator* gen) {
-  check_floating(options.dtype, "randn");
-  return normal(sizes, 0.0, 1.0, options, gen);
+  return normal_for("randn", sizes, 0.0, 1.0, options, gen);
 }
 
 Tensor randint(int64_t low, int64_t high, IntArrayRef sizes, TensorOptions options, Generator* gen) {
   STRATA_CHECK(is_integral(options.dtype), "randint: expects an integral dtype (i32, i64, u8), got ",
                options.dtype);
   STRATA_CHECK(low < high, "randint: expects low < high, got low ", low, ", high ", high);
-  Tensor t = empty(sizes, options);
+  Tensor t = empty_for("randint", sizes, options);
   Generator& g = gen ? *gen : default_generator();
   const auto range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
   dispatch_dtype(options.dtype, [&](auto tag) {
@@ -216,7 +284,7 @@ Tensor from_blob(void* data, IntArrayRef sizes, DType dtype, std::function<void(
 Tensor from_buffer(const void* data, std::size_t nbytes, IntArrayRef sizes, DType dtype,
                    TensorOptions options) {
   options.dtype = dtype;
-  Tensor t = empty(sizes, options);
+  Tensor t = empty_for("from_buffer", sizes, options);
   STRATA_CHECK(nbytes == t.nbytes(), "from_buffer: got ", nbytes, " bytes but sizes ", sizes,
                " of dtype ", dtype, " need ", t.nbytes());
   STRATA_CHECK(data != nullptr || nbytes == 0, "from_buffer: null data pointer for ", nbytes, " bytes");
@@ -232,6 +300,6 @@ Tensor from_buffer(const void* data, std::size_t nbytes, IntArrayRef sizes, DTyp
   return t;
 }
 
-Tensor scalar_tensor(double value, DType dtype) { return full({}, value, {dtype, nullptr}); }
+Tensor scalar_tensor(double value, DType dtype) { return full_for("scalar_tensor", {}, value, {dtype, nullptr}); }
 
 }  // namespace strata

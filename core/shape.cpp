@@ -44,9 +44,10 @@ Dims contiguous_strides(IntArrayRef sizes) {
 }
 
 bool is_contiguous_layout(IntArrayRef sizes, IntArrayRef strides) {
+  for (int64_t s : sizes)
+    if (s == 0) return true;  // an empty tensor is contiguous whatever its strides
   int64_t expected = 1;
   for (std::size_t i = sizes.size(); i-- > 0;) {
-    if (sizes[i] == 0) return true;
     if (sizes[i] == 1) continue;
     if (strides[i] != expected) return false;
     expected *= sizes[i];
@@ -60,6 +61,7 @@ int64_t wrap_dim(int64_t dim, int64_t rank, const char* op, bool scalar_ok) {
                  " out of range for a 0-dim tensor (expected 0 or -1)");
     return 0;
   }
+  STRATA_CHECK(rank > 0, op, ": dimension ", dim, " out of range: the tensor has rank 0 (no dimensions)");
   STRATA_CHECK(dim >= -rank && dim < rank, op, ": dimension ", dim, " out of range for a tensor of rank ",
                rank, " (expected in [", -rank, ", ", rank - 1, "])");
   return dim < 0 ? dim + rank : dim;
@@ -108,6 +110,10 @@ bool compute_view_strides(IntArrayRef sizes, IntArrayRef strides, IntArrayRef ne
   new_strides.assign(new_sizes.size(), 0);
   int64_t numel = 1;
   for (int64_t s : sizes) numel *= s;
+  if (numel == 0 && sizes == new_sizes) {  // PyTorch keeps the strides of an unchanged empty shape
+    new_strides = strides.to_dims();
+    return true;
+  }
   if (numel == 0 || sizes.empty()) {
     new_strides = contiguous_strides(new_sizes);
     return true;

@@ -25,7 +25,7 @@ class SmallVector {
   SmallVector() = default;
   explicit SmallVector(std::size_t n, T value = T{}) { assign(n, value); }
   SmallVector(std::initializer_list<T> init) { assign(init.begin(), init.end()); }
-  template <typename It>
+  template <typename It, typename = std::enable_if_t<!std::is_integral_v<It>>>
   SmallVector(It first, It last) {
     assign(first, last);
   }

@@ -6,38 +6,42 @@
 
 namespace strata {
 
-namespace {
+Tensor::Tensor(Storage storage, IntArrayRef sizes, IntArrayRef strides, int64_t offset, DType dtype)
+    : Tensor(make_checked("Tensor", std::move(storage), sizes, strides, offset, dtype)) {}
 
-// Largest element offset (relative to the tensor's offset) that the view addresses, or -1 when
-// the view is empty.
-int64_t max_extent(IntArrayRef sizes, IntArrayRef strides) {
-  int64_t extent = 0;
-  for (std::size_t i = 0; i < sizes.size(); ++i) {
-    if (sizes[i] == 0) return -1;
-    extent += (sizes[i] - 1) * strides[i];
-  }
-  return extent;
+void Tensor::throw_undefined(const char* op) {
+  STRATA_CHECK(false, op, ": the tensor is undefined (default-constructed or moved-from)");
+  std::abort();  // unreachable
 }
 
-}  // namespace
-
-Tensor::Tensor(Storage storage, IntArrayRef sizes, IntArrayRef strides, int64_t offset, DType dtype) {
-  STRATA_CHECK(storage.defined(), "Tensor: storage is undefined");
-  STRATA_CHECK(sizes.size() == strides.size(), "Tensor: sizes ", sizes, " and strides ", strides,
+Tensor Tensor::make_checked(const char* op, Storage storage, IntArrayRef sizes, IntArrayRef strides,
+                            int64_t offset, DType dtype) {
+  STRATA_CHECK(storage.defined(), op, ": storage is undefined");
+  STRATA_CHECK(sizes.size() == strides.size(), op, ": sizes ", sizes, " and strides ", strides,
                " have different lengths");
-  STRATA_CHECK(offset >= 0, "Tensor: negative storage offset ", offset);
-  const int64_t numel = checked_numel(sizes, "Tensor");
+  STRATA_CHECK(offset >= 0, op, ": negative storage offset ", offset);
+  const int64_t numel = checked_numel(sizes, op);
   for (std::size_t i = 0; i < strides.size(); ++i)
-    STRATA_CHECK(strides[i] >= 0, "Tensor: negative stride ", strides[i], " at dim ", i,
-                 " (strides ", strides, ") is not supported");
-  const int64_t extent = max_extent(sizes, strides);
-  if (extent >= 0) {
-    const int64_t last = offset + extent;  // element index of the last addressed element
-    const auto need = static_cast<std::size_t>(last + 1) * strata::itemsize(dtype);
-    STRATA_CHECK(need <= storage.nbytes(), "Tensor: view with sizes ", sizes, ", strides ", strides,
-                 ", offset ", offset, " and dtype ", dtype, " needs ", need,
-                 " bytes but the storage has ", storage.nbytes());
+    STRATA_CHECK(strides[i] >= 0, op, ": negative stride ", strides[i], " at dim ", i, " (strides ",
+                 strides, ") is not supported");
+  if (numel > 0) {
+    // Byte offset one past the last addressed element, computed without overflow.
+    int64_t last = offset;
+    bool overflow = false;
+    for (std::size_t i = 0; i < sizes.size() && !overflow; ++i) {
+      int64_t step;
+      overflow = __builtin_mul_overflow(sizes[i] - 1, strides[i], &step) ||
+                 __builtin_add_overflow(last, step, &last);
+    }
+    int64_t need = 0;
+    overflow = overflow || __builtin_add_overflow(last, 1, &need) ||
+               __builtin_mul_overflow(need, static_cast<int64_t>(strata::itemsize(dtype)), &need);
+    STRATA_CHECK(!overflow && static_cast<std::size_t>(need) <= storage.nbytes(), op, ": view with sizes ",
+                 sizes, ", strides ", strides, ", offset ", offset, " and dtype ", dtype, " needs ",
+                 overflow ? std::string("more than 2^63") : std::to_string(need), " bytes but the storage has ",
+                 storage.nbytes());
   }
+  Tensor t;
   auto impl = std::make_shared<detail::TensorImpl>();
   impl->storage = std::move(storage);
   impl->sizes = sizes.to_dims();
@@ -46,7 +50,24 @@ Tensor::Tensor(Storage storage, IntArrayRef sizes, IntArrayRef strides, int64_t 
   impl->dtype = dtype;
   impl->numel = numel;
   impl->contiguous = is_contiguous_layout(sizes, strides);
-  impl_ = std::move(impl);
+  t.impl_ = std::move(impl);
+  return t;
+}
+
+Tensor Tensor::make_view(Dims sizes, Dims strides, int64_t offset) const {
+  int64_t numel = 1;
+  for (int64_t s : sizes) numel *= s;
+  auto impl = std::make_shared<detail::TensorImpl>();
+  impl->storage = storage();
+  impl->contiguous = is_contiguous_layout(sizes, strides);
+  impl->sizes = std::move(sizes);
+  impl->strides = std::move(strides);
+  impl->offset = offset;
+  impl->dtype = dtype();
+  impl->numel = numel;
+  Tensor t;
+  t.impl_ = std::move(impl);
+  return t;
 }
 
 int64_t Tensor::size(int64_t dim) const {
@@ -62,11 +83,13 @@ bool Tensor::shares_storage(const Tensor& other) const {
 }
 
 void* Tensor::data_ptr() const {
+  require_defined("data_ptr");
   auto* base = static_cast<char*>(storage().data());
   return base ? base + offset() * static_cast<int64_t>(itemsize()) : nullptr;
 }
 
 double Tensor::at(IntArrayRef index) const {
+  require_defined("at");
   STRATA_CHECK(static_cast<int64_t>(index.size()) == dim(), "at: index ", index, " has ",
                index.size(), " entries but the tensor has rank ", dim(), " (", describe(), ")");
   int64_t off = 0;
@@ -90,42 +113,48 @@ double Tensor::at(IntArrayRef index) const {
 // ---- views --------------------------------------------------------------------------------------
 
 Tensor Tensor::as_strided(IntArrayRef sizes, IntArrayRef strides, std::optional<int64_t> offset) const {
-  return Tensor(storage(), sizes, strides, offset.value_or(this->offset()), dtype());
+  require_defined("as_strided");
+  return make_checked("as_strided", storage(), sizes, strides, offset.value_or(this->offset()), dtype());
 }
 
 Tensor Tensor::view(IntArrayRef sizes) const {
+  require_defined("view");
   const Dims shape = infer_size(sizes, numel(), "view");
   Dims new_strides;
   STRATA_CHECK(compute_view_strides(this->sizes(), strides(), shape, new_strides), "view: size ", shape,
                " is not compatible with the input's sizes ", this->sizes(), " and strides ", strides(),
                " (a dimension spans two non-contiguous subspaces); use reshape() instead");
-  return as_strided(shape, new_strides);
+  return make_view(shape, new_strides, offset());
 }
 
 Tensor Tensor::reshape(IntArrayRef sizes) const {
+  require_defined("reshape");
   const Dims shape = infer_size(sizes, numel(), "reshape");
   Dims new_strides;
   if (compute_view_strides(this->sizes(), strides(), shape, new_strides))
-    return as_strided(shape, new_strides);
+    return make_view(shape, new_strides, offset());
   return contiguous().view(shape);
 }
 
 Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length) const {
+  require_defined("narrow");
   STRATA_CHECK(this->dim() > 0, "narrow: cannot narrow a 0-dim tensor");
   const int64_t d = wrap_dim(dim, this->dim(), "narrow");
   const int64_t n = sizes()[d];
   STRATA_CHECK(start >= -n && start <= n, "narrow: start ", start, " is out of range for dim ", d,
                " of size ", n, " (", describe(), ")");
   if (start < 0) start += n;
-  STRATA_CHECK(length >= 0 && start + length <= n, "narrow: start ", start, " + length ", length,
+  STRATA_CHECK(length >= 0, "narrow: length ", length, " must be non-negative (", describe(), ")");
+  STRATA_CHECK(start + length <= n, "narrow: start ", start, " + length ", length,
                " exceeds size ", n, " of dim ", d, " (", describe(), ")");
   Dims s = sizes();
   s[d] = length;
-  return as_strided(s, strides(), offset() + start * strides()[d]);
+  return make_view(s, strides(), offset() + start * strides()[d]);
 }
 
 Tensor Tensor::slice(int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end,
                      int64_t step) const {
+  require_defined("slice");
   STRATA_CHECK(this->dim() > 0, "slice: cannot slice a 0-dim tensor");
   const int64_t d = wrap_dim(dim, this->dim(), "slice");
   STRATA_CHECK(step > 0, "slice: step must be positive, got ", step);
@@ -138,12 +167,17 @@ Tensor Tensor::slice(int64_t dim, std::optional<int64_t> start, std::optional<in
   const int64_t e = std::max(b, end ? clamp(*end) : n);
   Dims s = sizes();
   Dims st = strides();
-  s[d] = (e - b + step - 1) / step;
-  st[d] *= step;
-  return as_strided(s, st, offset() + b * strides()[d]);
+  const int64_t len = e - b;
+  s[d] = len == 0 ? 0 : 1 + (len - 1) / step;  // ceil(len / step) without overflow
+  if (s[d] > 1) {
+    STRATA_CHECK(!__builtin_mul_overflow(st[d], step, &st[d]), "slice: step ", step, " times stride ",
+                 strides()[d], " of dim ", d, " overflows int64");
+  }
+  return make_view(s, st, offset() + b * strides()[d]);
 }
 
 Tensor Tensor::select(int64_t dim, int64_t index) const {
+  require_defined("select");
   STRATA_CHECK(this->dim() > 0, "select: cannot select from a 0-dim tensor");
   const int64_t d = wrap_dim(dim, this->dim(), "select");
   const int64_t n = sizes()[d];
@@ -154,21 +188,23 @@ Tensor Tensor::select(int64_t dim, int64_t index) const {
   Dims st = strides();
   s.erase(d);
   st.erase(d);
-  return as_strided(s, st, offset() + index * strides()[d]);
+  return make_view(s, st, offset() + index * strides()[d]);
 }
 
 Tensor Tensor::transpose(int64_t dim0, int64_t dim1) const {
+  require_defined("transpose");
   const int64_t a = wrap_dim(dim0, dim(), "transpose", true);
   const int64_t b = wrap_dim(dim1, dim(), "transpose", true);
-  if (dim() == 0) return as_strided(sizes(), strides());
+  if (dim() == 0) return make_view(sizes(), strides(), offset());
   Dims s = sizes();
   Dims st = strides();
   std::swap(s[a], s[b]);
   std::swap(st[a], st[b]);
-  return as_strided(s, st);
+  return make_view(s, st, offset());
 }
 
 Tensor Tensor::permute(IntArrayRef dims) const {
+  require_defined("permute");
   STRATA_CHECK(static_cast<int64_t>(dims.size()) == dim(), "permute: got ", dims.size(),
                " dims ", dims, " for a tensor of rank ", dim(), " (", describe(), ")");
   Dims s(dims.size());
@@ -181,16 +217,18 @@ Tensor Tensor::permute(IntArrayRef dims) const {
     s[i] = sizes()[d];
     st[i] = strides()[d];
   }
-  return as_strided(s, st);
+  return make_view(s, st, offset());
 }
 
 Tensor Tensor::t() const {
+  require_defined("t");
   STRATA_CHECK(dim() <= 2, "t: expects a tensor of rank <= 2, got ", describe(),
                "; use transpose(dim0, dim1) or permute()");
-  return dim() < 2 ? as_strided(sizes(), strides()) : transpose(0, 1);
+  return dim() < 2 ? make_view(sizes(), strides(), offset()) : transpose(0, 1);
 }
 
 Tensor Tensor::expand(IntArrayRef sizes) const {
+  require_defined("expand");
   const auto rank = static_cast<int64_t>(sizes.size());
   STRATA_CHECK(rank >= dim(), "expand: the number of sizes ", rank, " in ", sizes,
                " must be at least the tensor's rank ", dim(), " (", describe(), ")");
@@ -218,10 +256,11 @@ Tensor Tensor::expand(IntArrayRef sizes) const {
       st[i] = 0;
     }
   }
-  return as_strided(s, st);
+  return make_view(s, st, offset());
 }
 
 Tensor Tensor::squeeze() const {
+  require_defined("squeeze");
   Dims s;
   Dims st;
   for (int64_t i = 0; i < dim(); ++i) {
@@ -230,31 +269,38 @@ Tensor Tensor::squeeze() const {
       st.push_back(strides()[i]);
     }
   }
-  return as_strided(s, st);
+  return make_view(s, st, offset());
 }
 
 Tensor Tensor::squeeze(int64_t dim) const {
+  require_defined("squeeze");
   const int64_t d = wrap_dim(dim, this->dim(), "squeeze", true);
-  if (this->dim() == 0 || sizes()[d] != 1) return as_strided(sizes(), strides());
+  if (this->dim() == 0 || sizes()[d] != 1) return make_view(sizes(), strides(), offset());
   Dims s = sizes();
   Dims st = strides();
   s.erase(d);
   st.erase(d);
-  return as_strided(s, st);
+  return make_view(s, st, offset());
 }
 
 Tensor Tensor::unsqueeze(int64_t dim) const {
+  require_defined("unsqueeze");
   const int64_t d = wrap_dim(dim, this->dim() + 1, "unsqueeze");
   Dims s = sizes();
   Dims st = strides();
   const int64_t stride = d < this->dim() ? sizes()[d] * strides()[d] : 1;
   s.insert(d, 1);
   st.insert(d, stride);
-  return as_strided(s, st);
+  return make_view(s, st, offset());
 }
 
 Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
-  if (dim() == 0) return reshape({1});
+  require_defined("flatten");
+  if (dim() == 0) {
+    wrap_dim(start_dim, 0, "flatten", true);
+    wrap_dim(end_dim, 0, "flatten", true);
+    return reshape({1});
+  }
   const int64_t a = wrap_dim(start_dim, dim(), "flatten");
   const int64_t b = wrap_dim(end_dim, dim(), "flatten");
   STRATA_CHECK(a <= b, "flatten: start_dim ", start_dim, " must not come after end_dim ", end_dim,

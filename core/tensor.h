@@ -100,7 +100,10 @@ class Tensor {
   Tensor t() const;
   /// Broadcast view with stride 0 in expanded dims; -1 keeps a size. New leading dims allowed.
   Tensor expand(IntArrayRef sizes) const;
-  Tensor expand_as(const Tensor& other) const { return expand(other.sizes()); }
+  Tensor expand_as(const Tensor& other) const {
+    other.require_defined("expand_as");
+    return expand(other.sizes());
+  }
   /// expand() under NumPy's name.
   Tensor broadcast_to(IntArrayRef sizes) const { return expand(sizes); }
   /// Removes all size-1 dims.
@@ -137,11 +140,20 @@ class Tensor {
   std::string describe() const;
 
  private:
-  friend class TensorIter;
   const detail::TensorImpl& impl() const {
-    STRATA_CHECK(impl_ != nullptr, "Tensor: operation on an undefined tensor");
+    if (impl_ == nullptr) [[unlikely]] throw_undefined("Tensor");
     return *impl_;
   }
+  /// Throws unless defined, naming `op` in the message.
+  void require_defined(const char* op) const {
+    if (impl_ == nullptr) [[unlikely]] throw_undefined(op);
+  }
+  [[noreturn]] static void throw_undefined(const char* op);
+  /// Checks that a view fits its storage (overflow-safe) and builds it; `op` names the caller.
+  static Tensor make_checked(const char* op, Storage storage, IntArrayRef sizes, IntArrayRef strides,
+                             int64_t offset, DType dtype);
+  /// A view of this tensor's storage that is in bounds by construction (no check).
+  Tensor make_view(Dims sizes, Dims strides, int64_t offset) const;
   /// Converts the single element to `dtype` and writes it to `out`.
   void item_into(DType dtype, void* out) const;
 

@@ -67,6 +67,7 @@ bool may_overlap(const Tensor& a, const Tensor& b) {
 }  // namespace
 
 Tensor& Tensor::copy_(const Tensor& src) {
+  require_defined("copy_");
   STRATA_CHECK(src.defined(), "copy_: source tensor is undefined");
   Tensor source = src;
   if (source.sizes() != sizes()) {
@@ -92,6 +93,7 @@ Tensor& Tensor::copy_(const Tensor& src) {
 }
 
 Tensor& Tensor::fill_(double value) {
+  require_defined("fill_");
   dispatch_dtype(dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T v = convert_element<T>(value);
@@ -111,16 +113,19 @@ Tensor& Tensor::fill_(double value) {
 }
 
 Tensor Tensor::contiguous() const {
+  require_defined("contiguous");
   return is_contiguous() ? *this : clone();
 }
 
 Tensor Tensor::clone() const {
+  require_defined("clone");
   Tensor out = empty(sizes(), {dtype(), nullptr});
   copy_same_shape(out, *this);
   return out;
 }
 
 Tensor Tensor::to(DType target, bool copy) const {
+  require_defined("to");
   if (target == dtype() && !copy) return *this;
   Tensor out = empty(sizes(), {target, nullptr});
   copy_same_shape(out, *this);
@@ -128,6 +133,7 @@ Tensor Tensor::to(DType target, bool copy) const {
 }
 
 void Tensor::item_into(DType target, void* out) const {
+  require_defined("item");
   STRATA_CHECK(numel() == 1, "item: a tensor with ", numel(),
                " elements cannot be converted to a scalar (", describe(), ")");
   Tensor dst = from_blob(out, Dims(static_cast<std::size_t>(dim()), 1), target);

@@ -14,17 +14,30 @@ namespace {
 constexpr int64_t kSummarizeThreshold = 1000;  // elements; above this, print edges only
 constexpr int64_t kEdgeItems = 3;
 
+// One element: floats as double, integers and bools exactly as int64 (a double cannot hold every
+// i64).
+struct Value {
+  double f = 0.0;
+  int64_t i = 0;
+};
+
+Value value_of(const Tensor& scalar) {
+  if (is_floating(scalar.dtype())) return {scalar.at({}), 0};
+  return {0.0, scalar.item<int64_t>()};
+}
+
 struct Formatter {
   DType dtype;
   bool integral_floats = true;  // every finite float value is a whole number
   bool scientific = false;
   int width = 1;
 
-  std::string format(double v) const {
+  std::string format(Value value) const {
     char buf[64];
-    if (dtype == DType::boolean) return v != 0.0 ? "True" : "False";
+    if (dtype == DType::boolean) return value.i != 0 ? "True" : "False";
+    const double v = value.f;
     if (!is_floating(dtype)) {
-      std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v));
+      std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(value.i));
     } else if (std::isnan(v)) {
       return "nan";
     } else if (std::isinf(v)) {
@@ -53,9 +66,9 @@ std::vector<int64_t> shown_indices(int64_t n, bool summarize) {
   return idx;
 }
 
-void collect(const Tensor& t, bool summarize, std::vector<double>& out) {
+void collect(const Tensor& t, bool summarize, std::vector<Value>& out) {
   if (t.dim() == 0) {
-    out.push_back(t.at({}));
+    out.push_back(value_of(t));
     return;
   }
   for (int64_t i : shown_indices(t.size(0), summarize))
@@ -64,7 +77,7 @@ void collect(const Tensor& t, bool summarize, std::vector<double>& out) {
 
 void render(const Tensor& t, const Formatter& f, bool summarize, int indent, std::ostringstream& os) {
   if (t.dim() == 0) {
-    std::string s = f.format(t.at({}));
+    std::string s = f.format(value_of(t));
     os << std::string(static_cast<std::size_t>(std::max(0, f.width - static_cast<int>(s.size()))), ' ') << s;
     return;
   }
@@ -95,12 +108,13 @@ std::string Tensor::to_string() const {
   if (!defined()) return "tensor(undefined)";
   const bool summarize = numel() > kSummarizeThreshold;
   Formatter f{dtype()};
-  std::vector<double> values;
+  std::vector<Value> values;
   if (numel() > 0) collect(*this, summarize, values);
   if (is_floating(dtype())) {
     double max_abs = 0.0;
     double min_abs = INFINITY;
-    for (double v : values) {
+    for (const Value& value : values) {
+      const double v = value.f;
       if (!std::isfinite(v)) continue;
       if (v != std::floor(v)) f.integral_floats = false;
       if (v != 0.0) {
@@ -111,7 +125,7 @@ std::string Tensor::to_string() const {
     f.scientific = max_abs >= 1e8 || (!f.integral_floats && min_abs < 1e-4) ||
                    (max_abs > 0 && min_abs < INFINITY && max_abs / min_abs > 1e3 && !f.integral_floats);
   }
-  for (double v : values) f.width = std::max(f.width, static_cast<int>(f.format(v).size()));
+  for (const Value& v : values) f.width = std::max(f.width, static_cast<int>(f.format(v).size()));
 
   std::ostringstream os;
   const std::string prefix = "tensor(";

@@ -5,6 +5,7 @@
 #include <tbb/parallel_for.h>
 
 #include <atomic>
+#include <cstdint>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
@@ -81,21 +82,23 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
     return;
   }
 #if STRATA_TSAN
-  const int64_t chunks = std::min<int64_t>(get_num_threads(), (n + grain - 1) / grain);
-  const int64_t per = (n + chunks - 1) / chunks;
+  // Even split into at most n / grain chunks: every chunk holds at least `grain` elements.
+  const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(get_num_threads(), n / grain));
+  const int64_t base = n / chunks, rem = n % chunks;
+  auto bound = [&](int64_t c) { return c * base + std::min(c, rem); };
   std::vector<std::thread> workers;
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(chunks));
   for (int64_t c = 1; c < chunks; ++c) {
     workers.emplace_back([&, c] {
       try {
-        fn(c * per, std::min(n, (c + 1) * per));
+        fn(bound(c), bound(c + 1));
       } catch (...) {
         errors[static_cast<std::size_t>(c)] = std::current_exception();
       }
     });
   }
   try {
-    fn(0, std::min(n, per));
+    fn(0, bound(1));
   } catch (...) {
     errors[0] = std::current_exception();
   }
@@ -103,7 +106,9 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
   for (auto& e : errors)
     if (e) std::rethrow_exception(e);
 #else
-  tbb::parallel_for(tbb::blocked_range<int64_t>(0, n, grain),
+  // TBB halves a range while it is larger than its grainsize, so a grainsize of 2*grain-1 leaves
+  // chunks of at least `grain` elements.
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, n, 2 * std::min<int64_t>(grain, INT64_MAX / 2) - 1),
                     [&](const tbb::blocked_range<int64_t>& r) { fn(r.begin(), r.end()); });
 #endif
 }

@@ -18,8 +18,9 @@ void set_num_threads(int n);
 /// The current cap (by default the number of hardware threads, or STRATA_NUM_THREADS if set).
 int get_num_threads();
 
-/// Runs fn(begin, end) over [0, n) in chunks of at least `grain` elements, in parallel when n is
-/// large enough; serially (one call) otherwise. Exceptions from fn propagate.
+/// Runs fn(begin, end) over [0, n) in chunks of at least `grain` elements (fewer only when n itself
+/// is smaller), in parallel when n > grain; serially (one call) otherwise. Exceptions from fn
+/// propagate.
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 
 }  // namespace strata

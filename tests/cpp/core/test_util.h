@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <string>
@@ -39,6 +41,7 @@ std::string error_message(Fn&& fn, const char* file, int line) {
   try {
     fn();
   } catch (const strata::Error& e) {
+    if (std::getenv("STRATA_TEST_SHOW_ERRORS")) std::fprintf(stderr, "[error %s:%d] %s\n", file, line, e.what());
     return strip_location(e.what());
   } catch (const std::exception& e) {
     ADD_FAILURE_AT(file, line) << "expected strata::Error, got another exception: " << e.what();
@@ -115,6 +118,20 @@ inline std::vector<double> iota(int64_t n, double start = 0, double step = 1) {
   return out;
 }
 
+/// Matches a message that mentions `word` (optionally followed by more letters, e.g. "dim" also
+/// matches "dimension" and "dim_start") directly followed by the number `value`: "dimension 3",
+/// "index -4", "step=0", "start (3)".
+inline ::testing::Matcher<std::string> Mentions(const std::string& word, int64_t value) {
+  return ::testing::ContainsRegex(word + "[a-z_]*[ =(:]*" + std::to_string(value) + "([^0-9]|$)");
+}
+
+/// Matches a message that names a short op (`t`, `at`) as an op rather than as an English word.
+inline ::testing::Matcher<std::string> NamesOp(const std::string& op) {
+  return ::testing::AnyOf(::testing::StartsWith(op + ":"), ::testing::StartsWith(op + " "),
+                          ::testing::StartsWith(op + "("), ::testing::HasSubstr("::" + op),
+                          ::testing::HasSubstr("." + op + "("), ::testing::HasSubstr(" " + op + "("));
+}
+
 }  // namespace strata_test
 
 /// Checks sizes, strides and offset of a tensor in one line.
@@ -123,4 +140,29 @@ inline std::vector<double> iota(int64_t n, double start = 0, double step = 1) {
     EXPECT_EQ(::strata_test::vec((t).sizes()), ::strata_test::V sizes_);      \
     EXPECT_EQ(::strata_test::vec((t).strides()), ::strata_test::V strides_);  \
     EXPECT_EQ((t).offset(), (offset_));                                        \
+  } while (0)
+
+/// Expects `stmt` to throw strata::Error whose message matches the regex `msg_regex`, evaluated in a
+/// child process (GoogleTest's death-test machinery, "threadsafe" style: the child re-executes the
+/// binary). Used for inputs that crash or trip a sanitizer when the check is missing, so that one
+/// missing check cannot take the rest of the suite down with it. The child prints the message.
+#define EXPECT_STRATA_ERROR_ISOLATED(stmt, msg_regex)                          \
+  do {                                                                         \
+    GTEST_FLAG_SET(death_test_style, "threadsafe");                            \
+    EXPECT_EXIT(                                                               \
+        {                                                                      \
+          try {                                                                \
+            (void)(stmt);                                                      \
+          } catch (const ::strata::Error& e) {                                 \
+            std::fprintf(stderr, "strata::Error: %s\n", e.what());             \
+            std::fflush(stderr);                                               \
+            std::_Exit(0);                                                     \
+          } catch (...) {                                                      \
+            std::fprintf(stderr, "a non-strata exception was thrown\n");      \
+            std::_Exit(3);                                                     \
+          }                                                                    \
+          std::fprintf(stderr, "no exception was thrown\n");                  \
+          std::_Exit(2);                                                       \
+        },                                                                     \
+        ::testing::ExitedWithCode(0), msg_regex);                              \
   } while (0)
