@@ -67,8 +67,9 @@ Dims int_list_from_args(const py::args& args, const char* op, const char* what);
 Dims int_list_from_sequence(py::handle seq, const char* op, const char* what);
 /// An integer argument (accepts anything with __index__, rejects bool and float).
 int64_t int_from_py(py::handle obj, const char* op, const char* what);
-/// Wraps a dim into [0, rank) or raises IndexError like PyTorch ("Dimension out of range").
-int64_t wrap_dim_py(int64_t dim, int64_t rank, const char* op);
+/// Wraps a dim into [0, rank) or raises IndexError like PyTorch ("dimension out of range"). With
+/// `scalar_ok`, a 0-dim tensor accepts dims 0 and -1.
+int64_t wrap_dim_py(int64_t dim, int64_t rank, const char* op, bool scalar_ok = false);
 
 // ---- NumPy interop ------------------------------------------------------------------------------
 /// Zero-copy tensor over a NumPy array's memory; the tensor keeps the array alive.

@@ -1,0 +1,50 @@
+// strata._C: the compiled half of the `strata` package (python/strata re-exports it).
+
+#include <cstdint>
+
+#include "bindings.h"
+#include "core/rng.h"
+#include "core/threading.h"
+
+namespace strata::python {
+namespace {
+
+void init_runtime(py::module_& m) {
+  m.def(
+      "manual_seed",
+      [](py::handle seed) {
+        if (PyBool_Check(seed.ptr()) || !PyIndex_Check(seed.ptr()))
+          throw BindingTypeError(
+              msg("manual_seed(): seed must be an int, got ", Py_TYPE(seed.ptr())->tp_name));
+        py::int_ value = py::reinterpret_steal<py::int_>(PyNumber_Index(seed.ptr()));
+        if (!value) throw py::error_already_set();
+        // Like torch.manual_seed: any Python int is accepted; negative seeds wrap modulo 2^64.
+        const unsigned long long s = PyLong_AsUnsignedLongLongMask(value.ptr());
+        if (PyErr_Occurred()) throw py::error_already_set();
+        strata::manual_seed(static_cast<uint64_t>(s));
+      },
+      py::arg("seed"),
+      "Seeds the default random generator and resets its position (like torch.manual_seed).");
+  m.def(
+      "initial_seed", [] { return default_generator().seed(); },
+      "The seed of the default random generator.");
+  m.def(
+      "set_num_threads", [](int n) { strata::set_num_threads(n); }, py::arg("n"),
+      "Caps the threads used by Strata's kernels and oneDNN (n >= 1).");
+  m.def(
+      "get_num_threads", [] { return strata::get_num_threads(); },
+      "The current thread cap (hardware threads, or STRATA_NUM_THREADS, unless set).");
+}
+
+}  // namespace
+}  // namespace strata::python
+
+PYBIND11_MODULE(_C, m) {
+  using namespace strata::python;
+  m.doc() = "Strata's compiled core: Tensor, dtypes, factories, NumPy interop.";
+  init_errors(m);
+  init_dtypes(m);
+  init_tensor(m);
+  init_factories(m);
+  init_runtime(m);
+}

@@ -1,0 +1,472 @@
+// strata.Tensor: metadata, views, copies, indexing and conversions, under PyTorch's names.
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "bindings.h"
+#include "core/factories.h"
+
+namespace strata::python {
+
+namespace {
+
+py::tuple dims_tuple(const Dims& dims) {
+  py::tuple out(dims.size());
+  for (std::size_t i = 0; i < dims.size(); ++i) out[i] = py::int_(dims[i]);
+  return out;
+}
+
+Tensor& as_tensor_ref(py::handle self) { return self.cast<Tensor&>(); }
+
+// ---- scalars ------------------------------------------------------------------------------------
+
+py::object item_of(const Tensor& t) {
+  if (t.dtype() == DType::boolean) return py::bool_(t.item<bool>());
+  if (is_floating(t.dtype())) return py::float_(t.item<double>());
+  return py::int_(t.item<int64_t>());
+}
+
+void check_single_value(const Tensor& t, const char* what) {
+  if (t.numel() == 0) throw Error(msg(what, " of a Tensor with no values is ambiguous (", t.describe(), ")"));
+  if (t.numel() > 1)
+    throw Error(msg(what, " of a Tensor with more than one value is ambiguous (", t.describe(), ")"));
+}
+
+double number_from_py(py::handle value, const char* op) {
+  if (py::isinstance<Tensor>(value)) return value.cast<const Tensor&>().item<double>();
+  if (PyBool_Check(value.ptr())) return value.ptr() == Py_True ? 1.0 : 0.0;
+  if (PyLong_Check(value.ptr()) || PyFloat_Check(value.ptr()) || PyIndex_Check(value.ptr()) ||
+      PyNumber_Check(value.ptr())) {
+    const double v = PyFloat_AsDouble(value.ptr());
+    if (v == -1.0 && PyErr_Occurred()) throw py::error_already_set();
+    return v;
+  }
+  throw BindingTypeError(msg(op, "(): expected a number, got ", Py_TYPE(value.ptr())->tp_name));
+}
+
+// ---- indexing -----------------------------------------------------------------------------------
+
+bool is_int_index(py::handle item) {
+  return !PyBool_Check(item.ptr()) && PyIndex_Check(item.ptr()) && !py::isinstance<Tensor>(item);
+}
+
+std::optional<int64_t> slice_bound(py::handle v, const char* what) {
+  if (v.is_none()) return std::nullopt;
+  if (PyBool_Check(v.ptr()) || !PyIndex_Check(v.ptr()))
+    throw BindingTypeError(msg("slice indices must be integers or None, got ", Py_TYPE(v.ptr())->tp_name,
+                               " for the slice ", what));
+  return int_from_py(v, "__getitem__", what);
+}
+
+// Basic indexing: ints (select), slices with step > 0, None (new dim of size 1) and one Ellipsis.
+// The result is always a view of `self`.
+Tensor index_view(const Tensor& self, py::handle index) {
+  py::tuple items = PyTuple_Check(index.ptr()) ? py::reinterpret_borrow<py::tuple>(index)
+                                               : py::make_tuple(index);
+  int64_t consumed = 0;  // entries that consume a dim of self: ints and slices
+  int ellipses = 0;
+  for (py::handle item : items) {
+    if (item.is_none()) continue;
+    if (item.ptr() == Py_Ellipsis) {
+      ++ellipses;
+    } else if (PySlice_Check(item.ptr()) || is_int_index(item)) {
+      ++consumed;
+    } else {
+      throw BindingTypeError(msg(
+          "Tensor indices must be integers, slices (`:`), ellipsis (`...`) or None; got ",
+          Py_TYPE(item.ptr())->tp_name,
+          " (Strata supports basic indexing only: no lists, arrays, tensors or bools as indices)"));
+    }
+  }
+  if (ellipses > 1) throw BindingIndexError("an index can only have a single ellipsis ('...')");
+  const int64_t rank = self.dim();
+  if (consumed > rank)
+    throw BindingIndexError(msg("too many indices for tensor of dimension ", rank, " (got ", consumed,
+                                " indices for ", self.describe(), ")"));
+  Tensor r = self;
+  int64_t d = 0;     // dim of r the next entry applies to
+  int64_t orig = 0;  // the same dim of self (for messages)
+  for (py::handle item : items) {
+    if (item.is_none()) {
+      r = r.unsqueeze(d);
+      ++d;
+    } else if (item.ptr() == Py_Ellipsis) {
+      d += rank - consumed;
+      orig += rank - consumed;
+    } else if (PySlice_Check(item.ptr())) {
+      const auto start = slice_bound(item.attr("start"), "start");
+      const auto stop = slice_bound(item.attr("stop"), "stop");
+      const auto step = slice_bound(item.attr("step"), "step");
+      if (step && *step == 0) throw BindingValueError("slice step cannot be zero");
+      if (step && *step < 0)
+        throw BindingValueError(msg("step must be greater than zero (negative slice steps are not "
+                                    "supported; got ", *step, ")"));
+      r = r.slice(d, start, stop, step.value_or(1));
+      ++d;
+      ++orig;
+    } else {
+      const int64_t i = int_from_py(item, "__getitem__", "index");
+      const int64_t n = r.size(d);
+      if (i < -n || i >= n)
+        throw BindingIndexError(
+            msg("index ", i, " is out of bounds for dimension ", orig, " with size ", n));
+      r = r.select(d, i);
+      ++orig;
+    }
+  }
+  return r;
+}
+
+void set_index(const Tensor& self, py::handle index, py::handle value) {
+  Tensor view = index_view(self, index);
+  if (py::isinstance<Tensor>(value)) {
+    const Tensor src = value.cast<Tensor>();
+    py::gil_scoped_release release;
+    view.copy_(src);
+  } else if (PyBool_Check(value.ptr()) || PyLong_Check(value.ptr()) || PyFloat_Check(value.ptr()) ||
+             (PyNumber_Check(value.ptr()) && !PySequence_Check(value.ptr()) &&
+              !py::isinstance<py::array>(value))) {
+    view.fill_(number_from_py(value, "__setitem__"));
+  } else {
+    const Tensor src = tensor_from_data(value, std::nullopt, "__setitem__");
+    py::gil_scoped_release release;
+    view.copy_(src);
+  }
+}
+
+// ---- misc ---------------------------------------------------------------------------------------
+
+Dims reversed_dims(int64_t rank) {
+  Dims dims;
+  for (int64_t d = rank - 1; d >= 0; --d) dims.push_back(d);
+  return dims;
+}
+
+Tensor to_dtype(const Tensor& t, py::handle target, bool copy) {
+  DType d;
+  if (py::isinstance<Tensor>(target)) {
+    d = target.cast<const Tensor&>().dtype();
+  } else if (py::isinstance<py::str>(target) && target.cast<std::string>() == "cpu") {
+    d = t.dtype();  // the only device; accepted so that PyTorch code's .to("cpu") works
+  } else {
+    d = dtype_from_py(target, "to");
+  }
+  py::gil_scoped_release release;
+  return t.to(d, copy);
+}
+
+py::bytes tensor_bytes(const Tensor& t) {
+  const Tensor c = t.contiguous();
+  return py::bytes(static_cast<const char*>(c.data_ptr()), c.nbytes());
+}
+
+}  // namespace
+
+void init_tensor(py::module_& m) {
+  py::class_<Tensor> cls(m, "Tensor",
+                         "A strided view of typed elements; views share storage (like torch.Tensor).");
+
+  // ---- metadata -----------------------------------------------------------------------------
+  cls.def_property_readonly("shape", [](const Tensor& t) { return dims_tuple(t.sizes()); },
+                            "The sizes, as a tuple.")
+      .def(
+          "size",
+          [](const Tensor& t, py::object dim) -> py::object {
+            if (dim.is_none()) return dims_tuple(t.sizes());
+            const int64_t d = wrap_dim_py(int_from_py(dim, "size", "dim"), t.dim(), "size");
+            return py::int_(t.sizes()[static_cast<std::size_t>(d)]);
+          },
+          py::arg("dim") = py::none(), "The sizes as a tuple, or the size of one dim.")
+      .def(
+          "stride",
+          [](const Tensor& t, py::object dim) -> py::object {
+            if (dim.is_none()) return dims_tuple(t.strides());
+            const int64_t d = wrap_dim_py(int_from_py(dim, "stride", "dim"), t.dim(), "stride");
+            return py::int_(t.strides()[static_cast<std::size_t>(d)]);
+          },
+          py::arg("dim") = py::none(), "The strides (in elements) as a tuple, or one dim's stride.")
+      .def_property_readonly("dtype", [](const Tensor& t) { return dtype_object(t.dtype()); })
+      .def_property_readonly("ndim", [](const Tensor& t) { return t.dim(); })
+      .def("dim", [](const Tensor& t) { return t.dim(); })
+      .def("ndimension", [](const Tensor& t) { return t.dim(); })
+      .def("numel", [](const Tensor& t) { return t.numel(); })
+      .def("nelement", [](const Tensor& t) { return t.numel(); })
+      .def("element_size", [](const Tensor& t) { return t.itemsize(); })
+      .def_property_readonly("itemsize", [](const Tensor& t) { return t.itemsize(); })
+      .def_property_readonly("nbytes", [](const Tensor& t) { return t.nbytes(); })
+      .def("is_contiguous", [](const Tensor& t) { return t.is_contiguous(); })
+      .def("is_floating_point", [](const Tensor& t) { return is_floating(t.dtype()); })
+      .def("storage_offset", [](const Tensor& t) { return t.offset(); },
+           "Offset of element [0, ..., 0] in the storage, in elements.")
+      .def("data_ptr", [](const Tensor& t) { return reinterpret_cast<std::uintptr_t>(t.data_ptr()); },
+           "Address of element [0, ..., 0].")
+      .def_property_readonly("_version", [](const Tensor& t) { return t.version(); },
+                             "In-place version counter shared by all views of the storage.")
+      .def("_shares_storage", [](const Tensor& t, const Tensor& other) { return t.shares_storage(other); },
+           py::arg("other"), "True when both tensors view the same storage.");
+
+  // ---- views --------------------------------------------------------------------------------
+  cls.def("view", [](const Tensor& t, const py::args& shape) { return t.view(int_list_from_args(shape, "view", "shape")); })
+      .def("view_as", [](const Tensor& t, const Tensor& other) { return t.view(other.sizes()); },
+           py::arg("other"))
+      .def("reshape", [](const Tensor& t, const py::args& shape) {
+        const Dims s = int_list_from_args(shape, "reshape", "shape");
+        py::gil_scoped_release release;
+        return t.reshape(s);
+      })
+      .def("reshape_as", [](const Tensor& t, const Tensor& other) { return t.reshape(other.sizes()); },
+           py::arg("other"))
+      .def(
+          "narrow",
+          [](const Tensor& t, int64_t dim, int64_t start, int64_t length) {
+            const int64_t d = wrap_dim_py(dim, t.dim(), "narrow");
+            const int64_t n = t.sizes()[static_cast<std::size_t>(d)];
+            if (start < -n || start > n)
+              throw BindingIndexError(msg("narrow(): start out of range (expected to be in range of [",
+                                          -n, ", ", n, "], but got ", start, ")"));
+            return t.narrow(dim, start, length);
+          },
+          py::arg("dim"), py::arg("start"), py::arg("length"))
+      .def(
+          "select",
+          [](const Tensor& t, int64_t dim, int64_t index) {
+            const int64_t d = wrap_dim_py(dim, t.dim(), "select");
+            const int64_t n = t.sizes()[static_cast<std::size_t>(d)];
+            if (index < -n || index >= n)
+              throw BindingIndexError(msg("select(): index ", index, " out of range for tensor of size ",
+                                          t.sizes(), " at dimension ", d));
+            return t.select(dim, index);
+          },
+          py::arg("dim"), py::arg("index"))
+      .def(
+          "transpose",
+          [](const Tensor& t, int64_t dim0, int64_t dim1) {
+            wrap_dim_py(dim0, t.dim(), "transpose", true);
+            wrap_dim_py(dim1, t.dim(), "transpose", true);
+            return t.transpose(dim0, dim1);
+          },
+          py::arg("dim0"), py::arg("dim1"))
+      .def(
+          "swapaxes",
+          [](const Tensor& t, int64_t dim0, int64_t dim1) {
+            wrap_dim_py(dim0, t.dim(), "swapaxes", true);
+            wrap_dim_py(dim1, t.dim(), "swapaxes", true);
+            return t.transpose(dim0, dim1);
+          },
+          py::arg("axis0"), py::arg("axis1"))
+      .def("permute",
+           [](const Tensor& t, const py::args& dims) {
+             const Dims d = int_list_from_args(dims, "permute", "dims");
+             if (static_cast<int64_t>(d.size()) == t.dim())
+               for (int64_t x : d) wrap_dim_py(x, t.dim(), "permute");
+             return t.permute(d);
+           })
+      .def("t", [](const Tensor& t) { return t.t(); })
+      .def_property_readonly("T", [](const Tensor& t) { return t.permute(reversed_dims(t.dim())); },
+                             "The tensor with its dims reversed.")
+      .def("expand", [](const Tensor& t, const py::args& sizes) { return t.expand(int_list_from_args(sizes, "expand", "sizes")); })
+      .def("expand_as", [](const Tensor& t, const Tensor& other) { return t.expand_as(other); },
+           py::arg("other"))
+      .def("broadcast_to", [](const Tensor& t, py::handle shape) {
+             return t.broadcast_to(int_list_from_sequence(shape, "broadcast_to", "shape"));
+           }, py::arg("shape"))
+      .def(
+          "squeeze",
+          [](const Tensor& t, py::object dim) {
+            if (dim.is_none()) return t.squeeze();
+            if (!PyBool_Check(dim.ptr()) && PyIndex_Check(dim.ptr())) {
+              const int64_t d = int_from_py(dim, "squeeze", "dim");
+              wrap_dim_py(d, t.dim(), "squeeze", true);
+              return t.squeeze(d);
+            }
+            // A tuple of dims (PyTorch >= 2.0): squeeze each, innermost first so indices hold.
+            Dims dims = int_list_from_sequence(dim, "squeeze", "dim");
+            std::vector<int64_t> wrapped;
+            for (int64_t d : dims) wrapped.push_back(wrap_dim_py(d, t.dim(), "squeeze", true));
+            std::sort(wrapped.begin(), wrapped.end());
+            wrapped.erase(std::unique(wrapped.begin(), wrapped.end()), wrapped.end());
+            Tensor r = t;
+            for (auto it = wrapped.rbegin(); it != wrapped.rend(); ++it) r = r.squeeze(*it);
+            return r;
+          },
+          py::arg("dim") = py::none())
+      .def(
+          "unsqueeze",
+          [](const Tensor& t, int64_t dim) {
+            wrap_dim_py(dim, t.dim() + 1, "unsqueeze");
+            return t.unsqueeze(dim);
+          },
+          py::arg("dim"))
+      .def(
+          "flatten",
+          [](const Tensor& t, int64_t start_dim, int64_t end_dim) {
+            wrap_dim_py(start_dim, t.dim(), "flatten", true);
+            wrap_dim_py(end_dim, t.dim(), "flatten", true);
+            py::gil_scoped_release release;
+            return t.flatten(start_dim, end_dim);
+          },
+          py::arg("start_dim") = 0, py::arg("end_dim") = -1)
+      .def(
+          "as_strided",
+          [](const Tensor& t, py::handle size, py::handle stride, py::object storage_offset) {
+            std::optional<int64_t> off;
+            if (!storage_offset.is_none()) off = int_from_py(storage_offset, "as_strided", "storage_offset");
+            return t.as_strided(int_list_from_sequence(size, "as_strided", "size"),
+                                int_list_from_sequence(stride, "as_strided", "stride"), off);
+          },
+          py::arg("size"), py::arg("stride"), py::arg("storage_offset") = py::none());
+
+  // ---- copies and conversions ---------------------------------------------------------------
+  cls.def("contiguous", &Tensor::contiguous, py::call_guard<py::gil_scoped_release>())
+      .def("clone", &Tensor::clone, py::call_guard<py::gil_scoped_release>())
+      .def(
+          "to", [](const Tensor& t, py::handle dtype, bool copy) { return to_dtype(t, dtype, copy); },
+          py::arg("dtype"), py::arg("copy") = false,
+          "Converts to a dtype (or to another tensor's dtype); returns self when it already matches "
+          "unless copy=True.")
+      .def("float", [](const Tensor& t) { py::gil_scoped_release r; return t.to(DType::f32); })
+      .def("double", [](const Tensor& t) { py::gil_scoped_release r; return t.to(DType::f64); })
+      .def("bfloat16", [](const Tensor& t) { py::gil_scoped_release r; return t.to(DType::bf16); })
+      .def("int", [](const Tensor& t) { py::gil_scoped_release r; return t.to(DType::i32); })
+      .def("long", [](const Tensor& t) { py::gil_scoped_release r; return t.to(DType::i64); })
+      .def("byte", [](const Tensor& t) { py::gil_scoped_release r; return t.to(DType::u8); })
+      .def("bool", [](const Tensor& t) { py::gil_scoped_release r; return t.to(DType::boolean); })
+      .def(
+          "copy_",
+          [](py::object self, py::handle src) {
+            Tensor& t = as_tensor_ref(self);
+            const Tensor s = py::isinstance<Tensor>(src) ? src.cast<Tensor>()
+                                                          : tensor_from_data(src, std::nullopt, "copy_");
+            {
+              py::gil_scoped_release release;
+              t.copy_(s);
+            }
+            return self;
+          },
+          py::arg("src"), "Copies src into self (broadcasting and converting); returns self.")
+      .def(
+          "fill_",
+          [](py::object self, py::handle value) {
+            Tensor& t = as_tensor_ref(self);
+            const double v = number_from_py(value, "fill_");
+            {
+              py::gil_scoped_release release;
+              t.fill_(v);
+            }
+            return self;
+          },
+          py::arg("value"))
+      .def("zero_", [](py::object self) {
+        Tensor& t = as_tensor_ref(self);
+        {
+          py::gil_scoped_release release;
+          t.zero_();
+        }
+        return self;
+      });
+
+  // ---- Python protocols ---------------------------------------------------------------------
+  cls.def("__repr__", [](const Tensor& t) { return t.to_string(); })
+      .def("__str__", [](const Tensor& t) { return t.to_string(); })
+      .def("__len__",
+           [](const Tensor& t) {
+             if (t.dim() == 0) throw BindingTypeError("len() of a 0-d tensor");
+             return t.sizes()[0];
+           })
+      .def("__iter__",
+           [](const Tensor& t) {
+             if (t.dim() == 0) throw BindingTypeError("iteration over a 0-d tensor");
+             py::list rows;
+             for (int64_t i = 0; i < t.sizes()[0]; ++i) rows.append(py::cast(t.select(0, i)));
+             return py::iter(rows);
+           })
+      .def("__getitem__", [](const Tensor& t, py::handle index) { return index_view(t, index); })
+      .def("__setitem__", [](const Tensor& t, py::handle index, py::handle value) { set_index(t, index, value); })
+      .def("item", [](const Tensor& t) { return item_of(t); },
+           "The value of a one-element tensor as a Python number.")
+      .def("__bool__",
+           [](const Tensor& t) {
+             check_single_value(t, "Boolean value");
+             return t.item<bool>();
+           })
+      .def("__float__",
+           [](const Tensor& t) {
+             check_single_value(t, "float()");
+             return t.item<double>();
+           })
+      .def("__int__",
+           [](const Tensor& t) {
+             check_single_value(t, "int()");
+             return t.item<int64_t>();
+           })
+      .def(
+          "tolist",
+          [](py::object self) -> py::object {
+            const Tensor& t = self.cast<const Tensor&>();
+            if (t.dtype() == DType::bf16) {
+              py::object f32 = py::cast(t.to(DType::f32));
+              return tensor_to_numpy(f32, "tolist").attr("tolist")();
+            }
+            return tensor_to_numpy(self, "tolist").attr("tolist")();
+          },
+          "The elements as (nested) Python lists; a 0-dim tensor gives a number.")
+      .def(
+          "numpy", [](py::object self) { return tensor_to_numpy(self, "numpy"); },
+          "A NumPy array that views this tensor's memory (no copy); writes show through both ways. "
+          "bfloat16 tensors must be converted first (.to(strata.float32)).")
+      .def(
+          "__array__",
+          [](py::object self, py::object dtype, py::object copy) -> py::object {
+            const Tensor& t = self.cast<const Tensor&>();
+            const bool never_copy = !copy.is_none() && !copy.cast<bool>();
+            const bool force_copy = !copy.is_none() && copy.cast<bool>();
+            py::object arr;
+            bool copied = false;
+            if (t.dtype() == DType::bf16) {
+              // NumPy has no bfloat16: hand out float32 values (exact), which takes a copy.
+              if (never_copy)
+                throw BindingValueError(
+                    "__array__(): a bfloat16 tensor can only be converted to NumPy with a copy "
+                    "(NumPy has no bfloat16 dtype)");
+              arr = tensor_to_numpy(py::cast(t.to(DType::f32)), "__array__");
+              copied = true;
+            } else {
+              arr = tensor_to_numpy(self, "__array__");
+            }
+            if (!dtype.is_none()) {
+              py::object converted = arr.attr("astype")(dtype, py::arg("copy") = false);
+              if (!converted.is(arr)) {
+                if (never_copy)
+                  throw BindingValueError(
+                      "__array__(): converting to the requested dtype needs a copy, but copy=False");
+                copied = true;
+              }
+              arr = converted;
+            }
+            if (force_copy && !copied) arr = arr.attr("copy")();
+            return arr;
+          },
+          py::arg("dtype") = py::none(), py::arg("copy") = py::none())
+      .def("__deepcopy__", [](const Tensor& t, py::handle) { return t.clone(); }, py::arg("memo"))
+      .def(py::pickle(
+          [](const Tensor& t) {
+            return py::make_tuple(std::string(dtype_py_name(t.dtype())), dims_tuple(t.sizes()),
+                                  tensor_bytes(t));
+          },
+          [](const py::tuple& state) {
+            if (state.size() != 3) throw BindingValueError("Tensor.__setstate__: invalid state");
+            const DType dtype = dtype_from_name(state[0].cast<std::string>());
+            const Dims sizes = int_list_from_sequence(state[1], "__setstate__", "shape");
+            const std::string bytes = state[2].cast<std::string>();
+            Tensor t = empty(sizes, {dtype, nullptr});
+            if (bytes.size() != t.nbytes())
+              throw BindingValueError(msg("Tensor.__setstate__: ", bytes.size(), " bytes for ",
+                                          t.describe(), ", which needs ", t.nbytes()));
+            if (!bytes.empty()) std::memcpy(t.data_ptr(), bytes.data(), bytes.size());
+            return t;
+          }));
+}
+
+}  // namespace strata::python
