@@ -169,9 +169,15 @@ Tensor Tensor::slice(int64_t dim, std::optional<int64_t> start, std::optional<in
   Dims st = strides();
   const int64_t len = e - b;
   s[d] = len == 0 ? 0 : 1 + (len - 1) / step;  // ceil(len / step) without overflow
-  if (s[d] > 1) {
-    STRATA_CHECK(!__builtin_mul_overflow(st[d], step, &st[d]), "slice: step ", step, " times stride ",
-                 strides()[d], " of dim ", d, " overflows int64");
+  // PyTorch scales the stride by the step even for a single-element result; only when that
+  // overflows and the dim holds at most one element (so the stride never addresses memory) does
+  // the original stride stay.
+  int64_t scaled = 0;
+  if (!__builtin_mul_overflow(st[d], step, &scaled)) {
+    st[d] = scaled;
+  } else {
+    STRATA_CHECK(s[d] <= 1, "slice: step ", step, " times stride ", strides()[d], " of dim ", d,
+                 " overflows int64");
   }
   return make_view(s, st, offset() + b * strides()[d]);
 }
