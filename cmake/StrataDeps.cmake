@@ -51,6 +51,15 @@ else()
   message(STATUS "Strata: memkind not found; the PM heap will use its file-backed mmap fallback")
 endif()
 
+find_library(NUMA_LIBRARY numa)
+find_path(NUMA_INCLUDE_DIR numa.h)
+if(NUMA_LIBRARY AND NUMA_INCLUDE_DIR)
+  set(STRATA_HAVE_NUMA ON)
+else()
+  set(STRATA_HAVE_NUMA OFF)
+  message(STATUS "Strata: libnuma not found; the NUMA-node slow-tier backend is disabled")
+endif()
+
 # ---- tests and Python -----------------------------------------------------------------------------
 if(STRATA_BUILD_TESTS)
   find_package(GTest REQUIRED)
