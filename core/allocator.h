@@ -15,10 +15,18 @@
 
 namespace strata {
 
+/// How a kernel uses an allocation while it runs.
+enum class AccessMode { Read, Write };
+
 /// One block of bytes owned by a Storage.
 class Allocation {
  public:
   virtual ~Allocation() = default;
+  /// Pins the bytes where they are for the duration of a kernel (Note [Storage does not know its
+  /// tier]): a tiered allocation cannot migrate while pinned, and a Write pin marks it modified.
+  /// Plain DRAM allocations never move, so the default does nothing. Use PinSet, not these.
+  virtual void pin(AccessMode) {}
+  virtual void unpin(AccessMode) {}
   /// Current address of the first byte (stable unless the implementation migrates the data;
   /// see Note [Storage does not know its tier]). May be null when nbytes() == 0.
   virtual void* data() = 0;

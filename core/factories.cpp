@@ -6,6 +6,7 @@
 #include <limits>
 #include <numbers>
 
+#include "core/pin_set.h"
 #include "core/threading.h"
 
 namespace strata {
@@ -18,6 +19,8 @@ Allocator& allocator_of(const TensorOptions& o) { return o.allocator ? *o.alloca
 // does not depend on how parallel_for splits the range.
 template <typename T, typename ValueOf>
 void fill_indexed(Tensor& t, ValueOf&& value_of) {
+  PinSet pins;
+  pins.add(t, AccessMode::Write).acquire();
   T* out = t.data<T>();
   parallel_for(t.numel(), 16384, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) out[i] = convert_element<T>(value_of(i));
@@ -37,6 +40,8 @@ void fill_from_blocks(Tensor& t, Generator& gen, int per_block, ValuesOf&& value
   const int64_t numel = t.numel();
   const auto blocks = static_cast<uint64_t>((numel + per_block - 1) / per_block);
   const PhiloxRange range = gen.reserve(blocks);
+  PinSet pins;
+  pins.add(t, AccessMode::Write).acquire();
   T* out = t.data<T>();
   parallel_for(static_cast<int64_t>(blocks), 4096, [&](int64_t begin, int64_t end) {
     double v[4];
@@ -251,6 +256,8 @@ Tensor randint(int64_t low, int64_t high, IntArrayRef sizes, TensorOptions optio
       const int64_t numel = t.numel();
       const auto blocks = static_cast<uint64_t>((numel + 1) / 2);
       const PhiloxRange r = g.reserve(blocks);
+      PinSet pins;
+      pins.add(t, AccessMode::Write).acquire();
       T* out = t.data<T>();
       parallel_for(static_cast<int64_t>(blocks), 4096, [&](int64_t begin, int64_t end) {
         for (int64_t j = begin; j < end; ++j) {
@@ -289,6 +296,8 @@ Tensor from_buffer(const void* data, std::size_t nbytes, IntArrayRef sizes, DTyp
                " of dtype ", dtype, " need ", t.nbytes());
   STRATA_CHECK(data != nullptr || nbytes == 0, "from_buffer: null data pointer for ", nbytes, " bytes");
   if (nbytes == 0) return t;
+  PinSet pins;
+  pins.add(t, AccessMode::Write).acquire();
   if (dtype == DType::boolean) {
     // Any non-zero byte is true; store canonical 0/1 so later reads as `bool` are well defined.
     const auto* src = static_cast<const uint8_t*>(data);

@@ -1,5 +1,7 @@
 #include "core/tensor.h"
 
+#include "core/pin_set.h"
+
 #include <algorithm>
 #include <numeric>
 #include <sstream>
@@ -101,6 +103,8 @@ double Tensor::at(IntArrayRef index) const {
     if (ix < 0) ix += n;
     off += ix * strides()[i];
   }
+  PinSet pins;
+  pins.add(*this, AccessMode::Read).acquire();
   const char* p = static_cast<const char*>(data_ptr()) + off * static_cast<int64_t>(itemsize());
   return dispatch_dtype(dtype(), [&](auto tag) -> double {
     using T = decltype(tag);

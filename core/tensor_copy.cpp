@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "core/factories.h"
+#include "core/pin_set.h"
 #include "core/strided_loop.h"
 #include "core/tensor.h"
 
@@ -25,6 +26,8 @@ detail::StridedOperands<2> pair_operands(const Tensor& dst, const Tensor& src) {
 // dst and src have the same sizes (src already broadcast) and do not overlap.
 void copy_same_shape(const Tensor& dst, const Tensor& src) {
   if (dst.numel() == 0) return;
+  PinSet pins;  // Note [Pinning kernel operands]
+  pins.add(dst, AccessMode::Write).add(src, AccessMode::Read).acquire();
   const bool same_type = dst.dtype() == src.dtype();
   dispatch_dtype(dst.dtype(), [&](auto dst_tag) {
     using D = decltype(dst_tag);
@@ -94,6 +97,8 @@ Tensor& Tensor::copy_(const Tensor& src) {
 
 Tensor& Tensor::fill_(double value) {
   require_defined("fill_");
+  PinSet pins;
+  pins.add(*this, AccessMode::Write).acquire();
   dispatch_dtype(dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T v = convert_element<T>(value);

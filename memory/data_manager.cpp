@@ -12,6 +12,7 @@ DataManager::DataManager(std::unique_ptr<Heap> fast, std::unique_ptr<Heap> slow)
   STRATA_CHECK(fast_->tier() == Tier::Fast && slow_->tier() == Tier::Slow,
                "DataManager: the first heap must be the fast tier and the second the slow tier");
   copy_ = [](void* dst, const void* src, std::size_t n, Tier, Tier) { std::memcpy(dst, src, n); };
+  stats_.timeline().set_capacity(fast_->capacity(), slow_->capacity());
 }
 
 DataManager::~DataManager() {
@@ -29,11 +30,16 @@ Object* DataManager::new_object(Region* region) {
 
 void DataManager::delete_object(Object* object) {
   Region* primary = object->primary();
-  if (Region* sibling = primary->linked()) {
+  Region* sibling = primary->linked();
+  // A fast primary that differs from (or has no) slow copy would need a write-back if evicted;
+  // freeing it skips that.
+  if (primary->heap()->tier() == Tier::Fast && (sibling == nullptr || primary->dirty()))
+    stats_.on_writeback_avoided(primary->size());
+  if (sibling != nullptr) {
     unlink(primary, sibling);
-    sibling->heap()->free(sibling);
+    release(sibling);
   }
-  primary->heap()->free(primary);
+  release(primary);
   live_objects_.fetch_sub(1, std::memory_order_relaxed);
   delete object;
 }
@@ -45,14 +51,21 @@ void DataManager::set(Object* object, Region* region) {
 }
 
 Region* DataManager::allocate(Heap& device, std::size_t bytes, Object* parent) {
-  return device.allocate(bytes, parent);
+  Region* r = device.allocate(bytes, parent);
+  if (r != nullptr) stats_.on_alloc(device.tier(), bytes);
+  return r;
+}
+
+void DataManager::release(Region* region) {
+  stats_.on_free(region->heap()->tier(), region->size());
+  region->heap()->free(region);
 }
 
 void DataManager::free(Region* region) {
   STRATA_ASSERT(region->linked() == nullptr, "DataManager::free: unlink the region first");
   STRATA_ASSERT(region->parent() == nullptr || region->parent()->primary() != region,
                 "DataManager::free: the region is its object's primary");
-  region->heap()->free(region);
+  release(region);
 }
 
 void DataManager::link(Region* a, Region* b) {
@@ -77,9 +90,7 @@ void DataManager::copyto(Region* dst, Region* src) {
   const Tier from = src->heap()->tier();
   const Tier to = dst->heap()->tier();
   copy_(dst->data(), src->data(), src->size(), from, to);
-  moves_.copies.fetch_add(1, std::memory_order_relaxed);
-  if (from == Tier::Fast && to == Tier::Slow) moves_.fast_to_slow_bytes.fetch_add(src->size(), std::memory_order_relaxed);
-  if (from == Tier::Slow && to == Tier::Fast) moves_.slow_to_fast_bytes.fetch_add(src->size(), std::memory_order_relaxed);
+  if (from != to) stats_.on_move(from, to, src->size());
 }
 
 Region* DataManager::getlinked(const Region* region, const Heap& device) const {

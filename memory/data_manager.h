@@ -15,17 +15,10 @@
 #include <memory>
 
 #include "memory/heap.h"
+#include "memory/memory_stats.h"
 #include "memory/region.h"
 
 namespace strata::memory {
-
-/// Bytes moved between tiers (a subset of what memory_stats reports; kept here so the manager
-/// works on its own).
-struct MoveCounters {
-  std::atomic<std::size_t> fast_to_slow_bytes{0};
-  std::atomic<std::size_t> slow_to_fast_bytes{0};
-  std::atomic<std::size_t> copies{0};
-};
 
 class DataManager {
  public:
@@ -41,7 +34,8 @@ class DataManager {
   // ---- objects ----------------------------------------------------------------------------------
   /// A new object whose primary is `region` (which becomes owned by the object).
   Object* new_object(Region* region);
-  /// Frees every region of `object` (no copy: dead data is never written back) and deletes it.
+  /// Frees every region of `object` (no copy: dead data is never written back, counted as a
+  /// write-back avoided when the fast copy was dirty or fast-only) and deletes it.
   void delete_object(Object* object);
   Region* primary(const Object* object) const { return object->primary(); }
   /// Table 4.4 `set!`: makes `region` (already linked to or owned by `object`) its primary.
@@ -77,13 +71,16 @@ class DataManager {
   /// non-temporal stores into the slow tier, slow-tier model charging).
   using CopyFn = std::function<void(void* dst, const void* src, std::size_t n, Tier from, Tier to)>;
   void set_copy_function(CopyFn fn) { copy_ = std::move(fn); }
-  const MoveCounters& moves() const { return moves_; }
+  /// Occupancy per heap, bytes moved each way, copies elided, write-backs avoided, timeline.
+  MemoryStats& stats() { return stats_; }
+  const MemoryStats& stats() const { return stats_; }
 
  private:
+  void release(Region* region);  // frees and counts
   std::unique_ptr<Heap> fast_;
   std::unique_ptr<Heap> slow_;
   CopyFn copy_;
-  MoveCounters moves_;
+  MemoryStats stats_;
   std::atomic<std::size_t> live_objects_{0};
 };
 

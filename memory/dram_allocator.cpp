@@ -60,16 +60,4 @@ DramAllocator& dram_allocator() {
   return instance;
 }
 
-// Note [Default allocator registration]
-// core declares the allocator seam but cannot depend on memory/, so memory/ installs its
-// allocator from a static initializer. The `strata` target links strata_memory as a whole archive
-// so this object file (and the initializer) is always part of the link.
-namespace {
-const bool kRegistered = [] {
-  // If something installed its own allocator before this initializer ran, keep theirs.
-  if (Allocator* earlier = set_default_allocator(&dram_allocator())) set_default_allocator(earlier);
-  return true;
-}();
-}  // namespace
-
 }  // namespace strata::memory

@@ -1,7 +1,8 @@
 #pragma once
 /// @file
-/// The plain DRAM allocator: 64-byte-aligned blocks from the system heap, with statistics. It is
-/// Strata's default allocator until the tiered data manager takes over that role.
+/// The plain DRAM allocator: 64-byte-aligned blocks from the system heap, with statistics. Tiered
+/// memory is the default (memory/tiered_memory.h); this one is used with STRATA_MEMORY=dram, or
+/// explicitly through TensorOptions::allocator.
 
 #include <atomic>
 #include <cstddef>
@@ -35,7 +36,7 @@ class DramAllocator final : public Allocator {
   std::atomic<std::size_t> peak_{0};
 };
 
-/// The process-wide instance, installed as the default allocator when strata_memory is linked.
+/// The process-wide instance.
 DramAllocator& dram_allocator();
 
 }  // namespace strata::memory

@@ -20,8 +20,6 @@
 
 namespace strata::memory {
 
-const char* tier_name(Tier t) { return t == Tier::Fast ? "fast" : "slow"; }
-
 namespace {
 
 std::size_t physical_memory_bytes() {
@@ -150,10 +148,12 @@ PmHeap::Mapping PmHeap::map(const PmHeapOptions& o) {
   Mapping m;
   PmBackend backend = o.backend;
   if (backend == PmBackend::Auto) {
-#ifdef STRATA_HAVE_MEMKIND
-    backend = PmBackend::Memkind;
-#else
+    // memkind earns its place on a DAX filesystem (real PMem or a CXL device in fsdax mode); on
+    // an ordinary filesystem a sparse file mapping is the same memory without memkind's up-front
+    // reservation of the whole capacity.
     backend = PmBackend::Mmap;
+#ifdef STRATA_HAVE_MEMKIND
+    if (memkind_check_dax_path(o.dir.c_str()) == 0) backend = PmBackend::Memkind;
 #endif
   }
   m.backend = backend;

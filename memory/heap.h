@@ -13,11 +13,10 @@
 
 #include "memory/arena.h"
 #include "memory/region.h"
+#include "memory/tier.h"
 
 namespace strata::memory {
 
-enum class Tier { Fast, Slow };
-const char* tier_name(Tier t);
 
 class Heap {
  public:
@@ -67,7 +66,7 @@ class DramHeap final : public Heap {
 
 /// How the slow heap gets its memory.
 enum class PmBackend {
-  Auto,     ///< memkind when built with it, else Mmap
+  Auto,     ///< memkind on a DAX directory (when built with it), else Mmap
   Memkind,  ///< memkind's PMEM kind over `dir` (fsdax on real PMem/CXL, any filesystem otherwise)
   Mmap,     ///< a file in `dir` mapped shared
   Numa,     ///< anonymous memory bound to NUMA node `numa_node` (a CPU-less CXL expander)

@@ -71,7 +71,11 @@ void LruPolicy::evict_locked(Object* object) {
     allocated = true;
   }
   // A clean fast copy (prefetched and only read since) equals its slow sibling: elide the copy.
-  if (dm_.isdirty(x) || allocated) dm_.copyto(y, x);
+  if (dm_.isdirty(x) || allocated) {
+    dm_.copyto(y, x);
+  } else {
+    dm_.stats().on_copy_elided(dm_.size_of(x));
+  }
   dm_.set(object, y);
   dm_.markclean(y);
   if (!allocated) dm_.unlink(x, y);

@@ -29,6 +29,7 @@ fi
 PIP_REQUIREMENTS=(
   "onednn==2026.1.0" "onednn-devel==2026.1.0" "torch==2.13.0"
   "numpy>=1.24" "pytest>=7" "pybind11>=2.12" "scikit-build-core>=0.10" "cmake>=3.24" "ninja"
+  "matplotlib>=3.7"
 )
 missing_pip=$("$PYTHON" - "${PIP_REQUIREMENTS[@]}" <<'PY'
 import sys

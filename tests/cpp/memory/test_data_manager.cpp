@@ -44,7 +44,7 @@ TEST(DataManager, LinkCopySetUnlinkMovesBytesExactly) {
   dm->free(fast);
   EXPECT_EQ(dm->fast().used(), 0u);
   EXPECT_EQ(first_mismatch(dm->primary(o)->data(), n, 11), n);
-  EXPECT_EQ(dm->moves().fast_to_slow_bytes.load(), n);
+  EXPECT_EQ(dm->stats().snapshot().moved_to_slow.bytes, n);
   dm->delete_object(o);
   EXPECT_EQ(dm->slow().used(), 0u);
 }

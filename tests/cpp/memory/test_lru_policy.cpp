@@ -43,7 +43,7 @@ TEST_F(LruPolicyTest, EvictCopiesAFastOnlyObjectAndKeepsItsBytes) {
   EXPECT_FALSE(policy_->in_fast(o));
   EXPECT_TRUE(holds(o, 2));
   EXPECT_EQ(dm_->fast().used(), 0u);
-  EXPECT_EQ(dm_->moves().fast_to_slow_bytes.load(), kObj);
+  EXPECT_EQ(dm_->stats().snapshot().moved_to_slow.bytes, kObj);
   policy_->unsafe_free(o);
   EXPECT_EQ(dm_->slow().used(), 0u);
 }
@@ -51,7 +51,7 @@ TEST_F(LruPolicyTest, EvictCopiesAFastOnlyObjectAndKeepsItsBytes) {
 TEST_F(LruPolicyTest, PrefetchKeepsTheSlowSiblingAndCleanEvictionElidesTheCopy) {
   Object* o = fast_object(3);
   ASSERT_TRUE(policy_->evict(o));
-  const auto to_slow = dm_->moves().fast_to_slow_bytes.load();
+  const auto to_slow = dm_->stats().snapshot().moved_to_slow.bytes;
   ASSERT_TRUE(policy_->prefetch(o));
   EXPECT_TRUE(policy_->in_fast(o));
   EXPECT_TRUE(holds(o, 3));
@@ -59,7 +59,9 @@ TEST_F(LruPolicyTest, PrefetchKeepsTheSlowSiblingAndCleanEvictionElidesTheCopy) 
   ASSERT_NE(slow, nullptr);  // the slow copy stays
   policy_->read_use(o);
   ASSERT_TRUE(policy_->evict(o));  // clean: no copy
-  EXPECT_EQ(dm_->moves().fast_to_slow_bytes.load(), to_slow);
+  EXPECT_EQ(dm_->stats().snapshot().moved_to_slow.bytes, to_slow);
+  EXPECT_EQ(dm_->stats().snapshot().copies_elided.count, 1u);
+  EXPECT_EQ(dm_->stats().snapshot().copies_elided.bytes, kObj);
   EXPECT_EQ(dm_->primary(o), slow);
   EXPECT_TRUE(holds(o, 3));
   policy_->unsafe_free(o);
@@ -71,9 +73,9 @@ TEST_F(LruPolicyTest, DirtyEvictionWritesBack) {
   ASSERT_TRUE(policy_->prefetch(o));
   fill_pattern(dm_->primary(o)->data(), kObj, 5);  // modify the fast copy
   policy_->write_use(o);
-  const auto to_slow = dm_->moves().fast_to_slow_bytes.load();
+  const auto to_slow = dm_->stats().snapshot().moved_to_slow.bytes;
   ASSERT_TRUE(policy_->evict(o));
-  EXPECT_EQ(dm_->moves().fast_to_slow_bytes.load(), to_slow + kObj);
+  EXPECT_EQ(dm_->stats().snapshot().moved_to_slow.bytes, to_slow + kObj);
   EXPECT_TRUE(holds(o, 5));
   policy_->unsafe_free(o);
 }
@@ -84,9 +86,12 @@ TEST_F(LruPolicyTest, FreedFastObjectsAreNeverWrittenBack) {
   ASSERT_TRUE(policy_->prefetch(o));
   fill_pattern(dm_->primary(o)->data(), kObj, 7);
   policy_->write_use(o);
-  const auto to_slow = dm_->moves().fast_to_slow_bytes.load();
+  const auto to_slow = dm_->stats().snapshot().moved_to_slow.bytes;
   policy_->unsafe_free(o);
-  EXPECT_EQ(dm_->moves().fast_to_slow_bytes.load(), to_slow);
+  EXPECT_EQ(dm_->stats().snapshot().moved_to_slow.bytes, to_slow);
+  EXPECT_EQ(dm_->stats().snapshot().writebacks_avoided.count, 1u);
+  EXPECT_EQ(dm_->stats().snapshot().writebacks_avoided.bytes, kObj);
+  EXPECT_EQ(dm_->stats().snapshot().fast.current_bytes, 0u);
   EXPECT_EQ(dm_->fast().used(), 0u);
   EXPECT_EQ(dm_->slow().used(), 0u);
 }

@@ -118,8 +118,8 @@ TEST(PolicyStress, KernelsMigrationsAndAllocationsRace) {
   EXPECT_GT(writes.load(), 0);
   EXPECT_GT(moves.load(), 0);
   EXPECT_GT(allocs.load(), 0);
-  EXPECT_GT(dm->moves().slow_to_fast_bytes.load(), 0u);
-  EXPECT_GT(dm->moves().fast_to_slow_bytes.load(), 0u);
+  EXPECT_GT(dm->stats().snapshot().moved_to_fast.bytes, 0u);
+  EXPECT_GT(dm->stats().snapshot().moved_to_slow.bytes, 0u);
   EXPECT_LE(dm->fast().peak(), dm->fast().capacity());
   for (int i = 0; i < kShared; ++i) {
     Shared& s = shared[static_cast<std::size_t>(i)];
@@ -127,7 +127,9 @@ TEST(PolicyStress, KernelsMigrationsAndAllocationsRace) {
     EXPECT_EQ(first_mismatch(dm->primary(s.object)->data(), kObj, seed_of(i, s.version.load())), kObj) << i;
     // The invariant: a fast region, when there is one, is the primary.
     Region* p = dm->primary(s.object);
-    if (!dm->in(p, dm->fast())) EXPECT_EQ(dm->getlinked(p, dm->fast()), nullptr) << i;
+    if (!dm->in(p, dm->fast())) {
+      EXPECT_EQ(dm->getlinked(p, dm->fast()), nullptr) << i;
+    }
     policy.unsafe_free(s.object);
   }
   EXPECT_EQ(dm->live_objects(), 0u);

@@ -1,0 +1,64 @@
+#pragma once
+/// @file
+/// PinSet: pins the storages a kernel reads and writes for the kernel's duration.
+///
+/// Note [Pinning kernel operands]
+/// Every kernel that dereferences tensor data takes a PinSet over its operands *before* reading
+/// data_ptr(), and keeps it until the last access. A storage that appears several times is pinned
+/// once (Write if any use writes), and storages are pinned in address order of their Allocation,
+/// so two kernels pinning the same storages can never deadlock.
+
+#include <algorithm>
+#include <functional>
+
+#include "core/small_vector.h"
+#include "core/storage.h"
+#include "core/tensor.h"
+
+namespace strata {
+
+class PinSet {
+ public:
+  PinSet() = default;
+  PinSet(const PinSet&) = delete;
+  PinSet& operator=(const PinSet&) = delete;
+  ~PinSet() { release(); }
+
+  /// Adds an operand; call acquire() once all are added.
+  PinSet& add(const Tensor& t, AccessMode mode) {
+    Allocation* a = t.storage().allocation();
+    for (auto& e : entries_) {
+      if (e.allocation == a) {
+        if (mode == AccessMode::Write) e.mode = AccessMode::Write;
+        return *this;
+      }
+    }
+    entries_.push_back({a, mode});
+    return *this;
+  }
+  /// Pins every operand (address order).
+  void acquire() {
+    std::sort(entries_.begin(), entries_.end(),
+              [](const Entry& x, const Entry& y) { return std::less<Allocation*>()(x.allocation, y.allocation); });
+    for (auto& e : entries_) {
+      e.allocation->pin(e.mode);
+      ++pinned_;
+    }
+  }
+  void release() {
+    while (pinned_ > 0) {
+      --pinned_;
+      entries_[pinned_].allocation->unpin(entries_[pinned_].mode);
+    }
+  }
+
+ private:
+  struct Entry {
+    Allocation* allocation;
+    AccessMode mode;
+  };
+  SmallVector<Entry, 4> entries_;
+  std::size_t pinned_ = 0;
+};
+
+}  // namespace strata

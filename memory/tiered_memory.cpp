@@ -1,0 +1,214 @@
+#include "memory/tiered_memory.h"
+
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <mutex>
+#include <sstream>
+
+#include "core/error.h"
+#include "memory/dram_allocator.h"
+
+namespace strata::memory {
+
+namespace {
+
+std::size_t physical_memory() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page) : (8ull << 30);
+}
+
+std::string mib(std::size_t bytes) {
+  std::ostringstream os;
+  os.setf(std::ios::fixed);
+  os.precision(1);
+  os << static_cast<double>(bytes) / (1024.0 * 1024.0) << " MiB";
+  return os.str();
+}
+
+const char* backend_name(PmBackend b) {
+  switch (b) {
+    case PmBackend::Auto: return "auto";
+    case PmBackend::Memkind: return "memkind";
+    case PmBackend::Mmap: return "mmap";
+    case PmBackend::Numa: return "numa";
+  }
+  return "?";
+}
+
+// The Allocation of one tensor storage: an Object of the data manager.
+class ObjectAllocation final : public Allocation {
+ public:
+  ObjectAllocation(LruPolicy& policy, Object* object) : policy_(policy), object_(object) {}
+  ~ObjectAllocation() override { policy_.unsafe_free(object_); }
+  ObjectAllocation(const ObjectAllocation&) = delete;
+  ObjectAllocation& operator=(const ObjectAllocation&) = delete;
+
+  void* data() override { return object_->primary()->data(); }
+  std::size_t nbytes() const override { return object_->size(); }
+  void pin(AccessMode mode) override {
+    if (mode == AccessMode::Write) object_->pin_write();
+    else object_->pin_read();
+  }
+  void unpin(AccessMode mode) override {
+    if (mode == AccessMode::Write) object_->unpin_write();
+    else object_->unpin_read();
+  }
+  Object* object() const { return object_; }
+
+ private:
+  LruPolicy& policy_;
+  Object* object_;
+};
+
+}  // namespace
+
+std::size_t parse_bytes(std::string_view text, const char* what) {
+  std::size_t i = 0;
+  while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+  const std::size_t digits_begin = i;
+  unsigned long long value = 0;
+  bool overflow = false;
+  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
+    overflow = overflow || __builtin_mul_overflow(value, 10ull, &value) ||
+               __builtin_add_overflow(value, static_cast<unsigned long long>(text[i] - '0'), &value);
+    ++i;
+  }
+  const bool has_digits = i > digits_begin;
+  unsigned shift = 0;
+  if (i < text.size()) {
+    switch (std::toupper(static_cast<unsigned char>(text[i]))) {
+      case 'K': shift = 10; ++i; break;
+      case 'M': shift = 20; ++i; break;
+      case 'G': shift = 30; ++i; break;
+      case 'T': shift = 40; ++i; break;
+      default: break;
+    }
+    if (shift > 0 && i < text.size() && (text[i] == 'i' || text[i] == 'I')) ++i;
+    if (i < text.size() && (text[i] == 'B' || text[i] == 'b')) ++i;
+  }
+  while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+  STRATA_CHECK(has_digits && i == text.size(), what, ": '", std::string(text),
+               "' is not a byte count (expected e.g. 1048576, 512M, 8G)");
+  STRATA_CHECK(!overflow && (shift == 0 || value <= (~0ull >> shift)), what, ": '", std::string(text),
+               "' is too large");
+  return static_cast<std::size_t>(value << shift);
+}
+
+TieredConfig TieredConfig::from_env() {
+  TieredConfig c;
+  const std::size_t phys = physical_memory();
+  c.fast_bytes = phys / 2;
+  if (const char* v = std::getenv("STRATA_FAST_BYTES")) c.fast_bytes = parse_bytes(v, "STRATA_FAST_BYTES");
+  if (const char* v = std::getenv("STRATA_SLOW_DIR")) c.slow_dir = v;
+  // Default slow capacity: twice the machine's memory, but never more than 90% of the free space
+  // in the directory (a file mapping written past a full disk faults with SIGBUS).
+  c.slow_bytes = phys * 2;
+  struct statvfs fs {};
+  if (statvfs(c.slow_dir.c_str(), &fs) == 0) {
+    const auto free_bytes = static_cast<std::size_t>(fs.f_bavail) * static_cast<std::size_t>(fs.f_frsize);
+    c.slow_bytes = std::min(c.slow_bytes, free_bytes / 10 * 9);
+  }
+  if (const char* v = std::getenv("STRATA_SLOW_BYTES")) c.slow_bytes = parse_bytes(v, "STRATA_SLOW_BYTES");
+  if (const char* v = std::getenv("STRATA_SLOW_BACKEND")) {
+    const std::string b = v;
+    if (b == "auto") c.backend = PmBackend::Auto;
+    else if (b == "memkind") c.backend = PmBackend::Memkind;
+    else if (b == "mmap") c.backend = PmBackend::Mmap;
+    else if (b == "numa") c.backend = PmBackend::Numa;
+    else STRATA_CHECK(false, "STRATA_SLOW_BACKEND: unknown backend '", b, "' (expected auto, memkind, mmap or numa)");
+  }
+  if (const char* v = std::getenv("STRATA_SLOW_NUMA_NODE")) {
+    char* end = nullptr;
+    const long n = std::strtol(v, &end, 10);
+    STRATA_CHECK(end != v && *end == '\0' && n >= 0 && n < 4096, "STRATA_SLOW_NUMA_NODE: expected a node number, got '",
+                 v, "'");
+    c.numa_node = static_cast<int>(n);
+  }
+  return c;
+}
+
+void TieredConfig::validate() const {
+  const std::size_t phys = physical_memory();
+  STRATA_CHECK(fast_bytes > 0, "tiered memory: the fast-tier budget is zero (set STRATA_FAST_BYTES, e.g. 4G)");
+  STRATA_CHECK(fast_bytes <= phys, "tiered memory: the fast-tier budget of ", mib(fast_bytes),
+               " is larger than this machine's memory (", mib(phys), ")");
+  STRATA_CHECK(slow_bytes > 0, "tiered memory: the slow-tier capacity is zero (set STRATA_SLOW_BYTES, e.g. 64G, "
+               "or point STRATA_SLOW_DIR at a filesystem with free space)");
+}
+
+std::string TieredConfig::describe() const {
+  std::ostringstream os;
+  os << "fast tier " << mib(fast_bytes) << " (DRAM), slow tier " << mib(slow_bytes) << " (" << backend_name(backend)
+     << " in " << slow_dir;
+  if (backend == PmBackend::Numa) os << ", node " << numa_node;
+  os << ")";
+  return os.str();
+}
+
+TieredMemory::TieredMemory(const TieredConfig& config) : config_(config) {
+  config_.validate();
+  PmHeapOptions o;
+  o.capacity = config_.slow_bytes;
+  o.dir = config_.slow_dir;
+  o.backend = config_.backend;
+  o.numa_node = config_.numa_node;
+  manager_ = std::make_unique<DataManager>(std::make_unique<DramHeap>(config_.fast_bytes), std::make_unique<PmHeap>(o));
+  policy_ = std::make_unique<LruPolicy>(*manager_);
+}
+
+TieredMemory::~TieredMemory() = default;
+
+std::unique_ptr<Allocation> TieredMemory::allocate(std::size_t nbytes) {
+  Object* o = policy_->alloc_fast(nbytes, true);
+  if (o == nullptr) o = policy_->alloc_slow(nbytes);  // larger than the fast tier, or all of it pinned
+  return std::make_unique<ObjectAllocation>(*policy_, o);
+}
+
+Object* TieredMemory::object_of(const Allocation* allocation) const {
+  const auto* a = dynamic_cast<const ObjectAllocation*>(allocation);
+  return a ? a->object() : nullptr;
+}
+
+TieredMemory& tiered_memory() {
+  // Never destroyed: tensors held by static objects may outlive any destruction order.
+  static TieredMemory* instance = new TieredMemory(TieredConfig::from_env());
+  return *instance;
+}
+
+}  // namespace strata::memory
+
+namespace strata::memory {
+
+namespace {
+
+// Forwards to tiered_memory(), which is built on the first allocation: configuration errors then
+// surface as strata::Error where a tensor is created, not during static initialization.
+class DefaultTieredAllocator final : public Allocator {
+ public:
+  std::unique_ptr<Allocation> allocate(std::size_t nbytes) override { return tiered_memory().allocate(nbytes); }
+  std::string_view name() const override { return "tiered"; }
+};
+
+// Note [Default allocator registration]
+// core declares the allocator seam but cannot depend on memory/, so memory/ installs the default
+// allocator from a static initializer: tiered memory, or the plain DRAM allocator when
+// STRATA_MEMORY=dram. The `strata` target links strata_memory as a whole archive so this object
+// file (and the initializer) is always part of the link.
+const bool kRegistered = [] {
+  static DefaultTieredAllocator tiered;
+  const char* mode = std::getenv("STRATA_MEMORY");
+  Allocator* chosen = &tiered;
+  if (mode != nullptr && std::string_view(mode) == "dram") chosen = &dram_allocator();
+  // If something installed its own allocator before this initializer ran, keep theirs.
+  if (Allocator* earlier = set_default_allocator(chosen)) set_default_allocator(earlier);
+  return true;
+}();
+
+}  // namespace
+
+}  // namespace strata::memory

@@ -1,0 +1,70 @@
+#pragma once
+/// @file
+/// TieredMemory: the allocator behind every tensor. Each Storage is an Object of the data manager,
+/// allocated fast-first by the LRU policy (forced: other objects are evicted to make room; objects
+/// larger than the fast tier start in the slow tier), pinned while kernels use it (PinSet), and
+/// freed without write-back when the last tensor lets go of it.
+///
+/// Configuration (C++: TieredConfig; environment, read when the default allocator is first used):
+///   STRATA_FAST_BYTES     fast-tier budget, e.g. "512M", "8G" (default: half of physical memory)
+///   STRATA_SLOW_BYTES     slow-tier capacity (default: twice physical memory; space is only used
+///                         as data is evicted)
+///   STRATA_SLOW_DIR       directory backing the slow tier (default /tmp)
+///   STRATA_SLOW_BACKEND   auto | memkind | mmap | numa (default auto)
+///   STRATA_SLOW_NUMA_NODE NUMA node for the numa backend
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "core/allocator.h"
+#include "memory/data_manager.h"
+#include "memory/heap.h"
+#include "memory/policy.h"
+
+namespace strata::memory {
+
+/// Parses a byte count: a non-negative integer with an optional K/M/G/T suffix (powers of 1024,
+/// optionally followed by "B" or "iB"). Throws strata::Error naming `what` on anything else.
+std::size_t parse_bytes(std::string_view text, const char* what);
+
+struct TieredConfig {
+  std::size_t fast_bytes = 0;
+  std::size_t slow_bytes = 0;
+  std::string slow_dir = "/tmp";
+  PmBackend backend = PmBackend::Auto;
+  int numa_node = -1;
+
+  /// Defaults overridden by the STRATA_* environment variables above.
+  static TieredConfig from_env();
+  /// Throws strata::Error for a zero budget, a budget larger than the machine, or a slow tier
+  /// smaller than the fast one.
+  void validate() const;
+  std::string describe() const;
+};
+
+class TieredMemory final : public Allocator {
+ public:
+  explicit TieredMemory(const TieredConfig& config);
+  ~TieredMemory() override;
+
+  std::unique_ptr<Allocation> allocate(std::size_t nbytes) override;
+  std::string_view name() const override { return "tiered"; }
+
+  const TieredConfig& config() const { return config_; }
+  DataManager& manager() { return *manager_; }
+  LruPolicy& policy() { return *policy_; }
+  /// The Object behind a tensor's storage, or null if the storage was not made here.
+  Object* object_of(const Allocation* allocation) const;
+
+ private:
+  TieredConfig config_;
+  std::unique_ptr<DataManager> manager_;
+  std::unique_ptr<LruPolicy> policy_;
+};
+
+/// The process-wide tiered memory, created from TieredConfig::from_env() on first use.
+TieredMemory& tiered_memory();
+
+}  // namespace strata::memory

@@ -1,0 +1,167 @@
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <thread>
+#include <vector>
+
+#include "core/factories.h"
+#include "core/threading.h"
+#include "memory/tiered_memory.h"
+
+using ::testing::HasSubstr;
+
+namespace strata::memory {
+namespace {
+
+std::string message_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+TieredConfig small_config(std::size_t fast, std::size_t slow) {
+  TieredConfig c;
+  c.fast_bytes = fast;
+  c.slow_bytes = slow;
+  c.slow_dir = "/tmp";
+  c.backend = PmBackend::Mmap;
+  return c;
+}
+
+TEST(TieredMemory, IsTheDefaultAllocatorAndEveryTensorIsAnObject) {
+  ASSERT_EQ(std::getenv("STRATA_MEMORY"), nullptr) << "this test checks the default configuration";
+  EXPECT_EQ(default_allocator().name(), "tiered");
+  Tensor t = ones({16, 16});
+  Object* o = tiered_memory().object_of(t.storage().allocation());
+  ASSERT_NE(o, nullptr);
+  EXPECT_EQ(o->size(), 16u * 16u * sizeof(float));
+  EXPECT_TRUE(tiered_memory().policy().in_fast(o));
+}
+
+TEST(TieredMemory, TensorsKeepTheirValuesThroughForcedEvictions) {
+  TieredMemory mem(small_config(1 << 20, 64 << 20));
+  TensorOptions opts{DType::f32, &mem};
+  std::vector<Tensor> ts;
+  for (int i = 0; i < 12; ++i) {  // 12 x 256 KiB through a 1 MiB fast tier
+    ts.push_back(full({256, 256}, static_cast<double>(i), opts));
+    EXPECT_LE(mem.manager().fast().peak(), mem.manager().fast().capacity());
+  }
+  int in_slow = 0;
+  for (int i = 0; i < 12; ++i) {
+    Object* o = mem.object_of(ts[static_cast<std::size_t>(i)].storage().allocation());
+    in_slow += !mem.policy().in_fast(o);
+    EXPECT_EQ(ts[static_cast<std::size_t>(i)].at({255, 255}), i);
+    EXPECT_EQ(ts[static_cast<std::size_t>(i)].at({0, 0}), i);
+  }
+  EXPECT_GE(in_slow, 8);
+  // A copy reads a slow tensor and writes a fast one; views keep working after their base moved.
+  Tensor c = ts[0].t().clone();
+  EXPECT_EQ(c.at({3, 4}), 0);
+  Tensor v = ts[1].narrow(0, 10, 2);
+  for (int i = 0; i < 4; ++i) ts.push_back(zeros({256, 256}, opts));  // churn
+  EXPECT_EQ(v.at({1, 7}), 1);
+  EXPECT_GT(mem.manager().stats().snapshot().moved_to_slow.bytes, 0u);
+  EXPECT_LE(mem.manager().fast().peak(), mem.manager().fast().capacity());
+}
+
+TEST(TieredMemory, TensorsLargerThanTheFastTierLiveInTheSlowTier) {
+  TieredMemory mem(small_config(1 << 20, 64 << 20));
+  Tensor big = arange(0, 1 << 20, 1, {DType::i32, &mem});  // 4 MiB
+  EXPECT_FALSE(mem.policy().in_fast(mem.object_of(big.storage().allocation())));
+  EXPECT_EQ(big.at({(1 << 20) - 1}), (1 << 20) - 1);
+}
+
+TEST(TieredMemory, FreedTensorsReturnTheirSpace) {
+  TieredMemory mem(small_config(1 << 20, 8 << 20));
+  {
+    Tensor a = zeros({1024}, {DType::f32, &mem});
+    EXPECT_GT(mem.manager().fast().used(), 0u);
+  }
+  EXPECT_EQ(mem.manager().fast().used(), 0u);
+  EXPECT_EQ(mem.manager().live_objects(), 0u);
+}
+
+TEST(TieredMemory, ParseBytes) {
+  EXPECT_EQ(parse_bytes("1048576", "x"), 1048576u);
+  EXPECT_EQ(parse_bytes("512M", "x"), 512ull << 20);
+  EXPECT_EQ(parse_bytes("8G", "x"), 8ull << 30);
+  EXPECT_EQ(parse_bytes("2GiB", "x"), 2ull << 30);
+  EXPECT_EQ(parse_bytes("4kb", "x"), 4096u);
+  EXPECT_THAT(message_of([] { parse_bytes("", "STRATA_FAST_BYTES"); }), HasSubstr("STRATA_FAST_BYTES"));
+  EXPECT_THAT(message_of([] { parse_bytes("12X", "STRATA_FAST_BYTES"); }), HasSubstr("not a byte count"));
+  EXPECT_THAT(message_of([] { parse_bytes("-5M", "v"); }), HasSubstr("not a byte count"));
+  EXPECT_THAT(message_of([] { parse_bytes("99999999999T", "v"); }), HasSubstr("too large"));
+}
+
+TEST(TieredMemory, BadConfigurationIsAClearError) {
+  EXPECT_THAT(message_of([] { TieredMemory m(small_config(0, 1 << 20)); }), HasSubstr("budget is zero"));
+  EXPECT_THAT(message_of([] { TieredMemory m(small_config(std::size_t{1} << 60, std::size_t{1} << 61)); }),
+              HasSubstr("larger than this machine's memory"));
+  EXPECT_THAT(message_of([] { TieredMemory m(small_config(4 << 20, 0)); }), HasSubstr("slow-tier capacity is zero"));
+  TieredConfig c = small_config(1 << 20, 4 << 20);
+  c.slow_dir = "/proc";
+  EXPECT_THAT(message_of([&] { TieredMemory m(c); }), HasSubstr("/proc"));
+  c.slow_dir = "/definitely/not/here";
+  EXPECT_THAT(message_of([&] { TieredMemory m(c); }), HasSubstr("does not exist"));
+}
+
+TEST(TieredMemory, ConfigFromEnvironment) {
+  setenv("STRATA_FAST_BYTES", "64M", 1);
+  setenv("STRATA_SLOW_BYTES", "1G", 1);
+  setenv("STRATA_SLOW_DIR", "/var/tmp", 1);
+  setenv("STRATA_SLOW_BACKEND", "mmap", 1);
+  TieredConfig c = TieredConfig::from_env();
+  EXPECT_EQ(c.fast_bytes, 64ull << 20);
+  EXPECT_EQ(c.slow_bytes, 1ull << 30);
+  EXPECT_EQ(c.slow_dir, "/var/tmp");
+  EXPECT_EQ(c.backend, PmBackend::Mmap);
+  EXPECT_THAT(c.describe(), HasSubstr("fast tier 64.0 MiB"));
+  setenv("STRATA_SLOW_BACKEND", "floppy", 1);
+  EXPECT_THAT(message_of([] { TieredConfig::from_env(); }), HasSubstr("unknown backend 'floppy'"));
+  setenv("STRATA_FAST_BYTES", "lots", 1);
+  EXPECT_THAT(message_of([] { TieredConfig::from_env(); }), HasSubstr("STRATA_FAST_BYTES"));
+  for (const char* v : {"STRATA_FAST_BYTES", "STRATA_SLOW_BYTES", "STRATA_SLOW_DIR", "STRATA_SLOW_BACKEND"}) unsetenv(v);
+}
+
+// Kernels (copy_, fill_, clone) on some threads while other threads' allocations force
+// evictions of the very tensors those kernels use. PinSet must keep every kernel's operands in
+// place, so all values stay exact. Runs under ThreadSanitizer in CI.
+TEST(TieredMemoryStress, KernelsRaceWithEvictions) {
+  TieredMemory mem(small_config(2 << 20, 256 << 20));
+  TensorOptions opts{DType::f32, &mem};
+  constexpr int kTensors = 16;  // 16 x 256 KiB = 2x the fast tier
+  std::vector<Tensor> ts;
+  for (int i = 0; i < kTensors; ++i) ts.push_back(full({64, 1024}, i, opts));
+  std::atomic<int> bad{0};
+  auto kernel_thread = [&](int t) {
+    for (int it = 0; it < 60; ++it) {
+      const int i = (t * 7 + it) % kTensors;
+      Tensor copy = ts[static_cast<std::size_t>(i)].clone();  // reads i, writes a new tensor
+      if (copy.at({63, 1023}) != i || copy.at({0, 0}) != i) ++bad;
+      Tensor scratch = empty({64, 1024}, opts);
+      scratch.copy_(copy);  // and back through another tensor
+      if (scratch.at({17, 500}) != i) ++bad;
+    }
+  };
+  auto churn_thread = [&] {
+    for (int it = 0; it < 80; ++it) {
+      Tensor junk = zeros({64, 1024}, opts);  // forces evictions
+      junk.fill_(-1);
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t) threads.emplace_back(kernel_thread, t);
+  threads.emplace_back(churn_thread);
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(bad.load(), 0);
+  for (int i = 0; i < kTensors; ++i) EXPECT_EQ(ts[static_cast<std::size_t>(i)].at({5, 5}), i);
+  EXPECT_LE(mem.manager().fast().peak(), mem.manager().fast().capacity());
+  EXPECT_GT(mem.manager().stats().snapshot().moved_to_slow.bytes, 0u);
+}
+
+}  // namespace
+}  // namespace strata::memory
