@@ -5,14 +5,17 @@
 
 #include "core/factories.h"
 #include "core/threading.h"
-#include "memory/dram_allocator.h"
+#include "memory/tiered_memory.h"
 #include "ops/dnnl_info.h"
 
 using namespace strata;
 
 int main() {
   std::cout << "Strata core tour — " << ops::dnnl_summary() << ", " << get_num_threads()
-            << " threads, allocator '" << default_allocator().name() << "'\n\n";
+            << " threads, allocator '" << default_allocator().name() << "'\n";
+  if (default_allocator().name() == "tiered")
+    std::cout << "tiered memory: " << memory::tiered_memory().config().describe() << "\n";
+  std::cout << "\n";
 
   // A 3x4 matrix of 0..11 and a few views of it.
   Tensor a = arange(0, 12, 1, {DType::f32, nullptr}).view({3, 4});
@@ -49,8 +52,7 @@ int main() {
   std::cout << "randn(65536) with 1 and 2 threads, same seed: max |difference| = " << max_diff << "\n";
   std::cout << "randn(2, 3) =\n" << randn({2, 3}) << "\n";
 
-  const auto stats = memory::dram_allocator().stats();
-  std::cout << "\nDRAM allocator: " << stats.allocations << " allocations, peak " << stats.peak_bytes
-            << " bytes, " << stats.current_bytes << " bytes in use\n";
+  if (default_allocator().name() == "tiered")
+    std::cout << "\n" << memory::tiered_memory().manager().stats().describe() << "\n";
   return max_diff == 0.0 ? 0 : 1;
 }
