@@ -5,11 +5,14 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <sstream>
 
 #include "core/error.h"
+#include "memory/copy_engine.h"
 #include "memory/dram_allocator.h"
 
 namespace strata::memory {
@@ -43,8 +46,8 @@ const char* backend_name(PmBackend b) {
 // The Allocation of one tensor storage: an Object of the data manager.
 class ObjectAllocation final : public Allocation {
  public:
-  ObjectAllocation(LruPolicy& policy, Object* object) : policy_(policy), object_(object) {}
-  ~ObjectAllocation() override { policy_.unsafe_free(object_); }
+  ObjectAllocation(TieredMemory& memory, Object* object) : memory_(memory), object_(object) {}
+  ~ObjectAllocation() override { memory_.policy().unsafe_free(object_); }
   ObjectAllocation(const ObjectAllocation&) = delete;
   ObjectAllocation& operator=(const ObjectAllocation&) = delete;
 
@@ -53,6 +56,19 @@ class ObjectAllocation final : public Allocation {
   void pin(AccessMode mode) override {
     if (mode == AccessMode::Write) object_->pin_write();
     else object_->pin_read();
+    // A kernel about to use an object that lives in the slow tier reads or writes it in place:
+    // count it and charge the slow-tier model (the whole object: kernels touch all of it).
+    Region* primary = object_->primary();
+    if (primary->heap()->tier() == Tier::Slow) {
+      MemoryStats& stats = memory_.manager().stats();
+      if (mode == AccessMode::Write) {
+        stats.on_direct_slow_write(primary->size());
+        memory_.throttle().charge_write(primary->size());
+      } else {
+        stats.on_direct_slow_read(primary->size());
+        memory_.throttle().charge_read(primary->size());
+      }
+    }
   }
   void unpin(AccessMode mode) override {
     if (mode == AccessMode::Write) object_->unpin_write();
@@ -61,7 +77,7 @@ class ObjectAllocation final : public Allocation {
   Object* object() const { return object_; }
 
  private:
-  LruPolicy& policy_;
+  TieredMemory& memory_;
   Object* object_;
 };
 
@@ -100,6 +116,7 @@ std::size_t parse_bytes(std::string_view text, const char* what) {
 }
 
 TieredConfig TieredConfig::from_env() {
+  using ModelMode = TieredConfig::ModelMode;
   TieredConfig c;
   const std::size_t phys = physical_memory();
   c.fast_bytes = phys / 2;
@@ -121,6 +138,29 @@ TieredConfig TieredConfig::from_env() {
     else if (b == "mmap") c.backend = PmBackend::Mmap;
     else if (b == "numa") c.backend = PmBackend::Numa;
     else STRATA_CHECK(false, "STRATA_SLOW_BACKEND: unknown backend '", b, "' (expected auto, memkind, mmap or numa)");
+  }
+  if (const char* v = std::getenv("STRATA_SLOW_MODEL")) {
+    const std::string m = v;
+    if (m == "auto") c.model = ModelMode::Auto;
+    else if (m == "off") c.model = ModelMode::Off;
+    else if (m == "default") c.model = ModelMode::Default;
+    else {
+      double r = 0, w = 0, l = 0;
+      char tail = 0;
+      STRATA_CHECK(std::sscanf(v, "read=%lf,write=%lf,latency=%lf%c", &r, &w, &l, &tail) == 3,
+                   "STRATA_SLOW_MODEL: expected auto, off, default or read=GB/s,write=GB/s,latency=ns, got '", m, "'");
+      c.model = ModelMode::Custom;
+      c.model_read_gbps = r;
+      c.model_write_gbps = w;
+      c.model_latency_ns = l;
+      SlowTierModel::custom(r, w, l).validate();
+    }
+  }
+  if (const char* v = std::getenv("STRATA_DRAM_GBPS")) {
+    char* end = nullptr;
+    const double g = std::strtod(v, &end);
+    STRATA_CHECK(end != v && *end == '\0' && g > 0 && std::isfinite(g), "STRATA_DRAM_GBPS: expected a positive number, got '", v, "'");
+    c.dram_gbps = g;
   }
   if (const char* v = std::getenv("STRATA_SLOW_NUMA_NODE")) {
     char* end = nullptr;
@@ -157,8 +197,52 @@ TieredMemory::TieredMemory(const TieredConfig& config) : config_(config) {
   o.dir = config_.slow_dir;
   o.backend = config_.backend;
   o.numa_node = config_.numa_node;
-  manager_ = std::make_unique<DataManager>(std::make_unique<DramHeap>(config_.fast_bytes), std::make_unique<PmHeap>(o));
+  auto slow = std::make_unique<PmHeap>(o);
+  real_device_ = slow->is_real_device();
+  manager_ = std::make_unique<DataManager>(std::make_unique<DramHeap>(config_.fast_bytes), std::move(slow));
   policy_ = std::make_unique<LruPolicy>(*manager_);
+  // Migrations use the copy engine (non-temporal stores into the slow tier) and pay the model.
+  manager_->set_copy_function([this](void* dst, const void* src, std::size_t n, Tier from, Tier to) {
+    if (from == to) {
+      copy_bytes(dst, src, n, CopyKind::Normal);
+    } else {
+      copy_bytes_modeled(dst, src, n, copy_kind_between(from, to), &throttle());
+    }
+  });
+}
+
+SlowTierModel TieredMemory::resolve_model() const {
+  using ModelMode = TieredConfig::ModelMode;
+  switch (config_.model) {
+    case ModelMode::Off: return SlowTierModel::off();
+    case ModelMode::Custom:
+      return SlowTierModel::custom(config_.model_read_gbps, config_.model_write_gbps, config_.model_latency_ns);
+    case ModelMode::Auto:
+      if (real_device_) return SlowTierModel::off();
+      [[fallthrough]];
+    case ModelMode::Default:
+      return SlowTierModel::defaults(config_.dram_gbps > 0 ? config_.dram_gbps : measure_dram_copy_gbps());
+  }
+  return SlowTierModel::off();
+}
+
+SlowTierThrottle& TieredMemory::throttle() {
+  std::call_once(throttle_once_, [this] {
+    throttle_ = std::make_unique<SlowTierThrottle>(resolve_model());
+    manager_->stats().set_slow_tier_mode(slow_tier_mode_text());
+  });
+  return *throttle_;
+}
+
+std::string TieredMemory::slow_tier_mode() {
+  throttle();
+  return slow_tier_mode_text();
+}
+
+std::string TieredMemory::slow_tier_mode_text() const {
+  const std::string where = manager_->slow().name();
+  if (throttle_->enabled()) return throttle_->model().describe() + "; slow heap " + where + (real_device_ ? " (real device)" : " (DRAM-backed)");
+  return std::string(real_device_ ? "real device, " : "model off (DRAM-backed, not slowed), ") + where;
 }
 
 TieredMemory::~TieredMemory() = default;
@@ -166,7 +250,7 @@ TieredMemory::~TieredMemory() = default;
 std::unique_ptr<Allocation> TieredMemory::allocate(std::size_t nbytes) {
   Object* o = policy_->alloc_fast(nbytes, true);
   if (o == nullptr) o = policy_->alloc_slow(nbytes);  // larger than the fast tier, or all of it pinned
-  return std::make_unique<ObjectAllocation>(*policy_, o);
+  return std::make_unique<ObjectAllocation>(*this, o);
 }
 
 Object* TieredMemory::object_of(const Allocation* allocation) const {

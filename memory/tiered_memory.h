@@ -12,9 +12,14 @@
 ///   STRATA_SLOW_DIR       directory backing the slow tier (default /tmp)
 ///   STRATA_SLOW_BACKEND   auto | memkind | mmap | numa (default auto)
 ///   STRATA_SLOW_NUMA_NODE NUMA node for the numa backend
+///   STRATA_SLOW_MODEL     auto | off | default | read=R,write=W,latency=L (GB/s, GB/s, ns):
+///                         the slow-tier model (auto: on unless the slow heap is a real device;
+///                         default: the dissertation's Optane ratios to the measured DRAM bandwidth)
+///   STRATA_DRAM_GBPS      reference DRAM copy bandwidth for the default model (skips measuring it)
 
 #include <cstddef>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -22,6 +27,7 @@
 #include "memory/data_manager.h"
 #include "memory/heap.h"
 #include "memory/policy.h"
+#include "memory/slow_tier_model.h"
 
 namespace strata::memory {
 
@@ -35,6 +41,11 @@ struct TieredConfig {
   std::string slow_dir = "/tmp";
   PmBackend backend = PmBackend::Auto;
   int numa_node = -1;
+
+  enum class ModelMode { Auto, Off, Default, Custom };
+  ModelMode model = ModelMode::Auto;
+  double model_read_gbps = 0, model_write_gbps = 0, model_latency_ns = 0;  // for Custom
+  double dram_gbps = 0;  // reference for Default; 0 = measure on first use
 
   /// Defaults overridden by the STRATA_* environment variables above.
   static TieredConfig from_env();
@@ -57,11 +68,20 @@ class TieredMemory final : public Allocator {
   LruPolicy& policy() { return *policy_; }
   /// The Object behind a tensor's storage, or null if the storage was not made here.
   Object* object_of(const Allocation* allocation) const;
+  /// The slow-tier throttle (created on first use: the default model measures DRAM bandwidth).
+  SlowTierThrottle& throttle();
+  /// "modeled: ..." or "real device ..." — what every report must say about the slow tier.
+  std::string slow_tier_mode();
 
  private:
+  SlowTierModel resolve_model() const;
+  std::string slow_tier_mode_text() const;
   TieredConfig config_;
   std::unique_ptr<DataManager> manager_;
   std::unique_ptr<LruPolicy> policy_;
+  std::once_flag throttle_once_;
+  std::unique_ptr<SlowTierThrottle> throttle_;
+  bool real_device_ = false;
 };
 
 /// The process-wide tiered memory, created from TieredConfig::from_env() on first use.

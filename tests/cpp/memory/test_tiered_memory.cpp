@@ -127,6 +127,62 @@ TEST(TieredMemory, ConfigFromEnvironment) {
   for (const char* v : {"STRATA_FAST_BYTES", "STRATA_SLOW_BYTES", "STRATA_SLOW_DIR", "STRATA_SLOW_BACKEND"}) unsetenv(v);
 }
 
+TEST(TieredMemory, SlowTierModelChargesMigrationsAndDirectAccess) {
+  TieredConfig c = small_config(1 << 20, 64 << 20);
+  c.model = TieredConfig::ModelMode::Custom;
+  c.model_read_gbps = 50;
+  c.model_write_gbps = 20;
+  c.model_latency_ns = 100;
+  TieredMemory mem(c);
+  EXPECT_THAT(mem.slow_tier_mode(), AllOf(HasSubstr("modeled slow tier: read 50"), HasSubstr("DRAM-backed")));
+  Tensor big = full({1 << 19}, 3.0, {DType::f32, &mem});  // 2 MiB: lives in the slow tier
+  EXPECT_EQ(big.at({12345}), 3.0);                          // a direct read of slow bytes
+  const MemoryStatsSnapshot snap = mem.manager().stats().snapshot();
+  EXPECT_GE(snap.direct_slow_write_bytes, 2u << 20);  // full() wrote it in place
+  EXPECT_GE(snap.direct_slow_read_bytes, 2u << 20);
+  EXPECT_GE(mem.throttle().counters().bytes_read, 2u << 20);
+  EXPECT_GE(mem.throttle().counters().bytes_written, 2u << 20);
+  // Migrations pay the model too.
+  std::vector<Tensor> ts;
+  for (int i = 0; i < 8; ++i) ts.push_back(zeros({256, 256}, {DType::f32, &mem}));
+  EXPECT_GT(mem.manager().stats().snapshot().moved_to_slow.bytes, 0u);
+  EXPECT_THAT(mem.manager().stats().describe(), HasSubstr("modeled slow tier"));
+}
+
+TEST(TieredMemory, ModelOffAndAutoOnADramBackedTier) {
+  TieredConfig c = small_config(1 << 20, 8 << 20);
+  c.model = TieredConfig::ModelMode::Off;
+  TieredMemory off(c);
+  EXPECT_THAT(off.slow_tier_mode(), HasSubstr("model off"));
+  EXPECT_FALSE(off.throttle().enabled());
+  c.model = TieredConfig::ModelMode::Auto;
+  c.dram_gbps = 40;  // no measurement needed
+  TieredMemory automatic(c);
+  EXPECT_TRUE(automatic.throttle().enabled());  // /tmp is not a real slow device
+  EXPECT_THAT(automatic.slow_tier_mode(), HasSubstr("Optane ratios vs measured DRAM 40"));
+}
+
+TEST(TieredMemory, ModelFromEnvironment) {
+  setenv("STRATA_SLOW_MODEL", "read=8,write=2.5,latency=300", 1);
+  setenv("STRATA_DRAM_GBPS", "55", 1);
+  TieredConfig c = TieredConfig::from_env();
+  EXPECT_EQ(c.model, TieredConfig::ModelMode::Custom);
+  EXPECT_EQ(c.model_read_gbps, 8);
+  EXPECT_EQ(c.model_write_gbps, 2.5);
+  EXPECT_EQ(c.model_latency_ns, 300);
+  EXPECT_EQ(c.dram_gbps, 55);
+  setenv("STRATA_SLOW_MODEL", "off", 1);
+  EXPECT_EQ(TieredConfig::from_env().model, TieredConfig::ModelMode::Off);
+  setenv("STRATA_SLOW_MODEL", "fast please", 1);
+  EXPECT_THAT(message_of([] { TieredConfig::from_env(); }), HasSubstr("STRATA_SLOW_MODEL"));
+  setenv("STRATA_SLOW_MODEL", "read=0,write=1,latency=1", 1);
+  EXPECT_THAT(message_of([] { TieredConfig::from_env(); }), HasSubstr("bandwidth"));
+  unsetenv("STRATA_SLOW_MODEL");
+  setenv("STRATA_DRAM_GBPS", "-3", 1);
+  EXPECT_THAT(message_of([] { TieredConfig::from_env(); }), HasSubstr("STRATA_DRAM_GBPS"));
+  unsetenv("STRATA_DRAM_GBPS");
+}
+
 // Kernels (copy_, fill_, clone) on some threads while other threads' allocations force
 // evictions of the very tensors those kernels use. PinSet must keep every kernel's operands in
 // place, so all values stay exact. Runs under ThreadSanitizer in CI.
