@@ -4,7 +4,11 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
+#include <string>
+
+#include "core/error.h"
 
 #include "memory/data_manager.h"
 #include "memory/heap.h"
@@ -37,6 +41,16 @@ inline std::size_t first_mismatch(const void* p, std::size_t n, uint32_t seed) {
   for (std::size_t i = 0; i < n; ++i)
     if (b[i] != pattern_byte(seed, i)) return i;
   return n;
+}
+
+/// The message of the strata::Error `fn` throws, or "<no error>".
+inline std::string message_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "<no error>";
 }
 
 }  // namespace strata::memory::test

@@ -8,20 +8,14 @@
 
 #include "core/error.h"
 #include "memory/heap.h"
+#include "memory_test_util.h"
 
 using ::testing::HasSubstr;
 
 namespace strata::memory {
 namespace {
 
-std::string message_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+using test::message_of;
 
 TEST(DramHeap, EnforcesItsBudget) {
   DramHeap h(1 << 20);

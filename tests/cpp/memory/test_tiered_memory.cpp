@@ -8,20 +8,14 @@
 #include "core/factories.h"
 #include "core/threading.h"
 #include "memory/tiered_memory.h"
+#include "memory_test_util.h"
 
 using ::testing::HasSubstr;
 
 namespace strata::memory {
 namespace {
 
-std::string message_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+using test::message_of;
 
 TieredConfig small_config(std::size_t fast, std::size_t slow) {
   TieredConfig c;
