@@ -75,6 +75,7 @@ class ObjectAllocation final : public Allocation {
     else object_->unpin_read();
   }
   Object* object() const { return object_; }
+  const TieredMemory* owner() const { return &memory_; }
 
  private:
   TieredMemory& memory_;
@@ -211,6 +212,26 @@ TieredMemory::TieredMemory(const TieredConfig& config) : config_(config) {
   });
 }
 
+Object* TieredMemory::checked_object(const Storage& storage, const char* op) const {
+  Object* o = storage.defined() ? object_of(storage.allocation()) : nullptr;
+  STRATA_CHECK(o != nullptr, op, ": the storage was not allocated by this tiered memory");
+  return o;
+}
+
+MoveHandle TieredMemory::prefetch_async(const Storage& storage, bool force) {
+  Object* o = checked_object(storage, "prefetch_async");
+  return mover_.submit([this, o, force, keep = storage] { policy_->prefetch(o, force); });
+}
+
+MoveHandle TieredMemory::evict_async(const Storage& storage) {
+  Object* o = checked_object(storage, "evict_async");
+  return mover_.submit([this, o, keep = storage] { policy_->evict(o); });
+}
+
+bool TieredMemory::in_fast(const Storage& storage) const {
+  return policy_->in_fast(checked_object(storage, "in_fast"));
+}
+
 SlowTierModel TieredMemory::resolve_model() const {
   using ModelMode = TieredConfig::ModelMode;
   switch (config_.model) {
@@ -255,7 +276,7 @@ std::unique_ptr<Allocation> TieredMemory::allocate(std::size_t nbytes) {
 
 Object* TieredMemory::object_of(const Allocation* allocation) const {
   const auto* a = dynamic_cast<const ObjectAllocation*>(allocation);
-  return a ? a->object() : nullptr;
+  return a != nullptr && a->owner() == this ? a->object() : nullptr;
 }
 
 TieredMemory& tiered_memory() {

@@ -24,6 +24,8 @@
 #include <string_view>
 
 #include "core/allocator.h"
+#include "core/storage.h"
+#include "memory/copy_engine.h"
 #include "memory/data_manager.h"
 #include "memory/heap.h"
 #include "memory/policy.h"
@@ -68,6 +70,16 @@ class TieredMemory final : public Allocator {
   LruPolicy& policy() { return *policy_; }
   /// The Object behind a tensor's storage, or null if the storage was not made here.
   Object* object_of(const Allocation* allocation) const;
+  /// Queues a prefetch of the storage's object on the mover thread, so the copy overlaps the
+  /// caller's compute; the queued job keeps the storage alive. The handle's wait() returns once
+  /// the attempt finished (a busy or oversized object simply stays where it is: check in_fast).
+  MoveHandle prefetch_async(const Storage& storage, bool force = true);
+  /// Queues an eviction of the storage's object on the mover thread.
+  MoveHandle evict_async(const Storage& storage);
+  /// True when the storage's object is in the fast tier now.
+  bool in_fast(const Storage& storage) const;
+  Mover& mover() { return mover_; }
+
   /// The slow-tier throttle (created on first use: the default model measures DRAM bandwidth).
   SlowTierThrottle& throttle();
   /// "modeled: ..." or "real device ..." — what every report must say about the slow tier.
@@ -79,9 +91,11 @@ class TieredMemory final : public Allocator {
   TieredConfig config_;
   std::unique_ptr<DataManager> manager_;
   std::unique_ptr<LruPolicy> policy_;
+  Object* checked_object(const Storage& storage, const char* op) const;
   std::once_flag throttle_once_;
   std::unique_ptr<SlowTierThrottle> throttle_;
   bool real_device_ = false;
+  Mover mover_;  // last: drained and joined first, while the manager still exists
 };
 
 /// The process-wide tiered memory, created from TieredConfig::from_env() on first use.

@@ -177,6 +177,30 @@ TEST(TieredMemory, ModelFromEnvironment) {
   unsetenv("STRATA_DRAM_GBPS");
 }
 
+TEST(TieredMemory, AsyncPrefetchAndEvictOverlapTheCaller) {
+  TieredMemory mem(small_config(1 << 20, 16 << 20));
+  TensorOptions opts{DType::f32, &mem};
+  Tensor a = full({256, 256}, 7.0, opts);  // 256 KiB
+  MoveHandle e = mem.evict_async(a.storage());
+  e.wait();
+  EXPECT_FALSE(mem.in_fast(a.storage()));
+  MoveHandle p = mem.prefetch_async(a.storage());
+  Tensor b = full({64}, 1.0, opts);  // the caller keeps working meanwhile
+  p.wait();
+  EXPECT_TRUE(mem.in_fast(a.storage()));
+  EXPECT_EQ(a.at({255, 255}), 7.0);
+  EXPECT_EQ(b.at({63}), 1.0);
+  // The queued job keeps the storage alive even if every tensor is dropped first.
+  Tensor c = full({256, 256}, 2.0, opts);
+  MoveHandle e2 = mem.evict_async(c.storage());
+  c = Tensor();
+  e2.wait();
+  mem.mover().wait_all();
+  EXPECT_THAT(message_of([&] { mem.prefetch_async(Storage()); }), HasSubstr("prefetch_async"));
+  Tensor foreign = zeros({4}, {DType::f32, nullptr});  // the process-wide allocator
+  EXPECT_THAT(message_of([&] { mem.evict_async(foreign.storage()); }), HasSubstr("not allocated by this"));
+}
+
 // Kernels (copy_, fill_, clone) on some threads while other threads' allocations force
 // evictions of the very tensors those kernels use. PinSet must keep every kernel's operands in
 // place, so all values stay exact. Runs under ThreadSanitizer in CI.
