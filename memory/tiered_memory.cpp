@@ -202,6 +202,7 @@ TieredMemory::TieredMemory(const TieredConfig& config) : config_(config) {
   real_device_ = slow->is_real_device();
   manager_ = std::make_unique<DataManager>(std::make_unique<DramHeap>(config_.fast_bytes), std::move(slow));
   policy_ = std::make_unique<LruPolicy>(*manager_);
+  manager_->stats().set_slow_tier_mode(configured_mode_text());
   // Migrations use the copy engine (non-temporal stores into the slow tier) and pay the model.
   manager_->set_copy_function([this](void* dst, const void* src, std::size_t n, Tier from, Tier to) {
     if (from == to) {
@@ -258,6 +259,21 @@ SlowTierThrottle& TieredMemory::throttle() {
 std::string TieredMemory::slow_tier_mode() {
   throttle();
   return slow_tier_mode_text();
+}
+
+std::string TieredMemory::configured_mode_text() const {
+  using ModelMode = TieredConfig::ModelMode;
+  const std::string where = manager_->slow().name() + (real_device_ ? " (real device)" : " (DRAM-backed)");
+  switch (config_.model) {
+    case ModelMode::Off: return "model off, slow heap " + where;
+    case ModelMode::Custom: return SlowTierModel::custom(config_.model_read_gbps, config_.model_write_gbps, config_.model_latency_ns).describe() + "; slow heap " + where;
+    case ModelMode::Auto:
+      if (real_device_) return "real device, slow heap " + where;
+      [[fallthrough]];
+    case ModelMode::Default:
+      return "modeled slow tier (Optane ratios to the DRAM bandwidth measured at first slow-tier use); slow heap " + where;
+  }
+  return where;
 }
 
 std::string TieredMemory::slow_tier_mode_text() const {

@@ -87,7 +87,8 @@ class TieredMemory final : public Allocator {
 
  private:
   SlowTierModel resolve_model() const;
-  std::string slow_tier_mode_text() const;
+  std::string slow_tier_mode_text() const;   // resolved (after the throttle exists)
+  std::string configured_mode_text() const;  // before: what the configuration asks for
   TieredConfig config_;
   std::unique_ptr<DataManager> manager_;
   std::unique_ptr<LruPolicy> policy_;

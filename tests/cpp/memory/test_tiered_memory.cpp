@@ -147,11 +147,13 @@ TEST(TieredMemory, ModelOffAndAutoOnADramBackedTier) {
   TieredConfig c = small_config(1 << 20, 8 << 20);
   c.model = TieredConfig::ModelMode::Off;
   TieredMemory off(c);
+  EXPECT_THAT(off.manager().stats().describe(), HasSubstr("model off"));  // named before any slow use
   EXPECT_THAT(off.slow_tier_mode(), HasSubstr("model off"));
   EXPECT_FALSE(off.throttle().enabled());
   c.model = TieredConfig::ModelMode::Auto;
   c.dram_gbps = 40;  // no measurement needed
   TieredMemory automatic(c);
+  EXPECT_THAT(automatic.manager().stats().describe(), HasSubstr("modeled slow tier"));
   EXPECT_TRUE(automatic.throttle().enabled());  // /tmp is not a real slow device
   EXPECT_THAT(automatic.slow_tier_mode(), HasSubstr("Optane ratios vs measured DRAM 40"));
 }
