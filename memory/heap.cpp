@@ -20,13 +20,13 @@
 
 namespace strata::memory {
 
-namespace {
-
 std::size_t physical_memory_bytes() {
   const long pages = sysconf(_SC_PHYS_PAGES);
   const long page = sysconf(_SC_PAGE_SIZE);
   return pages > 0 && page > 0 ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page) : 0;
 }
+
+namespace {
 
 std::string errno_text() { return std::strerror(errno); }
 

@@ -18,6 +18,9 @@
 namespace strata::memory {
 
 
+/// Bytes of physical memory on this machine, or 0 when the OS does not say.
+std::size_t physical_memory_bytes();
+
 class Heap {
  public:
   virtual ~Heap();

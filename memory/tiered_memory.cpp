@@ -19,10 +19,10 @@ namespace strata::memory {
 
 namespace {
 
+// Physical memory, or 8 GiB when the OS does not say (defaults only; checks use the real value).
 std::size_t physical_memory() {
-  const long pages = sysconf(_SC_PHYS_PAGES);
-  const long page = sysconf(_SC_PAGE_SIZE);
-  return pages > 0 && page > 0 ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page) : (8ull << 30);
+  const std::size_t phys = physical_memory_bytes();
+  return phys > 0 ? phys : (8ull << 30);
 }
 
 std::string mib(std::size_t bytes) {
@@ -174,9 +174,9 @@ TieredConfig TieredConfig::from_env() {
 }
 
 void TieredConfig::validate() const {
-  const std::size_t phys = physical_memory();
+  const std::size_t phys = physical_memory_bytes();  // 0: unknown, the check is skipped
   STRATA_CHECK(fast_bytes > 0, "tiered memory: the fast-tier budget is zero (set STRATA_FAST_BYTES, e.g. 4G)");
-  STRATA_CHECK(fast_bytes <= phys, "tiered memory: the fast-tier budget of ", mib(fast_bytes),
+  STRATA_CHECK(phys == 0 || fast_bytes <= phys, "tiered memory: the fast-tier budget of ", mib(fast_bytes),
                " is larger than this machine's memory (", mib(phys), ")");
   STRATA_CHECK(slow_bytes > 0, "tiered memory: the slow-tier capacity is zero (set STRATA_SLOW_BYTES, e.g. 64G, "
                "or point STRATA_SLOW_DIR at a filesystem with free space)");
