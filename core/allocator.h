@@ -24,8 +24,10 @@ class Allocation {
   virtual ~Allocation() = default;
   /// Pins the bytes where they are for the duration of a kernel (Note [Storage does not know its
   /// tier]): a tiered allocation cannot migrate while pinned, and a Write pin marks it modified.
-  /// Plain DRAM allocations never move, so the default does nothing. Use PinSet, not these.
-  virtual void pin(AccessMode) {}
+  /// `bytes` is how much of the allocation the kernel touches (a slow-tier allocation is charged
+  /// for that much direct access). Plain DRAM allocations never move, so the default does
+  /// nothing. Use PinSet, not these.
+  virtual void pin(AccessMode, std::size_t /*bytes*/) {}
   virtual void unpin(AccessMode) {}
   /// Current address of the first byte (stable unless the implementation migrates the data;
   /// see Note [Storage does not know its tier]). May be null when nbytes() == 0.

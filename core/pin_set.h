@@ -24,16 +24,19 @@ class PinSet {
   PinSet& operator=(const PinSet&) = delete;
   ~PinSet() { release(); }
 
-  /// Adds an operand; call acquire() once all are added.
-  PinSet& add(const Tensor& t, AccessMode mode) {
+  /// Adds an operand whose elements the kernel touches; call acquire() once all are added.
+  PinSet& add(const Tensor& t, AccessMode mode) { return add(t, mode, t.nbytes()); }
+  /// Adds an operand of which the kernel touches `bytes` (e.g. one element).
+  PinSet& add(const Tensor& t, AccessMode mode, std::size_t bytes) {
     Allocation* a = t.storage().allocation();
     for (auto& e : entries_) {
       if (e.allocation == a) {
         if (mode == AccessMode::Write) e.mode = AccessMode::Write;
+        e.bytes += bytes;
         return *this;
       }
     }
-    entries_.push_back({a, mode});
+    entries_.push_back({a, mode, bytes});
     return *this;
   }
   /// Pins every operand (address order).
@@ -41,7 +44,7 @@ class PinSet {
     std::sort(entries_.begin(), entries_.end(),
               [](const Entry& x, const Entry& y) { return std::less<Allocation*>()(x.allocation, y.allocation); });
     for (auto& e : entries_) {
-      e.allocation->pin(e.mode);
+      e.allocation->pin(e.mode, std::min(e.bytes, e.allocation->nbytes()));
       ++pinned_;
     }
   }
@@ -56,6 +59,7 @@ class PinSet {
   struct Entry {
     Allocation* allocation;
     AccessMode mode;
+    std::size_t bytes;  // touched by the kernel (summed over the storage's operands)
   };
   SmallVector<Entry, 4> entries_;
   std::size_t pinned_ = 0;

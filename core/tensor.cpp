@@ -104,7 +104,7 @@ double Tensor::at(IntArrayRef index) const {
     off += ix * strides()[i];
   }
   PinSet pins;
-  pins.add(*this, AccessMode::Read).acquire();
+  pins.add(*this, AccessMode::Read, itemsize()).acquire();  // one element
   const char* p = static_cast<const char*>(data_ptr()) + off * static_cast<int64_t>(itemsize());
   return dispatch_dtype(dtype(), [&](auto tag) -> double {
     using T = decltype(tag);

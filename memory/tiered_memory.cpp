@@ -53,20 +53,20 @@ class ObjectAllocation final : public Allocation {
 
   void* data() override { return object_->primary()->data(); }
   std::size_t nbytes() const override { return object_->size(); }
-  void pin(AccessMode mode) override {
+  void pin(AccessMode mode, std::size_t bytes) override {
     if (mode == AccessMode::Write) object_->pin_write();
     else object_->pin_read();
     // A kernel about to use an object that lives in the slow tier reads or writes it in place:
-    // count it and charge the slow-tier model (the whole object: kernels touch all of it).
+    // count and charge the bytes it touches.
     Region* primary = object_->primary();
-    if (primary->heap()->tier() == Tier::Slow) {
+    if (primary->heap()->tier() == Tier::Slow && bytes > 0) {
       MemoryStats& stats = memory_.manager().stats();
       if (mode == AccessMode::Write) {
-        stats.on_direct_slow_write(primary->size());
-        memory_.throttle().charge_write(primary->size());
+        stats.on_direct_slow_write(bytes);
+        memory_.throttle().charge_write(bytes);
       } else {
-        stats.on_direct_slow_read(primary->size());
-        memory_.throttle().charge_read(primary->size());
+        stats.on_direct_slow_read(bytes);
+        memory_.throttle().charge_read(bytes);
       }
     }
   }

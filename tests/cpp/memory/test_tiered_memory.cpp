@@ -130,11 +130,12 @@ TEST(TieredMemory, SlowTierModelChargesMigrationsAndDirectAccess) {
   TieredMemory mem(c);
   EXPECT_THAT(mem.slow_tier_mode(), AllOf(HasSubstr("modeled slow tier: read 50"), HasSubstr("DRAM-backed")));
   Tensor big = full({1 << 19}, 3.0, {DType::f32, &mem});  // 2 MiB: lives in the slow tier
-  EXPECT_EQ(big.at({12345}), 3.0);                          // a direct read of slow bytes
-  const MemoryStatsSnapshot snap = mem.manager().stats().snapshot();
-  EXPECT_GE(snap.direct_slow_write_bytes, 2u << 20);  // full() wrote it in place
-  EXPECT_GE(snap.direct_slow_read_bytes, 2u << 20);
-  EXPECT_GE(mem.throttle().counters().bytes_read, 2u << 20);
+  EXPECT_EQ(mem.manager().stats().snapshot().direct_slow_write_bytes, 2u << 20);  // full() wrote it in place
+  EXPECT_EQ(big.at({12345}), 3.0);  // a direct read of one slow element is charged as 4 bytes
+  EXPECT_EQ(mem.manager().stats().snapshot().direct_slow_read_bytes, 4u);
+  Tensor half = big.narrow(0, 0, 1 << 18).clone();  // a kernel reading half of it: 1 MiB
+  EXPECT_EQ(mem.manager().stats().snapshot().direct_slow_read_bytes, 4u + (1u << 20));
+  EXPECT_GE(mem.throttle().counters().bytes_read, 4u + (1u << 20));
   EXPECT_GE(mem.throttle().counters().bytes_written, 2u << 20);
   // Migrations pay the model too.
   std::vector<Tensor> ts;
