@@ -28,6 +28,10 @@ class Allocation {
   /// for that much direct access). Plain DRAM allocations never move, so the default does
   /// nothing. Use PinSet, not these.
   virtual void pin(AccessMode, std::size_t /*bytes*/) {}
+  /// Tells the memory policy a kernel is about to read or write the bytes (its `read_use` /
+  /// `write_use`, which may reorder eviction candidates). PinSet calls it for every operand before
+  /// pinning any of them (Note [Pinning kernel operands]).
+  virtual void use(AccessMode) {}
   virtual void unpin(AccessMode) {}
   /// Current address of the first byte (stable unless the implementation migrates the data;
   /// see Note [Storage does not know its tier]). May be null when nbytes() == 0.

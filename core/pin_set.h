@@ -6,7 +6,10 @@
 /// Every kernel that dereferences tensor data takes a PinSet over its operands *before* reading
 /// data_ptr(), and keeps it until the last access. A storage that appears several times is pinned
 /// once (Write if any use writes), and storages are pinned in address order of their Allocation,
-/// so two kernels pinning the same storages can never deadlock.
+/// so two kernels pinning the same storages can never deadlock. Before the first pin, every operand
+/// is reported to the memory policy (Allocation::use → read_use / write_use): the policy may take
+/// its lock, and a thread must never wait for that lock while holding a pin an eviction could be
+/// waiting on.
 
 #include <algorithm>
 #include <functional>
@@ -39,10 +42,11 @@ class PinSet {
     entries_.push_back({a, mode, bytes});
     return *this;
   }
-  /// Pins every operand (address order).
+  /// Reports every operand to the memory policy, then pins them (address order).
   void acquire() {
     std::sort(entries_.begin(), entries_.end(),
               [](const Entry& x, const Entry& y) { return std::less<Allocation*>()(x.allocation, y.allocation); });
+    for (auto& e : entries_) e.allocation->use(e.mode);
     for (auto& e : entries_) {
       e.allocation->pin(e.mode, std::min(e.bytes, e.allocation->nbytes()));
       ++pinned_;

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "core/allocator.h"
 
@@ -43,8 +44,26 @@ class Storage {
   bool is_same(const Storage& other) const { return impl_ == other.impl_; }
 
  private:
+  friend class WeakStorage;
   explicit Storage(std::shared_ptr<detail::StorageImpl> impl) : impl_(std::move(impl)) {}
   std::shared_ptr<detail::StorageImpl> impl_;
+};
+
+/// Observes a Storage without keeping its bytes alive (autograd's SavedTensor uses it to check the
+/// version of a value a pack hook moved elsewhere).
+class WeakStorage {
+ public:
+  WeakStorage() = default;
+  explicit WeakStorage(const Storage& s) : impl_(s.impl_) {}
+  /// The storage's current version, or nullopt once the storage is gone.
+  std::optional<uint64_t> version() const {
+    auto p = impl_.lock();
+    if (!p) return std::nullopt;
+    return p->version.load(std::memory_order_acquire);
+  }
+
+ private:
+  std::weak_ptr<detail::StorageImpl> impl_;
 };
 
 }  // namespace strata

@@ -333,4 +333,57 @@ std::string Tensor::describe() const {
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.to_string(); }
 
+// ---- autograd metadata ------------------------------------------------------------------------
+
+bool Tensor::requires_grad() const {
+  const detail::AutogradMeta* m = impl().autograd.get();
+  return m != nullptr && (m->requires_grad || m->grad_fn != nullptr);
+}
+
+Tensor& Tensor::set_requires_grad(bool requires_grad) {
+  require_defined("requires_grad_");
+  STRATA_CHECK(is_leaf(), "requires_grad_: ", describe(),
+               " is not a leaf (it was produced by a recorded op); use detach() to get a leaf");
+  STRATA_CHECK(!requires_grad || is_floating(dtype()), "requires_grad_: only floating-point tensors can "
+               "require gradients, got ", describe());
+  autograd_meta().requires_grad = requires_grad;
+  return *this;
+}
+
+Tensor Tensor::grad() const {
+  const detail::AutogradMeta* m = impl().autograd.get();
+  return m != nullptr ? m->grad : Tensor();
+}
+
+void Tensor::set_grad(const Tensor& grad) {
+  require_defined("set_grad");
+  if (grad.defined()) {
+    STRATA_CHECK(grad.sizes() == sizes() && grad.dtype() == dtype(), "set_grad: gradient ", grad.describe(),
+                 " does not match tensor ", describe());
+  }
+  autograd_meta().grad = grad;
+}
+
+const std::shared_ptr<autograd::Node>& Tensor::grad_fn() const {
+  static const std::shared_ptr<autograd::Node> none;
+  const detail::AutogradMeta* m = impl().autograd.get();
+  return m != nullptr ? m->grad_fn : none;
+}
+
+uint32_t Tensor::output_nr() const {
+  const detail::AutogradMeta* m = impl().autograd.get();
+  return m != nullptr ? m->output_nr : 0;
+}
+
+Tensor Tensor::detach() const {
+  require_defined("detach");
+  return make_view(sizes(), strides(), offset());
+}
+
+detail::AutogradMeta& Tensor::autograd_meta() const {
+  require_defined("autograd_meta");
+  if (impl_->autograd == nullptr) impl_->autograd = std::make_shared<detail::AutogradMeta>();
+  return *impl_->autograd;
+}
+
 }  // namespace strata

@@ -16,7 +16,12 @@
 
 namespace strata {
 
+namespace autograd {
+class Node;
+}
+
 namespace detail {
+struct AutogradMeta;
 struct TensorImpl {
   Storage storage;
   Dims sizes;
@@ -25,6 +30,8 @@ struct TensorImpl {
   DType dtype = DType::f32;
   int64_t numel = 0;
   bool contiguous = true;
+  /// Null until autograd touches the tensor (Note [Autograd metadata]).
+  std::shared_ptr<AutogradMeta> autograd;
 };
 }  // namespace detail
 
@@ -81,6 +88,34 @@ class Tensor {
   /// In-place version counter shared by all views of the storage.
   uint64_t version() const { return storage().version(); }
   void bump_version() const { storage().bump_version(); }
+
+  // ---- autograd (Note [Autograd metadata]) ---------------------------------------------------
+  /// True for a leaf created with requires_grad, or for the output of a recorded op.
+  bool requires_grad() const;
+  /// Marks a leaf as needing gradients (only floating dtypes). Throws for a non-leaf.
+  Tensor& set_requires_grad(bool requires_grad = true);
+  /// Alias of set_requires_grad under PyTorch's name.
+  Tensor& requires_grad_(bool requires_grad = true) { return set_requires_grad(requires_grad); }
+  /// The accumulated gradient of a leaf (undefined until a backward pass reached it).
+  Tensor grad() const;
+  /// Replaces (or, with an undefined tensor, clears) the accumulated gradient.
+  void set_grad(const Tensor& grad);
+  /// The node that produced this tensor (null for leaves and for tensors made without grad).
+  const std::shared_ptr<autograd::Node>& grad_fn() const;
+  /// Which output of grad_fn() this tensor is.
+  uint32_t output_nr() const;
+  /// True unless the tensor was produced by a recorded op.
+  bool is_leaf() const { return grad_fn() == nullptr; }
+  /// A tensor sharing this one's storage and view but detached from the graph.
+  Tensor detach() const;
+  /// Runs the backward pass from this tensor (defined in autograd/engine.cpp; link `strata`).
+  /// `grad` may be omitted only for one-element tensors. Frees the graph's saved values unless
+  /// `retain_graph`.
+  void backward(const Tensor& grad = Tensor(), bool retain_graph = false) const;
+  /// The autograd record, created on first use. For autograd/; not for users.
+  detail::AutogradMeta& autograd_meta() const;
+  /// The autograd record or null.
+  detail::AutogradMeta* autograd_meta_if_any() const { return impl().autograd.get(); }
 
   // ---- views (share storage) ------------------------------------------------------------------
   /// View with new sizes (one entry may be -1); fails if the strides cannot express it.
@@ -161,5 +196,22 @@ class Tensor {
 };
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+namespace detail {
+/// Note [Autograd metadata]
+/// A tensor's autograd state lives in its TensorImpl, so every copy of the handle shares it (as in
+/// PyTorch) while views made by the Tensor methods above get a fresh TensorImpl *without* it: the
+/// core view methods are raw and never recorded. The differentiable views (reshape, transpose,
+/// permute, slice, ...) are the free functions of ops/shape_ops.h. core only stores this record;
+/// autograd/ gives it meaning.
+struct AutogradMeta {
+  bool requires_grad = false;
+  Tensor grad;
+  std::shared_ptr<autograd::Node> grad_fn;
+  uint32_t output_nr = 0;
+  /// The AccumulateGrad node of a leaf, shared by every graph that uses the leaf.
+  std::weak_ptr<autograd::Node> grad_accumulator;
+};
+}  // namespace detail
 
 }  // namespace strata

@@ -70,6 +70,10 @@ class ObjectAllocation final : public Allocation {
       }
     }
   }
+  void use(AccessMode mode) override {
+    if (mode == AccessMode::Write) memory_.policy().write_use(object_);
+    else memory_.policy().read_use(object_);
+  }
   void unpin(AccessMode mode) override {
     if (mode == AccessMode::Write) object_->unpin_write();
     else object_->unpin_read();
@@ -293,6 +297,17 @@ std::unique_ptr<Allocation> TieredMemory::allocate(std::size_t nbytes) {
 Object* TieredMemory::object_of(const Allocation* allocation) const {
   const auto* a = dynamic_cast<const ObjectAllocation*>(allocation);
   return a != nullptr && a->owner() == this ? a->object() : nullptr;
+}
+
+std::string_view where(const Storage& storage) {
+  if (!storage.defined()) return "none";
+  const auto* a = dynamic_cast<const ObjectAllocation*>(storage.allocation());
+  if (a == nullptr) return "dram";
+  Object* o = a->object();
+  o->pin_read();  // the primary cannot change (or be freed) while we look at it
+  const bool fast = o->primary()->heap()->tier() == Tier::Fast;
+  o->unpin_read();
+  return fast ? "fast" : "slow";
 }
 
 TieredMemory& tiered_memory() {

@@ -102,4 +102,9 @@ class TieredMemory final : public Allocator {
 /// The process-wide tiered memory, created from TieredConfig::from_env() on first use.
 TieredMemory& tiered_memory();
 
+/// Where a storage's bytes are now: "fast" or "slow" for a tiered object, "dram" for any other
+/// allocation (plain DRAM, a NumPy buffer), "none" for an undefined storage. Waits for a migration
+/// of the object in progress. For reports (tape introspection); never on a kernel's path.
+std::string_view where(const Storage& storage);
+
 }  // namespace strata::memory

@@ -1,0 +1,192 @@
+#include "autograd/engine.h"
+
+#include <queue>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "autograd/accumulate.h"
+#include "core/factories.h"
+
+namespace strata::autograd {
+
+namespace {
+
+struct BySequence {
+  bool operator()(const Node* a, const Node* b) const { return a->sequence_nr() < b->sequence_nr(); }
+};
+
+void add_to_slot(TensorList& buffer, std::size_t slot, Tensor g) {
+  if (buffer.size() <= slot) buffer.resize(slot + 1);
+  if (!buffer[slot].defined()) buffer[slot] = std::move(g);
+  else buffer[slot] = detail::sum_gradients(buffer[slot], g);
+}
+
+struct Capture {
+  Node* node;
+  uint32_t slot;
+};
+
+// Runs the graph below `root_edges` (Note [Engine order]). With `captures`, no AccumulateGrad runs,
+// only nodes leading to a capture target run, and the gradient arriving at each target is returned.
+TensorList run_graph(const std::vector<Edge>& root_edges, const TensorList& root_grads, bool retain_graph,
+                     const std::vector<Capture>* captures) {
+  std::unordered_map<Node*, TensorList> buffers;
+  for (std::size_t i = 0; i < root_edges.size(); ++i)
+    add_to_slot(buffers[root_edges[i].node.get()], root_edges[i].input_nr, root_grads[i]);
+
+  // Which nodes run: all of them for backward(); for grad(), those from which a target is reachable
+  // through at least one edge (a target itself runs only if something below it is needed too).
+  std::unordered_set<Node*> targets;
+  if (captures != nullptr)
+    for (const Capture& c : *captures) targets.insert(c.node);
+  std::unordered_map<Node*, bool> needed;
+  std::vector<Node*> order;  // every node reachable from the roots
+  {
+    std::unordered_set<Node*> seen;
+    std::vector<Node*> stack;
+    for (const Edge& e : root_edges)
+      if (seen.insert(e.node.get()).second) stack.push_back(e.node.get());
+    while (!stack.empty()) {
+      Node* n = stack.back();
+      stack.pop_back();
+      order.push_back(n);
+      for (const Edge& e : n->next_edges())
+        if (e.valid() && seen.insert(e.node.get()).second) stack.push_back(e.node.get());
+    }
+  }
+  auto is_needed = [&](auto&& self, Node* n) -> bool {
+    if (captures == nullptr) return true;
+    if (auto it = needed.find(n); it != needed.end()) return it->second;
+    needed[n] = false;  // graphs are acyclic; this only guards the recursion
+    bool any = false;
+    for (const Edge& e : n->next_edges())
+      if (e.valid() && (targets.count(e.node.get()) > 0 || self(self, e.node.get()))) any = true;
+    needed[n] = any;
+    return any;
+  };
+  std::unordered_map<Node*, int> deps;
+  for (Node* n : order) {
+    if (!is_needed(is_needed, n)) continue;
+    for (const Edge& e : n->next_edges())
+      if (e.valid()) ++deps[e.node.get()];
+  }
+
+  std::priority_queue<Node*, std::vector<Node*>, BySequence> ready;
+  {
+    std::unordered_set<Node*> pushed;
+    for (const Edge& e : root_edges)
+      if (deps[e.node.get()] == 0 && pushed.insert(e.node.get()).second) ready.push(e.node.get());
+  }
+
+  std::unordered_map<Node*, TensorList> captured_at;
+  NoGradGuard no_grad;
+  while (!ready.empty()) {
+    Node* node = ready.top();
+    ready.pop();
+    TensorList inputs = std::move(buffers[node]);
+    buffers.erase(node);
+    inputs.resize(node->output_meta().size());
+    if (targets.count(node) > 0) captured_at[node] = inputs;
+    if (!is_needed(is_needed, node)) continue;
+
+    const bool accumulate = dynamic_cast<AccumulateGrad*>(node) != nullptr;
+    if (!accumulate) {
+      for (std::size_t i = 0; i < inputs.size(); ++i)
+        if (!inputs[i].defined()) inputs[i] = zeros(node->output_meta()[i].sizes, {node->output_meta()[i].dtype, nullptr});
+    }
+    TensorList outputs = node->apply(std::move(inputs));
+    if (!retain_graph) node->release_saved();
+    const auto& edges = node->next_edges();
+    STRATA_ASSERT(outputs.size() == edges.size() || (accumulate && outputs.empty()), node->name(), " returned ",
+                  outputs.size(), " gradients for ", edges.size(), " inputs");
+    for (std::size_t i = 0; i < edges.size(); ++i) {
+      const Edge& e = edges[i];
+      if (!e.valid()) continue;
+      if (i < outputs.size() && outputs[i].defined()) {
+        const TensorMeta& m = node->input_meta()[i];
+        STRATA_ASSERT(outputs[i].sizes() == m.sizes && outputs[i].dtype() == m.dtype, node->name(),
+                      " returned a gradient ", outputs[i].describe(), " for input ", i, " of shape ",
+                      IntArrayRef(m.sizes), " ", m.dtype);
+        add_to_slot(buffers[e.node.get()], e.input_nr, std::move(outputs[i]));
+      }
+      if (--deps[e.node.get()] == 0) ready.push(e.node.get());
+    }
+  }
+
+  TensorList result;
+  if (captures != nullptr) {
+    for (const Capture& c : *captures) {
+      auto it = captured_at.find(c.node);
+      result.push_back(it != captured_at.end() && c.slot < it->second.size() ? it->second[c.slot] : Tensor());
+    }
+  }
+  return result;
+}
+
+void prepare_roots(const char* op, const TensorList& roots, const TensorList& grad_roots, std::vector<Edge>& edges,
+                   TensorList& grads) {
+  STRATA_CHECK(!roots.empty(), op, ": no tensors to differentiate");
+  STRATA_CHECK(grad_roots.empty() || grad_roots.size() == roots.size(), op, ": got ", grad_roots.size(),
+               " gradients for ", roots.size(), " tensors");
+  for (std::size_t i = 0; i < roots.size(); ++i) {
+    const Tensor& r = roots[i];
+    STRATA_CHECK(r.defined(), op, ": tensor ", i, " is undefined");
+    Edge e = gradient_edge(r);
+    STRATA_CHECK(e.valid(), op, ": element ", i, " of tensors (", r.describe(),
+                 ") does not require grad and does not have a grad_fn");
+    Tensor g = grad_roots.empty() ? Tensor() : grad_roots[i];
+    if (!g.defined()) {
+      STRATA_CHECK(r.numel() == 1, op, ": grad can be implicitly created only for one-element outputs; ", r.describe(),
+                   " needs an explicit gradient of the same shape");
+      g = ones(r.sizes(), {r.dtype(), nullptr});
+    } else {
+      STRATA_CHECK(g.sizes() == r.sizes() && g.dtype() == r.dtype(), op, ": gradient ", g.describe(),
+                   " does not match output ", r.describe());
+    }
+    edges.push_back(std::move(e));
+    grads.push_back(std::move(g));
+  }
+}
+
+}  // namespace
+
+void backward(const TensorList& roots, const TensorList& grad_roots, bool retain_graph) {
+  std::vector<Edge> edges;
+  TensorList grads;
+  prepare_roots("backward", roots, grad_roots, edges, grads);
+  run_graph(edges, grads, retain_graph, nullptr);
+}
+
+TensorList grad(const TensorList& outputs, const TensorList& inputs, const TensorList& grad_outputs, bool retain_graph,
+                bool allow_unused) {
+  std::vector<Edge> edges;
+  TensorList grads;
+  prepare_roots("grad", outputs, grad_outputs, edges, grads);
+  STRATA_CHECK(!inputs.empty(), "grad: no inputs to differentiate with respect to");
+  std::vector<Capture> captures;
+  std::vector<Edge> keep;  // holds AccumulateGrad nodes made for leaves alive during the run
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    STRATA_CHECK(inputs[i].defined(), "grad: input ", i, " is undefined");
+    Edge e = gradient_edge(inputs[i]);
+    STRATA_CHECK(e.valid(), "grad: input ", i, " (", inputs[i].describe(), ") does not require grad");
+    captures.push_back({e.node.get(), e.input_nr});
+    keep.push_back(std::move(e));
+  }
+  TensorList result = run_graph(edges, grads, retain_graph, &captures);
+  for (std::size_t i = 0; i < result.size(); ++i) {
+    STRATA_CHECK(result[i].defined() || allow_unused, "grad: input ", i, " (", inputs[i].describe(),
+                 ") was not used to compute the outputs; pass allow_unused=true to get an undefined gradient");
+  }
+  return result;
+}
+
+}  // namespace strata::autograd
+
+namespace strata {
+
+void Tensor::backward(const Tensor& grad, bool retain_graph) const {
+  require_defined("backward");
+  autograd::backward({*this}, grad.defined() ? autograd::TensorList{grad} : autograd::TensorList{}, retain_graph);
+}
+
+}  // namespace strata

@@ -1,0 +1,124 @@
+#include "autograd/node.h"
+
+#include "autograd/accumulate.h"
+
+namespace strata::autograd {
+
+namespace {
+std::atomic<uint64_t> next_sequence_nr{0};
+}
+
+Node::Node() : sequence_nr_(next_sequence_nr.fetch_add(1, std::memory_order_relaxed)) {}
+
+std::size_t Node::save(const Tensor& value) {
+  saved_.emplace_back(value);
+  return saved_.size() - 1;
+}
+
+Tensor Node::saved(std::size_t i) const {
+  STRATA_ASSERT(i < saved_.size(), name(), ": saved value ", i, " does not exist (", saved_.size(), " saved)");
+  const std::string n = name();
+  return saved_[i].unpack(n.c_str());
+}
+
+void Node::release_saved() {
+  for (auto& s : saved_) s.release();
+}
+
+void Node::add_input(const Tensor& input) {
+  if (input.defined()) {
+    next_edges_.push_back(gradient_edge(input));
+    input_meta_.push_back({input.sizes(), input.dtype()});
+  } else {
+    next_edges_.push_back({});
+    input_meta_.push_back({});
+  }
+}
+
+AccumulateGrad::AccumulateGrad(Tensor leaf) : leaf_(std::move(leaf)) {
+  input_meta_.push_back({leaf_.sizes(), leaf_.dtype()});
+  output_meta_.push_back({leaf_.sizes(), leaf_.dtype()});
+}
+
+TensorList AccumulateGrad::apply(TensorList&& grad_outputs) {
+  Tensor g = std::move(grad_outputs.at(0));
+  if (!g.defined()) return {};
+  ::strata::detail::AutogradMeta& meta = leaf_.autograd_meta();
+  if (!meta.grad.defined()) {
+    // Take the incoming gradient when nothing else refers to its bytes; otherwise copy, so that a
+    // later in-place accumulation cannot write into someone else's tensor.
+    meta.grad = (g.is_contiguous() && g.storage().use_count() == 1 && g.offset() == 0 &&
+                 g.storage().nbytes() == g.nbytes())
+                    ? g
+                    : g.clone();
+  } else {
+    detail::accumulate_into(meta.grad, g);
+  }
+  return {};
+}
+
+bool needs_grad(std::initializer_list<const Tensor*> inputs) {
+  if (!GradMode::is_enabled()) return false;
+  for (const Tensor* t : inputs)
+    if (t != nullptr && t->defined() && t->requires_grad()) return true;
+  return false;
+}
+
+bool needs_grad(const TensorList& inputs) {
+  if (!GradMode::is_enabled()) return false;
+  for (const Tensor& t : inputs)
+    if (t.defined() && t.requires_grad()) return true;
+  return false;
+}
+
+Edge gradient_edge(const Tensor& t) {
+  if (!t.defined()) return {};
+  ::strata::detail::AutogradMeta* m = t.autograd_meta_if_any();
+  if (m == nullptr) return {};
+  if (m->grad_fn) return {m->grad_fn, m->output_nr};
+  if (!m->requires_grad) return {};
+  std::shared_ptr<Node> acc = m->grad_accumulator.lock();
+  if (!acc) {
+    acc = std::make_shared<AccumulateGrad>(t);
+    m->grad_accumulator = acc;
+  }
+  return {acc, 0};
+}
+
+std::shared_ptr<Node> make_node(std::string name, std::initializer_list<const Tensor*> inputs, BackwardFn fn) {
+  auto node = std::make_shared<FunctionNode>(std::move(name), std::move(fn));
+  for (const Tensor* t : inputs) node->add_input(t != nullptr ? *t : Tensor());
+  return node;
+}
+
+std::shared_ptr<Node> make_node(std::string name, const TensorList& inputs, BackwardFn fn) {
+  auto node = std::make_shared<FunctionNode>(std::move(name), std::move(fn));
+  for (const Tensor& t : inputs) node->add_input(t);
+  return node;
+}
+
+namespace {
+void attach(Tensor& out, const std::shared_ptr<Node>& node, uint32_t nr) {
+  STRATA_ASSERT(out.defined(), node->name(), ": output ", nr, " is undefined");
+  // An op that hands back one of its inputs (or any tensor already in a graph) must not rewrite
+  // that tensor's history: give the output a handle of its own.
+  if (::strata::detail::AutogradMeta* m = out.autograd_meta_if_any(); m != nullptr && (m->grad_fn || m->requires_grad))
+    out = out.detach();
+  ::strata::detail::AutogradMeta& meta = out.autograd_meta();
+  meta.grad_fn = node;
+  meta.output_nr = nr;
+  node->add_output(out);
+}
+}  // namespace
+
+void set_history(std::initializer_list<Tensor*> outputs, const std::shared_ptr<Node>& node) {
+  uint32_t nr = 0;
+  for (Tensor* t : outputs) attach(*t, node, nr++);
+}
+
+void set_history(TensorList& outputs, const std::shared_ptr<Node>& node) {
+  uint32_t nr = 0;
+  for (Tensor& t : outputs) attach(t, node, nr++);
+}
+
+}  // namespace strata::autograd

@@ -1,0 +1,83 @@
+#pragma once
+/// @file
+/// Shared pieces of op implementations (internal to ops/; not a public header).
+///
+/// Note [Anatomy of an op]
+/// Every op in ops/ follows the same steps (see relu in ops/unary.cpp for the smallest example):
+///  1. `check_backend(OpKind::x)`, then validate inputs with the checks below; every message
+///     starts with the op's name and names the shapes/dtypes involved (`Tensor::describe()`).
+///  2. Allocate outputs with `empty(...)`: the default allocator is the tiered memory, whose
+///     allocation is the policy's `alloc_fast` (forced: other objects are evicted to make room).
+///  3. Pin operands for the kernel's duration with a PinSet (inputs Read, outputs Write): acquire()
+///     reports each to the memory policy (`read_use` / `write_use`) and then pins, so no migration
+///     can move the bytes under the kernel (Note [Pinning kernel operands] in core/pin_set.h).
+///     Only then call data_ptr().
+///  4. Run the kernel (f32 and f64 at least; parallel with `parallel_for` / `for_each_row`).
+///  5. If `autograd::needs_grad(...)`, record a node (Note [Recording an op] in autograd/node.h);
+///     its backward calls the op's backward kernel, which follows steps 2–4 itself.
+/// Ops never modify their inputs (the optimizers' in-place updates are the exception and bump the
+/// version).
+
+#include <cstdint>
+#include <type_traits>
+
+#include "autograd/node.h"
+#include "core/error.h"
+#include "core/factories.h"
+#include "core/pin_set.h"
+#include "core/tensor.h"
+#include "core/threading.h"
+#include "ops/backend.h"
+
+namespace strata::ops::detail {
+
+using autograd::TensorList;
+
+/// Throws unless `t` is defined. `what` names the argument ("input", "weight", ...).
+inline void check_defined(const char* op, const Tensor& t, const char* what) {
+  STRATA_CHECK(t.defined(), op, ": ", what, " is undefined");
+}
+
+/// Throws unless `t` is defined and f32 or f64 (the dtypes every op computes in).
+inline void check_float(const char* op, const Tensor& t, const char* what) {
+  check_defined(op, t, what);
+  STRATA_CHECK(t.dtype() == DType::f32 || t.dtype() == DType::f64, op, ": ", what, " must be f32 or f64, got ",
+               t.describe());
+}
+
+/// Throws unless both have the same dtype; the message names both tensors.
+inline void check_same_dtype(const char* op, const Tensor& a, const Tensor& b) {
+  STRATA_CHECK(a.dtype() == b.dtype(), op, ": dtype mismatch between ", a.describe(), " and ", b.describe());
+}
+
+/// Throws unless `t` has rank `rank`.
+inline void check_rank(const char* op, const Tensor& t, int64_t rank, const char* what) {
+  STRATA_CHECK(t.dim() == rank, op, ": ", what, " must be ", rank, "-D, got ", t.describe());
+}
+
+/// Throws unless `t` is an integer index tensor (i32 or i64).
+inline void check_index(const char* op, const Tensor& t, const char* what) {
+  check_defined(op, t, what);
+  STRATA_CHECK(t.dtype() == DType::i64 || t.dtype() == DType::i32, op, ": ", what, " must be i64 or i32, got ",
+               t.describe());
+}
+
+/// Calls fn(float{}) or fn(double{}) by dtype (checked with check_float before).
+template <typename Fn>
+decltype(auto) dispatch_float(DType dtype, Fn&& fn) {
+  if (dtype == DType::f64) return fn(double{});
+  STRATA_ASSERT(dtype == DType::f32, "dispatch_float: unexpected dtype ", dtype);
+  return fn(float{});
+}
+
+/// Byte strides of `t` (what detail::StridedOperands wants).
+inline Dims byte_strides(const Tensor& t) {
+  Dims s;
+  for (int64_t x : t.strides()) s.push_back(x * static_cast<int64_t>(t.itemsize()));
+  return s;
+}
+
+/// An uninitialized contiguous output with `t`'s dtype.
+inline Tensor empty_output(IntArrayRef sizes, DType dtype) { return empty(sizes, {dtype, nullptr}); }
+
+}  // namespace strata::ops::detail

@@ -1,0 +1,76 @@
+#include "tests/cpp/ops/harness/op_harness.h"
+
+namespace strata::testing {
+
+std::vector<OpCase>& op_cases() {
+  static std::vector<OpCase> cases;
+  return cases;
+}
+
+std::vector<BadInputCase>& bad_input_cases() {
+  static std::vector<BadInputCase> cases;
+  return cases;
+}
+
+Tensor uniform64(IntArrayRef sizes, Generator& gen, double lo, double hi) {
+  return uniform(sizes, lo, hi, {DType::f64, nullptr}, &gen);
+}
+
+Tensor randn64(IntArrayRef sizes, Generator& gen) { return randn(sizes, {DType::f64, nullptr}, &gen); }
+
+Tensor randn32(IntArrayRef sizes, Generator& gen) { return randn(sizes, {DType::f32, nullptr}, &gen); }
+
+Tensor randint64(int64_t lo, int64_t hi, IntArrayRef sizes, Generator& gen) {
+  return randint(lo, hi, sizes, {DType::i64, nullptr}, &gen);
+}
+
+Tensor from_values(const std::vector<double>& values, IntArrayRef sizes) {
+  Tensor t = empty(sizes, {DType::f64, nullptr});
+  STRATA_CHECK(static_cast<std::size_t>(t.numel()) == values.size(), "from_values: ", values.size(),
+               " values for shape ", sizes);
+  std::copy(values.begin(), values.end(), t.data<double>());
+  return t;
+}
+
+Tensor from_indices(const std::vector<int64_t>& values, IntArrayRef sizes) {
+  Tensor t = empty(sizes, {DType::i64, nullptr});
+  STRATA_CHECK(static_cast<std::size_t>(t.numel()) == values.size(), "from_indices: ", values.size(),
+               " values for shape ", sizes);
+  std::copy(values.begin(), values.end(), t.data<int64_t>());
+  return t;
+}
+
+std::vector<double> values_of(const Tensor& t) {
+  Tensor c = t.to(DType::f64).contiguous();
+  const double* p = c.data<double>();
+  return std::vector<double>(p, p + c.numel());
+}
+
+std::vector<int64_t> indices_of(const Tensor& t) {
+  Tensor c = t.to(DType::i64).contiguous();
+  const int64_t* p = c.data<int64_t>();
+  return std::vector<int64_t>(p, p + c.numel());
+}
+
+Tensor noncontiguous(const Tensor& t) {
+  if (t.dim() == 0) return t;
+  // Double the last dim and take every second element: same values, inner stride 2.
+  Dims big = t.sizes();
+  big.back() *= 2;
+  Tensor storage = zeros(big, {t.dtype(), nullptr});
+  Tensor view = storage.slice(t.dim() - 1, 0, std::nullopt, 2);
+  view.copy_(t);
+  if (t.dim() >= 2) {
+    // And swap the memory order of the last two dims.
+    Dims sw = t.sizes();
+    std::swap(sw[sw.size() - 1], sw[sw.size() - 2]);
+    sw.back() *= 2;
+    Tensor s2 = zeros(sw, {t.dtype(), nullptr});
+    Tensor v2 = s2.slice(t.dim() - 1, 0, std::nullopt, 2).transpose(-1, -2);
+    v2.copy_(t);
+    return v2;
+  }
+  return view;
+}
+
+}  // namespace strata::testing
