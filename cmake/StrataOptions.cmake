@@ -2,6 +2,12 @@
 
 add_library(strata_compile_options INTERFACE)
 target_compile_options(strata_compile_options INTERFACE -Wall -Wextra -Wno-unused-parameter)
+# Kernels are written to auto-vectorize; x86-64-v3 (AVX2 + FMA, every x86 server since 2015) is
+# the default target. STRATA_ARCH=native tunes for the build machine; empty leaves the compiler's.
+set(STRATA_ARCH "x86-64-v3" CACHE STRING "Value for -march (empty: compiler default)")
+if(STRATA_ARCH AND CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64")
+  target_compile_options(strata_compile_options INTERFACE -march=${STRATA_ARCH})
+endif()
 target_include_directories(strata_compile_options INTERFACE
   $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>)
 
