@@ -2,10 +2,15 @@
 
 #include "autograd/accumulate.h"
 
+#include <mutex>
+
 namespace strata::autograd {
 
 namespace {
 std::atomic<uint64_t> next_sequence_nr{0};
+// Serializes accumulation into leaves' .grad and the lazy creation of their AccumulateGrad nodes:
+// independent backward passes on several threads may share parameters.
+std::mutex leaf_mutex;
 }
 
 Node::Node() : sequence_nr_(next_sequence_nr.fetch_add(1, std::memory_order_relaxed)) {}
@@ -43,6 +48,7 @@ AccumulateGrad::AccumulateGrad(Tensor leaf) : leaf_(std::move(leaf)) {
 TensorList AccumulateGrad::apply(TensorList&& grad_outputs) {
   Tensor g = std::move(grad_outputs.at(0));
   if (!g.defined()) return {};
+  std::lock_guard<std::mutex> lock(leaf_mutex);
   ::strata::detail::AutogradMeta& meta = leaf_.autograd_meta();
   if (!meta.grad.defined()) {
     // Take the incoming gradient when nothing else refers to its bytes; otherwise copy, so that a
@@ -77,6 +83,7 @@ Edge gradient_edge(const Tensor& t) {
   if (m == nullptr) return {};
   if (m->grad_fn) return {m->grad_fn, m->output_nr};
   if (!m->requires_grad) return {};
+  std::lock_guard<std::mutex> lock(leaf_mutex);
   std::shared_ptr<Node> acc = m->grad_accumulator.lock();
   if (!acc) {
     acc = std::make_shared<AccumulateGrad>(t);
