@@ -83,6 +83,15 @@ void for_each_row(StridedOperands<K> ops, RowFn&& row, int64_t grain_elems = 327
       }
     }
   };
+  if (rows == 1) {
+    // One long row (a contiguous tensor coalesces to this): split the row itself.
+    parallel_for(inner, std::max<int64_t>(grain_elems, 1), [&](int64_t begin, int64_t end) {
+      std::array<char*, K> ptr;
+      for (int k = 0; k < K; ++k) ptr[k] = ops.base[k] + begin * inner_strides[k];
+      row(ptr, inner_strides, end - begin);
+    });
+    return;
+  }
   const int64_t grain_rows = std::max<int64_t>(1, grain_elems / std::max<int64_t>(inner, 1));
   parallel_for(rows, grain_rows, run_rows);
 }

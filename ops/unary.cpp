@@ -37,6 +37,12 @@ void map_binary_same_shape(const Tensor& out, const Tensor& a, const Tensor& b, 
   o.base = {static_cast<char*>(out.data_ptr()), static_cast<char*>(a.data_ptr()), static_cast<char*>(b.data_ptr())};
   ::strata::detail::for_each_row<3>(o, [&](const std::array<char*, 3>& p, const std::array<int64_t, 3>& st, int64_t n) {
     T* y = reinterpret_cast<T*>(p[0]);
+    if (st[1] == sizeof(T) && st[2] == sizeof(T)) {
+      const T* a = reinterpret_cast<const T*>(p[1]);
+      const T* b = reinterpret_cast<const T*>(p[2]);
+      for (int64_t i = 0; i < n; ++i) y[i] = f(a[i], b[i]);
+      return;
+    }
     for (int64_t i = 0; i < n; ++i)
       y[i] = f(*reinterpret_cast<const T*>(p[1] + i * st[1]), *reinterpret_cast<const T*>(p[2] + i * st[2]));
   });

@@ -1,0 +1,156 @@
+// Op micro-benchmarks: runs every op harness case that declares bench_inputs (f32, training sizes)
+// and reports forward and forward+backward times. The benchmark-harness issue runs the same work
+// on PyTorch side by side; this binary is Strata's half.
+//
+//   strata-bench-ops [--filter SUBSTR] [--reps N] [--threads T] [--json FILE] [--list]
+//
+// Each figure is the median of N timed repetitions after 2 warm-up runs, with min and max.
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "autograd/engine.h"
+#include "autograd/grad_mode.h"
+#include "core/threading.h"
+#include "ops/dnnl_info.h"
+#include "tests/cpp/ops/harness/op_harness.h"
+
+using namespace strata;
+using namespace strata::testing;
+
+namespace {
+
+struct Stats {
+  double median = 0, min = 0, max = 0;  // microseconds
+};
+
+Stats summarize(std::vector<double> t) {
+  std::sort(t.begin(), t.end());
+  Stats s;
+  s.min = t.front();
+  s.max = t.back();
+  s.median = t.size() % 2 ? t[t.size() / 2] : 0.5 * (t[t.size() / 2 - 1] + t[t.size() / 2]);
+  return s;
+}
+
+template <typename Fn>
+Stats time_it(int reps, Fn&& fn) {
+  fn();
+  fn();
+  std::vector<double> times;
+  for (int i = 0; i < reps; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    fn();
+    times.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return summarize(times);
+}
+
+[[noreturn]] void usage(const char* msg) {
+  std::fprintf(stderr, "strata-bench-ops: %s\nusage: strata-bench-ops [--filter SUBSTR] [--reps N] [--threads T] [--json FILE] [--list]\n", msg);
+  std::exit(2);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string filter, json;
+  int reps = 20, threads = 0;
+  bool list = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage(("missing value for " + a).c_str());
+      return argv[++i];
+    };
+    if (a == "--filter") filter = value();
+    else if (a == "--json") json = value();
+    else if (a == "--list") list = true;
+    else if (a == "--reps" || a == "--threads") {
+      const std::string v = value();
+      char* end = nullptr;
+      const long n = std::strtol(v.c_str(), &end, 10);
+      if (end == v.c_str() || *end != '\0' || n < 1) usage(("expected a positive integer for " + a + ", got " + v).c_str());
+      (a == "--reps" ? reps : threads) = static_cast<int>(n);
+    } else usage(("unknown flag " + a).c_str());
+  }
+  if (threads > 0) set_num_threads(threads);
+
+  std::vector<const OpCase*> cases;
+  for (const OpCase& c : op_cases())
+    if (c.bench_inputs && c.name.find(filter) != std::string::npos) cases.push_back(&c);
+  if (list) {
+    for (const OpCase* c : cases) std::printf("%s\n", c->name.c_str());
+    return 0;
+  }
+  if (cases.empty()) usage(("no benchmark case matches '" + filter + "'").c_str());
+
+  std::printf("Strata op micro-benchmarks — %s, %d threads, %d reps (median [min–max] µs)\n",
+              ops::dnnl_summary().c_str(), get_num_threads(), reps);
+  std::printf("%-44s %26s %26s\n", "case", "forward", "forward+backward");
+  std::string out = "[\n";
+  for (std::size_t ci = 0; ci < cases.size(); ++ci) {
+    const OpCase& c = *cases[ci];
+    try {
+      Generator gen(42);
+      TensorList inputs = c.bench_inputs(gen);
+      Stats fwd = time_it(reps, [&] {
+        autograd::NoGradGuard ng;
+        c.run(inputs);
+      });
+      // Forward + backward with gradient inputs requiring grad and a ones gradient per output.
+      TensorList in = inputs;
+      bool any_grad = false;
+      for (int g : c.grad_inputs) {
+        in[g] = inputs[g].detach().set_requires_grad(true);
+        any_grad = true;
+      }
+      Stats both{};
+      if (any_grad) {
+        TensorList probe = c.run(in);
+        TensorList grads;
+        TensorList roots_proto;
+        for (const Tensor& o : probe) grads.push_back(o.requires_grad() ? ones(o.sizes(), {o.dtype(), nullptr}) : Tensor());
+        both = time_it(reps, [&] {
+          TensorList outs = c.run(in);
+          TensorList roots, gs;
+          for (std::size_t k = 0; k < outs.size(); ++k)
+            if (grads[k].defined()) roots.push_back(outs[k]), gs.push_back(grads[k]);
+          autograd::backward(roots, gs);
+          for (int g : c.grad_inputs) in[g].set_grad(Tensor());
+        });
+      }
+      char f1[64], f2[64];
+      std::snprintf(f1, sizeof f1, "%.1f [%.1f–%.1f]", fwd.median, fwd.min, fwd.max);
+      if (any_grad) std::snprintf(f2, sizeof f2, "%.1f [%.1f–%.1f]", both.median, both.min, both.max);
+      else std::snprintf(f2, sizeof f2, "-");
+      std::printf("%-44s %26s %26s\n", c.name.c_str(), f1, f2);
+      std::fflush(stdout);
+      char row[512];
+      std::snprintf(row, sizeof row,
+                    "  {\"case\": \"%s\", \"op\": \"%s\", \"threads\": %d, \"fwd_us\": {\"median\": %.3f, \"min\": %.3f, \"max\": %.3f}, "
+                    "\"fwd_bwd_us\": %s}",
+                    c.name.c_str(), std::string(op_name(c.op)).c_str(), get_num_threads(), fwd.median, fwd.min, fwd.max,
+                    any_grad ? ("{\"median\": " + std::to_string(both.median) + ", \"min\": " + std::to_string(both.min) +
+                                ", \"max\": " + std::to_string(both.max) + "}").c_str()
+                             : "null");
+      out += row;
+      out += ci + 1 < cases.size() ? ",\n" : "\n";
+    } catch (const Error& e) {
+      std::fprintf(stderr, "%s: %s\n", c.name.c_str(), e.what());
+      return 1;
+    }
+  }
+  out += "]\n";
+  if (!json.empty()) {
+    std::ofstream f(json);
+    f << out;
+    if (!f) usage(("cannot write " + json).c_str());
+  }
+  return 0;
+}
