@@ -91,7 +91,7 @@ SavedInfo SavedTensor::info() const {
   if (released_) s.tier = "released";
   else if (hooks_) s.tier = "packed";
   else if (value_.defined()) s.tier = std::string(memory::where(value_.storage()));
-  else s.tier = "none";
+  else s.tier = "undefined";  // the op saved "nothing" (e.g. an omitted optional weight)
   return s;
 }
 

@@ -51,7 +51,8 @@ std::string format_saved_residuals(const TensorList& roots) {
     for (std::size_t i = 0; i < r.saved.size(); ++i) {
       const SavedInfo& s = r.saved[i];
       std::ostringstream shape;
-      shape << IntArrayRef(s.sizes);
+      if (s.tier == "undefined") shape << "-";
+      else shape << IntArrayRef(s.sizes);
       std::ostringstream dt;
       dt << s.dtype;
       os << std::left << std::setw(6) << r.sequence_nr << std::setw(24) << r.name << std::setw(4) << i << std::setw(22)

@@ -4,6 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=$1; shift
+mkdir -p "$(dirname "$dir")"
 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE="${STRATA_BUILD_TYPE:-Release}" "$@" >"$dir.configure.log" 2>&1 \
   || { mkdir -p "$(dirname "$dir")"; cat "$dir.configure.log"; exit 1; }
 cmake --build "$dir" --parallel "$(nproc)"
