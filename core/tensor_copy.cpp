@@ -1,5 +1,6 @@
 // Copies between layouts and dtypes: contiguous(), clone(), to(), copy_(), fill_(), item().
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/factories.h"
@@ -23,12 +24,71 @@ detail::StridedOperands<2> pair_operands(const Tensor& dst, const Tensor& src) {
   return ops;
 }
 
+// A same-dtype copy whose innermost destination dim is not the source's unit-stride dim (a
+// transpose): copies 32×32 tiles so both sides touch whole cache lines, instead of walking the
+// source with a large stride. Returns false when the layouts are not of that kind.
+template <typename T>
+bool copy_transposed_tiles(detail::StridedOperands<2> ops) {
+  detail::coalesce(ops);
+  const int64_t rank = static_cast<int64_t>(ops.sizes.size());
+  const int64_t e = sizeof(T);
+  if (rank < 2 || ops.strides[0][rank - 1] != e || ops.strides[1][rank - 1] == e) return false;
+  int64_t b = -1;  // the dim in which the source is contiguous
+  for (int64_t d = 0; d + 1 < rank; ++d)
+    if (ops.strides[1][d] == e && ops.sizes[d] >= 8) b = d;
+  if (b < 0 || ops.sizes[rank - 1] < 8) return false;
+  // Move dim b next to the innermost one; the order of the other outer dims does not matter.
+  Dims sizes, sd, ss;
+  for (int64_t d = 0; d + 1 < rank; ++d)
+    if (d != b) sizes.push_back(ops.sizes[d]), sd.push_back(ops.strides[0][d]), ss.push_back(ops.strides[1][d]);
+  const int64_t rows = ops.sizes[b], cols = ops.sizes[rank - 1];
+  const int64_t d_row = ops.strides[0][b], s_col = ops.strides[1][rank - 1];
+  int64_t outer = 1;
+  for (int64_t x : sizes) outer *= x;
+  constexpr int64_t kTile = 32;
+  const int64_t row_tiles = (rows + kTile - 1) / kTile;
+  parallel_for(outer * row_tiles, std::max<int64_t>(1, 16384 / (kTile * cols) + 1), [&](int64_t begin, int64_t end) {
+    for (int64_t task = begin; task < end; ++task) {
+      int64_t o = task / row_tiles;
+      const int64_t r0 = (task % row_tiles) * kTile, r1 = std::min(rows, r0 + kTile);
+      char* dbase = ops.base[0];
+      const char* sbase = ops.base[1];
+      for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
+        const int64_t i = o % sizes[d];
+        o /= sizes[d];
+        dbase += i * sd[d];
+        sbase += i * ss[d];
+      }
+      for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
+        const int64_t c1 = std::min(cols, c0 + kTile);
+        for (int64_t r = r0; r < r1; ++r) {
+          T* drow = reinterpret_cast<T*>(dbase + r * d_row);
+          const char* scol = sbase + r * e;
+          for (int64_t c = c0; c < c1; ++c) drow[c] = *reinterpret_cast<const T*>(scol + c * s_col);
+        }
+      }
+    }
+  });
+  return true;
+}
+
 // dst and src have the same sizes (src already broadcast) and do not overlap.
 void copy_same_shape(const Tensor& dst, const Tensor& src) {
   if (dst.numel() == 0) return;
   PinSet pins;  // Note [Pinning kernel operands]
   pins.add(dst, AccessMode::Write).add(src, AccessMode::Read).acquire();
   const bool same_type = dst.dtype() == src.dtype();
+  if (same_type) {
+    bool done = false;
+    switch (dst.itemsize()) {
+      case 1: done = copy_transposed_tiles<uint8_t>(pair_operands(dst, src)); break;
+      case 2: done = copy_transposed_tiles<uint16_t>(pair_operands(dst, src)); break;
+      case 4: done = copy_transposed_tiles<uint32_t>(pair_operands(dst, src)); break;
+      case 8: done = copy_transposed_tiles<uint64_t>(pair_operands(dst, src)); break;
+      default: break;
+    }
+    if (done) return;
+  }
   dispatch_dtype(dst.dtype(), [&](auto dst_tag) {
     using D = decltype(dst_tag);
     dispatch_dtype(src.dtype(), [&](auto src_tag) {

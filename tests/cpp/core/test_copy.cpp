@@ -427,4 +427,28 @@ TEST(Fill, ViewsEmptyScalarAndLarge) {
   EXPECT_EQ(values(z), D(100, 0.0));
 }
 
+// Transposed layouts take the tiled path (copy_transposed_tiles); every permutation of a 3-D
+// tensor, odd sizes that leave partial tiles, and each element size must land every element.
+TEST(Copy, TransposedLayoutsCopyEveryElement) {
+  const std::vector<std::vector<int64_t>> perms = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+  for (DType dt : {DType::f32, DType::f64, DType::bf16, DType::u8}) {
+    Tensor base = arange(0, 3 * 37 * 70, 1, {DType::f64, nullptr}).view({3, 37, 70});
+    for (const auto& p : perms) {
+      Tensor src = base.to(dt, true).permute(p);
+      Tensor c = src.contiguous();
+      ASSERT_TRUE(c.is_contiguous());
+      for (int64_t i = 0; i < c.size(0); i += 1)
+        for (int64_t j = 0; j < c.size(1); j += 3)
+          for (int64_t k = 0; k < c.size(2); k += 5)
+            ASSERT_EQ(c.at({i, j, k}), src.at({i, j, k})) << dt << " perm " << p[0] << p[1] << p[2];
+      // And into a transposed destination.
+      Tensor dst = zeros({src.size(1), src.size(0), src.size(2)}, {dt, nullptr}).transpose(0, 1);
+      dst.copy_(src);
+      for (int64_t i = 0; i < c.size(0); ++i)
+        for (int64_t j = 0; j < c.size(1); j += 7)
+          for (int64_t k = 0; k < c.size(2); k += 3) ASSERT_EQ(dst.at({i, j, k}), src.at({i, j, k}));
+    }
+  }
+}
+
 }  // namespace
