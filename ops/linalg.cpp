@@ -74,7 +74,9 @@ void batched_gemm_kernel(const Tensor& C, const Tensor& A, const Tensor& B) {
   int64_t nbatch = 1;
   bool a_full = true, b_full = true, c_full = true, b_none = true, c_none = true;
   for (int64_t d = 0; d < nb; ++d) {
-    const int64_t s = std::max({A.size(d), B.size(d), C.size(d)});
+    int64_t s = 1;  // the broadcast size: the one that is not 1 (0 broadcasts with 1 to 0)
+    for (int64_t x : {A.size(d), B.size(d), C.size(d)})
+      if (x != 1) s = x;
     bs[static_cast<std::size_t>(d)] = s;
     nbatch *= s;
     a_full = a_full && A.size(d) == s;
