@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <oneapi/dnnl/dnnl.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdio>
@@ -17,6 +18,7 @@
 #include "core/factories.h"
 #include "ops/cpu/gemm.h"
 #include "ops/linalg.h"
+#include "tests/cpp/ops/harness/op_harness.h"
 
 namespace strata {
 namespace {
@@ -235,6 +237,38 @@ TEST(Gemm, DISABLED_TinyTimings) {
       us[path] = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / reps;
     }
     std::printf("%3lld^3: blocked %.3f us, dnnl_sgemm %.3f us\n", static_cast<long long>(s), us[0], us[1]);
+  }
+}
+
+/// Not a check: forward and forward+backward times of this family's bench_inputs (f32), median of
+/// runs. Run with --gtest_also_run_disabled_tests.
+TEST(Linalg, DISABLED_BenchTimings) {
+  for (const auto& c : testing::op_cases()) {
+    if (!c.bench_inputs || op_family(c.op) != "linalg") continue;
+    Generator gen(3);
+    const testing::TensorList in = c.bench_inputs(gen);
+    auto median_ms = [](auto&& fn) {
+      std::vector<double> t;
+      for (int i = 0; i < 3; ++i) fn();
+      for (int i = 0; i < 15; ++i) {
+        const auto t0 = std::chrono::steady_clock::now();
+        fn();
+        t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      }
+      std::sort(t.begin(), t.end());
+      return t[t.size() / 2];
+    };
+    const double fwd = median_ms([&] {
+      autograd::NoGradGuard ng;
+      c.run(in);
+    });
+    testing::TensorList leaves;
+    for (const Tensor& t : in) leaves.push_back(t.detach().set_requires_grad(true));
+    const double fb = median_ms([&] {
+      const Tensor y = c.run(leaves)[0];
+      y.backward(ones_like(y));
+    });
+    std::printf("%-16s forward %8.3f ms  forward+backward %8.3f ms\n", c.name.c_str(), fwd, fb);
   }
 }
 
