@@ -1,0 +1,481 @@
+#include "ops/linalg.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <optional>
+#include <type_traits>
+#include <vector>
+
+#include "ops/cpu/gemm.h"
+#include "ops/op_util.h"
+
+namespace strata {
+
+namespace {
+
+using namespace ops::detail;
+using ops::cpu::MatRef;
+
+// ---- batched GEMM over strided views ----------------------------------------------------------------
+//
+// Note [One batched GEMM for forward and backward]
+// Every product of this family, forward or backward, is one call
+//     C[c(o)] (+)= A[a(o)] · B[b(o)]   for every index o of the broadcast batch shape,
+// where A, B, C have the same rank r = nb + 2 and each batch dim of each is either the broadcast
+// size or 1 (size-1 dims broadcast; no expanded views are made). C is fresh and contiguous; when
+// several o map to the same C block (C's batch dim is 1: the gradient of a broadcast operand) they
+// are summed by GEMMs that accumulate, run in order by one thread. Transposes are transposed views.
+// Two folds turn a batch into one large GEMM:
+//  - B without batch (weight-like): A's batch and row dims collapse into M (matmul [B,n,k]·[k,m],
+//    linear on [..., in], and the gradient w.r.t. such an A);
+//  - C without batch and A, B with full batch: the batch collapses into K (the gradient w.r.t. the
+//    weight-like operand: Σ_o A[o]ᵀ·G[o] is one [k, B·n]·[B·n, m] product).
+
+/// The stride of the dim obtained by collapsing dims [0, nb) and `inner` of `t` (batch-major), or
+/// nullopt when they are not one arithmetic progression. Size-1 dims are ignored.
+std::optional<int64_t> fold_stride(const Tensor& t, int64_t nb, int64_t inner) {
+  int64_t stride = -1, expected = 0;
+  auto visit = [&](int64_t d) {
+    if (t.size(d) == 1) return true;
+    if (stride < 0) {
+      stride = t.stride(d);
+      expected = stride * t.size(d);
+      return true;
+    }
+    if (t.stride(d) != expected) return false;
+    expected *= t.size(d);
+    return true;
+  };
+  if (!visit(inner)) return std::nullopt;
+  for (int64_t d = nb - 1; d >= 0; --d)
+    if (!visit(d)) return std::nullopt;
+  return stride < 0 ? int64_t{1} : stride;
+}
+
+template <typename T>
+MatRef<T> mat_of(const Tensor& t, const T* data) {
+  const int64_t r = t.dim();
+  return {data, t.size(r - 2), t.size(r - 1), t.stride(r - 2), t.stride(r - 1)};
+}
+
+/// `t` itself when sgemm can read its matrices through strides, else a contiguous copy.
+Tensor gemm_operand(const Tensor& t) {
+  if (t.dtype() == DType::f64) return t;  // the blocked kernel packs any strides
+  const int64_t r = t.dim();
+  const MatRef<float> m{nullptr, t.size(r - 2), t.size(r - 1), t.stride(r - 2), t.stride(r - 1)};
+  return ops::cpu::gemm_ready(m) ? t : t.contiguous();
+}
+
+template <typename T>
+void batched_gemm_kernel(const Tensor& C, const Tensor& A, const Tensor& B) {
+  const int64_t r = C.dim(), nb = r - 2;
+  Dims bs(static_cast<std::size_t>(nb));
+  int64_t nbatch = 1;
+  bool a_full = true, b_full = true, c_full = true, b_none = true, c_none = true;
+  for (int64_t d = 0; d < nb; ++d) {
+    int64_t s = 1;  // the broadcast size: the one that is not 1 (0 broadcasts with 1 to 0)
+    for (int64_t x : {A.size(d), B.size(d), C.size(d)})
+      if (x != 1) s = x;
+    bs[static_cast<std::size_t>(d)] = s;
+    nbatch *= s;
+    a_full = a_full && A.size(d) == s;
+    b_full = b_full && B.size(d) == s;
+    c_full = c_full && C.size(d) == s;
+    b_none = b_none && B.size(d) == 1;
+    c_none = c_none && C.size(d) == 1;
+  }
+  const int64_t n = C.size(r - 2), m = C.size(r - 1), k = A.size(r - 1);
+  T* c = static_cast<T*>(C.data_ptr());
+  const T* a = static_cast<const T*>(A.data_ptr());
+  const T* b = static_cast<const T*>(B.data_ptr());
+  if (C.numel() == 0) return;
+  if (nbatch == 0) {  // C is a gradient of a broadcast operand that met an empty batch
+    std::fill(c, c + C.numel(), T(0));
+    return;
+  }
+  const MatRef<T> am = mat_of<T>(A, a), bm = mat_of<T>(B, b);
+  // M fold (Note [One batched GEMM for forward and backward]).
+  if (c_full && a_full && b_none) {
+    if (auto rs = fold_stride(A, nb, r - 2)) {
+      const MatRef<T> af{a, nbatch * n, k, *rs, A.stride(r - 1)};
+      if (std::is_same_v<T, double> || ops::cpu::gemm_ready(af)) {
+        ops::cpu::gemm(af, bm, c, m, /*accumulate=*/false);
+        return;
+      }
+    }
+  }
+  // K fold.
+  if (c_none && a_full && b_full) {
+    auto cs = fold_stride(A, nb, r - 1);
+    auto rs = fold_stride(B, nb, r - 2);
+    if (cs && rs) {
+      const MatRef<T> af{a, n, nbatch * k, A.stride(r - 2), *cs};
+      const MatRef<T> bf{b, nbatch * k, m, *rs, B.stride(r - 1)};
+      if (std::is_same_v<T, double> || (ops::cpu::gemm_ready(af) && ops::cpu::gemm_ready(bf))) {
+        ops::cpu::gemm(af, bf, c, m, /*accumulate=*/false);
+        return;
+      }
+    }
+  }
+  // One GEMM per batch index; entries grouped by their C block.
+  struct Entry {
+    int64_t c, a, b;
+  };
+  std::vector<Entry> entries(static_cast<std::size_t>(nbatch));
+  {
+    Dims idx(static_cast<std::size_t>(nb), 0);
+    const int64_t c_mat = n * m;
+    for (int64_t o = 0; o < nbatch; ++o) {
+      Entry e{0, 0, 0};
+      int64_t c_lin = 0;
+      for (int64_t d = 0; d < nb; ++d) {
+        const int64_t i = idx[static_cast<std::size_t>(d)];
+        if (A.size(d) != 1) e.a += i * A.stride(d);
+        if (B.size(d) != 1) e.b += i * B.stride(d);
+        c_lin = c_lin * C.size(d) + (C.size(d) != 1 ? i : 0);
+      }
+      e.c = c_lin * c_mat;
+      entries[static_cast<std::size_t>(o)] = e;
+      for (int64_t d = nb - 1; d >= 0; --d) {  // next index, last dim fastest
+        if (++idx[static_cast<std::size_t>(d)] < bs[static_cast<std::size_t>(d)]) break;
+        idx[static_cast<std::size_t>(d)] = 0;
+      }
+    }
+  }
+  if (!c_full) std::stable_sort(entries.begin(), entries.end(), [](const Entry& x, const Entry& y) { return x.c < y.c; });
+  std::vector<int64_t> group_start;
+  for (std::size_t i = 0; i < entries.size(); ++i)
+    if (i == 0 || entries[i].c != entries[i - 1].c) group_start.push_back(static_cast<int64_t>(i));
+  group_start.push_back(static_cast<int64_t>(entries.size()));
+  const int64_t ngroups = static_cast<int64_t>(group_start.size()) - 1;
+  const int64_t macs = std::max<int64_t>(1, n * m * k);
+  auto run_groups = [&](int64_t g0, int64_t g1, bool inner_parallel) {
+    for (int64_t g = g0; g < g1; ++g) {
+      for (int64_t i = group_start[static_cast<std::size_t>(g)]; i < group_start[static_cast<std::size_t>(g) + 1]; ++i) {
+        const Entry& e = entries[static_cast<std::size_t>(i)];
+        MatRef<T> ai = am, bi = bm;
+        ai.data = a + e.a;
+        bi.data = b + e.b;
+        ops::cpu::gemm(ai, bi, c + e.c, m, /*accumulate=*/i != group_start[static_cast<std::size_t>(g)], inner_parallel);
+      }
+    }
+  };
+  // Small products: parallel over C blocks, one thread per GEMM. Large ones: the GEMM is parallel.
+  if (ngroups > 1 && macs < (int64_t{1} << 21)) {
+    parallel_for(ngroups, std::max<int64_t>(1, (int64_t{1} << 18) / macs),
+                 [&](int64_t g0, int64_t g1) { run_groups(g0, g1, false); });
+  } else {
+    run_groups(0, ngroups, true);
+  }
+}
+
+/// C = batched A·B (Note [One batched GEMM for forward and backward]); C: fresh contiguous output.
+void batched_gemm(const Tensor& C, const Tensor& A_in, const Tensor& B_in) {
+  const Tensor A = gemm_operand(A_in), B = gemm_operand(B_in);
+  PinSet pins;
+  pins.add(A, AccessMode::Read).add(B, AccessMode::Read).add(C, AccessMode::Write);
+  pins.acquire();
+  dispatch_float(C.dtype(), [&](auto t) {
+    using T = decltype(t);
+    batched_gemm_kernel<T>(C, A, B);
+  });
+}
+
+/// `t` with size-1 dims prepended up to rank `rank` (a raw view).
+Tensor pad_rank(Tensor t, int64_t rank) {
+  while (t.dim() < rank) t = t.unsqueeze(0);
+  return t;
+}
+
+Tensor mT(const Tensor& t) { return t.transpose(-1, -2); }
+
+Dims concat(const Dims& batch, std::initializer_list<int64_t> tail) {
+  Dims d = batch;
+  for (int64_t x : tail) d.push_back(x);
+  return d;
+}
+
+/// Fresh output of `sizes` holding batched A·B.
+Tensor product(const Dims& sizes, const Tensor& A, const Tensor& B) {
+  Tensor C = empty_output(sizes, A.dtype());
+  batched_gemm(C, A, B);
+  return C;
+}
+
+// ---- matmul ---------------------------------------------------------------------------------------
+
+/// a and b as rank-r operands (1-D made [1, k] / [k, 1], batch dims padded with 1s).
+struct MatmulOperands {
+  Tensor A, B;
+  Dims batch;      // broadcast batch shape
+  Dims out_sizes;  // matmul's result shape
+  int64_t n = 0, m = 0;
+};
+
+MatmulOperands matmul_operands(const Tensor& a, const Tensor& b) {
+  MatmulOperands op;
+  Tensor a2 = a.dim() == 1 ? a.unsqueeze(0) : a;
+  Tensor b2 = b.dim() == 1 ? b.unsqueeze(1) : b;
+  const int64_t nb = std::max(a2.dim(), b2.dim()) - 2;
+  op.A = pad_rank(a2, nb + 2);
+  op.B = pad_rank(b2, nb + 2);
+  for (int64_t d = 0; d < nb; ++d) {
+    const int64_t sa = op.A.size(d), sb = op.B.size(d);
+    STRATA_CHECK(sa == sb || sa == 1 || sb == 1, "matmul: cannot broadcast the batch dimensions of ", a.describe(),
+                 " and ", b.describe());
+    op.batch.push_back(sa == 1 ? sb : sa);
+  }
+  op.n = op.A.size(-2);
+  op.m = op.B.size(-1);
+  op.out_sizes = op.batch;
+  if (a.dim() > 1) op.out_sizes.push_back(op.n);
+  if (b.dim() > 1) op.out_sizes.push_back(op.m);
+  return op;
+}
+
+// ---- linear's epilogue and activation backward ----------------------------------------------------
+
+template <typename T>
+inline T gelu_exact(T v) {
+  return T(0.5) * v * (T(1) + std::erf(v * T(M_SQRT1_2)));
+}
+template <typename T>
+inline T gelu_grad(T z) {
+  const T cdf = T(0.5) * (T(1) + std::erf(z * T(M_SQRT1_2)));
+  const T pdf = std::exp(T(-0.5) * z * z) * T(0.3989422804014327);  // 1/√(2π)
+  return cdf + z * pdf;
+}
+
+/// y[i, j] = f(z[i, j] + bias[j]) over M rows of N (bias may be null; y may be z). If `zb` is
+/// non-null it receives z + bias (the pre-activation GELU's backward needs).
+template <typename T, typename F>
+void epilogue_rows(const T* z, const T* bias, T* y, T* zb, int64_t M, int64_t N, F f) {
+  parallel_for(M, std::max<int64_t>(1, 32768 / std::max<int64_t>(1, N)), [&](int64_t r0, int64_t r1) {
+    for (int64_t i = r0; i < r1; ++i) {
+      const T* zi = z + i * N;
+      T* yi = y + i * N;
+      if (zb != nullptr) {
+        T* zbi = zb + i * N;
+        for (int64_t j = 0; j < N; ++j) {
+          const T v = zi[j] + bias[j];
+          zbi[j] = v;
+          yi[j] = f(v);
+        }
+      } else if (bias != nullptr) {
+        for (int64_t j = 0; j < N; ++j) yi[j] = f(zi[j] + bias[j]);
+      } else {
+        for (int64_t j = 0; j < N; ++j) yi[j] = f(zi[j]);
+      }
+    }
+  });
+}
+
+template <typename T>
+void epilogue(const T* z, const T* bias, T* y, T* zb, int64_t M, int64_t N, Activation act) {
+  switch (act) {
+    case Activation::None: epilogue_rows(z, bias, y, zb, M, N, [](T v) { return v; }); break;
+    case Activation::ReLU: epilogue_rows(z, bias, y, zb, M, N, [](T v) { return v > T(0) ? v : T(0); }); break;
+    case Activation::GELU: epilogue_rows(z, bias, y, zb, M, N, [](T v) { return gelu_exact(v); }); break;
+    case Activation::Sigmoid:
+      epilogue_rows(z, bias, y, zb, M, N, [](T v) { return T(1) / (T(1) + std::exp(-v)); });
+      break;
+    case Activation::Tanh: epilogue_rows(z, bias, y, zb, M, N, [](T v) { return std::tanh(v); }); break;
+  }
+}
+
+/// grad · act'(.) where `s` is the saved output (ReLU, Sigmoid, Tanh) or pre-activation (GELU).
+Tensor activation_backward(const Tensor& grad_in, const Tensor& s, Activation act) {
+  const Tensor g = grad_in.contiguous();
+  Tensor gz = empty_output(s.sizes(), s.dtype());
+  PinSet pins;
+  pins.add(g, AccessMode::Read).add(s, AccessMode::Read).add(gz, AccessMode::Write);
+  pins.acquire();
+  dispatch_float(s.dtype(), [&](auto t) {
+    using T = decltype(t);
+    const T* gp = static_cast<const T*>(g.data_ptr());
+    const T* sp = static_cast<const T*>(s.data_ptr());
+    T* out = static_cast<T*>(gz.data_ptr());
+    auto run = [&](auto f) {
+      parallel_for(s.numel(), 32768, [&](int64_t i0, int64_t i1) {
+        for (int64_t i = i0; i < i1; ++i) out[i] = f(gp[i], sp[i]);
+      });
+    };
+    switch (act) {
+      case Activation::None: run([](T gv, T) { return gv; }); break;
+      case Activation::ReLU: run([](T gv, T y) { return y > T(0) ? gv : T(0); }); break;
+      case Activation::GELU: run([](T gv, T z) { return gv * gelu_grad(z); }); break;
+      case Activation::Sigmoid: run([](T gv, T y) { return gv * y * (T(1) - y); }); break;
+      case Activation::Tanh: run([](T gv, T y) { return gv * (T(1) - y * y); }); break;
+    }
+  });
+  return gz;
+}
+
+/// Column sums of a contiguous [M, N] gradient (viewed from any leading shape): the bias gradient.
+Tensor column_sums(const Tensor& gz, int64_t N) {
+  Tensor out = empty_output({N}, gz.dtype());
+  const int64_t M = N == 0 ? 0 : gz.numel() / N;
+  PinSet pins;
+  pins.add(gz, AccessMode::Read).add(out, AccessMode::Write);
+  pins.acquire();
+  dispatch_float(gz.dtype(), [&](auto t) {
+    using T = decltype(t);
+    const T* g = static_cast<const T*>(gz.data_ptr());
+    T* o = static_cast<T*>(out.data_ptr());
+    constexpr int64_t kCols = 256;
+    const int64_t nblocks = (N + kCols - 1) / kCols;
+    parallel_for(nblocks, std::max<int64_t>(1, 65536 / std::max<int64_t>(1, M * kCols)), [&](int64_t b0, int64_t b1) {
+      for (int64_t blk = b0; blk < b1; ++blk) {
+        const int64_t j0 = blk * kCols, w = std::min(kCols, N - j0);
+        T acc[kCols];
+        for (int64_t j = 0; j < w; ++j) acc[j] = T(0);
+        for (int64_t i = 0; i < M; ++i) {
+          const T* gi = g + i * N + j0;
+          for (int64_t j = 0; j < w; ++j) acc[j] += gi[j];
+        }
+        for (int64_t j = 0; j < w; ++j) o[j0 + j] = acc[j];
+      }
+    });
+  });
+  return out;
+}
+
+}  // namespace
+
+// ---- public ops -------------------------------------------------------------------------------------
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  check_backend(OpKind::matmul);
+  check_float("matmul", a, "first argument");
+  check_float("matmul", b, "second argument");
+  check_same_dtype("matmul", a, b);
+  STRATA_CHECK(a.dim() >= 1 && b.dim() >= 1, "matmul: both arguments must be at least 1-D, got ", a.describe(),
+               " and ", b.describe());
+  const int64_t ka = a.size(-1), kb = b.dim() == 1 ? b.size(0) : b.size(-2);
+  STRATA_CHECK(ka == kb, "matmul: shapes cannot be multiplied: ", a.describe(), " and ", b.describe(),
+               " (inner dimensions ", ka, " and ", kb, ")");
+  const MatmulOperands op = matmul_operands(a, b);
+  Tensor out = product(concat(op.batch, {op.n, op.m}), op.A, op.B).view(op.out_sizes);
+  if (autograd::needs_grad({&a, &b})) {
+    auto node = autograd::make_node("MatmulBackward", {&a, &b}, [](autograd::Node& n, const TensorList& g) -> TensorList {
+      const Tensor a = n.saved(0), b = n.saved(1);
+      const MatmulOperands op = matmul_operands(a, b);
+      const Tensor G = g[0].reshape(concat(op.batch, {op.n, op.m}));
+      Tensor ga, gb;
+      if (n.needs_input_grad(0)) ga = product(op.A.sizes(), G, mT(op.B)).view(a.sizes());
+      if (n.needs_input_grad(1)) gb = product(op.B.sizes(), mT(op.A), G).view(b.sizes());
+      return {ga, gb};
+    });
+    node->save(a);
+    node->save(b);
+    autograd::set_history({&out}, node);
+  }
+  return out;
+}
+
+Tensor bmm(const Tensor& a, const Tensor& b) {
+  check_backend(OpKind::bmm);
+  check_float("bmm", a, "first argument");
+  check_float("bmm", b, "second argument");
+  check_same_dtype("bmm", a, b);
+  check_rank("bmm", a, 3, "first argument");
+  check_rank("bmm", b, 3, "second argument");
+  STRATA_CHECK(a.size(0) == b.size(0), "bmm: batch sizes differ: ", a.describe(), " and ", b.describe());
+  STRATA_CHECK(a.size(2) == b.size(1), "bmm: shapes cannot be multiplied: ", a.describe(), " and ", b.describe(),
+               " (inner dimensions ", a.size(2), " and ", b.size(1), ")");
+  Tensor out = product({a.size(0), a.size(1), b.size(2)}, a, b);
+  if (autograd::needs_grad({&a, &b})) {
+    auto node = autograd::make_node("BmmBackward", {&a, &b}, [](autograd::Node& n, const TensorList& g) -> TensorList {
+      const Tensor a = n.saved(0), b = n.saved(1);
+      Tensor ga, gb;
+      if (n.needs_input_grad(0)) ga = product(a.sizes(), g[0], mT(b));
+      if (n.needs_input_grad(1)) gb = product(b.sizes(), mT(a), g[0]);
+      return {ga, gb};
+    });
+    node->save(a);
+    node->save(b);
+    autograd::set_history({&out}, node);
+  }
+  return out;
+}
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activation act) {
+  check_backend(OpKind::linear);
+  check_float("linear", x, "input");
+  check_float("linear", weight, "weight");
+  check_same_dtype("linear", x, weight);
+  if (bias.defined()) {
+    check_float("linear", bias, "bias");
+    check_same_dtype("linear", x, bias);
+  }
+  STRATA_CHECK(x.dim() >= 1, "linear: input must be at least 1-D, got ", x.describe());
+  check_rank("linear", weight, 2, "weight");
+  const int64_t in = weight.size(1), out_features = weight.size(0);
+  STRATA_CHECK(x.size(-1) == in, "linear: input ", x.describe(), " does not match weight ", weight.describe(),
+               " (in_features ", x.size(-1), " and ", in, ")");
+  STRATA_CHECK(!bias.defined() || (bias.dim() == 1 && bias.size(0) == out_features), "linear: bias must be [",
+               out_features, "] for weight ", weight.describe(), ", got ", bias.describe());
+
+  const Tensor X = x.dim() == 1 ? x.unsqueeze(0) : x;
+  const int64_t r = X.dim();
+  Dims y_sizes = x.sizes();
+  y_sizes.back() = out_features;
+  Dims z_sizes = X.sizes();
+  z_sizes.back() = out_features;
+  Tensor z = product(z_sizes, X, pad_rank(weight.t(), r));
+
+  const bool grad = autograd::needs_grad({&x, &weight, &bias});
+  const bool keep_z = grad && act == Activation::GELU;  // GELU's backward needs the pre-activation
+  Tensor y = (act == Activation::None || !keep_z) ? z : empty_output(z_sizes, z.dtype());
+  if (bias.defined() || act != Activation::None) {
+    const Tensor b = bias.defined() ? bias.contiguous() : Tensor();
+    PinSet pins;
+    pins.add(z, AccessMode::Write).add(y, AccessMode::Write);
+    if (b.defined()) pins.add(b, AccessMode::Read);
+    pins.acquire();
+    const int64_t M = out_features == 0 ? 0 : z.numel() / out_features;
+    dispatch_float(z.dtype(), [&](auto t) {
+      using T = decltype(t);
+      T* zp = static_cast<T*>(z.data_ptr());
+      const T* bp = b.defined() ? static_cast<const T*>(b.data_ptr()) : nullptr;
+      if (keep_z && bp != nullptr) {
+        epilogue<T>(zp, bp, static_cast<T*>(y.data_ptr()), zp, M, out_features, act);
+      } else {
+        epilogue<T>(zp, bp, static_cast<T*>(y.data_ptr()), nullptr, M, out_features, act);
+      }
+    });
+  }
+  y = y.view(y_sizes);
+
+  if (grad) {
+    auto node = autograd::make_node(
+        "LinearBackward", {&x, &weight, &bias}, [act](autograd::Node& n, const TensorList& g) -> TensorList {
+          const Tensor x = n.saved(0), w = n.saved(1);
+          const Tensor X = x.dim() == 1 ? x.unsqueeze(0) : x;
+          const int64_t r = X.dim(), out_features = w.size(0);
+          Dims z_sizes = X.sizes();
+          z_sizes.back() = out_features;
+          const Tensor G = g[0].reshape(z_sizes);
+          const Tensor gz = act == Activation::None ? G : activation_backward(G, n.saved(2).view(z_sizes), act);
+          Tensor gx, gw, gb;
+          if (n.needs_input_grad(0)) gx = product(X.sizes(), gz, pad_rank(w, r)).view(x.sizes());
+          if (n.needs_input_grad(1)) {
+            Dims w_sizes(static_cast<std::size_t>(r - 2), 1);
+            w_sizes.push_back(out_features);
+            w_sizes.push_back(w.size(1));
+            gw = product(w_sizes, mT(gz), X).view(w.sizes());
+          }
+          if (n.needs_input_grad(2)) gb = column_sums(gz.contiguous(), out_features);
+          return {gx, gw, gb};
+        });
+    node->save(x);
+    node->save(weight);
+    if (act == Activation::GELU) node->save(z);
+    else if (act != Activation::None) node->save(y);
+    autograd::set_history({&y}, node);
+  }
+  return y;
+}
+
+}  // namespace strata

@@ -1,0 +1,276 @@
+// Tests of ops/linalg.h the harness cannot express: large f32 products against f64, strided and
+// transposed operands against contiguous ones, empty shapes, the GEMM layer's kernels.
+
+#include <gtest/gtest.h>
+#include <oneapi/dnnl/dnnl.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <cmath>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "autograd/engine.h"
+#include "autograd/grad_mode.h"
+#include "core/factories.h"
+#include "ops/cpu/gemm.h"
+#include "ops/linalg.h"
+#include "tests/cpp/ops/harness/op_harness.h"
+
+namespace strata {
+namespace {
+
+std::vector<double> values(const Tensor& t) {
+  Tensor c = t.to(DType::f64).contiguous();
+  const double* p = c.data<double>();
+  return {p, p + c.numel()};
+}
+
+/// Max |a - b| / (1 + |b|) over the elements.
+double max_rel_diff(const Tensor& a, const Tensor& b) {
+  EXPECT_EQ(a.sizes(), b.sizes());
+  const auto av = values(a), bv = values(b);
+  double worst = 0;
+  for (std::size_t i = 0; i < av.size(); ++i) worst = std::max(worst, std::abs(av[i] - bv[i]) / (1 + std::abs(bv[i])));
+  return worst;
+}
+
+bool bitwise_equal(const Tensor& a, const Tensor& b) {
+  if (a.sizes() != b.sizes() || a.dtype() != b.dtype()) return false;
+  const auto av = values(a), bv = values(b);
+  for (std::size_t i = 0; i < av.size(); ++i)
+    if (av[i] != bv[i]) return false;
+  return true;
+}
+
+TEST(Linalg, LargeF32LinearMatchesF64) {
+  Generator gen(7);
+  const Tensor x = randn({300, 500}, {DType::f64, nullptr}, &gen);
+  const Tensor w = randn({400, 500}, {DType::f64, nullptr}, &gen);
+  const Tensor b = randn({400}, {DType::f64, nullptr}, &gen);
+  for (Activation act : {Activation::None, Activation::ReLU, Activation::GELU, Activation::Sigmoid, Activation::Tanh}) {
+    const Tensor y64 = linear(x, w, b, act);
+    const Tensor y32 = linear(x.to(DType::f32), w.to(DType::f32), b.to(DType::f32), act);
+    EXPECT_EQ(y32.dtype(), DType::f32);
+    // 500-term sums of N(0,1) products have magnitude ~22: f32 rounding gives ~1e-5 relative error.
+    EXPECT_LT(max_rel_diff(y32, y64), 1e-4) << "activation " << static_cast<int>(act);
+  }
+  // And the f64 kernel against a plain loop.
+  const Tensor y = linear(x, w, b);
+  const auto xv = values(x), wv = values(w), bv = values(b), yv = values(y);
+  double worst = 0;
+  for (int64_t i = 0; i < 300; i += 7)
+    for (int64_t j = 0; j < 400; j += 3) {
+      double s = bv[j];
+      for (int64_t p = 0; p < 500; ++p) s += xv[i * 500 + p] * wv[j * 500 + p];
+      worst = std::max(worst, std::abs(s - yv[i * 400 + j]));
+    }
+  EXPECT_LT(worst, 1e-11);
+}
+
+TEST(Linalg, LargeF32MatmulAndGradientsMatchF64) {
+  Generator gen(8);
+  const Tensor a64 = randn({3, 150, 260}, {DType::f64, nullptr}, &gen);
+  const Tensor b64 = randn({260, 170}, {DType::f64, nullptr}, &gen);
+  const Tensor g64 = randn({3, 150, 170}, {DType::f64, nullptr}, &gen);
+  std::vector<Tensor> grads[2];
+  for (int which = 0; which < 2; ++which) {
+    const DType dt = which == 0 ? DType::f64 : DType::f32;
+    Tensor a = a64.to(dt, true), b = b64.to(dt, true);
+    a.set_requires_grad(true);
+    b.set_requires_grad(true);
+    const Tensor y = matmul(a, b);
+    y.backward(g64.to(dt));
+    grads[which] = {y, a.grad(), b.grad()};
+  }
+  for (int i = 0; i < 3; ++i) EXPECT_LT(max_rel_diff(grads[1][i], grads[0][i]), 1e-4) << "tensor " << i;
+}
+
+TEST(Linalg, TransposedAndStridedOperandsMatchContiguous) {
+  Generator gen(9);
+  for (DType dt : {DType::f32, DType::f64}) {
+    const Tensor a = randn({64, 48}, {dt, nullptr}, &gen);
+    const Tensor b = randn({48, 80}, {dt, nullptr}, &gen);
+    const Tensor ref = matmul(a, b);
+    // Transposed views (unit stride in the other dim): passed to the GEMM with a transpose flag.
+    const Tensor at = a.t().contiguous().t(), bt = b.t().contiguous().t();
+    EXPECT_FALSE(at.is_contiguous());
+    EXPECT_TRUE(bitwise_equal(matmul(at, b), ref)) << dt;
+    EXPECT_TRUE(bitwise_equal(matmul(a, bt), ref)) << dt;
+    EXPECT_TRUE(bitwise_equal(matmul(at, bt), ref)) << dt;
+    // Neither stride 1 (every second column of a wider tensor): copied once, same result.
+    const Tensor wide = zeros({64, 96}, {dt, nullptr});
+    Tensor as = wide.slice(1, 0, std::nullopt, 2);
+    as.copy_(a);
+    EXPECT_TRUE(bitwise_equal(matmul(as, b), ref)) << dt;
+    // A row-sliced view (leading dim larger than the row): no copy needed.
+    const Tensor tall = randn({64, 60}, {dt, nullptr}, &gen);
+    const Tensor sub = tall.narrow(1, 5, 48);
+    EXPECT_TRUE(bitwise_equal(matmul(sub, b), matmul(sub.contiguous(), b))) << dt;
+    // linear with a transposed weight view and a batched non-contiguous input.
+    const Tensor w = randn({32, 48}, {dt, nullptr}, &gen);
+    const Tensor bias = randn({32}, {dt, nullptr}, &gen);
+    const Tensor wt = w.t().contiguous().t();
+    EXPECT_TRUE(bitwise_equal(linear(a, wt, bias, Activation::ReLU), linear(a, w, bias, Activation::ReLU))) << dt;
+    const Tensor x3 = randn({4, 16, 48}, {dt, nullptr}, &gen);
+    const Tensor x3t = x3.transpose(0, 1).contiguous().transpose(0, 1);  // batch dims not foldable
+    EXPECT_FALSE(x3t.is_contiguous());
+    EXPECT_LT(max_rel_diff(linear(x3t, w, bias), linear(x3, w, bias)), dt == DType::f32 ? 1e-6 : 1e-14) << dt;
+    // bmm with transposed batch matrices.
+    const Tensor p = randn({5, 12, 20}, {dt, nullptr}, &gen), q = randn({5, 20, 9}, {dt, nullptr}, &gen);
+    const Tensor pt = p.transpose(1, 2).contiguous().transpose(1, 2);
+    EXPECT_TRUE(bitwise_equal(bmm(pt, q), bmm(p, q))) << dt;
+  }
+}
+
+TEST(Linalg, EmptyShapes) {
+  for (DType dt : {DType::f32, DType::f64}) {
+    Tensor a = zeros({0, 3}, {dt, nullptr}), b = ones({3, 4}, {dt, nullptr});
+    EXPECT_EQ(matmul(a, b).sizes(), Dims({0, 4}));
+    // k = 0: the product is zeros, and so are the gradients.
+    Tensor c = ones({2, 0}, {dt, nullptr}), d = ones({0, 3}, {dt, nullptr});
+    c.set_requires_grad(true);
+    d.set_requires_grad(true);
+    Tensor y = matmul(c, d);
+    EXPECT_EQ(y.sizes(), Dims({2, 3}));
+    for (double v : values(y)) EXPECT_EQ(v, 0.0);
+    y.backward(ones({2, 3}, {dt, nullptr}));
+    EXPECT_EQ(c.grad().sizes(), Dims({2, 0}));
+    EXPECT_EQ(d.grad().sizes(), Dims({0, 3}));
+    // An empty batch broadcast against a weight that needs a (zero) gradient.
+    Tensor e = ones({0, 2, 3}, {dt, nullptr}), w = ones({4, 3}, {dt, nullptr}), bias = ones({4}, {dt, nullptr});
+    w.set_requires_grad(true);
+    bias.set_requires_grad(true);
+    Tensor z = linear(e, w, bias, Activation::ReLU);
+    EXPECT_EQ(z.sizes(), Dims({0, 2, 4}));
+    z.backward(zeros({0, 2, 4}, {dt, nullptr}));
+    for (double v : values(w.grad())) EXPECT_EQ(v, 0.0);
+    for (double v : values(bias.grad())) EXPECT_EQ(v, 0.0);
+    EXPECT_EQ(bmm(zeros({0, 2, 3}, {dt, nullptr}), zeros({0, 3, 4}, {dt, nullptr})).sizes(), Dims({0, 2, 4}));
+  }
+}
+
+TEST(Linalg, NoGradientThroughUnneededInputs) {
+  Tensor x = ones({2, 3}, {DType::f64, nullptr}), w = ones({4, 3}, {DType::f64, nullptr});
+  w.set_requires_grad(true);
+  Tensor y = linear(x, w, Tensor(), Activation::Tanh);
+  EXPECT_TRUE(y.requires_grad());
+  y.backward(ones({2, 4}, {DType::f64, nullptr}));
+  EXPECT_FALSE(x.grad().defined());
+  // d tanh(3)/dz · Σ_rows x = (1 - tanh(3)²) · 2 for every weight entry.
+  const double expect = (1 - std::tanh(3.0) * std::tanh(3.0)) * 2;
+  for (double v : values(w.grad())) EXPECT_NEAR(v, expect, 1e-14);
+}
+
+// ---- the GEMM layer ---------------------------------------------------------------------------------
+
+template <typename T>
+void check_gemm_against_naive(int64_t M, int64_t N, int64_t K, bool accumulate, bool blocked) {
+  Generator gen(static_cast<uint64_t>(M * 1000003 + N * 1009 + K));
+  const DType dt = std::is_same_v<T, float> ? DType::f32 : DType::f64;
+  const Tensor a = randn({M, K}, {dt, nullptr}, &gen), b = randn({K, N}, {dt, nullptr}, &gen);
+  // C starts as NaN: with accumulate=false (beta = 0) it must never be read.
+  Tensor c = full({M, N}, accumulate ? 1.0 : std::numeric_limits<double>::quiet_NaN(), {dt, nullptr});
+  const ops::cpu::MatRef<T> am{a.data<T>(), M, K, K, 1}, bm{b.data<T>(), K, N, N, 1};
+  if (blocked) ops::cpu::gemm_blocked<T>(am, bm, c.data<T>(), N, accumulate, true);
+  else ops::cpu::gemm(am, bm, c.data<T>(), N, accumulate);
+  const auto av = values(a), bv = values(b), cv = values(c);
+  double worst = 0;
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double s = accumulate ? 1.0 : 0.0;
+      for (int64_t p = 0; p < K; ++p) s += av[i * K + p] * bv[p * N + j];
+      worst = std::max(worst, std::abs(s - cv[i * N + j]) / (1 + std::abs(s)));
+    }
+  const double tol = std::is_same_v<T, float> ? 2e-5 : 1e-13;
+  EXPECT_LT(worst, tol)
+      << M << "x" << N << "x" << K << " accumulate " << accumulate << " blocked " << blocked;
+}
+
+TEST(Gemm, KernelsMatchNaiveOnOddShapes) {
+  // Edges of every register tile and cache block: MR 6, NR 16/8, KC 256, MC 96/72, NC 1024/512.
+  for (auto [M, N, K] : std::vector<std::array<int64_t, 3>>{{1, 1, 1}, {5, 7, 3}, {37, 53, 71}, {97, 17, 300},
+                                                            {130, 530, 260}, {7, 1100, 40}, {200, 3, 513}}) {
+    for (bool acc : {false, true}) {
+      check_gemm_against_naive<double>(M, N, K, acc, true);
+      check_gemm_against_naive<float>(M, N, K, acc, true);
+      check_gemm_against_naive<float>(M, N, K, acc, false);
+    }
+  }
+}
+
+TEST(Gemm, BlockedKernelReadsAnyStrides) {
+  Generator gen(11);
+  const Tensor a = randn({40, 30}, {DType::f64, nullptr}, &gen), b = randn({30, 50}, {DType::f64, nullptr}, &gen);
+  const Tensor ref = matmul(a, b);
+  // Store a and b column-major with a gap, and pass them as strided views.
+  const Tensor ab = zeros({30, 41 * 2}, {DType::f64, nullptr});
+  Tensor av = ab.slice(1, 0, 80, 2).t();  // [40, 30] strides (2, 82)
+  av.copy_(a);
+  Tensor c = empty({40, 50}, {DType::f64, nullptr});
+  ops::cpu::gemm_blocked<double>({av.data<double>(), 40, 30, av.stride(0), av.stride(1)},
+                                 {b.data<double>(), 30, 50, 50, 1}, c.data<double>(), 50, false, true);
+  EXPECT_LT(max_rel_diff(c, ref), 1e-14);
+}
+
+/// Not a check: prints the per-call cost of tiny f32 products on both paths (the crossover that
+/// sets kTinyMacs in ops/cpu/gemm.cpp). Run with --gtest_also_run_disabled_tests.
+TEST(Gemm, DISABLED_TinyTimings) {
+  for (int64_t s : {4, 8, 12, 16, 20, 24, 32, 48}) {
+    Generator gen(1);
+    const Tensor a = randn({s, s}, {}, &gen), b = randn({s, s}, {}, &gen);
+    Tensor c = empty({s, s});
+    const ops::cpu::MatRef<float> am{a.data<float>(), s, s, s, 1}, bm{b.data<float>(), s, s, s, 1};
+    double us[2];
+    for (int path = 0; path < 2; ++path) {
+      const int reps = 20000;
+      auto run = [&] {
+        if (path == 0) ops::cpu::gemm_blocked<float>(am, bm, c.data<float>(), s, false, false);
+        else dnnl_sgemm('N', 'N', s, s, s, 1.0f, a.data<float>(), s, b.data<float>(), s, 0.0f, c.data<float>(), s);
+      };
+      for (int i = 0; i < 100; ++i) run();
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < reps; ++i) run();
+      us[path] = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / reps;
+    }
+    std::printf("%3lld^3: blocked %.3f us, dnnl_sgemm %.3f us\n", static_cast<long long>(s), us[0], us[1]);
+  }
+}
+
+/// Not a check: forward and forward+backward times of this family's bench_inputs (f32), median of
+/// runs. Run with --gtest_also_run_disabled_tests.
+TEST(Linalg, DISABLED_BenchTimings) {
+  for (const auto& c : testing::op_cases()) {
+    if (!c.bench_inputs || op_family(c.op) != "linalg") continue;
+    Generator gen(3);
+    const testing::TensorList in = c.bench_inputs(gen);
+    auto median_ms = [](auto&& fn) {
+      std::vector<double> t;
+      for (int i = 0; i < 3; ++i) fn();
+      for (int i = 0; i < 15; ++i) {
+        const auto t0 = std::chrono::steady_clock::now();
+        fn();
+        t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      }
+      std::sort(t.begin(), t.end());
+      return t[t.size() / 2];
+    };
+    const double fwd = median_ms([&] {
+      autograd::NoGradGuard ng;
+      c.run(in);
+    });
+    testing::TensorList leaves;
+    for (const Tensor& t : in) leaves.push_back(t.detach().set_requires_grad(true));
+    const double fb = median_ms([&] {
+      const Tensor y = c.run(leaves)[0];
+      y.backward(ones_like(y));
+    });
+    std::printf("%-16s forward %8.3f ms  forward+backward %8.3f ms\n", c.name.c_str(), fwd, fb);
+  }
+}
+
+}  // namespace
+}  // namespace strata
