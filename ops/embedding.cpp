@@ -1,0 +1,360 @@
+#include "ops/embedding.h"
+
+#include <algorithm>
+#include <string>
+
+#include "ops/op_util.h"
+
+namespace strata {
+
+namespace {
+
+using namespace ops::detail;
+
+/// Calls fn(int64_t{}) or fn(int32_t{}) by the index dtype (checked with check_index before).
+template <typename Fn>
+void dispatch_index(DType dtype, Fn&& fn) {
+  if (dtype == DType::i64) fn(int64_t{});
+  else fn(int32_t{});
+}
+
+/// The entries of a 1-D contiguous index tensor as int64 (pins it while reading).
+std::vector<int64_t> read_indices(const Tensor& t) {
+  const Tensor c = t.contiguous();
+  std::vector<int64_t> out(static_cast<std::size_t>(c.numel()));
+  if (out.empty()) return out;
+  PinSet pins;
+  pins.add(c, AccessMode::Read).acquire();
+  dispatch_index(c.dtype(), [&](auto tag) {
+    using I = decltype(tag);
+    const I* p = static_cast<const I*>(c.data_ptr());
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<int64_t>(p[i]);
+  });
+  return out;
+}
+
+// ---- embedding_bag ----------------------------------------------------------------------------------
+
+/// Bag bounds: bag b holds positions [bounds[b], bounds[b + 1]).
+std::vector<int64_t> bag_bounds(const Tensor& offsets, int64_t num_indices, bool include_last_offset) {
+  const std::vector<int64_t> off = read_indices(offsets);
+  const int64_t n = static_cast<int64_t>(off.size());
+  STRATA_CHECK(!include_last_offset || n >= 1, "embedding_bag: with include_last_offset, offsets ", offsets.describe(),
+               " must hold at least one entry (the end of the last bag)");
+  if (n > 0)
+    STRATA_CHECK(off[0] == 0, "embedding_bag: offsets must start at 0, got offsets[0] = ", off[0], " (",
+                 offsets.describe(), ")");
+  for (int64_t b = 0; b < n; ++b) {
+    if (b > 0)
+      STRATA_CHECK(off[b] >= off[b - 1], "embedding_bag: offsets must be non-decreasing, got offsets[", b, "] = ", off[b],
+                   " after offsets[", b - 1, "] = ", off[b - 1], " (", offsets.describe(), ")");
+    STRATA_CHECK(off[b] <= num_indices, "embedding_bag: offsets[", b, "] = ", off[b], " is past the end of the ",
+                 num_indices, " indices (", offsets.describe(), ")");
+  }
+  std::vector<int64_t> bounds = off;
+  if (!include_last_offset) bounds.push_back(num_indices);
+  return bounds;
+}
+
+template <typename T, typename I>
+void bag_forward(T* out, const T* w, const I* idx, const T* psw, const std::vector<int64_t>& bounds, int64_t dim,
+                 bool mean) {
+  const int64_t bags = static_cast<int64_t>(bounds.size()) - 1;
+  const int64_t per_bag = std::max<int64_t>(1, (bounds.back() / std::max<int64_t>(bags, 1)) * dim);
+  parallel_for(bags, std::max<int64_t>(1, 16384 / per_bag), [&](int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end; ++b) {
+      T* __restrict o = out + b * dim;
+      for (int64_t k = 0; k < dim; ++k) o[k] = T(0);
+      const int64_t s = bounds[b], e = bounds[b + 1];
+      for (int64_t i = s; i < e; ++i) {
+        const T* __restrict r = w + static_cast<int64_t>(idx[i]) * dim;
+        if (psw != nullptr) {
+          const T c = psw[i];
+          for (int64_t k = 0; k < dim; ++k) o[k] += c * r[k];
+        } else {
+          for (int64_t k = 0; k < dim; ++k) o[k] += r[k];
+        }
+      }
+      if (mean && e > s) {
+        const T c = T(1) / static_cast<T>(e - s);
+        for (int64_t k = 0; k < dim; ++k) o[k] *= c;
+      }
+    }
+  });
+}
+
+/// Dense weight gradient: rows → (position, bag) lists by counting sort (histogram, prefix sum, CSR),
+/// then each row's gradient summed in bag order, rows in parallel.
+template <typename T, typename I>
+void bag_backward_weight(T* gw, const T* g, const I* idx, const T* psw, const std::vector<int64_t>& bounds,
+                         int64_t num_rows, int64_t dim, bool mean) {
+  const int64_t bags = static_cast<int64_t>(bounds.size()) - 1;
+  const int64_t used = bounds.back();
+  std::vector<int64_t> bag_of(static_cast<std::size_t>(used));
+  for (int64_t b = 0; b < bags; ++b)
+    for (int64_t i = bounds[b]; i < bounds[b + 1]; ++i) bag_of[i] = b;
+  std::vector<int64_t> start(static_cast<std::size_t>(num_rows) + 1, 0);
+  for (int64_t i = 0; i < used; ++i) ++start[static_cast<std::size_t>(idx[i]) + 1];
+  for (int64_t r = 0; r < num_rows; ++r) start[r + 1] += start[r];
+  std::vector<int64_t> order(static_cast<std::size_t>(used));
+  {
+    std::vector<int64_t> fill(start.begin(), start.end() - 1);
+    for (int64_t i = 0; i < used; ++i) order[fill[static_cast<std::size_t>(idx[i])]++] = i;
+  }
+  parallel_for(num_rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(dim, 1)), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      T* __restrict dst = gw + r * dim;
+      for (int64_t k = 0; k < dim; ++k) dst[k] = T(0);
+      for (int64_t q = start[r]; q < start[r + 1]; ++q) {
+        const int64_t i = order[q];
+        const int64_t b = bag_of[i];
+        T c = T(1);
+        if (psw != nullptr) c = psw[i];
+        else if (mean) c = T(1) / static_cast<T>(bounds[b + 1] - bounds[b]);
+        const T* __restrict src = g + b * dim;
+        for (int64_t k = 0; k < dim; ++k) dst[k] += c * src[k];
+      }
+    }
+  });
+}
+
+template <typename T, typename I>
+void bag_backward_psw(T* gp, const T* g, const T* w, const I* idx, const std::vector<int64_t>& bounds, int64_t n,
+                      int64_t dim) {
+  const int64_t bags = static_cast<int64_t>(bounds.size()) - 1;
+  for (int64_t i = bounds.back(); i < n; ++i) gp[i] = T(0);  // positions past the last bag
+  parallel_for(bags, std::max<int64_t>(1, 16384 / std::max<int64_t>(dim * 8, 1)), [&](int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end; ++b) {
+      const T* __restrict gb = g + b * dim;
+      for (int64_t i = bounds[b]; i < bounds[b + 1]; ++i) {
+        const T* __restrict r = w + static_cast<int64_t>(idx[i]) * dim;
+        T s = T(0);
+        for (int64_t k = 0; k < dim; ++k) s += gb[k] * r[k];
+        gp[i] = s;
+      }
+    }
+  });
+}
+
+// ---- dot_interaction ----------------------------------------------------------------------------------
+
+/// a·b with 16 independent partial sums (vectorizes without reassociating a single chain).
+template <typename T>
+inline T dot(const T* __restrict a, const T* __restrict b, int64_t n) {
+  T acc[16] = {};
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int k = 0; k < 16; ++k) acc[k] += a[i + k] * b[i + k];
+  for (int k = 0; k < 8; ++k) acc[k] += acc[k + 8];
+  T s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+  for (; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+}  // namespace
+
+Tensor embedding_bag(const Tensor& weight, const Tensor& indices, const Tensor& offsets, EmbeddingBagMode mode,
+                     const Tensor& per_sample_weights, bool include_last_offset) {
+  constexpr const char* op = "embedding_bag";
+  check_backend(OpKind::embedding_bag);
+  check_float(op, weight, "weight");
+  check_rank(op, weight, 2, "weight");
+  check_index(op, indices, "indices");
+  check_rank(op, indices, 1, "indices");
+  check_index(op, offsets, "offsets");
+  check_rank(op, offsets, 1, "offsets");
+  const bool mean = mode == EmbeddingBagMode::Mean;
+  const bool has_psw = per_sample_weights.defined();
+  if (has_psw) {
+    STRATA_CHECK(!mean, "embedding_bag: per_sample_weights ", per_sample_weights.describe(),
+                 " are only supported with mode Sum, got mode Mean");
+    check_float(op, per_sample_weights, "per_sample_weights");
+    check_same_dtype(op, weight, per_sample_weights);
+    STRATA_CHECK(per_sample_weights.sizes() == indices.sizes(), "embedding_bag: per_sample_weights ",
+                 per_sample_weights.describe(), " must have the shape of indices ", indices.describe());
+  }
+  const int64_t num_rows = weight.sizes()[0];
+  const int64_t dim = weight.sizes()[1];
+  const int64_t n = indices.numel();
+  const std::vector<int64_t> bounds = bag_bounds(offsets, n, include_last_offset);
+  const int64_t bags = static_cast<int64_t>(bounds.size()) - 1;
+  const Tensor wc = weight.contiguous();
+  const Tensor ic = indices.contiguous();
+  const Tensor pc = has_psw ? per_sample_weights.contiguous() : Tensor();
+  Tensor out = empty_output({bags, dim}, weight.dtype());
+  {
+    PinSet pins;
+    pins.add(ic, AccessMode::Read).add(out, AccessMode::Write);
+    // Only the looked-up rows are touched (a large table may live in the slow tier).
+    pins.add(wc, AccessMode::Read, static_cast<std::size_t>(n * dim) * wc.itemsize());
+    if (has_psw) pins.add(pc, AccessMode::Read);
+    pins.acquire();
+    dispatch_index(ic.dtype(), [&](auto itag) {
+      using I = decltype(itag);
+      const I* ip = static_cast<const I*>(ic.data_ptr());
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t v = static_cast<int64_t>(ip[i]);
+        STRATA_CHECK(v >= 0 && v < num_rows, "embedding_bag: index ", v, " at position ", i,
+                     " is out of range for weight ", weight.describe(), " with num_rows ", num_rows,
+                     " (valid indices are in [0, ", num_rows, "))");
+      }
+      dispatch_float(wc.dtype(), [&](auto t) {
+        using T = decltype(t);
+        bag_forward<T, I>(static_cast<T*>(out.data_ptr()), static_cast<const T*>(wc.data_ptr()), ip,
+                          has_psw ? static_cast<const T*>(pc.data_ptr()) : nullptr, bounds, dim, mean);
+      });
+    });
+  }
+  if (autograd::needs_grad({&weight, &per_sample_weights})) {
+    auto node = autograd::make_node(
+        "EmbeddingBagBackward", {&weight, &indices, &offsets, &per_sample_weights},
+        [bounds, num_rows, dim, mean, has_psw](autograd::Node& nd, const TensorList& grads) -> TensorList {
+          const Tensor g = grads[0].contiguous();
+          const Tensor idx = nd.saved(0).contiguous();
+          const Tensor psw = has_psw ? nd.saved(1).contiguous() : Tensor();
+          const Tensor w = has_psw && nd.needs_input_grad(3) ? nd.saved(2).contiguous() : Tensor();
+          Tensor gw, gp;
+          if (nd.needs_input_grad(0)) gw = empty_output({num_rows, dim}, g.dtype());
+          if (has_psw && nd.needs_input_grad(3)) gp = empty_output(idx.sizes(), g.dtype());
+          PinSet pins;
+          pins.add(g, AccessMode::Read).add(idx, AccessMode::Read);
+          if (psw.defined()) pins.add(psw, AccessMode::Read);
+          if (w.defined()) pins.add(w, AccessMode::Read, static_cast<std::size_t>(idx.numel() * dim) * w.itemsize());
+          if (gw.defined()) pins.add(gw, AccessMode::Write);
+          if (gp.defined()) pins.add(gp, AccessMode::Write);
+          pins.acquire();
+          dispatch_index(idx.dtype(), [&](auto itag) {
+            using I = decltype(itag);
+            const I* ip = static_cast<const I*>(idx.data_ptr());
+            dispatch_float(g.dtype(), [&](auto t) {
+              using T = decltype(t);
+              const T* gp_in = static_cast<const T*>(g.data_ptr());
+              if (gw.defined())
+                bag_backward_weight<T, I>(static_cast<T*>(gw.data_ptr()), gp_in, ip,
+                                          psw.defined() ? static_cast<const T*>(psw.data_ptr()) : nullptr, bounds,
+                                          num_rows, dim, mean);
+              if (gp.defined())
+                bag_backward_psw<T, I>(static_cast<T*>(gp.data_ptr()), gp_in, static_cast<const T*>(w.data_ptr()), ip,
+                                       bounds, idx.numel(), dim);
+            });
+          });
+          return {gw, Tensor(), Tensor(), gp};
+        });
+    node->save(indices);
+    node->save(per_sample_weights);
+    node->save(has_psw ? weight : Tensor());
+    autograd::set_history({&out}, node);
+  }
+  return out;
+}
+
+Tensor dot_interaction(const std::vector<Tensor>& features, bool self_interaction) {
+  constexpr const char* op = "dot_interaction";
+  check_backend(OpKind::dot_interaction);
+  STRATA_CHECK(!features.empty(), "dot_interaction: expected at least one feature tensor");
+  for (std::size_t k = 0; k < features.size(); ++k) {
+    const std::string what = "feature " + std::to_string(k);
+    check_float(op, features[k], what.c_str());
+    check_rank(op, features[k], 2, what.c_str());
+    check_same_dtype(op, features[0], features[k]);
+    STRATA_CHECK(features[k].sizes() == features[0].sizes(), "dot_interaction: feature ", k, " ",
+                 features[k].describe(), " does not match the dense features ", features[0].describe(),
+                 " (every feature must be [batch, dim] with the same batch and dim)");
+  }
+  const int64_t nf = static_cast<int64_t>(features.size());
+  const int64_t batch = features[0].sizes()[0];
+  const int64_t d = features[0].sizes()[1];
+  const int64_t offset = self_interaction ? 1 : 0;
+  const int64_t pairs = nf * (nf - 1 + 2 * offset) / 2;
+  const int64_t width = d + pairs;
+  std::vector<Tensor> fc;
+  for (const Tensor& f : features) fc.push_back(f.contiguous());
+  Tensor out = empty_output({batch, width}, features[0].dtype());
+  {
+    PinSet pins;
+    for (const Tensor& f : fc) pins.add(f, AccessMode::Read);
+    pins.add(out, AccessMode::Write);
+    pins.acquire();
+    dispatch_float(out.dtype(), [&](auto t) {
+      using T = decltype(t);
+      std::vector<const T*> fp;
+      for (const Tensor& f : fc) fp.push_back(static_cast<const T*>(f.data_ptr()));
+      T* op_out = static_cast<T*>(out.data_ptr());
+      const int64_t work = std::max<int64_t>(1, (pairs + 1) * d);
+      parallel_for(batch, std::max<int64_t>(1, 16384 / work), [&](int64_t begin, int64_t end) {
+        for (int64_t b = begin; b < end; ++b) {
+          T* __restrict o = op_out + b * width;
+          const T* __restrict x = fp[0] + b * d;
+          for (int64_t k = 0; k < d; ++k) o[k] = x[k];
+          T* z = o + d;
+          for (int64_t i = 0; i < nf; ++i) {
+            const T* fi = fp[i] + b * d;
+            for (int64_t j = 0; j < i + offset; ++j) *z++ = dot(fi, fp[j] + b * d, d);
+          }
+        }
+      });
+    });
+  }
+  if (autograd::needs_grad(features)) {
+    auto node = autograd::make_node(
+        "DotInteractionBackward", features,
+        [nf, batch, d, offset, width](autograd::Node& nd, const TensorList& grads) -> TensorList {
+          const Tensor g = grads[0].contiguous();
+          std::vector<Tensor> f;
+          for (int64_t k = 0; k < nf; ++k) f.push_back(nd.saved(static_cast<std::size_t>(k)).contiguous());
+          TensorList gf(static_cast<std::size_t>(nf));
+          for (int64_t k = 0; k < nf; ++k)
+            if (nd.needs_input_grad(static_cast<std::size_t>(k))) gf[k] = empty_output({batch, d}, g.dtype());
+          PinSet pins;
+          pins.add(g, AccessMode::Read);
+          for (const Tensor& t : f) pins.add(t, AccessMode::Read);
+          for (const Tensor& t : gf)
+            if (t.defined()) pins.add(t, AccessMode::Write);
+          pins.acquire();
+          dispatch_float(g.dtype(), [&](auto tag) {
+            using T = decltype(tag);
+            std::vector<const T*> fp;
+            std::vector<T*> gp;
+            for (const Tensor& t : f) fp.push_back(static_cast<const T*>(t.data_ptr()));
+            for (const Tensor& t : gf) gp.push_back(t.defined() ? static_cast<T*>(t.data_ptr()) : nullptr);
+            const T* gin = static_cast<const T*>(g.data_ptr());
+            const int64_t work = std::max<int64_t>(1, nf * nf * d);
+            parallel_for(batch, std::max<int64_t>(1, 16384 / work), [&](int64_t begin, int64_t end) {
+              std::vector<T> sym(static_cast<std::size_t>(nf * nf));  // one per chunk
+              for (int64_t b = begin; b < end; ++b) {
+                // Symmetric coefficients: d out / d f_i = Σ_j sym[i][j] f_j.
+                std::fill(sym.begin(), sym.end(), T(0));
+                const T* gz = gin + b * width + d;
+                for (int64_t i = 0; i < nf; ++i)
+                  for (int64_t j = 0; j < i + offset; ++j) {
+                    const T c = *gz++;
+                    sym[i * nf + j] += c;
+                    sym[j * nf + i] += c;
+                  }
+                for (int64_t i = 0; i < nf; ++i) {
+                  if (gp[i] == nullptr) continue;
+                  T* __restrict dst = gp[i] + b * d;
+                  if (i == 0) {
+                    const T* __restrict gx = gin + b * width;
+                    for (int64_t k = 0; k < d; ++k) dst[k] = gx[k];
+                  } else {
+                    for (int64_t k = 0; k < d; ++k) dst[k] = T(0);
+                  }
+                  for (int64_t j = 0; j < nf; ++j) {
+                    const T c = sym[i * nf + j];
+                    const T* __restrict fj = fp[j] + b * d;
+                    for (int64_t k = 0; k < d; ++k) dst[k] += c * fj[k];
+                  }
+                }
+              }
+            });
+          });
+          return gf;
+        });
+    for (const Tensor& t : features) node->save(t);
+    autograd::set_history({&out}, node);
+  }
+  return out;
+}
+
+}  // namespace strata

@@ -1,0 +1,265 @@
+// Harness cases for ops/embedding.h.
+
+#include "ops/embedding.h"
+
+#include <vector>
+
+#include "tests/cpp/ops/harness/op_harness.h"
+
+namespace strata::testing {
+namespace {
+
+/// Reference embedding_bag; inputs {weight, indices, offsets[, per_sample_weights]}.
+Tensor ref_bag(const TensorList& in, bool mean, bool include_last_offset) {
+  const auto w = values_of(in[0]);
+  const auto idx = indices_of(in[1]);
+  const auto off = indices_of(in[2]);
+  const bool psw = in.size() > 3 && in[3].defined();
+  const auto p = psw ? values_of(in[3]) : std::vector<double>();
+  const int64_t dim = in[0].sizes()[1];
+  const int64_t bags = static_cast<int64_t>(off.size()) - (include_last_offset ? 1 : 0);
+  std::vector<double> out(static_cast<std::size_t>(bags * dim), 0.0);
+  for (int64_t b = 0; b < bags; ++b) {
+    const int64_t s = off[b];
+    const int64_t e = b + 1 < static_cast<int64_t>(off.size()) ? off[b + 1] : static_cast<int64_t>(idx.size());
+    for (int64_t i = s; i < e; ++i)
+      for (int64_t k = 0; k < dim; ++k) out[b * dim + k] += (psw ? p[i] : 1.0) * w[idx[i] * dim + k];
+    if (mean && e > s)
+      for (int64_t k = 0; k < dim; ++k) out[b * dim + k] /= static_cast<double>(e - s);
+  }
+  return from_values(out, {bags, dim});
+}
+
+// Bags [0, 2), [2, 2) (empty), [2, 5), [5, 7).
+const std::vector<int64_t> kIndices = {1, 5, 1, 0, 3, 2, 2};
+const std::vector<int64_t> kOffsets = {0, 2, 2, 5};
+
+/// Benchmark: a [1000000, 64] table, 2048 bags of 20 lookups.
+TensorList bag_bench(Generator& g) {
+  std::vector<int64_t> off;
+  for (int64_t b = 0; b < 2048; ++b) off.push_back(b * 20);
+  return TensorList{randn32({1000000, 64}, g), randint64(0, 1000000, {2048 * 20}, g), from_indices(off, {2048})};
+}
+
+STRATA_REGISTER_CASE(OpCase{
+    .name = "embedding_bag/sum",
+    .op = OpKind::embedding_bag,
+    .inputs = [](Generator& g) { return TensorList{uniform64({6, 3}, g), from_indices(kIndices, {7}), from_indices(kOffsets, {4})}; },
+    .run = [](const TensorList& in) { return TensorList{embedding_bag(in[0], in[1], in[2])}; },
+    .reference = [](const TensorList& in) { return TensorList{ref_bag(in, false, false)}; },
+    .grad_inputs = {0},
+    .bench_inputs = bag_bench,
+});
+
+STRATA_REGISTER_CASE(OpCase{
+    .name = "embedding_bag/mean",
+    .op = OpKind::embedding_bag,
+    .inputs = [](Generator& g) { return TensorList{uniform64({6, 3}, g), from_indices(kIndices, {7}), from_indices(kOffsets, {4})}; },
+    .run = [](const TensorList& in) { return TensorList{embedding_bag(in[0], in[1], in[2], EmbeddingBagMode::Mean)}; },
+    .reference = [](const TensorList& in) { return TensorList{ref_bag(in, true, false)}; },
+    .grad_inputs = {0},
+});
+
+STRATA_REGISTER_CASE(OpCase{
+    .name = "embedding_bag/per_sample_weights",
+    .op = OpKind::embedding_bag,
+    .inputs =
+        [](Generator& g) {
+          return TensorList{uniform64({6, 3}, g), from_indices(kIndices, {7}), from_indices(kOffsets, {4}), uniform64({7}, g)};
+        },
+    .run =
+        [](const TensorList& in) {
+          return TensorList{embedding_bag(in[0], in[1], in[2], EmbeddingBagMode::Sum, in[3])};
+        },
+    .reference = [](const TensorList& in) { return TensorList{ref_bag(in, false, false)}; },
+    .grad_inputs = {0, 3},
+});
+
+STRATA_REGISTER_CASE(OpCase{
+    .name = "embedding_bag/include_last_offset",
+    .op = OpKind::embedding_bag,
+    .inputs =
+        [](Generator& g) {
+          return TensorList{uniform64({6, 3}, g), from_indices(kIndices, {7}), from_indices({0, 3, 3, 7}, {4})};
+        },
+    .run =
+        [](const TensorList& in) {
+          return TensorList{embedding_bag(in[0], in[1], in[2], EmbeddingBagMode::Sum, Tensor(), true)};
+        },
+    .reference = [](const TensorList& in) { return TensorList{ref_bag(in, false, true)}; },
+    .grad_inputs = {0},
+});
+
+STRATA_REGISTER_CASE(OpCase{
+    .name = "embedding_bag/i32_mean_include_last_offset",
+    .op = OpKind::embedding_bag,
+    .inputs =
+        [](Generator& g) {
+          return TensorList{uniform64({6, 4}, g), from_indices({5, 5, 0, 4, 1, 2}, {6}).to(DType::i32),
+                            from_indices({0, 0, 4, 6}, {4}).to(DType::i32)};
+        },
+    .run =
+        [](const TensorList& in) {
+          return TensorList{embedding_bag(in[0], in[1], in[2], EmbeddingBagMode::Mean, Tensor(), true)};
+        },
+    .reference = [](const TensorList& in) { return TensorList{ref_bag(in, true, true)}; },
+    .grad_inputs = {0},
+});
+
+/// Reference DLRM dot interaction (dlrm_s_pytorch.py interact_features, op dot).
+Tensor ref_dot(const TensorList& in, bool self) {
+  const int64_t nf = static_cast<int64_t>(in.size());
+  const int64_t batch = in[0].sizes()[0];
+  const int64_t d = in[0].sizes()[1];
+  std::vector<std::vector<double>> f;
+  for (const Tensor& t : in) f.push_back(values_of(t));
+  std::vector<double> out;
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t k = 0; k < d; ++k) out.push_back(f[0][b * d + k]);
+    for (int64_t i = 0; i < nf; ++i)
+      for (int64_t j = 0; j < i + (self ? 1 : 0); ++j) {
+        double z = 0;
+        for (int64_t k = 0; k < d; ++k) z += f[i][b * d + k] * f[j][b * d + k];
+        out.push_back(z);
+      }
+  }
+  const int64_t width = static_cast<int64_t>(out.size()) / batch;
+  return from_values(out, {batch, width});
+}
+
+TensorList dot_inputs(Generator& g) {
+  return TensorList{uniform64({2, 3}, g), uniform64({2, 3}, g), uniform64({2, 3}, g), uniform64({2, 3}, g)};
+}
+
+TensorList dot_bench(Generator& g) {
+  TensorList t;
+  for (int k = 0; k < 27; ++k) t.push_back(randn32({2048, 64}, g));
+  return t;
+}
+
+STRATA_REGISTER_CASE(OpCase{
+    .name = "dot_interaction/basic",
+    .op = OpKind::dot_interaction,
+    .inputs = dot_inputs,
+    .run = [](const TensorList& in) { return TensorList{dot_interaction(std::vector<Tensor>(in.begin(), in.end()))}; },
+    .reference = [](const TensorList& in) { return TensorList{ref_dot(in, false)}; },
+    .grad_inputs = {0, 1, 2, 3},
+    .bench_inputs = dot_bench,
+});
+
+STRATA_REGISTER_CASE(OpCase{
+    .name = "dot_interaction/self_interaction",
+    .op = OpKind::dot_interaction,
+    .inputs = dot_inputs,
+    .run =
+        [](const TensorList& in) { return TensorList{dot_interaction(std::vector<Tensor>(in.begin(), in.end()), true)}; },
+    .reference = [](const TensorList& in) { return TensorList{ref_dot(in, true)}; },
+    .grad_inputs = {0, 1, 2, 3},
+    .bench_inputs = dot_bench,
+});
+
+// ---- bad inputs ----------------------------------------------------------------------------------------
+
+Tensor f32(IntArrayRef sizes) { return zeros(sizes, {DType::f32, nullptr}); }
+Tensor idx(const std::vector<int64_t>& v) { return from_indices(v, {static_cast<int64_t>(v.size())}); }
+
+STRATA_REGISTER_CASE(BadInputCase{
+    .name = "embedding_bag/offsets_not_starting_at_zero",
+    .op = OpKind::embedding_bag,
+    .call = [] { embedding_bag(f32({6, 3}), idx({1, 2, 3}), idx({1, 2})); },
+    .expect = {"offsets must start at 0", "offsets[0] = 1"},
+});
+
+STRATA_REGISTER_CASE(BadInputCase{
+    .name = "embedding_bag/offsets_decreasing",
+    .op = OpKind::embedding_bag,
+    .call = [] { embedding_bag(f32({6, 3}), idx({1, 2, 3}), idx({0, 2, 1})); },
+    .expect = {"non-decreasing", "offsets[2] = 1", "offsets[1] = 2"},
+});
+
+STRATA_REGISTER_CASE(BadInputCase{
+    .name = "embedding_bag/offsets_past_end",
+    .op = OpKind::embedding_bag,
+    .call = [] { embedding_bag(f32({6, 3}), idx({1, 2, 3}), idx({0, 4})); },
+    .expect = {"offsets[1] = 4", "past the end", "3 indices"},
+});
+
+STRATA_REGISTER_CASE(BadInputCase{
+    .name = "embedding_bag/index_out_of_range",
+    .op = OpKind::embedding_bag,
+    .call = [] { embedding_bag(f32({6, 3}), idx({1, 6, 3}), idx({0})); },
+    .expect = {"index 6", "position 1", "num_rows 6", "Tensor[6, 3] f32"},
+});
+
+STRATA_REGISTER_CASE(BadInputCase{
+    .name = "embedding_bag/negative_index",
+    .op = OpKind::embedding_bag,
+    .call = [] { embedding_bag(f32({6, 3}), idx({1, 2, -3}), idx({0})); },
+    .expect = {"index -3", "position 2", "num_rows 6"},
+});
+
+STRATA_REGISTER_CASE(BadInputCase{
+    .name = "embedding_bag/per_sample_weights_with_mean",
+    .op = OpKind::embedding_bag,
+    .call = [] { embedding_bag(f32({6, 3}), idx({1, 2, 3}), idx({0}), EmbeddingBagMode::Mean, f32({3})); },
+    .expect = {"per_sample_weights", "mode Sum", "Mean"},
+});
+
+STRATA_REGISTER_CASE(BadInputCase{
+    .name = "embedding_bag/per_sample_weights_shape",
+    .op = OpKind::embedding_bag,
+    .call = [] { embedding_bag(f32({6, 3}), idx({1, 2, 3}), idx({0}), EmbeddingBagMode::Sum, f32({2})); },
+    .expect = {"Tensor[2] f32", "Tensor[3] i64"},
+});
+
+STRATA_REGISTER_CASE(BadInputCase{
+    .name = "embedding_bag/float_indices",
+    .op = OpKind::embedding_bag,
+    .call = [] { embedding_bag(f32({6, 3}), f32({3}), idx({0})); },
+    .expect = {"indices must be i64 or i32", "Tensor[3] f32"},
+});
+
+STRATA_REGISTER_CASE(BadInputCase{
+    .name = "embedding_bag/weight_rank",
+    .op = OpKind::embedding_bag,
+    .call = [] { embedding_bag(f32({6}), idx({1}), idx({0})); },
+    .expect = {"weight must be 2-D", "Tensor[6] f32"},
+});
+
+STRATA_REGISTER_CASE(BadInputCase{
+    .name = "embedding_bag/integer_weight",
+    .op = OpKind::embedding_bag,
+    .call = [] { embedding_bag(zeros({6, 3}, {DType::i64, nullptr}), idx({1}), idx({0})); },
+    .expect = {"f32 or f64", "Tensor[6, 3] i64"},
+});
+
+STRATA_REGISTER_CASE(BadInputCase{
+    .name = "dot_interaction/mismatched_batch",
+    .op = OpKind::dot_interaction,
+    .call = [] { dot_interaction({f32({4, 3}), f32({4, 3}), f32({5, 3})}); },
+    .expect = {"Tensor[4, 3] f32", "Tensor[5, 3] f32", "feature 2"},
+});
+
+STRATA_REGISTER_CASE(BadInputCase{
+    .name = "dot_interaction/mismatched_dim",
+    .op = OpKind::dot_interaction,
+    .call = [] { dot_interaction({f32({4, 3}), f32({4, 2})}); },
+    .expect = {"Tensor[4, 3] f32", "Tensor[4, 2] f32"},
+});
+
+STRATA_REGISTER_CASE(BadInputCase{
+    .name = "dot_interaction/wrong_rank",
+    .op = OpKind::dot_interaction,
+    .call = [] { dot_interaction({f32({4, 3, 1})}); },
+    .expect = {"2-D", "Tensor[4, 3, 1] f32"},
+});
+
+STRATA_REGISTER_CASE(BadInputCase{
+    .name = "dot_interaction/no_features",
+    .op = OpKind::dot_interaction,
+    .call = [] { dot_interaction({}); },
+    .expect = {"at least one feature"},
+});
+
+}  // namespace
+}  // namespace strata::testing
