@@ -265,14 +265,23 @@ void check_no_grad_for(const char* op, const Tensor& t, const char* what) {
 /// Per-element loss kinds.
 enum class Elementwise { Mse, Bce, BceLogits };
 
-template <Elementwise K, typename T>
+/// The per-element loss and its derivatives. HasW / HasPw are template flags (not a null test per
+/// element) so that the loops stay branch-free and vectorize.
+template <Elementwise K, typename T, bool HasW = false, bool HasPw = false>
 struct LossFns {
   const T* x;
   const T* t;
-  const T* w;   // may be null
-  const T* pw;  // may be null (BceLogits only)
+  const T* w;   // used iff HasW
+  const T* pw;  // used iff HasPw (BceLogits only)
 
-  T weight(int64_t i) const { return w != nullptr ? w[i] : T(1); }
+  T weight(int64_t i) const {
+    if constexpr (HasW) return w[i];
+    else return T(1);
+  }
+  T pos(int64_t i) const {
+    if constexpr (HasPw) return pw[i];
+    else return T(1);
+  }
   T value(int64_t i) const {
     const T xi = x[i], ti = t[i];
     if constexpr (K == Elementwise::Mse) {
@@ -283,7 +292,7 @@ struct LossFns {
       const T l1x = std::max(fast_log(T(1) - xi), T(-100));
       return -weight(i) * (ti * lx + (T(1) - ti) * l1x);
     } else {
-      const T p = pw != nullptr ? pw[i] : T(1);
+      const T p = pos(i);
       const T lw = T(1) + (p - T(1)) * ti;
       const T sp = softplus_neg_abs(xi) + std::max(-xi, T(0));  // softplus(-x)
       return weight(i) * ((T(1) - ti) * xi + lw * sp);
@@ -296,7 +305,7 @@ struct LossFns {
     } else if constexpr (K == Elementwise::Bce) {
       return weight(i) * (xi - ti) / std::max((T(1) - xi) * xi, T(1e-12));
     } else {
-      const T p = pw != nullptr ? pw[i] : T(1);
+      const T p = pos(i);
       const T lw = T(1) + (p - T(1)) * ti;
       const T sig_neg = T(1) / (T(1) + fast_exp(xi));  // sigmoid(-x)
       return weight(i) * ((T(1) - ti) - lw * sig_neg);
@@ -311,12 +320,21 @@ struct LossFns {
       const T l1x = std::max(fast_log(T(1) - xi), T(-100));
       return weight(i) * (l1x - lx);
     } else {
-      const T p = pw != nullptr ? pw[i] : T(1);
+      const T p = pos(i);
       const T sp = softplus_neg_abs(xi) + std::max(-xi, T(0));
       return weight(i) * (-xi + (p - T(1)) * sp);
     }
   }
 };
+
+/// Calls fn(LossFns<K, T, HasW, HasPw>{...}) with the flags matching which pointers are set.
+template <Elementwise K, typename T, typename Fn>
+void with_loss_fns(const T* x, const T* t, const T* w, const T* pw, Fn&& fn) {
+  if (w != nullptr && pw != nullptr) fn(LossFns<K, T, true, true>{x, t, w, pw});
+  else if (w != nullptr) fn(LossFns<K, T, true, false>{x, t, w, pw});
+  else if (pw != nullptr) fn(LossFns<K, T, false, true>{x, t, w, pw});
+  else fn(LossFns<K, T, false, false>{x, t, w, pw});
+}
 
 template <Elementwise K>
 TensorList elementwise_loss_backward(const Tensor& grad, const Tensor& x, const Tensor& t, const Tensor& w_orig,
@@ -342,11 +360,12 @@ TensorList elementwise_loss_backward(const Tensor& grad, const Tensor& x, const 
     if (gx.defined()) pins.add(gx, AccessMode::Write);
     if (gt.defined()) pins.add(gt, AccessMode::Write);
     pins.acquire();
-    const LossFns<K, T> fn{x.data<T>(), t.data<T>(), w.defined() ? w.data<T>() : nullptr,
-                           pw.defined() ? pw.data<T>() : nullptr};
     const T* gp = red == Reduction::None ? g.data<T>() : nullptr;
-    if (need_x) scale_grad<T>(n, gx.data<T>(), gp, gs, [&](int64_t i) { return fn.d_input(i); });
-    if (need_t) scale_grad<T>(n, gt.data<T>(), gp, gs, [&](int64_t i) { return fn.d_target(i); });
+    with_loss_fns<K, T>(x.data<T>(), t.data<T>(), w.defined() ? w.data<T>() : nullptr,
+                        pw.defined() ? pw.data<T>() : nullptr, [&](const auto& fn) {
+                          if (need_x) scale_grad<T>(n, gx.data<T>(), gp, gs, [&](int64_t i) { return fn.d_input(i); });
+                          if (need_t) scale_grad<T>(n, gt.data<T>(), gp, gs, [&](int64_t i) { return fn.d_target(i); });
+                        });
   });
   return {gx, gt};
 }
@@ -388,8 +407,8 @@ Tensor elementwise_loss(const char* op, OpKind kind, const char* node_name, cons
         STRATA_CHECK(bad == 0, op, ": all elements of input should be between 0 and 1; ", bad, " of input ",
                      input.describe(), " are not");
       }
-      const LossFns<K, T> fn{xp, t.data<T>(), w.defined() ? w.data<T>() : nullptr, pw.defined() ? pw.data<T>() : nullptr};
-      reduce_loss<T>(n, red, out.data<T>(), [&](int64_t i) { return fn.value(i); });
+      with_loss_fns<K, T>(xp, t.data<T>(), w.defined() ? w.data<T>() : nullptr, pw.defined() ? pw.data<T>() : nullptr,
+                          [&](const auto& fn) { reduce_loss<T>(n, red, out.data<T>(), [&](int64_t i) { return fn.value(i); }); });
     });
   }
   if (autograd::needs_grad({&input, &target})) {
