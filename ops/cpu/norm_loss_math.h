@@ -85,7 +85,8 @@ inline float lane_max<float>(const float* x, int64_t n) {
 /// n = round(x / ln 2) comes from the 1.5 * 2^23 trick, and 2^n is applied as two factors so that
 /// every n from -150 to 128 works (Note [Branch-free f32 math]).
 inline float fast_exp(float x) {
-  const float xc = std::min(std::max(x, -104.0f), 89.0f);  // NaN passes through both
+  float xc = -104.0f > x ? -104.0f : x;  // vmaxps(lo, x): NaN passes through
+  xc = 89.0f < xc ? 89.0f : xc;
   const float t = std::fma(xc, 1.44269504088896341f, 12582912.0f);
   const float n = t - 12582912.0f;
   const int32_t ni = std::bit_cast<int32_t>(t) - 0x4B400000;
