@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
+#include <memory>
 #include <set>
 #include <sstream>
 
@@ -217,6 +219,78 @@ TEST_P(OpHarness, MixedDtypesAreRefused) {
     EXPECT_NE(msg.find(std::string(op_name(c().op))), std::string::npos) << msg;
     EXPECT_NE(msg.find(in[floats[0]].describe()), std::string::npos) << "message should name " << in[floats[0]].describe() << ": " << msg;
     EXPECT_NE(msg.find(" f64"), std::string::npos) << "message should name the f64 tensor: " << msg;
+  }
+}
+
+// Wraps the default allocator and records, per allocation, how kernels announced and pinned it.
+class RecordingAllocation final : public Allocation {
+ public:
+  explicit RecordingAllocation(std::unique_ptr<Allocation> inner) : inner_(std::move(inner)) {}
+  void pin(AccessMode m, std::size_t bytes) override {
+    (m == AccessMode::Write ? write_pins : read_pins).fetch_add(1);
+    inner_->pin(m, bytes);
+  }
+  void unpin(AccessMode m) override { inner_->unpin(m); }
+  void use(AccessMode m) override {
+    (m == AccessMode::Write ? write_uses : read_uses).fetch_add(1);
+    inner_->use(m);
+  }
+  void* data() override { return inner_->data(); }
+  std::size_t nbytes() const override { return inner_->nbytes(); }
+  std::atomic<int> read_uses{0}, write_uses{0}, read_pins{0}, write_pins{0};
+
+ private:
+  std::unique_ptr<Allocation> inner_;
+};
+
+class RecordingAllocator final : public Allocator {
+ public:
+  explicit RecordingAllocator(Allocator& inner) : inner_(inner) {}
+  std::unique_ptr<Allocation> allocate(std::size_t n) override {
+    return std::make_unique<RecordingAllocation>(inner_.allocate(n));
+  }
+  std::string_view name() const override { return "recording"; }
+
+ private:
+  Allocator& inner_;
+};
+
+// Note [Anatomy of an op]: every operand a kernel touches is reported to the memory policy
+// (use → read_use / write_use) and pinned; outputs are written under a Write pin.
+TEST_P(OpHarness, OperandsGoThroughTheMemoryPolicy) {
+  static RecordingAllocator recording(default_allocator());
+  Allocator* previous = set_default_allocator(&recording);
+  struct Restore {
+    Allocator* p;
+    ~Restore() { set_default_allocator(p); }
+  } restore{previous};
+  const TensorList inputs = prepare(make_inputs(), DType::f64, false, {});
+  TensorList outs;
+  {
+    autograd::NoGradGuard ng;
+    outs = c().run(inputs);
+  }
+  auto rec = [](const Tensor& t) { return dynamic_cast<RecordingAllocation*>(t.storage().allocation()); };
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& in = inputs[i];
+    if (!in.defined() || in.numel() == 0) continue;
+    bool aliased = false;  // a view op returns (part of) its input without reading it
+    for (const Tensor& o : outs) aliased = aliased || o.shares_storage(in);
+    RecordingAllocation* a = rec(in);
+    ASSERT_NE(a, nullptr);
+    if (aliased && a->read_pins.load() == 0) continue;
+    EXPECT_GT(a->read_uses.load() + a->write_uses.load(), 0) << c().name << ": input " << i << " never reported to the policy";
+    EXPECT_GT(a->read_pins.load() + a->write_pins.load(), 0) << c().name << ": input " << i << " read without a pin";
+  }
+  for (std::size_t k = 0; k < outs.size(); ++k) {
+    const Tensor& o = outs[k];
+    bool aliased = false;
+    for (const Tensor& in : inputs) aliased = aliased || (in.defined() && o.shares_storage(in));
+    if (aliased || o.numel() == 0) continue;
+    RecordingAllocation* a = rec(o);
+    ASSERT_NE(a, nullptr) << c().name << ": output " << k << " not allocated by the default allocator";
+    EXPECT_GT(a->write_uses.load(), 0) << c().name << ": output " << k << " written without write_use";
+    EXPECT_GT(a->write_pins.load(), 0) << c().name << ": output " << k << " written without a Write pin";
   }
 }
 
