@@ -1,3 +1,13 @@
+// Note [No trapping math in element-wise kernels]
+// With GCC's default -ftrapping-math, a select whose arm computes something (`c ? x * k : x`, or
+// a value the optimizer sinks into one arm) is not if-converted, so the loop is not vectorized
+// (the f32 exp/log/tanh/erf loops and leaky_relu ran scalar). Strata never enables FP exceptions,
+// so this translation unit is compiled as with -fno-trapping-math (and -fno-math-errno, so that
+// std::sqrt becomes vsqrtps instead of a libm call). The pragma comes before every
+// include so that all functions here carry the same options (mismatched optimize attributes would
+// block inlining).
+#pragma GCC optimize("no-trapping-math", "no-math-errno")
+
 #include "ops/binary.h"
 
 #include <cmath>
@@ -60,7 +70,7 @@ Tensor binary_kernel(const Tensor& a, const Tensor& b, IntArrayRef shape, F f) {
   pins.acquire();
   dispatch_float(a.dtype(), [&](auto t) {
     using T = decltype(t);
-    map2<T, T, T>(out, a, b, [&](T x, T y) { return f(x, y); });
+    map2<T, T, T>(out, a, b, [f](T x, T y) { return f(x, y); });
   });
   return out;
 }
@@ -74,7 +84,7 @@ Tensor grad3_kernel(const Tensor& g, const Tensor& a, const Tensor& b, F f) {
   pins.acquire();
   dispatch_float(g.dtype(), [&](auto t) {
     using T = decltype(t);
-    map3<T, T, T, T>(out, g, a, b, [&](T x, T y, T z) { return f(x, y, z); });
+    map3<T, T, T, T>(out, g, a, b, [f](T x, T y, T z) { return f(x, y, z); });
   });
   return out;
 }
@@ -88,7 +98,7 @@ Tensor map_kernel(const Tensor& x, F f) {
   pins.acquire();
   dispatch_float(x.dtype(), [&](auto t) {
     using T = decltype(t);
-    map1<T, T>(out, x, [&](T v) { return f(v); });
+    map1<T, T>(out, x, [f](T v) { return f(v); });
   });
   return out;
 }

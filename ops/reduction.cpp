@@ -1,3 +1,13 @@
+// Note [No trapping math in element-wise kernels]
+// With GCC's default -ftrapping-math, a select whose arm computes something (`c ? x * k : x`, or
+// a value the optimizer sinks into one arm) is not if-converted, so the loop is not vectorized
+// (the f32 exp/log/tanh/erf loops and leaky_relu ran scalar). Strata never enables FP exceptions,
+// so this translation unit is compiled as with -fno-trapping-math (and -fno-math-errno, so that
+// std::sqrt becomes vsqrtps instead of a libm call). The pragma comes before every
+// include so that all functions here carry the same options (mismatched optimize attributes would
+// block inlining).
+#pragma GCC optimize("no-trapping-math", "no-math-errno")
+
 #include "ops/reduction.h"
 
 #include <algorithm>
@@ -47,6 +57,7 @@ inline A combine(A acc, A v) {
 /// Reduction of n contiguous values.
 template <typename T, RedOp Op>
 Acc<T, Op> reduce_row(const T* x, int64_t n) {
+  if constexpr (Op == RedOp::Max) return ops::cpu::max_contig(x, n);
   using A = Acc<T, Op>;
   constexpr int kLanes = 16;
   A acc[kLanes];

@@ -1,3 +1,13 @@
+// Note [No trapping math in element-wise kernels]
+// With GCC's default -ftrapping-math, a select whose arm computes something (`c ? x * k : x`, or
+// a value the optimizer sinks into one arm) is not if-converted, so the loop is not vectorized
+// (the f32 exp/log/tanh/erf loops and leaky_relu ran scalar). Strata never enables FP exceptions,
+// so this translation unit is compiled as with -fno-trapping-math (and -fno-math-errno, so that
+// std::sqrt becomes vsqrtps instead of a libm call). The pragma comes before every
+// include so that all functions here carry the same options (mismatched optimize attributes would
+// block inlining).
+#pragma GCC optimize("no-trapping-math", "no-math-errno")
+
 #include "ops/unary.h"
 
 #include <cmath>
@@ -28,7 +38,7 @@ Tensor unary_kernel(const Tensor& x, F f, int64_t grain = kCheapGrain) {
   pins.acquire();
   dispatch_float(x.dtype(), [&](auto t) {
     using T = decltype(t);
-    map1<T, T>(y, x, [&](T v) { return f(v); }, grain);
+    map1<T, T>(y, x, [f](T v) { return f(v); }, grain);
   });
   return y;
 }
@@ -42,7 +52,7 @@ Tensor grad_kernel(const Tensor& g, const Tensor& s, F f, int64_t grain = kCheap
   pins.acquire();
   dispatch_float(g.dtype(), [&](auto t) {
     using T = decltype(t);
-    map2<T, T, T>(out, g, s, [&](T a, T b) { return f(a, b); }, grain);
+    map2<T, T, T>(out, g, s, [f](T a, T b) { return f(a, b); }, grain);
   });
   return out;
 }
@@ -87,12 +97,40 @@ T tanh_t(T v) {
   else return std::tanh(v);
 }
 
-/// Φ(x) * 2 = 1 + erf(x / √2).
+template <typename T>
+T sigmoid_t(T v) {
+  if constexpr (std::is_same_v<T, float>) return ops::cpu::sigmoid_f32(v);
+  else return T(1) / (T(1) + std::exp(-v));
+}
+
+/// 2 Φ(x) = 1 + erf(x / √2).
 template <typename T>
 T one_plus_erf_t(T v) {
-  const T z = v * T(kSqrt1_2);
-  if constexpr (std::is_same_v<T, float>) return ops::cpu::one_plus_erf_f32(z);
-  else return std::erfc(-z);
+  if constexpr (std::is_same_v<T, float>) return ops::cpu::one_plus_erf_scaled_f32(v);
+  else return std::erfc(-v * T(kSqrt1_2));
+}
+
+/// e^(-x^2 / 2).
+template <typename T>
+T exp_neg_half_sq_t(T v) {
+  if constexpr (std::is_same_v<T, float>) return ops::cpu::exp_neg_half_sq_f32(v);
+  else return std::exp(T(-0.5) * v * v);
+}
+
+/// sqrt with the explicit-SIMD kernel on contiguous inputs.
+Tensor sqrt_kernel(const Tensor& x) {
+  if (!x.is_contiguous()) return unary_kernel(x, [](auto v) { return std::sqrt(v); });
+  Tensor y = empty_output(x.sizes(), x.dtype());
+  PinSet pins;
+  pins.add(x, AccessMode::Read).add(y, AccessMode::Write);
+  pins.acquire();
+  dispatch_float(x.dtype(), [&](auto t) {
+    using T = decltype(t);
+    const T* in = static_cast<const T*>(x.data_ptr());
+    T* out = static_cast<T*>(y.data_ptr());
+    parallel_for(x.numel(), kCheapGrain, [&](int64_t b, int64_t e) { ops::cpu::sqrt_contig(out + b, in + b, e - b); });
+  });
+  return y;
 }
 
 void check_unary(const char* op, OpKind kind, const Tensor& x) {
@@ -128,11 +166,7 @@ Tensor sigmoid(const Tensor& x) {
   check_unary("sigmoid", OpKind::sigmoid, x);
   Tensor y = unary_kernel(
       x,
-      [](auto v) {
-        using T = decltype(v);
-        if constexpr (std::is_same_v<T, float>) return ops::cpu::sigmoid_f32(v);
-        else return T(1) / (T(1) + std::exp(-v));
-      },
+      [](auto v) { return sigmoid_t(v); },
       kCostlyGrain);
   record_pointwise("SigmoidBackward", x, y, y, [](auto g, auto out) { return g * out * (decltype(out)(1) - out); });
   return y;
@@ -149,12 +183,13 @@ Tensor gelu(const Tensor& x, bool tanh_approximation) {
   check_unary("gelu", OpKind::gelu, x);
   Tensor y;
   if (tanh_approximation) {
+    // 0.5 (1 + tanh(u)) = sigmoid(2u): the same value without 1 + tanh's cancellation for x << 0.
     y = unary_kernel(
         x,
         [](auto v) {
           using T = decltype(v);
-          const T inner = T(kSqrt2OverPi) * (v + T(kGeluCoeff) * v * v * v);
-          return T(0.5) * v * (T(1) + tanh_t(inner));
+          const T u2 = T(2 * kSqrt2OverPi) * (v + T(kGeluCoeff) * v * v * v);
+          return v * sigmoid_t(u2);
         },
         kCostlyGrain);
     record_pointwise(
@@ -162,10 +197,10 @@ Tensor gelu(const Tensor& x, bool tanh_approximation) {
         [](auto g, auto v) {
           using T = decltype(v);
           const T v2 = v * v;
-          const T inner = T(kSqrt2OverPi) * (v + T(kGeluCoeff) * v2 * v);
-          const T t = tanh_t(inner);
+          const T s = sigmoid_t(T(2 * kSqrt2OverPi) * (v + T(kGeluCoeff) * v2 * v));
           const T d_inner = T(kSqrt2OverPi) * (T(1) + T(3 * kGeluCoeff) * v2);
-          return g * (T(0.5) * (T(1) + t) + T(0.5) * v * (T(1) - t * t) * d_inner);
+          // d/dx [x s(2u)] = s + 2 x s (1 - s) u'
+          return g * (s + T(2) * v * s * (T(1) - s) * d_inner);
         },
         kCostlyGrain);
   } else {
@@ -181,7 +216,7 @@ Tensor gelu(const Tensor& x, bool tanh_approximation) {
         [](auto g, auto v) {
           using T = decltype(v);
           const T cdf = T(0.5) * one_plus_erf_t(v);
-          const T pdf = T(kInvSqrt2Pi) * exp_t(T(-0.5) * v * v);
+          const T pdf = T(kInvSqrt2Pi) * exp_neg_half_sq_t(v);
           return g * (cdf + v * pdf);
         },
         kCostlyGrain);
@@ -212,7 +247,7 @@ Tensor log(const Tensor& x) {
 
 Tensor sqrt(const Tensor& x) {
   check_unary("sqrt", OpKind::sqrt, x);
-  Tensor y = unary_kernel(x, [](auto v) { return std::sqrt(v); });
+  Tensor y = sqrt_kernel(x);
   record_pointwise("SqrtBackward", x, y, y, [](auto g, auto out) { return g / (decltype(out)(2) * out); });
   return y;
 }
@@ -225,7 +260,7 @@ Tensor pow(const Tensor& x, double exponent) {
   else if (e == 1.0) y = unary_kernel(x, [](auto v) { return v; });
   else if (e == 0.0) y = unary_kernel(x, [](auto v) { return decltype(v)(1); });
   else if (e == 3.0) y = unary_kernel(x, [](auto v) { return v * v * v; });
-  else if (e == 0.5) y = unary_kernel(x, [](auto v) { return std::sqrt(v); });
+  else if (e == 0.5) y = sqrt_kernel(x);
   else if (e == -1.0) y = unary_kernel(x, [](auto v) { return decltype(v)(1) / v; });
   else if (e == -0.5) y = unary_kernel(x, [](auto v) { return decltype(v)(1) / std::sqrt(v); });
   else y = unary_kernel(x, [e](auto v) { return std::pow(v, decltype(v)(e)); }, kCostlyGrain);
