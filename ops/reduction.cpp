@@ -72,7 +72,7 @@ Acc<T, Op> reduce_row(const T* x, int64_t n) {
 }
 
 constexpr int64_t kRowChunk = 32768;  // elements per parallel chunk of one long row
-constexpr int64_t kIBlock = 256;      // inner elements per outer-reduce task
+constexpr int64_t kIBlock = 1024;     // inner elements per outer-reduce task (a 4 KiB f32 row: one prefetch stream)
 constexpr int64_t kMinTasks = 8;
 
 /// out[o, i] = scale * reduce_r in[o, r, i]; `in` and `out` contiguous.

@@ -180,8 +180,32 @@ inline float exp_hilo_f32(float hi, float lo) {
   return nan ? x : out;
 }
 
-/// e^x (~1 ulp).
-inline float exp_f32(float x) { return exp_hilo_f32(x, 0.0f); }
+/// e^x (~1 ulp): exp_hilo_f32 without the low part (~40% fewer instructions, the hot path of exp,
+/// sigmoid and tanh).
+inline float exp_f32(float x) {
+  const bool nan = x != x;
+  float xc = x < -104.0f ? -104.0f : x;
+  xc = xc > 89.0f ? 89.0f : xc;
+  xc = nan ? 0.0f : xc;
+  float fx = xc * 1.44269504088896341f;
+  fx = (fx + 12582912.0f) - 12582912.0f;
+  float r = xc - fx * 0.693359375f;
+  r = r - fx * -2.12194440e-4f;
+  const float z = r * r;
+  float y = 1.9875691500e-4f;
+  y = y * r + 1.3981999507e-3f;
+  y = y * r + 8.3334519073e-3f;
+  y = y * r + 4.1665795894e-2f;
+  y = y * r + 1.6666665459e-1f;
+  y = y * r + 5.0000001201e-1f;
+  y = y * z + r + 1.0f;
+  const int32_t n = static_cast<int32_t>(fx);
+  const int32_t n1 = n >> 1;
+  const float s1 = std::bit_cast<float>((n1 + 127) << 23);
+  const float s2 = std::bit_cast<float>((n - n1 + 127) << 23);
+  const float out = (y * s1) * s2;
+  return nan ? x : out;
+}
 
 /// e^(-x^2 / 2) with x^2 formed exactly (fma), so the result keeps ~1 ulp for large |x|.
 inline float exp_neg_half_sq_f32(float x, float extra = 0.0f) {
