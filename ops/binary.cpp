@@ -286,8 +286,6 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   const Dims ab = broadcast_pair("where", a, b);
   Dims shape;
   {
-    // Name the condition and the operand it clashes with.
-    const Tensor probe = a.dim() >= b.dim() ? a : b;
     bool ok = true;
     try {
       shape = broadcast_shapes(cond.sizes(), ab, "where");
@@ -296,7 +294,6 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
     }
     STRATA_CHECK(ok, "where: cannot broadcast condition ", cond.describe(), " with ", a.describe(), " and ",
                  b.describe(), " (broadcast shape ", ab, ")");
-    (void)probe;
   }
   Tensor out = empty_output(shape, a.dtype());
   {

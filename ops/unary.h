@@ -43,8 +43,9 @@ Tensor pow(const Tensor& x, double exponent);
 Tensor pow(const Tensor& x, const Tensor& exponent);
 
 /// min(max(x, min), max); at least one bound must be given. Like PyTorch, min > max is allowed
-/// and then every element becomes `max`. NaN stays NaN. Backward: grad where min <= x <= max
-/// (so 0 everywhere when min > max), PyTorch's rule.
+/// and then every element becomes `max`. A NaN element stays NaN; a NaN bound is an error (PyTorch
+/// would return NaN everywhere). Backward: grad where min <= x <= max (so 0 everywhere when
+/// min > max), PyTorch's rule.
 Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max);
 
 /// Dropout (torch.nn.functional.dropout): while `training`, zeroes each element with probability
