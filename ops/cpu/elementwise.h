@@ -12,6 +12,11 @@
 /// combinations (all contiguous; one operand a scalar; a row-vector operand, which after coalescing
 /// is contiguous along the row) run loops with unit-stride pointers that GCC vectorizes; only the
 /// rest pay the strided loop. Callers pin every operand before calling.
+/// Two things keep those loops vectorized: each row works on a local copy of the functor (captures
+/// reached through a reference may alias the output, and a capture loaded only in one arm of a
+/// select blocks if-conversion), so wrap functors by value, not `[&]`; and the including .cpp is
+/// compiled without trapping math (Note [No trapping math in element-wise kernels] in
+/// ops/unary.cpp) — otherwise GCC leaves any loop with a computed select arm scalar.
 
 #include <array>
 #include <bit>
