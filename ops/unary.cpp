@@ -1,85 +1,442 @@
+// Note [No trapping math in element-wise kernels]
+// With GCC's default -ftrapping-math, a select whose arm computes something (`c ? x * k : x`, or
+// a value the optimizer sinks into one arm) is not if-converted, so the loop is not vectorized
+// (the f32 exp/log/tanh/erf loops and leaky_relu ran scalar). Strata never enables FP exceptions,
+// so this translation unit is compiled as with -fno-trapping-math (and -fno-math-errno, so that
+// std::sqrt becomes vsqrtps instead of a libm call). The pragma comes before every
+// include so that all functions here carry the same options (mismatched optimize attributes would
+// block inlining).
+#pragma GCC optimize("no-trapping-math", "no-math-errno")
+
 #include "ops/unary.h"
 
-#include "core/strided_loop.h"
+#include <cmath>
+#include <limits>
+#include <numbers>
+
+#include "ops/cpu/elementwise.h"
 #include "ops/op_util.h"
+#include "ops/reduction.h"
 
 namespace strata {
 
 namespace {
 
 using namespace ops::detail;
+using ops::cpu::kCheapGrain;
+using ops::cpu::kCostlyGrain;
+using ops::cpu::map1;
+using ops::cpu::map2;
+using ops::cpu::map3;
 
-/// out[i] = f(in[i]) over any strides; `out` is contiguous and pinned by the caller.
-template <typename T, typename F>
-void map_unary(const Tensor& out, const Tensor& in, F f) {
-  ::strata::detail::StridedOperands<2> o;
-  o.sizes = out.sizes();
-  o.strides = {byte_strides(out), byte_strides(in)};
-  o.base = {static_cast<char*>(out.data_ptr()), static_cast<char*>(in.data_ptr())};
-  ::strata::detail::for_each_row<2>(o, [&](const std::array<char*, 2>& p, const std::array<int64_t, 2>& st, int64_t n) {
-    T* y = reinterpret_cast<T*>(p[0]);
-    const char* x = p[1];
-    if (st[1] == sizeof(T)) {
-      const T* xx = reinterpret_cast<const T*>(x);
-      for (int64_t i = 0; i < n; ++i) y[i] = f(xx[i]);
-    } else {
-      for (int64_t i = 0; i < n; ++i) y[i] = f(*reinterpret_cast<const T*>(x + i * st[1]));
-    }
-  });
-}
-
-/// out[i] = f(a[i], b[i]) for two same-shape operands.
-template <typename T, typename F>
-void map_binary_same_shape(const Tensor& out, const Tensor& a, const Tensor& b, F f) {
-  ::strata::detail::StridedOperands<3> o;
-  o.sizes = out.sizes();
-  o.strides = {byte_strides(out), byte_strides(a), byte_strides(b)};
-  o.base = {static_cast<char*>(out.data_ptr()), static_cast<char*>(a.data_ptr()), static_cast<char*>(b.data_ptr())};
-  ::strata::detail::for_each_row<3>(o, [&](const std::array<char*, 3>& p, const std::array<int64_t, 3>& st, int64_t n) {
-    T* y = reinterpret_cast<T*>(p[0]);
-    if (st[1] == sizeof(T) && st[2] == sizeof(T)) {
-      const T* a = reinterpret_cast<const T*>(p[1]);
-      const T* b = reinterpret_cast<const T*>(p[2]);
-      for (int64_t i = 0; i < n; ++i) y[i] = f(a[i], b[i]);
-      return;
-    }
-    for (int64_t i = 0; i < n; ++i)
-      y[i] = f(*reinterpret_cast<const T*>(p[1] + i * st[1]), *reinterpret_cast<const T*>(p[2] + i * st[2]));
-  });
-}
-
-Tensor relu_backward(const Tensor& grad, const Tensor& out) {
-  Tensor gx = empty_output(out.sizes(), out.dtype());
+/// y = f(x) for every element (f is a generic lambda, called with float or double).
+template <typename F>
+Tensor unary_kernel(const Tensor& x, F f, int64_t grain = kCheapGrain) {
+  Tensor y = empty_output(x.sizes(), x.dtype());
   PinSet pins;
-  pins.add(grad, AccessMode::Read).add(out, AccessMode::Read).add(gx, AccessMode::Write);
+  pins.add(x, AccessMode::Read).add(y, AccessMode::Write);
   pins.acquire();
-  dispatch_float(out.dtype(), [&](auto t) {
+  dispatch_float(x.dtype(), [&](auto t) {
     using T = decltype(t);
-    map_binary_same_shape<T>(gx, grad, out, [](T g, T y) { return y > T(0) ? g : T(0); });
+    map1<T, T>(y, x, [f](T v) { return f(v); }, grain);
   });
-  return gx;
+  return y;
+}
+
+/// out = f(g, s) for a gradient g and a saved value s of the same shape.
+template <typename F>
+Tensor grad_kernel(const Tensor& g, const Tensor& s, F f, int64_t grain = kCheapGrain) {
+  Tensor out = empty_output(g.sizes(), g.dtype());
+  PinSet pins;
+  pins.add(g, AccessMode::Read).add(s, AccessMode::Read).add(out, AccessMode::Write);
+  pins.acquire();
+  dispatch_float(g.dtype(), [&](auto t) {
+    using T = decltype(t);
+    map2<T, T, T>(out, g, s, [f](T a, T b) { return f(a, b); }, grain);
+  });
+  return out;
+}
+
+/// Records a node whose backward is grad_kernel(g, saved, df).
+template <typename DF>
+void record_pointwise(const char* name, const Tensor& x, Tensor& y, const Tensor& saved, DF df,
+                      int64_t grain = kCheapGrain) {
+  if (!autograd::needs_grad({&x})) return;
+  auto node = autograd::make_node(name, {&x}, [df, grain](autograd::Node& n, const TensorList& g) -> TensorList {
+    return {grad_kernel(g[0], n.saved(0), df, grain)};
+  });
+  node->save(saved);
+  autograd::set_history({&y}, node);
+}
+
+/// Sums `g` over the dims that were broadcast to reach g's shape from `shape`.
+Tensor sum_to_shape(const Tensor& g, IntArrayRef shape) {
+  if (IntArrayRef(g.sizes()) == shape) return g;
+  const int64_t lead = g.dim() - static_cast<int64_t>(shape.size());
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; d < g.dim(); ++d)
+    if (d < lead || (shape[static_cast<std::size_t>(d - lead)] == 1 && g.size(d) != 1)) dims.push_back(d);
+  Tensor r = dims.empty() ? g.clone() : sum(g, dims, /*keepdim=*/true);
+  return r.view(shape);
+}
+
+constexpr double kSqrt1_2 = 0.70710678118654752440;
+constexpr double kInvSqrt2Pi = 0.39894228040143267794;
+constexpr double kSqrt2OverPi = 0.79788456080286535588;
+constexpr double kGeluCoeff = 0.044715;
+
+template <typename T>
+T exp_t(T v) {
+  if constexpr (std::is_same_v<T, float>) return ops::cpu::exp_f32(v);
+  else return std::exp(v);
+}
+
+template <typename T>
+T tanh_t(T v) {
+  if constexpr (std::is_same_v<T, float>) return ops::cpu::tanh_f32(v);
+  else return std::tanh(v);
+}
+
+template <typename T>
+T sigmoid_t(T v) {
+  if constexpr (std::is_same_v<T, float>) return ops::cpu::sigmoid_f32(v);
+  else return T(1) / (T(1) + std::exp(-v));
+}
+
+/// 2 Φ(x) = 1 + erf(x / √2).
+template <typename T>
+T one_plus_erf_t(T v) {
+  if constexpr (std::is_same_v<T, float>) return ops::cpu::one_plus_erf_scaled_f32(v);
+  else return std::erfc(-v * T(kSqrt1_2));
+}
+
+/// e^(-x^2 / 2).
+template <typename T>
+T exp_neg_half_sq_t(T v) {
+  if constexpr (std::is_same_v<T, float>) return ops::cpu::exp_neg_half_sq_f32(v);
+  else return std::exp(T(-0.5) * v * v);
+}
+
+/// sqrt with the explicit-SIMD kernel on contiguous inputs.
+Tensor sqrt_kernel(const Tensor& x) {
+  if (!x.is_contiguous()) return unary_kernel(x, [](auto v) { return std::sqrt(v); });
+  Tensor y = empty_output(x.sizes(), x.dtype());
+  PinSet pins;
+  pins.add(x, AccessMode::Read).add(y, AccessMode::Write);
+  pins.acquire();
+  dispatch_float(x.dtype(), [&](auto t) {
+    using T = decltype(t);
+    const T* in = static_cast<const T*>(x.data_ptr());
+    T* out = static_cast<T*>(y.data_ptr());
+    parallel_for(x.numel(), kCheapGrain, [&](int64_t b, int64_t e) { ops::cpu::sqrt_contig(out + b, in + b, e - b); });
+  });
+  return y;
+}
+
+void check_unary(const char* op, OpKind kind, const Tensor& x) {
+  check_backend(kind);
+  check_float(op, x, "input");
 }
 
 }  // namespace
 
 Tensor relu(const Tensor& x) {
-  check_backend(OpKind::relu);
-  check_float("relu", x, "input");
-  Tensor y = empty_output(x.sizes(), x.dtype());
+  check_unary("relu", OpKind::relu, x);
+  Tensor y = unary_kernel(x, [](auto v) { return v > decltype(v)(0) ? v : decltype(v)(0); });
+  record_pointwise("ReluBackward", x, y, y, [](auto g, auto out) { return out > decltype(out)(0) ? g : decltype(g)(0); });
+  return y;
+}
+
+Tensor leaky_relu(const Tensor& x, double negative_slope) {
+  check_unary("leaky_relu", OpKind::leaky_relu, x);
+  STRATA_CHECK(std::isfinite(negative_slope), "leaky_relu: negative_slope must be finite, got ", negative_slope);
+  const double s = negative_slope;
+  Tensor y = unary_kernel(x, [s](auto v) {
+    using T = decltype(v);
+    return v > T(0) ? v : v * T(s);
+  });
+  record_pointwise("LeakyReluBackward", x, y, x, [s](auto g, auto v) {
+    using T = decltype(v);
+    return v > T(0) ? g : g * T(s);
+  });
+  return y;
+}
+
+Tensor sigmoid(const Tensor& x) {
+  check_unary("sigmoid", OpKind::sigmoid, x);
+  Tensor y = unary_kernel(
+      x,
+      [](auto v) { return sigmoid_t(v); },
+      kCostlyGrain);
+  record_pointwise("SigmoidBackward", x, y, y, [](auto g, auto out) { return g * out * (decltype(out)(1) - out); });
+  return y;
+}
+
+Tensor tanh(const Tensor& x) {
+  check_unary("tanh", OpKind::tanh, x);
+  Tensor y = unary_kernel(x, [](auto v) { return tanh_t(v); }, kCostlyGrain);
+  record_pointwise("TanhBackward", x, y, y, [](auto g, auto out) { return g * (decltype(out)(1) - out * out); });
+  return y;
+}
+
+Tensor gelu(const Tensor& x, bool tanh_approximation) {
+  check_unary("gelu", OpKind::gelu, x);
+  Tensor y;
+  if (tanh_approximation) {
+    // 0.5 (1 + tanh(u)) = sigmoid(2u): the same value without 1 + tanh's cancellation for x << 0.
+    y = unary_kernel(
+        x,
+        [](auto v) {
+          using T = decltype(v);
+          const T u2 = T(2 * kSqrt2OverPi) * (v + T(kGeluCoeff) * v * v * v);
+          return v * sigmoid_t(u2);
+        },
+        kCostlyGrain);
+    record_pointwise(
+        "GeluBackward", x, y, x,
+        [](auto g, auto v) {
+          using T = decltype(v);
+          const T v2 = v * v;
+          const T s = sigmoid_t(T(2 * kSqrt2OverPi) * (v + T(kGeluCoeff) * v2 * v));
+          const T d_inner = T(kSqrt2OverPi) * (T(1) + T(3 * kGeluCoeff) * v2);
+          // d/dx [x s(2u)] = s + 2 x s (1 - s) u'
+          return g * (s + T(2) * v * s * (T(1) - s) * d_inner);
+        },
+        kCostlyGrain);
+  } else {
+    y = unary_kernel(
+        x,
+        [](auto v) {
+          using T = decltype(v);
+          return T(0.5) * v * one_plus_erf_t(v);
+        },
+        kCostlyGrain);
+    record_pointwise(
+        "GeluBackward", x, y, x,
+        [](auto g, auto v) {
+          using T = decltype(v);
+          const T cdf = T(0.5) * one_plus_erf_t(v);
+          const T pdf = T(kInvSqrt2Pi) * exp_neg_half_sq_t(v);
+          return g * (cdf + v * pdf);
+        },
+        kCostlyGrain);
+  }
+  return y;
+}
+
+Tensor exp(const Tensor& x) {
+  check_unary("exp", OpKind::exp, x);
+  Tensor y = unary_kernel(x, [](auto v) { return exp_t(v); }, kCostlyGrain);
+  record_pointwise("ExpBackward", x, y, y, [](auto g, auto out) { return g * out; });
+  return y;
+}
+
+Tensor log(const Tensor& x) {
+  check_unary("log", OpKind::log, x);
+  Tensor y = unary_kernel(
+      x,
+      [](auto v) {
+        using T = decltype(v);
+        if constexpr (std::is_same_v<T, float>) return ops::cpu::log_f32(v);
+        else return std::log(v);
+      },
+      kCostlyGrain);
+  record_pointwise("LogBackward", x, y, x, [](auto g, auto v) { return g / v; });
+  return y;
+}
+
+Tensor sqrt(const Tensor& x) {
+  check_unary("sqrt", OpKind::sqrt, x);
+  Tensor y = sqrt_kernel(x);
+  record_pointwise("SqrtBackward", x, y, y, [](auto g, auto out) { return g / (decltype(out)(2) * out); });
+  return y;
+}
+
+Tensor pow(const Tensor& x, double exponent) {
+  check_unary("pow", OpKind::pow, x);
+  const double e = exponent;
+  Tensor y;
+  if (e == 2.0) y = unary_kernel(x, [](auto v) { return v * v; });
+  else if (e == 1.0) y = unary_kernel(x, [](auto v) { return v; });
+  else if (e == 0.0) y = unary_kernel(x, [](auto v) { return decltype(v)(1); });
+  else if (e == 3.0) y = unary_kernel(x, [](auto v) { return v * v * v; });
+  else if (e == 0.5) y = sqrt_kernel(x);
+  else if (e == -1.0) y = unary_kernel(x, [](auto v) { return decltype(v)(1) / v; });
+  else if (e == -0.5) y = unary_kernel(x, [](auto v) { return decltype(v)(1) / std::sqrt(v); });
+  else y = unary_kernel(x, [e](auto v) { return std::pow(v, decltype(v)(e)); }, kCostlyGrain);
+  if (e == 2.0) {
+    record_pointwise("PowBackward", x, y, x, [](auto g, auto v) { return g * decltype(v)(2) * v; });
+  } else if (e == 0.0) {
+    record_pointwise("PowBackward", x, y, x, [](auto g, auto) { return decltype(g)(0) * g; });
+  } else if (e == 1.0) {
+    record_pointwise("PowBackward", x, y, x, [](auto g, auto) { return g; });
+  } else {
+    record_pointwise(
+        "PowBackward", x, y, x,
+        [e](auto g, auto v) {
+          using T = decltype(v);
+          return g * T(e) * std::pow(v, T(e - 1));
+        },
+        kCostlyGrain);
+  }
+  return y;
+}
+
+namespace {
+
+template <typename T>
+T pow_grad_base(T g, T x, T e) {
+  return e == T(0) ? T(0) : g * e * std::pow(x, e - T(1));
+}
+template <typename T>
+T pow_grad_exponent(T g, T x, T e) {
+  return (x == T(0) && e >= T(0)) ? T(0) : g * std::pow(x, e) * std::log(x);
+}
+
+/// out (g's shape) = f(g, x, e) with x and e broadcast to g.
+template <bool kExponent>
+Tensor pow_tensor_grad(const Tensor& g, const Tensor& x, const Tensor& e) {
+  Tensor out = empty_output(g.sizes(), g.dtype());
   {
     PinSet pins;
-    pins.add(x, AccessMode::Read).add(y, AccessMode::Write);
+    pins.add(g, AccessMode::Read).add(x, AccessMode::Read).add(e, AccessMode::Read).add(out, AccessMode::Write);
+    pins.acquire();
+    dispatch_float(g.dtype(), [&](auto t) {
+      using T = decltype(t);
+      map3<T, T, T, T>(
+          out, g, x, e,
+          [](T gg, T xx, T ee) { return kExponent ? pow_grad_exponent(gg, xx, ee) : pow_grad_base(gg, xx, ee); },
+          kCostlyGrain);
+    });
+  }
+  return sum_to_shape(out, kExponent ? e.sizes() : x.sizes());
+}
+
+}  // namespace
+
+Tensor pow(const Tensor& x, const Tensor& exponent) {
+  check_backend(OpKind::pow);
+  check_float("pow", x, "input");
+  check_float("pow", exponent, "exponent");
+  check_same_dtype("pow", x, exponent);
+  bool ok = true;
+  Dims shape;
+  try {
+    shape = broadcast_shapes(x.sizes(), exponent.sizes(), "pow");
+  } catch (const Error&) {
+    ok = false;
+  }
+  STRATA_CHECK(ok, "pow: cannot broadcast ", x.describe(), " with ", exponent.describe());
+  Tensor y = empty_output(shape, x.dtype());
+  {
+    PinSet pins;
+    pins.add(x, AccessMode::Read).add(exponent, AccessMode::Read).add(y, AccessMode::Write);
     pins.acquire();
     dispatch_float(x.dtype(), [&](auto t) {
       using T = decltype(t);
-      map_unary<T>(y, x, [](T v) { return v > T(0) ? v : T(0); });
+      map2<T, T, T>(y, x, exponent, [](T a, T b) { return std::pow(a, b); }, kCostlyGrain);
+    });
+  }
+  if (autograd::needs_grad({&x, &exponent})) {
+    auto node = autograd::make_node("PowBackward", {&x, &exponent},
+                                    [](autograd::Node& n, const TensorList& g) -> TensorList {
+                                      const Tensor xs = n.saved(0), es = n.saved(1);
+                                      return {n.needs_input_grad(0) ? pow_tensor_grad<false>(g[0], xs, es) : Tensor(),
+                                              n.needs_input_grad(1) ? pow_tensor_grad<true>(g[0], xs, es) : Tensor()};
+                                    });
+    node->save(x);
+    node->save(exponent);
+    autograd::set_history({&y}, node);
+  }
+  return y;
+}
+
+Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max) {
+  check_unary("clamp", OpKind::clamp, x);
+  STRATA_CHECK(min.has_value() || max.has_value(), "clamp: at least one of min and max must be given (input ",
+               x.describe(), ")");
+  STRATA_CHECK(!(min && std::isnan(*min)) && !(max && std::isnan(*max)), "clamp: min and max must not be NaN");
+  const double lo = min ? *min : -std::numeric_limits<double>::infinity();
+  const double hi = max ? *max : std::numeric_limits<double>::infinity();
+  Tensor y = unary_kernel(x, [lo, hi](auto v) {
+    using T = decltype(v);
+    const T a = v < T(lo) ? T(lo) : v;
+    return a > T(hi) ? T(hi) : a;
+  });
+  record_pointwise("ClampBackward", x, y, x, [lo, hi](auto g, auto v) {
+    using T = decltype(v);
+    return (v >= T(lo) && v <= T(hi)) ? g : T(0);
+  });
+  return y;
+}
+
+Tensor dropout(const Tensor& x, double p, bool training, Generator* gen) {
+  check_unary("dropout", OpKind::dropout, x);
+  STRATA_CHECK(p >= 0.0 && p <= 1.0, "dropout: probability p must be in [0, 1], got ", p, " (input ",
+               x.describe(), ")");
+  if (!training || p == 0.0) {
+    Tensor y = unary_kernel(x, [](auto v) { return v; });
+    if (autograd::needs_grad({&x})) {
+      auto node = autograd::make_node("DropoutBackward", {&x},
+                                      [](autograd::Node&, const TensorList& g) -> TensorList { return {g[0]}; });
+      autograd::set_history({&y}, node);
+    }
+    return y;
+  }
+  if (p == 1.0) {
+    Tensor y = zeros(x.sizes(), {x.dtype(), nullptr});
+    if (autograd::needs_grad({&x})) {
+      auto node = autograd::make_node("DropoutBackward", {&x}, [](autograd::Node&, const TensorList& g) -> TensorList {
+        return {zeros(g[0].sizes(), {g[0].dtype(), nullptr})};
+      });
+      autograd::set_history({&y}, node);
+    }
+    return y;
+  }
+  Generator& g = gen != nullptr ? *gen : default_generator();
+  const int64_t n = x.numel();
+  const PhiloxRange range = g.reserve(static_cast<uint64_t>((n + 3) / 4));
+  // Keep element i iff its top 24 random bits, as a fraction of 2^24, fall below 1 - p.
+  const uint32_t threshold = static_cast<uint32_t>(std::llround((1.0 - p) * 16777216.0));
+  Tensor mask = empty_output(x.sizes(), DType::u8);
+  Tensor y = empty_output(x.sizes(), x.dtype());
+  const double scale = 1.0 / (1.0 - p);
+  {
+    PinSet pins;
+    pins.add(x, AccessMode::Read).add(mask, AccessMode::Write).add(y, AccessMode::Write);
+    pins.acquire();
+    uint8_t* m = static_cast<uint8_t*>(mask.data_ptr());
+    const int64_t blocks = (n + 3) / 4;
+    parallel_for(blocks, 2048, [&](int64_t b0, int64_t b1) {
+      for (int64_t j = b0; j < b1; ++j) {
+        const auto w = range.block(static_cast<uint64_t>(j));
+        const int64_t base = 4 * j;
+        const int64_t cnt = std::min<int64_t>(4, n - base);
+        for (int64_t k = 0; k < cnt; ++k) m[base + k] = (w[static_cast<std::size_t>(k)] >> 8) < threshold ? 1 : 0;
+      }
+    });
+    dispatch_float(x.dtype(), [&](auto t) {
+      using T = decltype(t);
+      const T s = static_cast<T>(scale);
+      map2<T, T, uint8_t>(y, x, mask, [s](T v, uint8_t keep) { return keep ? v * s : T(0); });
     });
   }
   if (autograd::needs_grad({&x})) {
-    auto node = autograd::make_node("ReluBackward", {&x}, [](autograd::Node& n, const TensorList& g) -> TensorList {
-      return {relu_backward(g[0], n.saved(0))};
+    auto node = autograd::make_node("DropoutBackward", {&x}, [scale](autograd::Node& nd, const TensorList& gr) -> TensorList {
+      const Tensor& gg = gr[0];
+      const Tensor mk = nd.saved(0);
+      Tensor out = empty_output(gg.sizes(), gg.dtype());
+      PinSet pins;
+      pins.add(gg, AccessMode::Read).add(mk, AccessMode::Read).add(out, AccessMode::Write);
+      pins.acquire();
+      dispatch_float(gg.dtype(), [&](auto t) {
+        using T = decltype(t);
+        const T s = static_cast<T>(scale);
+        map2<T, T, uint8_t>(out, gg, mk, [s](T v, uint8_t keep) { return keep ? v * s : T(0); });
+      });
+      return {out};
     });
-    node->save(y);
+    node->save(mask);
     autograd::set_history({&y}, node);
   }
   return y;

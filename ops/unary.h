@@ -1,12 +1,59 @@
 #pragma once
 /// @file
-/// Element-wise unary ops (differentiable; f32 and f64; any strides; outputs contiguous).
+/// Element-wise unary ops (differentiable; f32 and f64; any strides; outputs contiguous). Names and
+/// semantics follow PyTorch (`torch.*` / `torch.nn.functional.*`).
 
+#include <optional>
+
+#include "core/rng.h"
 #include "core/tensor.h"
 
 namespace strata {
 
 /// max(x, 0). Backward: grad where the output is positive.
 Tensor relu(const Tensor& x);
+
+/// x where x > 0, negative_slope * x elsewhere. Backward: grad, or negative_slope * grad where x <= 0.
+Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);
+
+/// 1 / (1 + e^-x). Backward: grad * y * (1 - y).
+Tensor sigmoid(const Tensor& x);
+
+/// Hyperbolic tangent. Backward: grad * (1 - y^2).
+Tensor tanh(const Tensor& x);
+
+/// Gaussian error linear unit: x * Φ(x) = 0.5 x (1 + erf(x / √2)) by default; with
+/// `tanh_approximation` (PyTorch's approximate="tanh") 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³))).
+Tensor gelu(const Tensor& x, bool tanh_approximation = false);
+
+/// e^x.
+Tensor exp(const Tensor& x);
+
+/// Natural logarithm (log 0 = -inf, log of a negative value = NaN, like PyTorch).
+Tensor log(const Tensor& x);
+
+/// Square root (NaN for negative values, like PyTorch).
+Tensor sqrt(const Tensor& x);
+
+/// x^exponent. Backward: grad * exponent * x^(exponent - 1) (0 where exponent == 0).
+Tensor pow(const Tensor& x, double exponent);
+
+/// x^exponent element-wise, with NumPy broadcasting of x and exponent (same floating dtype).
+/// Differentiable in both; d/d exponent = y * log(x) (0 where x == 0 and exponent >= 0, as PyTorch).
+Tensor pow(const Tensor& x, const Tensor& exponent);
+
+/// min(max(x, min), max); at least one bound must be given. Like PyTorch, min > max is allowed
+/// and then every element becomes `max`. A NaN element stays NaN; a NaN bound is an error (PyTorch
+/// would return NaN everywhere). Backward: grad where min <= x <= max (so 0 everywhere when
+/// min > max), PyTorch's rule.
+Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max);
+
+/// Dropout (torch.nn.functional.dropout): while `training`, zeroes each element with probability
+/// `p` and scales the kept ones by 1 / (1 - p). p must lie in [0, 1]; p == 1 gives zeros. When not
+/// training or p == 0 the result is a copy of x. The mask is drawn from `gen` (default_generator()
+/// when null) through Philox: element i uses word i % 4 of the (i / 4)-th reserved block, so the
+/// result depends only on the seed and the generator's offset, never on the thread count. The
+/// backward pass reuses the saved mask.
+Tensor dropout(const Tensor& x, double p, bool training, Generator* gen = nullptr);
 
 }  // namespace strata
