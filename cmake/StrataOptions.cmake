@@ -2,6 +2,10 @@
 
 add_library(strata_compile_options INTERFACE)
 target_compile_options(strata_compile_options INTERFACE -Wall -Wextra -Wno-unused-parameter)
+# Strata never inspects floating-point exception flags or errno: without these, GCC keeps any loop
+# whose select arm does arithmetic scalar (Note [No trapping math in element-wise kernels] in
+# ops/unary.cpp) and calls libm for sqrt to set errno.
+target_compile_options(strata_compile_options INTERFACE -fno-trapping-math -fno-math-errno)
 # Kernels are written to auto-vectorize; x86-64-v3 (AVX2 + FMA, every x86 server since 2015) is
 # the default target. STRATA_ARCH=native tunes for the build machine; empty leaves the compiler's.
 set(STRATA_ARCH "x86-64-v3" CACHE STRING "Value for -march (empty: compiler default)")
