@@ -1,0 +1,57 @@
+#include "ops/cpu/dnnl_engine.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+namespace strata::ops::cpu {
+
+namespace {
+
+DnnlPrimitives mode_from_env() {
+  const char* v = std::getenv("STRATA_DNNL_PRIMITIVES");
+  if (v == nullptr || *v == '\0' || std::strcmp(v, "auto") == 0) return DnnlPrimitives::Auto;
+  if (std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0) return DnnlPrimitives::Never;
+  return DnnlPrimitives::Always;
+}
+
+std::atomic<DnnlPrimitives>& mode_ref() {
+  static std::atomic<DnnlPrimitives> mode{mode_from_env()};
+  return mode;
+}
+
+}  // namespace
+
+DnnlPrimitives dnnl_primitives_mode() { return mode_ref().load(std::memory_order_relaxed); }
+
+DnnlPrimitives set_dnnl_primitives_mode(DnnlPrimitives mode) {
+  return mode_ref().exchange(mode, std::memory_order_relaxed);
+}
+
+const dnnl::engine& dnnl_engine() {
+  static const dnnl::engine engine = [] {
+    // The ICD loader reads OCL_ICD_FILENAMES when the SYCL runtime first enumerates platforms,
+    // which happens inside the engine's creation. Never overrides a user's setting.
+    const std::string icd = std::string(STRATA_DNNL_LIBRARY_DIR) + "/libintelocl.so";
+    setenv("OCL_ICD_FILENAMES", icd.c_str(), 0);
+    return dnnl::engine(dnnl::engine::kind::cpu, 0);
+  }();
+  return engine;
+}
+
+dnnl::stream& dnnl_stream() {
+  thread_local dnnl::stream stream(dnnl_engine());
+  return stream;
+}
+
+void dnnl_execute(const dnnl::primitive& p, const std::unordered_map<int, dnnl::memory>& args) {
+  dnnl::stream& s = dnnl_stream();
+  p.execute(s, args);
+  s.wait();
+}
+
+dnnl::memory dnnl_wrap(const dnnl::memory::desc& md, void* ptr) { return dnnl::memory(md, dnnl_engine(), ptr); }
+
+}  // namespace strata::ops::cpu

@@ -1,0 +1,41 @@
+#pragma once
+/// @file
+/// The process-wide oneDNN CPU engine and per-thread streams (internal to ops/).
+///
+/// Note [When Strata uses oneDNN primitives]
+/// PyPI's oneDNN is a SYCL build (Note [oneDNN from PyPI is a SYCL build] in ops/dnnl_info.h): the
+/// engine needs Intel's OpenCL CPU runtime, which `dnnl_engine()` points the ICD loader at
+/// (OCL_ICD_FILENAMES, set only if the user has not set it) before creating the engine once,
+/// lazily and thread-safely. Each primitive execution pays ~25 µs of SYCL queue overhead, so ops
+/// choose per call between a primitive and their own kernel (e.g. im2col + `dnnl_sgemm`, which runs
+/// directly on TBB). The choice is governed by `dnnl_primitives_mode()`:
+///  - Auto (default): the op's size heuristic (conv2d: primitives for typical CNN layers);
+///  - Always: primitives wherever the op has them (tests use it to cover the primitive path);
+///  - Never: own kernels only.
+/// The environment variable STRATA_DNNL_PRIMITIVES sets the initial mode: "0" → Never, "1" →
+/// Always, unset/"auto" → Auto. Sanitizer builds use it (see docs/DESIGN.md and the conv tests):
+/// the SYCL/OpenCL runtime is not instrumented.
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+namespace strata::ops::cpu {
+
+enum class DnnlPrimitives { Auto, Always, Never };
+
+/// The current mode (initialized from STRATA_DNNL_PRIMITIVES on first use).
+DnnlPrimitives dnnl_primitives_mode();
+/// Overrides the mode process-wide (tests); returns the previous one.
+DnnlPrimitives set_dnnl_primitives_mode(DnnlPrimitives mode);
+
+/// The CPU engine, created on first use (sets OCL_ICD_FILENAMES first; see the Note).
+const dnnl::engine& dnnl_engine();
+/// This thread's stream on dnnl_engine() (a SYCL in-order queue; created on first use per thread).
+dnnl::stream& dnnl_stream();
+
+/// Executes `p` on this thread's stream and waits for it.
+void dnnl_execute(const dnnl::primitive& p, const std::unordered_map<int, dnnl::memory>& args);
+
+/// Wraps `ptr` (not owned; must stay valid and pinned while used) as a memory of `md`.
+dnnl::memory dnnl_wrap(const dnnl::memory::desc& md, void* ptr);
+
+}  // namespace strata::ops::cpu
