@@ -253,8 +253,8 @@ void own_backward_weight(const T* gy, const T* x, T* gw, T* gb, const Geom& g) {
   const int64_t P = g.P(), K = g.K(), Og = g.Og(), Cg = g.Cg();
   if (gw != nullptr) {
     const int64_t wsize = g.O * K;
-    const int64_t chunks = std::clamp<int64_t>(static_cast<int64_t>(g.macs() / 2e5), 1,
-                                               std::min<int64_t>(g.N, get_num_threads()));
+    const int64_t max_chunks = std::max<int64_t>(1, std::min<int64_t>(g.N, get_num_threads()));
+    const int64_t chunks = std::clamp<int64_t>(static_cast<int64_t>(g.macs() / 2e5), 1, max_chunks);
     std::vector<T> partial(static_cast<std::size_t>((chunks - 1) * wsize));
     parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
       std::vector<T> col(g.is_pointwise() ? 0 : static_cast<std::size_t>(K * P));
@@ -427,7 +427,7 @@ void dnnl_backward_weight(const float* gy, const float* x, float* gw, float* gb,
 constexpr double kPrimitiveMinMacs = 4e6;
 
 bool use_primitives(DType dtype, const Geom& g) {
-  if (dtype != DType::f32) return false;
+  if (dtype != DType::f32 || g.N == 0 || g.C == 0) return false;  // oneDNN rejects empty dims
   switch (cpu::dnnl_primitives_mode()) {
     case cpu::DnnlPrimitives::Never: return false;
     case cpu::DnnlPrimitives::Always: return true;

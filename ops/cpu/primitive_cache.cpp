@@ -33,7 +33,7 @@ struct WeightEntry {
 };
 
 struct Cache {
-  std::mutex mutex;
+  std::recursive_mutex mutex;  // a builder may ask for its hint primitive
   std::unordered_map<PrimitiveKey, std::shared_ptr<const void>, KeyHash> primitives;
   // Weight entries by allocation (an allocation address can be reused once its storage is gone:
   // entries whose storage expired are dropped before matching).
