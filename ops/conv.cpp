@@ -298,7 +298,7 @@ using dnnl::memory;
 using tag = memory::format_tag;
 
 // Kind tags of this file's primitive-cache keys (Note [Primitive cache]).
-enum : int64_t { kConvFwd = 1, kConvBwdData = 2, kConvBwdWeights = 3 };
+enum : int64_t { kConvFwd = 1, kConvBwdData = 2, kConvBwdWeights = 3, kConvBwdWeightsReorder = 4 };
 
 struct DnnlGeom {
   memory::dims src, weights, bias, dst, strides, dilates, pad_l, pad_r;
@@ -397,34 +397,57 @@ void dnnl_backward_input(const float* gy, const Tensor& w, float* gx, const Geom
   cpu::dnnl_execute(p->prim, args);
 }
 
-/// Diff weights are requested in the plain layout (they are written once per step, so a blocked
-/// layout would need a reorder per call).
+/// Diff weights are requested in `any`: with plain oihw and nchw activations oneDNN 3.13 falls back
+/// to its reference kernel (measured ~1000x slower). The blocked result is reordered into the
+/// plain gradient (one cached reorder primitive, one extra execution per step).
 void dnnl_backward_weight(const float* gy, const float* x, float* gw, float* gb, const Geom& g) {
   const bool bias = gb != nullptr;
   const cpu::PrimitiveKey fkey = conv_key(kConvFwd, g, bias);
   cpu::PrimitiveKey key = conv_key(kConvBwdWeights, g, bias);
-  key.add(static_cast<int64_t>(dnnl_geom(g).weights_plain));  // diff weights format
+  key.add(static_cast<int64_t>(tag::any));  // diff weights format
   auto p = cpu::cached_primitive<ConvBwdWeights>(key, [&] {
     auto hint = fwd_primitive(g, bias, fkey);
     const DnnlGeom d = dnnl_geom(g);
-    memory::desc src(d.src, f32, tag::nchw), wd(d.weights, f32, d.weights_plain), dst(d.dst, f32, tag::nchw);
+    memory::desc src(d.src, f32, tag::nchw), wd(d.weights, f32, tag::any), dst(d.dst, f32, tag::nchw);
     memory::desc bd = bias ? memory::desc(d.bias, f32, tag::x) : memory::desc();
     dnnl::convolution_backward_weights::primitive_desc pd(cpu::dnnl_engine(), dnnl::algorithm::convolution_direct,
                                                           src, wd, bd, dst, d.strides, d.dilates, d.pad_l, d.pad_r,
                                                           hint->pd);
     return ConvBwdWeights{pd, dnnl::convolution_backward_weights(pd)};
   });
+  const DnnlGeom d = dnnl_geom(g);
+  const memory::desc plain(d.weights, f32, d.weights_plain);
+  const bool blocked = p->pd.diff_weights_desc() != plain;
+  memory gw_plain = cpu::dnnl_wrap(plain, gw);
+  memory gw_mem = blocked ? memory(p->pd.diff_weights_desc(), cpu::dnnl_engine()) : gw_plain;
   std::unordered_map<int, memory> args;
   args[DNNL_ARG_SRC] = cpu::dnnl_wrap(p->pd.src_desc(), const_cast<float*>(x));
   args[DNNL_ARG_DIFF_DST] = cpu::dnnl_wrap(p->pd.diff_dst_desc(), const_cast<float*>(gy));
-  args[DNNL_ARG_DIFF_WEIGHTS] = cpu::dnnl_wrap(p->pd.diff_weights_desc(), gw);
+  args[DNNL_ARG_DIFF_WEIGHTS] = gw_mem;
   if (bias) args[DNNL_ARG_DIFF_BIAS] = cpu::dnnl_wrap(p->pd.diff_bias_desc(), gb);
   cpu::dnnl_execute(p->prim, args);
+  if (blocked) {
+    cpu::PrimitiveKey rkey = key;
+    rkey.fields[0] = kConvBwdWeightsReorder;
+    auto r = cpu::cached_primitive<dnnl::reorder>(rkey, [&] {
+      return dnnl::reorder(dnnl::reorder::primitive_desc(cpu::dnnl_engine(), p->pd.diff_weights_desc(),
+                                                         cpu::dnnl_engine(), plain));
+    });
+    cpu::dnnl_execute(*r, {{DNNL_ARG_FROM, gw_mem}, {DNNL_ARG_TO, gw_plain}});
+  }
 }
 
-// Measured crossover (see the report in docs / commit): below this many multiply-adds the
-// ~25 µs SYCL queue overhead per primitive makes im2col + dnnl_sgemm faster.
-constexpr double kPrimitiveMinMacs = 4e6;
+// Measured (Release, 2 threads, loaded machine; fwd / fwd+bwd in ms, primitive vs own):
+//   [64,64,32,32]x[64,64,3,3] p1:    67 / 156  vs 102 / 237   -> primitive
+//   [32,128,16,16]x[128,128,3,3] p1: 29 /  66  vs  39 /  83   -> primitive
+//   [16,32,16,16]x[32,32,3,3] p1:   1.5 / 3.4  vs 2.2 / 5.0   -> primitive
+//   [8,16,8,8]x[16,16,3,3] (1.2M MAC): 0.13 / 0.30 vs 0.20 / 0.38 -> primitive
+//   [2,16,8,8]x[16,16,3,3] (0.3M MAC): 0.08 / 0.20 vs 0.05 / 0.11 -> own (SYCL queue overhead)
+//   [128,3,32,32]x[64,3,3,3] p1 (first layer, 3 input channels): 38 / 104 vs 17 / 54 -> own
+// so primitives from ~1M multiply-adds on, except for very few input channels per group, where
+// oneDNN's nchw-source kernels lose to im2col + sgemm.
+constexpr double kPrimitiveMinMacs = 1e6;
+constexpr int64_t kPrimitiveMinChannels = 8;
 
 bool use_primitives(DType dtype, const Geom& g) {
   if (dtype != DType::f32 || g.N == 0 || g.C == 0) return false;  // oneDNN rejects empty dims
@@ -433,7 +456,7 @@ bool use_primitives(DType dtype, const Geom& g) {
     case cpu::DnnlPrimitives::Always: return true;
     case cpu::DnnlPrimitives::Auto: break;
   }
-  return g.macs() >= kPrimitiveMinMacs;
+  return g.macs() >= kPrimitiveMinMacs && g.Cg() >= kPrimitiveMinChannels;
 }
 
 // ---- forward / backward drivers ------------------------------------------------------------------

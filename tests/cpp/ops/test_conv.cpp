@@ -3,7 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 
 #include "ops/conv.h"
 #include "ops/cpu/dnnl_engine.h"
@@ -71,7 +73,9 @@ TEST(Conv2d, TypicalCnnLayersUsePrimitivesTinyOnesDoNot) {
   const auto f32 = TensorOptions{DType::f32, nullptr};
   EXPECT_TRUE(ops::conv2d_uses_primitives(empty({32, 64, 32, 32}, f32), empty({64, 64, 3, 3}, f32), {1}, {1}));
   EXPECT_TRUE(ops::conv2d_uses_primitives(empty({128, 256, 16, 16}, f32), empty({256, 256, 3, 3}, f32), {1}, {1}));
-  EXPECT_TRUE(ops::conv2d_uses_primitives(empty({128, 3, 32, 32}, f32), empty({64, 3, 3, 3}, f32), {1}, {1}));
+  EXPECT_TRUE(ops::conv2d_uses_primitives(empty({64, 128, 8, 8}, f32), empty({128, 128, 3, 3}, f32), {2}, {1}));
+  // Measured faster on im2col + sgemm (ops/conv.cpp): first layers with 3 input channels.
+  EXPECT_FALSE(ops::conv2d_uses_primitives(empty({128, 3, 32, 32}, f32), empty({64, 3, 3, 3}, f32), {1}, {1}));
   EXPECT_FALSE(ops::conv2d_uses_primitives(empty({2, 4, 5, 5}, f32), empty({6, 4, 3, 3}, f32)));
   // f64 never uses primitives.
   const auto f64 = TensorOptions{DType::f64, nullptr};
@@ -146,6 +150,44 @@ TEST(Pooling, EmptyBatch) {
   EXPECT_EQ(max_pool2d(x, {2}).sizes(), (Dims{0, 3, 2, 2}));
   EXPECT_EQ(avg_pool2d(x, {2}).sizes(), (Dims{0, 3, 2, 2}));
   EXPECT_EQ(adaptive_avg_pool2d(x, {1}).sizes(), (Dims{0, 3, 1, 1}));
+}
+
+}  // namespace
+}  // namespace strata::testing
+
+namespace strata::testing {
+namespace {
+
+/// Not a test: prints conv2d forward/backward times on both paths at the bench sizes
+/// (run with --gtest_also_run_disabled_tests --gtest_filter='*ConvTiming*').
+TEST(Conv2d, DISABLED_ConvTiming) {
+  struct Shape {
+    Dims x, w;
+  };
+  for (const Shape& s : {Shape{{64, 64, 32, 32}, {64, 64, 3, 3}}, Shape{{128, 3, 32, 32}, {64, 3, 3, 3}},
+                         Shape{{32, 128, 16, 16}, {128, 128, 3, 3}}, Shape{{8, 16, 8, 8}, {16, 16, 3, 3}},
+                         Shape{{2, 16, 8, 8}, {16, 16, 3, 3}}, Shape{{4, 32, 8, 8}, {32, 32, 3, 3}},
+                         Shape{{16, 32, 16, 16}, {32, 32, 3, 3}}}) {
+    Generator gen(1);
+    const Tensor x = randn32(s.x, gen), w = randn32(s.w, gen), b = randn32({s.w[0]}, gen);
+    for (auto mode : {DnnlPrimitives::Always, DnnlPrimitives::Never}) {
+      ModeGuard guard(mode);
+      double fwd = 1e30, bwd = 1e30;
+      for (int it = 0; it < 4; ++it) {
+        Tensor xx = x.detach().set_requires_grad(true), ww = w.detach().set_requires_grad(true);
+        Tensor bb = b.detach().set_requires_grad(true);
+        auto t0 = std::chrono::steady_clock::now();
+        Tensor y = conv2d(xx, ww, bb, {1}, {1});
+        auto t1 = std::chrono::steady_clock::now();
+        y.backward(ones(y.sizes(), {DType::f32, nullptr}));
+        auto t2 = std::chrono::steady_clock::now();
+        fwd = std::min(fwd, std::chrono::duration<double, std::milli>(t1 - t0).count());
+        bwd = std::min(bwd, std::chrono::duration<double, std::milli>(t2 - t1).count());
+      }
+      std::printf("conv2d x%s w%s %s: fwd %.3f ms, bwd %.3f ms\n", Tensor(x).describe().c_str(),
+                  Tensor(w).describe().c_str(), mode == DnnlPrimitives::Always ? "primitive" : "own", fwd, bwd);
+    }
+  }
 }
 
 }  // namespace
