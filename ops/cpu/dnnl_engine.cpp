@@ -12,6 +12,10 @@ namespace {
 
 DnnlPrimitives mode_from_env() {
   const char* v = std::getenv("STRATA_DNNL_PRIMITIVES");
+#if defined(__SANITIZE_THREAD__)
+  // Note [When Strata uses oneDNN primitives]: TSan trees default to the own kernels.
+  if (v == nullptr || *v == '\0') return DnnlPrimitives::Never;
+#endif
   if (v == nullptr || *v == '\0' || std::strcmp(v, "auto") == 0) return DnnlPrimitives::Auto;
   if (std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0) return DnnlPrimitives::Never;
   return DnnlPrimitives::Always;
