@@ -45,15 +45,26 @@ const dnnl::engine& dnnl_engine() {
   return engine;
 }
 
-dnnl::stream& dnnl_stream() {
-  thread_local dnnl::stream stream(dnnl_engine());
-  return stream;
+namespace {
+// One process-wide stream, never destroyed: destroying a SYCL stream during exit (static or
+// thread_local destructors) races the SYCL runtime's own cleanup thread (seen by TSan), and a
+// static pointer keeps it reachable for LSan. Executions are serialized on it (each primitive
+// is internally parallel).
+struct SharedStream {
+  std::mutex mutex;
+  dnnl::stream* stream = new dnnl::stream(dnnl_engine());
+};
+SharedStream& shared_stream() {
+  static SharedStream* s = new SharedStream;
+  return *s;
 }
+}  // namespace
 
 void dnnl_execute(const dnnl::primitive& p, const std::unordered_map<int, dnnl::memory>& args) {
-  dnnl::stream& s = dnnl_stream();
-  p.execute(s, args);
-  s.wait();
+  SharedStream& s = shared_stream();
+  std::lock_guard lock(s.mutex);
+  p.execute(*s.stream, args);
+  s.stream->wait();
 }
 
 dnnl::memory dnnl_wrap(const dnnl::memory::desc& md, void* ptr) { return dnnl::memory(md, dnnl_engine(), ptr); }

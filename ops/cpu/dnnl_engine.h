@@ -1,6 +1,6 @@
 #pragma once
 /// @file
-/// The process-wide oneDNN CPU engine and per-thread streams (internal to ops/).
+/// The process-wide oneDNN CPU engine and stream (internal to ops/).
 ///
 /// Note [When Strata uses oneDNN primitives]
 /// PyPI's oneDNN is a SYCL build (Note [oneDNN from PyPI is a SYCL build] in ops/dnnl_info.h): the
@@ -37,10 +37,8 @@ DnnlPrimitives set_dnnl_primitives_mode(DnnlPrimitives mode);
 
 /// The CPU engine, created on first use (sets OCL_ICD_FILENAMES first; see the Note).
 const dnnl::engine& dnnl_engine();
-/// This thread's stream on dnnl_engine() (a SYCL in-order queue; created on first use per thread).
-dnnl::stream& dnnl_stream();
-
-/// Executes `p` on this thread's stream and waits for it.
+/// Executes `p` on the process-wide stream (a SYCL in-order queue, created on first use and never
+/// destroyed) and waits for it; executions from several threads are serialized.
 void dnnl_execute(const dnnl::primitive& p, const std::unordered_map<int, dnnl::memory>& args);
 
 /// Wraps `ptr` (not owned; must stay valid and pinned while used) as a memory of `md`.
