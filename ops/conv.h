@@ -1,0 +1,28 @@
+#pragma once
+/// @file
+/// Convolutions (differentiable; f32 and f64; NCHW).
+
+#include "core/tensor.h"
+
+namespace strata {
+
+/// 2-D convolution like torch.nn.functional.conv2d: `x` is (N, C, H, W) or unbatched (C, H, W),
+/// `weight` is (O, C / groups, KH, KW), `bias` (optional) is (O). `stride`, `padding` and
+/// `dilation` hold 1 (used for both dims) or 2 values; stride and dilation must be positive,
+/// padding non-negative; `groups` must divide C and O. Output (N, O, OH, OW) with
+/// OH = (H + 2·pad − dilation·(KH − 1) − 1) / stride + 1 (floor), which must be positive.
+/// f32 runs oneDNN convolution primitives (cached, weights reordered to the blocked layout once
+/// per weight version) for typical CNN layer sizes and im2col + GEMM for small ones
+/// (Note [When Strata uses oneDNN primitives] in ops/cpu/dnnl_engine.h); f64 always runs
+/// im2col + GEMM. Backward: gradients for input, weight and bias.
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), IntArrayRef stride = {1, 1},
+              IntArrayRef padding = {0, 0}, IntArrayRef dilation = {1, 1}, int64_t groups = 1);
+
+namespace ops {
+/// Which implementation conv2d picks for an f32 problem of this size under the current
+/// `dnnl_primitives_mode()` (true: oneDNN primitives). For tests and benchmarks.
+bool conv2d_uses_primitives(const Tensor& x, const Tensor& weight, IntArrayRef stride = {1, 1},
+                            IntArrayRef padding = {0, 0}, IntArrayRef dilation = {1, 1}, int64_t groups = 1);
+}  // namespace ops
+
+}  // namespace strata

@@ -1,0 +1,194 @@
+// conv2d and pooling beyond the harness: both conv2d implementations (oneDNN primitives and the
+// own im2col + GEMM kernels) on every harness case, the size dispatch, empty batches.
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+
+#include "ops/conv.h"
+#include "ops/cpu/dnnl_engine.h"
+#include "ops/pooling.h"
+#include "tests/cpp/ops/harness/op_harness.h"
+
+namespace strata::testing {
+namespace {
+
+using ops::cpu::DnnlPrimitives;
+
+/// Sets the primitives mode for a scope.
+class ModeGuard {
+ public:
+  explicit ModeGuard(DnnlPrimitives m) : prev_(ops::cpu::set_dnnl_primitives_mode(m)) {}
+  ~ModeGuard() { ops::cpu::set_dnnl_primitives_mode(prev_); }
+
+ private:
+  DnnlPrimitives prev_;
+};
+
+void expect_near_all(const Tensor& a, const Tensor& b, double rtol, double atol, const std::string& what) {
+  ASSERT_TRUE(a.defined() && b.defined()) << what;
+  ASSERT_EQ(a.sizes(), b.sizes()) << what;
+  const auto x = values_of(a), y = values_of(b);
+  int bad = 0;
+  for (std::size_t i = 0; i < x.size(); ++i)
+    if (std::abs(x[i] - y[i]) > atol + rtol * std::abs(y[i]) && bad++ < 5)
+      ADD_FAILURE() << what << ": element " << i << " is " << x[i] << ", expected " << y[i];
+}
+
+/// Output and input gradients of case `c` run in f32 under `mode`.
+TensorList run_f32(const OpCase& c, const TensorList& inputs64, const Tensor& gy64, DnnlPrimitives mode) {
+  ModeGuard guard(mode);
+  TensorList in;
+  for (const Tensor& t : inputs64) in.push_back(t.to(DType::f32, true).set_requires_grad(true));
+  TensorList out = c.run(in);
+  out[0].backward(gy64.to(DType::f32, true));
+  TensorList result{out[0].detach()};
+  for (const Tensor& t : in) result.push_back(t.grad());
+  return result;
+}
+
+TEST(Conv2d, PrimitivePathMatchesOwnKernelsOnEveryCase) {
+  int cases = 0;
+  for (const OpCase& c : op_cases()) {
+    if (c.op != OpKind::conv2d) continue;
+    ++cases;
+    Generator gen(42);
+    const TensorList inputs = c.inputs(gen);
+    const Tensor ref = c.reference(inputs)[0];
+    const Tensor gy = uniform64(ref.sizes(), gen);
+    const TensorList prim = run_f32(c, inputs, gy, DnnlPrimitives::Always);
+    const TensorList own = run_f32(c, inputs, gy, DnnlPrimitives::Never);
+    expect_near_all(prim[0], ref, 1e-4, 1e-5, c.name + " primitive forward vs f64 reference");
+    expect_near_all(own[0], ref, 1e-4, 1e-5, c.name + " own forward vs f64 reference");
+    for (std::size_t i = 1; i < prim.size(); ++i)
+      expect_near_all(prim[i], own[i], 1e-4, 1e-4, c.name + " grad " + std::to_string(i - 1) + " primitive vs own");
+  }
+  EXPECT_GE(cases, 10);
+}
+
+TEST(Conv2d, TypicalCnnLayersUsePrimitivesTinyOnesDoNot) {
+  ModeGuard guard(DnnlPrimitives::Auto);
+  const auto f32 = TensorOptions{DType::f32, nullptr};
+  EXPECT_TRUE(ops::conv2d_uses_primitives(empty({32, 64, 32, 32}, f32), empty({64, 64, 3, 3}, f32), {1}, {1}));
+  EXPECT_TRUE(ops::conv2d_uses_primitives(empty({128, 256, 16, 16}, f32), empty({256, 256, 3, 3}, f32), {1}, {1}));
+  EXPECT_TRUE(ops::conv2d_uses_primitives(empty({64, 128, 8, 8}, f32), empty({128, 128, 3, 3}, f32), {2}, {1}));
+  // Measured faster on im2col + sgemm (ops/conv.cpp): first layers with 3 input channels.
+  EXPECT_FALSE(ops::conv2d_uses_primitives(empty({128, 3, 32, 32}, f32), empty({64, 3, 3, 3}, f32), {1}, {1}));
+  EXPECT_FALSE(ops::conv2d_uses_primitives(empty({2, 4, 5, 5}, f32), empty({6, 4, 3, 3}, f32)));
+  // f64 never uses primitives.
+  const auto f64 = TensorOptions{DType::f64, nullptr};
+  EXPECT_FALSE(ops::conv2d_uses_primitives(empty({32, 64, 32, 32}, f64), empty({64, 64, 3, 3}, f64), {1}, {1}));
+  ModeGuard never(DnnlPrimitives::Never);
+  EXPECT_FALSE(ops::conv2d_uses_primitives(empty({32, 64, 32, 32}, f32), empty({64, 64, 3, 3}, f32), {1}, {1}));
+}
+
+TEST(Conv2d, MediumLayerBothPathsAgree) {
+  Generator gen(7);
+  const Tensor x = randn32({4, 16, 12, 12}, gen), w = randn32({32, 16, 3, 3}, gen), b = randn32({32}, gen);
+  const Tensor gy = randn32({4, 32, 6, 6}, gen);
+  TensorList res[2];
+  for (int path = 0; path < 2; ++path) {
+    ModeGuard guard(path == 0 ? DnnlPrimitives::Always : DnnlPrimitives::Never);
+    Tensor xx = x.clone().set_requires_grad(true), ww = w.clone().set_requires_grad(true);
+    Tensor bb = b.clone().set_requires_grad(true);
+    Tensor y = conv2d(xx, ww, bb, {2}, {1});
+    y.backward(gy);
+    res[path] = {y.detach(), xx.grad(), ww.grad(), bb.grad()};
+  }
+  for (int i = 0; i < 4; ++i) expect_near_all(res[0][i], res[1][i], 1e-4, 1e-3, "output/grad " + std::to_string(i));
+}
+
+TEST(Conv2d, EmptyBatch) {
+  for (auto mode : {DnnlPrimitives::Always, DnnlPrimitives::Never}) {
+    ModeGuard guard(mode);
+    Tensor x = zeros({0, 3, 5, 5}, {DType::f32, nullptr}).set_requires_grad(true);
+    Tensor w = ones({4, 3, 3, 3}, {DType::f32, nullptr}).set_requires_grad(true);
+    Tensor y = conv2d(x, w, Tensor(), {1}, {1});
+    EXPECT_EQ(y.sizes(), (Dims{0, 4, 5, 5}));
+    y.backward(zeros({0, 4, 5, 5}, {DType::f32, nullptr}));
+    EXPECT_EQ(x.grad().sizes(), x.sizes());
+    EXPECT_EQ(w.grad().at({0, 0, 0, 0}), 0.0);
+  }
+}
+
+TEST(Conv2d, DoesNotModifyInputs) {
+  Generator gen(3);
+  const Tensor x = randn32({2, 8, 6, 6}, gen), w = randn32({8, 8, 3, 3}, gen);
+  const auto xv = values_of(x), wv = values_of(w);
+  ModeGuard guard(DnnlPrimitives::Always);
+  conv2d(x, w, Tensor(), {1}, {1});
+  EXPECT_EQ(values_of(x), xv);
+  EXPECT_EQ(values_of(w), wv);
+}
+
+TEST(MaxPool2d, GradientGoesToTheArgmaxOnly) {
+  // One window [[1, 5], [3, 2]]: the gradient lands on the 5.
+  Tensor x = from_values({1, 5, 3, 2}, {1, 1, 2, 2}).set_requires_grad(true);
+  Tensor y = max_pool2d(x, {2});
+  EXPECT_EQ(y.item<double>(), 5.0);
+  y.backward(full({1, 1, 1, 1}, 2.0, {DType::f64, nullptr}));
+  EXPECT_EQ(values_of(x.grad()), (std::vector<double>{0, 2, 0, 0}));
+}
+
+TEST(MaxPool2d, OverlappingWindowsAccumulate) {
+  // Stride 1: the centre maximum wins all four 2x2 windows.
+  Tensor x = from_values({0, 0, 0, 0, 9, 0, 0, 0, 0}, {1, 1, 3, 3}).set_requires_grad(true);
+  Tensor y = max_pool2d(x, {2}, {1});
+  y.backward(ones({1, 1, 2, 2}, {DType::f64, nullptr}));
+  EXPECT_EQ(x.grad().at({0, 0, 1, 1}), 4.0);
+}
+
+TEST(MaxPool2d, NanPropagates) {
+  Tensor x = from_values({1, NAN, 3, 2}, {1, 2, 2});
+  EXPECT_TRUE(std::isnan(max_pool2d(x, {2}).item<double>()));
+}
+
+TEST(Pooling, EmptyBatch) {
+  const Tensor x = zeros({0, 3, 4, 4}, {DType::f32, nullptr});
+  EXPECT_EQ(max_pool2d(x, {2}).sizes(), (Dims{0, 3, 2, 2}));
+  EXPECT_EQ(avg_pool2d(x, {2}).sizes(), (Dims{0, 3, 2, 2}));
+  EXPECT_EQ(adaptive_avg_pool2d(x, {1}).sizes(), (Dims{0, 3, 1, 1}));
+}
+
+}  // namespace
+}  // namespace strata::testing
+
+namespace strata::testing {
+namespace {
+
+/// Not a test: prints conv2d forward/backward times on both paths at the bench sizes
+/// (run with --gtest_also_run_disabled_tests --gtest_filter='*ConvTiming*').
+TEST(Conv2d, DISABLED_ConvTiming) {
+  struct Shape {
+    Dims x, w;
+  };
+  for (const Shape& s : {Shape{{64, 64, 32, 32}, {64, 64, 3, 3}}, Shape{{128, 3, 32, 32}, {64, 3, 3, 3}},
+                         Shape{{32, 128, 16, 16}, {128, 128, 3, 3}}, Shape{{8, 16, 8, 8}, {16, 16, 3, 3}},
+                         Shape{{2, 16, 8, 8}, {16, 16, 3, 3}}, Shape{{4, 32, 8, 8}, {32, 32, 3, 3}},
+                         Shape{{16, 32, 16, 16}, {32, 32, 3, 3}}}) {
+    Generator gen(1);
+    const Tensor x = randn32(s.x, gen), w = randn32(s.w, gen), b = randn32({s.w[0]}, gen);
+    for (auto mode : {DnnlPrimitives::Always, DnnlPrimitives::Never}) {
+      ModeGuard guard(mode);
+      double fwd = 1e30, bwd = 1e30;
+      for (int it = 0; it < 4; ++it) {
+        Tensor xx = x.detach().set_requires_grad(true), ww = w.detach().set_requires_grad(true);
+        Tensor bb = b.detach().set_requires_grad(true);
+        auto t0 = std::chrono::steady_clock::now();
+        Tensor y = conv2d(xx, ww, bb, {1}, {1});
+        auto t1 = std::chrono::steady_clock::now();
+        y.backward(ones(y.sizes(), {DType::f32, nullptr}));
+        auto t2 = std::chrono::steady_clock::now();
+        fwd = std::min(fwd, std::chrono::duration<double, std::milli>(t1 - t0).count());
+        bwd = std::min(bwd, std::chrono::duration<double, std::milli>(t2 - t1).count());
+      }
+      std::printf("conv2d x%s w%s %s: fwd %.3f ms, bwd %.3f ms\n", Tensor(x).describe().c_str(),
+                  Tensor(w).describe().c_str(), mode == DnnlPrimitives::Always ? "primitive" : "own", fwd, bwd);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace strata::testing
