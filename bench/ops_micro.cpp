@@ -2,7 +2,7 @@
 // and reports forward and forward+backward times. The benchmark-harness issue runs the same work
 // on PyTorch side by side; this binary is Strata's half.
 //
-//   strata-bench-ops [--filter SUBSTR] [--reps N] [--threads T] [--json FILE] [--list]
+//   strata-bench-ops [--filter SUBSTR|=NAME] [--reps N] [--threads T] [--json FILE] [--list]
 //
 // Each figure is the median of N timed repetitions after 2 warm-up runs, with min and max.
 
@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -83,7 +84,8 @@ int main(int argc, char** argv) {
 
   std::vector<const OpCase*> cases;
   for (const OpCase& c : op_cases())
-    if (c.bench_inputs && c.name.find(filter) != std::string::npos) cases.push_back(&c);
+    if (c.bench_inputs && (filter.starts_with('=') ? c.name == filter.substr(1) : c.name.find(filter) != std::string::npos))
+      cases.push_back(&c);
   if (list) {
     for (const OpCase* c : cases) std::printf("%s\n", c->name.c_str());
     return 0;
@@ -131,15 +133,25 @@ int main(int argc, char** argv) {
       else std::snprintf(f2, sizeof f2, "-");
       std::printf("%-44s %26s %26s\n", c.name.c_str(), f1, f2);
       std::fflush(stdout);
-      char row[512];
-      std::snprintf(row, sizeof row,
-                    "  {\"case\": \"%s\", \"op\": \"%s\", \"threads\": %d, \"fwd_us\": {\"median\": %.3f, \"min\": %.3f, \"max\": %.3f}, "
-                    "\"fwd_bwd_us\": %s}",
-                    c.name.c_str(), std::string(op_name(c.op)).c_str(), get_num_threads(), fwd.median, fwd.min, fwd.max,
-                    any_grad ? ("{\"median\": " + std::to_string(both.median) + ", \"min\": " + std::to_string(both.min) +
-                                ", \"max\": " + std::to_string(both.max) + "}").c_str()
-                             : "null");
-      out += row;
+      std::string shapes = "[";
+      for (std::size_t k = 0; k < inputs.size(); ++k) {
+        std::ostringstream os;
+        if (inputs[k].defined()) os << "{\"shape\": " << inputs[k].sizes() << ", \"dtype\": \"" << inputs[k].dtype() << "\"}";
+        else os << "null";
+        shapes += os.str() + (k + 1 < inputs.size() ? ", " : "");
+      }
+      shapes += "]";
+      std::ostringstream row;
+      row.setf(std::ios::fixed);
+      row.precision(3);
+      row << "  {\"case\": \"" << c.name << "\", \"op\": \"" << op_name(c.op) << "\", \"threads\": " << get_num_threads()
+          << ", \"inputs\": " << shapes << ", \"fwd_us\": {\"median\": " << fwd.median << ", \"min\": " << fwd.min
+          << ", \"max\": " << fwd.max << "}, \"fwd_bwd_us\": ";
+      if (any_grad)
+        row << "{\"median\": " << both.median << ", \"min\": " << both.min << ", \"max\": " << both.max << "}}";
+      else
+        row << "null}";
+      out += row.str();
       out += ci + 1 < cases.size() ? ",\n" : "\n";
     } catch (const Error& e) {
       std::fprintf(stderr, "%s: %s\n", c.name.c_str(), e.what());

@@ -1,12 +1,4 @@
-// Note [No trapping math in element-wise kernels]
-// With GCC's default -ftrapping-math, a select whose arm computes something (`c ? x * k : x`, or
-// a value the optimizer sinks into one arm) is not if-converted, so the loop is not vectorized
-// (the f32 exp/log/tanh/erf loops and leaky_relu ran scalar). Strata never enables FP exceptions,
-// so this translation unit is compiled as with -fno-trapping-math (and -fno-math-errno, so that
-// std::sqrt becomes vsqrtps instead of a libm call). The pragma comes before every
-// include so that all functions here carry the same options (mismatched optimize attributes would
-// block inlining).
-#pragma GCC optimize("no-trapping-math", "no-math-errno")
+// Compiled without trapping math: Note [No trapping math in element-wise kernels] (ops/unary.cpp).
 
 #include "ops/reduction.h"
 
