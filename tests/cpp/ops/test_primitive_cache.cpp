@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <thread>
 #include <vector>
 
@@ -16,6 +17,8 @@ namespace {
 
 using ops::cpu::DnnlPrimitives;
 using ops::cpu::primitive_cache_stats;
+using ops::cpu::PrimitiveKey;
+using ops::cpu::cached_primitive;
 
 class ModeGuard {
  public:
@@ -77,6 +80,38 @@ TEST(PrimitiveCache, ConcurrentFirstUseBuildsOnce) {
   conv2d(x, w, Tensor(), {1}, {0});
   EXPECT_EQ(primitive_cache_stats().builds - s0.builds, builds);
   EXPECT_LE(builds, 2u);  // the forward primitive and at most one weight reorder
+}
+
+// The cache's own locking, without oneDNN (so it also runs under TSan): 4 threads ask for 64 keys
+// in different orders; every key is built exactly once and every thread gets the same entry.
+TEST(PrimitiveCacheStress, ConcurrentLookupsBuildEachKeyOnce) {
+  constexpr int kKeys = 64, kThreads = 4;
+  std::vector<std::atomic<int>> built(kKeys);
+  std::vector<std::vector<const int*>> seen(kThreads, std::vector<const int*>(kKeys));
+  const auto s0 = primitive_cache_stats();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      for (int r = 0; r < 3; ++r)
+        for (int i = 0; i < kKeys; ++i) {
+          const int k = (i * (2 * t + 1) + r) % kKeys;
+          PrimitiveKey key;
+          key.add(987654).add(k);  // a kind tag no op uses
+          auto e = cached_primitive<int>(key, [&] {
+            built[k].fetch_add(1);
+            return k * 10;
+          });
+          ASSERT_EQ(*e, k * 10);
+          if (r == 0) seen[t][k] = e.get();
+          else ASSERT_EQ(seen[t][k], e.get());
+        }
+    });
+  for (auto& th : threads) th.join();
+  for (int k = 0; k < kKeys; ++k) {
+    EXPECT_EQ(built[k].load(), 1) << "key " << k;
+    for (int t = 1; t < kThreads; ++t) EXPECT_EQ(seen[t][k], seen[0][k]);
+  }
+  EXPECT_EQ(primitive_cache_stats().builds - s0.builds, static_cast<uint64_t>(kKeys));
 }
 
 TEST(PrimitiveCache, WeightsReorderedOncePerVersion) {
