@@ -245,14 +245,21 @@ const bool ln_registered = [] {
               return TensorList{randn64(sp.shape, g), sp.weight ? uniform64(sp.ns, g, 0.5, 1.5) : Tensor(),
                                 sp.bias ? uniform64(sp.ns, g, -0.5, 0.5) : Tensor()};
             },
-        .run = [sp](const TensorList& in) { return TensorList{layer_norm(in[0], sp.ns, in[1], in[2], sp.eps)}; },
+        // The normalized shape is the input's trailing dims (so the bench-sized inputs work too).
+        .run =
+            [sp](const TensorList& in) {
+              const Dims& s = in[0].sizes();
+              const Dims ns(s.end() - static_cast<std::ptrdiff_t>(sp.ns.size()), s.end());
+              return TensorList{layer_norm(in[0], ns, in[1], in[2], sp.eps)};
+            },
         .reference = [sp](const TensorList& in) { return ln_reference(in, sp.ns, sp.eps); },
         .grad_inputs = grads,
     };
     if (!sp.bench.empty())
       c.bench_inputs = [sp](Generator& g) {
-        return TensorList{randn32(sp.bench, g), uniform64(sp.ns, g, 0.5, 1.5).to(DType::f32),
-                          uniform64(sp.ns, g, -0.5, 0.5).to(DType::f32)};
+        const Dims ns{sp.bench.back()};
+        return TensorList{randn32(sp.bench, g), uniform64(ns, g, 0.5, 1.5).to(DType::f32),
+                          uniform64(ns, g, -0.5, 0.5).to(DType::f32)};
       };
     op_cases().push_back(std::move(c));
   }
