@@ -35,6 +35,18 @@ DnnlPrimitives dnnl_primitives_mode();
 /// Overrides the mode process-wide (tests); returns the previous one.
 DnnlPrimitives set_dnnl_primitives_mode(DnnlPrimitives mode);
 
+/// Sets the primitives mode until destroyed, then restores the previous one.
+class DnnlPrimitivesGuard {
+ public:
+  explicit DnnlPrimitivesGuard(DnnlPrimitives mode) : previous_(set_dnnl_primitives_mode(mode)) {}
+  ~DnnlPrimitivesGuard() { set_dnnl_primitives_mode(previous_); }
+  DnnlPrimitivesGuard(const DnnlPrimitivesGuard&) = delete;
+  DnnlPrimitivesGuard& operator=(const DnnlPrimitivesGuard&) = delete;
+
+ private:
+  DnnlPrimitives previous_;
+};
+
 /// The CPU engine, created on first use (sets OCL_ICD_FILENAMES first; see the Note).
 const dnnl::engine& dnnl_engine();
 /// Executes `p` on the process-wide stream (a SYCL in-order queue, created on first use and never

@@ -17,15 +17,7 @@ namespace {
 
 using ops::cpu::DnnlPrimitives;
 
-/// Sets the primitives mode for a scope.
-class ModeGuard {
- public:
-  explicit ModeGuard(DnnlPrimitives m) : prev_(ops::cpu::set_dnnl_primitives_mode(m)) {}
-  ~ModeGuard() { ops::cpu::set_dnnl_primitives_mode(prev_); }
-
- private:
-  DnnlPrimitives prev_;
-};
+using ModeGuard = ops::cpu::DnnlPrimitivesGuard;
 
 void expect_near_all(const Tensor& a, const Tensor& b, double rtol, double atol, const std::string& what) {
   ASSERT_TRUE(a.defined() && b.defined()) << what;

@@ -9,16 +9,13 @@
 #include "autograd/grad_mode.h"
 #include "core/factories.h"
 #include "core/threading.h"
+#include "tests/cpp/ops/harness/op_harness.h"
 #include "ops/normalization.h"
 
 namespace strata {
 namespace {
 
-std::vector<double> vals(const Tensor& t) {
-  Tensor c = t.to(DType::f64, true);
-  const double* p = c.data<double>();
-  return {p, p + c.numel()};
-}
+std::vector<double> vals(const Tensor& t) { return testing::values_of(t); }
 
 template <typename T>
 Tensor make(const std::vector<double>& v, IntArrayRef sizes) {

@@ -20,14 +20,7 @@ using ops::cpu::primitive_cache_stats;
 using ops::cpu::PrimitiveKey;
 using ops::cpu::cached_primitive;
 
-class ModeGuard {
- public:
-  explicit ModeGuard(DnnlPrimitives m) : prev_(ops::cpu::set_dnnl_primitives_mode(m)) {}
-  ~ModeGuard() { ops::cpu::set_dnnl_primitives_mode(prev_); }
-
- private:
-  DnnlPrimitives prev_;
-};
+using ModeGuard = ops::cpu::DnnlPrimitivesGuard;
 
 /// One forward + backward on shapes no other test uses.
 void step(const Tensor& x, const Tensor& w, const Tensor& b) {
