@@ -1,0 +1,90 @@
+"""Machine limits (strata-limits) beside an independent measurement by PyTorch 2.13 of the same
+quantities at the same sizes and thread count: sgemm GFLOP/s at a large square size, STREAM copy and
+triad bandwidth, and random row-gather bandwidth for 64/256/1024-byte rows from a table far larger
+than the last-level cache. Agreement target: within 20 % of PyTorch's figure. (compare.py measures
+the limits again for every other workload it runs, in the same run, for its fractions.)"""
+import time
+
+import torch
+
+from harness.core import Figure, Item, Run, Target, Workload
+from workloads.torch_side import meta
+
+NAMES = ["sgemm", "stream_copy", "stream_triad", "gather_64", "gather_256", "gather_1024"]
+UNITS = {"sgemm": "GFLOP/s"}
+AGREE = Target("0.8 <= ratio <= 1.2", min_ratio=0.8, max_ratio=1.2)
+
+
+_last = {}
+
+
+def _strata(ctx):
+    # The limits ctx measured for this run are reused: they are this workload's Strata side.
+    lim = ctx.limits()
+    recs = {name: rec for name, (_, rec) in lim.items()}
+    _last.update(recs)
+    m = {"threads": ctx.threads, "dtype": "f32"}
+    return Run(m, {n: recs[n]["samples"] for n in NAMES if n in recs})
+
+
+def _rate_samples(fn, work, reps, warmup=1):
+    for _ in range(warmup):
+        fn()
+    out = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        out.append(work / (time.perf_counter() - t0) / 1e9)
+    return out
+
+
+def _peer(ctx):
+    reps = 3 if ctx.quick else 5
+    s = {}
+    p = _last["sgemm"]["params"]
+    n = int(p["n"])
+    if int(p["m"]) != n or int(p["k"]) != n:
+        raise ValueError(f"strata-limits sgemm is not square: {p}")
+    a, b, c = torch.randn(n, n), torch.randn(n, n), torch.empty(n, n)
+    s["sgemm"] = _rate_samples(lambda: torch.mm(a, b, out=c), 2.0 * n ** 3, reps)
+    del a, b, c
+    e = int(_last["stream_copy"]["params"]["elements"])
+    x, y, z = torch.ones(e), torch.ones(e), torch.empty(e)
+    s["stream_copy"] = _rate_samples(lambda: z.copy_(x), 2.0 * 4 * e, reps)
+    s["stream_triad"] = _rate_samples(lambda: torch.add(x, y, alpha=3.0, out=z), 3.0 * 4 * e, reps)
+    del x, y, z
+    for name in ("gather_64", "gather_256", "gather_1024"):
+        gp = _last[name]["params"]
+        row, nrows = int(gp["row_bytes"]), int(gp["table_rows"])
+        table = torch.empty(nrows, row // 4).fill_(1.0)
+        # Same rows per repetition as Strata; each index_select call gathers what Strata's threads
+        # gather into their output buffers at once.
+        batch = int(gp["output_rows_per_thread"]) * ctx.threads
+        calls = max(1, int(gp["rows_per_rep"]) // batch)
+        idx = [torch.randint(0, nrows, (batch,)) for _ in range(calls)]
+        out = torch.empty(batch, row // 4)
+
+        def gather():
+            for i in idx:
+                torch.index_select(table, 0, i, out=out)
+
+        s[name] = _rate_samples(gather, float(row) * batch * calls, reps)
+        del table, idx
+    return Run(meta(), s)
+
+
+def items(ctx):
+    figs = [Figure(n, n, kind="rate", unit=UNITS.get(n, "GB/s"), limit=n, target=AGREE) for n in NAMES]
+    return [Item("limits", figs, strata=_strata, peer=_peer)]
+
+
+WORKLOAD = Workload(
+    name="limits",
+    title="Machine limits vs an independent PyTorch measurement",
+    peer_name="PyTorch",
+    slow_tier="not involved",
+    items=items,
+    describe=__doc__,
+    rounds=1,
+    warmup=0,
+)
