@@ -9,6 +9,12 @@
 // The table gives medians, min-max, the time ratio strata/memcpy (< 1: strata faster), GB/s
 // (bytes migrated per second) and the fraction of the machine's measured DRAM copy bandwidth
 // (traffic = bytes read + bytes written per second, the STREAM convention of that figure).
+//
+// --json FILE also writes {"binary", "threads", "dtype", "library", "dram_copy_gbps", "params",
+// "records": [{"model", "model_description", "direction", "kind", "bytes", "strata_us",
+// "memcpy_us"}]}, each time an object {"unit": "us", "samples", "median", "min", "max"} (the
+// interleaved repetitions, in order). --quick (a smoke run for tests): 1-4 MiB, 2 repetitions,
+// unless the flags say otherwise.
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -28,6 +34,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/bench_common.h"
 #include "core/error.h"
 #include "core/threading.h"
 #include "memory/copy_engine.h"
@@ -46,13 +53,15 @@ struct Options {
   int reps = 9;
   std::size_t min_mib = 1, max_mib = 256;
   std::vector<std::string> models = {"off", "default"};
+  std::string json;
+  bool quick = false;
 };
 
 [[noreturn]] void usage(const std::string& error) {
   std::fprintf(stderr,
                "strata-bench-migration: %s\n"
                "usage: strata-bench-migration [--dir DIR] [--threads N] [--reps N] [--min-mib N] "
-               "[--max-mib N] [--model off|default|both]\n",
+               "[--max-mib N] [--model off|default|both] [--json FILE] [--quick]\n",
                error.c_str());
   std::exit(2);
 }
@@ -69,21 +78,33 @@ long parse_int(const std::string& flag, const char* v, long lo, long hi) {
 
 Options parse(int argc, char** argv) {
   Options o;
+  bool reps_set = false, max_set = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--help" || a == "-h") usage("help");
-    if (i + 1 >= argc) usage(a + ": missing value (or unknown flag)");
+    if (a == "--quick") {
+      o.quick = true;
+      continue;
+    }
+    if (a != "--dir" && a != "--threads" && a != "--reps" && a != "--min-mib" && a != "--max-mib" &&
+        a != "--model" && a != "--json")
+      usage("unknown flag " + a);
+    if (i + 1 >= argc) usage("missing value for " + a);
     const char* v = argv[++i];
-    if (a == "--dir") {
+    if (a == "--json") {
+      o.json = v;
+    } else if (a == "--dir") {
       o.dir = v;
     } else if (a == "--threads") {
       o.threads = static_cast<int>(parse_int(a, v, 1, 4096));
     } else if (a == "--reps") {
       o.reps = static_cast<int>(parse_int(a, v, 1, 1000));
+      reps_set = true;
     } else if (a == "--min-mib") {
       o.min_mib = static_cast<std::size_t>(parse_int(a, v, 1, 1 << 20));
     } else if (a == "--max-mib") {
       o.max_mib = static_cast<std::size_t>(parse_int(a, v, 1, 1 << 20));
+      max_set = true;
     } else if (a == "--model") {
       const std::string m = v;
       if (m == "both")
@@ -95,6 +116,10 @@ Options parse(int argc, char** argv) {
     } else {
       usage("unknown flag " + a);
     }
+  }
+  if (o.quick) {
+    if (!reps_set) o.reps = 2;
+    if (!max_set) o.max_mib = std::max<std::size_t>(o.min_mib, 4);
   }
   if (o.min_mib > o.max_mib) usage("--min-mib is larger than --max-mib");
   return o;
@@ -206,6 +231,27 @@ int main(int argc, char** argv) try {
               opt.reps);
   std::fflush(stdout);
 
+  strata::bench::Json json;
+  json.begin_object()
+      .kv("binary", "strata-bench-migration")
+      .kv("threads", threads)
+      .kv("dtype", "f32")
+      .kv("library", "strata copy engine (non-temporal kernel " +
+                         std::string(strata::memory::detail::stream_store_isa()) + ")")
+      .kv("dram_copy_gbps", dram_gbps);
+  json.key("params")
+      .begin_object()
+      .kv("dir", opt.dir)
+      .kv("fs", fs_name(opt.dir))
+      .kv("reps", opt.reps)
+      .kv("min_mib", static_cast<long long>(opt.min_mib))
+      .kv("max_mib", static_cast<long long>(opt.max_mib))
+      .kv("nontemporal_threshold_bytes",
+          static_cast<long long>(strata::memory::detail::nontemporal_threshold_bytes()))
+      .kv("memcpy_threads", 1)
+      .end_object();
+  json.key("records").begin_array();
+
   for (const std::string& mode : opt.models) {
     const SlowTierModel model =
         mode == "default" ? SlowTierModel::defaults(dram_gbps) : SlowTierModel::off();
@@ -233,6 +279,20 @@ int main(int argc, char** argv) try {
           row.memcpy_s.push_back(time_memcpy());
         }
         STRATA_CHECK(std::memcmp(dst, src, n) == 0, "copy of ", n, " bytes is not exact");
+        auto micros = [](const std::vector<double>& secs) {
+          std::vector<double> us;
+          for (double x : secs) us.push_back(x * 1e6);
+          return us;
+        };
+        json.begin_object()
+            .kv("model", mode)
+            .kv("model_description", model.describe())
+            .kv("direction", kind == CopyKind::ToSlow ? "fast->slow" : "slow->fast")
+            .kv("kind", kind == CopyKind::ToSlow ? "ToSlow" : "FromSlow")
+            .kv("bytes", static_cast<long long>(n))
+            .timed("strata_us", "us", micros(row.strata_s))
+            .timed("memcpy_us", "us", micros(row.memcpy_s))
+            .end_object();
         rows.push_back(std::move(row));
       }
     }
@@ -274,6 +334,9 @@ int main(int argc, char** argv) try {
                 static_cast<double>(c.stall_ns) * 1e-9);
     std::fflush(stdout);
   }
+  json.end_array().end_object();
+  if (!opt.json.empty() && !strata::bench::write_file_atomically(opt.json, json.str(), "strata-bench-migration"))
+    return 1;
   return 0;
 } catch (const strata::Error& e) {
   std::fprintf(stderr, "strata-bench-migration: %s\n", e.what());

@@ -2,21 +2,25 @@
 // and reports forward and forward+backward times. The benchmark-harness issue runs the same work
 // on PyTorch side by side; this binary is Strata's half.
 //
-//   strata-bench-ops [--filter SUBSTR|=NAME] [--reps N] [--threads T] [--json FILE] [--list]
+//   strata-bench-ops [--filter SUBSTR|=NAME] [--reps N] [--threads T] [--json FILE] [--list] [--quick]
 //
 // Each figure is the median of N timed repetitions after 2 warm-up runs, with min and max.
+// --quick (a smoke run for tests): 2 repetitions unless --reps is given.
+// JSON: {"binary", "threads", "dtype", "library", "reps", "cases": [{"case", "op", "threads",
+// "inputs", "fwd_us", "fwd_bwd_us"}]}, each time an object {"median", "min", "max", "samples"} in µs
+// (fwd_bwd_us is null for ops without gradient inputs).
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "autograd/engine.h"
 #include "autograd/grad_mode.h"
+#include "bench/bench_common.h"
 #include "core/threading.h"
 #include "ops/dnnl_info.h"
 #include "tests/cpp/ops/harness/op_harness.h"
@@ -28,15 +32,12 @@ namespace {
 
 struct Stats {
   double median = 0, min = 0, max = 0;  // microseconds
+  std::vector<double> samples;          // the raw timed repetitions, in order
 };
 
-Stats summarize(std::vector<double> t) {
-  std::sort(t.begin(), t.end());
-  Stats s;
-  s.min = t.front();
-  s.max = t.back();
-  s.median = t.size() % 2 ? t[t.size() / 2] : 0.5 * (t[t.size() / 2 - 1] + t[t.size() / 2]);
-  return s;
+Stats summarize(const std::vector<double>& t) {
+  const bench::Summary s = bench::summarize(t);
+  return {s.median, s.min, s.max, t};
 }
 
 template <typename Fn>
@@ -52,8 +53,19 @@ Stats time_it(int reps, Fn&& fn) {
   return summarize(times);
 }
 
+/// {"median": .., "min": .., "max": .., "samples": [..]} in microseconds.
+std::string stats_json(const Stats& s) {
+  bench::Json j;
+  j.begin_object().kv("median", s.median).kv("min", s.min).kv("max", s.max).key("samples").begin_array();
+  for (double x : s.samples) j.value(x);
+  j.end_array().end_object();
+  std::string text = j.str();
+  if (!text.empty() && text.back() == '\n') text.pop_back();
+  return text;
+}
+
 [[noreturn]] void usage(const char* msg) {
-  std::fprintf(stderr, "strata-bench-ops: %s\nusage: strata-bench-ops [--filter SUBSTR] [--reps N] [--threads T] [--json FILE] [--list]\n", msg);
+  std::fprintf(stderr, "strata-bench-ops: %s\nusage: strata-bench-ops [--filter SUBSTR] [--reps N] [--threads T] [--json FILE] [--list] [--quick]\n", msg);
   std::exit(2);
 }
 
@@ -62,7 +74,7 @@ Stats time_it(int reps, Fn&& fn) {
 int main(int argc, char** argv) {
   std::string filter, json;
   int reps = 20, threads = 0;
-  bool list = false;
+  bool list = false, quick = false, reps_set = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -72,15 +84,18 @@ int main(int argc, char** argv) {
     if (a == "--filter") filter = value();
     else if (a == "--json") json = value();
     else if (a == "--list") list = true;
+    else if (a == "--quick") quick = true;
     else if (a == "--reps" || a == "--threads") {
       const std::string v = value();
       char* end = nullptr;
       const long n = std::strtol(v.c_str(), &end, 10);
       if (end == v.c_str() || *end != '\0' || n < 1) usage(("expected a positive integer for " + a + ", got " + v).c_str());
       (a == "--reps" ? reps : threads) = static_cast<int>(n);
+      reps_set |= a == "--reps";
     } else usage(("unknown flag " + a).c_str());
   }
   if (threads > 0) set_num_threads(threads);
+  if (quick && !reps_set) reps = 2;
 
   std::vector<const OpCase*> cases;
   for (const OpCase& c : op_cases())
@@ -92,10 +107,11 @@ int main(int argc, char** argv) {
   }
   if (cases.empty()) usage(("no benchmark case matches '" + filter + "'").c_str());
 
+  const std::string library = ops::dnnl_summary();
   std::printf("Strata op micro-benchmarks — %s, %d threads, %d reps (median [min–max] µs)\n",
-              ops::dnnl_summary().c_str(), get_num_threads(), reps);
+              library.c_str(), get_num_threads(), reps);
   std::printf("%-44s %26s %26s\n", "case", "forward", "forward+backward");
-  std::string out = "[\n";
+  std::string out;
   for (std::size_t ci = 0; ci < cases.size(); ++ci) {
     const OpCase& c = *cases[ci];
     try {
@@ -145,10 +161,9 @@ int main(int argc, char** argv) {
       row.setf(std::ios::fixed);
       row.precision(3);
       row << "  {\"case\": \"" << c.name << "\", \"op\": \"" << op_name(c.op) << "\", \"threads\": " << get_num_threads()
-          << ", \"inputs\": " << shapes << ", \"fwd_us\": {\"median\": " << fwd.median << ", \"min\": " << fwd.min
-          << ", \"max\": " << fwd.max << "}, \"fwd_bwd_us\": ";
+          << ", \"inputs\": " << shapes << ", \"fwd_us\": " << stats_json(fwd) << ", \"fwd_bwd_us\": ";
       if (any_grad)
-        row << "{\"median\": " << both.median << ", \"min\": " << both.min << ", \"max\": " << both.max << "}}";
+        row << stats_json(both) << "}";
       else
         row << "null}";
       out += row.str();
@@ -158,11 +173,18 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  out += "]\n";
   if (!json.empty()) {
-    std::ofstream f(json);
-    f << out;
-    if (!f) usage(("cannot write " + json).c_str());
+    // {"binary", "threads", "dtype", "library", "reps", "cases": [one object per case]}
+    bench::Json head;
+    head.begin_object()
+        .kv("binary", "strata-bench-ops")
+        .kv("threads", get_num_threads())
+        .kv("dtype", "f32")
+        .kv("library", library)
+        .kv("reps", reps)
+        .key("cases");
+    const std::string text = head.str() + "[\n" + out + "]}\n";
+    if (!bench::write_file_atomically(json, text, "strata-bench-ops")) return 1;
   }
   return 0;
 }

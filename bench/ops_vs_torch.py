@@ -129,8 +129,14 @@ def time_strata(binary, case, reps, threads):
     with tempfile.NamedTemporaryFile(suffix=".json") as f:
         subprocess.run([binary, "--filter", "=" + case, "--reps", str(reps), "--threads", str(threads), "--json", f.name],
                        check=True, stdout=subprocess.DEVNULL)
-        row = json.load(open(f.name))[0]
-    return row
+        with open(f.name) as jf:
+            data = json.load(jf)
+    # {"binary", "threads", "dtype", "library", "reps", "cases": [...]} (a bare list before the
+    # benchmark harness issue).
+    rows = data["cases"] if isinstance(data, dict) else data
+    if len(rows) != 1 or rows[0]["case"] != case:
+        sys.exit(f"ops_vs_torch: {binary} --filter ={case} returned {[r['case'] for r in rows]}")
+    return rows[0]
 
 
 def main():

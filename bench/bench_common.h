@@ -1,0 +1,232 @@
+#pragma once
+// Shared pieces of the benchmark binaries (bench/*.cpp): flag parsing that names the bad flag and
+// exits 2, sample statistics, a small JSON writer and the atomic write of the JSON file.
+//
+// JSON conventions of every binary (bench/compare.py reads them): the top level is an object with
+// "binary", "threads" (strata::get_num_threads() after --threads), "dtype" and "library", then the
+// records. Every timed figure is an object {"unit", "samples", "median", "min", "max"} whose
+// samples are the raw measurements in that unit.
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <unistd.h>
+
+namespace strata::bench {
+
+/// Command-line errors: prints "<prog>: <message>" and the usage line, exits with status 2.
+class Cli {
+ public:
+  Cli(const char* prog, const char* usage) : prog_(prog), usage_(usage) {}
+
+  [[noreturn]] void fail(const std::string& message) const {
+    std::fprintf(stderr, "%s: %s\nusage: %s\n", prog_, message.c_str(), usage_);
+    std::exit(2);
+  }
+
+  /// The value after flag argv[i] (advances i); fails when it is missing.
+  const char* value(int argc, char** argv, int& i) const {
+    if (i + 1 >= argc) fail(std::string("missing value for ") + argv[i]);
+    return argv[++i];
+  }
+
+  long long integer(const std::string& flag, const char* v, long long lo, long long hi) const {
+    char* end = nullptr;
+    errno = 0;
+    const long long x = std::strtoll(v, &end, 10);
+    if (end == v || *end != '\0' || errno != 0 || x < lo || x > hi)
+      fail(flag + ": expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got '" + v +
+           "'");
+    return x;
+  }
+
+  double real(const std::string& flag, const char* v, double lo, double hi) const {
+    char* end = nullptr;
+    errno = 0;
+    const double x = std::strtod(v, &end);
+    if (end == v || *end != '\0' || errno != 0 || !std::isfinite(x) || x < lo || x > hi)
+      fail(flag + ": expected a number in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got '" + v + "'");
+    return x;
+  }
+
+ private:
+  const char* prog_;
+  const char* usage_;
+};
+
+struct Summary {
+  double median = 0, min = 0, max = 0;
+};
+
+inline Summary summarize(std::vector<double> v) {
+  Summary s;
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  const std::size_t k = v.size();
+  s.min = v.front();
+  s.max = v.back();
+  s.median = k % 2 ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]);
+  return s;
+}
+
+/// A streaming JSON writer: values, arrays and objects with commas placed automatically.
+/// Non-finite numbers are written as null (JSON has no NaN).
+class Json {
+ public:
+  Json& begin_object() { return open('{'); }
+  Json& end_object() { return close('}'); }
+  Json& begin_array() { return open('['); }
+  Json& end_array() { return close(']'); }
+
+  Json& key(std::string_view k) {
+    comma();
+    string(k);
+    out_ += ": ";
+    after_key_ = true;
+    return *this;
+  }
+  Json& value(double x) {
+    comma();
+    if (!std::isfinite(x)) {
+      out_ += "null";
+    } else {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.9g", x);
+      out_ += buf;
+    }
+    return *this;
+  }
+  Json& value(long long x) {
+    comma();
+    out_ += std::to_string(x);
+    return *this;
+  }
+  Json& value(int x) { return value(static_cast<long long>(x)); }
+  Json& value(long x) { return value(static_cast<long long>(x)); }
+  Json& value(unsigned long x) { return value(static_cast<long long>(x)); }
+  Json& value(bool b) {
+    comma();
+    out_ += b ? "true" : "false";
+    return *this;
+  }
+  Json& value(std::string_view s) {
+    comma();
+    string(s);
+    return *this;
+  }
+  Json& value(const char* s) { return value(std::string_view(s)); }
+  Json& value(const std::string& s) { return value(std::string_view(s)); }
+  Json& null() {
+    comma();
+    out_ += "null";
+    return *this;
+  }
+  /// Inserts already formatted JSON text as one value.
+  Json& raw(std::string_view text) {
+    comma();
+    out_ += text;
+    return *this;
+  }
+  template <typename T>
+  Json& kv(std::string_view k, const T& v) {
+    key(k);
+    return value(v);
+  }
+
+  /// {"unit": unit, "samples": [...], "median": m, "min": lo, "max": hi} (plus what the caller adds
+  /// before end_object(); this leaves the object open).
+  Json& begin_timed(std::string_view k, std::string_view unit, const std::vector<double>& samples) {
+    key(k).begin_object();
+    kv("unit", unit);
+    key("samples").begin_array();
+    for (double x : samples) value(x);
+    end_array();
+    const Summary s = summarize(samples);
+    kv("median", s.median).kv("min", s.min).kv("max", s.max);
+    return *this;
+  }
+  Json& timed(std::string_view k, std::string_view unit, const std::vector<double>& samples) {
+    return begin_timed(k, unit, samples).end_object();
+  }
+
+  const std::string& str() const { return out_; }
+
+ private:
+  Json& open(char c) {
+    comma();
+    out_ += c;
+    first_.push_back(true);
+    return *this;
+  }
+  Json& close(char c) {
+    first_.pop_back();
+    out_ += c;
+    if (first_.empty()) out_ += '\n';
+    return *this;
+  }
+  void comma() {
+    if (after_key_) {
+      after_key_ = false;
+      return;
+    }
+    if (!first_.empty()) {
+      if (!first_.back()) out_ += ", ";
+      first_.back() = false;
+    }
+  }
+  void string(std::string_view s) {
+    out_ += '"';
+    for (char c : s) {
+      switch (c) {
+        case '"': out_ += "\\\""; break;
+        case '\\': out_ += "\\\\"; break;
+        case '\n': out_ += "\\n"; break;
+        case '\t': out_ += "\\t"; break;
+        default:
+          if (static_cast<unsigned char>(c) < 0x20) {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\u%04x", c);
+            out_ += buf;
+          } else {
+            out_ += c;
+          }
+      }
+    }
+    out_ += '"';
+  }
+
+  std::string out_;
+  std::vector<bool> first_;
+  bool after_key_ = false;
+};
+
+/// Writes `text` to `path` atomically: a temporary file beside it, then rename(2). Returns false
+/// and prints why (naming the file) on failure; the old file, if any, is left as it was.
+inline bool write_file_atomically(const std::string& path, const std::string& text, const char* prog) {
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (f == nullptr) {
+    std::fprintf(stderr, "%s: cannot write --json %s: cannot create %s (%s)\n", prog, path.c_str(), tmp.c_str(),
+                 std::strerror(errno));
+    return false;
+  }
+  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0 &&
+                  ::fsync(::fileno(f)) == 0;
+  const int err = errno;
+  const bool closed = std::fclose(f) == 0;
+  if (!ok || !closed || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::fprintf(stderr, "%s: cannot write --json %s (%s)\n", prog, path.c_str(), std::strerror(ok ? errno : err));
+    std::remove(tmp.c_str());
+    return false;
+  }
+  return true;
+}
+
+}  // namespace strata::bench
