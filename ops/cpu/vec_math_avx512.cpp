@@ -1,0 +1,225 @@
+// The AVX-512 f32 array kernels (Note [Run-time ISA dispatch] in ops/cpu/vec_math.h). This file is
+// compiled with AVX-512 enabled (ops/CMakeLists.txt) and must include nothing but intrinsics and
+// vec_math.h: an inline function from any other header, compiled here for AVX-512, could be the
+// copy the linker keeps for every caller. Everything below is internal and always inlined into
+// the table's functions. The formulas follow ops/cpu/f32_math.h (same polynomials, same special
+// values); 2^n is applied with vscalefps, which overflows to inf and rounds denormals once.
+
+#include "ops/cpu/vec_math.h"
+
+#if defined(__x86_64__) && defined(__AVX512F__) && defined(__AVX512DQ__)
+
+#include <immintrin.h>
+
+// GCC 12's AVX-512 intrinsics start several results from _mm512_undefined_ps() and then warn about
+// it once inlined (a known false positive of the header).
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#define STRATA_AVX512_INLINE inline __attribute__((always_inline))
+
+namespace strata::ops::cpu::vec {
+
+namespace {
+
+using V = __m512;
+using M = __mmask16;
+
+STRATA_AVX512_INLINE V set1(float v) { return _mm512_set1_ps(v); }
+
+/// Mask of the first `n` lanes (0 < n < 16).
+STRATA_AVX512_INLINE M tail_mask(int64_t n) { return static_cast<M>((1u << n) - 1u); }
+
+/// Cephes' expf polynomial on the reduced argument r (|r| <= ln2 / 2): e^r.
+STRATA_AVX512_INLINE V exp_poly(V r) {
+  V p = set1(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, set1(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, set1(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, set1(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, set1(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, set1(5.0000001201e-1f));
+  return _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, set1(1.0f)));
+}
+
+STRATA_AVX512_INLINE V round_nearest(V v) { return _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+
+/// e^x (~1 ulp; +inf above 88.72, gradual underflow to 0, NaN passes).
+STRATA_AVX512_INLINE V exp16(V x) {
+  V xc = _mm512_max_ps(set1(-104.0f), x);  // vmaxps returns its second operand for NaN
+  xc = _mm512_min_ps(set1(89.0f), xc);
+  const V n = round_nearest(_mm512_mul_ps(xc, set1(1.44269504088896341f)));
+  V r = _mm512_fnmadd_ps(n, set1(0.693359375f), xc);
+  r = _mm512_fnmadd_ps(n, set1(-2.12194440e-4f), r);
+  return _mm512_scalef_ps(exp_poly(r), n);
+}
+
+/// e^(hi + lo) for |lo| << |hi| (the low part joins after the reduction).
+STRATA_AVX512_INLINE V exp_hilo16(V hi, V lo) {
+  const V x = _mm512_add_ps(hi, lo);
+  V xc = _mm512_max_ps(set1(-104.0f), x);
+  xc = _mm512_min_ps(set1(89.0f), xc);
+  const V n = round_nearest(_mm512_mul_ps(xc, set1(1.44269504088896341f)));
+  V r = _mm512_fnmadd_ps(n, set1(0.693359375f), hi);
+  r = _mm512_fnmadd_ps(n, set1(-2.12194440e-4f), r);
+  r = _mm512_add_ps(r, lo);
+  V out = _mm512_scalef_ps(exp_poly(r), n);
+  // Outside [-104, 89] r was not reduced; the exact results there are 0 and inf.
+  out = _mm512_mask_mov_ps(out, _mm512_cmp_ps_mask(x, set1(-104.0f), _CMP_LT_OQ), _mm512_setzero_ps());
+  out = _mm512_mask_mov_ps(out, _mm512_cmp_ps_mask(x, set1(89.0f), _CMP_GT_OQ), set1(__builtin_inff()));
+  return out;
+}
+
+STRATA_AVX512_INLINE V sigmoid16(V x) {
+  return _mm512_div_ps(set1(1.0f), _mm512_add_ps(set1(1.0f), exp16(_mm512_sub_ps(_mm512_setzero_ps(), x))));
+}
+
+STRATA_AVX512_INLINE V tanh16(V x) {
+  const V ax = _mm512_abs_ps(x);
+  const V s = _mm512_mul_ps(x, x);
+  V p = set1(-5.70498872745e-3f);
+  p = _mm512_fmadd_ps(p, s, set1(2.06390887954e-2f));
+  p = _mm512_fmadd_ps(p, s, set1(-5.37397155531e-2f));
+  p = _mm512_fmadd_ps(p, s, set1(1.33314422036e-1f));
+  p = _mm512_fmadd_ps(p, s, set1(-3.33332819422e-1f));
+  p = _mm512_fmadd_ps(_mm512_mul_ps(p, s), x, x);
+  const V e = exp16(_mm512_add_ps(ax, ax));
+  V l = _mm512_sub_ps(set1(1.0f), _mm512_div_ps(set1(2.0f), _mm512_add_ps(e, set1(1.0f))));  // >= 0 or NaN
+  l = _mm512_or_ps(l, _mm512_and_ps(x, set1(-0.0f)));                                           // copysign
+  return _mm512_mask_mov_ps(l, _mm512_cmp_ps_mask(ax, set1(0.625f), _CMP_LT_OQ), p);
+}
+
+/// The erfc pieces shared by gelu's forward and backward: |x| clamped to 20 (NaN passes), and
+/// x^2 = sq + sq_lo exactly.
+struct Gauss {
+  V ax, sq, sq_lo;
+};
+STRATA_AVX512_INLINE Gauss gauss(V x) {
+  Gauss g;
+  g.ax = _mm512_min_ps(set1(20.0f), _mm512_abs_ps(x));
+  g.sq = _mm512_mul_ps(g.ax, g.ax);
+  g.sq_lo = _mm512_fmsub_ps(g.ax, g.ax, g.sq);
+  return g;
+}
+
+/// 1 + erf(x / √2) = erfc(-x / √2), relative-accurate for negative x (f32_math.h's
+/// one_plus_erf_scaled_f32).
+STRATA_AVX512_INLINE V one_plus_erf16(V x, const Gauss& g) {
+  const V z = _mm512_mul_ps(g.ax, set1(0.707106781186547524f));
+  const V t = _mm512_div_ps(set1(1.0f), _mm512_fmadd_ps(z, set1(0.5f), set1(1.0f)));
+  V p = set1(0.17087277f);
+  p = _mm512_fmadd_ps(p, t, set1(-0.82215223f));
+  p = _mm512_fmadd_ps(p, t, set1(1.48851587f));
+  p = _mm512_fmadd_ps(p, t, set1(-1.13520398f));
+  p = _mm512_fmadd_ps(p, t, set1(0.27886807f));
+  p = _mm512_fmadd_ps(p, t, set1(-0.18628806f));
+  p = _mm512_fmadd_ps(p, t, set1(0.09678418f));
+  p = _mm512_fmadd_ps(p, t, set1(0.37409196f));
+  p = _mm512_fmadd_ps(p, t, set1(1.00002368f));
+  p = _mm512_fmadd_ps(p, t, set1(-1.26551223f));
+  const V e = exp_hilo16(_mm512_mul_ps(set1(-0.5f), g.sq), _mm512_fmadd_ps(set1(-0.5f), g.sq_lo, p));
+  const V c = _mm512_mul_ps(t, e);
+  return _mm512_mask_sub_ps(c, _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GE_OQ), set1(2.0f), c);
+}
+
+STRATA_AVX512_INLINE V gelu16(V x) {
+  return _mm512_mul_ps(_mm512_mul_ps(set1(0.5f), x), one_plus_erf16(x, gauss(x)));
+}
+
+STRATA_AVX512_INLINE V gelu_grad16(V g, V x) {
+  const Gauss ga = gauss(x);
+  const V cdf = _mm512_mul_ps(set1(0.5f), one_plus_erf16(x, ga));
+  const V e = exp_hilo16(_mm512_mul_ps(set1(-0.5f), ga.sq), _mm512_mul_ps(set1(-0.5f), ga.sq_lo));
+  const V pdf = _mm512_mul_ps(set1(0.398942280401432677940f), e);
+  return _mm512_mul_ps(g, _mm512_fmadd_ps(x, pdf, cdf));
+}
+
+template <typename F>
+STRATA_AVX512_INLINE void map_unary(const float* x, float* y, int64_t n, F f) {
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const V a = _mm512_loadu_ps(x + i), b = _mm512_loadu_ps(x + i + 16);
+    _mm512_storeu_ps(y + i, f(a));
+    _mm512_storeu_ps(y + i + 16, f(b));
+  }
+  for (; i < n; i += 16) {
+    const M m = n - i >= 16 ? static_cast<M>(0xffff) : tail_mask(n - i);
+    _mm512_mask_storeu_ps(y + i, m, f(_mm512_maskz_loadu_ps(m, x + i)));
+  }
+}
+
+void exp_avx512(const float* x, float* y, int64_t n) { map_unary(x, y, n, [](V v) { return exp16(v); }); }
+void sigmoid_avx512(const float* x, float* y, int64_t n) { map_unary(x, y, n, [](V v) { return sigmoid16(v); }); }
+void tanh_avx512(const float* x, float* y, int64_t n) { map_unary(x, y, n, [](V v) { return tanh16(v); }); }
+void gelu_erf_avx512(const float* x, float* y, int64_t n) { map_unary(x, y, n, [](V v) { return gelu16(v); }); }
+
+void gelu_erf_grad_avx512(const float* g, const float* x, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) {
+    const M m = n - i >= 16 ? static_cast<M>(0xffff) : tail_mask(n - i);
+    _mm512_mask_storeu_ps(out + i, m, gelu_grad16(_mm512_maskz_loadu_ps(m, g + i), _mm512_maskz_loadu_ps(m, x + i)));
+  }
+}
+
+float exp_shift_sum_avx512(const float* x, float shift, float* y, int64_t n) {
+  const V s = set1(shift);
+  V acc0 = _mm512_setzero_ps(), acc1 = acc0;
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const V e0 = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i), s));
+    const V e1 = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i + 16), s));
+    if (y != nullptr) {
+      _mm512_storeu_ps(y + i, e0);
+      _mm512_storeu_ps(y + i + 16, e1);
+    }
+    acc0 = _mm512_add_ps(acc0, e0);
+    acc1 = _mm512_add_ps(acc1, e1);
+  }
+  for (; i < n; i += 16) {
+    const M m = n - i >= 16 ? static_cast<M>(0xffff) : tail_mask(n - i);
+    const V e = _mm512_maskz_mov_ps(m, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), s)));
+    if (y != nullptr) _mm512_mask_storeu_ps(y + i, m, e);
+    acc0 = _mm512_add_ps(acc0, e);
+  }
+  return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+}
+
+float max_avx512(const float* x, int64_t n) {
+  const V lo = set1(-__builtin_inff());
+  V a0 = lo, a1 = lo;
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    a0 = _mm512_max_ps(a0, _mm512_loadu_ps(x + i));
+    a1 = _mm512_max_ps(a1, _mm512_loadu_ps(x + i + 16));
+  }
+  for (; i < n; i += 16) {
+    const M m = n - i >= 16 ? static_cast<M>(0xffff) : tail_mask(n - i);
+    a0 = _mm512_max_ps(a0, _mm512_mask_loadu_ps(lo, m, x + i));
+  }
+  return _mm512_reduce_max_ps(_mm512_max_ps(a0, a1));
+}
+
+constexpr Kernels kAvx512{
+    .isa = "avx512",
+    .exp = exp_avx512,
+    .sigmoid = sigmoid_avx512,
+    .tanh = tanh_avx512,
+    .gelu_erf = gelu_erf_avx512,
+    .gelu_erf_grad = gelu_erf_grad_avx512,
+    .exp_shift_sum = exp_shift_sum_avx512,
+    .max = max_avx512,
+};
+
+}  // namespace
+
+namespace detail {
+const Kernels* avx512_table() { return &kAvx512; }
+}  // namespace detail
+
+}  // namespace strata::ops::cpu::vec
+
+#else
+
+namespace strata::ops::cpu::vec::detail {
+const Kernels* avx512_table() { return nullptr; }
+}  // namespace strata::ops::cpu::vec::detail
+
+#endif
