@@ -12,7 +12,7 @@
 /// including targets are compiled with -fno-trapping-math -fno-math-errno (Note [No trapping math
 /// in element-wise kernels] in ops/unary.cpp).
 ///
-/// Accuracy: exp and log ~1 ulp (Cephes' polynomials), tanh ~2 ulp, erfc relative error ~2e-7
+/// Accuracy: exp and log ~1 ulp (Cephes' polynomials), tanh ~2 ulp, sigmoid ~2.5 ulp, erfc relative error ~2e-7
 /// (Numerical Recipes' Chebyshev fit, < 1.2e-7 in exact arithmetic). Special values: exp overflows
 /// to +inf and underflows gracefully through the denormals to 0; log(0) = -inf, log(x < 0) = NaN,
 /// log(+inf) = +inf, denormal x is rescaled; NaN stays NaN everywhere.
@@ -136,12 +136,17 @@ inline float tanh_f32(float x) {
   p = p * s - 3.33332819422e-1f;
   p = p * s * x + x;
   const float e = exp_f32(2.0f * ax);
-  const float l = std::copysign(1.0f - 2.0f / (e + 1.0f), x);
-  return ax < 0.625f ? p : l;
+  const float l = 1.0f - 2.0f / (e + 1.0f);
+  return std::copysign(ax < 0.625f ? p : l, x);  // odd, -0 included
 }
 
-/// 1 / (1 + e^-x).
-inline float sigmoid_f32(float x) { return 1.0f / (1.0f + exp_f32(-x)); }
+/// 1 / (1 + e^-x), as s = 1 / (1 + u) with u = e^-|x| and u s for x < 0: no overflow, and the
+/// negative side keeps e^x's accuracy and gradual underflow.
+inline float sigmoid_f32(float x) {
+  const float u = exp_f32(-std::fabs(x));
+  const float s = 1.0f / (1.0f + u);
+  return s * (x < 0.0f ? u : 1.0f);
+}
 
 /// 1 + erf(x / √2) = erfc(-x / √2) (= 2 Φ(x)), accurate in relative terms for negative x too (no
 /// cancellation); the exponent -x^2/2 is formed exactly.

@@ -69,8 +69,17 @@ STRATA_AVX512_INLINE V exp_hilo16(V hi, V lo) {
   return out;
 }
 
+/// 1 / (1 + e^-x) as s = 1 / (1 + u), u = e^-|x|, and u s for x < 0 (f32_math.h's sigmoid_f32).
 STRATA_AVX512_INLINE V sigmoid16(V x) {
-  return _mm512_div_ps(set1(1.0f), _mm512_add_ps(set1(1.0f), exp16(_mm512_sub_ps(_mm512_setzero_ps(), x))));
+  const V u = exp16(_mm512_sub_ps(_mm512_setzero_ps(), _mm512_abs_ps(x)));
+  const V s = _mm512_div_ps(set1(1.0f), _mm512_add_ps(set1(1.0f), u));
+  return _mm512_mask_mul_ps(s, _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ), s, u);
+}
+
+/// The magnitude of a with the sign of b (one vpternlogd: bits of b under the sign mask, else a).
+STRATA_AVX512_INLINE V copysign16(V a, V b) {
+  const __m512i m = _mm512_set1_epi32(static_cast<int>(0x80000000u));
+  return _mm512_castsi512_ps(_mm512_ternarylogic_epi32(m, _mm512_castps_si512(b), _mm512_castps_si512(a), 0xCA));
 }
 
 STRATA_AVX512_INLINE V tanh16(V x) {
@@ -83,9 +92,8 @@ STRATA_AVX512_INLINE V tanh16(V x) {
   p = _mm512_fmadd_ps(p, s, set1(-3.33332819422e-1f));
   p = _mm512_fmadd_ps(_mm512_mul_ps(p, s), x, x);
   const V e = exp16(_mm512_add_ps(ax, ax));
-  V l = _mm512_sub_ps(set1(1.0f), _mm512_div_ps(set1(2.0f), _mm512_add_ps(e, set1(1.0f))));  // >= 0 or NaN
-  l = _mm512_or_ps(l, _mm512_and_ps(x, set1(-0.0f)));                                           // copysign
-  return _mm512_mask_mov_ps(l, _mm512_cmp_ps_mask(ax, set1(0.625f), _CMP_LT_OQ), p);
+  const V l = _mm512_sub_ps(set1(1.0f), _mm512_div_ps(set1(2.0f), _mm512_add_ps(e, set1(1.0f))));
+  return copysign16(_mm512_mask_mov_ps(l, _mm512_cmp_ps_mask(ax, set1(0.625f), _CMP_LT_OQ), p), x);  // odd, -0 too
 }
 
 /// The erfc pieces shared by gelu's forward and backward: |x| clamped to 20 (NaN passes), and
