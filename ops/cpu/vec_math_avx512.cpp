@@ -30,7 +30,8 @@ STRATA_AVX512_INLINE V set1(float v) { return _mm512_set1_ps(v); }
 /// Mask of the first `n` lanes (0 < n < 16).
 STRATA_AVX512_INLINE M tail_mask(int64_t n) { return static_cast<M>((1u << n) - 1u); }
 
-/// Cephes' expf polynomial on the reduced argument r (|r| <= ln2 / 2): e^r.
+/// Cephes' expf polynomial on the reduced argument r (|r| <= ln2 / 2), e^r = 1 + r + r^2 P(r),
+/// evaluated as one Horner chain of 7 fmas.
 STRATA_AVX512_INLINE V exp_poly(V r) {
   V p = set1(1.9875691500e-4f);
   p = _mm512_fmadd_ps(p, r, set1(1.3981999507e-3f));
@@ -38,38 +39,42 @@ STRATA_AVX512_INLINE V exp_poly(V r) {
   p = _mm512_fmadd_ps(p, r, set1(4.1665795894e-2f));
   p = _mm512_fmadd_ps(p, r, set1(1.6666665459e-1f));
   p = _mm512_fmadd_ps(p, r, set1(5.0000001201e-1f));
-  return _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, set1(1.0f)));
+  p = _mm512_fmadd_ps(p, r, set1(1.0f));
+  return _mm512_fmadd_ps(p, r, set1(1.0f));
 }
 
-STRATA_AVX512_INLINE V round_nearest(V v) { return _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+/// round(v / ln 2) for |v| < 2^21 (the 1.5 * 2^23 trick: one fma and one subtraction).
+STRATA_AVX512_INLINE V exp_n(V v) {
+  return _mm512_sub_ps(_mm512_fmadd_ps(v, set1(1.44269504088896341f), set1(12582912.0f)), set1(12582912.0f));
+}
 
 /// e^x (~1 ulp; +inf above 88.72, gradual underflow to 0, NaN passes).
 STRATA_AVX512_INLINE V exp16(V x) {
   V xc = _mm512_max_ps(set1(-104.0f), x);  // vmaxps returns its second operand for NaN
   xc = _mm512_min_ps(set1(89.0f), xc);
-  const V n = round_nearest(_mm512_mul_ps(xc, set1(1.44269504088896341f)));
+  const V n = exp_n(xc);
   V r = _mm512_fnmadd_ps(n, set1(0.693359375f), xc);
   r = _mm512_fnmadd_ps(n, set1(-2.12194440e-4f), r);
   return _mm512_scalef_ps(exp_poly(r), n);
 }
 
-/// e^(hi + lo) for |lo| << |hi| (the low part joins after the reduction).
-STRATA_AVX512_INLINE V exp_hilo16(V hi, V lo) {
-  const V x = _mm512_add_ps(hi, lo);
-  V xc = _mm512_max_ps(set1(-104.0f), x);
-  xc = _mm512_min_ps(set1(89.0f), xc);
-  const V n = round_nearest(_mm512_mul_ps(xc, set1(1.44269504088896341f)));
+/// e^(hi + lo) for hi + lo in [-210, 1] (gelu's arguments): n = round((hi + lo) / ln 2) >= -303
+/// keeps n ln2's Cody-Waite split exact, and vscalefps rounds results below 2^-149 to 0 itself, so
+/// no clamp is needed.
+STRATA_AVX512_INLINE V exp_hilo_neg16(V hi, V lo) {
+  const V n = exp_n(_mm512_add_ps(hi, lo));
   V r = _mm512_fnmadd_ps(n, set1(0.693359375f), hi);
   r = _mm512_fnmadd_ps(n, set1(-2.12194440e-4f), r);
-  r = _mm512_add_ps(r, lo);
-  V out = _mm512_scalef_ps(exp_poly(r), n);
-  // Outside [-104, 89] r was not reduced; the exact results there are 0 and inf.
-  out = _mm512_mask_mov_ps(out, _mm512_cmp_ps_mask(x, set1(-104.0f), _CMP_LT_OQ), _mm512_setzero_ps());
-  out = _mm512_mask_mov_ps(out, _mm512_cmp_ps_mask(x, set1(89.0f), _CMP_GT_OQ), set1(__builtin_inff()));
-  return out;
+  return _mm512_scalef_ps(exp_poly(_mm512_add_ps(r, lo)), n);
 }
 
-/// 1 / (1 + e^-x) as s = 1 / (1 + u), u = e^-|x|, and u s for x < 0 (f32_math.h's sigmoid_f32).
+/// 1 / d for d in [1, 16]: vrcp14ps (relative error < 2^-14) and one Newton step (~2^-28 before
+/// the final rounding); shorter latency than vdivps.
+STRATA_AVX512_INLINE V rcp_nr(V d) {
+  const V y = _mm512_rcp14_ps(d);
+  return _mm512_fmadd_ps(y, _mm512_fnmadd_ps(d, y, set1(1.0f)), y);
+}
+
 STRATA_AVX512_INLINE V sigmoid16(V x) {
   const V u = exp16(_mm512_sub_ps(_mm512_setzero_ps(), _mm512_abs_ps(x)));
   const V s = _mm512_div_ps(set1(1.0f), _mm512_add_ps(set1(1.0f), u));
@@ -113,18 +118,21 @@ STRATA_AVX512_INLINE Gauss gauss(V x) {
 /// one_plus_erf_scaled_f32).
 STRATA_AVX512_INLINE V one_plus_erf16(V x, const Gauss& g) {
   const V z = _mm512_mul_ps(g.ax, set1(0.707106781186547524f));
-  const V t = _mm512_div_ps(set1(1.0f), _mm512_fmadd_ps(z, set1(0.5f), set1(1.0f)));
-  V p = set1(0.17087277f);
-  p = _mm512_fmadd_ps(p, t, set1(-0.82215223f));
-  p = _mm512_fmadd_ps(p, t, set1(1.48851587f));
-  p = _mm512_fmadd_ps(p, t, set1(-1.13520398f));
-  p = _mm512_fmadd_ps(p, t, set1(0.27886807f));
-  p = _mm512_fmadd_ps(p, t, set1(-0.18628806f));
-  p = _mm512_fmadd_ps(p, t, set1(0.09678418f));
-  p = _mm512_fmadd_ps(p, t, set1(0.37409196f));
-  p = _mm512_fmadd_ps(p, t, set1(1.00002368f));
-  p = _mm512_fmadd_ps(p, t, set1(-1.26551223f));
-  const V e = exp_hilo16(_mm512_mul_ps(set1(-0.5f), g.sq), _mm512_fmadd_ps(set1(-0.5f), g.sq_lo, p));
+  const V t = rcp_nr(_mm512_fmadd_ps(z, set1(0.5f), set1(1.0f)));  // 1 + z/2 in [1, 8.1]
+  // Numerical Recipes' erfcc polynomial in t (degree 9), by Estrin's scheme: the chain of
+  // dependent operations is 4 deep instead of 9, which is what bounds this kernel.
+  const V t2 = _mm512_mul_ps(t, t);
+  const V t4 = _mm512_mul_ps(t2, t2);
+  const V q0 = _mm512_fmadd_ps(set1(1.00002368f), t, set1(-1.26551223f));
+  const V q1 = _mm512_fmadd_ps(set1(0.09678418f), t, set1(0.37409196f));
+  const V q2 = _mm512_fmadd_ps(set1(0.27886807f), t, set1(-0.18628806f));
+  const V q3 = _mm512_fmadd_ps(set1(1.48851587f), t, set1(-1.13520398f));
+  const V q4 = _mm512_fmadd_ps(set1(0.17087277f), t, set1(-0.82215223f));
+  const V r0 = _mm512_fmadd_ps(q1, t2, q0);
+  const V r1 = _mm512_fmadd_ps(q3, t2, q2);
+  const V r2 = _mm512_fmadd_ps(r1, t4, r0);
+  const V p = _mm512_fmadd_ps(_mm512_mul_ps(t4, t4), q4, r2);
+  const V e = exp_hilo_neg16(_mm512_mul_ps(set1(-0.5f), g.sq), _mm512_fmadd_ps(set1(-0.5f), g.sq_lo, p));
   const V c = _mm512_mul_ps(t, e);
   return _mm512_mask_sub_ps(c, _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GE_OQ), set1(2.0f), c);
 }
@@ -136,7 +144,7 @@ STRATA_AVX512_INLINE V gelu16(V x) {
 STRATA_AVX512_INLINE V gelu_grad16(V g, V x) {
   const Gauss ga = gauss(x);
   const V cdf = _mm512_mul_ps(set1(0.5f), one_plus_erf16(x, ga));
-  const V e = exp_hilo16(_mm512_mul_ps(set1(-0.5f), ga.sq), _mm512_mul_ps(set1(-0.5f), ga.sq_lo));
+  const V e = exp_hilo_neg16(_mm512_mul_ps(set1(-0.5f), ga.sq), _mm512_mul_ps(set1(-0.5f), ga.sq_lo));
   const V pdf = _mm512_mul_ps(set1(0.398942280401432677940f), e);
   return _mm512_mul_ps(g, _mm512_fmadd_ps(x, pdf, cdf));
 }
@@ -144,10 +152,14 @@ STRATA_AVX512_INLINE V gelu_grad16(V g, V x) {
 template <typename F>
 STRATA_AVX512_INLINE void map_unary(const float* x, float* y, int64_t n, F f) {
   int64_t i = 0;
-  for (; i + 32 <= n; i += 32) {
+  for (; i + 64 <= n; i += 64) {
     const V a = _mm512_loadu_ps(x + i), b = _mm512_loadu_ps(x + i + 16);
-    _mm512_storeu_ps(y + i, f(a));
-    _mm512_storeu_ps(y + i + 16, f(b));
+    const V c = _mm512_loadu_ps(x + i + 32), d = _mm512_loadu_ps(x + i + 48);
+    const V ya = f(a), yb = f(b), yc = f(c), yd = f(d);
+    _mm512_storeu_ps(y + i, ya);
+    _mm512_storeu_ps(y + i + 16, yb);
+    _mm512_storeu_ps(y + i + 32, yc);
+    _mm512_storeu_ps(y + i + 48, yd);
   }
   for (; i < n; i += 16) {
     const M m = n - i >= 16 ? static_cast<M>(0xffff) : tail_mask(n - i);
