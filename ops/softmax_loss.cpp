@@ -131,7 +131,12 @@ void softmax_backward_kernel(const T* g, const T* y, T* gx, const Slices& s) {
         T* out = gx + o * C;
         if constexpr (Log) {
           const T sum = lane_sum<T>(C, [&](int64_t i) { return gr[i]; });
-          for (int64_t i = 0; i < C; ++i) out[i] = gr[i] - fast_exp(yr[i]) * sum;
+          if constexpr (std::is_same_v<T, float>) {
+            ops::cpu::vec::kernels().exp(yr, out, C);
+            for (int64_t i = 0; i < C; ++i) out[i] = gr[i] - out[i] * sum;
+          } else {
+            for (int64_t i = 0; i < C; ++i) out[i] = gr[i] - fast_exp(yr[i]) * sum;
+          }
         } else {
           const T dot = lane_sum<T>(C, [&](int64_t i) { return gr[i] * yr[i]; });
           for (int64_t i = 0; i < C; ++i) out[i] = yr[i] * (gr[i] - dot);
