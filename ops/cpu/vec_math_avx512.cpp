@@ -96,8 +96,10 @@ STRATA_AVX512_INLINE V tanh16(V x) {
   p = _mm512_fmadd_ps(p, s, set1(1.33314422036e-1f));
   p = _mm512_fmadd_ps(p, s, set1(-3.33332819422e-1f));
   p = _mm512_fmadd_ps(_mm512_mul_ps(p, s), x, x);
-  const V e = exp16(_mm512_add_ps(ax, ax));
-  const V l = _mm512_sub_ps(set1(1.0f), _mm512_div_ps(set1(2.0f), _mm512_add_ps(e, set1(1.0f))));
+  // 1 - 2 / (e^{2|x|} + 1), |x| clamped to 10 (tanh rounds to 1 from 9.01) so that the reciprocal
+  // (vrcp14ps and a Newton step) sees a finite argument.
+  const V e = exp16(_mm512_min_ps(set1(20.0f), _mm512_add_ps(ax, ax)));
+  const V l = _mm512_fnmadd_ps(set1(2.0f), rcp_nr(_mm512_add_ps(e, set1(1.0f))), set1(1.0f));
   return copysign16(_mm512_mask_mov_ps(l, _mm512_cmp_ps_mask(ax, set1(0.625f), _CMP_LT_OQ), p), x);  // odd, -0 too
 }
 
@@ -117,8 +119,8 @@ STRATA_AVX512_INLINE Gauss gauss(V x) {
 /// 1 + erf(x / √2) = erfc(-x / √2), relative-accurate for negative x (f32_math.h's
 /// one_plus_erf_scaled_f32).
 STRATA_AVX512_INLINE V one_plus_erf16(V x, const Gauss& g) {
-  const V z = _mm512_mul_ps(g.ax, set1(0.707106781186547524f));
-  const V t = rcp_nr(_mm512_fmadd_ps(z, set1(0.5f), set1(1.0f)));  // 1 + z/2 in [1, 8.1]
+  // t = 1 / (1 + z/2) with z = |x| / √2: 1 + z/2 in [1, 8.1].
+  const V t = rcp_nr(_mm512_fmadd_ps(g.ax, set1(0.353553390593273762f), set1(1.0f)));
   // Numerical Recipes' erfcc polynomial in t (degree 9), by Estrin's scheme: the chain of
   // dependent operations is 4 deep instead of 9, which is what bounds this kernel.
   const V t2 = _mm512_mul_ps(t, t);
@@ -173,7 +175,13 @@ void tanh_avx512(const float* x, float* y, int64_t n) { map_unary(x, y, n, [](V 
 void gelu_erf_avx512(const float* x, float* y, int64_t n) { map_unary(x, y, n, [](V v) { return gelu16(v); }); }
 
 void gelu_erf_grad_avx512(const float* g, const float* x, float* out, int64_t n) {
-  for (int64_t i = 0; i < n; i += 16) {
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    V v[4];
+    for (int k = 0; k < 4; ++k) v[k] = gelu_grad16(_mm512_loadu_ps(g + i + 16 * k), _mm512_loadu_ps(x + i + 16 * k));
+    for (int k = 0; k < 4; ++k) _mm512_storeu_ps(out + i + 16 * k, v[k]);
+  }
+  for (; i < n; i += 16) {
     const M m = n - i >= 16 ? static_cast<M>(0xffff) : tail_mask(n - i);
     _mm512_mask_storeu_ps(out + i, m, gelu_grad16(_mm512_maskz_loadu_ps(m, g + i), _mm512_maskz_loadu_ps(m, x + i)));
   }
