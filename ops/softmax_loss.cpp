@@ -62,10 +62,13 @@ T row_max(const T* x, int64_t n) {
 /// Σ_i e^(x[i] - shift) over a contiguous row, storing the terms to y unless y is null.
 template <typename T>
 T row_exp_sum(const T* x, T shift, T* y, int64_t n) {
-  if constexpr (std::is_same_v<T, float>) return ops::cpu::vec::kernels().exp_shift_sum(x, shift, y, n);
-  if (y == nullptr) return lane_sum<T>(n, [&](int64_t i) { return fast_exp(x[i] - shift); });
-  for (int64_t i = 0; i < n; ++i) y[i] = fast_exp(x[i] - shift);
-  return lane_sum<T>(n, [&](int64_t i) { return y[i]; });
+  if constexpr (std::is_same_v<T, float>) {
+    return ops::cpu::vec::kernels().exp_shift_sum(x, shift, y, n);
+  } else {
+    if (y == nullptr) return lane_sum<T>(n, [&](int64_t i) { return fast_exp(x[i] - shift); });
+    for (int64_t i = 0; i < n; ++i) y[i] = fast_exp(x[i] - shift);
+    return lane_sum<T>(n, [&](int64_t i) { return y[i]; });
+  }
 }
 
 template <typename T, bool Log>
