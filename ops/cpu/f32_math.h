@@ -140,12 +140,11 @@ inline float tanh_f32(float x) {
   return std::copysign(ax < 0.625f ? p : l, x);  // odd, -0 included
 }
 
-/// 1 / (1 + e^-x), as s = 1 / (1 + u) with u = e^-|x| and u s for x < 0: no overflow, and the
-/// negative side keeps e^x's accuracy and gradual underflow.
+/// 1 / (1 + e^-x), as 1 / (1 + u) for x >= 0 and u / (1 + u) for x < 0 with u = e^-|x|: no
+/// overflow, one rounding division, and the negative side keeps e^x's gradual underflow.
 inline float sigmoid_f32(float x) {
   const float u = exp_f32(-std::fabs(x));
-  const float s = 1.0f / (1.0f + u);
-  return s * (x < 0.0f ? u : 1.0f);
+  return (x < 0.0f ? u : 1.0f) / (1.0f + u);
 }
 
 /// 1 + erf(x / √2) = erfc(-x / √2) (= 2 Φ(x)), accurate in relative terms for negative x too (no

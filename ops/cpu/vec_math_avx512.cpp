@@ -75,10 +75,11 @@ STRATA_AVX512_INLINE V rcp_nr(V d) {
   return _mm512_fmadd_ps(y, _mm512_fnmadd_ps(d, y, set1(1.0f)), y);
 }
 
+/// 1 / (1 + e^-x) as (x < 0 ? u : 1) / (1 + u), u = e^-|x| (f32_math.h's sigmoid_f32).
 STRATA_AVX512_INLINE V sigmoid16(V x) {
   const V u = exp16(_mm512_sub_ps(_mm512_setzero_ps(), _mm512_abs_ps(x)));
-  const V s = _mm512_div_ps(set1(1.0f), _mm512_add_ps(set1(1.0f), u));
-  return _mm512_mask_mul_ps(s, _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ), s, u);
+  const V num = _mm512_mask_mov_ps(set1(1.0f), _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ), u);
+  return _mm512_div_ps(num, _mm512_add_ps(set1(1.0f), u));
 }
 
 /// The magnitude of a with the sign of b (one vpternlogd: bits of b under the sign mask, else a).

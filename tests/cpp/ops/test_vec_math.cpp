@@ -107,7 +107,7 @@ std::vector<float> concat(std::vector<float> a, const std::vector<float>& b) {
 }
 
 // Measured maxima (generic / AVX-512): exp 1.23 / 0.86 ulp (0.77 / 0.83 denormal ulp below
-// FLT_MIN), sigmoid 2.55 / 2.27 ulp, tanh 1.27 / 1.37 ulp, gelu 4.3e-7 / 4.9e-7 relative, gelu's
+// FLT_MIN), sigmoid 2.37 / 2.17 ulp, tanh 1.27 / 1.37 ulp, gelu 4.3e-7 / 4.9e-7 relative, gelu's
 // gradient 4.4e-7 / 4.0e-7 relative to its cancelling terms.
 
 TEST(VecMath, ExpIsWithinOneAndAHalfUlp) {
@@ -126,7 +126,7 @@ TEST(VecMath, SigmoidIsRelativeAccurate) {
   const auto x = concat(grid(-87, 40, 400001), random_floats(1e-30f, 80.0f, 200000, 2));
   for (const Kernels* k : tables()) {
     const Worst w = sweep_ulp(k->sigmoid, x, sigmoid_ref);
-    EXPECT_LT(w.err, 3.0) << k->isa << " at x = " << w.at;
+    EXPECT_LT(w.err, 2.5) << k->isa << " at x = " << w.at;
   }
 }
 
