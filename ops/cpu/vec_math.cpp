@@ -34,8 +34,9 @@ void gelu_erf_generic(const float* x, float* y, int64_t n) {
 void gelu_erf_grad_generic(const float* g, const float* x, float* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     const float v = x[i];
-    const float cdf = 0.5f * one_plus_erf_scaled_f32(v);
-    const float pdf = kInvSqrt2Pi * exp_neg_half_sq_f32(v);
+    const float e = exp_neg_half_sq_f32(v);
+    const float cdf = 0.5f * one_plus_erf_scaled_f32(v, e);
+    const float pdf = kInvSqrt2Pi * e;
     out[i] = g[i] * std::fma(v, pdf, cdf);  // explicit, so the vector body and the tail round alike
   }
 }

@@ -111,45 +111,50 @@ struct Gauss {
 };
 STRATA_AVX512_INLINE Gauss gauss(V x) {
   Gauss g;
-  g.ax = _mm512_min_ps(set1(20.0f), _mm512_abs_ps(x));
+  g.ax = _mm512_range_ps(x, set1(20.0f), 0x0A);  // min(|x|, 20) with the sign cleared; NaN passes
   g.sq = _mm512_mul_ps(g.ax, g.ax);
   g.sq_lo = _mm512_fmsub_ps(g.ax, g.ax, g.sq);
   return g;
 }
 
-/// 1 + erf(x / √2) = erfc(-x / √2), relative-accurate for negative x (f32_math.h's
-/// one_plus_erf_scaled_f32).
-STRATA_AVX512_INLINE V one_plus_erf16(V x, const Gauss& g) {
-  // t = 1 / (1 + z/2) with z = |x| / √2: 1 + z/2 in [1, 8.1].
-  const V t = rcp_nr(_mm512_fmadd_ps(g.ax, set1(0.353553390593273762f), set1(1.0f)));
-  // Numerical Recipes' erfcc polynomial in t (degree 9), by Estrin's scheme: the chain of
-  // dependent operations is 4 deep instead of 9, which is what bounds this kernel.
+/// e^{z^2} erfc(z) for z = |x| / √2 as t Q(t), t = 1 / (1 + z/2) (f32_math.h's erfcx_f32; the
+/// reciprocal by vrcp14ps and a Newton step).
+STRATA_AVX512_INLINE V erfcx16(const Gauss& g) {
+  const V t = rcp_nr(_mm512_fmadd_ps(g.ax, set1(0.353553390593273762f), set1(1.0f)));  // 1 + z/2 in [1, 8.1]
   const V t2 = _mm512_mul_ps(t, t);
   const V t4 = _mm512_mul_ps(t2, t2);
-  const V q0 = _mm512_fmadd_ps(set1(1.00002368f), t, set1(-1.26551223f));
-  const V q1 = _mm512_fmadd_ps(set1(0.09678418f), t, set1(0.37409196f));
-  const V q2 = _mm512_fmadd_ps(set1(0.27886807f), t, set1(-0.18628806f));
-  const V q3 = _mm512_fmadd_ps(set1(1.48851587f), t, set1(-1.13520398f));
-  const V q4 = _mm512_fmadd_ps(set1(0.17087277f), t, set1(-0.82215223f));
+  const V q0 = _mm512_fmadd_ps(set1(0.282336056f), t, set1(0.282088399f));
+  const V q1 = _mm512_fmadd_ps(set1(0.201274723f), t, set1(0.243423223f));
+  const V q2 = _mm512_fmadd_ps(set1(0.272084236f), t, set1(-0.0229085349f));
+  const V q3 = _mm512_fmadd_ps(set1(0.281518012f), t, set1(-0.481430978f));
   const V r0 = _mm512_fmadd_ps(q1, t2, q0);
   const V r1 = _mm512_fmadd_ps(q3, t2, q2);
-  const V r2 = _mm512_fmadd_ps(r1, t4, r0);
-  const V p = _mm512_fmadd_ps(_mm512_mul_ps(t4, t4), q4, r2);
-  const V e = exp_hilo_neg16(_mm512_mul_ps(set1(-0.5f), g.sq), _mm512_fmadd_ps(set1(-0.5f), g.sq_lo, p));
-  const V c = _mm512_mul_ps(t, e);
+  const V q = _mm512_fmadd_ps(_mm512_mul_ps(t4, t4), set1(-0.0583851524f), _mm512_fmadd_ps(r1, t4, r0));
+  return _mm512_mul_ps(t, q);
+}
+
+/// e^{-x^2/2} with x^2 = sq + sq_lo exactly.
+STRATA_AVX512_INLINE V gauss_exp16(const Gauss& g) {
+  return exp_hilo_neg16(_mm512_mul_ps(set1(-0.5f), g.sq), _mm512_mul_ps(set1(-0.5f), g.sq_lo));
+}
+
+/// 1 + erf(x / √2) = erfc(-x / √2) from e^{-x^2/2} = e, relative-accurate for negative x.
+STRATA_AVX512_INLINE V one_plus_erf16(V x, const Gauss& g, V e) {
+  const V c = _mm512_mul_ps(erfcx16(g), e);  // erfc(|x| / √2)
   return _mm512_mask_sub_ps(c, _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GE_OQ), set1(2.0f), c);
 }
 
 STRATA_AVX512_INLINE V gelu16(V x) {
-  return _mm512_mul_ps(_mm512_mul_ps(set1(0.5f), x), one_plus_erf16(x, gauss(x)));
+  const Gauss g = gauss(x);
+  return _mm512_mul_ps(_mm512_mul_ps(set1(0.5f), x), one_plus_erf16(x, g, gauss_exp16(g)));
 }
 
-STRATA_AVX512_INLINE V gelu_grad16(V g, V x) {
-  const Gauss ga = gauss(x);
-  const V cdf = _mm512_mul_ps(set1(0.5f), one_plus_erf16(x, ga));
-  const V e = exp_hilo_neg16(_mm512_mul_ps(set1(-0.5f), ga.sq), _mm512_mul_ps(set1(-0.5f), ga.sq_lo));
+STRATA_AVX512_INLINE V gelu_grad16(V gr, V x) {
+  const Gauss g = gauss(x);
+  const V e = gauss_exp16(g);
+  const V cdf = _mm512_mul_ps(set1(0.5f), one_plus_erf16(x, g, e));
   const V pdf = _mm512_mul_ps(set1(0.398942280401432677940f), e);
-  return _mm512_mul_ps(g, _mm512_fmadd_ps(x, pdf, cdf));
+  return _mm512_mul_ps(gr, _mm512_fmadd_ps(x, pdf, cdf));
 }
 
 template <typename F>

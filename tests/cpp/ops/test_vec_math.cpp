@@ -107,8 +107,8 @@ std::vector<float> concat(std::vector<float> a, const std::vector<float>& b) {
 }
 
 // Measured maxima (generic / AVX-512): exp 1.23 / 0.86 ulp (0.77 / 0.83 denormal ulp below
-// FLT_MIN), sigmoid 2.37 / 2.17 ulp, tanh 1.27 / 1.37 ulp, gelu 4.3e-7 / 4.9e-7 relative, gelu's
-// gradient 4.4e-7 / 4.0e-7 relative to its cancelling terms.
+// FLT_MIN), sigmoid 2.37 / 2.17 ulp, tanh 1.27 / 1.37 ulp, gelu 4.5e-7 relative (both), gelu's
+// gradient 4.4e-7 (both) relative to its cancelling terms.
 
 TEST(VecMath, ExpIsWithinOneAndAHalfUlp) {
   // Normal results, then results in the denormal range (graded in denormal ulps).
