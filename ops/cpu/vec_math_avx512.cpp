@@ -98,8 +98,13 @@ STRATA_AVX512_INLINE V tanh16(V x) {
   p = _mm512_fmadd_ps(p, s, set1(-3.33332819422e-1f));
   p = _mm512_fmadd_ps(_mm512_mul_ps(p, s), x, x);
   // 1 - 2 / (e^{2|x|} + 1), |x| clamped to 10 (tanh rounds to 1 from 9.01) so that the reciprocal
-  // (vrcp14ps and a Newton step) sees a finite argument.
-  const V e = exp16(_mm512_min_ps(set1(20.0f), _mm512_add_ps(ax, ax)));
+  // (vrcp14ps and a Newton step) sees a finite argument, and e^a for a in [0, 20] needs none of
+  // exp16's clamps.
+  const V a = _mm512_min_ps(set1(20.0f), _mm512_add_ps(ax, ax));  // NaN passes
+  const V n = exp_n(a);
+  V r = _mm512_fnmadd_ps(n, set1(0.693359375f), a);
+  r = _mm512_fnmadd_ps(n, set1(-2.12194440e-4f), r);
+  const V e = _mm512_scalef_ps(exp_poly(r), n);
   const V l = _mm512_fnmadd_ps(set1(2.0f), rcp_nr(_mm512_add_ps(e, set1(1.0f))), set1(1.0f));
   return copysign16(_mm512_mask_mov_ps(l, _mm512_cmp_ps_mask(ax, set1(0.625f), _CMP_LT_OQ), p), x);  // odd, -0 too
 }
