@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ops/cpu/norm_loss_math.h"
+#include "ops/cpu/vec_math.h"
 #include "ops/op_util.h"
 
 namespace strata {
@@ -51,6 +52,25 @@ Slices slices_of(const Tensor& x, int64_t dim) {
   return s;
 }
 
+/// max of a contiguous row (n >= 1); f32 through the array kernels (ops/cpu/vec_math.h).
+template <typename T>
+T row_max(const T* x, int64_t n) {
+  if constexpr (std::is_same_v<T, float>) return ops::cpu::vec::kernels().max(x, n);
+  else return lane_max(x, n);
+}
+
+/// Σ_i e^(x[i] - shift) over a contiguous row, storing the terms to y unless y is null.
+template <typename T>
+T row_exp_sum(const T* x, T shift, T* y, int64_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    return ops::cpu::vec::kernels().exp_shift_sum(x, shift, y, n);
+  } else {
+    if (y == nullptr) return lane_sum<T>(n, [&](int64_t i) { return fast_exp(x[i] - shift); });
+    for (int64_t i = 0; i < n; ++i) y[i] = fast_exp(x[i] - shift);
+    return lane_sum<T>(n, [&](int64_t i) { return y[i]; });
+  }
+}
+
 template <typename T, bool Log>
 void softmax_kernel(const T* x, T* y, const Slices& s) {
   const int64_t C = s.C, inner = s.inner;
@@ -59,14 +79,12 @@ void softmax_kernel(const T* x, T* y, const Slices& s) {
       for (int64_t o = o0; o < o1; ++o) {
         const T* xr = x + o * C;
         T* yr = y + o * C;
-        const T m = lane_max(xr, C);
+        const T m = row_max(xr, C);
         if constexpr (Log) {
-          const T sum = lane_sum<T>(C, [&](int64_t i) { return fast_exp(xr[i] - m); });
-          const T lse = m + std::log(sum);
+          const T lse = m + std::log(row_exp_sum(xr, m, static_cast<T*>(nullptr), C));
           for (int64_t i = 0; i < C; ++i) yr[i] = xr[i] - lse;
         } else {
-          for (int64_t i = 0; i < C; ++i) yr[i] = fast_exp(xr[i] - m);
-          const T inv = T(1) / lane_sum<T>(C, [&](int64_t i) { return yr[i]; });
+          const T inv = T(1) / row_exp_sum(xr, m, yr, C);
           for (int64_t i = 0; i < C; ++i) yr[i] *= inv;
         }
       }
@@ -116,7 +134,12 @@ void softmax_backward_kernel(const T* g, const T* y, T* gx, const Slices& s) {
         T* out = gx + o * C;
         if constexpr (Log) {
           const T sum = lane_sum<T>(C, [&](int64_t i) { return gr[i]; });
-          for (int64_t i = 0; i < C; ++i) out[i] = gr[i] - fast_exp(yr[i]) * sum;
+          if constexpr (std::is_same_v<T, float>) {
+            ops::cpu::vec::kernels().exp(yr, out, C);
+            for (int64_t i = 0; i < C; ++i) out[i] = gr[i] - out[i] * sum;
+          } else {
+            for (int64_t i = 0; i < C; ++i) out[i] = gr[i] - fast_exp(yr[i]) * sum;
+          }
         } else {
           const T dot = lane_sum<T>(C, [&](int64_t i) { return gr[i] * yr[i]; });
           for (int64_t i = 0; i < C; ++i) out[i] = yr[i] * (gr[i] - dot);
@@ -722,16 +745,12 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& w
         parallel_for(l.N, rows_per_task(l.C), [&](int64_t n0, int64_t n1) {
           for (int64_t n = n0; n < n1; ++n) {
             const T* xr = xp + n * l.C;
-            const T m = lane_max(xr, l.C);
-            T sum;
-            if (pp != nullptr) {
-              T* pr = pp + n * l.C;
-              for (int64_t c = 0; c < l.C; ++c) pr[c] = fast_exp(xr[c] - m);
-              sum = lane_sum<T>(l.C, [&](int64_t c) { return pr[c]; });
+            const T m = row_max(xr, l.C);
+            T* pr = pp != nullptr ? pp + n * l.C : nullptr;
+            const T sum = row_exp_sum(xr, m, pr, l.C);
+            if (pr != nullptr) {
               const T inv = T(1) / sum;
               for (int64_t c = 0; c < l.C; ++c) pr[c] *= inv;
-            } else {
-              sum = lane_sum<T>(l.C, [&](int64_t c) { return fast_exp(xr[c] - m); });
             }
             const double lse = static_cast<double>(m) + std::log(static_cast<double>(sum));
             double wz = 0;

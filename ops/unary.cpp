@@ -12,6 +12,7 @@
 #include <numbers>
 
 #include "ops/cpu/elementwise.h"
+#include "ops/cpu/vec_math.h"
 #include "ops/op_util.h"
 #include "ops/reduction.h"
 
@@ -51,6 +52,42 @@ Tensor grad_kernel(const Tensor& g, const Tensor& s, F f, int64_t grain = kCheap
     using T = decltype(t);
     map2<T, T, T>(out, g, s, [f](T a, T b) { return f(a, b); }, grain);
   });
+  return out;
+}
+
+/// Elements per parallel task of the f32 array kernels (a few µs of work each).
+constexpr int64_t kVecGrain = 16384;
+
+/// y = f(x), through the f32 array kernel `k` (Note [Run-time ISA dispatch] in ops/cpu/vec_math.h)
+/// when x is f32 and contiguous, through unary_kernel with the scalar `f` otherwise.
+template <typename F>
+Tensor unary_vec(const Tensor& x, ops::cpu::vec::UnaryFn k, F f) {
+  if (x.dtype() != DType::f32 || !x.is_contiguous()) return unary_kernel(x, f, kCostlyGrain);
+  Tensor y = empty_output(x.sizes(), x.dtype());
+  PinSet pins;
+  pins.add(x, AccessMode::Read).add(y, AccessMode::Write);
+  pins.acquire();
+  const float* in = static_cast<const float*>(x.data_ptr());
+  float* out = static_cast<float*>(y.data_ptr());
+  parallel_for(x.numel(), kVecGrain, [&](int64_t b, int64_t e) { k(in + b, out + b, e - b); });
+  return y;
+}
+
+/// out = f(g, s) like grad_kernel, through the f32 array kernel `k` when g and s are f32,
+/// contiguous and of one shape.
+template <typename F>
+Tensor grad_vec(const Tensor& g, const Tensor& s, ops::cpu::vec::GradFn k, F f) {
+  if (g.dtype() != DType::f32 || s.dtype() != DType::f32 || !g.is_contiguous() || !s.is_contiguous() ||
+      IntArrayRef(g.sizes()) != IntArrayRef(s.sizes()))
+    return grad_kernel(g, s, f, kCostlyGrain);
+  Tensor out = empty_output(g.sizes(), g.dtype());
+  PinSet pins;
+  pins.add(g, AccessMode::Read).add(s, AccessMode::Read).add(out, AccessMode::Write);
+  pins.acquire();
+  const float* gp = static_cast<const float*>(g.data_ptr());
+  const float* sp = static_cast<const float*>(s.data_ptr());
+  float* op = static_cast<float*>(out.data_ptr());
+  parallel_for(g.numel(), kVecGrain, [&](int64_t b, int64_t e) { k(gp + b, sp + b, op + b, e - b); });
   return out;
 }
 
@@ -161,17 +198,14 @@ Tensor leaky_relu(const Tensor& x, double negative_slope) {
 
 Tensor sigmoid(const Tensor& x) {
   check_unary("sigmoid", OpKind::sigmoid, x);
-  Tensor y = unary_kernel(
-      x,
-      [](auto v) { return sigmoid_t(v); },
-      kCostlyGrain);
+  Tensor y = unary_vec(x, ops::cpu::vec::kernels().sigmoid, [](auto v) { return sigmoid_t(v); });
   record_pointwise("SigmoidBackward", x, y, y, [](auto g, auto out) { return g * out * (decltype(out)(1) - out); });
   return y;
 }
 
 Tensor tanh(const Tensor& x) {
   check_unary("tanh", OpKind::tanh, x);
-  Tensor y = unary_kernel(x, [](auto v) { return tanh_t(v); }, kCostlyGrain);
+  Tensor y = unary_vec(x, ops::cpu::vec::kernels().tanh, [](auto v) { return tanh_t(v); });
   record_pointwise("TanhBackward", x, y, y, [](auto g, auto out) { return g * (decltype(out)(1) - out * out); });
   return y;
 }
@@ -201,29 +235,29 @@ Tensor gelu(const Tensor& x, bool tanh_approximation) {
         },
         kCostlyGrain);
   } else {
-    y = unary_kernel(
-        x,
-        [](auto v) {
-          using T = decltype(v);
-          return T(0.5) * v * one_plus_erf_t(v);
-        },
-        kCostlyGrain);
-    record_pointwise(
-        "GeluBackward", x, y, x,
-        [](auto g, auto v) {
+    y = unary_vec(x, ops::cpu::vec::kernels().gelu_erf, [](auto v) {
+      using T = decltype(v);
+      return T(0.5) * v * one_plus_erf_t(v);
+    });
+    if (autograd::needs_grad({&x})) {
+      auto node = autograd::make_node("GeluBackward", {&x}, [](autograd::Node& n, const TensorList& g) -> TensorList {
+        return {grad_vec(g[0], n.saved(0), ops::cpu::vec::kernels().gelu_erf_grad, [](auto gr, auto v) {
           using T = decltype(v);
           const T cdf = T(0.5) * one_plus_erf_t(v);
           const T pdf = T(kInvSqrt2Pi) * exp_neg_half_sq_t(v);
-          return g * (cdf + v * pdf);
-        },
-        kCostlyGrain);
+          return gr * (cdf + v * pdf);
+        })};
+      });
+      node->save(x);
+      autograd::set_history({&y}, node);
+    }
   }
   return y;
 }
 
 Tensor exp(const Tensor& x) {
   check_unary("exp", OpKind::exp, x);
-  Tensor y = unary_kernel(x, [](auto v) { return exp_t(v); }, kCostlyGrain);
+  Tensor y = unary_vec(x, ops::cpu::vec::kernels().exp, [](auto v) { return exp_t(v); });
   record_pointwise("ExpBackward", x, y, y, [](auto g, auto out) { return g * out; });
   return y;
 }

@@ -1,7 +1,7 @@
 #pragma once
 /// @file
 /// The strided element-wise engine shared by the unary, binary and reduction families (internal to
-/// ops/), and the vectorizable f32 math those kernels use.
+/// ops/). The vectorizable f32 math those kernels use is in ops/cpu/f32_math.h.
 ///
 /// Note [Element-wise engine]
 /// `map1` / `map2` / `map3` compute out[i] = f(in...[i]) where `out` is a fresh contiguous tensor
@@ -32,6 +32,7 @@
 
 #include "core/strided_loop.h"
 #include "core/tensor.h"
+#include "ops/cpu/f32_math.h"
 
 namespace strata::ops::cpu {
 
@@ -144,148 +145,6 @@ void map3(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& c, 
         }
       },
       grain);
-}
-
-// ---- vectorizable f32 math ------------------------------------------------------------------------
-// Branch-free so that loops calling them vectorize: every floating-point operation runs
-// unconditionally and only *values* are selected (with the default -ftrapping-math GCC will not
-// if-convert a select whose arm computes, e.g. `c ? x * k : x`; write `x * (c ? k : 1)`). Accuracy: exp and log ~1 ulp
-// (Cephes' polynomials), tanh ~2 ulp, erfc relative error ~2e-7 (Numerical Recipes' Chebyshev fit, < 1.2e-7 in exact
-// arithmetic).
-
-/// e^(hi + lo) for |lo| << |hi|: Cephes expf (Cody-Waite reduction, degree-6 polynomial) with the
-/// scale 2^n applied in two halves (correct overflow to inf and gradual underflow to denormals/0).
-/// Passing the argument as hi + lo keeps the rounding of a large argument out of the result.
-inline float exp_hilo_f32(float hi, float lo) {
-  const float x = hi + lo;
-  const bool nan = x != x;
-  float xc = x > 89.0f ? 89.0f : x;
-  xc = xc < -104.0f ? -104.0f : xc;
-  xc = nan ? 0.0f : xc;
-  float fx = xc * 1.44269504088896341f;
-  fx = (fx + 12582912.0f) - 12582912.0f;  // round to nearest (|fx| < 2^22)
-  const bool clamped = xc != x;
-  float r = (clamped ? xc : hi) - fx * 0.693359375f;
-  r = r - fx * -2.12194440e-4f;
-  r = r + (clamped ? 0.0f : lo);
-  const float z = r * r;
-  float y = 1.9875691500e-4f;
-  y = y * r + 1.3981999507e-3f;
-  y = y * r + 8.3334519073e-3f;
-  y = y * r + 4.1665795894e-2f;
-  y = y * r + 1.6666665459e-1f;
-  y = y * r + 5.0000001201e-1f;
-  y = y * z + r + 1.0f;
-  const int32_t n = static_cast<int32_t>(fx);
-  const int32_t n1 = n >> 1;
-  const int32_t n2 = n - n1;
-  const float s1 = std::bit_cast<float>((n1 + 127) << 23);
-  const float s2 = std::bit_cast<float>((n2 + 127) << 23);
-  const float out = (y * s1) * s2;
-  return nan ? x : out;
-}
-
-/// e^x (~1 ulp): exp_hilo_f32 without the low part (~40% fewer instructions, the hot path of exp,
-/// sigmoid and tanh).
-inline float exp_f32(float x) {
-  const bool nan = x != x;
-  float xc = x < -104.0f ? -104.0f : x;
-  xc = xc > 89.0f ? 89.0f : xc;
-  xc = nan ? 0.0f : xc;
-  float fx = xc * 1.44269504088896341f;
-  fx = (fx + 12582912.0f) - 12582912.0f;
-  float r = xc - fx * 0.693359375f;
-  r = r - fx * -2.12194440e-4f;
-  const float z = r * r;
-  float y = 1.9875691500e-4f;
-  y = y * r + 1.3981999507e-3f;
-  y = y * r + 8.3334519073e-3f;
-  y = y * r + 4.1665795894e-2f;
-  y = y * r + 1.6666665459e-1f;
-  y = y * r + 5.0000001201e-1f;
-  y = y * z + r + 1.0f;
-  const int32_t n = static_cast<int32_t>(fx);
-  const int32_t n1 = n >> 1;
-  const float s1 = std::bit_cast<float>((n1 + 127) << 23);
-  const float s2 = std::bit_cast<float>((n - n1 + 127) << 23);
-  const float out = (y * s1) * s2;
-  return nan ? x : out;
-}
-
-/// e^(-x^2 / 2) with x^2 formed exactly (fma), so the result keeps ~1 ulp for large |x|.
-inline float exp_neg_half_sq_f32(float x, float extra = 0.0f) {
-  const float sq = x * x;
-  const float sq_lo = std::fma(x, x, -sq);
-  return exp_hilo_f32(-0.5f * sq, -0.5f * sq_lo + extra);
-}
-
-/// Natural log: Cephes logf (subnormals rescaled; 0 → -inf, negative → NaN, inf → inf).
-inline float log_f32(float x) {
-  const bool sub = x < 1.17549435e-38f;
-  const float xs = x * (sub ? 8388608.0f : 1.0f);
-  const int32_t bits = std::bit_cast<int32_t>(xs);
-  int32_t e = ((bits >> 23) & 0xff) - 126;
-  e = sub ? e - 23 : e;
-  float m = std::bit_cast<float>((bits & 0x007fffff) | 0x3f000000);  // [0.5, 1)
-  const bool small = m < 0.707106781186547524f;
-  const float fe = static_cast<float>(e) - (small ? 1.0f : 0.0f);
-  m = (m + (small ? m : 0.0f)) - 1.0f;
-  const float z = m * m;
-  float y = 7.0376836292e-2f;
-  y = y * m - 1.1514610310e-1f;
-  y = y * m + 1.1676998740e-1f;
-  y = y * m - 1.2420140846e-1f;
-  y = y * m + 1.4249322787e-1f;
-  y = y * m - 1.6668057665e-1f;
-  y = y * m + 2.0000714765e-1f;
-  y = y * m - 2.4999993993e-1f;
-  y = y * m + 3.3333331174e-1f;
-  y = y * m * z;
-  y += -2.12194440e-4f * fe;
-  y += -0.5f * z;
-  float r = m + y;
-  r += 0.693359375f * fe;
-  r = x == 0.0f ? -std::numeric_limits<float>::infinity() : r;
-  r = x < 0.0f ? std::numeric_limits<float>::quiet_NaN() : r;
-  r = x == std::numeric_limits<float>::infinity() ? x : r;
-  return x != x ? x : r;
-}
-
-/// tanh: Cephes' odd polynomial below 0.625, 1 - 2 / (e^{2|x|} + 1) above.
-inline float tanh_f32(float x) {
-  const float ax = std::fabs(x);
-  const float s = x * x;
-  float p = -5.70498872745e-3f;
-  p = p * s + 2.06390887954e-2f;
-  p = p * s - 5.37397155531e-2f;
-  p = p * s + 1.33314422036e-1f;
-  p = p * s - 3.33332819422e-1f;
-  p = p * s * x + x;
-  const float e = exp_f32(2.0f * ax);
-  const float l = std::copysign(1.0f - 2.0f / (e + 1.0f), x);
-  return ax < 0.625f ? p : l;
-}
-
-/// 1 / (1 + e^-x).
-inline float sigmoid_f32(float x) { return 1.0f / (1.0f + exp_f32(-x)); }
-
-/// 1 + erf(x / √2) = erfc(-x / √2) (= 2 Φ(x)), accurate in relative terms for negative x too (no
-/// cancellation); the exponent -x^2/2 is formed exactly.
-inline float one_plus_erf_scaled_f32(float x) {
-  const float z = std::fabs(x) * 0.707106781186547524f;
-  const float t = 1.0f / (1.0f + 0.5f * z);
-  float p = 0.17087277f;
-  p = p * t - 0.82215223f;
-  p = p * t + 1.48851587f;
-  p = p * t - 1.13520398f;
-  p = p * t + 0.27886807f;
-  p = p * t - 0.18628806f;
-  p = p * t + 0.09678418f;
-  p = p * t + 0.37409196f;
-  p = p * t + 1.00002368f;
-  p = p * t - 1.26551223f;
-  const float c = t * exp_neg_half_sq_f32(x, p);
-  return x >= 0.0f ? 2.0f - c : c;
 }
 
 // ---- explicit-SIMD kernels (what GCC will not vectorize from scalar code) ------------------------

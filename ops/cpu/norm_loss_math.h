@@ -18,6 +18,8 @@
 #include <immintrin.h>
 #endif
 
+#include "ops/cpu/f32_math.h"
+
 namespace strata::ops::detail {
 
 template <typename T>
@@ -55,7 +57,8 @@ inline T lane_max(const T* x, int64_t n) {
 }
 
 #if defined(__AVX2__)
-/// f32: GCC does not vectorize the select above (Note [Branch-free f32 math]), so use AVX directly.
+/// f32: GCC does not vectorize the select above (Note [Branch-free f32 math] in ops/cpu/f32_math.h),
+/// so use AVX directly.
 template <>
 inline float lane_max<float>(const float* x, int64_t n) {
   __m256 a0 = _mm256_set1_ps(-std::numeric_limits<float>::infinity()), a1 = a0;
@@ -73,75 +76,10 @@ inline float lane_max<float>(const float* x, int64_t n) {
 }
 #endif
 
-// Note [Branch-free f32 math]
-// Under the default -ftrapping-math GCC will not if-convert `c ? f(x) : y` (it may not evaluate
-// f(x) speculatively), and std::floor is not inlined, so a single such select keeps a whole loop
-// scalar; ordered comparisons (<) may trap too, so they are not if-converted either. The functions
-// below therefore use clamps (min/max), bit tricks, integer comparisons and selects between
-// already-computed values only; special values come out of the arithmetic itself.
-
-/// exp for f32 that the compiler vectorizes (Cephes polynomial, ~1 ulp; underflows gracefully to
-/// denormals and 0, overflows to +inf, NaN stays NaN). f64 uses std::exp.
-/// n = round(x / ln 2) comes from the 1.5 * 2^23 trick, and 2^n is applied as two factors so that
-/// every n from -150 to 128 works (Note [Branch-free f32 math]).
-inline float fast_exp(float x) {
-  float xc = -104.0f > x ? -104.0f : x;  // vmaxps(lo, x): NaN passes through
-  xc = 89.0f < xc ? 89.0f : xc;
-  const float t = std::fma(xc, 1.44269504088896341f, 12582912.0f);
-  const float n = t - 12582912.0f;
-  const int32_t ni = std::bit_cast<int32_t>(t) - 0x4B400000;
-  float r = std::fma(n, -0.693359375f, xc);
-  r = std::fma(n, 2.12194440e-4f, r);
-  float p = 1.9875691500e-4f;
-  p = std::fma(p, r, 1.3981999507e-3f);
-  p = std::fma(p, r, 8.3334519073e-3f);
-  p = std::fma(p, r, 4.1665795894e-2f);
-  p = std::fma(p, r, 1.6666665459e-1f);
-  p = std::fma(p, r, 5.0000001201e-1f);
-  p = std::fma(p, r * r, r + 1.0f);
-  const int32_t h = ni >> 1;
-  const float s1 = std::bit_cast<float>((h + 127) << 23);
-  const float s2 = std::bit_cast<float>((ni - h + 127) << 23);
-  return p * s1 * s2;
-}
+/// exp / log: f32 through the one vectorizable copy in ops/cpu/f32_math.h, f64 through libm.
+inline float fast_exp(float x) { return cpu::exp_f32(x); }
 inline double fast_exp(double x) { return std::exp(x); }
-
-/// log for f32 that the compiler vectorizes (Cephes polynomial, ~1 ulp for normal x > 0; 0 gives
-/// -inf, negative x and NaN give NaN, +inf gives NaN; denormals count as the smallest normal).
-/// f64 uses std::log.
-inline float fast_log(float x) {
-  // Denormals, zero and negative x (NaN-ed below) are clamped to the smallest normal's bits.
-  const int32_t bits = std::max(std::bit_cast<int32_t>(x), 0x00800000);
-  float e = static_cast<float>((bits >> 23) - 126);
-  const int32_t mbits = (bits & 0x007fffff) | 0x3f000000;
-  float m = std::bit_cast<float>(mbits);  // mantissa in [0.5, 1)
-  const float small = static_cast<float>(-((mbits - 0x3f3504f3) >> 31));  // m < sqrt(1/2): 1, else 0
-  e -= small;
-  m = std::fma(small, m, m - 1.0f);  // 2m - 1 when small, m - 1 otherwise
-  const float z = m * m;
-  float p = 7.0376836292e-2f;
-  p = std::fma(p, m, -1.1514610310e-1f);
-  p = std::fma(p, m, 1.1676998740e-1f);
-  p = std::fma(p, m, -1.2420140846e-1f);
-  p = std::fma(p, m, 1.4249322787e-1f);
-  p = std::fma(p, m, -1.6668057665e-1f);
-  p = std::fma(p, m, 2.0000714765e-1f);
-  p = std::fma(p, m, -2.4999993993e-1f);
-  p = std::fma(p, m, 3.3333331174e-1f);
-  float y = p * m * z;
-  y = std::fma(e, -2.12194440e-4f, y);
-  y = std::fma(z, -0.5f, y);
-  float r = m + y;
-  r = std::fma(e, 0.693359375f, r);
-  // Special values through masks (all ones where the condition holds).
-  const int32_t xb = std::bit_cast<int32_t>(x);
-  const int32_t zero = ((xb & 0x7fffffff) - 1) >> 31;   // x == ±0
-  const int32_t neg = (xb >> 31) & ~zero;                 // x < 0
-  int32_t rb = std::bit_cast<int32_t>(r);
-  rb = (rb & ~zero) | (zero & static_cast<int32_t>(0xff800000u));  // -inf
-  rb |= neg & 0x7fc00000;                                            // NaN
-  return std::bit_cast<float>(rb) + (x - x);  // NaN for NaN and inf
-}
+inline float fast_log(float x) { return cpu::log_f32(x); }
 inline double fast_log(double x) { return std::log(x); }
 
 /// log1p(exp(-|x|)) for f32 vectorized; f64 exact.

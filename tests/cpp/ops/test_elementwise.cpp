@@ -134,6 +134,45 @@ TEST(FastMath, F32AccuracyAgainstF64) {
   EXPECT_LT(max_rel_err_f32([](const Tensor& x) { return gelu(x, true); }, -8, 8, 200001), 1e-5);
 }
 
+/// The f32 gradients of the transcendental ops (contiguous f32 runs the array kernels of
+/// ops/cpu/vec_math.h, strided f32 the scalar fallback) against the f64 ones on the same inputs.
+TEST(FastMath, F32GradientsMatchF64ContiguousAndStrided) {
+  Generator gen(13);
+  const Tensor base = uniform({64, 33}, -6.0, 6.0, {DType::f32, nullptr}, &gen);
+  const Tensor gout = uniform({64, 33}, -1.0, 1.0, {DType::f32, nullptr}, &gen);
+  using Op = Tensor (*)(const Tensor&);
+  const std::vector<std::pair<const char*, Op>> ops = {
+      {"exp", [](const Tensor& x) { return exp(x); }},
+      {"sigmoid", [](const Tensor& x) { return sigmoid(x); }},
+      {"tanh", [](const Tensor& x) { return tanh(x); }},
+      {"gelu", [](const Tensor& x) { return gelu(x); }},
+  };
+  for (const auto& [name, op] : ops) {
+    for (bool strided : {false, true}) {
+      auto grad_of = [&](DType dt) {
+        Tensor x = base.to(dt, /*copy=*/true);  // a fresh leaf per op
+        Tensor g = gout.to(dt);
+        if (strided) {  // the same values, laid out transposed
+          x = x.t().contiguous().t();
+          g = g.t().contiguous().t();
+        }
+        x.set_requires_grad(true);
+        Tensor y = op(x);
+        y.backward(g);
+        return std::make_pair(vals(y), vals(x.grad()));
+      };
+      const auto [y32, g32] = grad_of(DType::f32);
+      const auto [y64, g64] = grad_of(DType::f64);
+      for (std::size_t i = 0; i < y64.size(); ++i) {
+        EXPECT_NEAR(y32[i], y64[i], 1e-6 * std::abs(y64[i]) + 1e-30) << name << " strided " << strided << " at " << i;
+        // sigmoid's and tanh's gradients come from the saved f32 output, whose rounding (~6e-8)
+        // 1 - y and 1 - y^2 turn into an absolute error.
+        EXPECT_NEAR(g32[i], g64[i], 2e-6 * std::abs(g64[i]) + 5e-7) << name << " strided " << strided << " at " << i;
+      }
+    }
+  }
+}
+
 TEST(FastMath, SpecialValues) {
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
   Tensor x = tensor<float>({0.0f, -0.0f, inf, -inf, nan, -1.0f, 1e-40f, 100.0f, -200.0f});
