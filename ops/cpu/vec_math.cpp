@@ -60,8 +60,10 @@ constexpr Kernels kGeneric{
 
 bool cpu_has_avx512() {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  // libgcc's check includes the OS saving the zmm state (XCR0).
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+  // libgcc's check includes the OS saving the zmm state (XCR0). Every extension the AVX-512 file
+  // is compiled with must be present, since the compiler may use any of them.
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
 #else
   return false;
 #endif
