@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "ops/cpu/row_sum.h"
 #include "ops/op_util.h"
 
 namespace strata {
@@ -149,12 +150,26 @@ Window adaptive_window(int64_t o, int64_t in, int64_t out) {
 /// Rows and columns windows precomputed once per call.
 struct AvgPlan {
   std::vector<Window> rows, cols;
+
+  /// One output per plane whose window is the whole H×W plane (global pooling, e.g. adaptive
+  /// pooling to 1×1): then each output is a contiguous row reduction.
+  bool whole_plane(int64_t H, int64_t W) const {
+    return rows.size() == 1 && cols.size() == 1 && rows[0].start == 0 && rows[0].end == H && cols[0].start == 0 &&
+           cols[0].end == W;
+  }
 };
 
 template <typename T>
 void avg_pool_forward(const T* x, T* y, int64_t planes, int64_t H, int64_t W, const AvgPlan& plan) {
   const int64_t OH = static_cast<int64_t>(plan.rows.size()), OW = static_cast<int64_t>(plan.cols.size());
   const int64_t HW = H * W, OHW = OH * OW;
+  if (plan.whole_plane(H, W)) {
+    const int64_t div = plan.rows[0].count * plan.cols[0].count;
+    parallel_for(planes, plane_grain(HW + 1), [&](int64_t p0, int64_t p1) {
+      for (int64_t p = p0; p < p1; ++p) y[p] = div > 0 ? ops::cpu::row_sum(x + p * HW, HW) / T(div) : T(0);
+    });
+    return;
+  }
   parallel_for(planes, plane_grain(HW + OHW), [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) {
       const T* xp = x + p * HW;
@@ -180,6 +195,13 @@ template <typename T>
 void avg_pool_backward(const T* gy, T* gx, int64_t planes, int64_t H, int64_t W, const AvgPlan& plan) {
   const int64_t OH = static_cast<int64_t>(plan.rows.size()), OW = static_cast<int64_t>(plan.cols.size());
   const int64_t HW = H * W, OHW = OH * OW;
+  if (plan.whole_plane(H, W)) {
+    const int64_t div = plan.rows[0].count * plan.cols[0].count;
+    parallel_for(planes, plane_grain(HW + 1), [&](int64_t p0, int64_t p1) {
+      for (int64_t p = p0; p < p1; ++p) std::fill(gx + p * HW, gx + (p + 1) * HW, div > 0 ? gy[p] / T(div) : T(0));
+    });
+    return;
+  }
   parallel_for(planes, plane_grain(HW + OHW), [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) {
       T* gp = gx + p * HW;
