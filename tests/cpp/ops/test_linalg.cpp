@@ -16,7 +16,9 @@
 #include "autograd/engine.h"
 #include "autograd/grad_mode.h"
 #include "core/factories.h"
+#include "ops/cpu/dnnl_engine.h"
 #include "ops/cpu/gemm.h"
+#include "ops/cpu/primitive_cache.h"
 #include "ops/linalg.h"
 #include "tests/cpp/ops/harness/op_harness.h"
 
@@ -214,6 +216,115 @@ TEST(Gemm, BlockedKernelReadsAnyStrides) {
   ops::cpu::gemm_blocked<double>({av.data<double>(), 40, 30, av.stride(0), av.stride(1)},
                                  {b.data<double>(), 30, 50, 50, 1}, c.data<double>(), 50, false, true);
   EXPECT_LT(max_rel_diff(c, ref), 1e-14);
+}
+
+// ---- GEMM path choice (Note [GEMM path choice]) ------------------------------------------------------
+
+/// One f32 operand stored 'N' (row-major, leading dim ld >= cols) or 'T' (column-major, ld >=
+/// rows), with padding between rows or columns, filled from `gen`.
+struct StoredOperand {
+  std::vector<float> data;
+  ops::cpu::MatRef<float> ref;
+};
+
+StoredOperand stored_operand(int64_t rows, int64_t cols, char trans, int64_t pad, Generator& gen) {
+  StoredOperand s;
+  const int64_t ld = (trans == 'N' ? cols : rows) + pad;
+  const int64_t outer = trans == 'N' ? rows : cols;
+  const Tensor v = randn({outer * ld}, {DType::f32, nullptr}, &gen);
+  s.data.assign(v.data<float>(), v.data<float>() + outer * ld);
+  s.ref = trans == 'N' ? ops::cpu::MatRef<float>{nullptr, rows, cols, ld, 1}
+                       : ops::cpu::MatRef<float>{nullptr, rows, cols, 1, ld};
+  s.ref.data = s.data.data();
+  return s;
+}
+
+/// Runs gemm on the stored operands into C (leading dim N + 3, padding holding a sentinel) and
+/// checks every element against a double-precision product and the padding as untouched.
+void check_gemm_call(const StoredOperand& a, const StoredOperand& b, bool accumulate, bool parallel, const char* what) {
+  const int64_t M = a.ref.rows, K = a.ref.cols, N = b.ref.cols;
+  const int64_t ldc = N + 3;
+  constexpr float kSentinel = 12345.0f;
+  std::vector<float> c(static_cast<std::size_t>(M * ldc), kSentinel);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j)  // beta = 0 must not read C: NaN; beta = 1 adds to a known value
+      c[i * ldc + j] = accumulate ? static_cast<float>(0.25 * ((i + 2 * j) % 7)) : std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> c0 = c;
+  ops::cpu::gemm(a.ref, b.ref, c.data(), ldc, accumulate, parallel);
+  double worst = 0;
+  int64_t bad_padding = 0;
+  for (int64_t i = 0; i < M; ++i) {
+    for (int64_t j = 0; j < N; ++j) {
+      double sum = accumulate ? c0[i * ldc + j] : 0.0, magnitude = std::abs(sum);
+      for (int64_t p = 0; p < K; ++p) {
+        const double t = double(a.ref.data[i * a.ref.rs + p * a.ref.cs]) * double(b.ref.data[p * b.ref.rs + j * b.ref.cs]);
+        sum += t;
+        magnitude += std::abs(t);
+      }
+      // f32 rounding grows with Σ|terms| (not with |sum|, which cancels); a misread element is off
+      // by a whole term, ~1/√K of that.
+      const double got = c[i * ldc + j];
+      worst = std::max(worst, std::isnan(got) ? INFINITY : std::abs(got - sum) / (1 + magnitude));
+    }
+    for (int64_t j = N; j < ldc; ++j) bad_padding += c[i * ldc + j] != kSentinel;
+  }
+  EXPECT_LT(worst, 1e-5) << what << " " << M << "x" << N << "x" << K << " accumulate " << accumulate << " parallel "
+                         << parallel;
+  EXPECT_EQ(bad_padding, 0) << what << ": C's padding between rows was written";
+}
+
+TEST(Gemm, EveryPathMatchesNaiveOverTransposesAndOddShapes) {
+  using ops::cpu::DnnlPrimitives;
+  std::vector<DnnlPrimitives> modes{DnnlPrimitives::Never, DnnlPrimitives::Auto, DnnlPrimitives::Always};
+  for (DnnlPrimitives mode : modes) {
+    ops::cpu::DnnlPrimitivesGuard guard(mode);
+    const char* what = mode == DnnlPrimitives::Never ? "Never" : mode == DnnlPrimitives::Auto ? "Auto" : "Always";
+    for (auto [M, N, K] : std::vector<std::array<int64_t, 3>>{{37, 53, 71}, {1, 700, 9}, {130, 29, 260}, {33, 1030, 1025}}) {
+      for (char ta : {'N', 'T'})
+        for (char tb : {'N', 'T'}) {
+          Generator gen(static_cast<uint64_t>(M * 7 + N * 11 + K * 13 + ta * 17 + tb));
+          const StoredOperand a = stored_operand(M, K, ta, ta == 'N' ? 2 : 5, gen);
+          const StoredOperand b = stored_operand(K, N, tb, tb == 'N' ? 3 : 1, gen);
+          for (bool acc : {false, true})
+            for (bool par : {true, false}) {
+              SCOPED_TRACE(::testing::Message() << ta << tb);
+              check_gemm_call(a, b, acc, par, what);
+            }
+        }
+    }
+  }
+}
+
+TEST(Gemm, AutoTakesTheMatmulPrimitiveForLinearForwardShapesAndRereadsModifiedOperands) {
+#if defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "TSan builds run the own GEMM kernel (oneDNN and TBB are not instrumented)";
+#else
+  using ops::cpu::DnnlPrimitives;
+  using ops::cpu::primitive_cache_stats;
+  ops::cpu::DnnlPrimitivesGuard guard(DnnlPrimitives::Auto);
+  Generator gen(5);
+  // x [48, 1024] · Wᵀ with W [1031, 1024] read transposed: the primitive's region.
+  StoredOperand x = stored_operand(48, 1024, 'N', 0, gen);
+  StoredOperand w = stored_operand(1024, 1031, 'T', 0, gen);
+  const auto s0 = primitive_cache_stats();
+  check_gemm_call(x, w, false, true, "first call");
+  const auto s1 = primitive_cache_stats();
+  EXPECT_EQ(s1.builds + s1.hits, s0.builds + s0.hits + 1) << "the NT product did not go through the primitive cache";
+  // Modify both operands in place (same addresses): the next call must see the new values.
+  for (float& v : x.data) v = -0.5f * v + 0.125f;
+  for (float& v : w.data) v = 2.0f * v - 0.25f;
+  check_gemm_call(x, w, false, true, "after in-place modification");
+  const auto s2 = primitive_cache_stats();
+  EXPECT_EQ(s2.builds, s1.builds) << "the same product built a second primitive";
+  EXPECT_EQ(s2.hits, s1.hits + 1);
+  // The same product from inside a caller's parallel loop, accumulating, or as NN stays on sgemm.
+  check_gemm_call(x, w, false, false, "parallel = false");
+  check_gemm_call(x, w, true, true, "accumulate");
+  StoredOperand wn = stored_operand(1024, 1031, 'N', 0, gen);
+  check_gemm_call(x, wn, false, true, "NN");
+  const auto s3 = primitive_cache_stats();
+  EXPECT_EQ(s3.builds + s3.hits, s2.builds + s2.hits) << "a product outside the primitive's region used it";
+#endif
 }
 
 }  // namespace
