@@ -239,9 +239,30 @@ StoredOperand stored_operand(int64_t rows, int64_t cols, char trans, int64_t pad
   return s;
 }
 
+/// The double-precision product of two stored operands and, per element, Σ|terms| (the scale of
+/// f32 rounding, which grows with it and not with the possibly cancelling sum).
+struct NaiveProduct {
+  std::vector<double> sum, magnitude;
+};
+
+NaiveProduct naive_product(const StoredOperand& a, const StoredOperand& b) {
+  const int64_t M = a.ref.rows, K = a.ref.cols, N = b.ref.cols;
+  NaiveProduct r{std::vector<double>(M * N, 0.0), std::vector<double>(M * N, 0.0)};
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j)
+      for (int64_t p = 0; p < K; ++p) {
+        const double t = double(a.ref.data[i * a.ref.rs + p * a.ref.cs]) * double(b.ref.data[p * b.ref.rs + j * b.ref.cs]);
+        r.sum[i * N + j] += t;
+        r.magnitude[i * N + j] += std::abs(t);
+      }
+  return r;
+}
+
 /// Runs gemm on the stored operands into C (leading dim N + 3, padding holding a sentinel) and
-/// checks every element against a double-precision product and the padding as untouched.
-void check_gemm_call(const StoredOperand& a, const StoredOperand& b, bool accumulate, bool parallel, const char* what) {
+/// checks every element against the double-precision product and the padding as untouched. A
+/// misread element is off by a whole term, ~1/√K of Σ|terms|, far above the tolerance.
+void check_gemm_call(const StoredOperand& a, const StoredOperand& b, const NaiveProduct& ref, bool accumulate,
+                     bool parallel, const char* what) {
   const int64_t M = a.ref.rows, K = a.ref.cols, N = b.ref.cols;
   const int64_t ldc = N + 3;
   constexpr float kSentinel = 12345.0f;
@@ -255,14 +276,8 @@ void check_gemm_call(const StoredOperand& a, const StoredOperand& b, bool accumu
   int64_t bad_padding = 0;
   for (int64_t i = 0; i < M; ++i) {
     for (int64_t j = 0; j < N; ++j) {
-      double sum = accumulate ? c0[i * ldc + j] : 0.0, magnitude = std::abs(sum);
-      for (int64_t p = 0; p < K; ++p) {
-        const double t = double(a.ref.data[i * a.ref.rs + p * a.ref.cs]) * double(b.ref.data[p * b.ref.rs + j * b.ref.cs]);
-        sum += t;
-        magnitude += std::abs(t);
-      }
-      // f32 rounding grows with Σ|terms| (not with |sum|, which cancels); a misread element is off
-      // by a whole term, ~1/√K of that.
+      const double base = accumulate ? c0[i * ldc + j] : 0.0;
+      const double sum = base + ref.sum[i * N + j], magnitude = std::abs(base) + ref.magnitude[i * N + j];
       const double got = c[i * ldc + j];
       worst = std::max(worst, std::isnan(got) ? INFINITY : std::abs(got - sum) / (1 + magnitude));
     }
@@ -275,23 +290,21 @@ void check_gemm_call(const StoredOperand& a, const StoredOperand& b, bool accumu
 
 TEST(Gemm, EveryPathMatchesNaiveOverTransposesAndOddShapes) {
   using ops::cpu::DnnlPrimitives;
-  std::vector<DnnlPrimitives> modes{DnnlPrimitives::Never, DnnlPrimitives::Auto, DnnlPrimitives::Always};
-  for (DnnlPrimitives mode : modes) {
-    ops::cpu::DnnlPrimitivesGuard guard(mode);
-    const char* what = mode == DnnlPrimitives::Never ? "Never" : mode == DnnlPrimitives::Auto ? "Auto" : "Always";
-    for (auto [M, N, K] : std::vector<std::array<int64_t, 3>>{{37, 53, 71}, {1, 700, 9}, {130, 29, 260}, {33, 1030, 1025}}) {
-      for (char ta : {'N', 'T'})
-        for (char tb : {'N', 'T'}) {
-          Generator gen(static_cast<uint64_t>(M * 7 + N * 11 + K * 13 + ta * 17 + tb));
-          const StoredOperand a = stored_operand(M, K, ta, ta == 'N' ? 2 : 5, gen);
-          const StoredOperand b = stored_operand(K, N, tb, tb == 'N' ? 3 : 1, gen);
+  for (auto [M, N, K] : std::vector<std::array<int64_t, 3>>{{37, 53, 71}, {1, 700, 9}, {130, 29, 260}, {33, 1030, 1025}}) {
+    for (char ta : {'N', 'T'})
+      for (char tb : {'N', 'T'}) {
+        SCOPED_TRACE(::testing::Message() << ta << tb);
+        Generator gen(static_cast<uint64_t>(M * 7 + N * 11 + K * 13 + ta * 17 + tb));
+        const StoredOperand a = stored_operand(M, K, ta, ta == 'N' ? 2 : 5, gen);
+        const StoredOperand b = stored_operand(K, N, tb, tb == 'N' ? 3 : 1, gen);
+        const NaiveProduct ref = naive_product(a, b);
+        for (DnnlPrimitives mode : {DnnlPrimitives::Never, DnnlPrimitives::Auto, DnnlPrimitives::Always}) {
+          ops::cpu::DnnlPrimitivesGuard guard(mode);
+          const char* what = mode == DnnlPrimitives::Never ? "Never" : mode == DnnlPrimitives::Auto ? "Auto" : "Always";
           for (bool acc : {false, true})
-            for (bool par : {true, false}) {
-              SCOPED_TRACE(::testing::Message() << ta << tb);
-              check_gemm_call(a, b, acc, par, what);
-            }
+            for (bool par : {true, false}) check_gemm_call(a, b, ref, acc, par, what);
         }
-    }
+      }
   }
 }
 
@@ -307,21 +320,22 @@ TEST(Gemm, AutoTakesTheMatmulPrimitiveForLinearForwardShapesAndRereadsModifiedOp
   StoredOperand x = stored_operand(48, 1024, 'N', 0, gen);
   StoredOperand w = stored_operand(1024, 1031, 'T', 0, gen);
   const auto s0 = primitive_cache_stats();
-  check_gemm_call(x, w, false, true, "first call");
+  check_gemm_call(x, w, naive_product(x, w), false, true, "first call");
   const auto s1 = primitive_cache_stats();
   EXPECT_EQ(s1.builds + s1.hits, s0.builds + s0.hits + 1) << "the NT product did not go through the primitive cache";
   // Modify both operands in place (same addresses): the next call must see the new values.
   for (float& v : x.data) v = -0.5f * v + 0.125f;
   for (float& v : w.data) v = 2.0f * v - 0.25f;
-  check_gemm_call(x, w, false, true, "after in-place modification");
+  const NaiveProduct ref = naive_product(x, w);
+  check_gemm_call(x, w, ref, false, true, "after in-place modification");
   const auto s2 = primitive_cache_stats();
   EXPECT_EQ(s2.builds, s1.builds) << "the same product built a second primitive";
   EXPECT_EQ(s2.hits, s1.hits + 1);
   // The same product from inside a caller's parallel loop, accumulating, or as NN stays on sgemm.
-  check_gemm_call(x, w, false, false, "parallel = false");
-  check_gemm_call(x, w, true, true, "accumulate");
+  check_gemm_call(x, w, ref, false, false, "parallel = false");
+  check_gemm_call(x, w, ref, true, true, "accumulate");
   StoredOperand wn = stored_operand(1024, 1031, 'N', 0, gen);
-  check_gemm_call(x, wn, false, true, "NN");
+  check_gemm_call(x, wn, naive_product(x, wn), false, true, "NN");
   const auto s3 = primitive_cache_stats();
   EXPECT_EQ(s3.builds + s3.hits, s2.builds + s2.hits) << "a product outside the primitive's region used it";
 #endif
