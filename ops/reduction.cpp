@@ -46,42 +46,10 @@ inline A combine(A acc, A v) {
   else return (v > acc || v != v) ? v : acc;  // NaN propagates
 }
 
-/// Sum of n contiguous f32 values in double: reduce_row's 16-lane scheme (same lanes, same order of
-/// additions, so bitwise the same result) with the lanes held in four 4-double vector registers.
-/// Written with GCC vector extensions because the array form compiles to a `rep stos` zeroing
-/// and a pass through memory for the final combination on every call, which costs ~10 % on rows
-/// of 1024 (sum over the last dim of [4096, 1024]).
-inline double sum_row_f32(const float* x, int64_t n) {
-  typedef double D4 __attribute__((vector_size(32)));
-  typedef float F4 __attribute__((vector_size(16)));
-  D4 a0{}, a1{}, a2{}, a3{};  // lanes 0-3, 4-7, 8-11, 12-15
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    F4 x0, x1, x2, x3;
-    __builtin_memcpy(&x0, x + i, sizeof(F4));
-    __builtin_memcpy(&x1, x + i + 4, sizeof(F4));
-    __builtin_memcpy(&x2, x + i + 8, sizeof(F4));
-    __builtin_memcpy(&x3, x + i + 12, sizeof(F4));
-    a0 += __builtin_convertvector(x0, D4);
-    a1 += __builtin_convertvector(x1, D4);
-    a2 += __builtin_convertvector(x2, D4);
-    a3 += __builtin_convertvector(x3, D4);
-  }
-  double lane0 = a0[0];
-  for (; i < n; ++i) lane0 += static_cast<double>(x[i]);
-  a0[0] = lane0;
-  a0 += a2;  // width 8
-  a1 += a3;
-  a0 += a1;  // width 4
-  const double l0 = a0[0] + a0[2], l1 = a0[1] + a0[3];  // width 2
-  return l0 + l1;                                      // width 1
-}
-
 /// Reduction of n contiguous values.
 template <typename T, RedOp Op>
 Acc<T, Op> reduce_row(const T* x, int64_t n) {
   if constexpr (Op == RedOp::Max) return ops::cpu::max_contig(x, n);
-  if constexpr (std::is_same_v<T, float>) return sum_row_f32(x, n);
   using A = Acc<T, Op>;
   constexpr int kLanes = 16;
   A acc[kLanes];
