@@ -9,8 +9,6 @@
 
 #include "core/error.h"
 #include "core/threading.h"
-#include "ops/cpu/dnnl_engine.h"
-#include "ops/cpu/primitive_cache.h"
 
 #if defined(__SANITIZE_THREAD__)
 #define STRATA_GEMM_TSAN 1
@@ -222,68 +220,6 @@ SgemmOperand classify(const MatRef<T>& m) {
   return {};
 }
 
-// ---- oneDNN's matmul primitive ----------------------------------------------------------------------
-
-constexpr int64_t kMatmulTag = 100;  // this file's kind tag in the primitive cache (Note [Primitive cache])
-
-struct MatmulEntry {
-  dnnl::matmul::primitive_desc pd;
-  dnnl::matmul prim;
-};
-
-/// Note [GEMM path choice]
-/// Measured with 2 threads (oneDNN 3.13.2, both paths interleaved in one process, 2-vCPU dev
-/// machine): oneDNN's matmul primitive (brgemm, AVX-512) beats `dnnl_sgemm` only for A·Bᵀ with few
-/// rows and a large Bᵀ, which is `linear`'s forward on a batch (W is [out, in], read as a
-/// transposed view): 64×1024×1024 +23 %, 128×1024×1024 +18 %, 256×1024×1024 +3-7 %,
-/// 256×4096×1024 +13 %, 256×1024×4096 +12 % (the primitive won 70-100 % of paired runs). It loses
-/// for every NN and TN product measured (-3 to -20 %), ties for NT at 512 rows, loses from 1024
-/// rows on (1024³ -10 %) and on small products, where its ~25 µs of SYCL queue overhead dominates
-/// (256×512×512 -8 %). Auto therefore takes it for NT, M ≤ 256, N·K ≥ 2²⁰, no accumulation; Always
-/// for every product not called from a parallel loop (tests cover the path that way); Never not at
-/// all. Operands are passed as plain strided memory (no reordered copies), so the primitive is the
-/// only thing cached: tensors modified in place are read afresh on every call. Products called with
-/// `parallel` = false come from a caller's parallel loop, and executions serialize on the shared
-/// stream, so those stay on sgemm. The primitive's threads come from the SYCL CPU runtime's own TBB
-/// arena, which does not follow Strata's set_num_threads (Note [When Strata uses oneDNN
-/// primitives]); on this 2-vCPU machine both use 2.
-bool use_matmul_primitive(const SgemmOperand& oa, const SgemmOperand& ob, int64_t M, int64_t N, int64_t K,
-                          bool accumulate, bool parallel) {
-  if (!parallel) return false;
-  switch (dnnl_primitives_mode()) {
-    case DnnlPrimitives::Never: return false;
-    case DnnlPrimitives::Always: return true;
-    case DnnlPrimitives::Auto: break;
-  }
-  return !accumulate && oa.trans == 'N' && ob.trans == 'T' && M <= 256 && N * K >= (int64_t{1} << 20);
-}
-
-void matmul_primitive(const MatRef<float>& a, const SgemmOperand& oa, const MatRef<float>& b, const SgemmOperand& ob,
-                      float* c, int64_t ldc, bool accumulate) {
-  using dnnl::memory;
-  const int64_t M = a.rows, K = a.cols, N = b.cols;
-  const memory::dims as = oa.trans == 'N' ? memory::dims{oa.ld, 1} : memory::dims{1, oa.ld};
-  const memory::dims bs = ob.trans == 'N' ? memory::dims{ob.ld, 1} : memory::dims{1, ob.ld};
-  const memory::dims cs{ldc, 1};
-  PrimitiveKey key;
-  key.add(kMatmulTag).add(M).add(N).add(K).add(as[0]).add(as[1]).add(bs[0]).add(bs[1]).add(ldc).add(accumulate ? 1 : 0);
-  const auto p = cached_primitive<MatmulEntry>(key, [&] {
-    const memory::desc amd({M, K}, memory::data_type::f32, as), bmd({K, N}, memory::data_type::f32, bs),
-        cmd({M, N}, memory::data_type::f32, cs);
-    dnnl::primitive_attr attr;
-    if (accumulate) {
-      dnnl::post_ops po;
-      po.append_sum(1.0f);
-      attr.set_post_ops(po);
-    }
-    dnnl::matmul::primitive_desc pd(dnnl_engine(), amd, bmd, cmd, attr);
-    return MatmulEntry{pd, dnnl::matmul(pd)};
-  });
-  dnnl_execute(p->prim, {{DNNL_ARG_SRC, dnnl_wrap(p->pd.src_desc(), const_cast<float*>(a.data))},
-                         {DNNL_ARG_WEIGHTS, dnnl_wrap(p->pd.weights_desc(), const_cast<float*>(b.data))},
-                         {DNNL_ARG_DST, dnnl_wrap(p->pd.dst_desc(), c)}});
-}
-
 /// Up to this many multiply-adds the own kernel beats a call into oneDNN. Measured on the 2-core
 /// dev machine (noisy, other jobs running): 4³ 0.15 µs vs 1.3 µs, 16³ 0.8 vs 1.9, 20³ 3.3 vs 1.2,
 /// 32³ 4.0 vs 2.2; Gemm.DISABLED_TinyTimings in tests/cpp/ops/test_linalg.cpp prints the comparison.
@@ -308,10 +244,6 @@ void gemm(const MatRef<float>& a, const MatRef<float>& b, float* c, int64_t ldc,
   }
   const SgemmOperand oa = classify(a), ob = classify(b);
   STRATA_ASSERT(oa.ok && ob.ok, "gemm: operand without a unit stride reached sgemm");
-  if (use_matmul_primitive(oa, ob, M, N, K, accumulate, parallel)) {
-    matmul_primitive(a, oa, b, ob, c, std::max<int64_t>(1, ldc), accumulate);
-    return;
-  }
   const dnnl_status_t st = dnnl_sgemm(oa.trans, ob.trans, M, N, K, 1.0f, a.data, oa.ld, b.data, ob.ld,
                                       accumulate ? 1.0f : 0.0f, c, std::max<int64_t>(1, ldc));
   STRATA_CHECK(st == dnnl_success, "gemm: dnnl_sgemm failed with status ", static_cast<int>(st), " (M=", M,

@@ -6,9 +6,7 @@
 /// Operands are strided 2-D views (MatRef): no transposed copy is ever made by the caller. For f32,
 /// an operand with a unit stride in either dim goes straight to oneDNN's `dnnl_sgemm` with the
 /// matching 'N'/'T' flag (Note [oneDNN from PyPI is a SYCL build]: sgemm runs on TBB directly,
-/// primitives cost ~25 µs a call), or, for the one shape family where it is faster (A·Bᵀ with few
-/// rows: linear's forward), to oneDNN's matmul primitive on the same strided memory (Note [GEMM
-/// path choice] in gemm.cpp); `gemm_ready` tells the caller when it must make an operand
+/// primitives would cost ~25 µs a call); `gemm_ready` tells the caller when it must make an operand
 /// contiguous first (neither stride is 1, or overlapping rows). f64, tiny f32 products (where a
 /// call into oneDNN costs more than the arithmetic) and ThreadSanitizer builds (oneDNN and TBB are
 /// not instrumented) use Strata's own cache-blocked kernel, which packs its operands and so

@@ -72,8 +72,7 @@ std::shared_ptr<const void> cached_primitive_erased(const PrimitiveKey& key,
 }  // namespace detail
 
 /// The cached entry for `key`, built by `build()` (returning an Entry) on the first request only.
-/// The key's first field must identify the Entry type (callers use distinct kind tags; in use:
-/// -1 weight reorders (primitive_cache.cpp), 1-4 convolutions (conv.cpp), 100 matmul (gemm.cpp)).
+/// The key's first field must identify the Entry type (callers use distinct kind tags).
 template <typename Entry, typename Build>
 std::shared_ptr<const Entry> cached_primitive(const PrimitiveKey& key, Build&& build) {
   auto p = detail::cached_primitive_erased(
