@@ -61,12 +61,28 @@ void bag_forward(T* out, const T* w, const I* idx, const T* psw, const std::vect
                  bool mean) {
   const int64_t bags = static_cast<int64_t>(bounds.size()) - 1;
   const int64_t per_bag = std::max<int64_t>(1, (bounds.back() / std::max<int64_t>(bags, 1)) * dim);
+  // The looked-up rows are scattered over a table far larger than the caches, so each one is a
+  // DRAM miss; prefetching the row kRowsAhead positions ahead (within the task's positions) keeps
+  // several rows' misses in flight. Measured on the [1M, 64] f32 benchmark table (256-byte rows):
+  // 8 ahead ~20 % faster than none; 16 no better, 32 worse.
+  constexpr int64_t kRowsAhead = 8;
+  const int64_t row_bytes = dim * static_cast<int64_t>(sizeof(T));
   parallel_for(bags, std::max<int64_t>(1, 16384 / per_bag), [&](int64_t begin, int64_t end) {
+    const int64_t pos_end = bounds[end];
+    auto prefetch_row = [&](int64_t i) {
+      if (i >= pos_end) return;
+      const char* r = reinterpret_cast<const char*>(w + static_cast<int64_t>(idx[i]) * dim);
+      for (int64_t off = 0; off < row_bytes; off += 64) __builtin_prefetch(r + off, 0, 3);
+      __builtin_prefetch(r + row_bytes - 1, 0, 3);  // the last line of a row that starts mid-line
+    };
+    if (row_bytes == 0) return;
+    for (int64_t i = bounds[begin]; i < bounds[begin] + kRowsAhead; ++i) prefetch_row(i);
     for (int64_t b = begin; b < end; ++b) {
       T* __restrict o = out + b * dim;
       for (int64_t k = 0; k < dim; ++k) o[k] = T(0);
       const int64_t s = bounds[b], e = bounds[b + 1];
       for (int64_t i = s; i < e; ++i) {
+        prefetch_row(i + kRowsAhead);
         const T* __restrict r = w + static_cast<int64_t>(idx[i]) * dim;
         if (psw != nullptr) {
           const T c = psw[i];

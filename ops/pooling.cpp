@@ -4,7 +4,9 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
+#include "ops/cpu/row_sum.h"
 #include "ops/op_util.h"
 
 namespace strata {
@@ -73,9 +75,109 @@ int64_t plane_grain(int64_t work_per_plane) { return std::max<int64_t>(1, 32768 
 
 // ---- max pooling ---------------------------------------------------------------------------------
 
+/// One output row of max pooling whose windows lie inside the plane: `x` points at the window
+/// row's first element, `a_base` is its index in the plane. The running maximum is updated by
+/// selects, not branches (on random data a branch on `v > best` mispredicts about half the time),
+/// and all sizes are plain values so nothing is reloaded after the index stores. NaN rule as in the
+/// general loop: the first NaN in window order wins.
+template <typename T, int64_t KH, int64_t KW>
+void max_pool_row_inside(const T* __restrict x, int64_t W, int64_t sw, int64_t OW, int64_t a_base, int64_t kh_in,
+                         int64_t kw_in, T* __restrict yo, int64_t* __restrict io) {
+  const int64_t kh = KH > 0 ? KH : kh_in, kw = KW > 0 ? KW : kw_in;
+  for (int64_t ow = 0; ow < OW; ++ow) {
+    const int64_t a0 = ow * sw;
+    T best = x[a0];
+    int64_t arg = a0;
+    for (int64_t i = 0; i < kh; ++i) {
+      for (int64_t j = 0; j < kw; ++j) {
+        if (i == 0 && j == 0) continue;
+        const int64_t a = a0 + i * W + j;
+        const T v = x[a];
+        const bool take = (v > best) | ((v != v) & (best == best));
+        best = take ? v : best;
+        arg = take ? a : arg;
+      }
+    }
+    yo[ow] = best;
+    io[ow] = a_base + arg;
+  }
+}
+
+/// max_pool_row_inside for f32 2×2 windows at stride 2 (the common CNN case), eight outputs at a
+/// time with GCC vector extensions (plain C++ arithmetic, no intrinsics; GCC does not vectorize the
+/// scalar loop's compare-and-select on its own). Same selects, same NaN rule, same indices.
+void max_pool_row_2x2s2(const float* __restrict x, int64_t W, int64_t OW, int64_t a_base, float* __restrict yo,
+                        int64_t* __restrict io) {
+  typedef float V __attribute__((vector_size(32)));
+  typedef int32_t VI __attribute__((vector_size(32)));
+  typedef int64_t VL __attribute__((vector_size(64)));
+  const float* __restrict r1 = x + W;
+  int64_t ow = 0;
+  for (; ow + 8 <= OW; ow += 8) {
+    V a0, a1, b0, b1;
+    __builtin_memcpy(&a0, x + 2 * ow, sizeof(V));
+    __builtin_memcpy(&a1, x + 2 * ow + 8, sizeof(V));
+    __builtin_memcpy(&b0, r1 + 2 * ow, sizeof(V));
+    __builtin_memcpy(&b1, r1 + 2 * ow + 8, sizeof(V));
+    // Window order: (0,0) (0,1) (1,0) (1,1) = even/odd lanes of row 0, then of row 1.
+    const V v00 = __builtin_shufflevector(a0, a1, 0, 2, 4, 6, 8, 10, 12, 14);
+    const V v01 = __builtin_shufflevector(a0, a1, 1, 3, 5, 7, 9, 11, 13, 15);
+    const V v10 = __builtin_shufflevector(b0, b1, 0, 2, 4, 6, 8, 10, 12, 14);
+    const V v11 = __builtin_shufflevector(b0, b1, 1, 3, 5, 7, 9, 11, 13, 15);
+    V best = v00;
+    VI code = VI{} ;
+    auto step = [&](const V v, int32_t c) {
+      const VI take = ((v > best) | (v != v)) & (best == best);
+      best = take ? v : best;
+      code = take ? VI{} + c : code;
+    };
+    step(v01, 1);
+    step(v10, 2);
+    step(v11, 3);
+    __builtin_memcpy(yo + ow, &best, sizeof(V));
+    const VL c = __builtin_convertvector(code, VL);
+    const VL lane = VL{0, 1, 2, 3, 4, 5, 6, 7};
+    const VL out = (a_base + 2 * ow) + 2 * lane + (c >> 1) * W + (c & 1);
+    __builtin_memcpy(io + ow, &out, sizeof(VL));
+  }
+  if (ow < OW)
+    max_pool_row_inside<float, 2, 2>(x + 2 * ow, W, 2, OW - ow, a_base + 2 * ow, 2, 2, yo + ow, io + ow);
+}
+
+/// Max pooling when every window lies inside the plane (no padding, no dilation, no ceil-mode
+/// overhang): no bounds checks; same results as the general loop.
+template <typename T, int64_t KH, int64_t KW>
+void max_pool_forward_inside(const T* x, T* y, int64_t* idx, const PoolGeom& g) {
+  const int64_t W = g.W, HW = g.H * g.W, OH = g.OH, OW = g.OW, OHW = OH * OW;
+  const int64_t sh = g.sh, sw = g.sw, kh = g.kh, kw = g.kw;
+  parallel_for(g.planes * OH, std::max<int64_t>(1, 32768 / std::max<int64_t>(1, OW * kh * kw)),
+               [=](int64_t r0, int64_t r1) {
+                 for (int64_t r = r0; r < r1; ++r) {
+                   const int64_t p = r / OH, oh = r % OH;
+                   const int64_t a_base = oh * sh * W;
+                   if constexpr (std::is_same_v<T, float> && KH == 2 && KW == 2) {
+                     if (sw == 2) {
+                       max_pool_row_2x2s2(x + p * HW + a_base, W, OW, a_base, y + p * OHW + oh * OW,
+                                          idx + p * OHW + oh * OW);
+                       continue;
+                     }
+                   }
+                   max_pool_row_inside<T, KH, KW>(x + p * HW + a_base, W, sw, OW, a_base, kh, kw, y + p * OHW + oh * OW,
+                                                  idx + p * OHW + oh * OW);
+                 }
+               });
+}
+
 template <typename T>
 void max_pool_forward(const T* x, T* y, int64_t* idx, const PoolGeom& g) {
   const int64_t HW = g.H * g.W, OHW = g.OH * g.OW;
+  if (g.ph == 0 && g.pw == 0 && g.dh == 1 && g.dw == 1 && (g.OH - 1) * g.sh + g.kh <= g.H &&
+      (g.OW - 1) * g.sw + g.kw <= g.W) {
+    if (g.kh == 2 && g.kw == 2) max_pool_forward_inside<T, 2, 2>(x, y, idx, g);
+    else if (g.kh == 3 && g.kw == 3) max_pool_forward_inside<T, 3, 3>(x, y, idx, g);
+    else max_pool_forward_inside<T, 0, 0>(x, y, idx, g);
+    return;
+  }
   parallel_for(g.planes, plane_grain(OHW * g.kh * g.kw), [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) {
       const T* xp = x + p * HW;
@@ -149,12 +251,26 @@ Window adaptive_window(int64_t o, int64_t in, int64_t out) {
 /// Rows and columns windows precomputed once per call.
 struct AvgPlan {
   std::vector<Window> rows, cols;
+
+  /// One output per plane whose window is the whole H×W plane (global pooling, e.g. adaptive
+  /// pooling to 1×1): then each output is a contiguous row reduction.
+  bool whole_plane(int64_t H, int64_t W) const {
+    return rows.size() == 1 && cols.size() == 1 && rows[0].start == 0 && rows[0].end == H && cols[0].start == 0 &&
+           cols[0].end == W;
+  }
 };
 
 template <typename T>
 void avg_pool_forward(const T* x, T* y, int64_t planes, int64_t H, int64_t W, const AvgPlan& plan) {
   const int64_t OH = static_cast<int64_t>(plan.rows.size()), OW = static_cast<int64_t>(plan.cols.size());
   const int64_t HW = H * W, OHW = OH * OW;
+  if (plan.whole_plane(H, W)) {
+    const int64_t div = plan.rows[0].count * plan.cols[0].count;
+    parallel_for(planes, plane_grain(HW + 1), [&](int64_t p0, int64_t p1) {
+      for (int64_t p = p0; p < p1; ++p) y[p] = div > 0 ? ops::cpu::row_sum(x + p * HW, HW) / T(div) : T(0);
+    });
+    return;
+  }
   parallel_for(planes, plane_grain(HW + OHW), [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) {
       const T* xp = x + p * HW;
@@ -180,6 +296,13 @@ template <typename T>
 void avg_pool_backward(const T* gy, T* gx, int64_t planes, int64_t H, int64_t W, const AvgPlan& plan) {
   const int64_t OH = static_cast<int64_t>(plan.rows.size()), OW = static_cast<int64_t>(plan.cols.size());
   const int64_t HW = H * W, OHW = OH * OW;
+  if (plan.whole_plane(H, W)) {
+    const int64_t div = plan.rows[0].count * plan.cols[0].count;
+    parallel_for(planes, plane_grain(HW + 1), [&](int64_t p0, int64_t p1) {
+      for (int64_t p = p0; p < p1; ++p) std::fill(gx + p * HW, gx + (p + 1) * HW, div > 0 ? gy[p] / T(div) : T(0));
+    });
+    return;
+  }
   parallel_for(planes, plane_grain(HW + OHW), [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) {
       T* gp = gx + p * HW;

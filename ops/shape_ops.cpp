@@ -137,12 +137,14 @@ std::vector<Tensor> split_views(const Tensor& x, const Dims& sizes, int64_t d) {
 /// position order, the positions j with idx[j] == r.
 template <typename I>
 void index_csr(const I* idx, int64_t m, int64_t n, std::vector<int64_t>& start, std::vector<int64_t>& order) {
-  start.assign(static_cast<std::size_t>(n) + 1, 0);
-  for (int64_t j = 0; j < m; ++j) ++start[static_cast<std::size_t>(idx[j]) + 1];
-  for (int64_t r = 0; r < n; ++r) start[r + 1] += start[r];
+  // Counts go two slots up so that the placement pass can use start[r + 1] as r's fill cursor: it
+  // ends at the end of r's list, which is where start[r + 1] must point (no separate cursor array).
+  start.assign(static_cast<std::size_t>(n) + 2, 0);
+  for (int64_t j = 0; j < m; ++j) ++start[static_cast<std::size_t>(idx[j]) + 2];
+  for (int64_t r = 2; r < n + 2; ++r) start[r] += start[r - 1];
   order.resize(static_cast<std::size_t>(m));
-  std::vector<int64_t> fill(start.begin(), start.end() - 1);
-  for (int64_t j = 0; j < m; ++j) order[fill[static_cast<std::size_t>(idx[j])]++] = j;
+  for (int64_t j = 0; j < m; ++j) order[start[static_cast<std::size_t>(idx[j]) + 1]++] = j;
+  start.pop_back();
 }
 
 /// gx[o, r, :] = Σ_{j: idx[j] = r} g[o, j, :] in increasing j; rows (o, r) in parallel.
@@ -168,15 +170,19 @@ Tensor index_select_backward(const Tensor& grad, const Tensor& index, int64_t d,
     const T* gp = static_cast<const T*>(g.data_ptr());
     T* out = static_cast<T*>(gx.data_ptr());
     parallel_for(outer * n, std::max<int64_t>(1, 16384 / std::max<int64_t>(inner, 1)), [&](int64_t begin, int64_t end) {
-      for (int64_t row = begin; row < end; ++row) {
-        const int64_t o = row / n;
-        const int64_t r = row % n;
-        T* __restrict dst = out + row * inner;
-        const int64_t b = start[r], e = start[r + 1];
-        if (b == e) {
-          std::fill(dst, dst + inner, T(0));
-          continue;
+      int64_t o = begin / n, r = begin % n;
+      int64_t zero_from = begin;  // rows [zero_from, row) are untouched and not yet zeroed
+      for (int64_t row = begin; row < end; ++row, ++r) {
+        if (r == n) {
+          r = 0;
+          ++o;
         }
+        const int64_t b = start[r], e = start[r + 1];
+        if (b == e) continue;
+        // Untouched rows are zeroed in runs: one fill per run, not one per row.
+        std::fill(out + zero_from * inner, out + row * inner, T(0));
+        zero_from = row + 1;
+        T* __restrict dst = out + row * inner;
         const T* __restrict s0 = gp + (o * m + order[b]) * inner;
         for (int64_t i = 0; i < inner; ++i) dst[i] = s0[i];
         for (int64_t q = b + 1; q < e; ++q) {
@@ -184,6 +190,7 @@ Tensor index_select_backward(const Tensor& grad, const Tensor& index, int64_t d,
           for (int64_t i = 0; i < inner; ++i) dst[i] += s[i];
         }
       }
+      std::fill(out + zero_from * inner, out + end * inner, T(0));
     });
   });
   return gx;

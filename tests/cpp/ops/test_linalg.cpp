@@ -216,5 +216,103 @@ TEST(Gemm, BlockedKernelReadsAnyStrides) {
   EXPECT_LT(max_rel_diff(c, ref), 1e-14);
 }
 
+// ---- every GEMM path over stored layouts -------------------------------------------------------------
+
+/// One f32 operand stored 'N' (row-major, leading dim ld >= cols) or 'T' (column-major, ld >=
+/// rows), with padding between rows or columns, filled from `gen`.
+struct StoredOperand {
+  std::vector<float> data;
+  ops::cpu::MatRef<float> ref;
+};
+
+StoredOperand stored_operand(int64_t rows, int64_t cols, char trans, int64_t pad, Generator& gen) {
+  StoredOperand s;
+  const int64_t ld = (trans == 'N' ? cols : rows) + pad;
+  const int64_t outer = trans == 'N' ? rows : cols;
+  const Tensor v = randn({outer * ld}, {DType::f32, nullptr}, &gen);
+  s.data.assign(v.data<float>(), v.data<float>() + outer * ld);
+  s.ref = trans == 'N' ? ops::cpu::MatRef<float>{nullptr, rows, cols, ld, 1}
+                       : ops::cpu::MatRef<float>{nullptr, rows, cols, 1, ld};
+  s.ref.data = s.data.data();
+  return s;
+}
+
+/// The double-precision product of two stored operands and, per element, Σ|terms| (the scale of
+/// f32 rounding, which grows with it and not with the possibly cancelling sum).
+struct NaiveProduct {
+  std::vector<double> sum, magnitude;
+};
+
+NaiveProduct naive_product(const StoredOperand& a, const StoredOperand& b) {
+  const int64_t M = a.ref.rows, K = a.ref.cols, N = b.ref.cols;
+  NaiveProduct r{std::vector<double>(M * N, 0.0), std::vector<double>(M * N, 0.0)};
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j)
+      for (int64_t p = 0; p < K; ++p) {
+        const double t = double(a.ref.data[i * a.ref.rs + p * a.ref.cs]) * double(b.ref.data[p * b.ref.rs + j * b.ref.cs]);
+        r.sum[i * N + j] += t;
+        r.magnitude[i * N + j] += std::abs(t);
+      }
+  return r;
+}
+
+/// Runs gemm on the stored operands into C (leading dim N + 3, padding holding a sentinel) and
+/// checks every element against the double-precision product and the padding as untouched. A
+/// misread element is off by a whole term, ~1/√K of Σ|terms|, far above the tolerance.
+void check_gemm_call(const StoredOperand& a, const StoredOperand& b, const NaiveProduct& ref, bool accumulate,
+                     bool parallel, const char* what) {
+  const int64_t M = a.ref.rows, K = a.ref.cols, N = b.ref.cols;
+  const int64_t ldc = N + 3;
+  constexpr float kSentinel = 12345.0f;
+  std::vector<float> c(static_cast<std::size_t>(M * ldc), kSentinel);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j)  // beta = 0 must not read C: NaN; beta = 1 adds to a known value
+      c[i * ldc + j] = accumulate ? static_cast<float>(0.25 * ((i + 2 * j) % 7)) : std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> c0 = c;
+  ops::cpu::gemm(a.ref, b.ref, c.data(), ldc, accumulate, parallel);
+  double worst = 0;
+  int64_t bad_padding = 0;
+  for (int64_t i = 0; i < M; ++i) {
+    for (int64_t j = 0; j < N; ++j) {
+      const double base = accumulate ? c0[i * ldc + j] : 0.0;
+      const double sum = base + ref.sum[i * N + j], magnitude = std::abs(base) + ref.magnitude[i * N + j];
+      const double got = c[i * ldc + j];
+      worst = std::max(worst, std::isnan(got) ? INFINITY : std::abs(got - sum) / (1 + magnitude));
+    }
+    for (int64_t j = N; j < ldc; ++j) bad_padding += c[i * ldc + j] != kSentinel;
+  }
+  EXPECT_LT(worst, 1e-5) << what << " " << M << "x" << N << "x" << K << " accumulate " << accumulate << " parallel "
+                         << parallel;
+  EXPECT_EQ(bad_padding, 0) << what << ": C's padding between rows was written";
+}
+
+TEST(Gemm, EveryPathMatchesNaiveOverTransposesAndOddShapes) {
+  // Tiny products take the own kernel, the rest dnnl_sgemm (the own kernel everywhere under TSan);
+  // parallel = false is how batched callers run them.
+  for (auto [M, N, K] : std::vector<std::array<int64_t, 3>>{{5, 7, 3}, {37, 53, 71}, {1, 700, 9}, {130, 29, 260}, {33, 1030, 1025}}) {
+    for (char ta : {'N', 'T'})
+      for (char tb : {'N', 'T'}) {
+        SCOPED_TRACE(::testing::Message() << ta << tb);
+        Generator gen(static_cast<uint64_t>(M * 7 + N * 11 + K * 13 + ta * 17 + tb));
+        const StoredOperand a = stored_operand(M, K, ta, ta == 'N' ? 2 : 5, gen);
+        const StoredOperand b = stored_operand(K, N, tb, tb == 'N' ? 3 : 1, gen);
+        const NaiveProduct ref = naive_product(a, b);
+        for (bool acc : {false, true})
+          for (bool par : {true, false}) check_gemm_call(a, b, ref, acc, par, "gemm");
+      }
+  }
+}
+
+TEST(Gemm, OperandsModifiedInPlaceAreReadAfresh) {
+  Generator gen(5);
+  StoredOperand x = stored_operand(48, 1024, 'N', 0, gen);
+  StoredOperand w = stored_operand(1024, 1031, 'T', 0, gen);
+  check_gemm_call(x, w, naive_product(x, w), false, true, "first call");
+  // Same addresses, new values: nothing derived from the old values may be reused.
+  for (float& v : x.data) v = -0.5f * v + 0.125f;
+  for (float& v : w.data) v = 2.0f * v - 0.25f;
+  check_gemm_call(x, w, naive_product(x, w), false, true, "after in-place modification");
+}
+
 }  // namespace
 }  // namespace strata

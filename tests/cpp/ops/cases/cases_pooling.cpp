@@ -125,6 +125,12 @@ STRATA_REGISTER_CASE(avg_case("avg_pool2d/ceil_mode", {1, 2, 8, 8},
                               {.k = {3, 3}, .s = {2, 2}, .p = {1, 1}, .ceil_mode = true}));
 STRATA_REGISTER_CASE(avg_case("avg_pool2d/ceil_no_count_pad", {1, 3, 7, 6},
                               {.k = {2, 3}, .s = {2, 2}, .p = {1, 1}, .ceil_mode = true, .count_include_pad = false}));
+// One window covering the whole plane (the global-pooling kernel path), with padding counted in
+// the divisor or not; the 5x7 plane (35 values) also exercises the row sum's tail.
+STRATA_REGISTER_CASE(avg_case("avg_pool2d/whole_plane_padded", {2, 3, 3, 3}, {.k = {4, 4}, .s = {2, 2}, .p = {1, 1}}));
+STRATA_REGISTER_CASE(avg_case("avg_pool2d/whole_plane_no_count_pad", {2, 3, 3, 3},
+                              {.k = {4, 4}, .s = {2, 2}, .p = {1, 1}, .count_include_pad = false}));
+STRATA_REGISTER_CASE(avg_case("avg_pool2d/whole_plane_long_row", {2, 2, 5, 7}, {.k = {5, 7}, .s = {1, 1}}));
 STRATA_REGISTER_CASE(avg_case("avg_pool2d/unbatched", {3, 5, 6}, {.k = {2, 2}, .s = {1, 2}}));
 
 Tensor adaptive_reference(const Tensor& x, int64_t OH, int64_t OW) {
