@@ -50,6 +50,7 @@ def parse_args(argv):
     ap.add_argument("--out", default=os.path.join(HERE, "results"), help="directory for tables, plots, raw JSON")
     ap.add_argument("--results-md", default=os.path.join(HERE, "RESULTS.md"))
     ap.add_argument("--no-record", action="store_true", help="do not add to RESULTS.md")
+    ap.add_argument("--items", default="", help="comma-separated item names (e.g. ops cases) to run; default all")
     ap.add_argument("--quick", action="store_true", help="tiny sizes and few cases (a smoke test, not figures)")
     a = ap.parse_args(argv)
     if a.list:
@@ -120,7 +121,7 @@ def limits_lines(limits):
     for name, (value, rec) in limits.items():
         unit = rec.get("unit", "GFLOP/s" if name.startswith("sgemm") else "GB/s")
         extra = f" ({rec['source']})" if rec.get("source") else ""
-        out.append(f"{name} {rec['median']:.1f} {unit}{extra}")
+        out.append(f"{name} {value / 1e9:.1f} {unit}{extra}")
     return ", ".join(out)
 
 
@@ -134,6 +135,15 @@ def run_workload(name, args, ctx, env, command):
     limits = ctx.limits()
     results = []
     items = wl.items(ctx)
+    if args.items:
+        wanted = [w for w in args.items.split(",") if w]
+        unknown = [w for w in wanted if w not in [i.name for i in items]]
+        if unknown and len(args.workloads) == 1:
+            raise SystemExit(f"compare.py: {name} has no item {', '.join(unknown)}; it has {', '.join(i.name for i in items)}")
+        items = [i for i in items if i.name in wanted]
+        if not items:
+            print("  (no selected items in this workload)")
+            return None
     for k, item in enumerate(items):
         t0 = time.time()
         res = run_item(item, ctx, rounds, warmup)
@@ -153,7 +163,8 @@ def run_workload(name, args, ctx, env, command):
             f"of every round\n"
             f"- Strata: {'; '.join(libs) or 'n/a'}; peer: PyTorch {env['torch']} (numpy {env['numpy']}, Python {env['python']})\n"
             f"- slow tier: {wl.slow_tier}\n"
-            f"- machine limits measured in this run ({threads} thread(s)): {limits_lines(limits)}\n"
+            f"- machine limits measured in this run ({threads} thread(s), best of each measurement's repetitions): "
+            f"{limits_lines(limits)}\n"
             f"- ratio = Strata / {wl.peer_name} of the medians (times: < 1 is faster; rates: > 1 is higher); "
             f"'/ limit' = achieved rate / machine limit\n\n")
     os.makedirs(args.out, exist_ok=True)
@@ -187,7 +198,9 @@ def main(argv=None):
     done = []
     try:
         for name in args.workloads:
-            done.append(run_workload(name, args, ctx, env, command))
+            r = run_workload(name, args, ctx, env, command)
+            if r is not None:
+                done.append(r)
     except IncompatibleRuns as e:
         print(f"compare.py: {e}", file=sys.stderr)
         return 3

@@ -1,8 +1,10 @@
 """Machine limits (strata-limits) beside an independent measurement by PyTorch 2.13 of the same
 quantities at the same sizes and thread count: sgemm GFLOP/s at a large square size, STREAM copy and
 triad bandwidth, and random row-gather bandwidth for 64/256/1024-byte rows from a table far larger
-than the last-level cache. Agreement target: within 20 % of PyTorch's figure. (compare.py measures
-the limits again for every other workload it runs, in the same run, for its fractions.)"""
+than the last-level cache. Targets: sgemm and STREAM within 20 % of PyTorch's figure; gathers not
+below 0.8x of PyTorch's index_select. The Strata side is the measurement compare.py makes once per
+run and thread count, whose best repetitions are the denominators of every workload's fractions;
+this table compares medians."""
 import time
 
 import torch
@@ -13,6 +15,10 @@ from workloads.torch_side import meta
 NAMES = ["sgemm", "stream_copy", "stream_triad", "gather_64", "gather_256", "gather_1024"]
 UNITS = {"sgemm": "GFLOP/s"}
 AGREE = Target("0.8 <= ratio <= 1.2", min_ratio=0.8, max_ratio=1.2)
+# index_select is not a bandwidth kernel (PyTorch's reaches a fraction of DRAM's random-access rate
+# for 64-byte rows), so for gathers the check is one-sided: the limit must not fall below what an
+# independent kernel achieves.
+NOT_BELOW = Target("ratio >= 0.8", min_ratio=0.8)
 
 
 _last = {}
@@ -74,7 +80,8 @@ def _peer(ctx):
 
 
 def items(ctx):
-    figs = [Figure(n, n, kind="rate", unit=UNITS.get(n, "GB/s"), limit=n, target=AGREE) for n in NAMES]
+    figs = [Figure(n, n, kind="rate", unit=UNITS.get(n, "GB/s"), limit=n,
+                   target=NOT_BELOW if n.startswith("gather") else AGREE) for n in NAMES]
     return [Item("limits", figs, strata=_strata, peer=_peer)]
 
 

@@ -251,3 +251,29 @@ def test_every_workload_loads_and_declares_a_peer(compare):
     for name in workloads.NAMES:
         wl = workloads.load(name)
         assert wl.name == name and wl.peer_name and wl.slow_tier and wl.describe
+
+
+# ---- machine limits ------------------------------------------------------------------------------------------
+
+def _limits_json(threads=2):
+    from harness.core import LIMIT_UNITS
+    d = {"binary": "strata-limits", "threads": threads, "dtype": "f32"}
+    for name in LIMIT_UNITS:
+        d[name] = {"unit": "GB/s", "samples": [1.0, 4.0, 2.0], "median": 2.0, "min": 1.0, "max": 4.0}
+    return d
+
+
+def test_limits_are_the_best_repetition_in_base_units():
+    from harness.core import limits_from_json
+    lim = limits_from_json(_limits_json(), 2)
+    assert lim["sgemm"][0] == 4.0e9 and lim["gather_64"][0] == 4.0e9
+
+
+def test_limits_refuse_another_thread_count_and_missing_limits():
+    from harness.core import limits_from_json
+    with pytest.raises(IncompatibleRuns, match="1 threads, asked for 2"):
+        limits_from_json(_limits_json(threads=1), 2)
+    d = _limits_json()
+    del d["stream_triad"]
+    with pytest.raises(RuntimeError, match="stream_triad"):
+        limits_from_json(d, 2)
