@@ -5,12 +5,10 @@ than the last-level cache. Targets: sgemm and STREAM within 20 % of PyTorch's fi
 below 0.8x of PyTorch's index_select. The Strata side is the measurement compare.py makes once per
 run and thread count, whose best repetitions are the denominators of every workload's fractions;
 this table compares medians."""
-import time
-
 import torch
 
 from harness.core import Figure, Item, Run, Target, Workload
-from workloads.torch_side import meta
+from workloads.torch_side import meta, time_us
 
 NAMES = ["sgemm", "stream_copy", "stream_triad", "gather_64", "gather_256", "gather_1024"]
 UNITS = {"sgemm": "GFLOP/s"}
@@ -34,14 +32,8 @@ def _strata(ctx):
 
 
 def _rate_samples(fn, work, reps, warmup=1):
-    for _ in range(warmup):
-        fn()
-    out = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        out.append(work / (time.perf_counter() - t0) / 1e9)
-    return out
+    """Per-call rates in units of 1e9 work per second."""
+    return [work / (t * 1e-6) / 1e9 for t in time_us(fn, reps, warmup)]
 
 
 def _peer(ctx):

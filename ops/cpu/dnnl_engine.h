@@ -16,7 +16,9 @@
 /// Always, unset/"auto" → Auto.
 /// Sanitizers (measured with oneDNN 3.13): under ASan+UBSan the primitive path runs cleanly (only
 /// the OpenCL ICD loader's and SYCL runtime's one-time allocations are suppressed for LSan, see
-/// dnnl_engine.cpp). Under TSan, primitives executed from one thread are clean, but when several
+/// dnnl_engine.cpp). Under TSan, primitives executed from one thread are clean apart from the
+/// execution-context bookkeeping that oneDNN allocates on the SYCL runtime's thread (suppressed
+/// precisely, Note [SYCL execution contexts under TSan] in dnnl_engine.cpp), but when several
 /// user threads execute primitives and exit, TSan reports races inside the uninstrumented libtbb
 /// that oneDNN's SYCL CPU runtime uses (tbb::detail::r1::market::unregister_and_destroy_client) —
 /// the same blindness as Note [TSan and TBB] in core/threading.cpp. So a TSan build starts in
