@@ -107,17 +107,6 @@ def forward_flops(case, specs):
     return None
 
 
-def gathered_bytes(case, specs):
-    """Bytes of table rows an embedding bag's forward reads (random rows: the gather limit)."""
-    if case.split("/")[0] != "embedding_bag":
-        return None
-    return float(specs[1]["shape"][0]) * specs[0]["shape"][1] * 4
-
-
-def gather_limit(case):
-    return "gather_256" if case.split("/")[0] == "embedding_bag" else None
-
-
 def _strata_run(case, reps):
     def run(ctx):
         data = ctx.run_json("strata-bench-ops", ["--filter", "=" + case, "--reps", reps, "--threads", ctx.threads],
@@ -133,12 +122,6 @@ def _strata_run(case, reps):
             samples["fwd_bwd"] = row["fwd_bwd_us"]["samples"]
         fl = forward_flops(case, row["inputs"])
         work = {"fwd": fl, "fwd_bwd": 3 * fl} if fl else {}
-        gb = gathered_bytes(case, row["inputs"])
-        if gb:
-            if row["inputs"][0]["shape"][1] * 4 != 256:
-                raise ValueError(f"{case}: rows of {row['inputs'][0]['shape'][1] * 4} bytes; the figure is declared "
-                                 f"against gather_256 (bench/workloads/ops.py gather_limit)")
-            work = {"fwd": gb}
         _last_inputs[case] = row["inputs"]
         return Run(m, samples, work)
     return run
@@ -179,6 +162,10 @@ def _peer_run(case, reps, with_bwd):
 
 
 # Figures with work are compared with the sgemm limit; the 1024^3 matmul must reach 80 % of it.
+# The other cases have no machine limit that applies: their tensors live in the last-level cache
+# across repetitions (the embedding bag's 40960 looked-up rows are 10 MiB of a 256 MiB table, so
+# after the first repetition they are L3 hits, not DRAM gathers; the DLRM issue measures gathers
+# from DRAM against the gather limits).
 _TARGET = Target("ratio <= 1.10", max_ratio=1.10)
 _LARGE = Target("ratio <= 1.10, >= 0.80 of sgemm", max_ratio=1.10, min_fraction=0.80)
 
@@ -189,7 +176,7 @@ def items(ctx):
     cases = list(PEERS) if not ctx.quick else ["matmul/mat_mat", "relu/basic", "softmax/2d_dim1"]
     for case in cases:
         gemm = case.split("/")[0] in ("matmul", "linear", "bmm", "conv2d")
-        figs = [Figure("fwd", "forward", limit="sgemm" if gemm else gather_limit(case),
+        figs = [Figure("fwd", "forward", limit="sgemm" if gemm else None,
                        target=_LARGE if case == "matmul/mat_mat" else _TARGET),
                 Figure("fwd_bwd", "forward+backward", limit="sgemm" if gemm else None, target=_TARGET)]
         out.append(Item(case, figs, strata=_strata_run(case, reps), peer=_peer_run(case, reps, True)))
