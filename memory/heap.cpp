@@ -1,5 +1,6 @@
 #include "memory/heap.h"
 
+#include <cstdint>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -110,8 +111,19 @@ void* map_anonymous(std::size_t capacity, const char* what) {
   const std::size_t phys = physical_memory_bytes();
   STRATA_CHECK(phys == 0 || capacity <= phys, what, ": capacity of ", capacity,
                " bytes is larger than this machine's physical memory (", phys, " bytes)");
-  void* p = mmap(nullptr, capacity, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  STRATA_CHECK(p != MAP_FAILED, what, ": mmap of ", capacity, " bytes failed: ", errno_text());
+  // Reserve 2 MiB more and trim, so that the heap starts on a 2 MiB boundary: transparent huge
+  // pages back only 2 MiB-aligned ranges, and an unaligned base would leave where the huge pages
+  // fall (and so every tensor's TLB behaviour) to the address space layout of the process.
+  constexpr std::size_t kHuge = std::size_t{2} << 20;
+  void* raw = mmap(nullptr, capacity + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+  STRATA_CHECK(raw != MAP_FAILED, what, ": mmap of ", capacity, " bytes failed: ", errno_text());
+  const auto start = reinterpret_cast<std::uintptr_t>(raw);
+  const std::uintptr_t aligned = (start + kHuge - 1) & ~(std::uintptr_t{kHuge} - 1);
+  if (aligned > start) munmap(raw, aligned - start);
+  const std::uintptr_t end = start + capacity + kHuge;
+  if (end > aligned + capacity) munmap(reinterpret_cast<void*>(aligned + capacity), end - (aligned + capacity));
+  void* p = reinterpret_cast<void*>(aligned);
   // Transparent huge pages where the kernel offers them ("madvise" mode is Debian's default): the
   // fast tier is where random row lookups (embedding bags, gathers) land, and with 4 KiB pages
   // they wait on page walks as much as on DRAM (about 1.4x slower on a 1 GiB table). Advisory:
