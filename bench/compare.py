@@ -11,7 +11,10 @@ For each workload it prints and writes bench/results/<workload>.md (median, minâ
 Strata/peer, fraction of the machine limit, target met), bench/results/<workload>.png (the ratios)
 and bench/results/<workload>.json (every raw sample), and adds a summary row and a section to
 bench/RESULTS.md (newest first) with the exact command, date, thread count and library versions.
-Runs made with different thread counts or dtypes are refused, never compared.
+Runs made with different thread counts or dtypes are refused, never compared. Every round of
+either side runs in a fresh process (Strata's binaries, and a PyTorch worker started as
+`compare.py --peer-worker`), so both sides sample process-to-process variance alike;
+`--peer-in-process` keeps PyTorch in this process instead (faster, for quick looks).
 """
 import argparse
 import datetime
@@ -21,6 +24,7 @@ import platform
 import shlex
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -28,7 +32,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
 from harness import report  # noqa: E402
-from harness.core import Context, run_item  # noqa: E402
+from harness.core import Context, run_from_json, run_item, run_to_json  # noqa: E402
 from harness.stats import IncompatibleRuns  # noqa: E402
 import workloads  # noqa: E402
 
@@ -52,6 +56,8 @@ def parse_args(argv):
     ap.add_argument("--no-record", action="store_true", help="do not add to RESULTS.md")
     ap.add_argument("--items", default="", help="comma-separated item names (e.g. ops cases) to run; default all")
     ap.add_argument("--quick", action="store_true", help="tiny sizes and few cases (a smoke test, not figures)")
+    ap.add_argument("--peer-in-process", action="store_true",
+                    help="run the peer's rounds in this process instead of a fresh process each")
     a = ap.parse_args(argv)
     if a.list:
         return a
@@ -78,11 +84,55 @@ def pin(threads):
         raise SystemExit(f"compare.py: --threads {threads} but only {len(cpus)} CPUs are available")
     chosen = set(cpus[:threads])
     os.sched_setaffinity(0, chosen)
+    set_torch_threads(threads)
+    return sorted(chosen)
+
+
+def set_torch_threads(threads):
     import torch
     torch.set_num_threads(threads)
     if torch.get_num_threads() != threads:
         raise SystemExit(f"compare.py: PyTorch runs {torch.get_num_threads()} threads, asked for {threads}")
-    return sorted(chosen)
+
+
+def peer_in_subprocess(ctx, item):
+    """Runs one peer round of `item` in a fresh Python process (compare.py --peer-worker), which
+    inherits this process's CPU pinning, and returns its Run."""
+    payload = {"workload": ctx.workload, "item": item.name, "threads": ctx.threads, "quick": ctx.quick,
+               "bin_dir": ctx.bin_dir, "scratch": ctx.scratch, "shared": ctx.shared}
+    fd, out = tempfile.mkstemp(prefix="peer-", suffix=".json", dir=ctx.scratch)
+    os.close(fd)
+    try:
+        p = subprocess.run([sys.executable, os.path.abspath(__file__), "--peer-worker", out],
+                           input=json.dumps(payload), text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        if p.returncode != 0:
+            raise RuntimeError(f"peer worker for {ctx.workload}/{item.name} exited {p.returncode}:\n{p.stdout[-3000:]}")
+        with open(out) as f:
+            return run_from_json(json.load(f))
+    finally:
+        os.unlink(out)
+
+
+def peer_worker(out_path):
+    """The --peer-worker mode: reads {workload, item, threads, quick, bin_dir, scratch, shared} as
+    JSON from stdin, runs that item's peer side once and writes its Run as JSON to out_path."""
+    job = json.load(sys.stdin)
+    set_torch_threads(job["threads"])
+
+    def no_limits(ctx, t):
+        raise RuntimeError("a peer worker does not measure machine limits")
+
+    ctx = Context(job["threads"], job["bin_dir"], quick=job["quick"], scratch=job["scratch"],
+                  limits_runner=no_limits)
+    ctx.workload = job["workload"]
+    ctx.shared = job["shared"]
+    wl = workloads.load(job["workload"])
+    found = [i for i in wl.items(ctx) if i.name == job["item"]]
+    if len(found) != 1 or found[0].peer is None:
+        raise SystemExit(f"compare.py --peer-worker: {job['workload']} has no item '{job['item']}' with a peer side")
+    run = found[0].peer(ctx)
+    report.write_atomic(out_path, json.dumps(run_to_json(run)))
+    return 0
 
 
 def ensure_built(build):
@@ -131,6 +181,7 @@ def run_workload(name, args, ctx, env, command):
     warmup = wl.warmup if wl.warmup is not None else args.warmup
     threads = wl.threads or args.threads
     ctx = ctx.with_threads(threads)
+    ctx.workload = name
     print(f"\n== {wl.title} ({name}): {threads} thread(s), {rounds} round(s) after {warmup} warm-up ==", flush=True)
     limits = ctx.limits()
     results = []
@@ -159,8 +210,9 @@ def run_workload(name, args, ctx, env, command):
             f"- command: `{command}`\n- date: {env['date']}; git {env['git']}; {env['cpu']}, {env['ncpu']} CPUs, "
             f"load average {env['loadavg']:.2f} at the start\n"
             f"- threads: {threads} on both sides, pinned to CPUs {env['cpus']}; {rounds} interleaved round(s) "
-            f"(Strata, then {wl.peer_name}) after {warmup} warm-up round(s); medians and ranges over every sample "
-            f"of every round\n"
+            f"(Strata, then {wl.peer_name}) after {warmup} warm-up round(s), "
+            f"{'the peer in one long-lived process' if ctx.peer_runner is None else 'each side in a fresh process every round'}; "
+            f"medians and ranges over every sample of every round\n"
             f"- Strata: {'; '.join(libs) or 'n/a'}; peer: PyTorch {env['torch']} (numpy {env['numpy']}, Python {env['python']})\n"
             f"- slow tier: {wl.slow_tier}\n"
             f"- machine limits measured in this run ({threads} thread(s), best of each measurement's repetitions): "
@@ -183,18 +235,24 @@ def run_workload(name, args, ctx, env, command):
 
 
 def main(argv=None):
-    args = parse_args(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--peer-worker"]:
+        if len(argv) != 2:
+            raise SystemExit("usage: compare.py --peer-worker OUT.json < job.json")
+        return peer_worker(argv[1])
+    args = parse_args(argv)
     if args.list:
         for n in workloads.NAMES:
             wl = workloads.load(n)
             print(f"{n:10s} {wl.title}")
         return 0
-    command = "python bench/compare.py " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
+    command = "python bench/compare.py " + " ".join(shlex.quote(a) for a in argv)
     cpus = pin(args.threads)
     if not args.no_build:
         ensure_built(args.build)
     env = environment(args.threads, cpus)
-    ctx = Context(args.threads, os.path.join(args.build, "bench"), quick=args.quick)
+    ctx = Context(args.threads, os.path.join(args.build, "bench"), quick=args.quick,
+                  peer_runner=None if args.peer_in_process else peer_in_subprocess)
     done = []
     try:
         for name in args.workloads:

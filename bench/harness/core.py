@@ -93,10 +93,17 @@ class ItemResult:
 
 class Context:
     """What the workloads get: the thread count, where the binaries are, quick mode, the machine
-    limits (measured once per thread count, in this run), a scratch directory and a logger."""
+    limits (measured once per thread count, in this run), a scratch directory and a logger.
+
+    `shared` is what a Strata side leaves for its peer (e.g. the input shapes it ran); it must be
+    JSON-serializable, because with `peer_runner` set (compare.py's default) every peer round runs
+    in a fresh process that gets a copy of it. Strata's binaries start afresh every round, so a
+    peer kept in one long-lived process would sample one process's luck (page placement, cache
+    colouring, a warm allocator) against Strata's many."""
 
     def __init__(self, threads: int, bin_dir: str, quick: bool = False, scratch: Optional[str] = None,
-                 log: Callable = print, limits_runner: Optional[Callable] = None):
+                 log: Callable = print, limits_runner: Optional[Callable] = None,
+                 peer_runner: Optional[Callable] = None):
         self.threads = threads
         self.bin_dir = bin_dir
         self.quick = quick
@@ -105,6 +112,14 @@ class Context:
         self._limits = {}
         self._limits_runner = limits_runner or (lambda ctx, t: run_limits(ctx, t))
         self.library = {}
+        self.shared = {}
+        self.workload = None          # name of the workload being run (set by compare.py)
+        self.peer_runner = peer_runner  # peer_runner(ctx, item) -> Run, or None: call item.peer in-process
+
+    def run_peer(self, item: "Item") -> Run:
+        if self.peer_runner is None:
+            return item.peer(self)
+        return self.peer_runner(self, item)
 
     def with_threads(self, threads: int) -> "Context":
         """The same context at another thread count (sharing the limits measured so far)."""
@@ -138,6 +153,14 @@ class Context:
         if "library" in data:
             self.library[name] = data["library"]
         return data
+
+
+def run_to_json(run: Run) -> dict:
+    return {"meta": run.meta, "samples": run.samples, "work": run.work}
+
+
+def run_from_json(d: dict) -> Run:
+    return Run(d["meta"], d["samples"], d.get("work", {}))
 
 
 def run_limits(ctx: Context, threads: int) -> dict:
@@ -183,7 +206,7 @@ def run_item(item: Item, ctx: Context, rounds: int, warmup: int = 1) -> ItemResu
         if item.joint is not None:
             return item.joint(ctx)
         s = item.strata(ctx)
-        p = item.peer(ctx)
+        p = ctx.run_peer(item)
         return s, p
 
     for _ in range(warmup):

@@ -19,14 +19,11 @@ AGREE = Target("0.8 <= ratio <= 1.2", min_ratio=0.8, max_ratio=1.2)
 NOT_BELOW = Target("ratio >= 0.8", min_ratio=0.8)
 
 
-_last = {}
-
-
 def _strata(ctx):
     # The limits ctx measured for this run are reused: they are this workload's Strata side.
     lim = ctx.limits()
     recs = {name: rec for name, (_, rec) in lim.items()}
-    _last.update(recs)
+    ctx.shared["limits"] = recs
     m = {"threads": ctx.threads, "dtype": "f32"}
     return Run(m, {n: recs[n]["samples"] for n in NAMES if n in recs})
 
@@ -39,20 +36,21 @@ def _rate_samples(fn, work, reps, warmup=1):
 def _peer(ctx):
     reps = 3 if ctx.quick else 5
     s = {}
-    p = _last["sgemm"]["params"]
+    recs = ctx.shared["limits"]  # what strata-limits measured, for the same sizes
+    p = recs["sgemm"]["params"]
     n = int(p["n"])
     if int(p["m"]) != n or int(p["k"]) != n:
         raise ValueError(f"strata-limits sgemm is not square: {p}")
     a, b, c = torch.randn(n, n), torch.randn(n, n), torch.empty(n, n)
     s["sgemm"] = _rate_samples(lambda: torch.mm(a, b, out=c), 2.0 * n ** 3, reps)
     del a, b, c
-    e = int(_last["stream_copy"]["params"]["elements"])
+    e = int(recs["stream_copy"]["params"]["elements"])
     x, y, z = torch.ones(e), torch.ones(e), torch.empty(e)
     s["stream_copy"] = _rate_samples(lambda: z.copy_(x), 2.0 * 4 * e, reps)
     s["stream_triad"] = _rate_samples(lambda: torch.add(x, y, alpha=3.0, out=z), 3.0 * 4 * e, reps)
     del x, y, z
     for name in ("gather_64", "gather_256", "gather_1024"):
-        gp = _last[name]["params"]
+        gp = recs[name]["params"]
         row, nrows = int(gp["row_bytes"]), int(gp["table_rows"])
         table = torch.empty(nrows, row // 4).fill_(1.0)
         # Same rows per repetition as Strata; each index_select call gathers what Strata's threads

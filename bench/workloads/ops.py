@@ -122,17 +122,14 @@ def _strata_run(case, reps):
             samples["fwd_bwd"] = row["fwd_bwd_us"]["samples"]
         fl = forward_flops(case, row["inputs"])
         work = {"fwd": fl, "fwd_bwd": 3 * fl} if fl else {}
-        _last_inputs[case] = row["inputs"]
+        ctx.shared["inputs:" + case] = row["inputs"]
         return Run(m, samples, work)
     return run
 
 
-_last_inputs = {}
-
-
 def _peer_run(case, reps, with_bwd):
     def run(ctx):
-        specs = _last_inputs[case]  # the shapes the Strata side just reported
+        specs = ctx.shared["inputs:" + case]  # the shapes the Strata side just reported
         fn, grads = PEERS[case]
         inputs = make_inputs(case, specs)
         if grads is None:

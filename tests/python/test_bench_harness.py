@@ -130,6 +130,19 @@ def test_runner_reports_a_missing_figure():
         run_item(item, _ctx(), rounds=1, warmup=0)
 
 
+def test_runner_sends_the_peer_through_the_context_peer_runner():
+    calls, routed = [], []
+    ctx = _ctx()
+
+    def runner(c, item):
+        routed.append(item.name)
+        return item.peer(c)
+
+    ctx.peer_runner = runner
+    run_item(_item(calls), ctx, rounds=2, warmup=1)
+    assert routed == ["fake"] * 3 and calls == ["S", "P"] * 3
+
+
 def test_context_names_the_missing_binary_and_how_to_build_it(tmp_path):
     ctx = Context(1, str(tmp_path))
     with pytest.raises(FileNotFoundError, match="scripts/build.sh"):
@@ -251,6 +264,32 @@ def test_every_workload_loads_and_declares_a_peer(compare):
     for name in workloads.NAMES:
         wl = workloads.load(name)
         assert wl.name == name and wl.peer_name and wl.slow_tier and wl.describe
+
+
+def _peer_worker(tmp_path, job):
+    import json
+    import subprocess
+    out = tmp_path / "run.json"
+    p = subprocess.run([sys.executable, str(BENCH / "compare.py"), "--peer-worker", str(out)],
+                       input=json.dumps(job), text=True, capture_output=True, timeout=300)
+    return p, (json.loads(out.read_text()) if p.returncode == 0 else None)
+
+
+def test_peer_worker_runs_one_peer_round_in_a_fresh_process(tmp_path):
+    job = {"workload": "ops", "item": "relu/basic", "threads": 1, "quick": True, "bin_dir": "/nonexistent",
+           "scratch": str(tmp_path), "shared": {"inputs:relu/basic": [{"shape": [8, 16], "dtype": "f32"}]}}
+    p, run = _peer_worker(tmp_path, job)
+    assert p.returncode == 0, p.stderr
+    assert run["meta"]["threads"] == 1 and run["meta"]["dtype"] == "f32"
+    assert len(run["samples"]["fwd"]) == 5 and len(run["samples"]["fwd_bwd"]) == 5
+    assert all(t > 0 for t in run["samples"]["fwd"])
+
+
+def test_peer_worker_refuses_an_unknown_item(tmp_path):
+    job = {"workload": "ops", "item": "nope/none", "threads": 1, "quick": True, "bin_dir": "/nonexistent",
+           "scratch": str(tmp_path), "shared": {}}
+    p, _ = _peer_worker(tmp_path, job)
+    assert p.returncode != 0 and "has no item 'nope/none'" in p.stderr
 
 
 # ---- machine limits ------------------------------------------------------------------------------------------
