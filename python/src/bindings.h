@@ -84,5 +84,6 @@ void init_errors(py::module_& m);
 void init_dtypes(py::module_& m);
 void init_tensor(py::module_& m);
 void init_factories(py::module_& m);
+void init_autograd(py::module_& m);
 
 }  // namespace strata::python

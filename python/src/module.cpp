@@ -46,5 +46,6 @@ PYBIND11_MODULE(_C, m) {
   init_dtypes(m);
   init_tensor(m);
   init_factories(m);
+  init_autograd(m);
   init_runtime(m);
 }

@@ -54,6 +54,9 @@ float = _C.float  # noqa: A001
 int = _C.int  # noqa: A001
 bool = _C.bool  # noqa: A001
 
+from . import autograd  # noqa: E402
+from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -70,6 +73,7 @@ __all__ = [
     "dtype",
     "empty",
     "empty_like",
+    "enable_grad",
     "f32",
     "f64",
     "float32",
@@ -83,14 +87,17 @@ __all__ = [
     "initial_seed",
     "int32",
     "int64",
+    "is_grad_enabled",
     "is_tensor",
     "long",
     "manual_seed",
+    "no_grad",
     "ones",
     "ones_like",
     "rand",
     "randint",
     "randn",
+    "set_grad_enabled",
     "set_num_threads",
     "tensor",
     "u8",
