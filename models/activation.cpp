@@ -1,0 +1,33 @@
+#include "models/activation.h"
+
+#include "ops/unary.h"
+
+namespace strata::nn {
+
+namespace {
+const Tensor& defined_input(const Module& m, const Tensor& input) {
+  STRATA_CHECK(input.defined(), m.type_name(), ": the input is undefined");
+  return input;
+}
+}  // namespace
+
+Tensor ReLU::forward(const Tensor& input) { return relu(defined_input(*this, input)); }
+
+Tensor LeakyReLU::forward(const Tensor& input) { return leaky_relu(defined_input(*this, input), negative_slope_); }
+
+std::string LeakyReLU::extra_repr() const { return "negative_slope=" + py_float_repr(negative_slope_); }
+
+Tensor Sigmoid::forward(const Tensor& input) { return sigmoid(defined_input(*this, input)); }
+
+Tensor Tanh::forward(const Tensor& input) { return strata::tanh(defined_input(*this, input)); }
+
+GELU::GELU(const std::string& approximate) : Module("GELU"), approximate_(approximate) {
+  STRATA_CHECK(approximate == "none" || approximate == "tanh", "GELU: approximate must be 'none' or 'tanh', got '",
+               approximate, "'");
+}
+
+Tensor GELU::forward(const Tensor& input) { return gelu(defined_input(*this, input), approximate_ == "tanh"); }
+
+std::string GELU::extra_repr() const { return "approximate='" + approximate_ + "'"; }
+
+}  // namespace strata::nn

@@ -1,0 +1,123 @@
+#include "models/zoo/dlrm.h"
+
+#include <cmath>
+#include <cstdlib>
+
+#include "core/error.h"
+#include "core/factories.h"
+#include "models/activation.h"
+#include "models/embedding_bag.h"
+#include "models/linear.h"
+#include "models/zoo/init.h"
+#include "ops/embedding.h"
+#include "ops/shape_ops.h"
+
+namespace strata::nn::zoo {
+namespace {
+
+std::shared_ptr<Sequential> reference_mlp(const std::vector<int64_t>& widths, bool sigmoid_last, Generator* gen) {
+  auto mlp = std::make_shared<Sequential>();
+  for (std::size_t i = 0; i + 1 < widths.size(); ++i) {
+    auto lin = std::make_shared<Linear>(widths[i], widths[i + 1], true, gen);
+    const double n = static_cast<double>(widths[i]), m = static_cast<double>(widths[i + 1]);
+    init_normal(*lin, "weight", 0.0, std::sqrt(2.0 / (m + n)), gen);
+    init_normal(*lin, "bias", 0.0, std::sqrt(1.0 / m), gen);
+    mlp->push_back(lin);
+    if (sigmoid_last && i + 2 == widths.size()) mlp->push_back(std::make_shared<Sigmoid>());
+    else mlp->push_back(std::make_shared<ReLU>());
+  }
+  return mlp;
+}
+
+void check_widths(const std::vector<int64_t>& w, const char* what, std::size_t min_size) {
+  STRATA_CHECK(w.size() >= min_size, "DLRM: ", what, " needs at least ", min_size, " width(s), got ", w.size());
+  for (std::size_t i = 0; i < w.size(); ++i)
+    STRATA_CHECK(w[i] >= 1, "DLRM: ", what, " width ", i, " must be positive, got ", w[i]);
+}
+
+}  // namespace
+
+std::vector<int64_t> parse_arch(const std::string& text, const std::string& flag) {
+  std::vector<int64_t> out;
+  std::size_t start = 0;
+  STRATA_CHECK(!text.empty(), flag, ": empty list (expected dash-separated positive integers like \"4-3-2\")");
+  while (true) {
+    const std::size_t dash = text.find('-', start);
+    const std::string part = text.substr(start, dash == std::string::npos ? std::string::npos : dash - start);
+    char* end = nullptr;
+    const long long v = part.empty() ? 0 : std::strtoll(part.c_str(), &end, 10);
+    STRATA_CHECK(!part.empty() && end != nullptr && *end == '\0' && v >= 1, flag, ": \"", text,
+                 "\" is not a dash-separated list of positive integers (bad element \"", part, "\")");
+    out.push_back(v);
+    if (dash == std::string::npos) break;
+    start = dash + 1;
+  }
+  return out;
+}
+
+DLRM::DLRM(const DLRMOptions& o, Generator* gen) : Module("DLRM"), options_(o) {
+  STRATA_CHECK(o.sparse_feature_size >= 1, "DLRM: sparse feature size must be positive, got ", o.sparse_feature_size);
+  check_widths(o.embedding_sizes, "embedding sizes", 1);
+  check_widths(o.bottom_mlp, "bottom MLP", 2);
+  check_widths(o.top_mlp, "top MLP", 1);
+  STRATA_CHECK(o.interaction == "dot" || o.interaction == "cat", "DLRM: interaction must be \"dot\" or \"cat\", got \"",
+               o.interaction, "\"");
+  STRATA_CHECK(o.bottom_mlp.back() == o.sparse_feature_size, "DLRM: the bottom MLP's last width (", o.bottom_mlp.back(),
+               ") must equal the sparse feature size (", o.sparse_feature_size, ")");
+  emb_ = std::make_shared<ModuleList>();
+  for (int64_t rows : o.embedding_sizes) {
+    auto bag = std::make_shared<EmbeddingBag>(rows, o.sparse_feature_size, "sum", false, gen);
+    const double bound = std::sqrt(1.0 / static_cast<double>(rows));
+    bag->register_parameter("weight", uniform({rows, o.sparse_feature_size}, -bound, bound, {}, gen));
+    emb_->push_back(bag);
+  }
+  std::vector<int64_t> top{interaction_width()};
+  top.insert(top.end(), o.top_mlp.begin(), o.top_mlp.end());
+  // The reference's module registration order: emb_l, bot_l, top_l.
+  register_module("emb_l", emb_);
+  bot_ = register_module("bot_l", reference_mlp(o.bottom_mlp, false, gen));
+  top_ = register_module("top_l", reference_mlp(top, true, gen));
+}
+
+int64_t DLRM::interaction_width() const {
+  const int64_t f = static_cast<int64_t>(options_.embedding_sizes.size()) + 1;
+  if (options_.interaction == "cat") return f * options_.sparse_feature_size;
+  const int64_t pairs = options_.interaction_itself ? f * (f + 1) / 2 : f * (f - 1) / 2;
+  return options_.sparse_feature_size + pairs;
+}
+
+Tensor DLRM::interact(const Tensor& x, const std::vector<Tensor>& embedded) const {
+  std::vector<Tensor> feats{x};
+  feats.insert(feats.end(), embedded.begin(), embedded.end());
+  if (options_.interaction == "cat") return cat(feats, 1);
+  return dot_interaction(feats, options_.interaction_itself);
+}
+
+Tensor DLRM::forward(const Tensor& dense, const std::vector<Tensor>& indices, const std::vector<Tensor>& offsets,
+                     const std::vector<Tensor>& per_sample_weights) {
+  const std::size_t tables = options_.embedding_sizes.size();
+  STRATA_CHECK(dense.dim() == 2 && dense.sizes()[1] == options_.bottom_mlp[0], "DLRM: expected dense features [B, ",
+               options_.bottom_mlp[0], "], got ", dense.sizes());
+  STRATA_CHECK(indices.size() == tables && offsets.size() == tables, "DLRM: expected indices and offsets for ", tables,
+               " tables, got ", indices.size(), " and ", offsets.size());
+  STRATA_CHECK(per_sample_weights.empty() || per_sample_weights.size() == tables, "DLRM: expected per-sample weights for ",
+               tables, " tables or none, got ", per_sample_weights.size());
+  const int64_t batch = dense.sizes()[0];
+  Tensor x = bot_->forward(dense);
+  std::vector<Tensor> ly;
+  ly.reserve(tables);
+  for (std::size_t k = 0; k < tables; ++k) {
+    STRATA_CHECK(offsets[k].dim() == 1 && offsets[k].sizes()[0] == batch, "DLRM: table ", k, ": expected ", batch,
+                 " offsets (one bag per sample), got ", offsets[k].sizes());
+    auto* bag = static_cast<EmbeddingBag*>((*emb_)[static_cast<int64_t>(k)].get());
+    ly.push_back(bag->forward(indices[k], offsets[k], per_sample_weights.empty() ? Tensor() : per_sample_weights[k]));
+  }
+  return top_->forward(interact(x, ly));
+}
+
+Tensor DLRM::forward(const Tensor&) {
+  STRATA_CHECK(false, "DLRM: forward takes (dense, indices per table, offsets per table), not one tensor");
+  return {};
+}
+
+}  // namespace strata::nn::zoo
