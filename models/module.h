@@ -83,7 +83,8 @@ class Module : public std::enable_shared_from_this<Module> {
   /// The direct children in registration order (each module once).
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> named_children() const;
   std::vector<std::shared_ptr<Module>> children() const;
-  /// This module (named `prefix`) and every descendant in pre-order, each module once.
+  /// This module (named `prefix`) and every descendant in pre-order, each module once. (For a
+  /// module not owned by a shared_ptr, the first entry is a non-owning handle to it.)
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> named_modules(const std::string& prefix = "");
   std::vector<std::shared_ptr<Module>> modules();
 

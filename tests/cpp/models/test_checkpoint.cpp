@@ -1,0 +1,225 @@
+#include "models/checkpoint.h"
+
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+
+#include "core/error.h"
+#include "core/factories.h"
+#include "models/container.h"
+#include "models/linear.h"
+#include "models/normalization.h"
+
+namespace strata {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+#define EXPECT_ERROR_HAS(stmt, text)                                      \
+  do {                                                                    \
+    const std::string msg_ = error_of([&] { stmt; });                     \
+    EXPECT_NE(msg_.find(text), std::string::npos) << "message: " << msg_; \
+  } while (0)
+
+class CheckpointTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("strata_ckpt_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    fs::permissions(dir_, fs::perms::owner_all, fs::perm_options::add);
+    fs::remove_all(dir_);
+  }
+  std::string file(const std::string& name) const { return (dir_ / name).string(); }
+  static std::string read(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  }
+  static void write(const std::string& path, const std::string& bytes) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  }
+  std::size_t files_in_dir() const {
+    return static_cast<std::size_t>(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()));
+  }
+  /// A small checkpoint's bytes.
+  std::string sample_bytes() {
+    const std::string p = file("sample.ckpt");
+    save_checkpoint(p, {{"w", arange(0, 6, 1, {DType::f32}).view({2, 3})}, {"b", ones({3})}},
+                    {{"state.0.step", scalar_tensor(3, DType::f64)}}, {{"epoch", "2"}});
+    return read(p);
+  }
+  fs::path dir_;
+};
+
+void expect_same(const Tensor& a, const Tensor& b, const std::string& key) {
+  ASSERT_EQ(a.dtype(), b.dtype()) << key;
+  ASSERT_EQ(a.sizes(), b.sizes()) << key;
+  Tensor x = a.contiguous().reshape({-1}), y = b.contiguous().reshape({-1});
+  for (int64_t i = 0; i < x.numel(); ++i) EXPECT_EQ(x.at({i}), y.at({i})) << key << " element " << i;
+}
+
+TEST_F(CheckpointTest, RoundTripsEveryDtypeShapeAndMetadata) {
+  StateDict model;
+  model.emplace_back("f32", randn({3, 4}));
+  model.emplace_back("f64", randn({5}, {DType::f64, nullptr}));
+  model.emplace_back("bf16", randn({2, 3}).to(DType::bf16));
+  model.emplace_back("i32", randint(-100, 100, {7}, {DType::i32, nullptr}));
+  model.emplace_back("i64", randint(-(int64_t{1} << 40), int64_t{1} << 40, {2, 2}));
+  model.emplace_back("u8", randint(0, 256, {9}, {DType::u8, nullptr}));
+  model.emplace_back("bool", tensor<bool>({true, false, true}));
+  model.emplace_back("scalar", scalar_tensor(2.5));
+  model.emplace_back("empty", zeros({0, 3}));
+  model.emplace_back("strided", randn({4, 6}).t());  // non-contiguous source
+  StateDict optimizer;
+  state_put_scalar(optimizer, "param_groups.0.lr", 0.01);
+  optimizer.emplace_back("state.0.exp_avg", randn({3, 4}));
+  const CheckpointMetadata meta = {{"epoch", "7"}, {"note", std::string("binary\0ok", 9)}, {"", ""}};
+
+  const std::string p = file("model.ckpt");
+  save_checkpoint(p, model, optimizer, meta);
+  Checkpoint ck = load_checkpoint(p);
+  ASSERT_EQ(ck.model.size(), model.size());
+  for (std::size_t i = 0; i < model.size(); ++i) {
+    EXPECT_EQ(ck.model[i].first, model[i].first);
+    expect_same(ck.model[i].second, model[i].second, model[i].first);
+  }
+  ASSERT_EQ(ck.optimizer.size(), 2u);
+  EXPECT_EQ(state_scalar(ck.optimizer, "param_groups.0.lr", "test"), 0.01);
+  expect_same(ck.optimizer[1].second, optimizer[1].second, "exp_avg");
+  EXPECT_EQ(ck.metadata, meta);
+  EXPECT_EQ(files_in_dir(), 1u);  // no temporary left behind
+}
+
+TEST_F(CheckpointTest, ModelStateRoundTripsThroughLoadStateDict) {
+  auto make = [] {
+    return std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
+        std::make_shared<nn::Linear>(4, 3), std::make_shared<nn::BatchNorm1d>(3)});
+  };
+  auto a = make();
+  a->forward(randn({8, 4}));  // moves the running statistics
+  const std::string p = file("seq.ckpt");
+  save_checkpoint(p, a->state_dict());
+  auto b = make();
+  b->load_state_dict(load_checkpoint(p).model);
+  const StateDict sa = a->state_dict(), sb = b->state_dict();
+  for (std::size_t i = 0; i < sa.size(); ++i) expect_same(sb[i].second, sa[i].second, sa[i].first);
+  EXPECT_EQ(b->child("1")->buffer("num_batches_tracked").item<int64_t>(), 1);
+}
+
+TEST_F(CheckpointTest, OverwriteReplacesThePreviousFile) {
+  const std::string p = file("x.ckpt");
+  save_checkpoint(p, {{"a", ones({2})}});
+  save_checkpoint(p, {{"b", zeros({3})}});
+  Checkpoint ck = load_checkpoint(p);
+  ASSERT_EQ(ck.model.size(), 1u);
+  EXPECT_EQ(ck.model[0].first, "b");
+  EXPECT_EQ(files_in_dir(), 1u);
+}
+
+TEST_F(CheckpointTest, MissingFileIsNamed) {
+  const std::string p = file("nope.ckpt");
+  EXPECT_ERROR_HAS(load_checkpoint(p), "load_checkpoint('" + p + "'): cannot open the file");
+}
+
+TEST_F(CheckpointTest, ForeignFileIsRefused) {
+  const std::string p = file("foreign.ckpt");
+  write(p, "PK\x03\x04 this is a zip file, not a checkpoint at all");
+  EXPECT_ERROR_HAS(load_checkpoint(p), "load_checkpoint('" + p + "'): not a Strata checkpoint");
+  std::string bytes = sample_bytes();
+  bytes[0] = 'X';
+  write(p, bytes);
+  EXPECT_ERROR_HAS(load_checkpoint(p), "not a Strata checkpoint (the file does not start with the magic \"STRATACK\")");
+}
+
+TEST_F(CheckpointTest, NewerVersionIsRefused) {
+  std::string bytes = sample_bytes();
+  bytes[8] = static_cast<char>(kCheckpointVersion + 1);  // the u32 version after the magic
+  const std::string p = file("newer.ckpt");
+  write(p, bytes);
+  EXPECT_ERROR_HAS(load_checkpoint(p), "load_checkpoint('" + p + "'): unsupported format version 2 (this build of "
+                                       "Strata reads version 1; the file was written by a newer Strata)");
+}
+
+TEST_F(CheckpointTest, TruncationAtAnyOffsetIsDetected) {
+  const std::string bytes = sample_bytes();
+  const std::string p = file("cut.ckpt");
+  for (std::size_t cut : {std::size_t{0}, std::size_t{3}, std::size_t{8}, std::size_t{20}, std::size_t{31},
+                          std::size_t{32}, std::size_t{40}, bytes.size() / 2, bytes.size() - 1}) {
+    write(p, bytes.substr(0, cut));
+    EXPECT_ERROR_HAS(load_checkpoint(p), "load_checkpoint('" + p + "'): the file is truncated");
+  }
+  write(p, bytes);
+  EXPECT_NO_THROW(load_checkpoint(p));
+}
+
+TEST_F(CheckpointTest, FlippedBytesFailTheChecksum) {
+  const std::string bytes = sample_bytes();
+  const std::string p = file("flip.ckpt");
+  for (std::size_t at : {std::size_t{32}, std::size_t{45}, bytes.size() / 2, bytes.size() - 1}) {
+    std::string b = bytes;
+    b[at] = static_cast<char>(b[at] ^ 0x10);
+    write(p, b);
+    EXPECT_ERROR_HAS(load_checkpoint(p), "load_checkpoint('" + p + "'): checksum mismatch");
+  }
+  write(p, bytes + "extra");
+  EXPECT_ERROR_HAS(load_checkpoint(p), "the file is corrupt (5 bytes after the end of the payload)");
+}
+
+TEST_F(CheckpointTest, FailedSaveLeavesThePreviousFileIntact) {
+  const std::string p = file("keep.ckpt");
+  save_checkpoint(p, {{"a", ones({4})}});
+  const std::string before = read(p);
+
+  // An error while serializing.
+  EXPECT_ERROR_HAS(save_checkpoint(p, {{"a", ones({4})}, {"bad", Tensor()}}),
+                   "save_checkpoint('" + p + "'): model entry 'bad' is an undefined tensor");
+  EXPECT_EQ(read(p), before);
+
+  // A write that fails half-way (file size limit): the temporary is removed, the target untouched.
+  std::signal(SIGXFSZ, SIG_IGN);
+  rlimit old{};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
+  rlimit small = old;
+  small.rlim_cur = 4096;
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+  const std::string msg = error_of([&] { save_checkpoint(p, {{"big", zeros({100000})}}); });
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &old), 0);
+  std::signal(SIGXFSZ, SIG_DFL);
+  EXPECT_NE(msg.find("save_checkpoint('" + p + "'): writing the temporary file"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("the previous file, if any, is untouched"), std::string::npos) << msg;
+  EXPECT_EQ(read(p), before);
+  EXPECT_EQ(files_in_dir(), 1u);
+
+  // An unwritable directory (permission bits do not bind root, so only checked otherwise).
+  if (::geteuid() != 0) {
+    fs::permissions(dir_, fs::perms::owner_write | fs::perms::group_write | fs::perms::others_write,
+                    fs::perm_options::remove);
+    EXPECT_ERROR_HAS(save_checkpoint(p, {{"b", ones({2})}}), "cannot create the temporary file");
+    fs::permissions(dir_, fs::perms::owner_write, fs::perm_options::add);
+    EXPECT_EQ(read(p), before);
+  }
+  // A missing directory.
+  EXPECT_ERROR_HAS(save_checkpoint(file("no/such/dir.ckpt"), {{"a", ones({1})}}), "cannot create the temporary file");
+}
+
+}  // namespace
+}  // namespace strata
