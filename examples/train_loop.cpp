@@ -1,12 +1,12 @@
 // The training loop a PyTorch user writes, against Strata's C++ API: a small CNN built from
 // nn modules (Conv2d, BatchNorm2d, ReLU, MaxPool2d, Flatten, Linear in a Sequential), cross-entropy,
-// backward, an SGD step with momentum, the loss printed, and a checkpoint saved and loaded back.
+// backward, an optim::SGD step with momentum, the loss printed, and a checkpoint saved and loaded back.
 // The data: 1x8x8 Gaussian images labelled by which half (left or right) is brighter.
 //
 //   train_loop [--steps N] [--lr LR] [--checkpoint PATH]
 //
 // Exits with status 1 if the mean loss of the last 10 steps is not below half the initial one, or if the model loaded
-// from the checkpoint does not reproduce the trained model's output.
+// from the checkpoint does not reproduce the trained model's output and optimizer state.
 
 #include <algorithm>
 #include <cmath>
@@ -16,7 +16,6 @@
 #include <string>
 #include <vector>
 
-#include "autograd/grad_mode.h"
 #include "core/factories.h"
 #include "models/activation.h"
 #include "models/checkpoint.h"
@@ -24,6 +23,7 @@
 #include "models/conv.h"
 #include "models/linear.h"
 #include "models/normalization.h"
+#include "models/optim/sgd.h"
 #include "models/pooling.h"
 #include "ops/operators.h"
 #include "ops/reduction.h"
@@ -51,30 +51,6 @@ Tensor half_labels(const Tensor& x) {
   return labels;
 }
 
-/// SGD with momentum, as torch.optim.SGD does it: buf = momentum * buf + grad; p -= lr * buf.
-/// (A stand-in until strata::optim lands in main; the loop around it does not change.)
-class PlainSGD {
- public:
-  PlainSGD(std::vector<Tensor> params, double lr, double momentum) : params_(std::move(params)), lr_(lr), momentum_(momentum) {}
-  void zero_grad() {
-    for (Tensor& p : params_) p.set_grad(Tensor());
-  }
-  void step() {
-    autograd::NoGradGuard no_grad;
-    bufs_.resize(params_.size());
-    for (std::size_t i = 0; i < params_.size(); ++i) {
-      Tensor g = params_[i].grad();
-      if (!g.defined()) continue;
-      bufs_[i] = bufs_[i].defined() ? bufs_[i] * momentum_ + g : g.clone();
-      params_[i].copy_(params_[i] - bufs_[i] * lr_);
-    }
-  }
-
- private:
-  std::vector<Tensor> params_, bufs_;
-  double lr_, momentum_;
-};
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -100,7 +76,7 @@ int main(int argc, char** argv) {
     manual_seed(0);
     auto model = make_model();
     std::printf("%s\n", model->to_string().c_str());
-    PlainSGD optimizer(model->parameters(), lr, 0.9);
+    optim::SGD optimizer(model->parameters(), {.lr = lr, .momentum = 0.9});
 
     const int64_t batch = 64;
     double first = 0, last = 0, recent = 0;  // recent: mean loss of the last (up to) 10 steps
@@ -118,18 +94,30 @@ int main(int argc, char** argv) {
     }
 
     // Save, load into a fresh model, and check both agree in eval mode.
-    save_checkpoint(ckpt_path, model->state_dict(), {}, {{"steps", std::to_string(steps)}});
+    save_checkpoint(ckpt_path, model->state_dict(), optimizer.state_dict(), {{"steps", std::to_string(steps)}});
     auto restored = make_model();
     Checkpoint ck = load_checkpoint(ckpt_path);
     restored->load_state_dict(ck.model);
+    optim::SGD restored_optimizer(restored->parameters(), {.lr = lr, .momentum = 0.9});
+    restored_optimizer.load_state_dict(ck.optimizer);
+    const StateDict saved_opt = optimizer.state_dict(), loaded_opt = restored_optimizer.state_dict();
+    bool same_opt = saved_opt.size() == loaded_opt.size();
+    for (std::size_t i = 0; same_opt && i < saved_opt.size(); ++i) {
+      Tensor a = saved_opt[i].second.to(DType::f64).reshape({-1}), b = loaded_opt[i].second.to(DType::f64).reshape({-1});
+      same_opt = saved_opt[i].first == loaded_opt[i].first && a.numel() == b.numel();
+      for (int64_t j = 0; same_opt && j < a.numel(); ++j) same_opt = a.at({j}) == b.at({j});
+    }
     model->eval();
     restored->eval();
     Tensor probe = randn({4, 1, 8, 8});
     Tensor d = model->forward(probe) - restored->forward(probe);
     const double diff = max(d * d).item<double>();
-    std::printf("checkpoint %s (%zu tensors) reloaded; max squared output difference %.3g\n", ckpt_path.c_str(),
-                ck.model.size(), diff);
-    if (diff != 0.0) return 1;
+    std::printf("checkpoint %s (%zu model and %zu optimizer tensors) reloaded; max squared output difference %.3g\n",
+                ckpt_path.c_str(), ck.model.size(), ck.optimizer.size(), diff);
+    if (diff != 0.0 || !same_opt) {
+      std::printf("the reloaded %s differs from the saved one\n", diff != 0.0 ? "model" : "optimizer state");
+      return 1;
+    }
     if (!(recent < 0.5 * first)) {
       std::printf("loss did not halve: %.4f -> %.4f (mean of the last steps)\n", first, recent);
       return 1;
