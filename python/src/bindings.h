@@ -85,5 +85,6 @@ void init_dtypes(py::module_& m);
 void init_tensor(py::module_& m);
 void init_factories(py::module_& m);
 void init_autograd(py::module_& m);
+void init_optim(py::module_& m);
 
 }  // namespace strata::python
