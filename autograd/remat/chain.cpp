@@ -101,7 +101,11 @@ class RevolveNode final : public autograd::Node {
     for (std::size_t i = resume_at_; i < schedule_.ops.size(); ++i) {
       const RevolveOp& op = schedule_.ops[i];
       switch (op.action) {
-        case RevolveAction::Restore: cur = slots[op.slot]; break;
+        case RevolveAction::Restore:
+          // Slots form a stack (Note [Revolve cost model]): those above a restored one are dead.
+          for (std::size_t k = static_cast<std::size_t>(op.slot) + 1; k < slots.size(); ++k) slots[k] = Tensor();
+          cur = slots[op.slot];
+          break;
         case RevolveAction::Takeshot: slots[op.slot] = cur; break;
         case RevolveAction::Advance: {
           autograd::NoGradGuard no_grad;
