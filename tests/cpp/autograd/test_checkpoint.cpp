@@ -230,6 +230,29 @@ TEST(Checkpoint, NestedCheckpoints) {
   for (std::size_t i = 0; i < leaves.size(); ++i) EXPECT_TRUE(same_bits(got[i], ref[i])) << "leaf " << i;
 }
 
+TEST(Checkpoint, NestedCheckpointsWithDropoutReplayTheGenerator) {
+  Mlp m(3, 16, 15);
+  Generator gen(16);
+  Tensor x = randn({8, 16}, {}, &gen).set_requires_grad();
+  TensorList leaves = m.params;
+  leaves.push_back(x);
+  auto inner = [&](const TensorList& in) -> TensorList { return {dropout(m.layer(1, in[0]), 0.4, true)}; };
+  auto body = [&](const TensorList& in, bool nested) -> TensorList {
+    Tensor h = dropout(m.layer(0, in[0]), 0.4, true);
+    h = nested ? remat::checkpoint(inner, {h})[0] : inner({h})[0];
+    return {dropout(m.layer(2, h), 0.4, true)};
+  };
+  manual_seed(99);
+  sum(body({x}, false)[0]).backward();
+  TensorList ref = grads_of(leaves);
+  clear_grads(leaves);
+  manual_seed(99);
+  Tensor out = remat::checkpoint([&](const TensorList& in) { return body(in, true); }, {x})[0];
+  sum(out).backward();
+  TensorList got = grads_of(leaves);
+  for (std::size_t i = 0; i < leaves.size(); ++i) EXPECT_TRUE(same_bits(got[i], ref[i])) << "leaf " << i;
+}
+
 TEST(Checkpoint, RetainGraphAllowsASecondBackward) {
   Mlp m(2, 6, 9);
   Generator gen(10);
