@@ -1,0 +1,85 @@
+#include "models/remat.h"
+
+#include <cstring>
+#include <vector>
+
+#include "autograd/grad_mode.h"
+#include "core/error.h"
+#include "core/pin_set.h"
+
+namespace strata::nn {
+
+namespace {
+
+bool same_bytes(const Tensor& a, const Tensor& b) {
+  Tensor ca = a.contiguous(), cb = b.contiguous();
+  if (ca.nbytes() != cb.nbytes()) return false;
+  PinSet pins;
+  pins.add(ca, AccessMode::Read).add(cb, AccessMode::Read).acquire();
+  return ca.nbytes() == 0 || std::memcmp(ca.data_ptr(), cb.data_ptr(), ca.nbytes()) == 0;
+}
+
+// Note [Module side effects under recomputation]
+Tensor rerun_keeping_buffers(Module& module, const Tensor& input) {
+  std::vector<Tensor> buffers = module.buffers();
+  std::vector<Tensor> before;
+  before.reserve(buffers.size());
+  {
+    autograd::NoGradGuard no_grad;
+    for (const Tensor& b : buffers) before.push_back(b.clone());
+  }
+  Tensor out = module.forward(input);
+  autograd::NoGradGuard no_grad;
+  for (std::size_t i = 0; i < buffers.size(); ++i)
+    if (!same_bytes(buffers[i], before[i])) buffers[i].copy_(before[i]);
+  return out;
+}
+
+}  // namespace
+
+remat::StepFn remat_step(std::shared_ptr<Module> module) {
+  STRATA_CHECK(module != nullptr, "remat_step: the module is null");
+  return [module = std::move(module)](const Tensor& x) -> Tensor {
+    if (remat::in_recompute()) return rerun_keeping_buffers(*module, x);
+    return module->forward(x);
+  };
+}
+
+Tensor checkpoint_sequential(Sequential& sequential, int64_t segments, const Tensor& input, bool preserve_rng_state) {
+  const auto n = static_cast<int64_t>(sequential.size());
+  STRATA_CHECK(n >= 1, "checkpoint_sequential: the Sequential has no modules");
+  STRATA_CHECK(segments >= 1 && segments <= n, "checkpoint_sequential: ", segments, " segments requested for a Sequential of ",
+               n, " modules; segments must be between 1 and the number of modules");
+  std::vector<remat::StepFn> steps;
+  steps.reserve(static_cast<std::size_t>(n));
+  for (int64_t i = 0; i < n; ++i) steps.push_back(remat_step(sequential[i]));
+  return remat::checkpoint_sequential(steps, segments, input, preserve_rng_state);
+}
+
+RematSequential::RematSequential(remat::ChainPolicy policy) {
+  set_type_name("RematSequential");
+  set_policy(policy);
+}
+
+RematSequential::RematSequential(std::initializer_list<std::shared_ptr<Module>> modules, remat::ChainPolicy policy)
+    : RematSequential(policy) {
+  for (const auto& m : modules) push_back(m);
+}
+
+void RematSequential::set_policy(const remat::ChainPolicy& policy) {
+  STRATA_CHECK(policy.kind != remat::RematPolicy::EveryK || policy.k >= 1,
+               "RematSequential: EveryK needs k >= 1 steps per segment, got ", policy.k);
+  STRATA_CHECK(policy.kind != remat::RematPolicy::Revolve || policy.snapshots >= 1,
+               "RematSequential: Revolve needs at least 1 snapshot (the input), got ", policy.snapshots);
+  policy_ = policy;
+}
+
+Tensor RematSequential::forward(const Tensor& input) {
+  STRATA_CHECK(size() >= 1, "RematSequential: no modules to run");
+  std::vector<remat::StepFn> steps;
+  steps.reserve(size());
+  for (const auto& slot : child_slots()) steps.push_back(remat_step(slot.module));
+  return remat::run_chain(policy_, steps, input);
+}
+
+}  // namespace strata::nn
