@@ -158,11 +158,13 @@ TEST(ZooDenseNet, SmallCifarForwardAndGradients) {
   o.stem = "cifar";
   DenseNet d(o);
   // 8 + 2·4 = 16 channels, transition to 8, + 2·4 = 16 into norm5 and the classifier.
-  EXPECT_EQ(d.state_dict().back().second.sizes(), (Dims{3}));
-  EXPECT_EQ(std::find_if(d.state_dict().begin(), d.state_dict().end(),
-                         [](const auto& kv) { return kv.first == "classifier.weight"; })
-                ->second.sizes(),
-            (Dims{3, 16}));
+  const StateDict sd = d.state_dict();
+  EXPECT_EQ(sd.back().first, "classifier.bias");
+  EXPECT_EQ(sd.back().second.sizes(), (Dims{3}));
+  ASSERT_NE(state_find(sd, "classifier.weight"), nullptr);
+  EXPECT_EQ(state_find(sd, "classifier.weight")->sizes(), (Dims{3, 16}));
+  ASSERT_NE(state_find(sd, "features.norm5.weight"), nullptr);
+  EXPECT_EQ(state_find(sd, "features.norm5.weight")->sizes(), (Dims{16}));
   EXPECT_EQ(d.forward(randn({2, 3, 8, 8})).sizes(), (Dims{2, 3}));
   expect_gradients_everywhere(d, randn({2, 3, 8, 8}), 3);
 }
