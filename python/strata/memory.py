@@ -35,6 +35,7 @@ False).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import tempfile
 from typing import Iterator
@@ -254,6 +255,9 @@ def save_occupancy_plot(path_png, title: str | None = None, dpi: int = 120) -> N
                         f"{type(path_png).__name__}")
     if title is not None and not isinstance(title, str):
         raise TypeError(f"save_occupancy_plot(): title must be a str or None, not {type(title).__name__}")
+    if not json.loads(timeline_json())["samples"]:
+        raise ValueError("save_occupancy_plot(): the timeline has no samples; record one first with "
+                         "strata.memory.start_timeline() or `with strata.memory.timeline():`")
     from . import memory_plot  # imports matplotlib: only when a plot is asked for
 
     fd, json_path = tempfile.mkstemp(prefix="strata-timeline-", suffix=".json")

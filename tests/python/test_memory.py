@@ -359,8 +359,10 @@ def test_timeline_json_and_png(tmp_path):
         assert len(data) > len(PNG_SIGNATURE) and data.startswith(PNG_SIGNATURE)
 
 
-def test_start_stop_timeline_and_restart_clears():
-    out = run_isolated("""
+def test_start_stop_timeline_and_restart_clears(tmp_path):
+    png = str(tmp_path / "never-written.png")
+    out = run_isolated(f"""
+        empty = catch(lambda: M.save_occupancy_plot({png!r}))
         M.start_timeline()
         M.mark("one")
         M.stop_timeline()
@@ -373,8 +375,11 @@ def test_start_stop_timeline_and_restart_clears():
         M.mark("three")
         M.stop_timeline()
         cleared = json.loads(M.timeline_json())
-        print(json.dumps(dict(first=first["marks"], kept=kept["marks"], cleared=cleared["marks"])))
+        print(json.dumps(dict(first=first["marks"], kept=kept["marks"], cleared=cleared["marks"],
+                              empty=empty, written=os.path.exists({png!r}))))
     """, env={"STRATA_FAST_BYTES": "1M", "STRATA_SLOW_BYTES": "64M"})
+    assert out["empty"][0] == "ValueError" and "the timeline has no samples" in out["empty"][2]
+    assert out["written"] is False
     assert [m[1] for m in out["first"]] == ["one"]
     assert [m[1] for m in out["kept"]] == ["one", "two"]
     assert [m[1] for m in out["cleared"]] == ["three"]
