@@ -8,6 +8,7 @@
 
 #include "autograd/remat/ilp.h"
 #include "autograd/remat/planner.h"
+#include "autograd/remat/profile.h"
 #include "tests/cpp/core/test_util.h"
 
 namespace strata_test {
@@ -237,6 +238,41 @@ TEST(Planner, BadInputs) {
   EXPECT_THAT(ERROR_MESSAGE(remat::oracle_plan(random_graph(rng, 15), 1000)), HasSubstr("n <= 14"));
   remat::Plan p;
   EXPECT_THAT(ERROR_MESSAGE(remat::explain(g, p)), HasSubstr("0 decisions for a graph of 2 saved values"));
+}
+
+}  // namespace
+}  // namespace strata_test
+
+namespace strata_test {
+namespace {
+
+TEST(PlannerProfile, TimesEachSignatureOnce) {
+  remat::OpProfiler profiler(3);
+  int runs = 0;
+  auto op = [&] {
+    ++runs;
+    volatile double s = 0;
+    for (int i = 0; i < 20000; ++i) s = s + i;
+  };
+  const double t = profiler.time("loop [20000]", op);
+  EXPECT_GT(t, 0.0);
+  EXPECT_EQ(runs, 4);  // one warm-up, three timed
+  EXPECT_EQ(profiler.time("loop [20000]", op), t);
+  EXPECT_EQ(runs, 4);  // cached: not run again
+  profiler.time("loop [other]", op);
+  EXPECT_EQ(runs, 8);
+  EXPECT_EQ(profiler.size(), 2u);
+  EXPECT_EQ(profiler.measurements(), 2);
+  EXPECT_THAT(ERROR_MESSAGE(remat::OpProfiler(0)), ::testing::HasSubstr("repeats must be at least 1, got 0"));
+  EXPECT_THAT(ERROR_MESSAGE(profiler.time("", op)), ::testing::HasSubstr("the signature is empty"));
+  EXPECT_THAT(ERROR_MESSAGE(profiler.time("new", {})), ::testing::HasSubstr("closure to time for \"new\" is empty"));
+}
+
+TEST(PlannerProfile, CopyBandwidthsArePositive) {
+  const remat::CopyBandwidth bw = remat::copy_bandwidth(std::size_t{4} << 20);
+  EXPECT_GT(bw.fast_to_slow, 1e6);  // bytes per second; any real copy moves more than 1 MB/s
+  EXPECT_GT(bw.slow_to_fast, 1e6);
+  EXPECT_THAT(ERROR_MESSAGE(remat::copy_bandwidth(0)), ::testing::HasSubstr("probe size is 0 bytes"));
 }
 
 }  // namespace
