@@ -60,6 +60,16 @@ else()
   message(STATUS "Strata: libnuma not found; the NUMA-node slow-tier backend is disabled")
 endif()
 
+# ---- GLPK (Debian libglpk-dev): the Auto rematerialization planner's ILP solver -------------------
+find_path(GLPK_INCLUDE_DIR glpk.h)
+find_library(GLPK_LIBRARY glpk)
+if(NOT GLPK_INCLUDE_DIR OR NOT GLPK_LIBRARY)
+  message(FATAL_ERROR "GLPK not found (glpk.h / libglpk). Run scripts/bootstrap.sh or `apt-get install libglpk-dev`.")
+endif()
+add_library(strata_glpk INTERFACE)
+target_include_directories(strata_glpk SYSTEM INTERFACE ${GLPK_INCLUDE_DIR})
+target_link_libraries(strata_glpk INTERFACE ${GLPK_LIBRARY})
+
 # ---- tests and Python -----------------------------------------------------------------------------
 if(STRATA_BUILD_TESTS)
   find_package(GTest REQUIRED)

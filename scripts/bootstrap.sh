@@ -10,7 +10,7 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 
 # ---- Debian packages -----------------------------------------------------------------------------
 APT_PACKAGES=(g++ pkg-config ccache libtbb-dev libeigen3-dev libmemkind-dev libnuma-dev
-              libgtest-dev libgmock-dev)
+              libgtest-dev libgmock-dev libglpk-dev)
 missing_apt=()
 for p in "${APT_PACKAGES[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

@@ -1,0 +1,207 @@
+#include "autograd/remat/ilp.h"
+
+#include <glpk.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <memory>
+
+#include "core/error.h"
+
+namespace strata::remat {
+
+namespace {
+
+struct ProbDeleter {
+  void operator()(glp_prob* p) const { glp_delete_prob(p); }
+};
+
+// Builds and solves Note [Auto planning ILP]; min_peak selects the min-peak variant.
+IlpResult solve(const PlanGraph& graph, std::size_t budget_bytes, double time_limit_seconds, bool min_peak) {
+  graph.validate();
+  STRATA_CHECK(std::isfinite(time_limit_seconds) && time_limit_seconds > 0, "solve_plan_ilp: time limit ",
+               time_limit_seconds, " s; expected a positive number of seconds");
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto n = static_cast<int64_t>(graph.values.size());
+  const int64_t P = graph.num_points();
+  const std::vector<ValueWindow> w = value_windows(graph);
+
+  // Transitive deps of every value, in increasing index order.
+  std::vector<std::vector<int64_t>> anc(n);
+  {
+    std::vector<char> mark(n, 0);
+    for (int64_t v = 0; v < n; ++v) {
+      std::fill(mark.begin(), mark.end(), 0);
+      std::vector<int64_t> stack(graph.values[v].deps.begin(), graph.values[v].deps.end());
+      while (!stack.empty()) {
+        const int64_t a = stack.back();
+        stack.pop_back();
+        if (mark[a]) continue;
+        mark[a] = 1;
+        for (int64_t u : graph.values[a].deps) stack.push_back(u);
+      }
+      for (int64_t a = 0; a < n; ++a)
+        if (mark[a]) anc[v].push_back(a);
+    }
+  }
+
+  std::unique_ptr<glp_prob, ProbDeleter> lp(glp_create_prob());
+  glp_set_obj_dir(lp.get(), GLP_MIN);
+  // Columns: k_i, s_i, r_i for every value, then n_{v,a}, then (min-peak) the peak T.
+  auto col_k = [](int64_t i) { return static_cast<int>(3 * i + 1); };
+  auto col_s = [](int64_t i) { return static_cast<int>(3 * i + 2); };
+  auto col_r = [](int64_t i) { return static_cast<int>(3 * i + 3); };
+  std::vector<std::vector<int>> ncol(n);  // ncol[v][j]: column of n_{v, anc[v][j]}
+  int ncols = static_cast<int>(3 * n);
+  for (int64_t v = 0; v < n; ++v)
+    for (std::size_t j = 0; j < anc[v].size(); ++j) ncol[v].push_back(++ncols);
+  const int col_peak = min_peak ? ++ncols : 0;
+  if (ncols > 0) glp_add_cols(lp.get(), ncols);
+  for (int64_t i = 0; i < n; ++i)
+    for (int c : {col_k(i), col_s(i), col_r(i)}) glp_set_col_kind(lp.get(), c, GLP_BV);
+  for (int64_t v = 0; v < n; ++v)
+    for (int c : ncol[v]) glp_set_col_bnds(lp.get(), c, GLP_DB, 0.0, 1.0);
+  if (min_peak) glp_set_col_bnds(lp.get(), col_peak, GLP_LO, 0.0, 0.0);
+
+  // n_{v,a} for a in {v} ∪ anc(v).
+  auto n_col = [&](int64_t v, int64_t a) -> int {
+    if (a == v) return col_r(v);
+    auto it = std::lower_bound(anc[v].begin(), anc[v].end(), a);
+    return ncol[v][static_cast<std::size_t>(it - anc[v].begin())];
+  };
+
+  // Objective, scaled so the largest coefficient is 1e3 (times may be tiny in seconds).
+  std::vector<double> obj(static_cast<std::size_t>(ncols) + 1, 0.0);
+  if (!min_peak) {
+    for (int64_t i = 0; i < n; ++i) obj[col_s(i)] = w[i].stream_cost;
+    for (int64_t v = 0; v < n; ++v) {
+      obj[col_r(v)] += graph.ops[graph.values[v].producer].forward_time;
+      for (int64_t a : anc[v]) obj[n_col(v, a)] += graph.ops[graph.values[a].producer].forward_time;
+    }
+  } else {
+    obj[col_peak] = 1.0;
+  }
+  double obj_max = 0.0;
+  for (double c : obj) obj_max = std::max(obj_max, std::abs(c));
+  const double obj_scale = obj_max > 0 ? 1e3 / obj_max : 1.0;
+  for (int c = 1; c <= ncols; ++c) glp_set_obj_coef(lp.get(), c, obj[c] * obj_scale);
+
+  std::vector<int> ia{0}, ja{0};
+  std::vector<double> ar{0.0};
+  int row = 0;
+  auto add_row = [&](int type, double lo, double hi) {
+    glp_add_rows(lp.get(), 1);
+    ++row;
+    glp_set_row_bnds(lp.get(), row, type, lo, hi);
+  };
+  auto put = [&](int c, double a) {
+    ia.push_back(row);
+    ja.push_back(c);
+    ar.push_back(a);
+  };
+
+  for (int64_t i = 0; i < n; ++i) {  // k + s + r = 1
+    add_row(GLP_FX, 1.0, 1.0);
+    put(col_k(i), 1.0);
+    put(col_s(i), 1.0);
+    put(col_r(i), 1.0);
+  }
+  for (int64_t v = 0; v < n; ++v) {  // n_{v,u} - n_{v,w} - r_u >= -1
+    std::vector<int64_t> ws = anc[v];
+    ws.push_back(v);
+    for (int64_t x : ws)
+      for (int64_t u : graph.values[x].deps) {
+        add_row(GLP_LO, -1.0, 0.0);
+        put(n_col(v, u), 1.0);
+        put(n_col(v, x), -1.0);
+        if (col_r(u) != n_col(v, u)) put(col_r(u), -1.0);
+      }
+  }
+  // Memory at every point: coefficients accumulated per column, constants apart.
+  std::vector<double> constant(static_cast<std::size_t>(P), 0.0);
+  std::vector<std::vector<std::pair<int, double>>> terms(static_cast<std::size_t>(P));
+  for (int64_t k = 0; k < static_cast<int64_t>(graph.ops.size()); ++k) {
+    constant[k] += static_cast<double>(graph.ops[k].workspace_bytes);
+    constant[graph.backward_point(k)] += static_cast<double>(graph.ops[k].workspace_bytes);
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const PlanValue& v = graph.values[i];
+    const auto b = static_cast<double>(v.bytes);
+    for (int64_t t = v.producer; t <= v.last_forward_use; ++t) constant[t] += b;
+    if (v.bytes == 0) continue;
+    for (int64_t t = v.last_forward_use + 1; t <= w[i].last; ++t) terms[t].emplace_back(col_k(i), b);
+    for (int64_t t = w[i].stream_from; t <= w[i].last; ++t) terms[t].emplace_back(col_s(i), b);
+    terms[w[i].need].emplace_back(col_r(i), b);
+    for (int64_t a : anc[i])
+      if (graph.values[a].bytes > 0) terms[w[i].need].emplace_back(n_col(i, a), static_cast<double>(graph.values[a].bytes));
+  }
+  for (int64_t t = 0; t < P; ++t) {
+    auto& tt = terms[t];
+    std::sort(tt.begin(), tt.end());
+    if (min_peak) add_row(GLP_UP, 0.0, -constant[t]);
+    else add_row(GLP_UP, 0.0, static_cast<double>(budget_bytes) - constant[t]);
+    for (std::size_t j = 0; j < tt.size();) {
+      const int c = tt[j].first;
+      double a = 0.0;
+      for (; j < tt.size() && tt[j].first == c; ++j) a += tt[j].second;
+      put(c, a);
+    }
+    if (min_peak) put(col_peak, -1.0);
+  }
+  if (ia.size() > 1) glp_load_matrix(lp.get(), static_cast<int>(ia.size()) - 1, ia.data(), ja.data(), ar.data());
+
+  IlpResult result;
+  result.num_columns = ncols;
+  result.num_rows = row;
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  const double remaining = time_limit_seconds - elapsed();
+  if (remaining <= 0) {
+    result.seconds = elapsed();
+    return result;  // TimedOut before solving
+  }
+  glp_iocp parm;
+  glp_init_iocp(&parm);
+  parm.presolve = GLP_ON;
+  parm.msg_lev = GLP_MSG_OFF;
+  parm.mip_gap = 0.0;
+  parm.tm_lim = static_cast<int>(std::clamp(remaining * 1e3, 1.0, 2.0e9));
+  const int ret = ncols == 0 ? 0 : glp_intopt(lp.get(), &parm);
+  result.seconds = elapsed();
+  if (ret == GLP_ETMLIM || result.seconds > time_limit_seconds) return result;
+  const int status = ncols == 0 ? GLP_OPT : glp_mip_status(lp.get());
+  if (ret == GLP_ENOPFS || ret == GLP_ENODFS || status == GLP_NOFEAS) {
+    result.status = IlpStatus::Infeasible;
+    return result;
+  }
+  if (ncols == 0) {  // no saved values: feasible iff the constants fit
+    bool fits = true;
+    for (int64_t t = 0; t < P; ++t) fits = fits && constant[t] <= static_cast<double>(budget_bytes);
+    result.status = fits || min_peak ? IlpStatus::Optimal : IlpStatus::Infeasible;
+    return result;
+  }
+  STRATA_CHECK(ret == 0 && status == GLP_OPT, "solve_plan_ilp: GLPK failed (glp_intopt returned ", ret,
+               ", MIP status ", status, ")");
+  result.status = IlpStatus::Optimal;
+  result.decisions.resize(static_cast<std::size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    if (glp_mip_col_val(lp.get(), col_s(i)) > 0.5) result.decisions[i] = Decision::Stream;
+    else if (glp_mip_col_val(lp.get(), col_r(i)) > 0.5) result.decisions[i] = Decision::Recompute;
+    else result.decisions[i] = Decision::Keep;
+  }
+  const Evaluation e = evaluate(graph, result.decisions);
+  result.objective = min_peak ? static_cast<double>(e.peak_bytes) : e.step_time;
+  return result;
+}
+
+}  // namespace
+
+IlpResult solve_plan_ilp(const PlanGraph& graph, std::size_t budget_bytes, double time_limit_seconds) {
+  return solve(graph, budget_bytes, time_limit_seconds, false);
+}
+
+IlpResult solve_min_peak_ilp(const PlanGraph& graph, double time_limit_seconds) {
+  return solve(graph, 0, time_limit_seconds, true);
+}
+
+}  // namespace strata::remat

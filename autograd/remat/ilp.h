@@ -1,0 +1,53 @@
+#pragma once
+/// @file
+/// The store / stream / recompute ILP of the Auto planner, solved with GLPK.
+///
+/// Note [Auto planning ILP]
+/// Over the model of Note [Auto planning model] (planner.h), for saved values i = 1..n:
+///  - Binary k_i, s_i, r_i (keep, stream, recompute) with k_i + s_i + r_i = 1. DaCe AD (§IV-A b)
+///    has one binary v_i per array (store = 1, recompute = 0); the stream option and its cost are
+///    AutoTM's (ch. 3, eqs. 3.5 and 3.8).
+///  - Continuous n_{v,a} in [0, 1] for every transitive dep a of v ("a is re-run when v is
+///    recomputed"), n_{v,v} := r_v, and for every w in {v} ∪ anc(v) and every u in deps(w):
+///        n_{v,u} >= n_{v,w} + r_u - 1
+///    (u is re-run if w is and u is not itself kept or streamed). Minimization drives n to the
+///    indicator of the recompute closure C(v), so n is integral whenever r is: DaCe AD's recursive
+///    recompute cost c_i made linear.
+///  - Objective (DaCe AD's f = Σ c_i (1 - v_i), extended):
+///        min  Σ_i stream_cost_i · s_i  +  Σ_v Σ_{a ∈ {v} ∪ anc(v)} fwd(producer(a)) · n_{v,a}
+///    (the constant compute time of the step is added back after solving).
+///  - One constraint per program point t (DaCe AD's memory measurement sequence m_t <= limit, and
+///    AutoTM's DRAM constraint 3.5 "live tensors resident in DRAM fit at every kernel"):
+///        const_t + Σ_{i: lfu(i) < t <= last(i)} bytes_i k_i + Σ_{i: stream_from(i) <= t <= last(i)} bytes_i s_i
+///                + Σ_{v: need(v) = t} Σ_{a ∈ {v} ∪ anc(v)} bytes_a n_{v,a}  <=  budget
+///    where const_t is the workspace of the op at t plus the bytes of values in their forward
+///    lifetime [producer, last_forward_use].
+/// The min-peak variant (minimum_budget) adds DaCe AD's auxiliary t >= m_t for all points and
+/// minimizes t.
+
+#include <cstddef>
+#include <vector>
+
+#include "autograd/remat/planner.h"
+
+namespace strata::remat {
+
+enum class IlpStatus { Optimal, Infeasible, TimedOut };
+
+struct IlpResult {
+  IlpStatus status = IlpStatus::TimedOut;
+  std::vector<Decision> decisions;  ///< when Optimal
+  double objective = 0.0;           ///< predicted step time (or the minimal peak in bytes, min-peak ILP)
+  double seconds = 0.0;             ///< model building and solving
+  int num_columns = 0, num_rows = 0;
+};
+
+/// Solves Note [Auto planning ILP] for `budget_bytes`. TimedOut when GLPK stops at its time limit
+/// or the whole call took longer than `time_limit_seconds` (so a tiny limit always times out).
+/// Throws strata::Error for an invalid graph or a non-positive time limit.
+IlpResult solve_plan_ilp(const PlanGraph& graph, std::size_t budget_bytes, double time_limit_seconds);
+
+/// The min-peak variant: the decisions reaching the smallest fast-tier peak (objective: that peak).
+IlpResult solve_min_peak_ilp(const PlanGraph& graph, double time_limit_seconds);
+
+}  // namespace strata::remat

@@ -1,0 +1,342 @@
+#include "autograd/remat/planner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <iomanip>
+#include <limits>
+#include <sstream>
+
+#include "autograd/remat/ilp.h"
+#include "core/error.h"
+
+namespace strata::remat {
+
+double PlanGraph::point_time(int64_t t) const {
+  const auto m = static_cast<int64_t>(ops.size());
+  return t < m ? ops[t].forward_time : ops[num_points() - 1 - t].backward_time;
+}
+
+void PlanGraph::validate() const {
+  const auto m = static_cast<int64_t>(ops.size());
+  STRATA_CHECK(m >= 1, "PlanGraph: the graph has no ops");
+  for (int64_t k = 0; k < m; ++k) {
+    const PlanOp& op = ops[k];
+    STRATA_CHECK(std::isfinite(op.forward_time) && op.forward_time >= 0 && std::isfinite(op.backward_time) &&
+                     op.backward_time >= 0,
+                 "PlanGraph: op ", k, " (", op.name, ") has forward time ", op.forward_time, " and backward time ",
+                 op.backward_time, "; expected finite times >= 0");
+  }
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const PlanValue& v = values[i];
+    STRATA_CHECK(v.producer >= 0 && v.producer < m, "PlanGraph: value ", i, " (", v.name, ") has producer ", v.producer,
+                 "; expected an op index in [0, ", m, ")");
+    STRATA_CHECK(v.last_forward_use >= v.producer && v.last_forward_use < m, "PlanGraph: value ", i, " (", v.name,
+                 ") has last forward use ", v.last_forward_use, "; expected an op index in [producer ", v.producer,
+                 ", ", m, ")");
+    STRATA_CHECK(v.backward_use >= 0 && v.backward_use < m, "PlanGraph: value ", i, " (", v.name, ") has backward use ",
+                 v.backward_use, "; expected an op index in [0, ", m, ")");
+    for (int64_t d : v.deps) {
+      STRATA_CHECK(d >= 0 && d < static_cast<int64_t>(values.size()) && values[d].producer < v.producer,
+                   "PlanGraph: value ", i, " (", v.name, ") depends on value ", d,
+                   ", expected a saved value produced by an earlier op");
+    }
+  }
+  if (!values.empty()) {
+    STRATA_CHECK(bandwidth.fast_to_slow > 0 && bandwidth.slow_to_fast > 0 && std::isfinite(bandwidth.fast_to_slow) &&
+                     std::isfinite(bandwidth.slow_to_fast),
+                 "PlanGraph: copy bandwidths fast->slow ", bandwidth.fast_to_slow, " and slow->fast ",
+                 bandwidth.slow_to_fast, "; expected positive finite bytes per second");
+  }
+}
+
+std::string PlanGraph::signature() const {
+  std::ostringstream os;
+  os << std::setprecision(17);
+  for (const PlanOp& op : ops) os << op.signature << '|' << op.workspace_bytes << ';';
+  os << '#';
+  for (const PlanValue& v : values) {
+    os << v.bytes << ',' << v.producer << ',' << v.last_forward_use << ',' << v.backward_use;
+    for (int64_t d : v.deps) os << ',' << d;
+    os << ';';
+  }
+  os << '#' << bandwidth.fast_to_slow << ',' << bandwidth.slow_to_fast;
+  return os.str();
+}
+
+std::string to_string(Decision d) {
+  switch (d) {
+    case Decision::Keep: return "keep";
+    case Decision::Stream: return "stream";
+    case Decision::Recompute: return "recompute";
+  }
+  return "?";
+}
+
+std::string to_string(PlanSource s) {
+  switch (s) {
+    case PlanSource::Ilp: return "ILP";
+    case PlanSource::Greedy: return "greedy";
+    case PlanSource::Oracle: return "oracle";
+    case PlanSource::Cached: return "cached";
+  }
+  return "?";
+}
+
+std::vector<ValueWindow> value_windows(const PlanGraph& graph) {
+  const std::size_t n = graph.values.size();
+  std::vector<ValueWindow> w(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    w[i].need = graph.backward_point(graph.values[i].backward_use);
+    w[i].first = w[i].last = w[i].need;
+  }
+  for (std::size_t i = 0; i < n; ++i)
+    for (int64_t d : graph.values[i].deps) {
+      w[d].first = std::min(w[d].first, w[i].need);
+      w[d].last = std::max(w[d].last, w[i].need);
+    }
+  for (std::size_t i = 0; i < n; ++i) {
+    const PlanValue& v = graph.values[i];
+    const auto bytes = static_cast<double>(v.bytes);
+    w[i].move_time = bytes / graph.bandwidth.fast_to_slow + bytes / graph.bandwidth.slow_to_fast;
+    double window = 0.0;
+    for (int64_t t = v.last_forward_use + 1; t < w[i].first; ++t) window += graph.point_time(t);
+    w[i].overlap_window = window;
+    w[i].stream_cost = std::max(0.0, w[i].move_time - window);
+    w[i].stream_from = std::max(v.last_forward_use + 1, w[i].first - 1);
+  }
+  return w;
+}
+
+std::vector<std::vector<int64_t>> recompute_closures(const PlanGraph& graph, const std::vector<Decision>& decisions) {
+  const std::size_t n = graph.values.size();
+  std::vector<std::vector<int64_t>> out(n);
+  std::vector<char> in(n, 0);
+  for (std::size_t v = 0; v < n; ++v) {
+    if (decisions[v] != Decision::Recompute) continue;
+    std::fill(in.begin(), in.end(), 0);
+    std::vector<int64_t> stack{static_cast<int64_t>(v)};
+    in[v] = 1;
+    while (!stack.empty()) {
+      const int64_t w = stack.back();
+      stack.pop_back();
+      out[v].push_back(w);
+      for (int64_t u : graph.values[w].deps)
+        if (decisions[u] == Decision::Recompute && !in[u]) {
+          in[u] = 1;
+          stack.push_back(u);
+        }
+    }
+  }
+  return out;
+}
+
+Evaluation evaluate(const PlanGraph& graph, const std::vector<Decision>& decisions) {
+  const std::size_t n = graph.values.size();
+  STRATA_CHECK(decisions.size() == n, "evaluate: ", decisions.size(), " decisions for ", n, " saved values");
+  const int64_t P = graph.num_points();
+  const auto m = static_cast<int64_t>(graph.ops.size());
+  const std::vector<ValueWindow> w = value_windows(graph);
+  const auto closures = recompute_closures(graph, decisions);
+  Evaluation e;
+  e.point_bytes.assign(static_cast<std::size_t>(P), 0);
+  e.value_recompute_cost.assign(n, 0.0);
+  for (int64_t k = 0; k < m; ++k) {
+    e.base_time += graph.ops[k].forward_time + graph.ops[k].backward_time;
+    e.point_bytes[k] += graph.ops[k].workspace_bytes;
+    e.point_bytes[graph.backward_point(k)] += graph.ops[k].workspace_bytes;
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    const PlanValue& v = graph.values[i];
+    for (int64_t t = v.producer; t <= v.last_forward_use; ++t) e.point_bytes[t] += v.bytes;
+    switch (decisions[i]) {
+      case Decision::Keep:
+        for (int64_t t = v.last_forward_use + 1; t <= w[i].last; ++t) e.point_bytes[t] += v.bytes;
+        break;
+      case Decision::Stream:
+        for (int64_t t = w[i].stream_from; t <= w[i].last; ++t) e.point_bytes[t] += v.bytes;
+        e.move_time += w[i].stream_cost;
+        break;
+      case Decision::Recompute:
+        for (int64_t a : closures[i]) {
+          e.point_bytes[w[i].need] += graph.values[a].bytes;
+          e.value_recompute_cost[i] += graph.ops[graph.values[a].producer].forward_time;
+        }
+        e.recompute_time += e.value_recompute_cost[i];
+        break;
+    }
+  }
+  e.step_time = e.base_time + e.recompute_time + e.move_time;
+  for (int64_t t = 0; t < P; ++t)
+    if (e.point_bytes[t] > e.peak_bytes) {
+      e.peak_bytes = e.point_bytes[t];
+      e.peak_point = t;
+    }
+  return e;
+}
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::size_t uniform_peak(const PlanGraph& graph, Decision d) {
+  return evaluate(graph, std::vector<Decision>(graph.values.size(), d)).peak_bytes;
+}
+
+[[noreturn]] void throw_infeasible(const char* who, std::size_t budget, std::size_t minimum, bool exact) {
+  STRATA_CHECK(false, who, ": the fast-tier budget of ", budget, " bytes is below the minimum ",
+               exact ? "" : "known ", "peak of ", minimum, " bytes any keep/stream/recompute plan reaches",
+               exact ? "" : " (an upper bound: the exact minimum was not found in time)",
+               "; raise the budget to at least ", minimum, " bytes");
+  throw;  // unreachable
+}
+
+}  // namespace
+
+Plan oracle_plan(const PlanGraph& graph, std::size_t budget_bytes) {
+  graph.validate();
+  const std::size_t n = graph.values.size();
+  STRATA_CHECK(n <= 14, "oracle_plan: ", n, " saved values; the exhaustive oracle enumerates 3^n plans, n <= 14");
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<Decision> d(n, Decision::Keep);
+  Plan best;
+  bool found = false;
+  std::size_t min_peak = std::numeric_limits<std::size_t>::max();
+  while (true) {
+    Evaluation e = evaluate(graph, d);
+    min_peak = std::min(min_peak, e.peak_bytes);
+    if (e.peak_bytes <= budget_bytes && (!found || e.step_time < best.predicted.step_time)) {
+      best.decisions = d;
+      best.predicted = std::move(e);
+      found = true;
+    }
+    // Odometer, value n-1 varying fastest.
+    std::size_t i = n;
+    bool carry = true;
+    while (carry && i > 0) {
+      --i;
+      carry = d[i] == Decision::Recompute;
+      d[i] = carry ? Decision::Keep : static_cast<Decision>(static_cast<int>(d[i]) + 1);
+    }
+    if (carry) break;  // wrapped around (or n == 0): every assignment was seen
+  }
+  if (!found) throw_infeasible("oracle_plan", budget_bytes, min_peak, true);
+  best.budget_bytes = budget_bytes;
+  best.source = PlanSource::Oracle;
+  best.solve_seconds = seconds_since(t0);
+  return best;
+}
+
+Plan greedy_plan(const PlanGraph& graph, std::size_t budget_bytes) {
+  graph.validate();
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::size_t n = graph.values.size();
+  const std::vector<ValueWindow> w = value_windows(graph);
+  std::vector<Decision> d(n, Decision::Keep);
+  Evaluation e = evaluate(graph, d);
+  while (e.peak_bytes > budget_bytes) {
+    const int64_t t = e.peak_point;
+    int64_t pick = -1;
+    Decision pick_as = Decision::Keep;
+    double pick_score = std::numeric_limits<double>::infinity();
+    for (std::size_t i = 0; i < n; ++i) {
+      const PlanValue& v = graph.values[i];
+      if (d[i] != Decision::Keep || v.bytes == 0) continue;
+      const double staleness = static_cast<double>(w[i].first - v.last_forward_use);
+      for (Decision as : {Decision::Stream, Decision::Recompute}) {
+        std::vector<Decision> trial = d;
+        trial[i] = as;
+        const Evaluation te = evaluate(graph, trial);
+        if (te.point_bytes[t] >= e.point_bytes[t]) continue;  // does not lower the peak point
+        const double cost = te.step_time - e.step_time;
+        // Zero-cost evictions tie on score 0: prefer the larger value.
+        const double score = cost / (static_cast<double>(v.bytes) * staleness) - 1e-30 * static_cast<double>(v.bytes);
+        if (score < pick_score) {
+          pick_score = score;
+          pick = static_cast<int64_t>(i);
+          pick_as = as;
+        }
+      }
+    }
+    if (pick < 0) {
+      const std::size_t minimum = minimum_budget(graph, 1.0);
+      throw_infeasible("greedy_plan", budget_bytes, std::min(minimum, e.peak_bytes), false);
+    }
+    d[pick] = pick_as;
+    e = evaluate(graph, d);
+  }
+  Plan p;
+  p.decisions = std::move(d);
+  p.predicted = std::move(e);
+  p.budget_bytes = budget_bytes;
+  p.source = PlanSource::Greedy;
+  p.solve_seconds = seconds_since(t0);
+  return p;
+}
+
+std::size_t minimum_budget(const PlanGraph& graph, double time_limit_seconds) {
+  graph.validate();
+  if (time_limit_seconds > 0) {
+    IlpResult r = solve_min_peak_ilp(graph, time_limit_seconds);
+    if (r.status == IlpStatus::Optimal) return evaluate(graph, r.decisions).peak_bytes;
+  }
+  return std::min(uniform_peak(graph, Decision::Stream), uniform_peak(graph, Decision::Recompute));
+}
+
+Plan Planner::plan(const PlanGraph& graph, std::size_t budget_bytes) {
+  graph.validate();
+  const auto key = std::make_pair(graph.signature(), budget_bytes);
+  if (auto it = cache_.find(key); it != cache_.end()) {
+    Plan p = it->second;
+    p.source = PlanSource::Cached;
+    return p;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  ++solves_;
+  IlpResult r = solve_plan_ilp(graph, budget_bytes, options_.time_limit_seconds);
+  Plan p;
+  if (r.status == IlpStatus::Optimal) {
+    p.decisions = std::move(r.decisions);
+    p.predicted = evaluate(graph, p.decisions);
+    p.source = PlanSource::Ilp;
+  } else if (r.status == IlpStatus::Infeasible) {
+    IlpResult mp = solve_min_peak_ilp(graph, options_.time_limit_seconds);
+    const bool exact = mp.status == IlpStatus::Optimal;
+    throw_infeasible("Planner", budget_bytes, exact ? evaluate(graph, mp.decisions).peak_bytes : minimum_budget(graph, 0),
+                     exact);
+  } else {
+    p = greedy_plan(graph, budget_bytes);
+    p.ilp_timed_out = true;
+  }
+  p.budget_bytes = budget_bytes;
+  p.solve_seconds = seconds_since(t0);
+  cache_.emplace(key, p);
+  return p;
+}
+
+std::string explain(const PlanGraph& graph, const Plan& plan) {
+  STRATA_CHECK(plan.decisions.size() == graph.values.size(), "explain: the plan has ", plan.decisions.size(),
+               " decisions for a graph of ", graph.values.size(), " saved values");
+  const std::vector<ValueWindow> w = value_windows(graph);
+  const Evaluation e = evaluate(graph, plan.decisions);
+  std::ostringstream os;
+  os << std::left << std::setw(24) << "value" << std::right << std::setw(14) << "bytes" << std::setw(16)
+     << "recompute_s" << std::setw(16) << "move_s" << "  decision\n";
+  for (std::size_t i = 0; i < graph.values.size(); ++i) {
+    const PlanValue& v = graph.values[i];
+    const double rc = plan.decisions[i] == Decision::Recompute ? e.value_recompute_cost[i]
+                                                                : graph.ops[v.producer].forward_time;
+    os << std::left << std::setw(24) << (v.name.empty() ? "v" + std::to_string(i) : v.name) << std::right
+       << std::setw(14) << v.bytes << std::setw(16) << std::setprecision(6) << rc << std::setw(16) << w[i].stream_cost
+       << "  " << to_string(plan.decisions[i]) << "\n";
+  }
+  os << "predicted peak " << e.peak_bytes << " bytes (budget " << plan.budget_bytes << ") at point " << e.peak_point
+     << "; predicted step time " << e.step_time << " s (compute " << e.base_time << ", recompute "
+     << e.recompute_time << ", exposed moves " << e.move_time << "); plan by " << to_string(plan.source)
+     << (plan.ilp_timed_out ? " (ILP timed out)" : "") << " in " << plan.solve_seconds << " s\n";
+  return os.str();
+}
+
+}  // namespace strata::remat

@@ -1,0 +1,171 @@
+#pragma once
+/// @file
+/// The Auto rematerialization planner: a graph model of one training step, a cost model, and for
+/// every saved value a decision keep-in-fast-tier / stream-to-slow-tier / recompute, chosen to
+/// minimize the predicted step time under a fast-tier budget on the liveness-aware peak.
+///
+/// Note [Auto planning model]
+/// A step is m forward ops 0..m-1 followed by their backward steps in reverse order. Program points:
+/// forward op k is point k, the backward step of op k is point 2m-1-k; point t costs the op's
+/// forward (t < m) or backward time. A saved value v has `bytes`, a `producer` op, a
+/// `last_forward_use` op (>= producer) and a `backward_use` op whose backward step consumes it, and
+/// `deps`: the saved values its producer reads (what a recompute of v needs). Let need(v) be the
+/// point of v's backward use and [first(v), last(v)] the hull of need(v) and need(w) for every w
+/// with v in deps(w) (a kept or streamed v may serve the recompute of w). Residency in the fast
+/// tier, per decision (every value is resident on [producer, last_forward_use] whatever it is):
+///  - Keep: resident from its producer to last(v).
+///  - Stream: evicted after its last forward use, prefetched at point first(v)-1 (one step ahead),
+///    resident on [first(v)-1, last(v)]. The two copies take bytes/bw_out + bytes/bw_in and overlap
+///    the compute of the points strictly between last_forward_use and first(v) (AutoTM's
+///    asynchronous model, eq. 3.8): only max(0, copies - window) is added to the step time.
+///  - Recompute: at need(v) the producer re-runs, and so does (once) every value in deps(v) that is
+///    itself recomputed, transitively: the recompute closure C(v) (DaCe AD's recursive cost). The
+///    step time grows by the sum of their producers' forward times; at point need(v) the bytes of
+///    all of C(v) are resident (DaCe AD's R_i + S_i), and they are freed after it. A recompute
+///    does not memoize across backward steps: a value recomputed for two consumers runs twice.
+/// The fast-tier bytes at point t are each op's `workspace_bytes` at its two points plus the
+/// resident values; the peak is the maximum over points. The step time is the sum of the points'
+/// times plus the recompute and the exposed move costs. Contention between concurrent moves on the
+/// copy engine is not modeled (AutoTM does not either). evaluate() is this model; the exhaustive
+/// oracle, the ILP (autograd/remat/ilp.h) and the greedy fallback all use it.
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace strata::remat {
+
+/// One forward op of the planning graph.
+struct PlanOp {
+  std::string name;
+  std::string signature;            ///< op name and shapes: what the plan cache keys on
+  double forward_time = 0.0;        ///< seconds (any unit works if all costs share it)
+  double backward_time = 0.0;
+  std::size_t workspace_bytes = 0;  ///< fast-tier bytes live at this op's forward and backward points
+};
+
+/// One saved value (Note [Auto planning model]).
+struct PlanValue {
+  std::string name;
+  std::size_t bytes = 0;
+  int64_t producer = 0;
+  int64_t last_forward_use = 0;
+  int64_t backward_use = 0;
+  std::vector<int64_t> deps;  ///< indices of earlier saved values the producer reads
+};
+
+/// Copy bandwidths between the tiers, bytes per second (per the cost unit).
+struct CopyBandwidth {
+  double fast_to_slow = 0.0;
+  double slow_to_fast = 0.0;
+};
+
+struct PlanGraph {
+  std::vector<PlanOp> ops;
+  std::vector<PlanValue> values;
+  CopyBandwidth bandwidth;
+
+  int64_t num_points() const { return 2 * static_cast<int64_t>(ops.size()); }
+  /// Point of op k's backward step.
+  int64_t backward_point(int64_t op) const { return num_points() - 1 - op; }
+  /// Time of point t (forward or backward time of its op).
+  double point_time(int64_t t) const;
+  /// Throws strata::Error naming the value/op when an index is out of range or out of order.
+  void validate() const;
+  /// Ops' signatures, values' bytes and structure, bandwidths: equal graphs plan alike.
+  std::string signature() const;
+};
+
+enum class Decision { Keep, Stream, Recompute };
+std::string to_string(Decision d);
+
+/// Per-value quantities of the cost model that do not depend on other decisions.
+struct ValueWindow {
+  int64_t need = 0, first = 0, last = 0;  ///< points (Note [Auto planning model])
+  double move_time = 0.0;                 ///< both copies
+  double overlap_window = 0.0;            ///< compute time the copies can hide behind
+  double stream_cost = 0.0;               ///< max(0, move_time - overlap_window)
+  int64_t stream_from = 0;                ///< first point a streamed value is resident again
+};
+std::vector<ValueWindow> value_windows(const PlanGraph& graph);
+
+/// The recompute closure of each value under `decisions` (indices, v first): v and, transitively,
+/// its recomputed deps. Empty for values that are not recomputed.
+std::vector<std::vector<int64_t>> recompute_closures(const PlanGraph& graph, const std::vector<Decision>& decisions);
+
+/// What the cost model predicts for one assignment.
+struct Evaluation {
+  double step_time = 0.0;       ///< base + recompute + exposed moves
+  double base_time = 0.0;       ///< sum of forward and backward times
+  double recompute_time = 0.0;
+  double move_time = 0.0;       ///< exposed part of the moves
+  std::size_t peak_bytes = 0;
+  int64_t peak_point = 0;
+  std::vector<std::size_t> point_bytes;  ///< fast-tier bytes at every program point
+  std::vector<double> value_recompute_cost;  ///< per value: its closure's forward time (if recomputed)
+};
+/// The cost model of Note [Auto planning model]. Throws strata::Error if `decisions` does not have
+/// one entry per value.
+Evaluation evaluate(const PlanGraph& graph, const std::vector<Decision>& decisions);
+
+enum class PlanSource { Ilp, Greedy, Oracle, Cached };
+std::string to_string(PlanSource s);
+
+struct Plan {
+  std::vector<Decision> decisions;
+  Evaluation predicted;
+  std::size_t budget_bytes = 0;
+  PlanSource source = PlanSource::Ilp;
+  double solve_seconds = 0.0;
+  bool ilp_timed_out = false;  ///< the ILP hit its time limit and the greedy plan was used
+};
+
+/// Enumerates all 3^n assignments (n <= 14) and returns the fastest whose peak fits `budget_bytes`
+/// (ties: the first in enumeration order, value 0 varying slowest with Keep < Stream < Recompute).
+/// Throws strata::Error when n > 14 or when no assignment fits (naming the minimum budget).
+Plan oracle_plan(const PlanGraph& graph, std::size_t budget_bytes);
+
+/// DTR-style greedy: starting from keep-all, while the peak exceeds the budget, takes among the
+/// kept values resident at the peak point the one with the smallest cost / (bytes x staleness)
+/// (cost: the cheaper of streaming and recomputing it, staleness: the points it would sit idle
+/// between its last forward use and first backward use) and streams or recomputes it, whichever
+/// is cheaper. Throws strata::Error naming the minimum budget if it cannot reach the budget.
+Plan greedy_plan(const PlanGraph& graph, std::size_t budget_bytes);
+
+/// The smallest fast-tier peak any assignment reaches (by the ILP when it finishes within
+/// `time_limit_seconds`, else the smaller of the all-stream and all-recompute peaks, an upper
+/// bound) — the number an infeasible budget's error names.
+std::size_t minimum_budget(const PlanGraph& graph, double time_limit_seconds = 10.0);
+
+struct PlannerOptions {
+  double time_limit_seconds = 10.0;  ///< ILP time limit; beyond it the greedy plan is used
+};
+
+/// Plans by ILP (autograd/remat/ilp.h) with the greedy fallback, caching plans by graph signature
+/// and budget.
+class Planner {
+ public:
+  explicit Planner(PlannerOptions options = {}) : options_(options) {}
+  /// The plan for `graph` under `budget_bytes`; a graph with a signature seen before (same budget)
+  /// returns the cached plan (source Cached). Throws strata::Error for an invalid graph or when the
+  /// budget is below the minimum budget (the message names it).
+  Plan plan(const PlanGraph& graph, std::size_t budget_bytes);
+  std::size_t cache_size() const { return cache_.size(); }
+  int64_t solves() const { return solves_; }
+  void clear_cache() { cache_.clear(); }
+  PlannerOptions& options() { return options_; }
+
+ private:
+  PlannerOptions options_;
+  std::map<std::pair<std::string, std::size_t>, Plan> cache_;
+  int64_t solves_ = 0;
+};
+
+/// A table, one line per saved value: name, bytes, recompute cost (its closure under the plan, or
+/// its producer's time when kept/streamed), move cost (exposed), decision; then the predicted peak
+/// and step time and where the plan came from.
+std::string explain(const PlanGraph& graph, const Plan& plan);
+
+}  // namespace strata::remat

@@ -1,0 +1,279 @@
+// The Auto planner: the cost model by hand, the ILP against the exhaustive oracle on random DAGs,
+// the greedy fallback, the plan cache, infeasible budgets, explain, and bad inputs.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "autograd/remat/ilp.h"
+#include "autograd/remat/planner.h"
+#include "autograd/remat/profile.h"
+#include "tests/cpp/core/test_util.h"
+
+namespace strata_test {
+namespace {
+
+using namespace strata;
+using remat::Decision;
+using ::testing::HasSubstr;
+
+// A -> B -> C; x0 (A's output) is saved by B's backward, x1 (B's output, computed from x0) by C's.
+remat::PlanGraph three_ops() {
+  remat::PlanGraph g;
+  g.ops = {{"A", "A[4]", 1, 2, 0}, {"B", "B[4]", 2, 4, 0}, {"C", "C[4]", 3, 6, 0}};
+  g.values = {{"x0", 10, 0, 1, 1, {}}, {"x1", 20, 1, 2, 2, {0}}};
+  g.bandwidth = {10.0, 10.0};
+  return g;
+}
+
+TEST(Planner, CostModelByHand) {
+  const remat::PlanGraph g = three_ops();
+  // Points: 0 A, 1 B, 2 C (forward); 3 C', 4 B', 5 A' (backward). Base time 1+2+3+2+4+6 = 18.
+  const auto w = remat::value_windows(g);
+  EXPECT_EQ(w[0].need, 4);
+  EXPECT_EQ(w[0].first, 3);  // x1's recompute may read x0 at point 3
+  EXPECT_EQ(w[0].last, 4);
+  EXPECT_DOUBLE_EQ(w[0].move_time, 2.0);
+  EXPECT_DOUBLE_EQ(w[0].overlap_window, 3.0);  // C's forward
+  EXPECT_DOUBLE_EQ(w[0].stream_cost, 0.0);
+  EXPECT_EQ(w[0].stream_from, 2);
+  EXPECT_DOUBLE_EQ(w[1].stream_cost, 4.0);  // nothing to overlap with
+  EXPECT_EQ(w[1].stream_from, 3);
+
+  auto keep = remat::evaluate(g, {Decision::Keep, Decision::Keep});
+  EXPECT_EQ(keep.point_bytes, (std::vector<std::size_t>{10, 30, 30, 30, 10, 0}));
+  EXPECT_DOUBLE_EQ(keep.step_time, 18.0);
+  EXPECT_EQ(keep.peak_bytes, 30u);
+
+  auto rr = remat::evaluate(g, {Decision::Recompute, Decision::Recompute});
+  // x0 is freed after B; at C' the closure {x1, x0} is re-run (B then A); at B', x0 alone again.
+  EXPECT_EQ(rr.point_bytes, (std::vector<std::size_t>{10, 30, 20, 30, 10, 0}));
+  EXPECT_DOUBLE_EQ(rr.recompute_time, 2.0 + 1.0 + 1.0);
+  EXPECT_DOUBLE_EQ(rr.step_time, 22.0);
+
+  auto sr = remat::evaluate(g, {Decision::Stream, Decision::Recompute});
+  EXPECT_EQ(sr.point_bytes, (std::vector<std::size_t>{10, 30, 30, 30, 10, 0}));
+  EXPECT_DOUBLE_EQ(sr.recompute_time, 2.0);  // x0 is streamed back in: only B re-runs
+  EXPECT_DOUBLE_EQ(sr.move_time, 0.0);
+  EXPECT_DOUBLE_EQ(sr.step_time, 20.0);
+
+  auto ks = remat::evaluate(g, {Decision::Keep, Decision::Stream});
+  EXPECT_DOUBLE_EQ(ks.move_time, 4.0);
+  EXPECT_DOUBLE_EQ(ks.step_time, 22.0);
+}
+
+// A random DAG: integral times and bytes, bandwidth 4 bytes per unit, so every cost is exact.
+remat::PlanGraph random_graph(std::mt19937& rng, int n_values) {
+  auto uni = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  remat::PlanGraph g;
+  const int m = n_values + uni(0, 3);
+  for (int k = 0; k < m; ++k)
+    g.ops.push_back({"op" + std::to_string(k), "op" + std::to_string(k), double(uni(1, 20)), double(uni(1, 40)),
+                     std::size_t(uni(0, 3) == 0 ? uni(0, 30) : 0)});
+  std::vector<int> producers;
+  for (int k = 0; k < m; ++k) producers.push_back(k);
+  std::shuffle(producers.begin(), producers.end(), rng);
+  producers.resize(n_values);
+  std::sort(producers.begin(), producers.end());
+  for (int i = 0; i < n_values; ++i) {
+    remat::PlanValue v;
+    v.name = "v" + std::to_string(i);
+    v.bytes = std::size_t(uni(1, 100));
+    v.producer = producers[i];
+    v.last_forward_use = std::min<int64_t>(m - 1, v.producer + uni(0, 3));
+    v.backward_use = uni(int(v.producer), int(v.last_forward_use));
+    for (int j = 0; j < i; ++j)
+      if (producers[j] < v.producer && uni(0, 2) == 0) v.deps.push_back(j);
+    g.values.push_back(v);
+  }
+  g.bandwidth = {4.0, 4.0};
+  return g;
+}
+
+TEST(Planner, IlpEqualsExhaustiveOracleOnRandomDags) {
+  std::mt19937 rng(8);
+  int compared = 0, infeasible = 0;
+  for (int trial = 0; trial < 120; ++trial) {
+    const int n = 1 + trial % 9;
+    const remat::PlanGraph g = random_graph(rng, n);
+    const std::size_t hi = remat::evaluate(g, std::vector<Decision>(n, Decision::Keep)).peak_bytes;
+    const std::size_t lo = remat::minimum_budget(g);
+    for (double f : {0.0, 0.3, 0.7, 1.0}) {
+      const auto budget = static_cast<std::size_t>(double(lo) + f * double(hi - std::min(hi, lo)));
+      const remat::Plan oracle = remat::oracle_plan(g, budget);
+      const remat::IlpResult ilp = remat::solve_plan_ilp(g, budget, 60.0);
+      ASSERT_EQ(ilp.status, remat::IlpStatus::Optimal) << "trial " << trial << " budget " << budget;
+      const remat::Evaluation e = remat::evaluate(g, ilp.decisions);
+      EXPECT_LE(e.peak_bytes, budget) << "trial " << trial;
+      EXPECT_NEAR(e.step_time, oracle.predicted.step_time, 1e-9) << "trial " << trial << " budget " << budget;
+      EXPECT_DOUBLE_EQ(ilp.objective, e.step_time);
+      ++compared;
+    }
+    if (lo > 0) {
+      EXPECT_EQ(remat::solve_plan_ilp(g, lo - 1, 60.0).status, remat::IlpStatus::Infeasible) << "trial " << trial;
+      EXPECT_THROW(remat::oracle_plan(g, lo - 1), Error);  // minimum_budget is the oracle's minimum
+      ++infeasible;
+    }
+  }
+  EXPECT_EQ(compared, 480);
+  EXPECT_GT(infeasible, 100);
+}
+
+TEST(Planner, OracleAgreesWithIlpAtTwelveValues) {
+  std::mt19937 rng(12);
+  for (int trial = 0; trial < 3; ++trial) {
+    const remat::PlanGraph g = random_graph(rng, 12);
+    const std::size_t hi = remat::evaluate(g, std::vector<Decision>(12, Decision::Keep)).peak_bytes;
+    const std::size_t lo = remat::minimum_budget(g);
+    const std::size_t budget = (lo + hi) / 2;
+    const remat::Plan oracle = remat::oracle_plan(g, budget);
+    const remat::IlpResult ilp = remat::solve_plan_ilp(g, budget, 60.0);
+    ASSERT_EQ(ilp.status, remat::IlpStatus::Optimal);
+    EXPECT_NEAR(ilp.objective, oracle.predicted.step_time, 1e-9);
+  }
+}
+
+TEST(Planner, GreedyIsFeasibleAndNeverBeatsTheOracle) {
+  std::mt19937 rng(3);
+  int planned = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    const int n = 2 + trial % 7;
+    const remat::PlanGraph g = random_graph(rng, n);
+    const std::size_t hi = remat::evaluate(g, std::vector<Decision>(n, Decision::Keep)).peak_bytes;
+    const std::size_t lo = remat::minimum_budget(g);
+    const std::size_t budget = (lo + hi) / 2;
+    remat::Plan greedy;
+    try {
+      greedy = remat::greedy_plan(g, budget);
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), HasSubstr("below the minimum"));
+      continue;  // the greedy may fail where a plan exists; it says so
+    }
+    EXPECT_LE(greedy.predicted.peak_bytes, budget);
+    EXPECT_GE(greedy.predicted.step_time + 1e-9, remat::oracle_plan(g, budget).predicted.step_time);
+    ++planned;
+  }
+  EXPECT_GT(planned, 40);
+}
+
+TEST(Planner, FallsBackToGreedyWhenTheSolverTimesOut) {
+  std::mt19937 rng(5);
+  const remat::PlanGraph g = random_graph(rng, 8);
+  const std::size_t hi = remat::evaluate(g, std::vector<Decision>(8, Decision::Keep)).peak_bytes;
+  const std::size_t budget = (remat::minimum_budget(g) + hi) / 2;
+  EXPECT_EQ(remat::solve_plan_ilp(g, budget, 1e-9).status, remat::IlpStatus::TimedOut);
+  remat::Planner planner({1e-9});
+  const remat::Plan p = planner.plan(g, budget);
+  EXPECT_TRUE(p.ilp_timed_out);
+  EXPECT_EQ(p.source, remat::PlanSource::Greedy);
+  EXPECT_EQ(p.decisions, remat::greedy_plan(g, budget).decisions);
+  EXPECT_LE(p.predicted.peak_bytes, budget);
+}
+
+TEST(Planner, CachesPlansByGraphSignature) {
+  std::mt19937 rng(7);
+  remat::PlanGraph g = random_graph(rng, 6);
+  const std::size_t budget = remat::evaluate(g, std::vector<Decision>(6, Decision::Keep)).peak_bytes * 3 / 4;
+  remat::Planner planner;
+  const remat::Plan first = planner.plan(g, budget);
+  EXPECT_EQ(first.source, remat::PlanSource::Ilp);
+  const remat::Plan again = planner.plan(g, budget);
+  EXPECT_EQ(again.source, remat::PlanSource::Cached);
+  EXPECT_EQ(again.decisions, first.decisions);
+  EXPECT_EQ(planner.solves(), 1);
+  // A changed shape (signature and bytes) re-plans.
+  g.ops[0].signature = "op0[other shape]";
+  g.values[0].bytes += 8;
+  EXPECT_EQ(planner.plan(g, budget).source, remat::PlanSource::Ilp);
+  EXPECT_EQ(planner.solves(), 2);
+  EXPECT_EQ(planner.cache_size(), 2u);
+}
+
+TEST(Planner, InfeasibleBudgetNamesTheMinimum) {
+  const remat::PlanGraph g = three_ops();
+  // The forward alone holds x0 and x1 at B: 30 bytes whatever the plan.
+  EXPECT_EQ(remat::minimum_budget(g), 30u);
+  remat::Planner planner;
+  EXPECT_THAT(ERROR_MESSAGE(planner.plan(g, 29)),
+              HasSubstr("fast-tier budget of 29 bytes is below the minimum peak of 30 bytes"));
+  EXPECT_THAT(ERROR_MESSAGE(remat::oracle_plan(g, 12)), HasSubstr("raise the budget to at least 30 bytes"));
+  EXPECT_EQ(planner.plan(g, 30).predicted.peak_bytes, 30u);
+}
+
+TEST(Planner, ExplainListsEveryValue) {
+  const remat::PlanGraph g = three_ops();
+  remat::Planner planner;
+  const remat::Plan p = planner.plan(g, 30);
+  const std::string text = remat::explain(g, p);
+  EXPECT_THAT(text, HasSubstr("x0"));
+  EXPECT_THAT(text, HasSubstr("x1"));
+  EXPECT_THAT(text, HasSubstr("keep"));  // the budget allows keep-all, the fastest
+  EXPECT_THAT(text, HasSubstr("predicted peak 30 bytes (budget 30)"));
+  EXPECT_THAT(text, HasSubstr("predicted step time 18 s"));
+  EXPECT_THAT(text, HasSubstr("plan by ILP"));
+}
+
+TEST(Planner, BadInputs) {
+  remat::PlanGraph g = three_ops();
+  g.values[1].deps = {1};
+  EXPECT_THAT(ERROR_MESSAGE(g.validate()), HasSubstr("value 1 (x1) depends on value 1, expected a saved value produced by an earlier op"));
+  g = three_ops();
+  g.values[0].last_forward_use = 5;
+  EXPECT_THAT(ERROR_MESSAGE(remat::Planner().plan(g, 100)), HasSubstr("value 0 (x0) has last forward use 5"));
+  g = three_ops();
+  g.values[0].producer = -1;
+  EXPECT_THAT(ERROR_MESSAGE(g.validate()), HasSubstr("value 0 (x0) has producer -1"));
+  g = three_ops();
+  g.ops[1].forward_time = -1;
+  EXPECT_THAT(ERROR_MESSAGE(g.validate()), HasSubstr("op 1 (B) has forward time -1"));
+  g = three_ops();
+  g.bandwidth.slow_to_fast = 0;
+  EXPECT_THAT(ERROR_MESSAGE(g.validate()), HasSubstr("copy bandwidths"));
+  EXPECT_THAT(ERROR_MESSAGE(remat::PlanGraph().validate()), HasSubstr("the graph has no ops"));
+  g = three_ops();
+  EXPECT_THAT(ERROR_MESSAGE(remat::evaluate(g, {Decision::Keep})), HasSubstr("1 decisions for 2 saved values"));
+  EXPECT_THAT(ERROR_MESSAGE(remat::solve_plan_ilp(g, 100, 0.0)), HasSubstr("expected a positive number of seconds"));
+  std::mt19937 rng(1);
+  EXPECT_THAT(ERROR_MESSAGE(remat::oracle_plan(random_graph(rng, 15), 1000)), HasSubstr("n <= 14"));
+  remat::Plan p;
+  EXPECT_THAT(ERROR_MESSAGE(remat::explain(g, p)), HasSubstr("0 decisions for a graph of 2 saved values"));
+}
+
+}  // namespace
+}  // namespace strata_test
+
+namespace strata_test {
+namespace {
+
+TEST(PlannerProfile, TimesEachSignatureOnce) {
+  remat::OpProfiler profiler(3);
+  int runs = 0;
+  auto op = [&] {
+    ++runs;
+    volatile double s = 0;
+    for (int i = 0; i < 20000; ++i) s = s + i;
+  };
+  const double t = profiler.time("loop [20000]", op);
+  EXPECT_GT(t, 0.0);
+  EXPECT_EQ(runs, 4);  // one warm-up, three timed
+  EXPECT_EQ(profiler.time("loop [20000]", op), t);
+  EXPECT_EQ(runs, 4);  // cached: not run again
+  profiler.time("loop [other]", op);
+  EXPECT_EQ(runs, 8);
+  EXPECT_EQ(profiler.size(), 2u);
+  EXPECT_EQ(profiler.measurements(), 2);
+  EXPECT_THAT(ERROR_MESSAGE(remat::OpProfiler(0)), ::testing::HasSubstr("repeats must be at least 1, got 0"));
+  EXPECT_THAT(ERROR_MESSAGE(profiler.time("", op)), ::testing::HasSubstr("the signature is empty"));
+  EXPECT_THAT(ERROR_MESSAGE(profiler.time("new", {})), ::testing::HasSubstr("closure to time for \"new\" is empty"));
+}
+
+TEST(PlannerProfile, CopyBandwidthsArePositive) {
+  const remat::CopyBandwidth bw = remat::copy_bandwidth(std::size_t{4} << 20);
+  EXPECT_GT(bw.fast_to_slow, 1e6);  // bytes per second; any real copy moves more than 1 MB/s
+  EXPECT_GT(bw.slow_to_fast, 1e6);
+  EXPECT_THAT(ERROR_MESSAGE(remat::copy_bandwidth(0)), ::testing::HasSubstr("probe size is 0 bytes"));
+}
+
+}  // namespace
+}  // namespace strata_test
