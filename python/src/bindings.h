@@ -85,5 +85,26 @@ void init_dtypes(py::module_& m);
 void init_tensor(py::module_& m);
 void init_factories(py::module_& m);
 void init_autograd(py::module_& m);
+void init_ops(py::module_& m);
+
+// ---- ops and differentiable views (ops_bindings.cpp) ----------------------------------------------
+/// `obj` as a Tensor, or TypeError "op(): argument 'name' must be Tensor, not <type>".
+Tensor tensor_arg(py::handle obj, const char* op, const char* name);
+/// True when ops on `t` record the graph (grad mode on and `t` requires grad).
+bool records_grad(const Tensor& t);
+/// `t` expanded to `sizes` (a view); recorded (ExpandBackward sums the gradient back) when `t`
+/// requires grad and grad mode is on.
+Tensor expand_diff(const Tensor& t, IntArrayRef sizes);
+/// `t` viewed with `sizes` (same numel), recorded as a reshape when records_grad(t), else raw.
+Tensor view_diff(const Tensor& t, IntArrayRef sizes);
+/// A copy of `t` (contiguous when `contiguous_only` and t already is: t itself), recorded
+/// (CloneBackward) when records_grad(t).
+Tensor clone_diff(const Tensor& t, bool contiguous_only);
+/// `t` converted to `dtype`, recorded (ToCopyBackward converts the gradient back) when
+/// records_grad(t) and a conversion happened.
+Tensor to_diff(const Tensor& t, DType dtype, bool copy);
+/// Refuses, like PyTorch, an in-place op on a leaf that requires grad while grad mode is on; and
+/// (Strata limitation) one on a differentiable view of a tensor that requires grad.
+void check_inplace(const Tensor& self, const char* op);
 
 }  // namespace strata::python

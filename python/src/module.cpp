@@ -47,5 +47,6 @@ PYBIND11_MODULE(_C, m) {
   init_tensor(m);
   init_factories(m);
   init_autograd(m);
+  init_ops(m);
   init_runtime(m);
 }

@@ -5,8 +5,10 @@
 #include <string>
 #include <vector>
 
+#include "autograd/grad_mode.h"
 #include "bindings.h"
 #include "core/factories.h"
+#include "ops/shape_ops.h"
 
 namespace strata::python {
 
@@ -60,9 +62,52 @@ std::optional<int64_t> slice_bound(py::handle v, const char* what) {
   return int_from_py(v, "__getitem__", what);
 }
 
-// Basic indexing: ints (select), slices with step > 0, None (new dim of size 1) and one Ellipsis.
-// The result is always a view of `self`.
-Tensor index_view(const Tensor& self, py::handle index) {
+// Integer-tensor indexing on dim 0: x[idx] has sizes idx.sizes() + x.sizes()[1:]
+// (negative indices count from the end). Recorded as an index_select when x requires grad.
+Tensor index_rows(const Tensor& self, const Tensor& index) {
+  if (self.dim() == 0) throw BindingIndexError("too many indices for tensor of dimension 0");
+  if (index.dtype() != DType::i64 && index.dtype() != DType::i32)
+    throw BindingTypeError(msg("tensors used as indices must be long or int tensors, got ",
+                                dtype_py_name(index.dtype()),
+                                " (Strata supports basic indexing only, plus one integer tensor as the "
+                                "whole index: no boolean masks)"));
+  const int64_t n = self.size(0);
+  Tensor flat = empty({index.numel()}, {DType::i64, nullptr});
+  {
+    const Tensor src = index.to(DType::i64).contiguous();
+    const int64_t* in = static_cast<const int64_t*>(src.data_ptr());
+    int64_t* out = static_cast<int64_t*>(flat.data_ptr());
+    for (int64_t k = 0; k < index.numel(); ++k) {
+      const int64_t i = in[k];
+      if (i < -n || i >= n)
+        throw BindingIndexError(msg("index ", i, " is out of bounds for dimension 0 with size ", n));
+      out[k] = i < 0 ? i + n : i;
+    }
+  }
+  Dims out_sizes = index.sizes();
+  for (int64_t d = 1; d < self.dim(); ++d) out_sizes.push_back(self.size(d));
+  py::gil_scoped_release release;
+  Tensor r = index_select(self, 0, flat);
+  return r.sizes() == out_sizes ? r : reshape(r, out_sizes);
+}
+
+// Basic indexing: ints (select), slices with step > 0, None (new dim of size 1) and one Ellipsis;
+// the result is a view of `self`, recorded (through ops/shape_ops.h) when self requires grad and
+// grad mode is on. With `advanced`, also one integer tensor as the whole index (a copy; see
+// index_rows).
+Tensor index_view(const Tensor& self, py::handle index, bool advanced) {
+  if (py::isinstance<Tensor>(index)) {
+    Tensor idx = index.cast<Tensor>();
+    if (idx.dim() == 0 && (idx.dtype() == DType::i64 || idx.dtype() == DType::i32)) {
+      return index_view(self, py::int_(idx.item<int64_t>()), advanced);
+    }
+    if (!advanced)
+      throw BindingIndexError(
+          "Strata supports assignment through basic indices only (ints, slices, None, ...), not "
+          "through an index tensor");
+    return index_rows(self, idx);
+  }
+  const bool diff = records_grad(self);
   py::tuple items = PyTuple_Check(index.ptr()) ? py::reinterpret_borrow<py::tuple>(index)
                                                : py::make_tuple(index);
   int64_t consumed = 0;  // entries that consume a dim of self: ints and slices
@@ -77,7 +122,8 @@ Tensor index_view(const Tensor& self, py::handle index) {
       throw BindingTypeError(msg(
           "Tensor indices must be integers, slices (`:`), ellipsis (`...`) or None; got ",
           Py_TYPE(item.ptr())->tp_name,
-          " (Strata supports basic indexing only: no lists, arrays, tensors or bools as indices)"));
+          " (Strata supports basic indexing only: no lists, arrays or bools as indices; one integer "
+          "tensor is accepted as the whole index)"));
     }
   }
   if (ellipses > 1) throw BindingIndexError("an index can only have a single ellipsis ('...')");
@@ -90,7 +136,7 @@ Tensor index_view(const Tensor& self, py::handle index) {
   int64_t orig = 0;  // the same dim of self (for messages)
   for (py::handle item : items) {
     if (item.is_none()) {
-      r = r.unsqueeze(d);
+      r = diff ? reshape(r, r.unsqueeze(d).sizes()) : r.unsqueeze(d);
       ++d;
     } else if (item.ptr() == Py_Ellipsis) {
       d += rank - consumed;
@@ -103,7 +149,7 @@ Tensor index_view(const Tensor& self, py::handle index) {
       if (step && *step < 0)
         throw BindingValueError(msg("step must be greater than zero (negative slice steps are not "
                                     "supported; got ", *step, ")"));
-      r = r.slice(d, start, stop, step.value_or(1));
+      r = diff ? slice(r, d, start, stop, step.value_or(1)) : r.slice(d, start, stop, step.value_or(1));
       ++d;
       ++orig;
     } else {
@@ -112,7 +158,12 @@ Tensor index_view(const Tensor& self, py::handle index) {
       if (i < -n || i >= n)
         throw BindingIndexError(
             msg("index ", i, " is out of bounds for dimension ", orig, " with size ", n));
-      r = r.select(d, i);
+      if (diff) {
+        const int64_t w = i < 0 ? i + n : i;
+        r = reshape(slice(r, d, w, w + 1, 1), r.select(d, i).sizes());
+      } else {
+        r = r.select(d, i);
+      }
       ++orig;
     }
   }
@@ -120,7 +171,20 @@ Tensor index_view(const Tensor& self, py::handle index) {
 }
 
 void set_index(const Tensor& self, py::handle index, py::handle value) {
-  Tensor view = index_view(self, index);
+  check_inplace(self, "__setitem__");
+  const bool value_grad = py::isinstance<Tensor>(value) && value.cast<const Tensor&>().requires_grad();
+  if (autograd::GradMode::is_enabled() && (self.requires_grad() || value_grad)) {
+    PyErr_SetString(PyExc_NotImplementedError,
+                    "__setitem__: assigning into a tensor that requires grad, or assigning a value "
+                    "that requires grad, is not recorded by Strata's autograd; use "
+                    "`with strata.no_grad():` or build the tensor out of place (strata.cat, where)");
+    throw py::error_already_set();
+  }
+  Tensor view;
+  {
+    autograd::NoGradGuard no_grad;
+    view = index_view(self, index, /*advanced=*/false);
+  }
   if (py::isinstance<Tensor>(value)) {
     const Tensor src = value.cast<Tensor>();
     py::gil_scoped_release release;
@@ -138,6 +202,24 @@ void set_index(const Tensor& self, py::handle index, py::handle value) {
 
 // ---- misc ---------------------------------------------------------------------------------------
 
+Tensor squeeze_raw(const Tensor& t, py::object dim) {
+            if (dim.is_none()) return t.squeeze();
+            if (!PyBool_Check(dim.ptr()) && PyIndex_Check(dim.ptr())) {
+              const int64_t d = int_from_py(dim, "squeeze", "dim");
+              wrap_dim_py(d, t.dim(), "squeeze", true);
+              return t.squeeze(d);
+            }
+            // A tuple of dims (PyTorch >= 2.0): squeeze each, innermost first so indices hold.
+            Dims dims = int_list_from_sequence(dim, "squeeze", "dim");
+            std::vector<int64_t> wrapped;
+            for (int64_t d : dims) wrapped.push_back(wrap_dim_py(d, t.dim(), "squeeze", true));
+            std::sort(wrapped.begin(), wrapped.end());
+            wrapped.erase(std::unique(wrapped.begin(), wrapped.end()), wrapped.end());
+            Tensor r = t;
+            for (auto it = wrapped.rbegin(); it != wrapped.rend(); ++it) r = r.squeeze(*it);
+            return r;
+}
+
 Dims reversed_dims(int64_t rank) {
   Dims dims;
   for (int64_t d = rank - 1; d >= 0; --d) dims.push_back(d);
@@ -154,7 +236,7 @@ Tensor to_dtype(const Tensor& t, py::handle target, bool copy) {
     d = dtype_from_py(target, "to");
   }
   py::gil_scoped_release release;
-  return t.to(d, copy);
+  return to_diff(t, d, copy);
 }
 
 py::bytes tensor_bytes(const Tensor& t) {
@@ -208,16 +290,20 @@ void init_tensor(py::module_& m) {
            py::arg("other"), "True when both tensors view the same storage.");
 
   // ---- views --------------------------------------------------------------------------------
-  cls.def("view", [](const Tensor& t, const py::args& shape) { return t.view(int_list_from_args(shape, "view", "shape")); })
-      .def("view_as", [](const Tensor& t, const Tensor& other) { return t.view(other.sizes()); },
+  // Note: every view below is recorded (through ops/shape_ops.h or an ExpandBackward node) when
+  // the tensor requires grad and grad mode is on; otherwise it is the raw core view.
+  cls.def("view", [](const Tensor& t, const py::args& shape) { return view_diff(t, int_list_from_args(shape, "view", "shape")); })
+      .def("view_as", [](const Tensor& t, const Tensor& other) { return view_diff(t, other.sizes()); },
            py::arg("other"))
       .def("reshape", [](const Tensor& t, const py::args& shape) {
         const Dims s = int_list_from_args(shape, "reshape", "shape");
         py::gil_scoped_release release;
-        return t.reshape(s);
+        return records_grad(t) ? reshape(t, s) : t.reshape(s);
       })
-      .def("reshape_as", [](const Tensor& t, const Tensor& other) { return t.reshape(other.sizes()); },
-           py::arg("other"))
+      .def("reshape_as", [](const Tensor& t, const Tensor& other) {
+        py::gil_scoped_release release;
+        return records_grad(t) ? reshape(t, other.sizes()) : t.reshape(other.sizes());
+      }, py::arg("other"))
       .def(
           "narrow",
           [](const Tensor& t, int64_t dim, int64_t start, int64_t length) {
@@ -226,7 +312,10 @@ void init_tensor(py::module_& m) {
             if (start < -n || start > n)
               throw BindingIndexError(msg("narrow(): start out of range (expected to be in range of [",
                                           -n, ", ", n, "], but got ", start, ")"));
-            return t.narrow(dim, start, length);
+            if (!records_grad(t)) return t.narrow(dim, start, length);
+            const int64_t s0 = start < 0 ? start + n : start;
+            t.narrow(dim, start, length);  // validates the length
+            return slice(t, d, s0, s0 + length, 1);
           },
           py::arg("dim"), py::arg("start"), py::arg("length"))
       .def(
@@ -237,7 +326,9 @@ void init_tensor(py::module_& m) {
             if (index < -n || index >= n)
               throw BindingIndexError(msg("select(): index ", index, " out of range for tensor of size ",
                                           t.sizes(), " at dimension ", d));
-            return t.select(dim, index);
+            if (!records_grad(t)) return t.select(dim, index);
+            const int64_t w = index < 0 ? index + n : index;
+            return reshape(slice(t, d, w, w + 1, 1), t.select(dim, index).sizes());
           },
           py::arg("dim"), py::arg("index"))
       .def(
@@ -245,6 +336,7 @@ void init_tensor(py::module_& m) {
           [](const Tensor& t, int64_t dim0, int64_t dim1) {
             wrap_dim_py(dim0, t.dim(), "transpose", true);
             wrap_dim_py(dim1, t.dim(), "transpose", true);
+            if (records_grad(t) && t.dim() > 0) return transpose(t, dim0, dim1);
             return t.transpose(dim0, dim1);
           },
           py::arg("dim0"), py::arg("dim1"))
@@ -253,6 +345,7 @@ void init_tensor(py::module_& m) {
           [](const Tensor& t, int64_t dim0, int64_t dim1) {
             wrap_dim_py(dim0, t.dim(), "swapaxes", true);
             wrap_dim_py(dim1, t.dim(), "swapaxes", true);
+            if (records_grad(t) && t.dim() > 0) return transpose(t, dim0, dim1);
             return t.transpose(dim0, dim1);
           },
           py::arg("axis0"), py::arg("axis1"))
@@ -261,42 +354,40 @@ void init_tensor(py::module_& m) {
              const Dims d = int_list_from_args(dims, "permute", "dims");
              if (static_cast<int64_t>(d.size()) == t.dim())
                for (int64_t x : d) wrap_dim_py(x, t.dim(), "permute");
+             if (records_grad(t)) return permute(t, d);
              return t.permute(d);
            })
-      .def("t", [](const Tensor& t) { return t.t(); })
-      .def_property_readonly("T", [](const Tensor& t) { return t.permute(reversed_dims(t.dim())); },
-                             "The tensor with its dims reversed.")
-      .def("expand", [](const Tensor& t, const py::args& sizes) { return t.expand(int_list_from_args(sizes, "expand", "sizes")); })
-      .def("expand_as", [](const Tensor& t, const Tensor& other) { return t.expand_as(other); },
+      .def("t", [](const Tensor& t) {
+        Tensor raw = t.t();  // validates the rank
+        if (!records_grad(t)) return raw;
+        return t.dim() == 2 ? transpose(t, 0, 1) : reshape(t, t.sizes());
+      })
+      .def_property_readonly("T", [](const Tensor& t) {
+        if (records_grad(t)) return t.dim() == 0 ? reshape(t, t.sizes()) : permute(t, reversed_dims(t.dim()));
+        return t.permute(reversed_dims(t.dim()));
+      }, "The tensor with its dims reversed.")
+      .def("expand", [](const Tensor& t, const py::args& sizes) {
+        // -1 keeps a size: resolve through the raw view, then record.
+        return expand_diff(t, t.expand(int_list_from_args(sizes, "expand", "sizes")).sizes());
+      })
+      .def("expand_as", [](const Tensor& t, const Tensor& other) { return expand_diff(t, t.expand_as(other).sizes()); },
            py::arg("other"))
       .def("broadcast_to", [](const Tensor& t, py::handle shape) {
-             return t.broadcast_to(int_list_from_sequence(shape, "broadcast_to", "shape"));
+             return expand_diff(t, t.broadcast_to(int_list_from_sequence(shape, "broadcast_to", "shape")).sizes());
            }, py::arg("shape"))
       .def(
           "squeeze",
           [](const Tensor& t, py::object dim) {
-            if (dim.is_none()) return t.squeeze();
-            if (!PyBool_Check(dim.ptr()) && PyIndex_Check(dim.ptr())) {
-              const int64_t d = int_from_py(dim, "squeeze", "dim");
-              wrap_dim_py(d, t.dim(), "squeeze", true);
-              return t.squeeze(d);
-            }
-            // A tuple of dims (PyTorch >= 2.0): squeeze each, innermost first so indices hold.
-            Dims dims = int_list_from_sequence(dim, "squeeze", "dim");
-            std::vector<int64_t> wrapped;
-            for (int64_t d : dims) wrapped.push_back(wrap_dim_py(d, t.dim(), "squeeze", true));
-            std::sort(wrapped.begin(), wrapped.end());
-            wrapped.erase(std::unique(wrapped.begin(), wrapped.end()), wrapped.end());
-            Tensor r = t;
-            for (auto it = wrapped.rbegin(); it != wrapped.rend(); ++it) r = r.squeeze(*it);
-            return r;
+            Tensor raw = squeeze_raw(t, dim);
+            return records_grad(t) ? reshape(t, raw.sizes()) : raw;
           },
           py::arg("dim") = py::none())
       .def(
           "unsqueeze",
           [](const Tensor& t, int64_t dim) {
             wrap_dim_py(dim, t.dim() + 1, "unsqueeze");
-            return t.unsqueeze(dim);
+            Tensor raw = t.unsqueeze(dim);
+            return records_grad(t) ? reshape(t, raw.sizes()) : raw;
           },
           py::arg("dim"))
       .def(
@@ -305,7 +396,7 @@ void init_tensor(py::module_& m) {
             wrap_dim_py(start_dim, t.dim(), "flatten", true);
             wrap_dim_py(end_dim, t.dim(), "flatten", true);
             py::gil_scoped_release release;
-            return t.flatten(start_dim, end_dim);
+            return records_grad(t) ? flatten(t, start_dim, end_dim) : t.flatten(start_dim, end_dim);
           },
           py::arg("start_dim") = 0, py::arg("end_dim") = -1)
       .def(
@@ -319,53 +410,20 @@ void init_tensor(py::module_& m) {
           py::arg("size"), py::arg("stride"), py::arg("storage_offset") = py::none());
 
   // ---- copies and conversions ---------------------------------------------------------------
-  cls.def("contiguous", &Tensor::contiguous, py::call_guard<py::gil_scoped_release>())
-      .def("clone", &Tensor::clone, py::call_guard<py::gil_scoped_release>())
+  cls.def("contiguous", [](const Tensor& t) { py::gil_scoped_release r; return clone_diff(t, true); })
+      .def("clone", [](const Tensor& t) { py::gil_scoped_release r; return clone_diff(t, false); })
       .def(
           "to", [](const Tensor& t, py::handle dtype, bool copy) { return to_dtype(t, dtype, copy); },
           py::arg("dtype"), py::arg("copy") = false,
           "Converts to a dtype (or to another tensor's dtype); returns self when it already matches "
           "unless copy=True.")
-      .def("float", [](const Tensor& t) { py::gil_scoped_release r; return t.to(DType::f32); })
-      .def("double", [](const Tensor& t) { py::gil_scoped_release r; return t.to(DType::f64); })
-      .def("bfloat16", [](const Tensor& t) { py::gil_scoped_release r; return t.to(DType::bf16); })
-      .def("int", [](const Tensor& t) { py::gil_scoped_release r; return t.to(DType::i32); })
-      .def("long", [](const Tensor& t) { py::gil_scoped_release r; return t.to(DType::i64); })
-      .def("byte", [](const Tensor& t) { py::gil_scoped_release r; return t.to(DType::u8); })
-      .def("bool", [](const Tensor& t) { py::gil_scoped_release r; return t.to(DType::boolean); })
-      .def(
-          "copy_",
-          [](py::object self, py::handle src) {
-            Tensor& t = as_tensor_ref(self);
-            const Tensor s = py::isinstance<Tensor>(src) ? src.cast<Tensor>()
-                                                          : tensor_from_data(src, std::nullopt, "copy_");
-            {
-              py::gil_scoped_release release;
-              t.copy_(s);
-            }
-            return self;
-          },
-          py::arg("src"), "Copies src into self (broadcasting and converting); returns self.")
-      .def(
-          "fill_",
-          [](py::object self, py::handle value) {
-            Tensor& t = as_tensor_ref(self);
-            const double v = number_from_py(value, "fill_");
-            {
-              py::gil_scoped_release release;
-              t.fill_(v);
-            }
-            return self;
-          },
-          py::arg("value"))
-      .def("zero_", [](py::object self) {
-        Tensor& t = as_tensor_ref(self);
-        {
-          py::gil_scoped_release release;
-          t.zero_();
-        }
-        return self;
-      });
+      .def("float", [](const Tensor& t) { py::gil_scoped_release r; return to_diff(t, DType::f32, false); })
+      .def("double", [](const Tensor& t) { py::gil_scoped_release r; return to_diff(t, DType::f64, false); })
+      .def("bfloat16", [](const Tensor& t) { py::gil_scoped_release r; return to_diff(t, DType::bf16, false); })
+      .def("int", [](const Tensor& t) { py::gil_scoped_release r; return to_diff(t, DType::i32, false); })
+      .def("long", [](const Tensor& t) { py::gil_scoped_release r; return to_diff(t, DType::i64, false); })
+      .def("byte", [](const Tensor& t) { py::gil_scoped_release r; return to_diff(t, DType::u8, false); })
+      .def("bool", [](const Tensor& t) { py::gil_scoped_release r; return to_diff(t, DType::boolean, false); });
 
   // ---- Python protocols ---------------------------------------------------------------------
   cls.def("__repr__", [](const Tensor& t) { return t.to_string(); })
@@ -382,7 +440,7 @@ void init_tensor(py::module_& m) {
              for (int64_t i = 0; i < t.sizes()[0]; ++i) rows.append(py::cast(t.select(0, i)));
              return py::iter(rows);
            })
-      .def("__getitem__", [](const Tensor& t, py::handle index) { return index_view(t, index); })
+      .def("__getitem__", [](const Tensor& t, py::handle index) { return index_view(t, index, /*advanced=*/true); })
       .def("__setitem__", [](const Tensor& t, py::handle index, py::handle value) { set_index(t, index, value); })
       .def("item", [](const Tensor& t) { return item_of(t); },
            "The value of a one-element tensor as a Python number.")

@@ -1,0 +1,1090 @@
+// The ops of ops/op_list.h under PyTorch's names: strata.<op>(...) functions (strata._C), the
+// Tensor methods and operators, and the in-place methods (add_, mul_, clamp_, ...).
+//
+// Note [In-place ops in the bindings]
+// Strata's ops are out of place. An in-place method computes the out-of-place result, copies it
+// into `self` (Tensor::copy_, which bumps the version counter shared by every view of the storage,
+// so a saved value that was overwritten is detected by backward), and, when the op was recorded,
+// makes the recorded node `self`'s history (PyTorch's "rebase"). When the op saves its first
+// operand for backward (mul, div, clamp), that operand is first copied (a recorded add of 0) so the
+// saved value is not the storage being overwritten. Like PyTorch, a leaf that requires grad is
+// refused while grad mode is on. Unlike PyTorch, an in-place op on a differentiable *view* of a
+// tensor that requires grad is refused too (NotImplementedError): Strata has no view tracking, so
+// the base's history could not be updated (PyTorch's CopySlices).
+
+#include <algorithm>
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "autograd/grad_mode.h"
+#include "autograd/node.h"
+#include "bindings.h"
+#include "core/factories.h"
+#include "ops/binary.h"
+#include "ops/conv.h"
+#include "ops/embedding.h"
+#include "ops/linalg.h"
+#include "ops/normalization.h"
+#include "ops/pooling.h"
+#include "ops/reduction.h"
+#include "ops/shape_ops.h"
+#include "ops/softmax_loss.h"
+#include "ops/unary.h"
+
+namespace strata::python {
+
+[[noreturn]] void raise_not_implemented(const std::string& what) {
+  PyErr_SetString(PyExc_NotImplementedError, what.c_str());
+  throw py::error_already_set();
+}
+
+Tensor tensor_arg(py::handle obj, const char* op, const char* name) {
+  if (!py::isinstance<Tensor>(obj))
+    throw BindingTypeError(msg(op, "(): argument '", name, "' must be Tensor, not ", Py_TYPE(obj.ptr())->tp_name));
+  return obj.cast<Tensor>();
+}
+
+bool records_grad(const Tensor& t) { return autograd::GradMode::is_enabled() && t.requires_grad(); }
+
+namespace {
+
+// Sums `g` over the dims that broadcasting added or stretched, back to `target` sizes.
+Tensor sum_to(const Tensor& g, const Dims& target) {
+  if (g.sizes() == target) return g;
+  const int64_t lead = g.dim() - static_cast<int64_t>(target.size());
+  Dims dims;
+  for (int64_t i = 0; i < lead; ++i) dims.push_back(i);
+  for (std::size_t i = 0; i < target.size(); ++i)
+    if (target[i] == 1 && g.size(lead + static_cast<int64_t>(i)) != 1) dims.push_back(lead + static_cast<int64_t>(i));
+  Tensor r = dims.empty() ? g : sum(g, dims, /*keepdim=*/true);
+  return reshape(r, target);
+}
+
+}  // namespace
+
+Tensor expand_diff(const Tensor& t, IntArrayRef sizes) {
+  Tensor out = t.expand(sizes);
+  if (!records_grad(t)) return out;
+  const Dims in_sizes = t.sizes();
+  auto node = autograd::make_node("ExpandBackward", {&t},
+                                  [in_sizes](autograd::Node&, const autograd::TensorList& g) -> autograd::TensorList {
+                                    return {sum_to(g[0], in_sizes)};
+                                  });
+  autograd::set_history({&out}, node);
+  return out;
+}
+
+Tensor view_diff(const Tensor& t, IntArrayRef sizes) {
+  Tensor raw = t.view(sizes);  // validates like Tensor.view
+  if (!records_grad(t)) return raw;
+  return reshape(t, raw.sizes());
+}
+
+Tensor clone_diff(const Tensor& t, bool contiguous_only) {
+  if (contiguous_only && t.is_contiguous()) return t;
+  Tensor out = contiguous_only ? t.contiguous() : t.clone();
+  if (!records_grad(t)) return out;
+  auto node = autograd::make_node("CloneBackward", {&t},
+                                  [](autograd::Node&, const autograd::TensorList& g) -> autograd::TensorList {
+                                    return {g[0]};
+                                  });
+  autograd::set_history({&out}, node);
+  return out;
+}
+
+Tensor to_diff(const Tensor& t, DType dtype, bool copy) {
+  Tensor out = t.to(dtype, copy);
+  // Like PyTorch, a conversion to a non-floating dtype gives a tensor outside the graph.
+  if (!records_grad(t) || (out.dtype() == t.dtype() && !copy) || !is_floating(dtype)) return out;
+  const DType from = t.dtype();
+  auto node = autograd::make_node("ToCopyBackward", {&t},
+                                  [from](autograd::Node&, const autograd::TensorList& g) -> autograd::TensorList {
+                                    return {g[0].to(from)};
+                                  });
+  autograd::set_history({&out}, node);
+  return out;
+}
+
+void check_inplace(const Tensor& self, const char* op) {
+  if (!autograd::GradMode::is_enabled() || !self.requires_grad()) return;
+  if (self.is_leaf())
+    throw Error(msg("a leaf Variable that requires grad is being used in an in-place operation. (",
+                    op, " on ", self.describe(), "; use `with strata.no_grad():` or detach())"));
+  static const std::set<std::string> kViewNodes = {"ReshapeBackward", "TransposeBackward", "PermuteBackward",
+                                                   "SliceBackward",   "SplitBackward",     "ExpandBackward"};
+  if (kViewNodes.count(self.grad_fn()->name()))
+    raise_not_implemented(msg(op, "(): in-place operation on a differentiable view (", self.grad_fn()->name(),
+                              ") of a tensor that requires grad is not supported by Strata; use the "
+                              "out-of-place op or clone() the view first"));
+}
+
+namespace {
+
+const char* type_name(py::handle h) { return Py_TYPE(h.ptr())->tp_name; }
+
+bool is_number(py::handle h) {
+  if (py::isinstance<Tensor>(h) || py::isinstance<py::array>(h)) return false;
+  return PyBool_Check(h.ptr()) || PyLong_Check(h.ptr()) || PyFloat_Check(h.ptr()) ||
+         (PyNumber_Check(h.ptr()) && !PySequence_Check(h.ptr()) && !PyComplex_Check(h.ptr()));
+}
+
+double number_arg(py::handle h, const char* op, const char* name) {
+  if (!is_number(h))
+    throw BindingTypeError(msg(op, "(): argument '", name, "' must be a number, not ", type_name(h)));
+  const double v = PyFloat_AsDouble(h.ptr());
+  if (v == -1.0 && PyErr_Occurred()) throw py::error_already_set();
+  return v;
+}
+
+Tensor opt_tensor(py::handle h, const char* op, const char* name) {
+  if (h.is_none()) return Tensor();
+  return tensor_arg(h, op, name);
+}
+
+bool bool_arg(py::handle h, const char* op, const char* name) {
+  if (!PyBool_Check(h.ptr()))
+    throw BindingTypeError(msg(op, "(): argument '", name, "' must be bool, not ", type_name(h)));
+  return h.ptr() == Py_True;
+}
+
+int64_t dim_arg(py::handle h, const char* op) { return int_from_py(h, op, "dim"); }
+
+// An int or a pair of ints (kernel_size, stride, padding, dilation) as two values.
+Dims pair_arg(py::handle h, const char* op, const char* name) {
+  Dims v = int_list_from_sequence(h, op, name);
+  if (v.size() == 1) v.push_back(v[0]);
+  if (v.size() != 2)
+    throw BindingValueError(msg(op, "(): ", name, " must be an int or a pair of ints, got ", v.size(), " values"));
+  return v;
+}
+
+// None, an int or a sequence of ints.
+std::optional<Dims> dims_arg(py::handle h, const char* op) {
+  if (h.is_none()) return std::nullopt;
+  return int_list_from_sequence(h, op, "dim");
+}
+
+Reduction reduction_arg(py::handle h, const char* op) {
+  if (!py::isinstance<py::str>(h))
+    throw BindingTypeError(msg(op, "(): argument 'reduction' must be str, not ", type_name(h)));
+  const std::string r = h.cast<std::string>();
+  if (r == "mean") return Reduction::Mean;
+  if (r == "sum") return Reduction::Sum;
+  if (r == "none") return Reduction::None;
+  throw BindingValueError(msg(r, " is not a valid value for reduction (", op, "(): expected 'none', 'mean' or 'sum')"));
+}
+
+void check_rank(const Tensor& t, std::initializer_list<int64_t> ranks, const char* op, const char* name) {
+  for (int64_t r : ranks)
+    if (t.dim() == r) return;
+  std::string expected;
+  for (int64_t r : ranks) expected += (expected.empty() ? "" : " or ") + std::to_string(r) + "-D";
+  throw BindingValueError(msg(op, "(): expected ", expected, " ", name, ", got ", t.dim(), "-D ", t.describe()));
+}
+
+// ---- binary ops with numbers ------------------------------------------------------------------------
+
+enum class Bin { Add, Sub, Mul, Div, Pow, Maximum };
+
+const char* bin_name(Bin b) {
+  switch (b) {
+    case Bin::Add: return "add";
+    case Bin::Sub: return "sub";
+    case Bin::Mul: return "mul";
+    case Bin::Div: return "div";
+    case Bin::Pow: return "pow";
+    case Bin::Maximum: return "maximum";
+  }
+  return "?";
+}
+
+// A 0-dim tensor operand next to a tensor with dims takes the other's floating dtype, as PyTorch's
+// type promotion does (a 0-dim f64 tensor does not promote an f32 tensor). Only when it does not
+// require grad (the conversion is not recorded).
+void align_zero_dim(Tensor& a, Tensor& b) {
+  if (a.dtype() == b.dtype() || !is_floating(a.dtype()) || !is_floating(b.dtype())) return;
+  if (a.dim() == 0 && b.dim() > 0 && !a.requires_grad()) a = a.to(b.dtype());
+  else if (b.dim() == 0 && a.dim() > 0 && !b.requires_grad()) b = b.to(a.dtype());
+}
+
+Tensor bin_tt(Bin op, Tensor a, Tensor b, double alpha) {
+  align_zero_dim(a, b);
+  py::gil_scoped_release release;
+  switch (op) {
+    case Bin::Add: return add(a, b, alpha);
+    case Bin::Sub: return sub(a, b, alpha);
+    case Bin::Mul: return mul(a, b);
+    case Bin::Div: return div(a, b);
+    case Bin::Pow: return pow(a, b);
+    case Bin::Maximum: return maximum(a, b);
+  }
+  return Tensor();
+}
+
+// tensor (op) number
+Tensor bin_ts(Bin op, const Tensor& a, double s) {
+  py::gil_scoped_release release;
+  switch (op) {
+    case Bin::Add: return add(a, s);
+    case Bin::Sub: return sub(a, s);
+    case Bin::Mul: return mul(a, s);
+    case Bin::Div: return div(a, s);
+    case Bin::Pow: return pow(a, s);
+    case Bin::Maximum: return maximum(a, full({}, s, {a.dtype(), nullptr}));
+  }
+  return Tensor();
+}
+
+// number (op) tensor
+Tensor bin_st(Bin op, double s, const Tensor& b) {
+  py::gil_scoped_release release;
+  switch (op) {
+    case Bin::Add: return add(b, s);
+    case Bin::Sub: return sub(s, b);
+    case Bin::Mul: return mul(b, s);
+    case Bin::Div: return div(s, b);
+    case Bin::Pow: return pow(full(b.sizes(), s, {b.dtype(), nullptr}), b);
+    case Bin::Maximum: return maximum(full({}, s, {b.dtype(), nullptr}), b);
+  }
+  return Tensor();
+}
+
+// The functional form: input and other are tensors or numbers (at least one tensor).
+Tensor binary(Bin op, py::handle a, py::handle b, double alpha = 1.0) {
+  const char* name = bin_name(op);
+  const bool at = py::isinstance<Tensor>(a), bt = py::isinstance<Tensor>(b);
+  if (at && bt) return bin_tt(op, a.cast<Tensor>(), b.cast<Tensor>(), alpha);
+  if (at && is_number(b)) return bin_ts(op, a.cast<Tensor>(), alpha * number_arg(b, name, "other"));
+  if (bt && is_number(a)) {
+    const Tensor t = b.cast<Tensor>();
+    if (alpha != 1.0) {  // s + alpha * t  /  s - alpha * t
+      Tensor scaled = bin_ts(Bin::Mul, t, alpha);
+      return bin_st(op, number_arg(a, name, "input"), scaled);
+    }
+    return bin_st(op, number_arg(a, name, "input"), t);
+  }
+  if (!at && !bt && is_number(a) && is_number(b))
+    throw BindingTypeError(msg(name, "(): at least one of 'input' and 'other' must be a Tensor, got two numbers"));
+  py::handle bad = (at || is_number(a)) ? b : a;
+  throw BindingTypeError(msg(name, "(): argument '", (bad.is(a) ? "input" : "other"), "' must be Tensor or a number, not ",
+                             type_name(bad)));
+}
+
+// The operator form: returns NotImplemented for operands it does not know (so Python tries the
+// other side), `reflected` swaps the operands (__radd__ & co).
+py::object operator_impl(Bin op, py::handle self, py::handle other, bool reflected) {
+  if (!py::isinstance<Tensor>(other) && !is_number(other)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+  if (reflected) return py::cast(binary(op, other, self));
+  return py::cast(binary(op, self, other));
+}
+
+// ---- in-place -----------------------------------------------------------------------------------------
+
+// Note [In-place ops in the bindings]. `compute` gets the (possibly copied) value of self; it runs
+// without the GIL.
+py::object inplace(py::object self_obj, const char* op, bool saves_self, bool other_requires_grad,
+                   const std::function<Tensor(const Tensor&)>& compute) {
+  Tensor& self = self_obj.cast<Tensor&>();
+  check_inplace(self, op);
+  const bool record = autograd::GradMode::is_enabled() && (self.requires_grad() || other_requires_grad);
+  {
+    py::gil_scoped_release release;
+    Tensor src = (record && saves_self) ? add(self, 0.0) : self;
+    Tensor r = compute(src);
+    STRATA_CHECK(r.sizes() == self.sizes(), op, ": output with shape ", self.sizes(),
+                 " doesn't match the broadcast shape ", r.sizes());
+    STRATA_CHECK(r.dtype() == self.dtype(), op, ": result type ", dtype_name(r.dtype()),
+                 " can't be cast to the desired output type ", dtype_name(self.dtype()));
+    {
+      autograd::NoGradGuard no_grad;
+      self.copy_(r);
+    }
+    if (record && r.grad_fn()) {
+      auto& meta = self.autograd_meta();
+      meta.grad_fn = r.grad_fn();
+      meta.output_nr = r.output_nr();
+    }
+  }
+  return self_obj;
+}
+
+// A Tensor or a number as the `other` of an in-place op.
+struct Operand {
+  Tensor tensor;
+  double scalar = 0.0;
+  bool is_tensor = false;
+};
+
+Operand operand(py::handle h, const char* op) {
+  Operand o;
+  if (py::isinstance<Tensor>(h)) {
+    o.tensor = h.cast<Tensor>();
+    o.is_tensor = true;
+  } else {
+    o.scalar = number_arg(h, op, "other");
+  }
+  return o;
+}
+
+py::object inplace_binary(py::object self, Bin bop, const char* op, py::handle other, double alpha) {
+  Operand o = operand(other, op);
+  const bool saves = bop == Bin::Mul || bop == Bin::Div || bop == Bin::Pow;
+  if (o.is_tensor) {
+    Tensor b = o.tensor;
+    Tensor a0 = self.cast<Tensor&>();
+    align_zero_dim(a0, b);
+    return inplace(self, op, saves, b.requires_grad(), [bop, b, alpha](const Tensor& a) {
+      switch (bop) {
+        case Bin::Add: return add(a, b, alpha);
+        case Bin::Sub: return sub(a, b, alpha);
+        case Bin::Mul: return mul(a, b);
+        case Bin::Div: return div(a, b);
+        case Bin::Pow: return pow(a, b);
+        case Bin::Maximum: return maximum(a, b);
+      }
+      return Tensor();
+    });
+  }
+  const double s = o.scalar * alpha;
+  return inplace(self, op, saves, false, [bop, s](const Tensor& a) {
+    switch (bop) {
+      case Bin::Add: return add(a, s);
+      case Bin::Sub: return sub(a, s);
+      case Bin::Mul: return mul(a, s);
+      case Bin::Div: return div(a, s);
+      case Bin::Pow: return pow(a, s);
+      case Bin::Maximum: return maximum(a, full({}, s, {a.dtype(), nullptr}));
+    }
+    return Tensor();
+  });
+}
+
+// copy_ and fill_ (zero_) with the rules above: the result depends on src only (CopyBackwards sends
+// the gradient to src, summed over broadcast dims, and zeros to self's old history) or on nothing.
+py::object copy_impl(py::object self_obj, const Tensor& src) {
+  Tensor& self = self_obj.cast<Tensor&>();
+  check_inplace(self, "copy_");
+  const bool record = autograd::GradMode::is_enabled() && (self.requires_grad() || src.requires_grad());
+  std::shared_ptr<autograd::Node> node;
+  if (record) {
+    if (src.requires_grad() && src.dtype() != self.dtype())
+      raise_not_implemented(msg("copy_(): copying ", src.describe(), " (which requires grad) into ", self.describe(),
+                                " converts the dtype, which Strata's autograd does not record; convert src first"));
+    const Dims self_sizes = self.sizes(), src_sizes = src.sizes();
+    const DType dt = self.dtype();
+    node = autograd::make_node("CopyBackwards", {&self, &src},
+                               [self_sizes, src_sizes, dt](autograd::Node& n, const autograd::TensorList& g)
+                                   -> autograd::TensorList {
+                                 return {n.needs_input_grad(0) ? zeros(self_sizes, {dt, nullptr}) : Tensor(),
+                                         n.needs_input_grad(1) ? sum_to(g[0], src_sizes) : Tensor()};
+                               });
+  }
+  {
+    py::gil_scoped_release release;
+    autograd::NoGradGuard no_grad;
+    self.copy_(src);
+  }
+  if (node) {
+    auto& meta = self.autograd_meta();
+    meta.grad_fn = node;
+    meta.output_nr = 0;
+    node->add_output(self);
+  }
+  return self_obj;
+}
+
+py::object fill_impl(py::object self_obj, double value, const char* op) {
+  Tensor& self = self_obj.cast<Tensor&>();
+  check_inplace(self, op);
+  std::shared_ptr<autograd::Node> node;
+  if (records_grad(self)) {
+    const Dims sizes = self.sizes();
+    const DType dt = self.dtype();
+    node = autograd::make_node("FillBackward", {&self},
+                               [sizes, dt](autograd::Node&, const autograd::TensorList&) -> autograd::TensorList {
+                                 return {zeros(sizes, {dt, nullptr})};
+                               });
+  }
+  {
+    py::gil_scoped_release release;
+    self.fill_(value);
+  }
+  if (node) {
+    auto& meta = self.autograd_meta();
+    meta.grad_fn = node;
+    meta.output_nr = 0;
+    node->add_output(self);
+  }
+  return self_obj;
+}
+
+// ---- reductions ---------------------------------------------------------------------------------------
+
+void check_no_dtype(py::handle dtype, const char* op) {
+  if (!dtype.is_none())
+    raise_not_implemented(msg(op, "(): the 'dtype' argument is not supported by Strata (convert with .to() first)"));
+}
+
+Tensor sum_impl(const Tensor& t, py::handle dim, bool keepdim, py::handle dtype, bool mean_op) {
+  const char* op = mean_op ? "mean" : "sum";
+  check_no_dtype(dtype, op);
+  const auto dims = dims_arg(dim, op);
+  if (dims)
+    for (int64_t d : *dims) wrap_dim_py(d, t.dim(), op, true);
+  py::gil_scoped_release release;
+  if (!dims || dims->empty()) {
+    if (!keepdim) return mean_op ? mean(t) : sum(t);
+    Dims all;
+    for (int64_t d = 0; d < t.dim(); ++d) all.push_back(d);
+    return mean_op ? mean(t, all, true) : sum(t, all, true);
+  }
+  return mean_op ? mean(t, *dims, keepdim) : sum(t, *dims, keepdim);
+}
+
+Tensor amax_impl(const Tensor& t, py::handle dim, bool keepdim) {
+  Dims dims = dim.is_none() ? Dims{} : int_list_from_sequence(dim, "amax", "dim");
+  for (int64_t d : dims) wrap_dim_py(d, t.dim(), "amax", true);
+  if (dims.empty())  // torch.amax(x, dim=()) reduces every dim
+    for (int64_t d = 0; d < t.dim(); ++d) dims.push_back(d);
+  py::gil_scoped_release release;
+  if (dims.empty()) return keepdim ? reshape(max(t), t.sizes()) : max(t);  // a 0-dim input
+  return amax(t, dims, keepdim);
+}
+
+py::object max_impl(const Tensor& t, py::handle dim, py::handle keepdim) {
+  if (!dim.is_none() && py::isinstance<Tensor>(dim)) {
+    Tensor other = dim.cast<Tensor>();
+    return py::cast(bin_tt(Bin::Maximum, t, other, 1.0));
+  }
+  if (!dim.is_none() || !keepdim.is_none())
+    raise_not_implemented(
+        "max(dim=...) (values and indices) is not supported by Strata; use amax(dim, keepdim) for the values");
+  py::gil_scoped_release release;
+  return py::cast(max(t));
+}
+
+// ---- shapes -------------------------------------------------------------------------------------------
+
+std::vector<Tensor> tensor_list(py::handle seq, const char* op, const char* name) {
+  if (py::isinstance<Tensor>(seq) || !PySequence_Check(seq.ptr()) || py::isinstance<py::str>(seq))
+    throw BindingTypeError(msg(op, "(): argument '", name, "' must be a tuple or list of Tensors, not ", type_name(seq)));
+  std::vector<Tensor> out;
+  std::size_t i = 0;
+  for (py::handle item : py::reinterpret_borrow<py::sequence>(seq)) {
+    if (!py::isinstance<Tensor>(item))
+      throw BindingTypeError(msg(op, "(): expected a sequence of Tensors, but element ", i, " is ", type_name(item)));
+    out.push_back(item.cast<Tensor>());
+    ++i;
+  }
+  return out;
+}
+
+py::tuple tensors_tuple(const std::vector<Tensor>& ts) {
+  py::tuple out(ts.size());
+  for (std::size_t i = 0; i < ts.size(); ++i) out[i] = py::cast(ts[i]);
+  return out;
+}
+
+py::tuple split_impl(const Tensor& t, py::handle split_size, int64_t dim) {
+  wrap_dim_py(dim, t.dim(), "split");
+  std::vector<Tensor> parts;
+  if (!PyBool_Check(split_size.ptr()) && PyIndex_Check(split_size.ptr())) {
+    const int64_t n = int_from_py(split_size, "split", "split_size");
+    if (n <= 0) throw BindingValueError(msg("split(): split_size must be positive, got ", n));
+    py::gil_scoped_release release;
+    parts = split(t, n, dim);
+  } else {
+    const Dims sizes = int_list_from_sequence(split_size, "split", "split_size_or_sections");
+    py::gil_scoped_release release;
+    parts = split(t, sizes, dim);
+  }
+  return tensors_tuple(parts);
+}
+
+Tensor index_arg(py::handle h, const char* op) {
+  Tensor idx = tensor_arg(h, op, "index");
+  if (idx.dtype() != DType::i64 && idx.dtype() != DType::i32)
+    throw BindingTypeError(msg(op, "(): index must be an int64 or int32 tensor, got ", dtype_py_name(idx.dtype())));
+  return idx;
+}
+
+// ---- module functions -----------------------------------------------------------------------------
+
+Activation no_act() { return Activation::None; }
+
+bool gelu_tanh(py::handle approximate) {
+  if (!py::isinstance<py::str>(approximate))
+    throw BindingTypeError(msg("gelu(): argument 'approximate' must be str, not ", type_name(approximate)));
+  const std::string a = approximate.cast<std::string>();
+  if (a == "none") return false;
+  if (a == "tanh") return true;
+  throw BindingValueError(msg("gelu(): approximate must be 'none' or 'tanh', got '", a, "'"));
+}
+
+std::optional<double> opt_number(py::handle h, const char* op, const char* name) {
+  if (h.is_none()) return std::nullopt;
+  if (py::isinstance<Tensor>(h)) {
+    const Tensor& t = h.cast<const Tensor&>();
+    if (t.numel() != 1)
+      raise_not_implemented(msg(op, "(): a tensor '", name, "' bound is not supported (only numbers), got ", t.describe()));
+    return t.item<double>();
+  }
+  return number_arg(h, op, name);
+}
+
+Tensor clamp_impl(const Tensor& t, py::handle min, py::handle max) {
+  const auto lo = opt_number(min, "clamp", "min");
+  const auto hi = opt_number(max, "clamp", "max");
+  if (!lo && !hi) throw BindingValueError("clamp(): at least one of 'min' or 'max' must not be None");
+  py::gil_scoped_release release;
+  return clamp(t, lo, hi);
+}
+
+void def_functions(py::module_& m) {
+  using py::arg;
+  const auto none = py::none();
+
+  // linalg
+  m.def("matmul", [](py::handle a, py::handle b) {
+    Tensor x = tensor_arg(a, "matmul", "input"), y = tensor_arg(b, "matmul", "other");
+    py::gil_scoped_release r;
+    return matmul(x, y);
+  }, arg("input"), arg("other"), "Matrix product with broadcasting (torch.matmul).");
+  m.def("linear", [](py::handle input, py::handle weight, py::handle bias) {
+    Tensor x = tensor_arg(input, "linear", "input"), w = tensor_arg(weight, "linear", "weight");
+    Tensor b = opt_tensor(bias, "linear", "bias");
+    py::gil_scoped_release r;
+    return linear(x, w, b, no_act());
+  }, arg("input"), arg("weight"), arg("bias") = none, "input @ weight.T + bias (torch.nn.functional.linear).");
+  m.def("bmm", [](py::handle a, py::handle b) {
+    Tensor x = tensor_arg(a, "bmm", "input"), y = tensor_arg(b, "bmm", "mat2");
+    py::gil_scoped_release r;
+    return bmm(x, y);
+  }, arg("input"), arg("mat2"), "Batched matrix product of 3-D tensors (torch.bmm).");
+
+  // conv
+  m.def("conv2d", [](py::handle input, py::handle weight, py::handle bias, py::handle stride, py::handle padding,
+                     py::handle dilation, py::handle groups) {
+    Tensor x = tensor_arg(input, "conv2d", "input"), w = tensor_arg(weight, "conv2d", "weight");
+    Tensor b = opt_tensor(bias, "conv2d", "bias");
+    const Dims s = pair_arg(stride, "conv2d", "stride"), d = pair_arg(dilation, "conv2d", "dilation");
+    Dims p;
+    if (py::isinstance<py::str>(padding)) {
+      const std::string mode = padding.cast<std::string>();
+      if (mode == "valid") {
+        p = {0, 0};
+      } else if (mode == "same") {
+        if (s[0] != 1 || s[1] != 1)
+          throw BindingValueError("conv2d(): padding='same' is not supported for strided convolution");
+        check_rank(w, {4}, "conv2d", "weight");
+        for (int i = 0; i < 2; ++i) {
+          const int64_t total = d[i] * (w.size(2 + i) - 1);
+          if (total % 2 != 0)
+            raise_not_implemented("conv2d(): padding='same' needs asymmetric padding for this kernel and dilation, "
+                                  "which Strata's conv2d does not support");
+          p.push_back(total / 2);
+        }
+      } else {
+        throw BindingValueError(msg("conv2d(): invalid padding string '", mode, "', should be one of {'valid', 'same'}"));
+      }
+    } else {
+      p = pair_arg(padding, "conv2d", "padding");
+    }
+    const int64_t g = int_from_py(groups, "conv2d", "groups");
+    py::gil_scoped_release r;
+    return conv2d(x, w, b, s, p, d, g);
+  }, arg("input"), arg("weight"), arg("bias") = none, arg("stride") = 1, arg("padding") = 0, arg("dilation") = 1,
+     arg("groups") = 1, "2-D convolution over NCHW input (torch.nn.functional.conv2d).");
+
+  // pooling
+  m.def("max_pool2d", [](py::handle input, py::handle kernel_size, py::handle stride, py::handle padding,
+                         py::handle dilation, bool ceil_mode, bool return_indices) {
+    if (return_indices) raise_not_implemented("max_pool2d(): return_indices=True is not supported by Strata");
+    Tensor x = tensor_arg(input, "max_pool2d", "input");
+    const Dims k = pair_arg(kernel_size, "max_pool2d", "kernel_size");
+    const Dims s = (stride.is_none() || (PySequence_Check(stride.ptr()) && py::len(stride) == 0))
+                       ? k : pair_arg(stride, "max_pool2d", "stride");
+    const Dims p = pair_arg(padding, "max_pool2d", "padding"), d = pair_arg(dilation, "max_pool2d", "dilation");
+    py::gil_scoped_release r;
+    return max_pool2d(x, k, s, p, d, ceil_mode);
+  }, arg("input"), arg("kernel_size"), arg("stride") = none, arg("padding") = 0, arg("dilation") = 1,
+     arg("ceil_mode") = false, arg("return_indices") = false, "2-D max pooling (torch.nn.functional.max_pool2d).");
+  m.def("avg_pool2d", [](py::handle input, py::handle kernel_size, py::handle stride, py::handle padding,
+                         bool ceil_mode, bool count_include_pad, py::handle divisor_override) {
+    if (!divisor_override.is_none())
+      raise_not_implemented("avg_pool2d(): divisor_override is not supported by Strata");
+    Tensor x = tensor_arg(input, "avg_pool2d", "input");
+    const Dims k = pair_arg(kernel_size, "avg_pool2d", "kernel_size");
+    const Dims s = (stride.is_none() || (PySequence_Check(stride.ptr()) && py::len(stride) == 0))
+                       ? k : pair_arg(stride, "avg_pool2d", "stride");
+    const Dims p = pair_arg(padding, "avg_pool2d", "padding");
+    py::gil_scoped_release r;
+    return avg_pool2d(x, k, s, p, ceil_mode, count_include_pad);
+  }, arg("input"), arg("kernel_size"), arg("stride") = none, arg("padding") = 0, arg("ceil_mode") = false,
+     arg("count_include_pad") = true, arg("divisor_override") = none,
+     "2-D average pooling (torch.nn.functional.avg_pool2d).");
+  m.def("adaptive_avg_pool2d", [](py::handle input, py::handle output_size) {
+    Tensor x = tensor_arg(input, "adaptive_avg_pool2d", "input");
+    check_rank(x, {3, 4}, "adaptive_avg_pool2d", "input");
+    Dims o;
+    if (PySequence_Check(output_size.ptr())) {
+      py::sequence seq = py::reinterpret_borrow<py::sequence>(output_size);
+      if (py::len(seq) != 2)
+        throw BindingValueError(msg("adaptive_avg_pool2d(): output_size must be an int or a pair, got ", py::len(seq),
+                                    " values"));
+      for (int i = 0; i < 2; ++i)  // None keeps the input's size (as in PyTorch)
+        o.push_back(seq[i].is_none() ? x.size(x.dim() - 2 + i) : int_from_py(seq[i], "adaptive_avg_pool2d", "output_size"));
+    } else {
+      o = pair_arg(output_size, "adaptive_avg_pool2d", "output_size");
+    }
+    py::gil_scoped_release r;
+    return adaptive_avg_pool2d(x, o);
+  }, arg("input"), arg("output_size"), "2-D adaptive average pooling.");
+
+  // normalization
+  m.def("batch_norm", [](py::handle input, py::handle running_mean, py::handle running_var, py::handle weight,
+                         py::handle bias, bool training, double momentum, double eps) {
+    Tensor x = tensor_arg(input, "batch_norm", "input");
+    Tensor rm = opt_tensor(running_mean, "batch_norm", "running_mean");
+    Tensor rv = opt_tensor(running_var, "batch_norm", "running_var");
+    Tensor w = opt_tensor(weight, "batch_norm", "weight"), b = opt_tensor(bias, "batch_norm", "bias");
+    py::gil_scoped_release r;
+    return batch_norm(x, rm, rv, w, b, training, momentum, eps);
+  }, arg("input"), arg("running_mean"), arg("running_var"), arg("weight") = none, arg("bias") = none,
+     arg("training") = false, arg("momentum") = 0.1, arg("eps") = 1e-5,
+     "Batch normalization over dim 1 (torch.nn.functional.batch_norm); updates the running stats when training.");
+  m.def("layer_norm", [](py::handle input, py::handle normalized_shape, py::handle weight, py::handle bias, double eps) {
+    Tensor x = tensor_arg(input, "layer_norm", "input");
+    const Dims shape = int_list_from_sequence(normalized_shape, "layer_norm", "normalized_shape");
+    Tensor w = opt_tensor(weight, "layer_norm", "weight"), b = opt_tensor(bias, "layer_norm", "bias");
+    py::gil_scoped_release r;
+    return layer_norm(x, shape, w, b, eps);
+  }, arg("input"), arg("normalized_shape"), arg("weight") = none, arg("bias") = none, arg("eps") = 1e-5,
+     "Layer normalization over the trailing normalized_shape dims.");
+
+  // unary
+#define STRATA_DEF_UNARY(NAME, DOC)                                   \
+  m.def(#NAME, [](py::handle input) {                                 \
+    Tensor x = tensor_arg(input, #NAME, "input");                     \
+    py::gil_scoped_release r;                                         \
+    return NAME(x);                                                   \
+  }, arg("input"), DOC);
+  STRATA_DEF_UNARY(relu, "max(x, 0) element-wise.")
+  STRATA_DEF_UNARY(sigmoid, "1 / (1 + exp(-x)) element-wise.")
+  STRATA_DEF_UNARY(tanh, "tanh(x) element-wise.")
+  STRATA_DEF_UNARY(exp, "exp(x) element-wise.")
+  STRATA_DEF_UNARY(log, "Natural logarithm element-wise.")
+  STRATA_DEF_UNARY(sqrt, "Square root element-wise.")
+#undef STRATA_DEF_UNARY
+  m.def("leaky_relu", [](py::handle input, py::handle negative_slope) {
+    Tensor x = tensor_arg(input, "leaky_relu", "input");
+    const double s = number_arg(negative_slope, "leaky_relu", "negative_slope");
+    py::gil_scoped_release r;
+    return leaky_relu(x, s);
+  }, arg("input"), arg("negative_slope") = 0.01, "x if x > 0 else negative_slope * x.");
+  m.def("gelu", [](py::handle input, py::handle approximate) {
+    Tensor x = tensor_arg(input, "gelu", "input");
+    const bool t = gelu_tanh(approximate);
+    py::gil_scoped_release r;
+    return gelu(x, t);
+  }, arg("input"), py::kw_only(), arg("approximate") = "none", "GELU, exact ('none') or the tanh approximation.");
+  m.def("pow", [](py::handle input, py::handle exponent) { return binary(Bin::Pow, input, exponent); },
+        arg("input"), arg("exponent"), "input ** exponent (tensor or number on either side).");
+  m.def("clamp", [](py::handle input, py::handle min, py::handle max) {
+    return clamp_impl(tensor_arg(input, "clamp", "input"), min, max);
+  }, arg("input"), arg("min") = none, arg("max") = none, "Clamps into [min, max] (either bound may be None).");
+  m.def("dropout", [](py::handle input, py::handle p, bool train) {
+    Tensor x = tensor_arg(input, "dropout", "input");
+    const double prob = number_arg(p, "dropout", "p");
+    if (!(prob >= 0.0 && prob <= 1.0))
+      throw BindingValueError(msg("dropout probability has to be between 0 and 1, but got ", prob));
+    py::gil_scoped_release r;
+    return dropout(x, prob, train);
+  }, arg("input"), arg("p") = 0.5, arg("train") = true, "Dropout (torch.dropout(input, p, train)).");
+
+  // binary
+  m.def("add", [](py::handle input, py::handle other, py::handle alpha) {
+    return binary(Bin::Add, input, other, number_arg(alpha, "add", "alpha"));
+  }, arg("input"), arg("other"), py::kw_only(), arg("alpha") = 1, "input + alpha * other.");
+  m.def("sub", [](py::handle input, py::handle other, py::handle alpha) {
+    return binary(Bin::Sub, input, other, number_arg(alpha, "sub", "alpha"));
+  }, arg("input"), arg("other"), py::kw_only(), arg("alpha") = 1, "input - alpha * other.");
+  m.def("mul", [](py::handle input, py::handle other) { return binary(Bin::Mul, input, other); },
+        arg("input"), arg("other"), "input * other.");
+  m.def("div", [](py::handle input, py::handle other, py::handle rounding_mode) {
+    if (!rounding_mode.is_none()) raise_not_implemented("div(): rounding_mode is not supported by Strata");
+    return binary(Bin::Div, input, other);
+  }, arg("input"), arg("other"), py::kw_only(), arg("rounding_mode") = none, "input / other (true division).");
+  m.def("maximum", [](py::handle input, py::handle other) {
+    return bin_tt(Bin::Maximum, tensor_arg(input, "maximum", "input"), tensor_arg(other, "maximum", "other"), 1.0);
+  }, arg("input"), arg("other"), "Element-wise maximum (NaN propagates).");
+  m.def("where", [](py::handle condition, py::handle input, py::handle other) {
+    Tensor c = tensor_arg(condition, "where", "condition");
+    if (c.dtype() != DType::boolean && c.dtype() != DType::u8)
+      throw BindingTypeError(msg("where(): expected condition to be a bool tensor, got ", dtype_py_name(c.dtype())));
+    const bool at = py::isinstance<Tensor>(input), bt = py::isinstance<Tensor>(other);
+    if (!at && !bt) throw BindingTypeError("where(): at least one of 'input' and 'other' must be a Tensor");
+    Tensor a = at ? input.cast<Tensor>() : Tensor(), b = bt ? other.cast<Tensor>() : Tensor();
+    if (!at) a = full({}, number_arg(input, "where", "input"), {b.dtype(), nullptr});
+    if (!bt) b = full({}, number_arg(other, "where", "other"), {a.dtype(), nullptr});
+    align_zero_dim(a, b);
+    py::gil_scoped_release r;
+    return where(c, a, b);
+  }, arg("condition"), arg("input"), arg("other"), "condition ? input : other element-wise, broadcasting.");
+
+  // reductions
+  m.def("sum", [](py::handle input, py::handle dim, bool keepdim, py::handle dtype) {
+    return sum_impl(tensor_arg(input, "sum", "input"), dim, keepdim, dtype, false);
+  }, arg("input"), arg("dim") = none, arg("keepdim") = false, py::kw_only(), arg("dtype") = none,
+     "Sum over dims (all when dim is None).");
+  m.def("mean", [](py::handle input, py::handle dim, bool keepdim, py::handle dtype) {
+    return sum_impl(tensor_arg(input, "mean", "input"), dim, keepdim, dtype, true);
+  }, arg("input"), arg("dim") = none, arg("keepdim") = false, py::kw_only(), arg("dtype") = none,
+     "Mean over dims (all when dim is None).");
+  m.def("amax", [](py::handle input, py::handle dim, bool keepdim) {
+    return amax_impl(tensor_arg(input, "amax", "input"), dim, keepdim);
+  }, arg("input"), arg("dim") = py::tuple(), arg("keepdim") = false, "Maximum over dims (all when dim=()).");
+  m.def("max", [](py::handle input, py::handle dim, py::handle keepdim) {
+    return max_impl(tensor_arg(input, "max", "input"), dim, keepdim);
+  }, arg("input"), arg("dim") = none, arg("keepdim") = none,
+     "max(input): the maximum of all elements; max(input, other): element-wise maximum.");
+
+  // shapes
+  m.def("reshape", [](py::handle input, py::handle shape) {
+    Tensor x = tensor_arg(input, "reshape", "input");
+    const Dims s = int_list_from_sequence(shape, "reshape", "shape");
+    py::gil_scoped_release r;
+    return reshape(x, s);
+  }, arg("input"), arg("shape"));
+  m.def("flatten", [](py::handle input, int64_t start_dim, int64_t end_dim) {
+    Tensor x = tensor_arg(input, "flatten", "input");
+    wrap_dim_py(start_dim, x.dim(), "flatten", true);
+    wrap_dim_py(end_dim, x.dim(), "flatten", true);
+    py::gil_scoped_release r;
+    return flatten(x, start_dim, end_dim);
+  }, arg("input"), arg("start_dim") = 0, arg("end_dim") = -1);
+  m.def("transpose", [](py::handle input, int64_t dim0, int64_t dim1) {
+    Tensor x = tensor_arg(input, "transpose", "input");
+    wrap_dim_py(dim0, x.dim(), "transpose", true);
+    wrap_dim_py(dim1, x.dim(), "transpose", true);
+    py::gil_scoped_release r;
+    if (x.dim() == 0) return reshape(x, x.sizes());
+    return transpose(x, dim0, dim1);
+  }, arg("input"), arg("dim0"), arg("dim1"));
+  m.def("permute", [](py::handle input, py::handle dims) {
+    Tensor x = tensor_arg(input, "permute", "input");
+    const Dims d = int_list_from_sequence(dims, "permute", "dims");
+    if (static_cast<int64_t>(d.size()) == x.dim())
+      for (int64_t v : d) wrap_dim_py(v, x.dim(), "permute");
+    return permute(x, d);
+  }, arg("input"), arg("dims"));
+  m.def("cat", [](py::handle tensors, int64_t dim) {
+    const std::vector<Tensor> ts = tensor_list(tensors, "cat", "tensors");
+    if (ts.empty()) throw BindingValueError("cat(): expected a non-empty list of Tensors");
+    py::gil_scoped_release r;
+    return cat(ts, dim);
+  }, arg("tensors"), arg("dim") = 0, "Concatenates along dim.");
+  m.def("concat", [](py::handle tensors, int64_t dim) {
+    const std::vector<Tensor> ts = tensor_list(tensors, "concat", "tensors");
+    if (ts.empty()) throw BindingValueError("concat(): expected a non-empty list of Tensors");
+    py::gil_scoped_release r;
+    return cat(ts, dim);
+  }, arg("tensors"), arg("dim") = 0, "Alias of cat.");
+  m.def("split", [](py::handle tensor, py::handle split_size_or_sections, int64_t dim) {
+    return split_impl(tensor_arg(tensor, "split", "tensor"), split_size_or_sections, dim);
+  }, arg("tensor"), arg("split_size_or_sections"), arg("dim") = 0, "Splits into views along dim.");
+  m.def("narrow", [](py::handle input, int64_t dim, int64_t start, int64_t length) {
+    Tensor x = tensor_arg(input, "narrow", "input");
+    const int64_t d = wrap_dim_py(dim, x.dim(), "narrow");
+    const int64_t n = x.size(d);
+    if (start < 0) start += n;
+    if (start < 0 || length < 0 || start + length > n)
+      throw BindingIndexError(msg("narrow(): start (", start, ") + length (", length, ") exceeds dimension size (", n, ")"));
+    return slice(x, d, start, start + length, 1);
+  }, arg("input"), arg("dim"), arg("start"), arg("length"));
+  m.def("index_select", [](py::handle input, py::handle dim, py::handle index) {
+    Tensor x = tensor_arg(input, "index_select", "input");
+    const int64_t d = wrap_dim_py(dim_arg(dim, "index_select"), x.dim(), "index_select", true);
+    Tensor idx = index_arg(index, "index_select");
+    py::gil_scoped_release r;
+    return index_select(x, d, idx);
+  }, arg("input"), arg("dim"), arg("index"));
+  m.def("gather", [](py::handle input, py::handle dim, py::handle index, bool sparse_grad) {
+    if (sparse_grad) raise_not_implemented("gather(): sparse_grad=True is not supported by Strata");
+    Tensor x = tensor_arg(input, "gather", "input");
+    const int64_t d = wrap_dim_py(dim_arg(dim, "gather"), x.dim(), "gather", true);
+    Tensor idx = index_arg(index, "gather");
+    py::gil_scoped_release r;
+    return gather(x, d, idx);
+  }, arg("input"), arg("dim"), arg("index"), py::kw_only(), arg("sparse_grad") = false);
+
+  // softmax and losses
+  m.def("softmax", [](py::handle input, py::handle dim, py::handle dtype) {
+    check_no_dtype(dtype, "softmax");
+    Tensor x = tensor_arg(input, "softmax", "input");
+    const int64_t d = wrap_dim_py(dim_arg(dim, "softmax"), x.dim(), "softmax", true);
+    py::gil_scoped_release r;
+    return softmax(x, d);
+  }, arg("input"), arg("dim"), arg("dtype") = none);
+  m.def("log_softmax", [](py::handle input, py::handle dim, py::handle dtype) {
+    check_no_dtype(dtype, "log_softmax");
+    Tensor x = tensor_arg(input, "log_softmax", "input");
+    const int64_t d = wrap_dim_py(dim_arg(dim, "log_softmax"), x.dim(), "log_softmax", true);
+    py::gil_scoped_release r;
+    return log_softmax(x, d);
+  }, arg("input"), arg("dim"), arg("dtype") = none);
+  m.def("mse_loss", [](py::handle input, py::handle target, py::handle reduction) {
+    Tensor x = tensor_arg(input, "mse_loss", "input"), t = tensor_arg(target, "mse_loss", "target");
+    const Reduction red = reduction_arg(reduction, "mse_loss");
+    py::gil_scoped_release r;
+    return mse_loss(x, t, red);
+  }, arg("input"), arg("target"), arg("reduction") = "mean");
+  m.def("binary_cross_entropy", [](py::handle input, py::handle target, py::handle weight, py::handle reduction) {
+    Tensor x = tensor_arg(input, "binary_cross_entropy", "input");
+    Tensor t = tensor_arg(target, "binary_cross_entropy", "target");
+    Tensor w = opt_tensor(weight, "binary_cross_entropy", "weight");
+    const Reduction red = reduction_arg(reduction, "binary_cross_entropy");
+    py::gil_scoped_release r;
+    return binary_cross_entropy(x, t, w, red);
+  }, arg("input"), arg("target"), arg("weight") = none, arg("reduction") = "mean");
+  m.def("binary_cross_entropy_with_logits", [](py::handle input, py::handle target, py::handle weight,
+                                               py::handle reduction, py::handle pos_weight) {
+    const char* op = "binary_cross_entropy_with_logits";
+    Tensor x = tensor_arg(input, op, "input"), t = tensor_arg(target, op, "target");
+    Tensor w = opt_tensor(weight, op, "weight"), pw = opt_tensor(pos_weight, op, "pos_weight");
+    const Reduction red = reduction_arg(reduction, op);
+    py::gil_scoped_release r;
+    return binary_cross_entropy_with_logits(x, t, w, pw, red);
+  }, arg("input"), arg("target"), arg("weight") = none, arg("reduction") = "mean", arg("pos_weight") = none);
+  m.def("nll_loss", [](py::handle input, py::handle target, py::handle weight, int64_t ignore_index,
+                       py::handle reduction) {
+    Tensor x = tensor_arg(input, "nll_loss", "input"), t = tensor_arg(target, "nll_loss", "target");
+    Tensor w = opt_tensor(weight, "nll_loss", "weight");
+    const Reduction red = reduction_arg(reduction, "nll_loss");
+    py::gil_scoped_release r;
+    return nll_loss(x, t, w, red, ignore_index);
+  }, arg("input"), arg("target"), arg("weight") = none, arg("ignore_index") = -100, arg("reduction") = "mean");
+  m.def("cross_entropy", [](py::handle input, py::handle target, py::handle weight, int64_t ignore_index,
+                            py::handle reduction, double label_smoothing) {
+    Tensor x = tensor_arg(input, "cross_entropy", "input"), t = tensor_arg(target, "cross_entropy", "target");
+    if (is_floating(t.dtype()))
+      raise_not_implemented("cross_entropy(): class-probability (floating) targets are not supported by Strata; "
+                            "pass class indices (int64)");
+    Tensor w = opt_tensor(weight, "cross_entropy", "weight");
+    const Reduction red = reduction_arg(reduction, "cross_entropy");
+    if (!(label_smoothing >= 0.0 && label_smoothing <= 1.0))
+      throw BindingValueError(msg("cross_entropy(): label_smoothing must be between 0.0 and 1.0. Got: ", label_smoothing));
+    py::gil_scoped_release r;
+    return cross_entropy(x, t, w, red, ignore_index, label_smoothing);
+  }, arg("input"), arg("target"), arg("weight") = none, arg("ignore_index") = -100, arg("reduction") = "mean",
+     arg("label_smoothing") = 0.0);
+
+  // embedding
+  m.def("_embedding_bag", [](py::handle weight, py::handle indices, py::handle offsets, py::handle mode,
+                             py::handle per_sample_weights, bool include_last_offset) {
+    Tensor w = tensor_arg(weight, "embedding_bag", "weight"), i = tensor_arg(indices, "embedding_bag", "input");
+    Tensor o = tensor_arg(offsets, "embedding_bag", "offsets");
+    Tensor psw = opt_tensor(per_sample_weights, "embedding_bag", "per_sample_weights");
+    const std::string md = py::str(mode).cast<std::string>();
+    EmbeddingBagMode em;
+    if (md == "sum") em = EmbeddingBagMode::Sum;
+    else if (md == "mean") em = EmbeddingBagMode::Mean;
+    else if (md == "max") raise_not_implemented("embedding_bag(): mode='max' is not supported by Strata");
+    else throw BindingValueError(msg("embedding_bag(): mode has to be one of sum, mean or max, got '", md, "'"));
+    py::gil_scoped_release r;
+    return embedding_bag(w, i, o, em, psw, include_last_offset);
+  }, arg("weight"), arg("indices"), arg("offsets"), arg("mode") = "mean", arg("per_sample_weights") = none,
+     arg("include_last_offset") = false, "1-D indices with offsets (see strata.nn.functional.embedding_bag).");
+  m.def("dot_interaction", [](py::handle features, bool self_interaction) {
+    const std::vector<Tensor> fs = tensor_list(features, "dot_interaction", "features");
+    py::gil_scoped_release r;
+    return dot_interaction(fs, self_interaction);
+  }, arg("features"), arg("self_interaction") = false, "The DLRM dot interaction of [B, d] features.");
+}
+
+// ---- Tensor methods and operators -----------------------------------------------------------------
+
+void def_methods(py::module_& m) {
+  using py::arg;
+  const auto none = py::none();
+  auto cls = py::reinterpret_borrow<py::class_<Tensor>>(py::type::of<Tensor>());
+
+#define STRATA_METHOD_UNARY(NAME)                                    \
+  cls.def(#NAME, [](const Tensor& t) {                               \
+    py::gil_scoped_release r;                                        \
+    return NAME(t);                                                  \
+  });
+  STRATA_METHOD_UNARY(relu)
+  STRATA_METHOD_UNARY(sigmoid)
+  STRATA_METHOD_UNARY(tanh)
+  STRATA_METHOD_UNARY(exp)
+  STRATA_METHOD_UNARY(log)
+  STRATA_METHOD_UNARY(sqrt)
+#undef STRATA_METHOD_UNARY
+#define STRATA_METHOD_UNARY_INPLACE(NAME, SAVES)                                                       \
+  cls.def(#NAME "_", [](py::object self) {                                                            \
+    return inplace(self, #NAME "_", SAVES, false, [](const Tensor& a) { return NAME(a); });          \
+  });
+  STRATA_METHOD_UNARY_INPLACE(relu, false)
+  STRATA_METHOD_UNARY_INPLACE(sigmoid, false)
+  STRATA_METHOD_UNARY_INPLACE(tanh, false)
+  STRATA_METHOD_UNARY_INPLACE(exp, false)
+  STRATA_METHOD_UNARY_INPLACE(log, true)
+  STRATA_METHOD_UNARY_INPLACE(sqrt, false)
+#undef STRATA_METHOD_UNARY_INPLACE
+
+  cls.def("matmul", [](const Tensor& t, py::handle other) {
+    Tensor o = tensor_arg(other, "matmul", "other");
+    py::gil_scoped_release r;
+    return matmul(t, o);
+  }, arg("other"))
+      .def("bmm", [](const Tensor& t, py::handle mat2) {
+        Tensor o = tensor_arg(mat2, "bmm", "mat2");
+        py::gil_scoped_release r;
+        return bmm(t, o);
+      }, arg("mat2"))
+      .def("leaky_relu", [](const Tensor& t, py::handle s) {
+        const double v = number_arg(s, "leaky_relu", "negative_slope");
+        py::gil_scoped_release r;
+        return leaky_relu(t, v);
+      }, arg("negative_slope") = 0.01)
+      .def("pow", [](py::handle self, py::handle exponent) { return binary(Bin::Pow, self, exponent); }, arg("exponent"))
+      .def("pow_", [](py::object self, py::handle exponent) {
+        return inplace_binary(self, Bin::Pow, "pow_", exponent, 1.0);
+      }, arg("exponent"))
+      .def("clamp", [](const Tensor& t, py::handle min, py::handle max) { return clamp_impl(t, min, max); },
+           arg("min") = none, arg("max") = none)
+      .def("clip", [](const Tensor& t, py::handle min, py::handle max) { return clamp_impl(t, min, max); },
+           arg("min") = none, arg("max") = none)
+      .def("clamp_", [](py::object self, py::handle min, py::handle max) {
+        const auto lo = opt_number(min, "clamp_", "min");
+        const auto hi = opt_number(max, "clamp_", "max");
+        if (!lo && !hi) throw BindingValueError("clamp_(): at least one of 'min' or 'max' must not be None");
+        return inplace(self, "clamp_", true, false, [lo, hi](const Tensor& a) { return clamp(a, lo, hi); });
+      }, arg("min") = none, arg("max") = none)
+      .def("add", [](py::handle self, py::handle other, py::handle alpha) {
+        return binary(Bin::Add, self, other, number_arg(alpha, "add", "alpha"));
+      }, arg("other"), py::kw_only(), arg("alpha") = 1)
+      .def("sub", [](py::handle self, py::handle other, py::handle alpha) {
+        return binary(Bin::Sub, self, other, number_arg(alpha, "sub", "alpha"));
+      }, arg("other"), py::kw_only(), arg("alpha") = 1)
+      .def("mul", [](py::handle self, py::handle other) { return binary(Bin::Mul, self, other); }, arg("other"))
+      .def("div", [](py::handle self, py::handle other, py::handle rounding_mode) {
+        if (!rounding_mode.is_none()) raise_not_implemented("div(): rounding_mode is not supported by Strata");
+        return binary(Bin::Div, self, other);
+      }, arg("other"), py::kw_only(), arg("rounding_mode") = none)
+      .def("add_", [](py::object self, py::handle other, py::handle alpha) {
+        return inplace_binary(self, Bin::Add, "add_", other, number_arg(alpha, "add_", "alpha"));
+      }, arg("other"), py::kw_only(), arg("alpha") = 1)
+      .def("sub_", [](py::object self, py::handle other, py::handle alpha) {
+        return inplace_binary(self, Bin::Sub, "sub_", other, number_arg(alpha, "sub_", "alpha"));
+      }, arg("other"), py::kw_only(), arg("alpha") = 1)
+      .def("mul_", [](py::object self, py::handle other) { return inplace_binary(self, Bin::Mul, "mul_", other, 1.0); },
+           arg("other"))
+      .def("div_", [](py::object self, py::handle other) { return inplace_binary(self, Bin::Div, "div_", other, 1.0); },
+           arg("other"))
+      .def("maximum", [](const Tensor& t, py::handle other) {
+        return bin_tt(Bin::Maximum, t, tensor_arg(other, "maximum", "other"), 1.0);
+      }, arg("other"))
+      .def("where", [](const Tensor& t, py::handle condition, py::handle other) {
+        return py::module_::import("strata._C").attr("where")(condition, py::cast(t), other);
+      }, arg("condition"), arg("other"))
+      .def("neg", [](const Tensor& t) { py::gil_scoped_release r; return mul(t, -1.0); })
+      .def("sum", [](const Tensor& t, py::handle dim, bool keepdim, py::handle dtype) {
+        return sum_impl(t, dim, keepdim, dtype, false);
+      }, arg("dim") = none, arg("keepdim") = false, py::kw_only(), arg("dtype") = none)
+      .def("mean", [](const Tensor& t, py::handle dim, bool keepdim, py::handle dtype) {
+        return sum_impl(t, dim, keepdim, dtype, true);
+      }, arg("dim") = none, arg("keepdim") = false, py::kw_only(), arg("dtype") = none)
+      .def("amax", [](const Tensor& t, py::handle dim, bool keepdim) { return amax_impl(t, dim, keepdim); },
+           arg("dim") = py::tuple(), arg("keepdim") = false)
+      .def("max", [](const Tensor& t, py::handle dim, py::handle keepdim) { return max_impl(t, dim, keepdim); },
+           arg("dim") = none, arg("keepdim") = none)
+      .def("softmax", [](const Tensor& t, py::handle dim, py::handle dtype) {
+        check_no_dtype(dtype, "softmax");
+        const int64_t d = wrap_dim_py(dim_arg(dim, "softmax"), t.dim(), "softmax", true);
+        py::gil_scoped_release r;
+        return softmax(t, d);
+      }, arg("dim"), arg("dtype") = none)
+      .def("log_softmax", [](const Tensor& t, py::handle dim, py::handle dtype) {
+        check_no_dtype(dtype, "log_softmax");
+        const int64_t d = wrap_dim_py(dim_arg(dim, "log_softmax"), t.dim(), "log_softmax", true);
+        py::gil_scoped_release r;
+        return log_softmax(t, d);
+      }, arg("dim"), arg("dtype") = none)
+      .def("split", [](const Tensor& t, py::handle split_size, int64_t dim) { return split_impl(t, split_size, dim); },
+           arg("split_size"), arg("dim") = 0)
+      .def("index_select", [](const Tensor& t, py::handle dim, py::handle index) {
+        const int64_t d = wrap_dim_py(dim_arg(dim, "index_select"), t.dim(), "index_select", true);
+        Tensor idx = index_arg(index, "index_select");
+        py::gil_scoped_release r;
+        return index_select(t, d, idx);
+      }, arg("dim"), arg("index"))
+      .def("gather", [](const Tensor& t, py::handle dim, py::handle index) {
+        const int64_t d = wrap_dim_py(dim_arg(dim, "gather"), t.dim(), "gather", true);
+        Tensor idx = index_arg(index, "gather");
+        py::gil_scoped_release r;
+        return gather(t, d, idx);
+      }, arg("dim"), arg("index"));
+
+  cls.def("copy_", [](py::object self, py::handle src) {
+    const Tensor s = py::isinstance<Tensor>(src) ? src.cast<Tensor>() : tensor_from_data(src, std::nullopt, "copy_");
+    return copy_impl(self, s);
+  }, arg("src"), "Copies src into self (broadcasting and converting); returns self.")
+      .def("fill_", [](py::object self, py::handle value) {
+        const double v = py::isinstance<Tensor>(value) ? value.cast<const Tensor&>().item<double>()
+                                                       : number_arg(value, "fill_", "value");
+        return fill_impl(self, v, "fill_");
+      },
+           arg("value"))
+      .def("zero_", [](py::object self) { return fill_impl(self, 0.0, "zero_"); });
+
+  // operators
+  cls.def("__add__", [](py::handle s, py::handle o) { return operator_impl(Bin::Add, s, o, false); }, py::is_operator())
+      .def("__radd__", [](py::handle s, py::handle o) { return operator_impl(Bin::Add, s, o, true); }, py::is_operator())
+      .def("__sub__", [](py::handle s, py::handle o) { return operator_impl(Bin::Sub, s, o, false); }, py::is_operator())
+      .def("__rsub__", [](py::handle s, py::handle o) { return operator_impl(Bin::Sub, s, o, true); }, py::is_operator())
+      .def("__mul__", [](py::handle s, py::handle o) { return operator_impl(Bin::Mul, s, o, false); }, py::is_operator())
+      .def("__rmul__", [](py::handle s, py::handle o) { return operator_impl(Bin::Mul, s, o, true); }, py::is_operator())
+      .def("__truediv__", [](py::handle s, py::handle o) { return operator_impl(Bin::Div, s, o, false); }, py::is_operator())
+      .def("__rtruediv__", [](py::handle s, py::handle o) { return operator_impl(Bin::Div, s, o, true); }, py::is_operator())
+      .def("__pow__", [](py::handle s, py::handle o) { return operator_impl(Bin::Pow, s, o, false); }, py::is_operator())
+      .def("__rpow__", [](py::handle s, py::handle o) { return operator_impl(Bin::Pow, s, o, true); }, py::is_operator())
+      .def("__matmul__", [](py::handle s, py::handle o) -> py::object {
+        if (!py::isinstance<Tensor>(o)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+        Tensor a = s.cast<Tensor>(), b = o.cast<Tensor>();
+        py::gil_scoped_release r;
+        Tensor out = matmul(a, b);
+        py::gil_scoped_acquire g;
+        return py::cast(std::move(out));
+      }, py::is_operator())
+      .def("__neg__", [](const Tensor& t) { py::gil_scoped_release r; return mul(t, -1.0); })
+      .def("__pos__", [](py::object self) { return self; })
+      .def("__iadd__", [](py::object self, py::handle o) -> py::object {
+        if (!py::isinstance<Tensor>(o) && !is_number(o)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+        return inplace_binary(self, Bin::Add, "__iadd__", o, 1.0);
+      }, py::is_operator())
+      .def("__isub__", [](py::object self, py::handle o) -> py::object {
+        if (!py::isinstance<Tensor>(o) && !is_number(o)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+        return inplace_binary(self, Bin::Sub, "__isub__", o, 1.0);
+      }, py::is_operator())
+      .def("__imul__", [](py::object self, py::handle o) -> py::object {
+        if (!py::isinstance<Tensor>(o) && !is_number(o)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+        return inplace_binary(self, Bin::Mul, "__imul__", o, 1.0);
+      }, py::is_operator())
+      .def("__itruediv__", [](py::object self, py::handle o) -> py::object {
+        if (!py::isinstance<Tensor>(o) && !is_number(o)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+        return inplace_binary(self, Bin::Div, "__itruediv__", o, 1.0);
+      }, py::is_operator());
+}
+
+}  // namespace
+
+void init_ops(py::module_& m) {
+  def_functions(m);
+  def_methods(m);
+}
+
+}  // namespace strata::python
