@@ -49,4 +49,5 @@ PYBIND11_MODULE(_C, m) {
   init_autograd(m);
   init_ops(m);
   init_runtime(m);
+  init_nn(m);
 }

@@ -1,0 +1,64 @@
+"""strata.nn: modules and layers with torch.nn's names and behaviour.
+
+Subclass :class:`Module` exactly as ``torch.nn.Module``: call ``super().__init__()``, assign
+:class:`Parameter` s and modules as attributes, define ``forward``. Python modules also run inside
+the C++ containers (``Sequential``) and models.
+"""
+
+from .._C.nn import (
+    AdaptiveAvgPool2d,
+    AvgPool2d,
+    BatchNorm1d,
+    BatchNorm2d,
+    Conv2d,
+    Dropout,
+    EmbeddingBag,
+    Flatten,
+    GELU,
+    Identity,
+    IncompatibleKeys,
+    LayerNorm,
+    LeakyReLU,
+    Linear,
+    MaxPool2d,
+    Module,
+    ModuleList,
+    Parameter,
+    ReLU,
+    Sequential,
+    Sigmoid,
+    Tanh,
+)
+
+import importlib.util as _importlib_util
+
+# functional.py is written on the pyops branch; import it once it has been merged here.
+if _importlib_util.find_spec(__name__ + ".functional") is not None:
+    from . import functional
+
+__all__ = [
+    "AdaptiveAvgPool2d",
+    "AvgPool2d",
+    "BatchNorm1d",
+    "BatchNorm2d",
+    "Conv2d",
+    "Dropout",
+    "EmbeddingBag",
+    "Flatten",
+    "GELU",
+    "Identity",
+    "IncompatibleKeys",
+    "LayerNorm",
+    "LeakyReLU",
+    "Linear",
+    "MaxPool2d",
+    "Module",
+    "ModuleList",
+    "Parameter",
+    "ReLU",
+    "Sequential",
+    "Sigmoid",
+    "Tanh",
+]
+if "functional" in globals():
+    __all__.append("functional")
