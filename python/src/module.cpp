@@ -50,4 +50,5 @@ PYBIND11_MODULE(_C, m) {
   init_ops(m);
   init_runtime(m);
   init_nn(m);
+  init_checkpoint(m);
 }
