@@ -1,10 +1,17 @@
 // Autograd on strata.Tensor (requires_grad, grad, is_leaf, grad_fn, backward, detach) and the grad
 // mode switch behind strata.no_grad / enable_grad / set_grad_enabled (python/strata/autograd).
 
+#include <any>
+#include <memory>
+#include <optional>
+
 #include "autograd/engine.h"
 #include "autograd/grad_mode.h"
 #include "autograd/node.h"
+#include "autograd/saved_tensor.h"
+#include "autograd/tape.h"
 #include "bindings.h"
+#include "core/factories.h"
 
 namespace strata::python {
 namespace {
@@ -33,6 +40,141 @@ void set_grad_of(Tensor& t, py::handle value) {
   t.set_grad(g);
 }
 
+// ---- Python saved-tensor hooks ------------------------------------------------------------------
+// Note [Python saved-tensor hooks]
+// Ops run with the GIL released, and the values a pack hook returns (and the hooks themselves) may
+// be dropped by backward, also without the GIL. So every trampoline acquires the GIL, and every
+// Python object the C++ side keeps is held by a PyRef, whose destructor acquires the GIL (and
+// leaks the reference instead if the interpreter is already gone).
+struct PyRef {
+  py::object obj;
+  explicit PyRef(py::object o) : obj(std::move(o)) {}
+  PyRef(const PyRef&) = delete;
+  PyRef& operator=(const PyRef&) = delete;
+  ~PyRef() {
+    if (!Py_IsInitialized()) {
+      obj.release();
+      return;
+    }
+    py::gil_scoped_acquire gil;
+    obj = py::object();
+  }
+};
+
+class PySavedTensorHooks final : public autograd::SavedTensorHooks {
+ public:
+  PySavedTensorHooks(py::object pack, py::object unpack)
+      : pack_(std::make_shared<PyRef>(std::move(pack))), unpack_(std::make_shared<PyRef>(std::move(unpack))) {}
+
+  std::any pack(const Tensor& value) override {
+    py::gil_scoped_acquire gil;
+    py::object packed = pack_->obj(py::cast(value));
+    return std::make_shared<PyRef>(std::move(packed));
+  }
+
+  Tensor unpack(std::any& packed) override {
+    py::gil_scoped_acquire gil;
+    auto ref = std::any_cast<std::shared_ptr<PyRef>>(packed);
+    py::object out = unpack_->obj(ref->obj);
+    if (!py::isinstance<Tensor>(out))
+      throw BindingTypeError(msg("saved_tensors_hooks: unpack_hook must return a Tensor, got ",
+                                 Py_TYPE(out.ptr())->tp_name));
+    return out.cast<Tensor>();
+  }
+
+ private:
+  std::shared_ptr<PyRef> pack_, unpack_;
+};
+
+// The context manager behind strata.autograd.graph.saved_tensors_hooks.
+class PyHooksGuard {
+ public:
+  PyHooksGuard(py::object pack, py::object unpack) {
+    if (!PyCallable_Check(pack.ptr()) || !PyCallable_Check(unpack.ptr()))
+      throw BindingTypeError("saved_tensors_hooks: pack_hook and unpack_hook must be callables");
+    hooks_ = std::make_shared<PySavedTensorHooks>(std::move(pack), std::move(unpack));
+  }
+  void enter() {
+    if (guard_) throw Error("saved_tensors_hooks: this context is already entered");
+    guard_.emplace(hooks_);
+  }
+  void exit() { guard_.reset(); }
+
+ private:
+  std::shared_ptr<PySavedTensorHooks> hooks_;
+  std::optional<autograd::SavedTensorHooksGuard> guard_;
+};
+
+// ---- backward / grad ----------------------------------------------------------------------------------
+
+autograd::TensorList tensors_of(py::handle obj, const char* op, const char* what, bool allow_none) {
+  autograd::TensorList out;
+  if (obj.is_none()) return out;
+  if (py::isinstance<Tensor>(obj)) {
+    out.push_back(obj.cast<Tensor>());
+    return out;
+  }
+  if (!PySequence_Check(obj.ptr()) || py::isinstance<py::str>(obj))
+    throw BindingTypeError(msg(op, "(): ", what, " must be a Tensor or a sequence of Tensors, got ",
+                               Py_TYPE(obj.ptr())->tp_name));
+  std::size_t i = 0;
+  for (py::handle item : py::reinterpret_borrow<py::sequence>(obj)) {
+    if (item.is_none() && allow_none) {
+      out.push_back(Tensor());
+    } else if (py::isinstance<Tensor>(item)) {
+      out.push_back(item.cast<Tensor>());
+    } else {
+      throw BindingTypeError(msg(op, "(): ", what, " must contain Tensors, but element ", i, " is ",
+                                 Py_TYPE(item.ptr())->tp_name));
+    }
+    ++i;
+  }
+  return out;
+}
+
+// PyTorch: an omitted gradient is allowed only for one-element roots (implicitly 1).
+autograd::TensorList root_grads(const autograd::TensorList& roots, autograd::TensorList grads, const char* op) {
+  if (grads.empty()) return grads;
+  if (grads.size() != roots.size())
+    throw BindingValueError(msg(op, "(): got ", grads.size(), " gradients for ", roots.size(), " tensors"));
+  bool any_defined = false;
+  for (const Tensor& g : grads) any_defined = any_defined || g.defined();
+  if (!any_defined) return {};
+  for (std::size_t i = 0; i < grads.size(); ++i) {
+    if (grads[i].defined()) continue;
+    if (roots[i].numel() != 1)
+      throw Error(msg(op, "(): grad can be implicitly created only for scalar outputs (tensor ", i, " is ",
+                      roots[i].describe(), ")"));
+    grads[i] = full(roots[i].sizes(), 1.0, {roots[i].dtype(), nullptr});
+  }
+  return grads;
+}
+
+bool retain_arg(py::handle retain_graph) { return !retain_graph.is_none() && py::cast<bool>(retain_graph); }
+
+void check_create_graph(bool create_graph, const char* op) {
+  if (create_graph) {
+    PyErr_SetString(PyExc_NotImplementedError,
+                    msg(op, "(): create_graph=True (double backward / higher-order gradients) is not "
+                            "supported by Strata: backward functions are not recorded")
+                        .c_str());
+    throw py::error_already_set();
+  }
+}
+
+py::dict saved_info_dict(const autograd::SavedInfo& s) {
+  py::dict d;
+  py::tuple shape(s.sizes.size());
+  for (std::size_t i = 0; i < s.sizes.size(); ++i) shape[i] = py::int_(s.sizes[i]);
+  d["shape"] = shape;
+  d["dtype"] = dtype_object(s.dtype);
+  d["bytes"] = s.bytes;
+  d["tier"] = s.tier;
+  d["packed"] = s.packed;
+  d["released"] = s.released;
+  return d;
+}
+
 }  // namespace
 
 void init_autograd(py::module_& m) {
@@ -56,21 +198,148 @@ void init_autograd(py::module_& m) {
           "grad_fn",
           [](const Tensor& t) -> py::object {
             if (!t.grad_fn()) return py::none();
-            return py::str(t.grad_fn()->name());
+            return py::cast(t.grad_fn());
           },
-          "The name of the recorded op that produced this tensor, or None.")
+          "The node (strata.autograd.graph.Node) of the recorded op that produced this tensor, or None.")
+      .def_property_readonly("output_nr", [](const Tensor& t) { return t.output_nr(); },
+                             "Which output of grad_fn this tensor is.")
       .def(
           "backward",
-          [](const Tensor& t, py::object gradient, py::object retain_graph) {
+          [](const Tensor& t, py::object gradient, py::object retain_graph, bool create_graph) {
+            check_create_graph(create_graph, "backward");
             Tensor g;
-            if (!gradient.is_none()) g = gradient.cast<Tensor>();
-            const bool retain = !retain_graph.is_none() && retain_graph.cast<bool>();
+            if (!gradient.is_none()) {
+              if (!py::isinstance<Tensor>(gradient))
+                throw BindingTypeError(msg("backward(): gradient must be a Tensor or None, got ",
+                                           Py_TYPE(gradient.ptr())->tp_name));
+              g = gradient.cast<Tensor>();
+            }
+            const bool retain = retain_arg(retain_graph);
             py::gil_scoped_release release;
             t.backward(g, retain);
           },
-          py::arg("gradient") = py::none(), py::arg("retain_graph") = py::none(),
+          py::arg("gradient") = py::none(), py::arg("retain_graph") = py::none(), py::arg("create_graph") = false,
           "Accumulates the gradient of this tensor into the .grad of every leaf it depends on.")
       .def("detach", &Tensor::detach, "A view of the same data, detached from the graph.");
+
+  py::class_<autograd::Node, std::shared_ptr<autograd::Node>>(m, "Node",
+      "A recorded op of the autograd graph (what Tensor.grad_fn returns).")
+      .def("name", &autograd::Node::name, "The node's name, e.g. 'MulBackward'.")
+      .def_property_readonly(
+          "next_functions",
+          [](const autograd::Node& n) {
+            py::tuple out(n.next_edges().size());
+            for (std::size_t i = 0; i < n.next_edges().size(); ++i) {
+              const autograd::Edge& e = n.next_edges()[i];
+              out[i] = py::make_tuple(e.node ? py::cast(e.node) : py::none(), e.input_nr);
+            }
+            return out;
+          },
+          "One (node, input_nr) pair per forward input; (None, 0) for inputs that need no gradient.")
+      .def_property_readonly(
+          "variable",
+          [](const autograd::Node& n) -> py::object {
+            if (auto* acc = dynamic_cast<const autograd::AccumulateGrad*>(&n)) return py::cast(acc->leaf());
+            throw py::attribute_error(msg("'", n.name(), "' object has no attribute 'variable' (only AccumulateGrad has)"));
+          },
+          "The leaf an AccumulateGrad node accumulates into.")
+      .def_property_readonly("_sequence_nr", &autograd::Node::sequence_nr)
+      .def("__repr__", [](const autograd::Node& n) { return "<" + n.name() + " object>"; })
+      .def("__eq__", [](const autograd::Node& a, py::handle b) {
+        return py::isinstance<autograd::Node>(b) && &a == &b.cast<const autograd::Node&>();
+      })
+      .def("__hash__", [](const autograd::Node& n) { return std::hash<const void*>()(&n); });
+
+  m.def(
+      "_backward",
+      [](py::handle tensors, py::handle grad_tensors, py::handle retain_graph, bool create_graph) {
+        check_create_graph(create_graph, "backward");
+        const autograd::TensorList roots = tensors_of(tensors, "backward", "tensors", false);
+        if (roots.empty()) throw BindingValueError("backward(): no tensors given");
+        const autograd::TensorList grads =
+            root_grads(roots, tensors_of(grad_tensors, "backward", "grad_tensors", true), "backward");
+        const bool retain = retain_arg(retain_graph);
+        py::gil_scoped_release release;
+        autograd::backward(roots, grads, retain);
+      },
+      py::arg("tensors"), py::arg("grad_tensors") = py::none(), py::arg("retain_graph") = py::none(),
+      py::arg("create_graph") = false);
+  m.def(
+      "_grad",
+      [](py::handle outputs, py::handle inputs, py::handle grad_outputs, py::handle retain_graph, bool create_graph,
+         bool allow_unused) {
+        check_create_graph(create_graph, "grad");
+        const autograd::TensorList outs = tensors_of(outputs, "grad", "outputs", false);
+        const autograd::TensorList ins = tensors_of(inputs, "grad", "inputs", false);
+        if (outs.empty()) throw BindingValueError("grad(): no outputs given");
+        if (ins.empty()) throw BindingValueError("grad(): no inputs given");
+        const autograd::TensorList gouts = root_grads(outs, tensors_of(grad_outputs, "grad", "grad_outputs", true), "grad");
+        const bool retain = retain_arg(retain_graph);
+        autograd::TensorList res;
+        {
+          py::gil_scoped_release release;
+          res = autograd::grad(outs, ins, gouts, retain, allow_unused);
+        }
+        py::tuple out(res.size());
+        for (std::size_t i = 0; i < res.size(); ++i) out[i] = res[i].defined() ? py::cast(res[i]) : py::none();
+        return out;
+      },
+      py::arg("outputs"), py::arg("inputs"), py::arg("grad_outputs") = py::none(), py::arg("retain_graph") = py::none(),
+      py::arg("create_graph") = false, py::arg("allow_unused") = false);
+
+  py::class_<PyHooksGuard>(m, "_SavedTensorHooksGuard")
+      .def(py::init<py::object, py::object>(), py::arg("pack_hook"), py::arg("unpack_hook"))
+      .def("_enter", &PyHooksGuard::enter)
+      .def("_exit", &PyHooksGuard::exit);
+
+  m.def(
+      "_recorded_nodes",
+      [](py::handle tensors) {
+        const autograd::TensorList roots = tensors_of(tensors, "recorded_nodes", "tensors", false);
+        std::vector<autograd::NodeRecord> recs;
+        {
+          py::gil_scoped_release release;
+          recs = autograd::recorded_nodes(roots);
+        }
+        py::list out;
+        for (const auto& r : recs) {
+          py::dict d;
+          d["sequence_nr"] = r.sequence_nr;
+          d["name"] = r.name;
+          py::list outs;
+          for (const auto& o : r.outputs) {
+            py::tuple shape(o.sizes.size());
+            for (std::size_t i = 0; i < o.sizes.size(); ++i) shape[i] = py::int_(o.sizes[i]);
+            py::dict od;
+            od["shape"] = shape;
+            od["dtype"] = dtype_object(o.dtype);
+            outs.append(od);
+          }
+          d["outputs"] = outs;
+          py::list saved;
+          for (const auto& s : r.saved) saved.append(saved_info_dict(s));
+          d["saved"] = saved;
+          out.append(d);
+        }
+        return out;
+      },
+      py::arg("tensors"));
+  m.def(
+      "_saved_bytes",
+      [](py::handle tensors) {
+        const autograd::TensorList roots = tensors_of(tensors, "saved_bytes", "tensors", false);
+        py::gil_scoped_release release;
+        return autograd::saved_bytes(roots);
+      },
+      py::arg("tensors"));
+  m.def(
+      "_format_saved_residuals",
+      [](py::handle tensors) {
+        const autograd::TensorList roots = tensors_of(tensors, "format_saved_residuals", "tensors", false);
+        py::gil_scoped_release release;
+        return autograd::format_saved_residuals(roots);
+      },
+      py::arg("tensors"));
 
   m.def("is_grad_enabled", [] { return autograd::GradMode::is_enabled(); },
         "Whether ops record the graph on this thread.");

@@ -143,12 +143,6 @@ Tensor opt_tensor(py::handle h, const char* op, const char* name) {
   return tensor_arg(h, op, name);
 }
 
-bool bool_arg(py::handle h, const char* op, const char* name) {
-  if (!PyBool_Check(h.ptr()))
-    throw BindingTypeError(msg(op, "(): argument '", name, "' must be bool, not ", type_name(h)));
-  return h.ptr() == Py_True;
-}
-
 int64_t dim_arg(py::handle h, const char* op) { return int_from_py(h, op, "dim"); }
 
 // An int or a pair of ints (kernel_size, stride, padding, dilation) as two values.

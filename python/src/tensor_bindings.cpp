@@ -20,8 +20,6 @@ py::tuple dims_tuple(const Dims& dims) {
   return out;
 }
 
-Tensor& as_tensor_ref(py::handle self) { return self.cast<Tensor&>(); }
-
 // ---- scalars ------------------------------------------------------------------------------------
 
 py::object item_of(const Tensor& t) {
@@ -202,22 +200,23 @@ void set_index(const Tensor& self, py::handle index, py::handle value) {
 
 // ---- misc ---------------------------------------------------------------------------------------
 
+// squeeze() / squeeze(dim) / squeeze((dims...)) as a raw view.
 Tensor squeeze_raw(const Tensor& t, py::object dim) {
-            if (dim.is_none()) return t.squeeze();
-            if (!PyBool_Check(dim.ptr()) && PyIndex_Check(dim.ptr())) {
-              const int64_t d = int_from_py(dim, "squeeze", "dim");
-              wrap_dim_py(d, t.dim(), "squeeze", true);
-              return t.squeeze(d);
-            }
-            // A tuple of dims (PyTorch >= 2.0): squeeze each, innermost first so indices hold.
-            Dims dims = int_list_from_sequence(dim, "squeeze", "dim");
-            std::vector<int64_t> wrapped;
-            for (int64_t d : dims) wrapped.push_back(wrap_dim_py(d, t.dim(), "squeeze", true));
-            std::sort(wrapped.begin(), wrapped.end());
-            wrapped.erase(std::unique(wrapped.begin(), wrapped.end()), wrapped.end());
-            Tensor r = t;
-            for (auto it = wrapped.rbegin(); it != wrapped.rend(); ++it) r = r.squeeze(*it);
-            return r;
+  if (dim.is_none()) return t.squeeze();
+  if (!PyBool_Check(dim.ptr()) && PyIndex_Check(dim.ptr())) {
+    const int64_t d = int_from_py(dim, "squeeze", "dim");
+    wrap_dim_py(d, t.dim(), "squeeze", true);
+    return t.squeeze(d);
+  }
+  // A tuple of dims (PyTorch >= 2.0): squeeze each, innermost first so indices hold.
+  Dims dims = int_list_from_sequence(dim, "squeeze", "dim");
+  std::vector<int64_t> wrapped;
+  for (int64_t d : dims) wrapped.push_back(wrap_dim_py(d, t.dim(), "squeeze", true));
+  std::sort(wrapped.begin(), wrapped.end());
+  wrapped.erase(std::unique(wrapped.begin(), wrapped.end()), wrapped.end());
+  Tensor r = t;
+  for (auto it = wrapped.rbegin(); it != wrapped.rend(); ++it) r = r.squeeze(*it);
+  return r;
 }
 
 Dims reversed_dims(int64_t rank) {

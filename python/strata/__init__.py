@@ -108,8 +108,8 @@ int = _C.int  # noqa: A001
 bool = _C.bool  # noqa: A001
 
 from . import autograd  # noqa: E402
-from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
 from . import nn  # noqa: E402
+from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
 from .checkpoint import load_checkpoint, save_checkpoint  # noqa: E402
 
 __version__ = "0.1.0"
@@ -181,6 +181,7 @@ __all__ = [
     "mse_loss",
     "mul",
     "narrow",
+    "nn",
     "nll_loss",
     "no_grad",
     "ones",

@@ -1,5 +1,28 @@
-"""Automatic differentiation: grad mode switches (``strata.no_grad`` and friends)."""
+"""Automatic differentiation: backward/grad over several tensors, grad mode switches
+(``strata.no_grad`` and friends), saved-tensor hooks (``graph``) and tape introspection (``tape``)."""
 
+from .. import _C
+from . import graph, tape
 from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 
-__all__ = ["enable_grad", "is_grad_enabled", "no_grad", "set_grad_enabled"]
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False):
+    """Accumulates d(tensors)/d(leaf) · grad_tensors into every leaf's ``.grad``
+    (torch.autograd.backward). ``grad_tensors`` may be omitted (or hold None) for one-element
+    tensors. The graph's saved values are freed unless ``retain_graph``. ``create_graph=True`` (double
+    backward) is not supported and raises NotImplementedError."""
+    if retain_graph is None:
+        retain_graph = create_graph
+    _C._backward(tensors, grad_tensors, retain_graph, create_graph)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, allow_unused=False):
+    """Returns d(outputs)/d(inputs) · grad_outputs as a tuple, one entry per input, without touching
+    any ``.grad`` (torch.autograd.grad). An input the outputs do not depend on gives None with
+    ``allow_unused=True`` and an error otherwise. ``create_graph=True`` raises NotImplementedError."""
+    if retain_graph is None:
+        retain_graph = create_graph
+    return _C._grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused)
+
+
+__all__ = ["backward", "enable_grad", "grad", "graph", "is_grad_enabled", "no_grad", "set_grad_enabled", "tape"]

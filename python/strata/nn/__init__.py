@@ -30,11 +30,7 @@ from .._C.nn import (
     Tanh,
 )
 
-import importlib.util as _importlib_util
-
-# functional.py is written on the pyops branch; import it once it has been merged here.
-if _importlib_util.find_spec(__name__ + ".functional") is not None:
-    from . import functional
+from . import functional
 
 __all__ = [
     "AdaptiveAvgPool2d",
@@ -59,6 +55,5 @@ __all__ = [
     "Sequential",
     "Sigmoid",
     "Tanh",
+    "functional",
 ]
-if "functional" in globals():
-    __all__.append("functional")
