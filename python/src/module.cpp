@@ -51,4 +51,5 @@ PYBIND11_MODULE(_C, m) {
   init_runtime(m);
   init_nn(m);
   init_checkpoint(m);
+  init_zoo(m);
 }
