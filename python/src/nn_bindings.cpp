@@ -202,7 +202,9 @@ Tensor state_value(py::handle v, const std::string& key, const char* op) {
   if (py::isinstance<Tensor>(v)) return v.cast<Tensor>();
   if (py::isinstance<py::array>(v)) return tensor_from_numpy(v);
   if (py::hasattr(v, "__array__")) {
-    py::object arr = py::module_::import("numpy").attr("asarray")(v);
+    // A torch tensor (possibly a Parameter that requires grad): detach before converting.
+    py::object src = py::hasattr(v, "detach") ? v.attr("detach")() : py::reinterpret_borrow<py::object>(v);
+    py::object arr = py::module_::import("numpy").attr("asarray")(src);
     return tensor_from_numpy(arr).clone();
   }
   throw BindingTypeError(msg(op, ": the value of '", key, "' is a ", tp_name(v),
@@ -580,27 +582,29 @@ void bind_list_methods(py::class_<C, PyModuleT<C>, Module, py::smart_holder>& cl
       });
 }
 
+/// Sequential(*modules) or Sequential(OrderedDict of name -> module); takes ownership of `s`.
+template <class S>
+S* fill_sequential(S* s, const py::args& args) {
+  std::unique_ptr<S> owned(s);
+  if (args.size() == 1 && py::hasattr(args[0], "items") && !is_module(args[0])) {
+    for (py::handle kv : args[0].attr("items")()) {
+      auto pair = py::reinterpret_borrow<py::tuple>(kv);
+      if (!py::isinstance<py::str>(pair[0]))
+        throw BindingTypeError(msg("Sequential.__init__: module names must be strings, got ", tp_name(pair[0])));
+      s->register_module(pair[0].cast<std::string>(), module_arg(pair[1], "Sequential", "__init__"));
+    }
+  } else {
+    for (py::handle a : args) s->push_back(module_arg(a, "Sequential", "__init__"));
+  }
+  return owned.release();
+}
+
 void bind_containers(py::module_& nnm) {
   py::class_<nn::Sequential, PyModuleT<nn::Sequential>, Module, py::smart_holder> seq(
       nnm, "Sequential", "Runs its children in order (torch.nn.Sequential): Sequential(*modules) or Sequential(OrderedDict).");
   seq.def(py::init(
-      [](const py::args& args) {
-        auto s = std::make_unique<nn::Sequential>();
-        if (args.size() == 1 && py::hasattr(args[0], "items") && !is_module(args[0])) {
-          for (py::handle kv : args[0].attr("items")()) {
-            auto pair = py::reinterpret_borrow<py::tuple>(kv);
-            s->register_module(pair[0].cast<std::string>(), module_arg(pair[1], "Sequential", "__init__"));
-          }
-        } else {
-          for (py::handle a : args) s->push_back(module_arg(a, "Sequential", "__init__"));
-        }
-        return s.release();
-      },
-      [](const py::args& args) {
-        auto s = std::make_unique<PyModuleT<nn::Sequential>>();
-        for (py::handle a : args) s->push_back(module_arg(a, "Sequential", "__init__"));
-        return s.release();
-      }));
+      [](const py::args& args) { return fill_sequential(new nn::Sequential(), args); },
+      [](const py::args& args) { return fill_sequential(new PyModuleT<nn::Sequential>(), args); }));
   bind_list_methods(seq, "Sequential");
 
   py::class_<nn::ModuleList, PyModuleT<nn::ModuleList>, Module, py::smart_holder> ml(

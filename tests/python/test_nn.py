@@ -333,7 +333,8 @@ def test_state_dict_sequential_keys_and_torch_load():
     assert isinstance(sd, OrderedDict) and isinstance(sd["0.weight"], strata.Tensor)
     assert not sd["0.weight"].requires_grad
     copy_from_torch(s, t)
-    compare(s, t, rand(2, 3, 8, 8), tol=dict(rtol=1e-4, atol=1e-4))
+    # (gradients reach ~1e2 through two batch norms: float32 round-off scales with them)
+    compare(s, t, rand(4, 3, 8, 8), tol=dict(rtol=1e-3, atol=1e-3))
     assert repr(s) == repr(t)
     # state_dict round trip strata -> strata, and prefix
     s2 = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
@@ -344,6 +345,10 @@ def test_state_dict_sequential_keys_and_torch_load():
     assert list(s.state_dict(prefix="model.")) == ["model." + k for k in t.state_dict()]
     # torch tensors themselves are accepted too (through __array__)
     s2.load_state_dict({k: v.detach() for k, v in t.state_dict().items()})
+    # ... also parameters that require grad (detached on the way)
+    missing, unexpected = s2.load_state_dict(dict(t.named_parameters()), strict=False)
+    # (num_batches_tracked is optional, as in PyTorch's older format: not reported missing)
+    assert missing == [k for k in t.state_dict() if "running" in k] and unexpected == []
 
 
 def test_load_state_dict_errors():
@@ -447,6 +452,21 @@ def test_python_forward_errors_propagate():
         nn.Sequential(NotTensor())(strata.ones(1))
     with pytest.raises(strata.StrataError, match="Module has no forward"):
         nn.Module()(strata.ones(1))
+
+
+def test_python_subclass_of_sequential():
+    class PlusOne(nn.Sequential):
+        def forward(self, x):
+            return super().forward(x) + 1.0
+
+    m = PlusOne(OrderedDict([("a", nn.Identity()), ("b", Doubler())]))
+    assert list(dict(m.named_children())) == ["a", "b"] and len(m) == 2
+    np.testing.assert_array_equal(m(strata.ones(2)).numpy(), [3.0, 3.0])
+    outer = nn.Sequential(m, nn.ReLU())  # the Python override also runs from C++
+    np.testing.assert_array_equal(outer(strata.ones(2)).numpy(), [3.0, 3.0])
+    assert repr(outer).startswith("Sequential(\n  (0): PlusOne(\n    (a): Identity()")
+    with pytest.raises(TypeError, match="module names must be strings, got int"):
+        nn.Sequential(OrderedDict([(1, nn.ReLU())]))
 
 
 def test_sequential_and_modulelist():
