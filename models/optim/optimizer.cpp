@@ -146,6 +146,15 @@ void Optimizer::add_param_group(ParamGroup group) {
   states_.push_back(std::move(states));
 }
 
+void Optimizer::check_group_options(const Options& options) const {
+  for (const auto& [key, value] : options) {
+    STRATA_CHECK(defaults_.count(key) != 0, name_, ": unknown option '", key, "' (expected one of: ",
+                 join_keys(defaults_), ")");
+  }
+  STRATA_CHECK(options.size() == defaults_.size(), name_, ": options lack some of: ", join_keys(defaults_));
+  check_options(options);
+}
+
 int64_t Optimizer::num_params() const {
   int64_t n = 0;
   for (const auto& g : groups_) n += static_cast<int64_t>(g.params.size());

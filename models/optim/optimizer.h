@@ -72,6 +72,12 @@ class Optimizer {
   /// options, parameters that are not f32/f64 leaves, and parameters already in a group.
   void add_param_group(ParamGroup group);
 
+  /// Throws unless `options` holds exactly this optimizer's options with valid values (PyTorch's
+  /// messages, e.g. "Invalid learning rate: -1.0").
+  void check_group_options(const Options& options) const;
+  /// Whether the optimizer counts steps per parameter (exported as "state.<i>.step").
+  virtual bool counts_steps() const { return true; }
+
   /// The default options (those passed to the constructor).
   const Options& defaults() const { return defaults_; }
 
@@ -97,8 +103,6 @@ class Optimizer {
   /// Throws strata::Error (PyTorch's message, e.g. "Invalid learning rate: -1.0") if an option
   /// value is invalid. Every option of the defaults is present.
   virtual void check_options(const Options& options) const = 0;
-  /// Whether the optimizer counts steps per parameter (exported as "step").
-  virtual bool counts_steps() const { return true; }
   /// The names of the state buffers for a group with `options` (all of them must be present in a
   /// loaded state, except that SGD's momentum_buffer may be missing).
   virtual std::vector<std::string> buffer_names(const Options& options) const = 0;

@@ -30,10 +30,10 @@ class SGD final : public Optimizer {
  public:
   explicit SGD(std::vector<Tensor> params, const SGDOptions& options = {});
   explicit SGD(std::vector<ParamGroup> groups, const SGDOptions& defaults = {});
+  bool counts_steps() const override { return false; }
 
  protected:
   void check_options(const Options& options) const override;
-  bool counts_steps() const override { return false; }
   std::vector<std::string> buffer_names(const Options& options) const override;
   bool buffer_optional(const std::string& name) const override { return true; }
   void init_state(const Tensor& param, const Options& options, ParamState& state) const override;

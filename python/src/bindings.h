@@ -109,5 +109,6 @@ Tensor to_diff(const Tensor& t, DType dtype, bool copy);
 /// Refuses, like PyTorch, an in-place op on a leaf that requires grad while grad mode is on; and
 /// (Strata limitation) one on a differentiable view of a tensor that requires grad.
 void check_inplace(const Tensor& self, const char* op);
+void init_optim(py::module_& m);
 
 }  // namespace strata::python

@@ -48,6 +48,7 @@ PYBIND11_MODULE(_C, m) {
   init_factories(m);
   init_autograd(m);
   init_ops(m);
+  init_optim(m);
   init_runtime(m);
   init_nn(m);
   init_checkpoint(m);
