@@ -214,3 +214,34 @@ def test_bad_arguments(tmp_path):
     other = nn.Sequential(nn.Linear(3, 5))
     with pytest.raises(strata.StrataError, match="Missing key|Unexpected key|size mismatch"):
         strata.load_checkpoint(path, other)
+
+
+@pytest.mark.parametrize("make_opt", [lambda p: strata.optim.SGD(p, lr=0.1, momentum=0.9),
+                                      lambda p: strata.optim.Adam(p, lr=0.01)])
+def test_resume_training_with_a_real_optimizer(tmp_path, make_opt):
+    """Saving mid-training and resuming from the file continues exactly as the uninterrupted run."""
+    strata.manual_seed(3)
+    x = strata.randn(6, 3)
+
+    def step(model, opt):
+        opt.zero_grad()
+        out = model(x)
+        (out * out).mean().backward()
+        opt.step()
+
+    model = make_model()
+    opt = make_opt(model.parameters())
+    for _ in range(3):
+        step(model, opt)
+    strata.save_checkpoint(tmp_path / "run", model, opt, step=3)
+
+    resumed = make_model()
+    resumed_opt = make_opt(resumed.parameters())
+    assert strata.load_checkpoint(tmp_path / "run", resumed, resumed_opt) == {"step": 3}
+    assert_same_state(model, resumed)
+    for _ in range(2):
+        step(model, opt)
+        step(resumed, resumed_opt)
+    assert_same_state(model, resumed)
+    before = {k: v.numpy().copy() for k, v in make_model().state_dict().items()}
+    assert any(not np.array_equal(before[k], v.numpy()) for k, v in resumed.state_dict().items())
