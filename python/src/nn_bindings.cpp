@@ -161,6 +161,9 @@ bool is_parameter(py::handle v) { return py::isinstance<Parameter>(v); }
 ModulePtr module_arg(py::handle v, const std::string& owner, const std::string& what) {
   if (!is_module(v))
     throw BindingTypeError(msg(owner, ".", what, ": ", tp_name(v), " is not a strata.nn.Module subclass"));
+  if (module_or_null(v) == nullptr)
+    throw BindingTypeError(msg(owner, ".", what, ": the ", tp_name(v),
+                               " has not been initialized (its __init__ must call super().__init__() first)"));
   set_python_type_name(v);
   return v.cast<ModulePtr>();
 }

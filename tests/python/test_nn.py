@@ -291,6 +291,14 @@ def test_attribute_errors():
     with pytest.raises(AttributeError, match=r"cannot assign module before Module.__init__\(\) call"):
         Early()
 
+    class Escapes(nn.Module):
+        def __init__(self, seq):
+            seq.append(self)
+            super().__init__()
+
+    with pytest.raises(TypeError, match="Sequential.append: the .*Escapes has not been initialized"):
+        Escapes(nn.Sequential())
+
     class NoInit(nn.Module):
         def __init__(self):
             pass
