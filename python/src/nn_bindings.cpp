@@ -128,6 +128,22 @@ Module* module_or_null(py::handle self) {
   return &self.cast<Module&>();
 }
 
+/// The module behind `self`, which a bound method is called on; AttributeError before
+/// Module.__init__ (the C++ object does not exist yet).
+Module& init_module(py::handle self) {
+  Module* m = module_or_null(self);
+  if (m == nullptr)
+    throw py::attribute_error(msg("'", Py_TYPE(self.ptr())->tp_name,
+                                  "' object is not initialized: call super().__init__() before using it"));
+  return *m;
+}
+
+template <class C>
+C& init_as(py::handle self) {
+  init_module(self);
+  return self.cast<C&>();
+}
+
 Module& module_of(py::handle self, const char* what) {
   Module* m = module_or_null(self);
   if (m == nullptr) throw py::attribute_error(msg("cannot ", what, " before Module.__init__() call"));
@@ -286,11 +302,13 @@ void module_setattr(py::handle self, const std::string& name, py::handle value) 
 }
 
 py::object module_getattr(py::handle self, const std::string& name) {
-  if (Module* m = module_or_null(self)) {
-    if (m->has_parameter(name)) return parameter_object(m->parameter(name));
-    if (m->has_buffer(name)) return tensor_object(m->buffer(name));
-    if (m->has_child(name)) return module_object(m->child(name));
-  }
+  Module* m = module_or_null(self);
+  if (m == nullptr)
+    throw py::attribute_error(msg("'", Py_TYPE(self.ptr())->tp_name, "' object has no attribute '", name,
+                                  "' (it is not initialized: call super().__init__() before using it)"));
+  if (m->has_parameter(name)) return parameter_object(m->parameter(name));
+  if (m->has_buffer(name)) return tensor_object(m->buffer(name));
+  if (m->has_child(name)) return module_object(m->child(name));
   throw py::attribute_error(msg("'", Py_TYPE(self.ptr())->tp_name, "' object has no attribute '", name, "'"));
 }
 
@@ -332,7 +350,8 @@ void bind_module(py::module_& nnm) {
   cls.def(STRATA_MODULE_INIT(Module, (), ()))
       .def(
           "forward",
-          [](Module& m, const Tensor& input) {
+          [](py::handle self_m, const Tensor& input) {
+            Module& m = init_module(self_m);
             py::gil_scoped_release release;
             return m.forward(input);
           },
@@ -392,31 +411,37 @@ void bind_module(py::module_& nnm) {
           },
           py::arg("name"), py::arg("module"))
       .def(
-          "parameters", [](const Module& m, bool recurse) { return tensors_iter(m.parameters(recurse), true); },
+          "parameters",
+          [](py::handle self_m, bool recurse) { return tensors_iter(init_module(self_m).parameters(recurse), true); },
           py::arg("recurse") = true)
       .def(
           "named_parameters",
-          [](const Module& m, const std::string& prefix, bool recurse) {
+          [](py::handle self_m, const std::string& prefix, bool recurse) {
+            const Module& m = init_module(self_m);
             return pairs_iter(m.named_parameters(prefix, recurse), true);
           },
           py::arg("prefix") = "", py::arg("recurse") = true)
       .def(
-          "buffers", [](const Module& m, bool recurse) { return tensors_iter(m.buffers(recurse), false); },
+          "buffers",
+          [](py::handle self_m, bool recurse) { return tensors_iter(init_module(self_m).buffers(recurse), false); },
           py::arg("recurse") = true)
       .def(
           "named_buffers",
-          [](const Module& m, const std::string& prefix, bool recurse) {
+          [](py::handle self_m, const std::string& prefix, bool recurse) {
+            const Module& m = init_module(self_m);
             return pairs_iter(m.named_buffers(prefix, recurse), false);
           },
           py::arg("prefix") = "", py::arg("recurse") = true)
       .def("children",
-           [](const Module& m) {
+           [](py::handle self_m) {
+             const Module& m = init_module(self_m);
              py::list out;
              for (const auto& c : m.children()) out.append(module_object(c));
              return py::iter(out);
            })
       .def("named_children",
-           [](const Module& m) {
+           [](py::handle self_m) {
+             const Module& m = init_module(self_m);
              py::list out;
              for (const auto& [n, c] : m.named_children()) out.append(py::make_tuple(n, module_object(c)));
              return py::iter(out);
@@ -424,7 +449,7 @@ void bind_module(py::module_& nnm) {
       .def("modules",
            [](py::object self) {
              py::list out;
-             for (const auto& [n, c] : self.cast<Module&>().named_modules()) {
+             for (const auto& [n, c] : init_module(self).named_modules()) {
                (void)n;
                out.append(out.empty() ? self : module_object(c));
              }
@@ -434,7 +459,7 @@ void bind_module(py::module_& nnm) {
           "named_modules",
           [](py::object self, const std::string& prefix) {
             py::list out;
-            for (const auto& [n, c] : self.cast<Module&>().named_modules(prefix))
+            for (const auto& [n, c] : init_module(self).named_modules(prefix))
               out.append(py::make_tuple(n, out.empty() ? self : module_object(c)));
             return py::iter(out);
           },
@@ -442,18 +467,19 @@ void bind_module(py::module_& nnm) {
       .def(
           "train",
           [](py::object self, bool mode) {
-            self.cast<Module&>().train(mode);
+            init_module(self).train(mode);
             return self;
           },
           py::arg("mode") = true)
       .def("eval",
            [](py::object self) {
-             self.cast<Module&>().eval();
+             init_module(self).eval();
              return self;
            })
       .def_property(
-          "training", [](const Module& m) { return m.is_training(); },
-          [](Module& m, bool mode) {
+          "training", [](py::handle self_m) { return init_module(self_m).is_training(); },
+          [](py::handle self_m, bool mode) {
+            Module& m = init_module(self_m);
             // Only this module changes, as assigning torch's `module.training` does.
             auto mods = m.named_modules();
             std::vector<bool> saved;
@@ -463,7 +489,8 @@ void bind_module(py::module_& nnm) {
           })
       .def(
           "zero_grad",
-          [](Module& m, bool set_to_none) {
+          [](py::handle self_m, bool set_to_none) {
+            Module& m = init_module(self_m);
             if (set_to_none) {
               m.zero_grad();
               return;
@@ -477,7 +504,7 @@ void bind_module(py::module_& nnm) {
       .def(
           "requires_grad_",
           [](py::object self, bool requires_grad) {
-            for (Tensor p : self.cast<Module&>().parameters()) p.set_requires_grad(requires_grad);
+            for (Tensor p : init_module(self).parameters()) p.set_requires_grad(requires_grad);
             return self;
           },
           py::arg("requires_grad") = true)
@@ -485,7 +512,7 @@ void bind_module(py::module_& nnm) {
           "state_dict",
           [](py::object self, py::object destination, const std::string& prefix, bool keep_vars) {
             refuse(keep_vars, "Module.state_dict", "keep_vars=True");
-            return state_dict_object(self.cast<Module&>().state_dict(), prefix, destination);
+            return state_dict_object(init_module(self).state_dict(), prefix, destination);
           },
           py::arg("destination") = py::none(), py::arg("prefix") = "", py::arg("keep_vars") = false,
           "The parameters and persistent buffers by name (an OrderedDict of detached tensors).")
@@ -494,7 +521,7 @@ void bind_module(py::module_& nnm) {
           [](py::object self, py::handle state, bool strict, bool assign) {
             refuse(assign, "Module.load_state_dict", "assign=True");
             set_python_type_name(self);
-            Module& m = self.cast<Module&>();
+            Module& m = init_module(self);
             const StateDict sd = state_dict_arg(state, "load_state_dict");
             nn::LoadResult r;
             {
@@ -509,25 +536,25 @@ void bind_module(py::module_& nnm) {
       .def(
           "apply",
           [](py::object self, py::object fn) {
-            for (const auto& c : self.cast<Module&>().children()) module_object(c).attr("apply")(fn);
+            for (const auto& c : init_module(self).children()) module_object(c).attr("apply")(fn);
             fn(self);
             return self;
           },
           py::arg("fn"))
-      .def("extra_repr", [](const Module& m) { return m.extra_repr(); })
+      .def("extra_repr", [](py::handle self_m) { return init_module(self_m).extra_repr(); })
       .def("__repr__",
            [](py::object self) {
              set_python_type_name(self);
-             return self.cast<Module&>().to_string();
+             return init_module(self).to_string();
            })
-      .def_property_readonly("_type_name", [](const Module& m) { return m.type_name(); });
+      .def_property_readonly("_type_name", [](py::handle self_m) { return init_module(self_m).type_name(); });
 }
 
 // ---- containers ---------------------------------------------------------------------------------
 
 template <class C>
 py::object container_getitem(py::object self, py::handle index, const char* type) {
-  C& c = self.cast<C&>();
+  C& c = init_as<C>(self);
   const auto n = static_cast<int64_t>(c.size());
   if (py::isinstance<py::slice>(index)) {
     auto slots = slots_of(c);
@@ -553,10 +580,11 @@ void container_append(C& c, py::handle module, const char* type) {
 
 template <class C>
 void bind_list_methods(py::class_<C, PyModuleT<C>, Module, py::smart_holder>& cls, const char* type) {
-  cls.def("__len__", [](const C& c) { return c.size(); })
+  cls.def("__len__", [](py::handle self_c) { return init_as<C>(self_c).size(); })
       .def("__getitem__", [type](py::object self, py::handle index) { return container_getitem<C>(self, index, type); })
       .def("__iter__",
-           [](const C& c) {
+           [](py::handle self_c) {
+             const C& c = init_as<C>(self_c);
              py::list out;
              for (std::size_t i = 0; i < c.size(); ++i) out.append(module_object(c[static_cast<int64_t>(i)]));
              return py::iter(out);
@@ -564,18 +592,19 @@ void bind_list_methods(py::class_<C, PyModuleT<C>, Module, py::smart_holder>& cl
       .def(
           "append",
           [type](py::object self, py::handle module) {
-            container_append(self.cast<C&>(), module, type);
+            container_append(init_as<C>(self), module, type);
             return self;
           },
           py::arg("module"))
       .def(
           "extend",
           [type](py::object self, py::iterable modules) {
-            for (py::handle m : modules) container_append(self.cast<C&>(), m, type);
+            for (py::handle m : modules) container_append(init_as<C>(self), m, type);
             return self;
           },
           py::arg("modules"))
-      .def("__setitem__", [type](C& c, py::handle index, py::handle module) {
+      .def("__setitem__", [type](py::handle self_c, py::handle index, py::handle module) {
+        C& c = init_as<C>(self_c);
         const auto n = static_cast<int64_t>(c.size());
         int64_t i = int_from_py(index, type, "index");
         if (i < -n || i >= n) throw BindingIndexError(msg("index ", i, " is out of range for ", type, " of length ", n));

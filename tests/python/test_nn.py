@@ -291,6 +291,27 @@ def test_attribute_errors():
     with pytest.raises(AttributeError, match=r"cannot assign module before Module.__init__\(\) call"):
         Early()
 
+    for call in (lambda m: m.train(), lambda m: list(m.parameters()), lambda m: m.state_dict(), repr,
+                 lambda m: m.load_state_dict({}), lambda m: m.training, lambda m: m.apply(print), lambda m: m.modules(),
+                 lambda m: m.register_buffer("a", None), lambda m: m.zero_grad(), lambda m: m.forward(strata.ones(1)),
+                 lambda m: m.named_children(), lambda m: m.extra_repr()):
+        class Premature(nn.Module):
+            def __init__(self):
+                call(self)
+                super().__init__()
+
+        with pytest.raises(AttributeError, match="not initialized: call super\\(\\).__init__\\(\\) before using it|"
+                                                 "before Module.__init__\\(\\) call"):
+            Premature()
+
+    class PrematureSeq(nn.Sequential):
+        def __init__(self):
+            len(self)
+            super().__init__()
+
+    with pytest.raises(AttributeError, match="not initialized"):
+        PrematureSeq()
+
     class Escapes(nn.Module):
         def __init__(self, seq):
             seq.append(self)
