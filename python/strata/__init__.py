@@ -212,3 +212,4 @@ __all__ = [
     "zeros",
     "zeros_like",
 ]
+__all__ += ["load_checkpoint", "models", "save_checkpoint"]
