@@ -358,6 +358,15 @@ StateDict state_dict_arg(py::handle state, const char* op) {
   return out;
 }
 
+/// state_dict(keep_vars=True): the registered tensors themselves (parameters as Parameters), in
+/// Module::state_dict's order (per module: parameters, persistent buffers, then every child slot).
+void collect_vars(const Module& m, const std::string& prefix, py::object& out) {
+  for (const auto& [n, t] : m.named_parameters("", /*recurse=*/false)) out[py::str(prefix + n)] = parameter_object(t);
+  for (const auto& [n, t] : m.named_buffers("", /*recurse=*/false))
+    if (m.is_persistent_buffer(n)) out[py::str(prefix + n)] = tensor_object(t);
+  for (const auto& [n, c] : slots_of(m)) collect_vars(*c, prefix + n + ".", out);
+}
+
 py::object state_dict_object(const StateDict& sd, const std::string& prefix, py::object destination) {
   if (destination.is_none()) destination = py::module_::import("collections").attr("OrderedDict")();
   for (const auto& [k, t] : sd) destination[py::str(prefix + k)] = t;
@@ -534,11 +543,16 @@ void bind_module(py::module_& nnm) {
       .def(
           "state_dict",
           [](py::object self, py::object destination, const std::string& prefix, bool keep_vars) {
-            refuse(keep_vars, "Module.state_dict", "keep_vars=True");
+            if (keep_vars) {
+              if (destination.is_none()) destination = py::module_::import("collections").attr("OrderedDict")();
+              collect_vars(init_module(self), prefix, destination);
+              return destination;
+            }
             return state_dict_object(init_module(self).state_dict(), prefix, destination);
           },
           py::arg("destination") = py::none(), py::arg("prefix") = "", py::arg("keep_vars") = false,
-          "The parameters and persistent buffers by name (an OrderedDict of detached tensors).")
+          "The parameters and persistent buffers by name (an OrderedDict of detached tensors; with "
+          "keep_vars, the registered Parameters and buffers themselves).")
       .def(
           "load_state_dict",
           [](py::object self, py::handle state, bool strict, bool assign) {
