@@ -254,6 +254,25 @@ py::object tensors_iter(const std::vector<Tensor>& ts, bool as_parameter) {
 
 // ---- attribute protocol -------------------------------------------------------------------------
 
+/// Refuses to replace or remove child `name` of a module whose forward is C++ code that may hold
+/// its children directly (the zoo models keep pointers to the layers they built): the change would
+/// show in state_dict() but not in forward(). Containers and modules whose forward is written in
+/// Python read their children by name, so they accept the change.
+void check_child_replaceable(py::handle self, Module& m, const std::string& name) {
+  if (!m.has_child(name)) return;
+  if (dynamic_cast<nn::Sequential*>(&m) != nullptr || dynamic_cast<nn::ModuleList*>(&m) != nullptr) return;
+  if (typeid(m) == typeid(Module) || typeid(m) == typeid(PyModuleT<Module>)) return;
+  py::object forward = py::getattr(py::type::of(self), "forward", py::none());
+  if (py::hasattr(forward, "__code__")) return;  // a Python forward
+  PyErr_SetString(PyExc_NotImplementedError,
+                  msg(m.type_name(), ".", name, ": replacing or removing a child of ", m.type_name(),
+                      " is not supported: its C++ forward keeps the modules it was built with (change the "
+                      "layer inside a Sequential, build the model with the layer you need, or subclass it "
+                      "and write forward in Python)")
+                      .c_str());
+  throw py::error_already_set();
+}
+
 void module_setattr(py::handle self, const std::string& name, py::handle value) {
   Module* m = module_or_null(self);
   const bool param = is_parameter(value);
@@ -280,6 +299,7 @@ void module_setattr(py::handle self, const std::string& name, py::handle value) 
     return;
   }
   if (mod) {
+    check_child_replaceable(self, *m, name);
     remove_from_dict(self, name);
     if (m->has_buffer(name)) m->unregister(name);
     m->register_module(name, module_arg(value, m->type_name(), "__setattr__"));
@@ -289,6 +309,7 @@ void module_setattr(py::handle self, const std::string& name, py::handle value) 
     if (!value.is_none())
       throw BindingTypeError(msg("cannot assign '", tp_name(value), "' as child module '", name,
                                  "' (strata.nn.Module or None expected)"));
+    check_child_replaceable(self, *m, name);
     m->unregister(name);
   } else if (m->has_buffer(name)) {
     if (!value.is_none() && !py::isinstance<Tensor>(value))
@@ -314,6 +335,7 @@ py::object module_getattr(py::handle self, const std::string& name) {
 
 void module_delattr(py::handle self, const std::string& name) {
   Module* m = module_or_null(self);
+  if (m != nullptr) check_child_replaceable(self, *m, name);
   if (m != nullptr && m->unregister(name)) return;
   if (PyObject_GenericSetAttr(self.ptr(), py::str(name).ptr(), nullptr) != 0) throw py::error_already_set();
 }
@@ -334,6 +356,15 @@ StateDict state_dict_arg(py::handle state, const char* op) {
     out.emplace_back(key, state_value(pair[1], key, op));
   }
   return out;
+}
+
+/// state_dict(keep_vars=True): the registered tensors themselves (parameters as Parameters), in
+/// Module::state_dict's order (per module: parameters, persistent buffers, then every child slot).
+void collect_vars(const Module& m, const std::string& prefix, py::object& out) {
+  for (const auto& [n, t] : m.named_parameters("", /*recurse=*/false)) out[py::str(prefix + n)] = parameter_object(t);
+  for (const auto& [n, t] : m.named_buffers("", /*recurse=*/false))
+    if (m.is_persistent_buffer(n)) out[py::str(prefix + n)] = tensor_object(t);
+  for (const auto& [n, c] : slots_of(m)) collect_vars(*c, prefix + n + ".", out);
 }
 
 py::object state_dict_object(const StateDict& sd, const std::string& prefix, py::object destination) {
@@ -395,6 +426,7 @@ void bind_module(py::module_& nnm) {
           "add_module",
           [](py::object self, const std::string& name, py::object module) {
             Module& m = module_of(self, "assign module");
+            check_child_replaceable(self, m, name);
             if (module.is_none()) {
               m.unregister(name);
               return;
@@ -511,11 +543,16 @@ void bind_module(py::module_& nnm) {
       .def(
           "state_dict",
           [](py::object self, py::object destination, const std::string& prefix, bool keep_vars) {
-            refuse(keep_vars, "Module.state_dict", "keep_vars=True");
+            if (keep_vars) {
+              if (destination.is_none()) destination = py::module_::import("collections").attr("OrderedDict")();
+              collect_vars(init_module(self), prefix, destination);
+              return destination;
+            }
             return state_dict_object(init_module(self).state_dict(), prefix, destination);
           },
           py::arg("destination") = py::none(), py::arg("prefix") = "", py::arg("keep_vars") = false,
-          "The parameters and persistent buffers by name (an OrderedDict of detached tensors).")
+          "The parameters and persistent buffers by name (an OrderedDict of detached tensors; with "
+          "keep_vars, the registered Parameters and buffers themselves).")
       .def(
           "load_state_dict",
           [](py::object self, py::handle state, bool strict, bool assign) {

@@ -213,3 +213,4 @@ __all__ = [
     "zeros",
     "zeros_like",
 ]
+__all__ += ["load_checkpoint", "models", "save_checkpoint"]

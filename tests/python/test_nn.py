@@ -408,8 +408,14 @@ def test_load_state_dict_errors():
         s.load_state_dict({"0.weight": "x"})
     with pytest.raises(TypeError, match="keys must be strings"):
         s.load_state_dict({1: np.zeros(1)})
-    with pytest.raises(NotImplementedError, match="keep_vars=True"):
-        s.state_dict(keep_vars=True)
+    kept = s.state_dict(keep_vars=True)
+    assert list(kept) == list(s.state_dict()) == list(good)
+    assert isinstance(kept["0.weight"], nn.Parameter) and kept["0.weight"].requires_grad
+    assert not isinstance(kept["1.running_mean"], nn.Parameter)
+    net, tnet = Net(), TNet()
+    assert list(net.state_dict(keep_vars=True, prefix="p.")) == ["p." + k for k in tnet.state_dict(keep_vars=True)]
+    with pytest.raises(NotImplementedError, match="assign=True"):
+        s.load_state_dict(good, assign=True)
 
 
 # ---- containers and Python modules inside C++ ones ----------------------------------------------

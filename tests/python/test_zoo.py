@@ -430,6 +430,24 @@ def test_models_are_modules():
     np.testing.assert_array_equal(m(x).numpy(), m2(x).numpy())
 
 
+def test_replacing_layers():
+    m = models.cifar_resnet(8, num_classes=3)
+    # The C++ forward keeps the layers it was built with: replacing one is refused, not ignored.
+    for change in (lambda: setattr(m, "fc", strata.nn.Linear(64, 5)), lambda: setattr(m, "fc", None),
+                   lambda: delattr(m, "fc"), lambda: m.add_module("fc", strata.nn.Identity()),
+                   lambda: setattr(m.layer1[0], "conv1", strata.nn.Identity())):
+        with pytest.raises(NotImplementedError,
+                           match="replacing or removing a child of (ResNet|BasicBlock) is not supported"):
+            change()
+    assert tuple(m(strata.randn(2, 3, 8, 8)).shape) == (2, 3)
+    m.extra = strata.nn.ReLU()  # a new child is fine (forward does not use it, as in torch)
+    # Inside Sequential containers replacing works, as in torchvision fine-tuning code.
+    v = models.VGG([4, "M"], num_classes=10, pool_size=1, hidden=8, dropout=0.0)
+    v.classifier[6] = strata.nn.Linear(8, 2)
+    assert tuple(v(strata.randn(2, 3, 4, 4)).shape) == (2, 2)
+    assert tuple(v.state_dict()["classifier.6.weight"].shape) == (2, 8)
+
+
 # ---- bad arguments ------------------------------------------------------------------------------
 
 def test_bad_arguments():
