@@ -51,6 +51,8 @@ std::string StreamReport::explain() const {
      << " ms\n";
   os << "  REV stream: " << prefetches << " prefetches + " << demand_fetches << " demand fetches, " << mib(bytes_to_fast)
      << " to fast in " << transfer_to_fast_s * 1e3 << " ms\n";
+  os << "  forward stall " << forward_stall_s * 1e3 << " ms (waiting for spills); " << values_shared
+     << " values saved twice shared their slot\n";
   os << "  stall " << stall_s * 1e3 << " ms of " << transfer_s() * 1e3 << " ms transfer: overlap " << overlap() * 100
      << " %; tiles freed " << tiles_freed << "/" << layers << "\n";
   os << "  slow tier: " << slow_tier << "\n";
@@ -72,6 +74,16 @@ std::any TapeStreamer::pack(const Tensor& value) {
   const uint64_t node = autograd::saving_node_sequence_nr();
   if (node != pending_node_ || node == autograd::kNoSavingNode) flush_locked();
   pending_node_ = node;
+  // A value saved again (a relu output saved by the relu and by the next linear) shares its slot.
+  for (auto it = seen_.rbegin(); it != seen_.rend(); ++it) {
+    if (it->allocation != value.storage().allocation() || it->offset != value.offset() || it->sizes != value.sizes() ||
+        it->dtype != value.dtype() || it->storage.version() != std::optional<uint64_t>(value.version()))
+      continue;
+    if (auto same = it->packed.lock()) {
+      ++stats_.values_shared;
+      return same;
+    }
+  }
   auto pv = std::make_shared<PackedValue>();
   pv->sizes = value.sizes();
   pv->dtype = value.dtype();
@@ -81,6 +93,9 @@ std::any TapeStreamer::pack(const Tensor& value) {
   } else {
     pv->pending = value;
     pending_.push_back(pv);
+    if (seen_.size() >= kSeen) seen_.erase(seen_.begin());
+    seen_.push_back({WeakStorage(value.storage()), value.storage().allocation(), value.offset(), value.sizes(),
+                     value.dtype(), pv});
   }
   return pv;
 }
@@ -104,6 +119,18 @@ void TapeStreamer::close_layer_locked() {
   ++stats_.spills;
   stats_.bytes_to_slow += open_->capacity;
   open_.reset();
+  // Back-pressure: at most max(1, d) spills in flight, so a FWD stream slower than the forward
+  // does not pile full tiles up in the fast tier (the forward waits instead: forward stall).
+  in_flight_.push_back(l.spill);
+  const std::size_t limit = static_cast<std::size_t>(std::max(1, options_.prefetch_distance));
+  while (!in_flight_.empty() && (in_flight_.front().done() || in_flight_.size() > limit)) {
+    if (!in_flight_.front().done()) {
+      const auto t0 = std::chrono::steady_clock::now();
+      in_flight_.front().wait();
+      stats_.forward_stall_s += seconds(std::chrono::steady_clock::now() - t0);
+    }
+    in_flight_.pop_front();
+  }
 }
 
 void TapeStreamer::flush_locked() {
@@ -115,6 +142,7 @@ void TapeStreamer::flush_locked() {
   std::shared_ptr<Tile> tile;
   const bool oversized = bytes > options_.tape_budget_bytes;
   if (oversized) {
+    // A layer by itself: the next region overflows it and closes it (so a last one stays fast).
     close_layer_locked();
     tile = new_tile_locked(bytes);
     open_ = tile;
@@ -139,13 +167,14 @@ void TapeStreamer::flush_locked() {
   ++stats_.regions;
   stats_.tape_bytes += bytes;
   pending_.clear();
-  if (oversized) close_layer_locked();
 }
 
 void TapeStreamer::finish() {
   std::lock_guard<std::mutex> lock(mutex_);
   flush_locked();
   pending_node_ = autograd::kNoSavingNode;
+  seen_.clear();
+  in_flight_.clear();
   open_.reset();  // the last layer stays in the fast tier, held by its values only
 }
 

@@ -22,6 +22,10 @@
 ///    it (counted as stall), and one of a tile not in the fast tier and never prefetched fetches it
 ///    on demand (also stall). Unpacked values are views of the tile; a tile is freed, without
 ///    write-back, once every SavedTensor of its layer was released.
+/// At most max(1, d) spills are in flight: closing a layer beyond that waits for the oldest
+/// (forward stall), so the fast tier holds a bounded number of tiles when the slow tier's write
+/// bandwidth cannot keep up. A value saved again while its first save is alive and unmodified
+/// (same storage, offset, shape, dtype, version) shares the first slot instead of a second copy.
 /// Values below `min_stream_bytes`, non-contiguous values and everything when `enabled` is false
 /// are kept as they are (the plain saved value). Values checkpoint segments save never reach the
 /// streamer (the checkpoint's hooks are innermost); the segments' inputs do, and stream as usual.
@@ -29,6 +33,7 @@
 /// the streamer), so the streamer adds no thread of its own.
 
 #include <cstddef>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -80,7 +85,9 @@ struct StreamReport {
   std::size_t bytes_to_fast = 0;   ///< tile bytes prefetched or fetched on demand in backward
   std::size_t spills = 0, prefetches = 0, demand_fetches = 0;
   std::size_t tiles_freed = 0;
-  double stall_s = 0;              ///< time unpack waited for a tile
+  std::size_t values_shared = 0;   ///< saves of a value already streamed (they share its slot)
+  double stall_s = 0;              ///< time unpack waited for a tile (backward)
+  double forward_stall_s = 0;      ///< time forward waited for spills (more than max(1, d) in flight)
   double transfer_to_slow_s = 0;   ///< running time of the spills on the mover thread
   double transfer_to_fast_s = 0;   ///< ... of the prefetches and demand fetches
   std::string slow_tier;           ///< "modeled: ..." or "real device ..."
@@ -113,6 +120,15 @@ class TapeStreamer final : public autograd::SavedTensorHooks {
 
  private:
   struct Layer;
+  struct Seen {
+    WeakStorage storage;
+    const Allocation* allocation;
+    int64_t offset;
+    Dims sizes;
+    DType dtype;
+    std::weak_ptr<detail::PackedValue> packed;
+  };
+  static constexpr std::size_t kSeen = 64;  // recent streamed values checked for a second save
   void flush_locked();
   void close_layer_locked();
   std::shared_ptr<detail::Tile> new_tile_locked(std::size_t bytes);
@@ -126,6 +142,8 @@ class TapeStreamer final : public autograd::SavedTensorHooks {
   std::shared_ptr<detail::Tile> open_;  // the layer being filled (forward only)
   uint64_t pending_node_ = autograd::kNoSavingNode;
   std::vector<std::shared_ptr<detail::PackedValue>> pending_;
+  std::vector<Seen> seen_;
+  std::deque<memory::MoveHandle> in_flight_;  // spills not known to be done
   StreamReport stats_;  // counts; times and layer info are filled by report()
 };
 
