@@ -141,7 +141,9 @@ TEST(TapeStream, RegionsFitLayersAndUnpackedBytesEqualPackedOnes) {
     EXPECT_EQ(r.layers, expect_layers);
     ASSERT_EQ(r.layer_info.size(), r.layers);
     for (const auto& l : r.layer_info) {
-      if (l.regions > 1) EXPECT_LE(l.used_bytes, budget);
+      if (l.regions > 1) {
+        EXPECT_LE(l.used_bytes, budget);
+      }
       EXPECT_GE(l.tile_bytes, l.used_bytes);
     }
     EXPECT_EQ(r.spills, r.layers - 1);  // every layer but the open one at the end of forward
@@ -328,8 +330,11 @@ void check_model(const char* what, nn::Module& model, const Tensor& x, const Ten
     EXPECT_GT(r.layers, 2u);
     EXPECT_EQ(r.spills, r.layers - 1);
     EXPECT_EQ(r.tiles_freed, r.layers);
-    for (const auto& l : r.layer_info)
-      if (l.regions > 1) EXPECT_LE(l.used_bytes, budget);
+    for (const auto& l : r.layer_info) {
+      if (l.regions > 1) {
+        EXPECT_LE(l.used_bytes, budget);
+      }
+    }
     std::printf("[%s, slow-tier model %s]\n%s", what, slow_model ? "on" : "off", r.explain().c_str());
   }
 }
