@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 
+#include "tests/cpp/bitwise.h"
 #include "autograd/remat/checkpoint.h"
 #include "autograd/remat/peak.h"
 #include "autograd/tape/stream.h"
@@ -44,23 +45,8 @@ std::string message_of(const std::function<void()>& fn) {
   return "<no error>";
 }
 
-std::vector<unsigned char> bytes_of(const Tensor& t) {
-  Tensor c = t.contiguous();
-  std::vector<unsigned char> out(c.nbytes());
-  PinSet pins;
-  pins.add(c, AccessMode::Read).acquire();
-  if (!out.empty()) std::memcpy(out.data(), c.data_ptr(), out.size());
-  return out;
-}
-
-::testing::AssertionResult same_bits(const Tensor& a, const Tensor& b) {
-  if (a.defined() != b.defined()) return ::testing::AssertionFailure() << "one tensor is undefined";
-  if (!a.defined()) return ::testing::AssertionSuccess();
-  if (a.sizes() != b.sizes() || a.dtype() != b.dtype())
-    return ::testing::AssertionFailure() << a.describe() << " vs " << b.describe();
-  if (bytes_of(a) != bytes_of(b)) return ::testing::AssertionFailure() << "values differ: " << a.describe();
-  return ::testing::AssertionSuccess();
-}
+using testing_util::bytes_of;
+using testing_util::same_bits;
 
 // Tiered memories of our own for the tiles, with the slow-tier model off and on.
 memory::TieredMemory& tile_memory(bool model) {
