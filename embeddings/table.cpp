@@ -79,7 +79,7 @@ void store_row(std::byte* p, ElemType t, int64_t n, const float* src) {
 
 void Table::read_row(int64_t row, float* dst) {
   check_row(row);
-  const std::byte* p = rowpointer(row, AccessContext::Update);
+  const std::byte* p = rowpointer(row, AccessContext::Read);
   if (in_slow(p)) charge_slow_read(row_bytes_);
   load_row(p, elem_type_, featuresize_, dst);
 }

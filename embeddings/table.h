@@ -37,7 +37,8 @@ ElemType parse_elem_type(std::string_view text);
 /// Table 5.2's access context: who is asking for the row.
 enum class AccessContext : uint8_t {
   Forward,  ///< a lookup: a cached table may move the row into its DRAM cache (access_and_cache)
-  Update,   ///< a gradient update or a bulk read/write: never changes where the row lives (access)
+  Update,   ///< a write (gradient update, bulk write): never moves the row; a cached copy becomes dirty
+  Read,     ///< a read without side effects (bulk reads, checks): never moves the row or dirties it
 };
 
 /// Where a table's rows live and what direct slow-tier accesses cost.
@@ -94,7 +95,7 @@ class Table {
   const std::string& name() const { return name_; }
   void set_name(std::string name) { name_ = std::move(name); }
 
-  /// Bulk copies through rowpointer(·, Update), converting to/from f32: `dst`/`src` hold
+  /// Bulk copies through rowpointer(·, Read) / rowpointer(·, Update), converting to/from f32: `dst`/`src` hold
   /// nvectors × featuresize floats, row-major. Not thread-safe against concurrent kernels.
   void copy_to(float* dst);
   void copy_from(const float* src);
