@@ -126,12 +126,10 @@ class UpdateWorkspace {
 
  private:
   friend struct detail::KernelAccess;
-  std::vector<uint32_t> keys_a_, keys_b_;  // digit keys / rows (radix passes)
-  std::vector<uint32_t> occ_a_, occ_b_;    // occurrence ids, stably permuted
-  std::vector<uint64_t> rows_a_, rows_b_;  // full rows (tables with >= 2^32 rows)
-  std::vector<uint32_t> hist_;             // per-chunk digit histograms / prefix sums
-  std::vector<uint32_t> bag_of_;           // occurrence -> bag
-  std::vector<uint32_t> seg_;              // CSR row pointers: start of each distinct row's run
+  std::vector<uint64_t> sorted_a_, sorted_b_;  // (row << 32 | occurrence), radix-sorted by row
+  std::vector<uint32_t> hist_;                 // per-chunk digit histograms, then prefix sums
+  std::vector<uint32_t> bag_of_;               // occurrence -> bag
+  std::vector<uint32_t> seg_;                  // CSR: start of each distinct row's occurrences
   int64_t unique_rows_ = 0;
 };
 
