@@ -126,10 +126,12 @@ class UpdateWorkspace {
 
  private:
   friend struct detail::KernelAccess;
-  std::vector<uint64_t> sorted_a_, sorted_b_;  // (row << 32 | occurrence), radix-sorted by row
+  std::vector<uint64_t> sorted_a_, sorted_b_;  // radix passes over (row << 32 | occurrence)
   std::vector<uint32_t> hist_;                 // per-chunk digit histograms, then prefix sums
   std::vector<uint32_t> bag_of_;               // occurrence -> bag
   std::vector<uint32_t> seg_;                  // CSR: start of each distinct row's occurrences
+  std::vector<uint32_t> seg_rows_;             // the row of each run
+  const uint64_t* occ_ = nullptr;              // per sorted occurrence: (coefficient bits << 32 | bag)
   int64_t unique_rows_ = 0;
 };
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
@@ -13,6 +14,13 @@
 
 #include "embeddings/kernels.h"
 #include "embeddings/table.h"
+
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define STRATA_EMB_AVX2 1
+#else
+#define STRATA_EMB_AVX2 0
+#endif
 
 namespace strata::emb::detail {
 
@@ -43,6 +51,145 @@ struct Elem<ElemType::BF16> {
   static uint16_t store(float x) { return f32_to_bf16(x); }
 };
 
+// ---- row operations ----
+//
+// Note [Row operations]
+// The kernels' inner loops over a row's elements, for a compile-time feature size kD (0: the run-time
+// size d). With AVX2+FMA and kD a multiple of 8 they are written with intrinsics, 8 lanes at a time
+// (the compiler's own vectorization of fully unrolled 16-element loops was partial or scalar); every
+// other case is a plain loop. Both compute exactly the rules of Note [Embedding summation order]:
+// lane j of a vector operation is the same IEEE operation (add, fused multiply-add, divide) as
+// element j of the loop, so the results are bitwise identical.
+
+template <int64_t kD, ElemType E>
+struct RowOps {
+  using T = typename Elem<E>::type;
+  static constexpr bool kVec = STRATA_EMB_AVX2 && kD > 0 && kD % 8 == 0;
+
+#if STRATA_EMB_AVX2
+  static __m256 load8(const T* p) {
+    if constexpr (E == ElemType::F32) {
+      return _mm256_loadu_ps(p);
+    } else {
+      const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+      return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    }
+  }
+  static void store8(T* p, __m256 v) {
+    if constexpr (E == ElemType::F32) {
+      _mm256_storeu_ps(p, v);
+    } else {
+      const __m256i x = _mm256_castps_si256(v);
+      const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
+      const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(x, _mm256_set1_epi32(0x7fff)), lsb), 16);
+      const __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(0x40));
+      const __m256i is_nan =
+          _mm256_cmpgt_epi32(_mm256_and_si256(x, _mm256_set1_epi32(0x7fffffff)), _mm256_set1_epi32(0x7f800000));
+      const __m256i r = _mm256_blendv_epi8(rounded, quiet, is_nan);
+      // 32 -> 16 bits: packus works per 128-bit lane, so gather the two low quadwords afterwards.
+      const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_castsi256_si128(packed));
+    }
+  }
+#endif
+
+  static void zero(float* acc, int64_t d) {
+    for (int64_t j = 0; j < (kD > 0 ? kD : d); ++j) acc[j] = 0.0f;
+  }
+  /// acc_j = acc_j + src_j
+  static void add(float* acc, const T* src, int64_t d) {
+#if STRATA_EMB_AVX2
+    if constexpr (kVec) {
+      for (int64_t j = 0; j < kD; j += 8)
+        _mm256_storeu_ps(acc + j, _mm256_add_ps(_mm256_loadu_ps(acc + j), load8(src + j)));
+      return;
+    }
+#endif
+    for (int64_t j = 0; j < (kD > 0 ? kD : d); ++j) acc[j] = acc[j] + Elem<E>::load(src[j]);
+  }
+  /// acc_j = fma(w, src_j, acc_j)
+  static void fma(float* acc, float w, const T* src, int64_t d) {
+#if STRATA_EMB_AVX2
+    if constexpr (kVec) {
+      const __m256 wv = _mm256_set1_ps(w);
+      for (int64_t j = 0; j < kD; j += 8)
+        _mm256_storeu_ps(acc + j, _mm256_fmadd_ps(wv, load8(src + j), _mm256_loadu_ps(acc + j)));
+      return;
+    }
+#endif
+    for (int64_t j = 0; j < (kD > 0 ? kD : d); ++j) acc[j] = std::fma(w, Elem<E>::load(src[j]), acc[j]);
+  }
+  /// dst_j = acc_j / n (n > 0) or acc_j (n == 0: no division)
+  static void finish(float* dst, const float* acc, float n, int64_t d) {
+#if STRATA_EMB_AVX2
+    if constexpr (kVec) {
+      if (n > 0.0f) {
+        const __m256 nv = _mm256_set1_ps(n);
+        for (int64_t j = 0; j < kD; j += 8) _mm256_storeu_ps(dst + j, _mm256_div_ps(_mm256_loadu_ps(acc + j), nv));
+      } else {
+        for (int64_t j = 0; j < kD; j += 8) _mm256_storeu_ps(dst + j, _mm256_loadu_ps(acc + j));
+      }
+      return;
+    }
+#endif
+    const int64_t n_el = kD > 0 ? kD : d;
+    if (n > 0.0f) {
+      for (int64_t j = 0; j < n_el; ++j) dst[j] = acc[j] / n;
+    } else {
+      for (int64_t j = 0; j < n_el; ++j) dst[j] = acc[j];
+    }
+  }
+  /// g_j = fma(c, x_j, g_j) for f32 x (gradient rows)
+  static void fma_f32(float* g, float c, const float* x, int64_t d) {
+#if STRATA_EMB_AVX2
+    if constexpr (kVec) {
+      const __m256 cv = _mm256_set1_ps(c);
+      for (int64_t j = 0; j < kD; j += 8)
+        _mm256_storeu_ps(g + j, _mm256_fmadd_ps(cv, _mm256_loadu_ps(x + j), _mm256_loadu_ps(g + j)));
+      return;
+    }
+#endif
+    for (int64_t j = 0; j < (kD > 0 ? kD : d); ++j) g[j] = std::fma(c, x[j], g[j]);
+  }
+  /// w_j = round(fma(step, g_j, w_j))
+  static void apply(T* w, float step, const float* g, int64_t d) {
+#if STRATA_EMB_AVX2
+    if constexpr (kVec) {
+      const __m256 sv = _mm256_set1_ps(step);
+      for (int64_t j = 0; j < kD; j += 8) store8(w + j, _mm256_fmadd_ps(sv, _mm256_loadu_ps(g + j), load8(w + j)));
+      return;
+    }
+#endif
+    for (int64_t j = 0; j < (kD > 0 ? kD : d); ++j) w[j] = Elem<E>::store(std::fma(step, g[j], Elem<E>::load(w[j])));
+  }
+  /// sum_j g_j^2 in double, in 8 interleaved lanes (lane j % 8, each in j order) added 0..7.
+  static double sum_squares(const float* g, int64_t d) {
+    alignas(32) double lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+#if STRATA_EMB_AVX2
+    if constexpr (kVec) {
+      __m256d lo = _mm256_setzero_pd(), hi = _mm256_setzero_pd();
+      for (int64_t j = 0; j < kD; j += 8) {
+        const __m256d a = _mm256_cvtps_pd(_mm_loadu_ps(g + j));
+        const __m256d b = _mm256_cvtps_pd(_mm_loadu_ps(g + j + 4));
+        lo = _mm256_fmadd_pd(a, a, lo);
+        hi = _mm256_fmadd_pd(b, b, hi);
+      }
+      _mm256_store_pd(lanes, lo);
+      _mm256_store_pd(lanes + 4, hi);
+    } else
+#endif
+    {
+      for (int64_t j = 0; j < (kD > 0 ? kD : d); ++j) {
+        const double x = static_cast<double>(g[j]);
+        lanes[j & 7] = std::fma(x, x, lanes[j & 7]);
+      }
+    }
+    double sq = lanes[0];
+    for (int l = 1; l < 8; ++l) sq += lanes[l];
+    return sq;
+  }
+};
+
 // ---- tuning knobs (the benchmark sweeps them; the defaults are what the measurements chose) ----
 
 /// Rows ahead whose lines are prefetched (0: no software prefetch). At most kMaxPrefetch.
@@ -59,11 +206,6 @@ inline void prefetch_row_for_write(const std::byte* p, std::size_t bytes) {
 }
 
 // ---- dispatch on the concrete table type ----
-
-/// True for tables whose rowpointer is pure address arithmetic without side effects, so the
-/// kernels may compute a row's address ahead of time for prefetching.
-template <typename TableT>
-inline constexpr bool kPureRowPointer = std::is_same_v<TableT, SimpleTable>;
 
 /// Calls f(concrete&) for the final table types the kernels are specialized for, f(Table&)
 /// (virtual rowpointer) for any other. Adding a final table type is one line here.

@@ -110,49 +110,28 @@ void lookup_bags(TableT& t, const Bags& bags, Pooling pooling, OutputSlice out, 
   detail::RowStream<TableT, decltype(row_at)> rows(t, AccessContext::Forward, row_at, k0, k1,
                                                    detail::prefetch_distance().load(std::memory_order_relaxed),
                                                    /*for_write=*/false);
+  using Ops = detail::RowOps<kD, E>;
   int64_t slow_rows = 0;
+  // Static sizes accumulate in a local row (registers or L1); the generic kernel in the
+  // destination row itself.
+  alignas(32) float local[kD > 0 ? kD : 1];
   for (int64_t b = b0; b < b1; ++b) {
     float* dst = out.data + b * out.row_stride;
+    float* acc = kD > 0 ? local : dst;
     const int64_t kb = off[b], ke = off[b + 1];
-    if constexpr (kD > 0) {
-      float acc[kD];
-      for (int64_t j = 0; j < kD; ++j) acc[j] = 0.0f;
-      for (int64_t k = kb; k < ke; ++k) {
-        const std::byte* p = rows.get(k);
-        slow_rows += detail::row_in_slow(t, p) ? 1 : 0;
-        const T* src = reinterpret_cast<const T*>(p);
-        if constexpr (kWeighted) {
-          const float w = wts[k];
-          for (int64_t j = 0; j < kD; ++j) acc[j] = std::fma(w, Elem<E>::load(src[j]), acc[j]);
-        } else {
-          for (int64_t j = 0; j < kD; ++j) acc[j] = acc[j] + Elem<E>::load(src[j]);
-        }
-      }
-      if (pooling == Pooling::Mean && ke > kb) {
-        const float n = static_cast<float>(ke - kb);
-        for (int64_t j = 0; j < kD; ++j) dst[j] = acc[j] / n;
+    Ops::zero(acc, d);
+    for (int64_t k = kb; k < ke; ++k) {
+      const std::byte* p = rows.get(k);
+      slow_rows += detail::row_in_slow(t, p) ? 1 : 0;
+      const T* src = reinterpret_cast<const T*>(p);
+      if constexpr (kWeighted) {
+        Ops::fma(acc, wts[k], src, d);
       } else {
-        for (int64_t j = 0; j < kD; ++j) dst[j] = acc[j];
-      }
-    } else {
-      // Generic feature size: accumulate in the destination row itself.
-      for (int64_t j = 0; j < d; ++j) dst[j] = 0.0f;
-      for (int64_t k = kb; k < ke; ++k) {
-        const std::byte* p = rows.get(k);
-        slow_rows += detail::row_in_slow(t, p) ? 1 : 0;
-        const T* src = reinterpret_cast<const T*>(p);
-        if constexpr (kWeighted) {
-          const float w = wts[k];
-          for (int64_t j = 0; j < d; ++j) dst[j] = std::fma(w, Elem<E>::load(src[j]), dst[j]);
-        } else {
-          for (int64_t j = 0; j < d; ++j) dst[j] = dst[j] + Elem<E>::load(src[j]);
-        }
-      }
-      if (pooling == Pooling::Mean && ke > kb) {
-        const float n = static_cast<float>(ke - kb);
-        for (int64_t j = 0; j < d; ++j) dst[j] = dst[j] / n;
+        Ops::add(acc, src, d);
       }
     }
+    const float n = pooling == Pooling::Mean && ke > kb ? static_cast<float>(ke - kb) : 0.0f;
+    if (kD > 0 || n > 0.0f) Ops::finish(dst, acc, n, d);
   }
   // Note [Slow-tier charging of row accesses]: one charge per chunk.
   if (slow_rows > 0) t.charge_slow_read(static_cast<std::size_t>(slow_rows) * t.row_bytes());

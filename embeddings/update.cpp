@@ -51,19 +51,20 @@ void SparseOptimizerState::check_matches(const Table& table, const SparseOptimiz
 
 std::size_t UpdateWorkspace::capacity_bytes() const {
   return (sorted_a_.capacity() + sorted_b_.capacity()) * sizeof(uint64_t) +
-         (hist_.capacity() + bag_of_.capacity() + seg_.capacity()) * sizeof(uint32_t);
+         (hist_.capacity() + bag_of_.capacity() + seg_.capacity() + seg_rows_.capacity()) * sizeof(uint32_t);
 }
 
 namespace detail {
 
 struct KernelAccess {
   static float* accum(SparseOptimizerState& s) { return s.accum_.data(); }
-  static UpdateWorkspace& ws(UpdateWorkspace& w) { return w; }
   static std::vector<uint64_t>& sorted_a(UpdateWorkspace& w) { return w.sorted_a_; }
   static std::vector<uint64_t>& sorted_b(UpdateWorkspace& w) { return w.sorted_b_; }
   static std::vector<uint32_t>& hist(UpdateWorkspace& w) { return w.hist_; }
   static std::vector<uint32_t>& bag_of(UpdateWorkspace& w) { return w.bag_of_; }
   static std::vector<uint32_t>& seg(UpdateWorkspace& w) { return w.seg_; }
+  static std::vector<uint32_t>& seg_rows(UpdateWorkspace& w) { return w.seg_rows_; }
+  static const uint64_t*& occ(UpdateWorkspace& w) { return w.occ_; }
   static void set_unique(UpdateWorkspace& w, int64_t u) { w.unique_rows_ = u; }
 };
 
@@ -86,13 +87,13 @@ void resize_no_shrink(std::vector<uint32_t>& v, std::size_t n) {
   if (v.size() < n) v.resize(n);
 }
 
-/// The reindexing (Note [Embedding summation order]): afterwards sorted_a holds (row << 32 | k)
-/// for every occurrence k, ordered by row and, within a row, by k (the (bag, position) order,
-/// since a stable sort keeps the input order), seg holds the CSR start of each distinct row's run
-/// (plus the end), and bag_of maps occurrences to bags. Each radix pass is histogram -> prefix sum
+/// The reindexing (Note [Embedding summation order]): the occurrences k sorted by row and, within
+/// a row, by k (the (bag, position) order, since a stable sort keeps the input order); afterwards
+/// occ holds each sorted occurrence's bag and gradient coefficient, seg the CSR start of each
+/// distinct row's run (plus the end) and seg_rows its row. Each radix pass is histogram -> prefix sum
 /// -> scatter over chunks of occurrences; a stable sort has one result, so the chunking (and the
 /// thread count) cannot change it.
-int64_t reindex(const Table& t, const Bags& bags, UpdateWorkspace& ws) {
+int64_t reindex(const Table& t, const Bags& bags, Pooling pooling, UpdateWorkspace& ws) {
   const int64_t nnz = static_cast<int64_t>(bags.indices.size());
   const int64_t batch = bags.batch();
   auto& a = KernelAccess::sorted_a(ws);
@@ -133,7 +134,8 @@ int64_t reindex(const Table& t, const Bags& bags, UpdateWorkspace& ws) {
     const uint64_t mask = static_cast<uint64_t>(radix - 1);
     const bool first = pass == 0;
     // Histogram per chunk. The first pass reads the indices themselves.
-    parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
+    // (Loop constants are copied into locals so stores into the arrays cannot force reloads.)
+    parallel_for(chunks, 1, [&, shift, mask, first](int64_t c0, int64_t c1) {
       for (int64_t c = c0; c < c1; ++c) {
         uint32_t* hc = h + c * radix;
         std::fill(hc, hc + radix, 0u);
@@ -156,7 +158,7 @@ int64_t reindex(const Table& t, const Bags& bags, UpdateWorkspace& ws) {
       }
     }
     // Scatter.
-    parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
+    parallel_for(chunks, 1, [&, shift, mask, first, src, dst](int64_t c0, int64_t c1) {
       for (int64_t c = c0; c < c1; ++c) {
         uint32_t* hc = h + c * radix;
         const int64_t k0 = c * per_chunk, k1 = std::min(nnz, k0 + per_chunk);
@@ -175,106 +177,114 @@ int64_t reindex(const Table& t, const Bags& bags, UpdateWorkspace& ws) {
     });
     std::swap(src, dst);
   }
-  // CSR row starts: a run begins wherever the row changes.
+  // CSR: a run begins wherever the row changes. Per chunk: count the run starts, prefix-sum the
+  // counts, then write each run's start and row, and pack every occurrence's bag and coefficient
+  // (in sorted order, into the other buffer) so the update streams them instead of chasing
+  // occurrence -> bag -> gradient row.
+  const uint64_t* sorted = src;
+  uint64_t* occ = dst;
   uint32_t* s = seg.data();
-  int64_t u = 0;
-  for (int64_t i = 0; i < nnz; ++i) {
-    if (i == 0 || (src[i] >> 32) != (src[i - 1] >> 32)) s[u++] = static_cast<uint32_t>(i);
+  resize_no_shrink(KernelAccess::seg_rows(ws), static_cast<std::size_t>(nnz));
+  uint32_t* srow = KernelAccess::seg_rows(ws).data();
+  const float* wts = bags.weights.empty() ? nullptr : bags.weights.data();
+  const bool mean = pooling == Pooling::Mean;
+  uint32_t starts[kMaxSortChunks + 1];
+  parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      const int64_t k0 = c * per_chunk, k1 = std::min(nnz, k0 + per_chunk);
+      uint32_t n = 0;
+      for (int64_t i = k0; i < k1; ++i) n += (i == 0 || (sorted[i] >> 32) != (sorted[i - 1] >> 32)) ? 1 : 0;
+      starts[c] = n;
+    }
+  });
+  uint32_t unique = 0;
+  for (int64_t c = 0; c < chunks; ++c) {
+    const uint32_t n = starts[c];
+    starts[c] = unique;
+    unique += n;
   }
-  s[u] = static_cast<uint32_t>(nnz);
-  // The sorted run must be in `a` (the kernels read sorted_a).
-  if (src != a.data()) std::memcpy(a.data(), src, static_cast<std::size_t>(nnz) * sizeof(uint64_t));
-  KernelAccess::set_unique(ws, u);
-  return u;
+  parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      const int64_t k0 = c * per_chunk, k1 = std::min(nnz, k0 + per_chunk);
+      uint32_t u = starts[c];
+      for (int64_t i = k0; i < k1; ++i) {
+        const uint64_t v = sorted[i];
+        if (i == 0 || (v >> 32) != (sorted[i - 1] >> 32)) {
+          s[u] = static_cast<uint32_t>(i);
+          srow[u] = static_cast<uint32_t>(v >> 32);
+          ++u;
+        }
+        const int64_t k = static_cast<int64_t>(v & kOccMask);
+        const uint32_t b = bag_of_p[k];
+        float coef = 1.0f;
+        if (wts != nullptr) {
+          coef = wts[k];
+        } else if (mean) {
+          coef = 1.0f / static_cast<float>(off[b + 1] - off[b]);
+        }
+        occ[i] = (static_cast<uint64_t>(std::bit_cast<uint32_t>(coef)) << 32) | b;
+      }
+    }
+  });
+  s[unique] = static_cast<uint32_t>(nnz);
+  KernelAccess::occ(ws) = occ;
+  KernelAccess::set_unique(ws, unique);
+  return unique;
 }
 
 /// What one chunk of distinct rows needs.
 struct UpdateArgs {
-  const Bags* bags;
-  Pooling pooling;
   OutputSlice grad;
   SparseOptimizer opt;
   float* accum;            // row-wise Adagrad accumulators (null for SGD)
-  const uint64_t* sorted;  // (row << 32 | occurrence), by row
+  const uint64_t* occ;     // per sorted occurrence: (coefficient bits << 32 | bag)
   const uint32_t* seg;     // run starts, unique + 1 entries
-  const uint32_t* bag_of;
+  const uint32_t* rows;    // the row of each run
 };
-
-/// The coefficient of occurrence k (in bag b) in its row's gradient.
-inline float coefficient(const UpdateArgs& a, int64_t k, uint32_t b) {
-  if (!a.bags->weights.empty()) return a.bags->weights[static_cast<std::size_t>(k)];
-  if (a.pooling == Pooling::Mean) {
-    const int64_t* off = a.bags->offsets.data();
-    return 1.0f / static_cast<float>(off[b + 1] - off[b]);
-  }
-  return 1.0f;
-}
 
 /// Updates distinct rows [u0, u1). kD > 0: compile-time feature size; 0: run time.
 template <typename TableT, int64_t kD, ElemType E, SparseOptimizer::Kind K>
 void update_rows(TableT& t, const UpdateArgs& a, int64_t u0, int64_t u1) {
   using T = typename Elem<E>::type;
+  using Ops = detail::RowOps<kD, E>;
   constexpr int64_t kBuf = kD > 0 ? kD : 1024;
   const int64_t d = kD > 0 ? kD : t.featuresize();
-  const uint64_t* sorted = a.sorted;
   const uint32_t* seg = a.seg;
-  auto row_at = [sorted, seg](int64_t u) { return static_cast<int64_t>(sorted[seg[u]] >> 32); };
+  const uint32_t* run_rows = a.rows;
+  const uint64_t* occ = a.occ;
+  auto row_at = [run_rows](int64_t u) { return static_cast<int64_t>(run_rows[u]); };
   detail::RowStream<TableT, decltype(row_at)> rows(t, AccessContext::Update, row_at, u0, u1,
                                                    detail::prefetch_distance().load(std::memory_order_relaxed),
                                                    /*for_write=*/true);
   const float neg_lr = -a.opt.lr;
   int64_t slow_rows = 0;
-  alignas(64) float gbuf[kBuf];
+  alignas(32) float gbuf[kBuf];
   std::vector<float> big;  // run-time feature sizes above kBuf only
   float* g = gbuf;
   if (kD == 0 && d > kBuf) {
     big.resize(static_cast<std::size_t>(d));
     g = big.data();
   }
+  const float* grad = a.grad.data;
+  const int64_t stride = a.grad.row_stride;
   for (int64_t u = u0; u < u1; ++u) {
     // Gradient of this row: its occurrences in (bag, position) order.
-    for (int64_t j = 0; j < d; ++j) g[j] = 0.0f;
+    Ops::zero(g, d);
     for (uint32_t i = seg[u]; i < seg[u + 1]; ++i) {
-      const int64_t k = static_cast<int64_t>(sorted[i] & kOccMask);
-      const uint32_t b = a.bag_of[k];
-      const float c = coefficient(a, k, b);
-      const float* go = a.grad.data + static_cast<int64_t>(b) * a.grad.row_stride;
-      if constexpr (kD > 0) {
-        for (int64_t j = 0; j < kD; ++j) g[j] = std::fma(c, go[j], g[j]);
-      } else {
-        for (int64_t j = 0; j < d; ++j) g[j] = std::fma(c, go[j], g[j]);
-      }
+      const uint64_t v = occ[i];
+      const float c = std::bit_cast<float>(static_cast<uint32_t>(v >> 32));
+      Ops::fma_f32(g, c, grad + static_cast<int64_t>(v & kOccMask) * stride, d);
     }
     std::byte* p = rows.get(u);
     slow_rows += detail::row_in_slow(t, p) ? 1 : 0;
-    T* w = reinterpret_cast<T*>(p);
     float step = neg_lr;
     if constexpr (K == SparseOptimizer::Kind::RowWiseAdagrad) {
-      double lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-      if constexpr (kD > 0 && kD % 8 == 0) {
-        for (int64_t j = 0; j < kD; j += 8)
-          for (int l = 0; l < 8; ++l) {
-            const double x = static_cast<double>(g[j + l]);
-            lanes[l] = std::fma(x, x, lanes[l]);
-          }
-      } else {
-        for (int64_t j = 0; j < d; ++j) {
-          const double x = static_cast<double>(g[j]);
-          lanes[j & 7] = std::fma(x, x, lanes[j & 7]);
-        }
-      }
-      double sq = lanes[0];
-      for (int l = 1; l < 8; ++l) sq += lanes[l];
-      const int64_t row = row_at(u);
-      float& acc = a.accum[row];
+      const double sq = Ops::sum_squares(g, d);
+      float& acc = a.accum[run_rows[u]];
       acc = acc + static_cast<float>(sq / static_cast<double>(d));
       step = -(a.opt.lr / (std::sqrt(acc) + a.opt.eps));
     }
-    if constexpr (kD > 0) {
-      for (int64_t j = 0; j < kD; ++j) w[j] = Elem<E>::store(std::fma(step, g[j], Elem<E>::load(w[j])));
-    } else {
-      for (int64_t j = 0; j < d; ++j) w[j] = Elem<E>::store(std::fma(step, g[j], Elem<E>::load(w[j])));
-    }
+    Ops::apply(reinterpret_cast<T*>(p), step, g, d);
   }
   // Note [Slow-tier charging of row accesses]: one charge per chunk, reads and writes.
   if (slow_rows > 0) {
@@ -329,15 +339,9 @@ void update(Table& table, const Bags& bags, Pooling pooling, OutputSlice grad, c
     KernelAccess::set_unique(ws, 0);
     return;
   }
-  const int64_t unique = reindex(table, bags, ws);
-  const UpdateArgs args{&bags,
-                        pooling,
-                        grad,
-                        opt,
-                        KernelAccess::accum(state),
-                        KernelAccess::sorted_a(ws).data(),
-                        KernelAccess::seg(ws).data(),
-                        KernelAccess::bag_of(ws).data()};
+  const int64_t unique = reindex(table, bags, pooling, ws);
+  const UpdateArgs args{grad, opt, KernelAccess::accum(state), KernelAccess::occ(ws), KernelAccess::seg(ws).data(),
+                        KernelAccess::seg_rows(ws).data()};
   const RowsFn fn = select_update(table, opt.kind);
   const int64_t per = rows_per_chunk();
   const int64_t chunks = (unique + per - 1) / per;
@@ -377,7 +381,7 @@ void update_ensemble(std::span<Table* const> tables, std::span<const Bags> bags,
         KernelAccess::set_unique(*workspaces[i], 0);
         continue;
       }
-      reindex(*tables[i], bags[i], *workspaces[i]);
+      reindex(*tables[i], bags[i], pooling, *workspaces[i]);
     }
   });
   // Phase 2: one flat loop over (table, chunk of distinct rows).
@@ -397,9 +401,8 @@ void update_ensemble(std::span<Table* const> tables, std::span<const Bags> bags,
     UpdateWorkspace& ws = *workspaces[i];
     const int64_t unique = ws.last_unique_rows();
     plan[i] = {unique > 0 ? select_update(*tables[i], opt.kind) : nullptr,
-               UpdateArgs{&bags[i], pooling, grads[i], opt, KernelAccess::accum(*states[i]),
-                          KernelAccess::sorted_a(ws).data(), KernelAccess::seg(ws).data(),
-                          KernelAccess::bag_of(ws).data()},
+               UpdateArgs{grads[i], opt, KernelAccess::accum(*states[i]), KernelAccess::occ(ws),
+                          KernelAccess::seg(ws).data(), KernelAccess::seg_rows(ws).data()},
                unique, total};
     total += (unique + per - 1) / per;
   }
