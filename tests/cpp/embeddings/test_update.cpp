@@ -451,6 +451,28 @@ TEST(EmbeddingUpdateErrors, OptimizerAndStateMismatches) {
               HasSubstr("embedding emb_geo: update with per-sample weights needs sum pooling, got mean"));
 }
 
+TEST(EmbeddingUpdateErrors, TablesOfMoreThan2To32RowsAreRefused) {
+  // A table claiming 2^32 + 1 rows without storage: update must refuse it before touching a row.
+  class Huge final : public Table {
+   public:
+    Huge() : Table((int64_t{1} << 32) + 1, 4, ElemType::F32, {nullptr, nullptr}) {}
+    std::string_view kind() const override { return "huge"; }
+    std::byte* rowpointer(int64_t, AccessContext) override {
+      ADD_FAILURE() << "rowpointer called";
+      return nullptr;
+    }
+    bool in_slow(const std::byte*) const override { return false; }
+  } t;
+  t.set_name("emb_huge");
+  ref::BagSet bags;
+  bags.add({(int64_t{1} << 32) - 5});
+  std::vector<float> grad(4, 1.0f);
+  SparseOptimizerState state(t, kSgd);
+  UpdateWorkspace ws;
+  EXPECT_THAT(message_of([&] { update(t, bags.view(), Pooling::Sum, {grad.data(), 4}, kSgd, state, ws); }),
+              HasSubstr("embedding emb_huge: update supports tables of at most 2^32 rows, got 4294967297"));
+}
+
 TEST(EmbeddingUpdateErrors, EnsembleChecksEveryEntryFirst) {
   memory::DramHeap heap(1 << 16);
   SimpleTable a(10, 4, ElemType::F32, {&heap, nullptr}), b(5, 4, ElemType::F32, {&heap, nullptr});
@@ -482,6 +504,15 @@ TEST(EmbeddingUpdateErrors, EnsembleChecksEveryEntryFirst) {
   states[1] = &sb;
   wss[1] = &wa;
   EXPECT_THAT(run(), HasSubstr("update_ensemble: entries 0 and 1 share one workspace"));
+  wss[1] = &wb;
+  EXPECT_EQ(run(), "(no error)");
+  // Two tables of the same size sharing one optimizer state.
+  SimpleTable c(10, 4, ElemType::F32, {&heap, nullptr});
+  c.set_name("t2");
+  tables[1] = &c;
+  bags[1] = good.view();
+  states[1] = &sa;
+  EXPECT_THAT(run(), HasSubstr("update_ensemble: entries 0 and 1 share one optimizer state"));
   wss[1] = nullptr;
   EXPECT_THAT(run(), HasSubstr("update_ensemble: entry 1 has a null table, optimizer state or workspace"));
   EXPECT_THAT(message_of([&] {
