@@ -15,6 +15,11 @@ Dram::Dram(const DramConfig& c) : config_(c) {
   bpc_ = c.bytes_per_cycle();
 }
 
+uint64_t Dram::ceil_cycle(double t) {
+  // 9.6 bytes per cycle is not exact in binary: 96 bytes must take 10 cycles, not 11.
+  return static_cast<uint64_t>(std::ceil(t - 1e-9));
+}
+
 double Dram::transfer(uint64_t cycle, uint64_t bytes) {
   const double start = std::max(static_cast<double>(cycle), free_at_);
   const double t = static_cast<double>(bytes) / bpc_;
@@ -26,13 +31,13 @@ double Dram::transfer(uint64_t cycle, uint64_t bytes) {
 uint64_t Dram::read(uint64_t cycle, uint64_t bytes) {
   ++reads_;
   bytes_read_ += bytes;
-  return static_cast<uint64_t>(std::ceil(transfer(cycle, bytes))) + config_.latency;
+  return ceil_cycle(transfer(cycle, bytes)) + config_.latency;
 }
 
 uint64_t Dram::write(uint64_t cycle, uint64_t bytes) {
   ++writes_;
   bytes_written_ += bytes;
-  return static_cast<uint64_t>(std::ceil(transfer(cycle, bytes)));
+  return ceil_cycle(transfer(cycle, bytes));
 }
 
 }  // namespace strata::sim

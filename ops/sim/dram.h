@@ -42,6 +42,8 @@ class Dram {
   uint64_t writes() const { return writes_; }
   /// Cycles the channel spent transferring (sum of b / bytes_per_cycle).
   double busy_cycles() const { return busy_; }
+  /// The first whole cycle at or after fractional cycle `t` (tolerating rounding in the divisions).
+  static uint64_t ceil_cycle(double t);
   /// The cycle at which the channel finishes everything queued so far.
   double channel_free() const { return free_at_; }
 

@@ -450,7 +450,7 @@ class Sim {
       now = std::max(now, next);
     }
     // Posted writes still on the channel belong to this phase.
-    const uint64_t finish_at = std::max<uint64_t>(last_done_, static_cast<uint64_t>(std::ceil(dram_.channel_free())));
+    const uint64_t finish_at = std::max<uint64_t>(last_done_, Dram::ceil_cycle(dram_.channel_free()));
     rep.cycles = finish_at - start;
     const CacheStats& c1 = cache_.stats();
     for (int k = 0; k < 2; ++k) {
