@@ -261,6 +261,7 @@ class Sim {
     last_done_ = std::max(last_done_, now);
     if (in.op == Op::SpadStore || in.op == Op::StreamIn) spad_->set_full(in.addr, in.bytes, true);
     if (in.op == Op::Barrier) barrier_block_ = false;
+    if (is_spad_op(in.op) || in.op == Op::SAlloc) --tape_in_flight_;
     const bool from_stream = is_stream(in.op);
     for (uint32_t k = g_.user_begin[i]; k < g_.user_begin[i + 1]; ++k) {
       const uint32_t u = g_.users[k];
@@ -404,6 +405,7 @@ class Sim {
         fetched_[i] = 1;
         pending_[i] = count_pending(i);
         dep_time_[i] = now;
+        if (is_spad_op(op) || op == Op::SAlloc) ++tape_in_flight_;
         if (op == Op::Const || op == Op::Input) {
           STRATA_ASSERT(pending_[i] == 0);
           finish(i, now);
@@ -417,7 +419,8 @@ class Sim {
       }
       uint64_t retry = UINT64_MAX;
       // the barrier: once it is the oldest incomplete datapath instruction
-      if (barrier != kNone && head < dp.size() && dp[head] == barrier) {
+      const bool drained = head < dp.size() && dp[head] == barrier;
+      if (barrier != kNone && tape_in_flight_ == 0 && (!c_.barrier_drains || drained)) {
         complete_at(barrier, now + c_.barrier_cycles);
         barrier = kNone;
       }
@@ -484,6 +487,7 @@ class Sim {
   size_t done_count_ = 0;
   uint64_t last_done_ = 0;
   bool barrier_block_ = false;
+  uint64_t tape_in_flight_ = 0;  // fetched scratchpad accesses and SAllocs not yet completed
   uint64_t demand_ = 0, fills_ = 0;
   PhaseReport* cur_ = nullptr;
 };

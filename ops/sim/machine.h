@@ -29,10 +29,15 @@
 ///   later (a hit under a pending miss merges into its MSHR and counts as a hit); a miss takes an
 ///   MSHR, queues a line read on DRAM (and the dirty victim's posted write) and completes when the
 ///   line arrives. Dirty lines left at the end are not flushed (not counted as DRAM traffic).
-/// - Layers: a Barrier issues once every older datapath instruction has completed and takes
-///   `barrier_cycles`; nothing younger is fetched before it completes (the layer-sync overhead of
-///   paper §VII-A). SAlloc marks a layer's start. Stream instructions run on the engines, outside
-///   the window and the barriers (REV-S runs ahead).
+/// - Layers: a Barrier issues once every older scratchpad access and SAlloc has completed (the
+///   layer's tape region is complete: its full/empty bits are settled — paper §III, "we overload
+///   the full/empty bits to serve as synchronization and write barriers") and takes
+///   `barrier_cycles`; nothing younger is fetched before it completes, so small layers limit the
+///   parallelism in the window (the sync overhead of paper §VII-A). Older non-tape work (program
+///   loads, arithmetic not feeding the region) may still be in flight. With `barrier_drains` the
+///   Barrier instead waits for every older datapath instruction (a full pipeline drain). SAlloc
+///   marks a layer's start. Stream instructions run on the engines, outside the window and the
+///   barriers (REV-S runs ahead).
 /// - Phases: REV starts when every FWD instruction (streams included) has completed; the cache
 ///   keeps its contents across. FWD cycles run from 0 to the last FWD completion, REV cycles from
 ///   there to the last REV completion.
@@ -61,7 +66,8 @@ struct MachineConfig {
   std::string name = "custom";
   uint32_t fus = 16;             ///< 4x4 grid of double-precision FUs
   uint32_t window = 128;         ///< datapath instructions in flight (16 FUs x 8 operand buffers)
-  uint32_t barrier_cycles = 2;   ///< layer-sync cost after the layer drained
+  uint32_t barrier_cycles = 2;   ///< layer-sync cost once the layer's tape accesses completed
+  bool barrier_drains = false;   ///< Barrier waits for all older datapath instructions, not only tape
   CacheConfig cache;
   bool has_scratchpad = false;   ///< TapeFlow systems
   ScratchpadConfig scratchpad;

@@ -121,21 +121,30 @@ TEST(SimMachine, TheWindowLimitsHowFarAheadIssueLooks) {
   EXPECT_EQ(simulate(b.t, c).fwd.cycles, 8u);
 }
 
-TEST(SimMachine, BarrierWaitsForTheLayerAndHoldsBackTheNext) {
+TEST(SimMachine, BarrierWaitsForTheLayersTapeAccessesAndHoldsBackTheNextLayer) {
   Builder b;
   const uint32_t x = b.input();
-  const uint32_t a = b.emit(Op::Exp, x);  // 0..20
-  b.emit(Op::Add, x, x);                  // 0..4
-  b.barrier();                            // issues at 20, done 22
-  b.emit(Op::Add, x, x);                  // 22..26
-  b.emit(Op::Mul, a, a);                  // 22..26
-  const MachineReport r = simulate(b.t, enzyme_like());
-  EXPECT_EQ(r.fwd.cycles, 26u);
+  b.salloc(0);                              // 0..1
+  const uint32_t a = b.emit(Op::Exp, x);    // 0..20
+  const uint32_t c1 = b.emit(Op::Exp, x);   // 0..20  (not tape)
+  b.emit(Op::Exp, c1);                      // 20..40 (not tape)
+  b.store(a, 0, Op::SpadStore);             // 20..21
+  b.barrier();                              // tape done at 21: 21..23
+  b.emit(Op::Add, x, x);                    // fetched at 23: 23..27
+  const MachineReport r = simulate(b.t, tflow_like());
+  EXPECT_EQ(r.fwd.cycles, 40u);             // the non-tape Exp stays in flight across the barrier
   EXPECT_EQ(r.fwd.layers, 1u);
   EXPECT_DOUBLE_EQ(r.fwd.ops_per_layer(), 4.0);
-  Builder nob = b;
-  nob.t.instrs.erase(nob.t.instrs.begin() + 3);
-  EXPECT_EQ(simulate(nob.t, enzyme_like()).fwd.cycles, 24u);  // Mul after Exp: 20 + 4
+  // The next layer's op waited for the barrier: make it the long pole.
+  Builder d = b;
+  d.emit(Op::Exp, d.t.num_values - 1);      // Exp(Add): 27..47
+  EXPECT_EQ(simulate(d.t, tflow_like()).fwd.cycles, 47u);
+  Builder nob = d;                          // without the barrier: Add 0..4, Exp 4..24
+  nob.t.instrs.erase(nob.t.instrs.begin() + 6);
+  EXPECT_EQ(simulate(nob.t, tflow_like()).fwd.cycles, 40u);
+  MachineConfig drain = tflow_like();       // a draining barrier waits for the Exp chain: 40..42
+  drain.barrier_drains = true;
+  EXPECT_EQ(simulate(d.t, drain).fwd.cycles, 42u + 4u + 20u);
 }
 
 TEST(SimMachine, ReverseStartsAfterForwardAndKeepsTheCache) {
@@ -234,7 +243,8 @@ TEST(SimMachine, StreamEnginesSaturateTheDramBandwidth) {
 namespace {
 
 // REV layers: each streams a 64-byte tile into scratchpad offset `base(k)`, sums its 8 slots with
-// a tree of Adds and accumulates into a running value, then syncs.
+// a tree of Adds and divides a running value by the sum (a 16-cycle serial chain across layers, so
+// the datapath needs longer per layer than the channel needs per tile), then syncs.
 Trace layered_rev(uint64_t layers, const std::function<uint64_t(uint64_t)>& base) {
   Builder b;
   b.phase = Phase::Reverse;
@@ -249,7 +259,7 @@ Trace layered_rev(uint64_t layers, const std::function<uint64_t(uint64_t)>& base
       for (size_t i = 0; i < v.size(); i += 2) w.push_back(b.emit(Op::Add, v[i], v[i + 1]));
       v = w;
     }
-    acc = b.emit(Op::Mul, acc, v[0]);
+    acc = b.emit(Op::Div, acc, v[0]);
     b.barrier();
   }
   b.t.spad_bytes = 0;
@@ -267,14 +277,17 @@ TEST(SimMachine, RevStreamRunAheadHidesDramLatencyWhenBandwidthAllows) {
   const Trace single = layered_rev(layers, [](uint64_t) { return 0; });
   const MachineReport ra = simulate(ahead, tflow_like(2048));
   const MachineReport rs = simulate(single, tflow_like(2048));
-  // Per layer with its data on chip: load 1, three Add levels 12, Mul 4, barrier 2 = 19 cycles.
-  const uint64_t compute = 19;
-  EXPECT_LE(ra.rev.cycles, 108 + layers * compute + 8);           // one exposed tile latency
+  // With the data on chip the layers pipeline behind the Div chain: 16 cycles per layer, after the
+  // first tile's trip (108), its load (1) and Add tree (12).
+  EXPECT_LE(ra.rev.cycles, 108 + 1 + 12 + layers * 16 + 4);       // one exposed tile latency
+  EXPECT_GE(ra.rev.cycles, 108 + 1 + 12 + layers * 16);
   // Single region: tile k+1 can only start once layer k's SpadLoads have read the slots, so a
   // tile's 108-cycle trip is exposed per layer (the layer's Adds overlap it).
   EXPECT_GE(rs.rev.cycles, layers * 108);
   EXPECT_LT(4 * ra.rev.cycles, rs.rev.cycles);
-  EXPECT_LE(ra.rev.spad_empty_waits, 8u + 8u);                    // the first layer or two only
+  // Early layers' loads are fetched before their tiles arrive (the datapath races ahead of the
+  // channel until the Div chain fills the window), but they wait far less than with one region.
+  EXPECT_LT(4 * ra.rev.spad_empty_wait_cycles, rs.rev.spad_empty_wait_cycles);
   EXPECT_GE(rs.rev.spad_empty_waits, (layers - 1) * 8);           // every layer waits
   EXPECT_EQ(ra.rev.layers, layers);
   EXPECT_EQ(ra.dram_read_bytes(), rs.dram_read_bytes());
