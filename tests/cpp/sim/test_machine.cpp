@@ -426,3 +426,137 @@ TEST(SimMachine, MalformedTracesAreRejectedNamingTheInstruction) {
     EXPECT_ERROR_HAS(simulate(b.t, c), "has no functional units");
   }
 }
+
+// ---- named systems (ops/sim/systems.h) and the benchmark registry (ops/sim/bench_registry.h) ----
+
+#include <map>
+
+#include "ops/sim/bench_registry.h"
+#include "ops/sim/systems.h"
+
+TEST(SimSystems, PaperSystemsFollowTable3) {
+  const System e32 = system_by_name("Enzyme_32k");
+  EXPECT_EQ(e32.mode, TraceMode::Enzyme);
+  EXPECT_EQ(e32.machine.cache.size_bytes, 32768u);
+  EXPECT_EQ(e32.machine.cache.associativity, 4u);
+  EXPECT_EQ(e32.machine.energy.cache_access_pj, 2990);
+  EXPECT_FALSE(e32.machine.has_scratchpad);
+  EXPECT_EQ(e32.machine.sram_bytes(), 32768u);
+  EXPECT_DOUBLE_EQ(e32.machine.dram.bytes_per_cycle(), 9.6);
+  const System t2 = system_by_name("Tflow_2k");
+  EXPECT_EQ(t2.mode, TraceMode::TapeFlow);
+  EXPECT_EQ(t2.machine.cache.associativity, 2u);
+  EXPECT_EQ(t2.machine.energy.cache_access_pj, 440);
+  EXPECT_TRUE(t2.machine.has_scratchpad);
+  EXPECT_EQ(t2.machine.scratchpad.size_bytes, 512u);
+  EXPECT_EQ(t2.machine.scratchpad.banks, 8u);
+  EXPECT_EQ(t2.machine.energy.spad_access_pj, 100);
+  EXPECT_EQ(t2.machine.sram_bytes(), 2048u + 512u);
+  EXPECT_EQ(system_by_name("Enzyme_64k").machine.cache.associativity, 0u);
+  EXPECT_EQ(system_by_name("Enzyme_128k").machine.cache.associativity, 8u);
+  EXPECT_EQ(system_by_name("AoS_32k").mode, TraceMode::AoS);
+  EXPECT_EQ(system_by_name("Tflow_1k").machine.energy.cache_access_pj, 120);
+  EXPECT_EQ(system_names().size(), 24u);
+  for (const std::string& n : paper_system_names()) EXPECT_EQ(system_by_name(n).name, n);
+}
+
+TEST(SimSystems, ScratchpadSweepSystems) {
+  const System s64 = make_system(TraceMode::TapeFlow, 32768, 64);
+  EXPECT_EQ(s64.name, "Tflow_32k_spad64B");
+  EXPECT_EQ(s64.machine.scratchpad.banks, 8u);
+  EXPECT_EQ(make_system(TraceMode::TapeFlow, 32768, 32).machine.scratchpad.banks, 4u);
+  EXPECT_EQ(make_system(TraceMode::TapeFlow, 32768, 1 << 20).name, "Tflow_32k_spad1024k");
+  EXPECT_ERROR_HAS(make_system(TraceMode::TapeFlow, 32768, 12), "scratchpad size must be a positive multiple of 8");
+}
+
+TEST(SimSystems, UnknownNamesAreRejectedWithTheAcceptedOnes) {
+  EXPECT_ERROR_HAS(system_by_name("Tflow_3k"), "unknown system 'Tflow_3k'; expected Enzyme_<size>, AoS_<size> or Tflow_<size>");
+  EXPECT_ERROR_HAS(system_by_name("enzyme_32k"), "the paper's: Enzyme_32k, Enzyme_1k, Tflow_32k, Tflow_2k, Tflow_1k");
+  EXPECT_ERROR_HAS(make_system(TraceMode::Enzyme, 3000), "no Table III cache of 3000 bytes");
+}
+
+namespace {
+
+// Follows every tape value through the TapeFlow plan (SpadStore -> slot -> StreamOut -> DRAM tape
+// -> StreamIn -> slot -> SpadLoad) and returns, per REV SpadLoad, the FWD value it reads.
+std::map<size_t, uint32_t> follow_tape(const Trace& t) {
+  std::map<uint64_t, uint32_t> slot, tape;
+  std::map<size_t, uint32_t> got;
+  for (size_t i = 0; i < t.instrs.size(); ++i) {
+    const Instr& in = t.instrs[i];
+    switch (in.op) {
+      case Op::SpadStore: slot[in.addr] = in.src[0]; break;
+      case Op::StreamOut:
+        for (uint64_t w = 0; w < in.bytes; w += 8) tape[in.addr2 + w] = slot.at(in.addr + w);
+        break;
+      case Op::StreamIn:
+        for (uint64_t w = 0; w < in.bytes; w += 8) slot[in.addr + w] = tape.at(in.addr2 + w);
+        break;
+      case Op::SpadLoad: got[i] = slot.at(in.addr); break;
+      default: break;
+    }
+  }
+  return got;
+}
+
+}  // namespace
+
+TEST(SimRegistry, TapeFlowPlansFitTheScratchpadAndEveryTapeLoadReadsItsOwnStore) {
+  for (const std::string& name : benchmark_names()) {
+    for (uint64_t spad : {32u, 64u, 512u, 4096u}) {
+      for (uint32_t unroll : {0u, 3u}) {
+        TraceOptions o;
+        o.quick = true;
+        o.spad_bytes = spad;
+        o.unroll = unroll;
+        const Trace t = trace_benchmark(name, TraceMode::TapeFlow, o);
+        EXPECT_LE(t.spad_bytes, spad) << name;
+        std::vector<uint32_t> producer(t.num_values, kNone);
+        for (size_t i = 0; i < t.instrs.size(); ++i)
+          if (t.instrs[i].dst != kNone) producer[t.instrs[i].dst] = static_cast<uint32_t>(i);
+        const auto got = follow_tape(t);
+        ASSERT_EQ(got.size(), 2u * 512u) << name << " " << spad;
+        std::map<uint32_t, int> seen;  // per iteration: Exp value first, then the v[i] load
+        for (auto [i, v] : got) {
+          const Instr& load = t.instrs[i];
+          const Instr& def = t.instrs[producer[v]];
+          EXPECT_EQ(def.iter, load.iter) << name << " spad " << spad << " instr " << i;
+          const int k = seen[load.iter]++;
+          EXPECT_EQ(def.op, k == 0 ? Op::Exp : Op::Load) << name << " instr " << i;
+        }
+        // ... and the machine accepts it on a scratchpad of that size.
+        const MachineReport r = simulate(t, make_system(TraceMode::TapeFlow, 32768, spad).machine);
+        EXPECT_EQ(r.cache.cls[1].accesses(), 0u);  // no tape access reaches the cache
+        EXPECT_EQ(r.fwd.spad_stores, 1024u);
+        EXPECT_EQ(r.rev.spad_loads, 1024u);
+        EXPECT_EQ(r.dram_write_bytes() >= 512u * 16u, true);
+      }
+    }
+  }
+}
+
+TEST(SimRegistry, EveryModeRunsOnItsSystemsAndTheSmallCacheThrashesOnStrides) {
+  TraceOptions o;
+  o.quick = true;
+  std::map<std::string, MachineReport> r;
+  for (const std::string& s : {"Enzyme_32k", "Enzyme_1k", "AoS_32k", "Tflow_32k", "Tflow_1k"}) {
+    const System sys = system_by_name(s);
+    r[s] = simulate(trace_benchmark("strided", sys.mode, o), sys.machine);
+    EXPECT_GT(r[s].fwd.cycles, 0u);
+    EXPECT_GT(r[s].rev.cycles, 0u);
+  }
+  EXPECT_GT(r["Enzyme_1k"].dram_bytes(), 2 * r["Enzyme_32k"].dram_bytes());
+  EXPECT_GT(r["Enzyme_32k"].cache.cls[1].accesses(), 0u);
+  EXPECT_EQ(r["Tflow_32k"].cache.cls[1].accesses(), 0u);
+  EXPECT_LT(r["Tflow_1k"].energy.total_pj(), r["Enzyme_32k"].energy.total_pj());
+  // Enzyme-style traces do not run on a TapeFlow system's scratchpad, and vice versa.
+  EXPECT_ERROR_HAS(simulate(trace_benchmark("stream", TraceMode::TapeFlow, o), system_by_name("Enzyme_32k").machine),
+                   "uses the scratchpad, but system Enzyme_32k has none");
+}
+
+TEST(SimRegistry, UnknownBenchmarkAndTooSmallScratchpadAreRejected) {
+  EXPECT_ERROR_HAS(trace_benchmark("gravity2", TraceMode::Enzyme, {}), "unknown benchmark 'gravity2'; expected one of: stream, strided");
+  TraceOptions o;
+  o.spad_bytes = 16;
+  EXPECT_ERROR_HAS(trace_benchmark("stream", TraceMode::TapeFlow, o), "a 16-byte scratchpad cannot hold two 16-byte layers");
+}
