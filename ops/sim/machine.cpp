@@ -216,6 +216,7 @@ class Sim {
     pending_.assign(n_, 0);
     done_.assign(n_, 0);
     fetched_.assign(n_, 0);
+    issued_.assign(n_, 0);
     dep_time_.assign(n_, 0);
     fu_free_.assign(c.fus, 0);
     line_bytes_ = c.cache.line_bytes;
@@ -277,6 +278,10 @@ class Sim {
       }
     }
   }
+
+  // Whether i no longer holds its window entry: completed, or a store that has issued (stores
+  // leave the window into the store buffer; later accesses to their word still wait for them).
+  bool retired(uint32_t i) const { return done_[i] || (issued_[i] && is_store(t_.instrs[i].op)); }
 
   uint32_t count_pending(uint32_t i) const {
     uint32_t p = 0;
@@ -397,7 +402,7 @@ class Sim {
         events_.pop();
         finish(i, at);
       }
-      while (head < dp.size() && done_[dp[head]]) ++head;
+      while (head < dp.size() && retired(dp[head])) ++head;
       // fetch into the window
       while (fetch < dp.size() && fetch < head + c_.window && !barrier_block_) {
         const uint32_t i = dp[fetch++];
@@ -415,7 +420,7 @@ class Sim {
         } else if (pending_[i] == 0) {
           ready_.push(i);
         }
-        while (head < dp.size() && done_[dp[head]]) ++head;
+        while (head < dp.size() && retired(dp[head])) ++head;
       }
       uint64_t retry = UINT64_MAX;
       // the barrier: once it is the oldest incomplete datapath instruction
@@ -442,10 +447,17 @@ class Sim {
       while (!ready_.empty()) {
         const uint32_t i = ready_.top();
         ready_.pop();
-        if (!try_issue(i, now, retry)) deferred_.push_back(i);
+        if (try_issue(i, now, retry)) {
+        issued_[i] = 1;
+      } else {
+        deferred_.push_back(i);
+      }
       }
       for (uint32_t i : deferred_) ready_.push(i);
       if (done_count_ >= total) break;
+      // Stores that issued this cycle may have freed window entries: fetch again this cycle.
+      while (head < dp.size() && retired(dp[head])) ++head;
+      if (fetch < dp.size() && fetch < head + c_.window && !barrier_block_) retry = now;
       uint64_t next = retry;
       if (!events_.empty()) next = std::min(next, events_.top().first);
       STRATA_ASSERT(next != UINT64_MAX, "sim::simulate(", t_.name, "): deadlock at cycle ", now, " with ",
@@ -475,7 +487,7 @@ class Sim {
   size_t n_;
   uint64_t line_bytes_ = 64;
   std::vector<uint32_t> pending_;
-  std::vector<uint8_t> done_, fetched_;
+  std::vector<uint8_t> done_, fetched_, issued_;
   std::vector<uint64_t> dep_time_;
   std::vector<uint64_t> fu_free_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;

@@ -12,6 +12,8 @@
 /// - Datapath: instructions (all but StreamIn/StreamOut) enter a window of `window` instructions
 ///   in program order; the window's head is the oldest instruction not yet completed (so a long
 ///   miss at the head holds back fetch, as a spatially mapped, pipelined loop body would stall).
+///   Stores leave the window once issued (a store buffer); a later access to their word still
+///   waits for them to complete.
 ///   A fetched instruction issues once its sources are ready and its resource is free this cycle,
 ///   oldest first: arithmetic needs one of `fus` identical functional units (any FU runs any op);
 ///   cache accesses need one of the cache's ports and, on a miss, a free MSHR; scratchpad accesses

@@ -125,6 +125,16 @@ TEST(SimMachine, TheWindowLimitsHowFarAheadIssueLooks) {
   EXPECT_EQ(simulate(b.t, c).fwd.cycles, 8u);
 }
 
+TEST(SimMachine, StoresLeaveTheWindowWhenIssued) {
+  Builder b;
+  b.store(b.input(), 0);  // write miss: line fill 0..107
+  b.load(4096);           // another line: fetched at 1 (the store left the window), queued behind
+                          // the fill on the channel: transfer 6.7..13.3, data at 14 + 100
+  MachineConfig c = enzyme_like();
+  c.window = 1;
+  EXPECT_EQ(simulate(b.t, c).fwd.cycles, 114u);
+}
+
 TEST(SimMachine, BarrierWaitsForTheLayersTapeAccessesAndHoldsBackTheNextLayer) {
   Builder b;
   const uint32_t x = b.input();
