@@ -27,6 +27,7 @@
 
 using namespace strata;
 using namespace strata::sim;
+using namespace strata::sim::registry;
 
 namespace {
 

@@ -4,7 +4,7 @@
 
 #include "core/error.h"
 
-namespace strata::sim {
+namespace strata::sim::registry {
 
 namespace {
 
@@ -146,4 +146,4 @@ Trace trace_benchmark(const std::string& name, TraceMode mode, const TraceOption
   return {};
 }
 
-}  // namespace strata::sim
+}  // namespace strata::sim::registry

@@ -27,7 +27,9 @@
 #include "ops/sim/systems.h"
 #include "ops/sim/trace.h"
 
-namespace strata::sim {
+namespace strata::sim::registry {
+
+// (A nested namespace: ops/sim/benchmarks.h declares its own strata::sim::benchmark_names().)
 
 struct TraceOptions {
   uint64_t spad_bytes = 512;  ///< the scratchpad a TapeFlow plan must fit
@@ -42,4 +44,4 @@ std::vector<std::string> benchmark_names();
 /// registered ones when it is unknown, or when the scratchpad cannot hold a layer.
 Trace trace_benchmark(const std::string& name, TraceMode mode, const TraceOptions& options);
 
-}  // namespace strata::sim
+}  // namespace strata::sim::registry

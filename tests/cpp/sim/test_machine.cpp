@@ -15,6 +15,9 @@
 #include "ops/sim/systems.h"
 
 using namespace strata::sim;
+using strata::sim::registry::benchmark_names;
+using strata::sim::registry::trace_benchmark;
+using strata::sim::registry::TraceOptions;
 
 namespace {
 
