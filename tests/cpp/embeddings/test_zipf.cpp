@@ -1,16 +1,18 @@
-// Zipf sampling, generalized harmonic numbers and the LFSR permutation. Statistical checks use fixed
-// seeds and 5-sigma binomial tolerances.
+// Zipf sampling, generalized harmonic numbers, the LFSR permutation, and ZipfSource (skewed requests
+// with scrambling and reuse). Statistical checks use fixed seeds and 5-sigma binomial tolerances.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <map>
 #include <numeric>
 #include <set>
 #include <vector>
 
 #include "core/error.h"
+#include "embeddings/index_source.h"
 #include "embeddings/zipf.h"
 
 using namespace strata;
@@ -280,4 +282,238 @@ TEST(LfsrPermutation, ScattersHotRanksDifferentlyPerPhase) {
   EXPECT_EQ(seen.size(), 20000u);
   EXPECT_THAT(message_of([&] { a(n); }), HasSubstr("rank 1000000 is out of range [0, 1000000)"));
   EXPECT_THAT(message_of([] { LfsrPermutation p(0, 1); }), HasSubstr("n must be in [1, 2^62], got 0"));
+}
+
+// ---- ZipfSource -----------------------------------------------------------------------------------
+
+namespace {
+
+ZipfConfig base_config() {
+  ZipfConfig c;
+  c.rows = {1000};
+  c.num_dense = 3;
+  c.batch_size = 4096;
+  c.num_batches = 5;
+  c.bag_size = 1;
+  c.alpha = 1.2;
+  return c;
+}
+
+std::map<int64_t, int64_t> row_counts(ZipfSource& src, int64_t table, int64_t* total) {
+  std::map<int64_t, int64_t> counts;
+  Batch b;
+  *total = 0;
+  while (src.next(b)) {
+    for (int64_t x : b.tables[static_cast<std::size_t>(table)].indices) {
+      EXPECT_GE(x, 0);
+      ++counts[x];
+      ++*total;
+    }
+  }
+  return counts;
+}
+
+}  // namespace
+
+TEST(ZipfSource, AlphaAtMostOneIsUniform) {
+  ZipfConfig c = base_config();
+  c.rows = {10};
+  c.alpha = 1.0;
+  c.bag_size = 3;
+  ZipfSource src(c);
+  EXPECT_FALSE(src.zipf());
+  EXPECT_EQ(src.describe(), "uniform(L=3, reuse=0)");
+  Batch b;
+  int64_t total = 0;
+  std::vector<int64_t> counts(10, 0);
+  while (src.next(b)) {
+    const auto& s = b.tables[0];
+    ASSERT_EQ(b.batch, 4096);
+    for (int64_t i = 0; i < b.batch; ++i) {
+      ASSERT_EQ(s.offsets[i + 1] - s.offsets[i], 3);
+      ASSERT_TRUE(std::is_sorted(s.indices.begin() + s.offsets[i], s.indices.begin() + s.offsets[i + 1]));
+    }
+    for (int64_t x : s.indices) {
+      ASSERT_LT(x, 10);
+      ++counts[static_cast<std::size_t>(x)];
+      ++total;
+    }
+    for (float x : b.dense) ASSERT_TRUE(x >= 0.0f && x < 1.0f);
+  }
+  for (int64_t r = 0; r < 10; ++r) {
+    expect_binomial(counts[static_cast<std::size_t>(r)], total, 0.1, "row " + std::to_string(r));
+  }
+}
+
+TEST(ZipfSource, UnscrambledRanksFollowZipf) {
+  ZipfConfig c = base_config();
+  c.scramble = Scramble::None;
+  ZipfSource src(c);
+  EXPECT_TRUE(src.zipf());
+  int64_t total = 0;
+  auto counts = row_counts(src, 0, &total);
+  EXPECT_EQ(total, 5 * 4096);
+  const double h = generalized_harmonic(1000, 1.2);
+  for (int64_t r : {0, 1, 2, 9}) {
+    expect_binomial(counts[r], total, std::pow(static_cast<double>(r + 1), -1.2) / h, "rank " + std::to_string(r));
+  }
+}
+
+TEST(ZipfSource, LfsrScramblingMovesTheHotRowsPerTable) {
+  ZipfConfig c = base_config();
+  c.rows = {1000, 1000};
+  c.scramble = Scramble::Lfsr;
+  ZipfSource src(c);
+  EXPECT_EQ(src.describe(), "zipf(alpha=1.2, lfsr, L=1, reuse=0)");
+  // row_of_rank is a bijection per table and differs between tables (a phase per table).
+  std::set<int64_t> rows0;
+  int64_t same = 0;
+  for (int64_t k = 0; k < 1000; ++k) {
+    rows0.insert(src.row_of_rank(0, k));
+    same += src.row_of_rank(0, k) == src.row_of_rank(1, k);
+  }
+  EXPECT_EQ(rows0.size(), 1000u);
+  EXPECT_LT(same, 20);
+  EXPECT_NE(src.row_of_rank(0, 0), 0);
+  int64_t total = 0;
+  auto counts = row_counts(src, 1, &total);
+  const double h = generalized_harmonic(1000, 1.2);
+  for (int64_t k : {0, 1, 5}) {
+    expect_binomial(counts[src.row_of_rank(1, k)], total, std::pow(static_cast<double>(k + 1), -1.2) / h,
+                    "rank " + std::to_string(k));
+  }
+}
+
+TEST(ZipfSource, PermutationScramblingIsABijection) {
+  ZipfConfig c = base_config();
+  c.scramble = Scramble::Permutation;
+  c.num_batches = 1;
+  ZipfSource src(c);
+  std::set<int64_t> rows;
+  for (int64_t k = 0; k < 1000; ++k) rows.insert(src.row_of_rank(0, k));
+  EXPECT_EQ(rows.size(), 1000u);
+  EXPECT_EQ(*rows.rbegin(), 999);
+  c.max_permutation_rows = 999;
+  EXPECT_THAT(message_of([&] { ZipfSource s(c); }),
+              HasSubstr("table 0 has 1000 rows; a permutation of more than 999 rows is not built"));
+  EXPECT_EQ(parse_scramble("lfsr"), Scramble::Lfsr);
+  EXPECT_THAT(message_of([] { parse_scramble("hash"); }),
+              HasSubstr("scramble 'hash' is not supported; expected none, permutation or lfsr"));
+}
+
+TEST(ZipfSource, ZipfBagsHoldTheFirstDistinctIndices) {
+  ZipfConfig c = base_config();
+  c.rows = {50, 1000};
+  c.alpha = 1.5;
+  c.bag_size = 8;
+  c.num_batches = 2;
+  ZipfSource src(c);
+  Batch b;
+  while (src.next(b)) {
+    for (int64_t t = 0; t < 2; ++t) {
+      const auto& s = b.tables[static_cast<std::size_t>(t)];
+      for (int64_t i = 0; i < b.batch; ++i) {
+        std::set<int64_t> bag(s.indices.begin() + s.offsets[i], s.indices.begin() + s.offsets[i + 1]);
+        ASSERT_EQ(bag.size(), 8u);
+        ASSERT_LT(*bag.rbegin(), c.rows[static_cast<std::size_t>(t)]);
+      }
+    }
+  }
+  c.rows = {7};
+  EXPECT_THAT(message_of([&] { ZipfSource s(c); }),
+              HasSubstr("bag size 8 exceeds the 7 distinct indices table 0 can produce"));
+  c.rows = {1000000};
+  c.alpha = 40.0;  // virtually every draw is rank 1
+  ZipfSource skewed(c);
+  EXPECT_THAT(message_of([&] { skewed.next(b); }), HasSubstr("distinct indices for a bag of 8"));
+}
+
+TEST(ZipfSource, ReuseCopiesTheRequestedFractionOfSlots) {
+  ZipfConfig c = base_config();
+  c.rows = {int64_t{1} << 40, int64_t{1} << 40};  // uniform over 2^40 rows: chance repeats are negligible
+  c.alpha = 0.5;
+  c.bag_size = 4;
+  c.batch_size = 1024;
+  c.num_batches = 4;
+  c.reuse = 0.3;
+  ZipfSource src(c);
+  Batch b;
+  std::vector<std::vector<int64_t>> prev(2);
+  for (int64_t j = 0; src.next(b); ++j) {
+    for (std::size_t t = 0; t < 2; ++t) {
+      const auto& cur = b.tables[t].indices;
+      ASSERT_EQ(cur.size(), 4096u);
+      if (j > 0) {
+        int64_t same = 0;
+        for (std::size_t i = 0; i < cur.size(); ++i) same += cur[i] == prev[t][i];
+        EXPECT_EQ(same, 1228) << "batch " << j << " table " << t;  // floor(4096 * 0.3)
+      }
+      prev[t] = cur;
+    }
+  }
+}
+
+TEST(ZipfSource, DeterministicResettableAndVariableBags) {
+  ZipfConfig c = base_config();
+  c.rows = {5000, 300};
+  c.bag_size = 6;
+  c.variable_bag_size = true;
+  c.num_batches = 2;
+  c.batch_size = 512;
+  c.reuse = 0.2;
+  c.per_sample_weights = true;
+  ZipfSource a(c), b(c);
+  Batch x, y;
+  ASSERT_TRUE(a.next(x));
+  ASSERT_TRUE(a.next(x));
+  ASSERT_TRUE(b.next(y));
+  ASSERT_TRUE(b.next(y));
+  for (std::size_t t = 0; t < 2; ++t) {
+    EXPECT_EQ(x.tables[t].indices, y.tables[t].indices);
+    EXPECT_EQ(x.tables[t].weights, y.tables[t].weights);
+    EXPECT_EQ(x.tables[t].weights.size(), x.tables[t].indices.size());
+    for (int64_t i = 0; i < x.batch; ++i) {
+      const int64_t n = x.tables[t].offsets[i + 1] - x.tables[t].offsets[i];
+      ASSERT_GE(n, 1);
+      ASSERT_LE(n, 6);
+    }
+  }
+  EXPECT_FALSE(a.next(x));
+  a.reset();
+  b.reset();
+  ASSERT_TRUE(a.next(x));
+  ASSERT_TRUE(b.next(y));
+  EXPECT_EQ(x.tables[0].indices, y.tables[0].indices);
+  EXPECT_EQ(x.dense, y.dense);
+  EXPECT_EQ(x.targets, y.targets);
+  // The Zipf(1) of the dissertation: alpha = 1 with uniform_at_or_below_one off.
+  c.alpha = 1.0;
+  c.uniform_at_or_below_one = false;
+  EXPECT_TRUE(ZipfSource(c).zipf());
+}
+
+TEST(ZipfSource, BadConfigurationsAreRejected) {
+  ZipfConfig c = base_config();
+  c.alpha = 0.0;
+  EXPECT_THAT(message_of([&] { ZipfSource s(c); }), HasSubstr("alpha must be positive, got 0"));
+  c.alpha = 1.1;
+  c.reuse = 1.5;
+  EXPECT_THAT(message_of([&] { ZipfSource s(c); }), HasSubstr("reuse must be in [0, 1], got 1.5"));
+  c.reuse = 0.0;
+  c.rows = {};
+  EXPECT_THAT(message_of([&] { ZipfSource s(c); }), HasSubstr("zipf source: no embedding tables"));
+  c.rows = {-5};
+  EXPECT_THAT(message_of([&] { ZipfSource s(c); }), HasSubstr("table 0 has -5 rows"));
+  c.rows = {10};
+  c.batch_size = 0;
+  EXPECT_THAT(message_of([&] { ZipfSource s(c); }), HasSubstr("batch_size must be positive, got 0"));
+  c.batch_size = 4;
+  c.bag_size = -1;
+  EXPECT_THAT(message_of([&] { ZipfSource s(c); }), HasSubstr("bag_size must not be negative, got -1"));
+  c.bag_size = 1;
+  EXPECT_THAT(message_of([&] {
+                ZipfSource s(c);
+                s.row_of_rank(1, 0);
+              }),
+              HasSubstr("table 1 does not exist"));
 }
