@@ -74,7 +74,9 @@ TEST_P(SimBenchmark, GradientsOfEnzymeAndTapeflowTracesMatchFiniteDifferences) {
     EXPECT_EQ(tf.trace.tape_bytes, enz.trace.tape_bytes) << name << " spad " << spad;
     EXPECT_LE(tf.trace.spad_bytes, spad);
     EXPECT_LE(plan.max_tile_bytes, spad);
-    if (enz.trace.tape_bytes > spad) EXPECT_GT(plan.tiles.size(), 1u) << "the tape must stream";
+    if (enz.trace.tape_bytes > spad) {
+      EXPECT_GT(plan.tiles.size(), 1u) << "the tape must stream";
+    }
     uint64_t layer_bytes = 0;
     for (const TapeLayer& l : plan.layers) {
       EXPECT_LE(l.base + l.bytes, spad);
