@@ -3,6 +3,7 @@
 //
 //   strata-bench-remat [--model resnet|vgg] [--batch B] [--fractions 0.5,0.25,0.125] [--steps N]
 //                      [--warmup W] [--seed S] [--threads T] [--json FILE] [--quick]
+// (--quick: a small model, 2 steps, fraction 0.5 unless --fractions is given)
 //
 // Models (as chains of their top-level blocks, nn::RematSequential):
 //   resnet: CIFAR ResNet-20 (widths 16/32/64, 3 BasicBlocks per stage), input [B,3,32,32], B 64;
@@ -60,6 +61,7 @@ struct Options {
   int threads = 0;
   std::string json;
   bool quick = false;
+  bool fractions_given = false;
 };
 
 Options parse(int argc, char** argv) {
@@ -74,6 +76,7 @@ Options parse(int argc, char** argv) {
       o.batch = cli.integer(a, cli.value(argc, argv, i), 1, 1 << 16);
     } else if (a == "--fractions") {
       o.fractions.clear();
+      o.fractions_given = true;
       std::string text = cli.value(argc, argv, i);
       std::size_t start = 0;
       while (start <= text.size()) {
@@ -102,7 +105,7 @@ Options parse(int argc, char** argv) {
   if (o.quick) {
     o.steps = 2;
     o.warmup = 0;
-    o.fractions = {0.5};
+    if (!o.fractions_given) o.fractions = {0.5};
   }
   return o;
 }
