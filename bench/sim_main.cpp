@@ -2,15 +2,17 @@
 // configurations (ops/sim/systems.h) on the timing and energy model (ops/sim/machine.h) and
 // prints TapeFlow's evaluation tables (§VI–VII), optionally the scratchpad-size and unroll sweeps.
 //
-//   strata-sim [--bench NAME|all] [--system NAME[,NAME...]] [--spad-sweep] [--unroll-sweep]
+//   strata-sim [--bench NAME[,NAME...]|all|synthetic] [--system NAME[,NAME...]] [--spad-sweep] [--unroll-sweep]
 //              [--threads T] [--json FILE] [--quick]
 //
 // Per benchmark and system: FWD and REV cycles, speedup over Enzyme_32k (total, FWD, REV), DRAM
 // bytes and their ratio to Enzyme_32k's, cache hit rate (FWD and REV), on-chip energy and its
 // reduction over Enzyme_32k, SRAM bytes. Enzyme_32k is always simulated as the baseline.
 // --spad-sweep: Tflow_32k with scratchpads of 64 B … 1 MB (×2 steps), speedup over Enzyme_32k.
-// --unroll-sweep: Tflow_32k against Enzyme_32k at unroll factors 1 … 64 (pathfinder when the
-// registry has it, else the selected benchmarks), with FU ops per layer.
+// --unroll-sweep: Tflow_32k against Enzyme_32k at unroll factors 1 … 64 on pathfinder (the
+// paper's Fig. 17), with FU ops per REV layer.
+// Benchmarks: the nine Table II ones (all; --quick: their reduced sizes) and two synthetic
+// kernels (synthetic), see ops/sim/bench_registry.h.
 // The model is deterministic: each figure is one simulation (samples hold that one value).
 // --threads is accepted for the bench binaries' common interface; the simulator is single-threaded.
 
@@ -32,7 +34,7 @@ using namespace strata::sim::registry;
 namespace {
 
 constexpr const char* kUsage =
-    "strata-sim [--bench NAME|all] [--system NAME[,NAME...]] [--spad-sweep] [--unroll-sweep] [--threads T] "
+    "strata-sim [--bench NAME[,NAME...]|all|synthetic] [--system NAME[,NAME...]] [--spad-sweep] [--unroll-sweep] [--threads T] "
     "[--json FILE] [--quick]";
 
 struct Options {
@@ -79,9 +81,12 @@ Options parse(int argc, char** argv) {
       cli.fail("unknown flag " + a);
     }
   }
-  const std::vector<std::string> known = benchmark_names();
+  std::vector<std::string> known = benchmark_names();
+  for (const std::string& b : synthetic_benchmark_names()) known.push_back(b);
   if (bench == "all") {
-    o.benches = known;
+    o.benches = benchmark_names();
+  } else if (bench == "synthetic") {
+    o.benches = synthetic_benchmark_names();
   } else {
     for (const std::string& b : split(bench)) {
       bool ok = false;
@@ -89,7 +94,7 @@ Options parse(int argc, char** argv) {
       if (!ok) {
         std::string list;
         for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
-        cli.fail("--bench: unknown benchmark '" + b + "'; expected all or one of: " + list);
+        cli.fail("--bench: unknown benchmark '" + b + "'; expected all, synthetic or one of: " + list);
       }
       o.benches.push_back(b);
     }
@@ -175,14 +180,27 @@ int main(int argc, char** argv) {
     std::map<std::string, MachineReport> base;
     j.key("benchmarks").begin_array();
     for (const std::string& b : o.benches) {
-      base[b] = run(b, base_sys, topt);
+      // One trace per mode, shared by the systems that execute it.
+      std::vector<System> systems = {base_sys};
+      for (const std::string& s : o.systems) systems.push_back(system_by_name(s));
+      std::map<std::string, MachineReport> by_name;
+      for (TraceMode mode : {TraceMode::Enzyme, TraceMode::AoS, TraceMode::TapeFlow}) {
+        bool needed = false;
+        for (const System& s : systems) needed = needed || s.mode == mode;
+        if (!needed) continue;
+        const Trace t = trace_benchmark(b, mode, topt);
+        for (const System& s : systems)
+          if (s.mode == mode && !by_name.count(s.name)) by_name[s.name] = simulate(t, s.machine);
+      }
+      base[b] = by_name.at(base_sys.name);
       std::vector<Row> rows;
-      for (const std::string& s : o.systems) rows.push_back({s, run(b, system_by_name(s), topt)});
+      for (const std::string& s : o.systems) rows.push_back({s, by_name.at(s)});
       print_table(b, base[b].fwd.instrs + base[b].rev.instrs, rows, base[b]);
       j.begin_object().kv("name", b).kv("instrs", static_cast<long long>(base[b].fwd.instrs + base[b].rev.instrs));
       j.key("systems").begin_array();
       for (const Row& row : rows) json_report(j, row.system, row.r, base[b]);
       j.end_array().end_object();
+      std::fflush(stdout);
     }
     j.end_array();
 
@@ -219,10 +237,7 @@ int main(int argc, char** argv) {
     }
 
     if (o.unroll_sweep) {
-      std::vector<std::string> targets;
-      for (const std::string& b : benchmark_names())
-        if (b == "pathfinder") targets.push_back(b);
-      if (targets.empty()) targets = o.benches;
+      const std::vector<std::string> targets = {"pathfinder"};
       std::vector<uint32_t> unrolls = {1, 2, 4, 8, 16, 32, 64};
       if (o.quick) unrolls = {1, 4, 16};
       std::printf("\n== unroll sweep: Tflow_32k speedup over Enzyme_32k (FU ops per REV layer) ==\n%-10s", "bench");

@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "ops/sim/benchmarks.h"
+#include "ops/sim/tapeflow.h"
 
 namespace strata::sim::registry {
 
@@ -136,13 +138,29 @@ class Gen {
 
 }  // namespace
 
-std::vector<std::string> benchmark_names() { return {"stream", "strided"}; }
+std::vector<std::string> benchmark_names() { return sim::benchmark_names(); }
+
+std::vector<std::string> synthetic_benchmark_names() { return {"stream", "strided"}; }
 
 Trace trace_benchmark(const std::string& name, TraceMode mode, const TraceOptions& options) {
   const uint64_t n = options.quick ? 512 : 4096;
   if (name == "stream") return Gen(name, n, 1, mode, options).build();
   if (name == "strided") return Gen(name, n, 64, mode, options).build();
-  STRATA_CHECK(false, "unknown benchmark '", name, "'; expected one of: stream, strided");
+  for (const std::string& b : sim::benchmark_names()) {
+    if (b != name) continue;
+    BenchmarkParams p;
+    p.reduced = options.quick;
+    p.unroll = options.unroll > 0 ? options.unroll : 1;
+    Program prog = build_benchmark(name, p);
+    switch (mode) {
+      case TraceMode::Enzyme: return std::move(prog.trace);
+      case TraceMode::AoS: return aos_layout(prog).trace;
+      case TraceMode::TapeFlow: return tapeflow(prog, options.spad_bytes).trace;
+    }
+  }
+  std::string list;
+  for (const std::string& b : sim::benchmark_names()) list += b + ", ";
+  STRATA_CHECK(false, "unknown benchmark '", name, "'; expected one of: ", list, "stream, strided");
   return {};
 }
 

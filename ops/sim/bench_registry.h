@@ -1,14 +1,18 @@
 #pragma once
 /// @file
-/// The benchmarks `strata-sim` runs (bench/sim_main.cpp), traced for a system's TraceMode.
-/// Until the Table II benchmarks (ops/sim/benchmarks.h, the tracer's) are wired in, this registry
-/// holds two hand-built synthetic kernels so the machine model and the binary run end to end:
+/// The benchmarks `strata-sim` runs (bench/sim_main.cpp), traced for a system's TraceMode:
+/// - the nine Table II benchmarks of ops/sim/benchmarks.h (gravity, nn, logsum, matdescent,
+///   mttkrp, somier, lenet, pathfinder, mass_spring), traced by the active-type tracer; Enzyme
+///   mode runs its program as traced (struct-of-arrays tape), AoS mode pass 1 (aos_layout), and
+///   TapeFlow mode passes 1–4 for the scratchpad size (tapeflow(), ops/sim/tapeflow.h); `unroll`
+///   is pathfinder's unroll factor (BenchmarkParams::unroll) and `quick` selects the reduced sizes;
+/// - two hand-built synthetic kernels (not in `all`), used by the machine's tests:
 ///   stream   y[i] = exp(x[i]) * v[i] over sequential arrays (regular, streaming);
 ///   strided  the same with x walked column-wise through a 64x64 row-major matrix (a 512-byte
 ///            stride: every access of a column touches a new line, so small caches thrash).
 /// Both store two tape values per iteration (exp(x[i]) and v[i]), read back together in REV.
 ///
-/// Note [Synthetic trace plans]
+/// Note [Synthetic trace plans] (the synthetic kernels only)
 /// - Enzyme: tape as struct-of-arrays, one array per stored value, through the cache
 ///   (TapeStore/TapeLoad).
 /// - AoS: one region per loop, a 16-byte struct per iteration holding both values (pass 1).
@@ -37,8 +41,11 @@ struct TraceOptions {
   bool quick = false;         ///< a small problem size, for smoke tests
 };
 
-/// The registered benchmark names, in report order.
+/// The Table II benchmark names, in the paper's order (what `--bench all` runs).
 std::vector<std::string> benchmark_names();
+
+/// The synthetic kernels: stream, strided.
+std::vector<std::string> synthetic_benchmark_names();
 
 /// The trace of benchmark `name` for `mode`. Throws strata::Error naming the benchmark and the
 /// registered ones when it is unknown, or when the scratchpad cannot hold a layer.

@@ -507,8 +507,8 @@ std::map<size_t, uint32_t> follow_tape(const Trace& t) {
 
 }  // namespace
 
-TEST(SimRegistry, TapeFlowPlansFitTheScratchpadAndEveryTapeLoadReadsItsOwnStore) {
-  for (const std::string& name : benchmark_names()) {
+TEST(SimRegistry, SyntheticPlansFitTheScratchpadAndEveryTapeLoadReadsItsOwnStore) {
+  for (const std::string& name : strata::sim::registry::synthetic_benchmark_names()) {
     for (uint64_t spad : {32u, 64u, 512u, 4096u}) {
       for (uint32_t unroll : {0u, 3u}) {
         TraceOptions o;
@@ -561,8 +561,36 @@ TEST(SimRegistry, EveryModeRunsOnItsSystemsAndTheSmallCacheThrashesOnStrides) {
 }
 
 TEST(SimRegistry, UnknownBenchmarkAndTooSmallScratchpadAreRejected) {
-  EXPECT_ERROR_HAS(trace_benchmark("gravity2", TraceMode::Enzyme, {}), "unknown benchmark 'gravity2'; expected one of: stream, strided");
+  EXPECT_ERROR_HAS(trace_benchmark("gravity2", TraceMode::Enzyme, {}),
+                   "unknown benchmark 'gravity2'; expected one of: gravity, nn, logsum, matdescent, mttkrp, somier, "
+                   "lenet, pathfinder, mass_spring, stream, strided");
   TraceOptions o;
   o.spad_bytes = 16;
   EXPECT_ERROR_HAS(trace_benchmark("stream", TraceMode::TapeFlow, o), "a 16-byte scratchpad cannot hold two 16-byte layers");
+}
+
+TEST(SimRegistry, TableTwoBenchmarksRunInEveryModeOnTheirSystems) {
+  EXPECT_EQ(benchmark_names().size(), 9u);
+  TraceOptions o;
+  o.quick = true;  // the reduced sizes
+  for (const std::string& name : benchmark_names()) {
+    const Trace e = trace_benchmark(name, TraceMode::Enzyme, o);
+    const Trace a = trace_benchmark(name, TraceMode::AoS, o);
+    const Trace t = trace_benchmark(name, TraceMode::TapeFlow, o);
+    EXPECT_EQ(e.tape_bytes, t.tape_bytes) << name;
+    EXPECT_LE(t.spad_bytes, 512u) << name;
+    const MachineReport re = simulate(e, system_by_name("Enzyme_32k").machine);
+    const MachineReport ra = simulate(a, system_by_name("AoS_32k").machine);
+    const MachineReport rt = simulate(t, system_by_name("Tflow_2k").machine);
+    // Every taped byte is a TapeStore through the cache in Enzyme/AoS and a SpadStore in TapeFlow.
+    EXPECT_EQ(re.fwd.cache.cls[1].accesses() * 8, e.tape_bytes) << name;
+    EXPECT_EQ(ra.fwd.cache.cls[1].accesses() * 8, a.tape_bytes) << name;
+    EXPECT_EQ(rt.cache.cls[1].accesses(), 0u) << name;
+    EXPECT_EQ(rt.fwd.spad_stores * 8, t.tape_bytes) << name;
+    EXPECT_GT(rt.fwd.layers, 0u) << name;
+    EXPECT_GT(re.cycles(), 0u);
+  }
+  o.unroll = 4;
+  const MachineReport r4 = simulate(trace_benchmark("pathfinder", TraceMode::TapeFlow, o), system_by_name("Tflow_32k").machine);
+  EXPECT_GT(r4.rev.cycles, 0u);
 }
