@@ -24,20 +24,7 @@
 
 #include "embeddings/zipf.h"
 
-#if __has_include("embeddings/kernels.h")
 #include "embeddings/kernels.h"
-#else
-namespace strata::emb {
-// emb::Bags is owned by embeddings/kernels.h (the kernels helper's unit, not merged yet when this
-// file was written). This is the agreed definition, verbatim; it disappears once kernels.h exists.
-struct Bags {
-  std::span<const int64_t> indices;
-  std::span<const int64_t> offsets;
-  std::span<const float> weights = {};
-  int64_t batch() const { return static_cast<int64_t>(offsets.size()) - 1; }
-};
-}  // namespace strata::emb
-#endif
 
 namespace strata::emb {
 
