@@ -147,12 +147,26 @@ ChainGraph AutoChain::build_graph(const std::vector<StepFn>& steps, const Tensor
     if (in.requires_grad() && autograd::gradient_edge(out).valid() && is_floating(out.dtype()))
       autograd::grad({out}, {in}, {ones_like(out)}, false, true);
     const std::size_t peak = stats.snapshot().fast.peak_bytes;
+    // A second recorded run (the first one's storages still alive, so no address is reused): a
+    // storage saved by both runs existed before the step (a parameter or buffer), not an activation.
+    std::vector<Storage> first_run;
+    first_run.swap(saved);
+    std::set<const void*> first_seen;
+    first_seen.swap(seen);
+    rng.restore();
+    {
+      detail::RecomputeScope scope;
+      autograd::EnableGradGuard grad_on;
+      autograd::SavedTensorHooksGuard guard(record);
+      Tensor again = steps[i](fresh_input(x));
+    }
     std::size_t input_bytes = 0, internal_bytes = 0;
-    for (const Storage& s : saved) {
+    for (const Storage& s : first_run) {
       if (s.allocation() == x.storage().allocation()) input_bytes = s.nbytes();
-      else internal_bytes += s.nbytes();
+      else if (seen.count(s.allocation()) == 0) internal_bytes += s.nbytes();
     }
     saved.clear();
+    first_run.clear();
     rng.restore();
     // Times (cached by signature): forward, and forward + backward w.r.t. the input.
     const double t_fwd = profiler_.time(sig + " fwd", [&] {

@@ -1,0 +1,235 @@
+// The Auto rematerialization policy executed on zoo models as chains (Note [Auto chain
+// execution]): gradients bitwise equal to StoreAll at budgets of 50 %, 25 % and 12.5 % of
+// StoreAll's measured activation peak, the measured peak within the budget (predicted and
+// measured figures printed), re-planning on a new input shape, errors.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <functional>
+
+#include "autograd/remat/peak.h"
+#include "autograd/remat/plan_exec.h"
+#include "core/factories.h"
+#include "core/pin_set.h"
+#include "core/rng.h"
+#include "models/activation.h"
+#include "models/container.h"
+#include "models/linear.h"
+#include "models/pooling.h"
+#include "models/remat.h"
+#include "models/zoo/mlp.h"
+#include "models/zoo/resnet.h"
+#include "models/zoo/vgg.h"
+#include "ops/reduction.h"
+#include "ops/softmax_loss.h"
+#include "tests/cpp/core/test_util.h"
+
+namespace strata_test {
+namespace {
+
+using namespace strata;
+using nn::Module;
+using remat::ChainPolicy;
+using ::testing::HasSubstr;
+using ModuleList = std::vector<std::shared_ptr<Module>>;
+
+std::vector<unsigned char> bytes_of(const Tensor& t) {
+  Tensor c = t.contiguous();
+  std::vector<unsigned char> out(c.nbytes());
+  PinSet pins;
+  pins.add(c, AccessMode::Read).acquire();
+  if (!out.empty()) std::memcpy(out.data(), c.data_ptr(), out.size());
+  return out;
+}
+
+::testing::AssertionResult same_bits(const Tensor& a, const Tensor& b) {
+  if (a.defined() != b.defined()) return ::testing::AssertionFailure() << "one tensor is undefined";
+  if (!a.defined()) return ::testing::AssertionSuccess();
+  if (a.sizes() != b.sizes() || a.dtype() != b.dtype())
+    return ::testing::AssertionFailure() << a.describe() << " vs " << b.describe();
+  if (bytes_of(a) != bytes_of(b)) return ::testing::AssertionFailure() << "values differ: " << a.describe();
+  return ::testing::AssertionSuccess();
+}
+
+ModuleList children_of(const std::shared_ptr<Module>& m) {
+  ModuleList out;
+  for (auto& [name, child] : m->named_children()) out.push_back(child);
+  return out;
+}
+
+struct StepResult {
+  std::vector<Tensor> grads;
+  std::vector<Tensor> buffers;
+  Tensor input_grad, logits;
+};
+
+StepResult train_step(Module& model, const StateDict& initial, const Tensor& x, const Tensor& target,
+                      const std::function<Tensor(const Tensor&)>& forward) {
+  model.load_state_dict(initial);
+  model.zero_grad();
+  Tensor input = x.detach().set_requires_grad();
+  manual_seed(2024);
+  StepResult r;
+  r.logits = forward(input);
+  cross_entropy(r.logits, target).backward();
+  for (auto& p : model.parameters()) r.grads.push_back(p.grad());
+  for (auto& b : model.buffers()) r.buffers.push_back(b.clone());
+  r.input_grad = input.grad();
+  return r;
+}
+
+void expect_same(const StepResult& got, const StepResult& ref) {
+  EXPECT_TRUE(same_bits(got.logits, ref.logits)) << "logits";
+  EXPECT_TRUE(same_bits(got.input_grad, ref.input_grad)) << "input gradient";
+  ASSERT_EQ(got.grads.size(), ref.grads.size());
+  for (std::size_t i = 0; i < ref.grads.size(); ++i) EXPECT_TRUE(same_bits(got.grads[i], ref.grads[i])) << "grad " << i;
+  ASSERT_EQ(got.buffers.size(), ref.buffers.size());
+  for (std::size_t i = 0; i < ref.buffers.size(); ++i)
+    EXPECT_TRUE(same_bits(got.buffers[i], ref.buffers[i])) << "buffer " << i;
+}
+
+// The step's fast-tier peak with the parameters' gradients already allocated (they are not
+// activations; Note [Auto chain execution]).
+std::size_t step_peak(Module& model, const Tensor& x, const Tensor& target,
+                      const std::function<Tensor(const Tensor&)>& forward) {
+  for (auto& p : model.parameters())
+    if (!p.grad().defined()) p.set_grad(zeros_like(p));
+  Tensor input = x.detach().set_requires_grad();
+  return remat::measure_fast_peak([&] { cross_entropy(forward(input), target).backward(); }).step_peak_bytes();
+}
+
+void check_auto(const char* label, Module& model, const ModuleList& chain, const Tensor& x, const Tensor& target) {
+  StateDict frozen;
+  for (const auto& [k, v] : model.state_dict()) frozen.emplace_back(k, v.clone());
+  auto plain = [&](const Tensor& in) { return model.forward(in); };
+  const StepResult ref = train_step(model, frozen, x, target, plain);
+  nn::RematSequential store_all;
+  for (const auto& m : chain) store_all.push_back(m);
+  step_peak(model, x, target, [&](const Tensor& in) { return store_all.forward(in); });  // warm-up
+  const std::size_t full = step_peak(model, x, target, [&](const Tensor& in) { return store_all.forward(in); });
+  ASSERT_GT(full, 0u);
+  {
+    remat::AutoChain probe(full);
+    std::vector<remat::StepFn> steps;
+    for (const auto& m : chain) steps.push_back(nn::remat_step(m));
+    const remat::ChainGraph g = probe.build_graph(steps, x);
+    std::size_t ws = 0, vals = 0;
+    for (const auto& op : g.graph.ops) ws = std::max(ws, op.workspace_bytes);
+    for (const auto& v : g.graph.values) vals += v.bytes;
+    const remat::Evaluation keep = remat::evaluate(g.graph, std::vector<remat::Decision>(g.graph.values.size()));
+    std::printf("[ auto remat ] %-6s model: max workspace %zu B, values %zu B, keep-all predicted peak %zu B at point %lld\n",
+                label, ws, vals, keep.peak_bytes, static_cast<long long>(keep.peak_point));
+  }
+  for (int div : {2, 4, 8}) {
+    const std::size_t budget = full / static_cast<std::size_t>(div);
+    SCOPED_TRACE(std::string(label) + " budget 1/" + std::to_string(div));
+    nn::RematSequential seq(ChainPolicy::auto_budget(budget));
+    for (const auto& m : chain) seq.push_back(m);
+    auto run = [&](const Tensor& in) { return seq.forward(in); };
+    // First step profiles and plans; the gradients must equal StoreAll's nonetheless.
+    expect_same(train_step(model, frozen, x, target, run), ref);
+    const std::size_t measured = step_peak(model, x, target, run);
+    const remat::AutoChain& ac = *seq.policy().auto_chain;
+    ASSERT_NE(ac.last_plan(), nullptr);
+    std::string decisions;
+    for (remat::Decision d : ac.last_plan()->decisions) decisions += remat::to_string(d)[0];
+    std::printf("[ auto remat ] %-6s StoreAll peak %9zu B, budget 1/%d = %9zu B: predicted %9zu B, measured %9zu B "
+                "(%s, %s)\n",
+                label, full, div, budget, ac.last_plan()->predicted.peak_bytes, measured, decisions.c_str(),
+                remat::to_string(ac.last_plan()->source).c_str());
+    EXPECT_LE(ac.last_plan()->predicted.peak_bytes, budget);
+    EXPECT_LE(measured, budget) << ac.explain();
+    EXPECT_EQ(ac.plans_made(), 1);
+    EXPECT_THAT(ac.explain(), HasSubstr("measured fast-tier peak since the last forward: " + std::to_string(measured)));
+    expect_same(train_step(model, frozen, x, target, run), ref);  // the cached plan
+  }
+}
+
+TEST(AutoRemat, ZooMlp) {
+  manual_seed(1);
+  auto mlp = std::make_shared<nn::zoo::MLP>(std::vector<int64_t>{64, 256, 256, 256, 256, 256, 10});
+  Tensor x = randn({256, 64});
+  Tensor target = randint(0, 10, {256});
+  check_auto("mlp", *mlp, children_of(mlp), x, target);
+}
+
+TEST(AutoRemat, SmallVgg) {
+  manual_seed(2);
+  nn::zoo::VGGOptions o;
+  o.config = {16, 16, 0, 32, 32, 0};
+  o.batch_norm = true;
+  o.num_classes = 5;
+  o.pool_size = 1;
+  o.hidden = 16;
+  o.dropout = 0.5;
+  auto vgg = std::make_shared<nn::zoo::VGG>(o);
+  ModuleList chain = children_of(vgg->child("features"));
+  chain.push_back(vgg->child("avgpool"));
+  chain.push_back(std::make_shared<nn::Flatten>(1));
+  for (auto& m : children_of(vgg->child("classifier"))) chain.push_back(m);
+  Tensor x = randn({16, 3, 16, 16});
+  Tensor target = randint(0, 5, {16});
+  check_auto("vgg", *vgg, chain, x, target);
+}
+
+TEST(AutoRemat, SmallResNet) {
+  manual_seed(3);
+  nn::zoo::ResNetOptions o = nn::zoo::cifar_resnet_options(8, 4);
+  o.widths = {8, 16, 16};
+  auto net = std::make_shared<nn::zoo::ResNet>(o);
+  ModuleList chain{net->child("conv1"), net->child("bn1"), net->child("relu")};
+  for (const char* stage : {"layer1", "layer2", "layer3"})
+    for (auto& block : children_of(net->child(stage))) chain.push_back(block);
+  chain.push_back(net->child("avgpool"));
+  chain.push_back(std::make_shared<nn::Flatten>(1));
+  chain.push_back(net->child("fc"));
+  Tensor x = randn({16, 3, 16, 16});
+  Tensor target = randint(0, 4, {16});
+  check_auto("resnet", *net, chain, x, target);
+}
+
+TEST(AutoRemat, ReplansWhenTheInputShapeChanges) {
+  manual_seed(4);
+  auto mlp = std::make_shared<nn::zoo::MLP>(std::vector<int64_t>{16, 64, 64, 4});
+  nn::RematSequential seq(ChainPolicy::auto_budget(std::size_t{1} << 30));
+  for (auto& m : children_of(mlp)) seq.push_back(m);
+  sum(seq.forward(randn({8, 16}).set_requires_grad())).backward();
+  sum(seq.forward(randn({8, 16}).set_requires_grad())).backward();
+  EXPECT_EQ(seq.policy().auto_chain->plans_made(), 1);
+  sum(seq.forward(randn({32, 16}).set_requires_grad())).backward();
+  EXPECT_EQ(seq.policy().auto_chain->plans_made(), 2);
+  // A generous budget keeps everything.
+  for (remat::Decision d : seq.policy().auto_chain->last_plan()->decisions) EXPECT_EQ(d, remat::Decision::Keep);
+}
+
+TEST(AutoRemat, InfeasibleBudgetNamesTheMinimum) {
+  manual_seed(5);
+  auto mlp = std::make_shared<nn::zoo::MLP>(std::vector<int64_t>{16, 64, 64, 4});
+  nn::RematSequential seq(ChainPolicy::auto_budget(16));
+  for (auto& m : children_of(mlp)) seq.push_back(m);
+  Tensor x = randn({8, 16}).set_requires_grad();
+  EXPECT_THAT(ERROR_MESSAGE(seq.forward(x)), HasSubstr("the fast-tier budget of 16 bytes is below the minimum"));
+  EXPECT_THAT(ERROR_MESSAGE(seq.forward(x)), HasSubstr("raise the budget to at least"));
+}
+
+TEST(AutoRemat, BadInput) {
+  EXPECT_THAT(ERROR_MESSAGE(ChainPolicy::auto_budget(0)), HasSubstr("the fast-tier budget is 0 bytes"));
+  ChainPolicy p;
+  p.kind = remat::RematPolicy::Auto;
+  EXPECT_THAT(ERROR_MESSAGE(nn::RematSequential(p)), HasSubstr("an Auto policy needs its executor"));
+  EXPECT_THAT(ERROR_MESSAGE(remat::run_chain(p, {[](const Tensor& t) { return t; }}, ones({2}))),
+              HasSubstr("an Auto policy needs its executor"));
+  remat::AutoChain ac(100);
+  EXPECT_THAT(ERROR_MESSAGE(ac.explain()), HasSubstr("no plan yet"));
+  EXPECT_THAT(ERROR_MESSAGE(ac.run({}, ones({2}))), HasSubstr("the chain has no steps"));
+  EXPECT_THAT(ERROR_MESSAGE(ac.run({remat::StepFn()}, ones({2}))), HasSubstr("step 0 is empty"));
+  EXPECT_THAT(ERROR_MESSAGE(ac.build_graph({[](const Tensor& t) { return t; }}, ones({2}), {"a", "b"})),
+              HasSubstr("2 step names for 1 steps"));
+  EXPECT_EQ(ChainPolicy::auto_budget(1024).to_string(), "Auto(1024 bytes)");
+}
+
+}  // namespace
+}  // namespace strata_test
