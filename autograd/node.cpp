@@ -16,6 +16,7 @@ std::mutex leaf_mutex;
 Node::Node() : sequence_nr_(next_sequence_nr.fetch_add(1, std::memory_order_relaxed)) {}
 
 std::size_t Node::save(const Tensor& value) {
+  detail::SavingNodeScope scope(sequence_nr_);
   saved_.emplace_back(value);
   return saved_.size() - 1;
 }

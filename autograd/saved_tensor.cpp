@@ -9,6 +9,7 @@ namespace strata::autograd {
 namespace {
 
 thread_local std::vector<std::shared_ptr<SavedTensorHooks>> hook_stack;
+thread_local uint64_t saving_node = kNoSavingNode;
 
 class FunctionHooks final : public SavedTensorHooks {
  public:
@@ -38,6 +39,11 @@ SavedTensorHooksGuard::SavedTensorHooksGuard(std::shared_ptr<SavedTensorHooks> h
 SavedTensorHooksGuard::~SavedTensorHooksGuard() { hook_stack.pop_back(); }
 
 SavedTensorHooks* current_saved_tensor_hooks() { return hook_stack.empty() ? nullptr : hook_stack.back().get(); }
+
+uint64_t saving_node_sequence_nr() { return saving_node; }
+
+detail::SavingNodeScope::SavingNodeScope(uint64_t sequence_nr) : previous_(saving_node) { saving_node = sequence_nr; }
+detail::SavingNodeScope::~SavingNodeScope() { saving_node = previous_; }
 
 SavedTensor::SavedTensor(const Tensor& value) {
   if (!value.defined()) return;

@@ -52,6 +52,25 @@ class SavedTensorHooksGuard {
 /// The innermost installed hooks of this thread, or null.
 SavedTensorHooks* current_saved_tensor_hooks();
 
+/// While a pack hook runs inside Node::save(), the sequence number of the saving node; otherwise
+/// kNoSavingNode. Lets a hook group the values one node saves (the tape streamer's regions).
+inline constexpr uint64_t kNoSavingNode = ~uint64_t{0};
+uint64_t saving_node_sequence_nr();
+
+namespace detail {
+/// Sets saving_node_sequence_nr() for this thread for its lifetime (Node::save uses it).
+class SavingNodeScope {
+ public:
+  explicit SavingNodeScope(uint64_t sequence_nr);
+  ~SavingNodeScope();
+  SavingNodeScope(const SavingNodeScope&) = delete;
+  SavingNodeScope& operator=(const SavingNodeScope&) = delete;
+
+ private:
+  uint64_t previous_;
+};
+}  // namespace detail
+
 /// What introspection reports about one saved value.
 struct SavedInfo {
   Dims sizes;

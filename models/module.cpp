@@ -259,11 +259,14 @@ std::vector<std::shared_ptr<Module>> Module::children() const {
   return out;
 }
 
-std::vector<std::pair<std::string, Tensor>> Module::named_parameters(const std::string& prefix, bool recurse) const {
+// named_parameters / named_buffers: the defined tensors of one registry of this module and (with
+// `recurse`) of its descendants in pre-order, each tensor once.
+std::vector<std::pair<std::string, Tensor>> Module::named_slots(std::vector<TensorSlot> Module::*registry,
+                                                                const std::string& prefix, bool recurse) const {
   std::vector<std::pair<std::string, Tensor>> out;
   std::unordered_set<const void*> seen;
   auto take = [&](const Module& m, const std::string& p) {
-    for (const auto& s : m.parameters_) {
+    for (const auto& s : m.*registry) {
       if (s.value.defined() && seen.insert(tensor_identity(s.value)).second) {
         out.emplace_back(join_name(p, s.name), s.value);
       }
@@ -275,6 +278,10 @@ std::vector<std::pair<std::string, Tensor>> Module::named_parameters(const std::
   }
   for (auto& [p, m] : const_cast<Module*>(this)->named_modules(prefix)) take(*m, p);
   return out;
+}
+
+std::vector<std::pair<std::string, Tensor>> Module::named_parameters(const std::string& prefix, bool recurse) const {
+  return named_slots(&Module::parameters_, prefix, recurse);
 }
 
 std::vector<Tensor> Module::parameters(bool recurse) const {
@@ -284,21 +291,7 @@ std::vector<Tensor> Module::parameters(bool recurse) const {
 }
 
 std::vector<std::pair<std::string, Tensor>> Module::named_buffers(const std::string& prefix, bool recurse) const {
-  std::vector<std::pair<std::string, Tensor>> out;
-  std::unordered_set<const void*> seen;
-  auto take = [&](const Module& m, const std::string& p) {
-    for (const auto& s : m.buffers_) {
-      if (s.value.defined() && seen.insert(tensor_identity(s.value)).second) {
-        out.emplace_back(join_name(p, s.name), s.value);
-      }
-    }
-  };
-  if (!recurse) {
-    take(*this, prefix);
-    return out;
-  }
-  for (auto& [p, m] : const_cast<Module*>(this)->named_modules(prefix)) take(*m, p);
-  return out;
+  return named_slots(&Module::buffers_, prefix, recurse);
 }
 
 std::vector<Tensor> Module::buffers(bool recurse) const {

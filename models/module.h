@@ -139,6 +139,8 @@ class Module : public std::enable_shared_from_this<Module> {
   TensorSlot* find_slot(std::vector<TensorSlot>& slots, const std::string& name);
   const TensorSlot* find_slot(const std::vector<TensorSlot>& slots, const std::string& name) const;
   void collect_state(const std::string& prefix, StateDict& out) const;
+  std::vector<std::pair<std::string, Tensor>> named_slots(std::vector<TensorSlot> Module::*registry,
+                                                          const std::string& prefix, bool recurse) const;
   struct Expected;
   void collect_expected(const std::string& prefix, std::vector<Expected>& out);
 

@@ -85,6 +85,9 @@ void init_dtypes(py::module_& m);
 void init_tensor(py::module_& m);
 void init_factories(py::module_& m);
 void init_autograd(py::module_& m);
+void init_nn(py::module_& m);  // nn_bindings.cpp: strata._C.nn
+void init_checkpoint(py::module_& m);  // checkpoint_bindings.cpp
+void init_zoo(py::module_& m);  // zoo_bindings.cpp: strata._C.models (after init_nn)
 void init_ops(py::module_& m);
 
 // ---- ops and differentiable views (ops_bindings.cpp) ----------------------------------------------

@@ -51,4 +51,7 @@ PYBIND11_MODULE(_C, m) {
   init_optim(m);
   init_memory(m);
   init_runtime(m);
+  init_nn(m);
+  init_checkpoint(m);
+  init_zoo(m);
 }

@@ -110,6 +110,8 @@ bool = _C.bool  # noqa: A001
 from . import autograd  # noqa: E402
 from . import nn  # noqa: E402
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
+from .checkpoint import load_checkpoint, save_checkpoint  # noqa: E402
+from . import models  # noqa: E402
 from . import optim  # noqa: E402
 from . import memory  # noqa: E402
 
@@ -211,3 +213,4 @@ __all__ = [
     "zeros",
     "zeros_like",
 ]
+__all__ += ["load_checkpoint", "models", "save_checkpoint"]

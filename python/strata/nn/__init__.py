@@ -1,1 +1,59 @@
+"""strata.nn: modules and layers with torch.nn's names and behaviour.
+
+Subclass :class:`Module` exactly as ``torch.nn.Module``: call ``super().__init__()``, assign
+:class:`Parameter` s and modules as attributes, define ``forward``. Python modules also run inside
+the C++ containers (``Sequential``) and models.
+"""
+
+from .._C.nn import (
+    AdaptiveAvgPool2d,
+    AvgPool2d,
+    BatchNorm1d,
+    BatchNorm2d,
+    Conv2d,
+    Dropout,
+    EmbeddingBag,
+    Flatten,
+    GELU,
+    Identity,
+    IncompatibleKeys,
+    LayerNorm,
+    LeakyReLU,
+    Linear,
+    MaxPool2d,
+    Module,
+    ModuleList,
+    Parameter,
+    ReLU,
+    Sequential,
+    Sigmoid,
+    Tanh,
+)
+
 from . import functional
+
+__all__ = [
+    "AdaptiveAvgPool2d",
+    "AvgPool2d",
+    "BatchNorm1d",
+    "BatchNorm2d",
+    "Conv2d",
+    "Dropout",
+    "EmbeddingBag",
+    "Flatten",
+    "GELU",
+    "Identity",
+    "IncompatibleKeys",
+    "LayerNorm",
+    "LeakyReLU",
+    "Linear",
+    "MaxPool2d",
+    "Module",
+    "ModuleList",
+    "Parameter",
+    "ReLU",
+    "Sequential",
+    "Sigmoid",
+    "Tanh",
+    "functional",
+]

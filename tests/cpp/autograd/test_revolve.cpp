@@ -9,6 +9,7 @@
 #include <deque>
 #include <map>
 
+#include "tests/cpp/bitwise.h"
 #include "autograd/engine.h"
 #include "autograd/remat/chain.h"
 #include "autograd/remat/revolve.h"
@@ -175,23 +176,8 @@ TEST(RevolveSchedule, BadArguments) {
 
 // ---- execution ------------------------------------------------------------------------------
 
-std::vector<unsigned char> bytes_of(const Tensor& t) {
-  Tensor c = t.contiguous();
-  std::vector<unsigned char> out(c.nbytes());
-  PinSet pins;
-  pins.add(c, AccessMode::Read).acquire();
-  if (!out.empty()) std::memcpy(out.data(), c.data_ptr(), out.size());
-  return out;
-}
-
-::testing::AssertionResult same_bits(const Tensor& a, const Tensor& b) {
-  if (a.defined() != b.defined()) return ::testing::AssertionFailure() << "one gradient is undefined";
-  if (!a.defined()) return ::testing::AssertionSuccess();
-  if (a.sizes() != b.sizes() || a.dtype() != b.dtype())
-    return ::testing::AssertionFailure() << a.describe() << " vs " << b.describe();
-  if (bytes_of(a) != bytes_of(b)) return ::testing::AssertionFailure() << "values differ: " << a.describe();
-  return ::testing::AssertionSuccess();
-}
+using testing_util::bytes_of;
+using testing_util::same_bits;
 
 struct Chain {
   TensorList params;

@@ -1,0 +1,266 @@
+#include "autograd/tape/stream.h"
+
+#include <algorithm>
+#include <chrono>
+#include <sstream>
+
+#include "autograd/tape/region.h"
+#include "core/error.h"
+
+namespace strata::tape {
+
+using detail::PackedValue;
+using detail::Tile;
+
+struct TapeStreamer::Layer {
+  std::weak_ptr<Tile> tile;
+  LayerInfo info;
+  memory::MoveHandle spill;
+  std::vector<memory::MoveHandle> fetches;  // prefetches and demand fetches, every backward
+};
+
+namespace {
+double seconds(std::chrono::nanoseconds ns) { return std::chrono::duration<double>(ns).count(); }
+
+std::string mib(std::size_t bytes) {
+  std::ostringstream os;
+  os.setf(std::ios::fixed);
+  os.precision(2);
+  os << static_cast<double>(bytes) / (1024.0 * 1024.0) << " MiB";
+  return os.str();
+}
+}  // namespace
+
+void StreamOptions::validate() const {
+  STRATA_CHECK(tape_budget_bytes > 0, "tape::StreamOptions: tape_budget_bytes must be > 0 (the fast-tier bytes of one layer), got 0");
+  STRATA_CHECK(prefetch_distance >= 0, "tape::StreamOptions: prefetch_distance must be >= 0 (layers prefetched ahead), got ",
+               prefetch_distance);
+}
+
+double StreamReport::overlap() const {
+  const double t = transfer_s();
+  if (t <= 0) return 1.0;
+  return std::clamp(1.0 - stall_s / t, 0.0, 1.0);
+}
+
+std::string StreamReport::explain() const {
+  std::ostringstream os;
+  os << "tape streaming: " << layers << " layers, " << regions << " regions, " << values_streamed
+     << " values streamed (" << mib(tape_bytes) << "), " << values_kept << " kept\n";
+  os << "  FWD stream: " << spills << " spills, " << mib(bytes_to_slow) << " to slow in " << transfer_to_slow_s * 1e3
+     << " ms\n";
+  os << "  REV stream: " << prefetches << " prefetches + " << demand_fetches << " demand fetches, " << mib(bytes_to_fast)
+     << " to fast in " << transfer_to_fast_s * 1e3 << " ms\n";
+  os << "  forward stall " << forward_stall_s * 1e3 << " ms (waiting for spills); " << values_shared
+     << " values saved twice shared their slot\n";
+  os << "  stall " << stall_s * 1e3 << " ms of " << transfer_s() * 1e3 << " ms transfer: overlap " << overlap() * 100
+     << " %; tiles freed " << tiles_freed << "/" << layers << "\n";
+  os << "  slow tier: " << slow_tier << "\n";
+  return os.str();
+}
+
+TapeStreamer::TapeStreamer(const StreamOptions& options)
+    : options_(options), counters_(std::make_shared<detail::SharedCounters>()) {
+  options_.validate();
+  if (options_.memory == nullptr && options_.enabled) options_.memory = &memory::tiered_memory();
+}
+
+TapeStreamer::~TapeStreamer() = default;
+
+memory::TieredMemory& TapeStreamer::memory() const { return *options_.memory; }
+
+std::any TapeStreamer::pack(const Tensor& value) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const uint64_t node = autograd::saving_node_sequence_nr();
+  if (node != pending_node_ || node == autograd::kNoSavingNode) flush_locked();
+  pending_node_ = node;
+  // A value saved again (a relu output saved by the relu and by the next linear) shares its slot.
+  for (auto it = seen_.rbegin(); it != seen_.rend(); ++it) {
+    if (it->allocation != value.storage().allocation() || it->offset != value.offset() || it->sizes != value.sizes() ||
+        it->dtype != value.dtype() || it->storage.version() != std::optional<uint64_t>(value.version()))
+      continue;
+    if (auto same = it->packed.lock()) {
+      ++stats_.values_shared;
+      return same;
+    }
+  }
+  auto pv = std::make_shared<PackedValue>();
+  pv->sizes = value.sizes();
+  pv->dtype = value.dtype();
+  if (!options_.enabled || value.nbytes() < options_.min_stream_bytes || !value.is_contiguous() || value.numel() == 0) {
+    pv->kept = value;
+    ++stats_.values_kept;
+  } else {
+    pv->pending = value;
+    pending_.push_back(pv);
+    if (seen_.size() >= kSeen) seen_.erase(seen_.begin());
+    seen_.push_back({WeakStorage(value.storage()), value.storage().allocation(), value.offset(), value.sizes(),
+                     value.dtype(), pv});
+  }
+  return pv;
+}
+
+std::shared_ptr<Tile> TapeStreamer::new_tile_locked(std::size_t bytes) {
+  Storage s = Storage::allocate(bytes, memory());
+  auto t = std::make_shared<Tile>(std::move(s), bytes, layers_.size(), counters_);
+  Layer l;
+  l.tile = t;
+  l.info.tile_bytes = bytes;
+  layers_.push_back(std::move(l));
+  ++stats_.layers;
+  return t;
+}
+
+void TapeStreamer::close_layer_locked() {
+  if (!open_) return;
+  Layer& l = layers_[open_->layer];
+  l.spill = memory().evict_async(open_->storage);
+  l.info.spilled = true;
+  ++stats_.spills;
+  stats_.bytes_to_slow += open_->capacity;
+  open_.reset();
+  // Back-pressure: at most max(1, d) spills in flight, so a FWD stream slower than the forward
+  // does not pile full tiles up in the fast tier (the forward waits instead: forward stall).
+  in_flight_.push_back(l.spill);
+  const std::size_t limit = static_cast<std::size_t>(std::max(1, options_.prefetch_distance));
+  while (!in_flight_.empty() && (in_flight_.front().done() || in_flight_.size() > limit)) {
+    if (!in_flight_.front().done()) {
+      const auto t0 = std::chrono::steady_clock::now();
+      in_flight_.front().wait();
+      stats_.forward_stall_s += seconds(std::chrono::steady_clock::now() - t0);
+    }
+    in_flight_.pop_front();
+  }
+}
+
+void TapeStreamer::flush_locked() {
+  if (pending_.empty()) return;
+  std::size_t bytes = 0;
+  for (const auto& pv : pending_) bytes += detail::align_region(pv->pending.nbytes());
+  // Pass 2: close the layer when this region would overflow it.
+  if (open_ && open_->used + bytes > open_->capacity) close_layer_locked();
+  std::shared_ptr<Tile> tile;
+  const bool oversized = bytes > options_.tape_budget_bytes;
+  if (oversized) {
+    // A layer by itself: the next region overflows it and closes it (so a last one stays fast).
+    close_layer_locked();
+    tile = new_tile_locked(bytes);
+    open_ = tile;
+  } else {
+    if (!open_) open_ = new_tile_locked(options_.tape_budget_bytes);
+    tile = open_;
+  }
+  // Pass 1: the region, back to back in saving order.
+  Layer& l = layers_[tile->layer];
+  for (auto& pv : pending_) {
+    Tensor dst = detail::view_in_tile(*tile, tile->used, pv->sizes, pv->dtype);
+    dst.copy_(pv->pending);
+    pv->tile = tile;
+    pv->byte_offset = tile->used;
+    tile->used += detail::align_region(pv->pending.nbytes());
+    pv->pending = Tensor();
+    ++l.info.values;
+    ++stats_.values_streamed;
+  }
+  l.info.used_bytes = tile->used;
+  ++l.info.regions;
+  ++stats_.regions;
+  stats_.tape_bytes += bytes;
+  pending_.clear();
+}
+
+void TapeStreamer::finish() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  flush_locked();
+  pending_node_ = autograd::kNoSavingNode;
+  seen_.clear();
+  in_flight_.clear();
+  open_.reset();  // the last layer stays in the fast tier, held by its values only
+}
+
+void TapeStreamer::prefetch_locked(std::size_t layer, bool demand) {
+  Layer& l = layers_[layer];
+  std::shared_ptr<Tile> t = l.tile.lock();
+  if (!t) return;
+  t->fetch = memory().prefetch_async(t->storage);
+  l.fetches.push_back(t->fetch);
+  if (!demand) l.info.prefetched = true;
+  ++(demand ? stats_.demand_fetches : stats_.prefetches);
+  stats_.bytes_to_fast += t->capacity;
+}
+
+Tensor TapeStreamer::unpack(std::any& packed) {
+  auto* p = std::any_cast<std::shared_ptr<PackedValue>>(&packed);
+  STRATA_CHECK(p != nullptr && *p != nullptr, "tape::TapeStreamer::unpack: the saved value was not packed by this streamer");
+  PackedValue& pv = **p;
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (pv.pending.defined()) flush_locked();
+  if (pv.kept.defined()) return pv.kept;
+  STRATA_ASSERT(pv.tile != nullptr, "tape: a streamed value has no tile");
+  Tile& tile = *pv.tile;
+  if (!tile.touched) {
+    // REV stream: the first value of layer L queues layers L-1 ... L-d, in that order.
+    tile.touched = true;
+    for (int k = 1; k <= options_.prefetch_distance && static_cast<std::size_t>(k) <= tile.layer; ++k) {
+      const std::size_t target = tile.layer - static_cast<std::size_t>(k);
+      std::shared_ptr<Tile> t = layers_[target].tile.lock();
+      if (t && !t->fetch.valid()) prefetch_locked(target, false);
+    }
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  bool waited = false;
+  if (!tile.fetch.valid() && layers_[tile.layer].spill.valid()) {
+    prefetch_locked(tile.layer, true);  // spilled and never prefetched: fetch on demand
+  }
+  if (tile.fetch.valid() && !tile.fetch.done()) {
+    tile.fetch.wait();
+    waited = true;
+  }
+  if (waited) stats_.stall_s += seconds(std::chrono::steady_clock::now() - t0);
+  return detail::view_in_tile(tile, pv.byte_offset, pv.sizes, pv.dtype);
+}
+
+StreamReport TapeStreamer::report() const {
+  std::vector<memory::MoveHandle> spills;
+  std::vector<std::vector<memory::MoveHandle>> fetches;
+  StreamReport r;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    r = stats_;
+    for (const Layer& l : layers_) {
+      r.layer_info.push_back(l.info);
+      spills.push_back(l.spill);
+      fetches.push_back(l.fetches);
+    }
+  }
+  for (const auto& h : spills)
+    if (h.valid()) r.transfer_to_slow_s += seconds(h.duration());
+  for (const auto& v : fetches)
+    for (const auto& h : v) r.transfer_to_fast_s += seconds(h.duration());
+  r.tiles_freed = counters_->tiles_freed.load(std::memory_order_relaxed);
+  r.slow_tier = options_.memory ? options_.memory->slow_tier_mode() : "none (streaming off)";
+  return r;
+}
+
+std::string TapeStreamer::layer_tier(std::size_t i) const {
+  std::shared_ptr<Tile> t;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    STRATA_CHECK(i < layers_.size(), "tape::TapeStreamer::layer_tier: layer ", i, " does not exist (", layers_.size(),
+                 " layers)");
+    t = layers_[i].tile.lock();
+  }
+  if (!t) return "freed";
+  return memory().in_fast(t->storage) ? "fast" : "slow";
+}
+
+StreamingScope::StreamingScope(const StreamOptions& options)
+    : streamer_(std::make_shared<TapeStreamer>(options)),
+      guard_(std::make_unique<autograd::SavedTensorHooksGuard>(streamer_)) {}
+
+StreamingScope::~StreamingScope() {
+  guard_.reset();
+  streamer_->finish();
+}
+
+}  // namespace strata::tape

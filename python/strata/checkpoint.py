@@ -1,0 +1,182 @@
+"""Checkpoints from Python: a model's state_dict, an optimizer's state and metadata in one file.
+
+The file is Strata's checkpoint format (models/checkpoint.h), written atomically: a temporary file in
+the same directory is renamed over ``path``, so an error or a crash mid-save leaves any previous
+file intact.
+
+- The model section holds ``model.state_dict()`` under its keys.
+- The optimizer section holds every tensor of ``optimizer.state_dict()`` (any nesting of dicts,
+  lists and tuples, like torch.optim's ``{'state': {0: {...}}, 'param_groups': [...]}``) under its
+  dotted path (``state.0.momentum_buffer``), plus the entry ``__structure__`` (a uint8 tensor of
+  JSON) that records the nesting and the non-tensor values, so load_checkpoint gives the optimizer
+  the same structure back. A checkpoint written by C++ (no ``__structure__``) hands the optimizer
+  its flat entries as an OrderedDict.
+- Each metadata value is stored as JSON text (numbers, strings, booleans, None, lists and dicts
+  round-trip); a value that is not valid JSON (written by C++, e.g. ``"abc"``) comes back as the
+  raw string.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import OrderedDict
+from collections.abc import Mapping
+
+import numpy as np
+
+from . import _C
+from ._C import Tensor
+
+__all__ = ["save_checkpoint", "load_checkpoint"]
+
+_STRUCTURE_KEY = "__structure__"
+
+
+def _path_arg(path, op):
+    try:
+        return os.fspath(path)
+    except TypeError:
+        raise TypeError(f"{op}: path must be a str or os.PathLike, got {type(path).__name__}") from None
+
+
+def _check_model(model, op):
+    from .nn import Module
+
+    if not isinstance(model, Module):
+        raise TypeError(f"{op}: model must be a strata.nn.Module, got {type(model).__name__}")
+
+
+def _check_optimizer(optimizer, op, method):
+    if not callable(getattr(optimizer, method, None)):
+        raise TypeError(f"{op}: optimizer must have a {method}() method, got {type(optimizer).__name__}")
+
+
+# ---- optimizer state: nested Python structure <-> flat tensors + JSON skeleton -------------------
+
+def _pack(obj, path, tensors, keys):
+    if isinstance(obj, (Tensor, np.ndarray)):
+        t = obj if isinstance(obj, Tensor) else _C.from_numpy(np.ascontiguousarray(obj))
+        key, n = path or "_", 1
+        while key in keys or key == _STRUCTURE_KEY:
+            key, n = f"{path}#{n}", n + 1
+        keys.add(key)
+        tensors.append((key, t.detach()))
+        return {"tensor": key}
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if obj is None or isinstance(obj, (bool, int, float, str)):
+        return {"value": obj}
+    if isinstance(obj, Mapping):
+        items = []
+        for k, v in obj.items():
+            if isinstance(k, np.generic):
+                k = k.item()
+            if not (k is None or isinstance(k, (bool, int, float, str))):
+                raise TypeError(f"save_checkpoint: the optimizer state_dict has a key of type {type(k).__name__} at "
+                                f"'{path}'; keys must be str, int, float, bool or None")
+            items.append([k, _pack(v, f"{path}.{k}" if path else str(k), tensors, keys)])
+        return {"dict": items}
+    if isinstance(obj, (list, tuple)):
+        kind = "list" if isinstance(obj, list) else "tuple"
+        return {kind: [_pack(v, f"{path}.{i}" if path else str(i), tensors, keys) for i, v in enumerate(obj)]}
+    raise TypeError(f"save_checkpoint: the optimizer state_dict holds a {type(obj).__name__} at '{path}'; only "
+                    "tensors, NumPy arrays, numbers, strings, None, lists, tuples and dicts can be saved")
+
+
+def _unpack(node, tensors, path):
+    if not isinstance(node, dict) or len(node) != 1:
+        raise ValueError(f"load_checkpoint: the optimizer structure of {path} is corrupt")
+    (kind, value), = node.items()
+    if kind == "tensor":
+        if value not in tensors:
+            raise ValueError(f"load_checkpoint: the optimizer structure of {path} names a missing tensor '{value}'")
+        return tensors[value]
+    if kind == "value":
+        return value
+    if kind == "dict":
+        return {k: _unpack(v, tensors, path) for k, v in value}
+    if kind in ("list", "tuple"):
+        items = [_unpack(v, tensors, path) for v in value]
+        return items if kind == "list" else tuple(items)
+    raise ValueError(f"load_checkpoint: the optimizer structure of {path} is corrupt (unknown node '{kind}')")
+
+
+def _flatten_optimizer(state):
+    tensors, keys = [], set()
+    skeleton = _pack(state, "", tensors, keys)
+    text = json.dumps(skeleton).encode()
+    tensors.append((_STRUCTURE_KEY, _C.from_numpy(np.frombuffer(text, dtype=np.uint8).copy())))
+    return tensors
+
+
+def _unflatten_optimizer(entries, path):
+    tensors = OrderedDict(entries)
+    structure = tensors.pop(_STRUCTURE_KEY, None)
+    if structure is None:  # written by C++: flat keys
+        return tensors
+    try:
+        skeleton = json.loads(bytes(structure.numpy()).decode())
+    except (ValueError, UnicodeDecodeError):
+        raise ValueError(f"load_checkpoint: the optimizer structure of {path} is corrupt") from None
+    return _unpack(skeleton, tensors, path)
+
+
+# ---- metadata -----------------------------------------------------------------------------------
+
+def _encode_metadata(metadata):
+    out = []
+    for key, value in metadata.items():
+        try:
+            out.append((key, json.dumps(value, allow_nan=True)))
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"save_checkpoint: metadata '{key}' ({type(value).__name__}) is not JSON-serializable: "
+                            f"{e}") from None
+    return out
+
+
+def _decode_metadata(entries):
+    out = {}
+    for key, text in entries:
+        try:
+            out[key] = json.loads(text)
+        except ValueError:
+            out[key] = text
+    return out
+
+
+# ---- public API ---------------------------------------------------------------------------------
+
+def save_checkpoint(path, model, optimizer=None, **metadata):
+    """Saves ``model.state_dict()``, ``optimizer.state_dict()`` (if given) and ``metadata`` (JSON
+    values, e.g. ``epoch=3``) to ``path``, atomically."""
+    op = "save_checkpoint"
+    path = _path_arg(path, op)
+    _check_model(model, op)
+    model_entries = list(model.state_dict().items())
+    optimizer_entries = []
+    if optimizer is not None:
+        _check_optimizer(optimizer, op, "state_dict")
+        optimizer_entries = _flatten_optimizer(optimizer.state_dict())
+    _C._save_checkpoint(path, model_entries, optimizer_entries, _encode_metadata(metadata))
+
+
+def load_checkpoint(path, model, optimizer=None):
+    """Loads a checkpoint written by save_checkpoint (or by C++ strata::save_checkpoint) into
+    ``model`` (strictly: every key must match) and, if given, ``optimizer``; returns the metadata
+    as a dict. The model is loaded first; a failing optimizer load leaves the model loaded."""
+    op = "load_checkpoint"
+    path = _path_arg(path, op)
+    _check_model(model, op)
+    if optimizer is not None:
+        _check_optimizer(optimizer, op, "load_state_dict")
+    model_entries, optimizer_entries, metadata = _C._load_checkpoint(path)
+    optimizer_state = None
+    if optimizer is not None:
+        if not optimizer_entries:
+            raise ValueError(f"load_checkpoint('{path}'): the checkpoint holds no optimizer state")
+        optimizer_state = _unflatten_optimizer(optimizer_entries, path)
+    model.load_state_dict(OrderedDict(model_entries))
+    if optimizer is not None:
+        optimizer.load_state_dict(optimizer_state)
+    return _decode_metadata(metadata)
