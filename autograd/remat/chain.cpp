@@ -13,12 +13,13 @@
 namespace strata::remat {
 
 ChainPolicy ChainPolicy::store_all() { return {}; }
-ChainPolicy ChainPolicy::recompute_all() { return {RematPolicy::RecomputeAll}; }
-ChainPolicy ChainPolicy::every_k(int64_t k) { return {RematPolicy::EveryK, k}; }
-ChainPolicy ChainPolicy::sqrt_n() { return {RematPolicy::SqrtN}; }
-ChainPolicy ChainPolicy::revolve(int64_t snapshots) { return {RematPolicy::Revolve, 0, snapshots}; }
+ChainPolicy ChainPolicy::recompute_all() { return {RematPolicy::RecomputeAll, 0, 0, true, nullptr}; }
+ChainPolicy ChainPolicy::every_k(int64_t k) { return {RematPolicy::EveryK, k, 0, true, nullptr}; }
+ChainPolicy ChainPolicy::sqrt_n() { return {RematPolicy::SqrtN, 0, 0, true, nullptr}; }
+ChainPolicy ChainPolicy::revolve(int64_t snapshots) { return {RematPolicy::Revolve, 0, snapshots, true, nullptr}; }
 ChainPolicy ChainPolicy::auto_budget(std::size_t budget_bytes) {
-  ChainPolicy p{RematPolicy::Auto};
+  ChainPolicy p;
+  p.kind = RematPolicy::Auto;
   p.auto_chain = std::make_shared<AutoChain>(budget_bytes);
   return p;
 }

@@ -75,9 +75,10 @@ IlpResult solve(const PlanGraph& graph, std::size_t budget_bytes, double time_li
   std::vector<double> obj(static_cast<std::size_t>(ncols) + 1, 0.0);
   if (!min_peak) {
     for (int64_t i = 0; i < n; ++i) obj[col_s(i)] = w[i].stream_cost;
-    for (int64_t v = 0; v < n; ++v) {
-      obj[col_r(v)] += graph.ops[graph.values[v].producer].forward_time;
-      for (int64_t a : anc[v]) obj[n_col(v, a)] += graph.ops[graph.values[a].producer].forward_time;
+    for (int64_t v = 0; v < n; ++v) {  // the closure re-runs at every need point of v
+      const auto uses = static_cast<double>(w[v].needs.size());
+      obj[col_r(v)] += uses * graph.ops[graph.values[v].producer].forward_time;
+      for (int64_t a : anc[v]) obj[n_col(v, a)] += uses * graph.ops[graph.values[a].producer].forward_time;
     }
   } else {
     obj[col_peak] = 1.0;
@@ -123,18 +124,26 @@ IlpResult solve(const PlanGraph& graph, std::size_t budget_bytes, double time_li
   std::vector<std::vector<std::pair<int, double>>> terms(static_cast<std::size_t>(P));
   for (int64_t k = 0; k < static_cast<int64_t>(graph.ops.size()); ++k) {
     constant[k] += static_cast<double>(graph.ops[k].workspace_bytes);
-    constant[graph.backward_point(k)] += static_cast<double>(graph.ops[k].workspace_bytes);
+    constant[graph.backward_point(k)] += static_cast<double>(graph.ops[k].backward_workspace());
   }
+  // What a member a of a recompute closure holds at the need point: itself and its re-run's temporaries.
+  auto recompute_bytes = [&](int64_t a) {
+    return static_cast<double>(graph.values[a].bytes) + static_cast<double>(graph.values[a].recompute_workspace_bytes);
+  };
   for (int64_t i = 0; i < n; ++i) {
     const PlanValue& v = graph.values[i];
     const auto b = static_cast<double>(v.bytes);
     for (int64_t t = v.producer; t <= v.last_forward_use; ++t) constant[t] += b;
-    if (v.bytes == 0) continue;
-    for (int64_t t = v.last_forward_use + 1; t <= w[i].last; ++t) terms[t].emplace_back(col_k(i), b);
-    for (int64_t t = w[i].stream_from; t <= w[i].last; ++t) terms[t].emplace_back(col_s(i), b);
-    terms[w[i].need].emplace_back(col_r(i), b);
-    for (int64_t a : anc[i])
-      if (graph.values[a].bytes > 0) terms[w[i].need].emplace_back(n_col(i, a), static_cast<double>(graph.values[a].bytes));
+    if (v.bytes > 0) {
+      for (int64_t t = v.last_forward_use + 1; t <= w[i].last; ++t) terms[t].emplace_back(col_k(i), b);
+      for (int64_t t = v.last_forward_use + 1; t <= w[i].evict_until; ++t) terms[t].emplace_back(col_s(i), b);
+      for (int64_t t = w[i].stream_from; t <= w[i].last; ++t) terms[t].emplace_back(col_s(i), b);
+    }
+    for (int64_t t : w[i].needs) {
+      if (recompute_bytes(i) > 0) terms[t].emplace_back(col_r(i), recompute_bytes(i));
+      for (int64_t a : anc[i])
+        if (recompute_bytes(a) > 0) terms[t].emplace_back(n_col(i, a), recompute_bytes(a));
+    }
   }
   for (int64_t t = 0; t < P; ++t) {
     auto& tt = terms[t];

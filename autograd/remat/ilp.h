@@ -14,14 +14,16 @@
 ///    indicator of the recompute closure C(v), so n is integral whenever r is: DaCe AD's recursive
 ///    recompute cost c_i made linear.
 ///  - Objective (DaCe AD's f = Σ c_i (1 - v_i), extended):
-///        min  Σ_i stream_cost_i · s_i  +  Σ_v Σ_{a ∈ {v} ∪ anc(v)} fwd(producer(a)) · n_{v,a}
-///    (the constant compute time of the step is added back after solving).
+///        min  Σ_i stream_cost_i · s_i  +  Σ_v |N(v)| Σ_{a ∈ {v} ∪ anc(v)} fwd(producer(a)) · n_{v,a}
+///    (the constant compute time of the step is added back after solving; N(v) is v's set of need
+///    points, one point unless the value has extra backward uses).
 ///  - One constraint per program point t (DaCe AD's memory measurement sequence m_t <= limit, and
 ///    AutoTM's DRAM constraint 3.5 "live tensors resident in DRAM fit at every kernel"):
-///        const_t + Σ_{i: lfu(i) < t <= last(i)} bytes_i k_i + Σ_{i: stream_from(i) <= t <= last(i)} bytes_i s_i
-///                + Σ_{v: need(v) = t} Σ_{a ∈ {v} ∪ anc(v)} bytes_a n_{v,a}  <=  budget
-///    where const_t is the workspace of the op at t plus the bytes of values in their forward
-///    lifetime [producer, last_forward_use].
+///        const_t + Σ_{i: lfu(i) < t <= last(i)} bytes_i k_i
+///                + Σ_{i: lfu(i) < t <= evict_until(i) or stream_from(i) <= t <= last(i)} bytes_i s_i
+///                + Σ_{v: t ∈ N(v)} Σ_{a ∈ {v} ∪ anc(v)} (bytes_a + recompute_workspace_a) n_{v,a}  <=  budget
+///    where const_t is the workspace of the op at t (its backward workspace at a backward point)
+///    plus the bytes of values in their forward lifetime [producer, last_forward_use].
 /// The min-peak variant (minimum_budget) adds DaCe AD's auxiliary t >= m_t for all points and
 /// minimizes t.
 
