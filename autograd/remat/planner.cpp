@@ -241,6 +241,20 @@ void drop_idle_values(const PlanGraph& graph, std::vector<Decision>& decisions) 
     if (w[i].needs.empty() && !read[i]) decisions[i] = Decision::Recompute;
 }
 
+// Streaming a value whose moves hide behind compute costs nothing in the model, so the solver is
+// indifferent between keeping and streaming it; the moves still take copy bandwidth. A streamed
+// value is kept instead when that keeps the plan within the budget and no slower.
+void prefer_keep(const PlanGraph& graph, std::vector<Decision>& decisions, std::size_t budget_bytes) {
+  Evaluation e = evaluate(graph, decisions);
+  for (std::size_t i = 0; i < decisions.size(); ++i) {
+    if (decisions[i] != Decision::Stream) continue;
+    decisions[i] = Decision::Keep;
+    Evaluation trial = evaluate(graph, decisions);
+    if (trial.peak_bytes <= budget_bytes && trial.step_time <= e.step_time) e = std::move(trial);
+    else decisions[i] = Decision::Stream;
+  }
+}
+
 }  // namespace
 
 Plan oracle_plan(const PlanGraph& graph, std::size_t budget_bytes) {
@@ -348,6 +362,7 @@ Plan Planner::plan(const PlanGraph& graph, std::size_t budget_bytes) {
   if (r.status == IlpStatus::Optimal) {
     p.decisions = std::move(r.decisions);
     drop_idle_values(graph, p.decisions);
+    prefer_keep(graph, p.decisions, budget_bytes);
     p.predicted = evaluate(graph, p.decisions);
     p.source = PlanSource::Ilp;
   } else if (r.status == IlpStatus::Infeasible) {
@@ -358,6 +373,7 @@ Plan Planner::plan(const PlanGraph& graph, std::size_t budget_bytes) {
   } else {
     p = greedy_plan(graph, budget_bytes);
     drop_idle_values(graph, p.decisions);
+    prefer_keep(graph, p.decisions, budget_bytes);
     p.predicted = evaluate(graph, p.decisions);
     p.ilp_timed_out = true;
   }

@@ -179,7 +179,8 @@ class Planner {
   explicit Planner(PlannerOptions options = {}) : options_(options) {}
   /// The plan for `graph` under `budget_bytes`; a graph with a signature seen before (same budget)
   /// returns the cached plan (source Cached). Values with no backward use that no recompute reads
-  /// are set to Recompute (dropped after their forward: no cost, no bytes). Throws strata::Error
+  /// are set to Recompute (dropped after their forward: no cost, no bytes), and a streamed value
+  /// is kept instead when the budget allows it at no extra predicted time. Throws strata::Error
   /// for an invalid graph or when the budget is below the minimum budget (the message names it).
   Plan plan(const PlanGraph& graph, std::size_t budget_bytes);
   std::size_t cache_size() const { return cache_.size(); }
