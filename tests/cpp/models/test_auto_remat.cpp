@@ -23,8 +23,10 @@
 #include "models/zoo/mlp.h"
 #include "models/zoo/resnet.h"
 #include "models/zoo/vgg.h"
+#include "ops/binary.h"
 #include "ops/reduction.h"
 #include "ops/softmax_loss.h"
+#include "ops/unary.h"
 #include "tests/cpp/core/test_util.h"
 
 namespace strata_test {
@@ -257,6 +259,62 @@ TEST(AutoRemat, ReplansWhenTheInputShapeChanges) {
         << ac.last_graph()->graph.values[v].name;
   EXPECT_EQ(ac.last_plan()->predicted.recompute_time, 0.0);
   EXPECT_EQ(ac.last_plan()->predicted.move_time, 0.0);
+}
+
+// The usual training input: images that need no gradient. Parameter gradients and buffers still
+// equal StoreAll's at half StoreAll's peak.
+TEST(AutoRemat, InputWithoutGradient) {
+  manual_seed(6);
+  std::vector<int64_t> widths{32};
+  for (int i = 0; i < 12; ++i) widths.push_back(64);
+  widths.push_back(5);
+  auto mlp = std::make_shared<nn::zoo::MLP>(widths);
+  Tensor x = randn({128, 32});
+  Tensor target = randint(0, 5, {128});
+  auto step = [&](const std::function<Tensor(const Tensor&)>& forward) {
+    mlp->zero_grad();
+    cross_entropy(forward(x), target).backward();
+    std::vector<Tensor> grads;
+    for (auto& p : mlp->parameters()) grads.push_back(p.grad().clone());
+    return grads;
+  };
+  const auto ref = step([&](const Tensor& in) { return mlp->forward(in); });
+  nn::RematSequential store_all;
+  for (auto& m : children_of(mlp)) store_all.push_back(m);
+  for (auto& p : mlp->parameters()) p.set_grad(zeros_like(p));
+  const std::size_t full = remat::measure_fast_peak([&] {
+                             cross_entropy(store_all.forward(x), target).backward();
+                           }).step_peak_bytes();
+  nn::RematSequential seq(ChainPolicy::auto_budget(full / 2));
+  for (auto& m : children_of(mlp)) seq.push_back(m);
+  const auto got = step([&](const Tensor& in) { return seq.forward(in); });
+  ASSERT_EQ(got.size(), ref.size());
+  for (std::size_t i = 0; i < ref.size(); ++i) EXPECT_TRUE(same_bits(got[i], ref[i])) << "grad " << i;
+  // Some value a backward step reads is streamed or recomputed.
+  const remat::Plan& plan = *seq.policy().auto_chain->last_plan();
+  const auto windows = remat::value_windows(seq.policy().auto_chain->last_graph()->graph);
+  int moved_or_recomputed = 0;
+  for (std::size_t v = 0; v < windows.size(); ++v)
+    moved_or_recomputed += !windows[v].needs.empty() && plan.decisions[v] != remat::Decision::Keep;
+  EXPECT_GT(moved_or_recomputed, 0);
+  for (auto& p : mlp->parameters()) p.set_grad(zeros_like(p));
+  const std::size_t measured = remat::measure_fast_peak([&] {
+                                 cross_entropy(seq.forward(x), target).backward();
+                               }).step_peak_bytes();
+  EXPECT_LE(measured, full / 2);
+}
+
+// A step that saves other values than when it was profiled is an error, not a silent misroute.
+TEST(AutoRemat, StepSavingOtherValuesThanItsProfile) {
+  bool twice = false;
+  remat::StepFn flaky = [&](const Tensor& t) { return twice ? relu(relu(t)) : relu(t); };
+  remat::AutoChain ac(std::size_t{1} << 30);
+  std::vector<remat::StepFn> steps{[](const Tensor& t) { return mul(t, t); }, flaky};
+  Tensor x = randn({4, 4}).set_requires_grad();
+  sum(ac.run(steps, x)).backward();
+  twice = true;
+  EXPECT_THAT(ERROR_MESSAGE(ac.run(steps, x)),
+              HasSubstr("step 1 saved 2 values for backward, its profiling run saved 1 (the step is not deterministic)"));
 }
 
 TEST(AutoRemat, InfeasibleBudgetNamesTheMinimum) {
