@@ -74,9 +74,9 @@ int64_t SimTensor::numel() const {
 }
 
 struct SimStep::Impl {
-  explicit Impl(std::string n) : name(std::move(n)), tracer(name) {}
+  explicit Impl(std::string n) : name(std::move(n)), tracer(std::make_unique<Tracer>(name)) {}
   std::string name;
-  Tracer tracer;
+  std::unique_ptr<Tracer> tracer;  // released by run(), so the next SimStep may record
   struct Param {
     std::string name;
     std::vector<int64_t> shape;
@@ -90,9 +90,9 @@ struct SimStep::Impl {
   std::string op_name(const char* op) { return std::string(op) + std::to_string(ops++); }
   std::string where(const char* op) const { return "sim::SimStep(" + name + ")::" + op; }
   void check_open(const char* op) {
-    STRATA_CHECK(&Tracer::current() == &tracer, where(op),
-                 ": another SimStep (or sim::Tracer) is recording on this thread; finish it first");
     STRATA_CHECK(!ran, where(op), ": the step has already run; record a new SimStep");
+    STRATA_CHECK(&Tracer::current() == tracer.get(), where(op),
+                 ": another sim::Tracer is recording on this thread; finish it first");
     STRATA_CHECK(!has_loss, where(op), ": the step's loss is already set (cross_entropy must be the last op)");
   }
   void check_name(const std::string& n, const char* op) {
@@ -103,7 +103,7 @@ struct SimStep::Impl {
   SimTensor temp(const std::string& n, std::vector<int64_t> shape) {
     int64_t numel = 1;
     for (int64_t d : shape) numel *= d;
-    return SimTensor{tracer.temp(n, static_cast<size_t>(numel)), std::move(shape)};
+    return SimTensor{tracer->temp(n, static_cast<size_t>(numel)), std::move(shape)};
   }
 };
 
@@ -116,14 +116,14 @@ SimTensor SimStep::param(const std::string& name, const Tensor& value) {
   std::vector<double> v = to_f64(value, impl_->where("param") + " '" + name + "'");
   std::vector<int64_t> shape = std::vector<int64_t>(value.sizes().begin(), value.sizes().end());
   impl_->params.push_back({name, shape, value.dtype()});
-  return SimTensor{impl_->tracer.input(name, std::move(v)), std::move(shape)};
+  return SimTensor{impl_->tracer->input(name, std::move(v)), std::move(shape)};
 }
 
 SimTensor SimStep::data(const std::string& name, const Tensor& value) {
   impl_->check_open("data");
   impl_->check_name(name, "data");
   std::vector<double> v = to_f64(value, impl_->where("data") + " '" + name + "'");
-  return SimTensor{impl_->tracer.constant(name, std::move(v)), std::vector<int64_t>(value.sizes().begin(), value.sizes().end())};
+  return SimTensor{impl_->tracer->constant(name, std::move(v)), std::vector<int64_t>(value.sizes().begin(), value.sizes().end())};
 }
 
 SimTensor SimStep::linear(const SimTensor& x, const SimTensor& w, const SimTensor* bias, Activation act) {
@@ -326,7 +326,7 @@ void SimStep::cross_entropy(const SimTensor& logits, const Tensor& target) {
   for (int64_t i = 0; i < N; ++i)
     STRATA_CHECK(tp[i] >= 0 && tp[i] < C, at, ": target[", i, "] = ", tp[i], " is not a class index in [0, ", C, ")");
   const std::string op = s.op_name("cross_entropy");
-  Array loss = s.tracer.output("loss", 1);
+  Array loss = s.tracer->output("loss", 1);
   Active total = 0.0;
   const size_t c = static_cast<size_t>(C);
   for_range(op + ".row", static_cast<size_t>(N), [&](size_t r) {
@@ -351,7 +351,8 @@ SimStepReport SimStep::run(const SimStepOptions& options) {
   STRATA_CHECK(tflow.mode == TraceMode::TapeFlow, s.where("run"), ": tapeflow_system '", options.tapeflow_system,
                "' is not a Tflow_<size> system");
   s.ran = true;
-  const Program prog = s.tracer.finish();
+  const Program prog = s.tracer->finish();
+  s.tracer.reset();
   SimStepReport r;
   r.ops = s.ops;
   r.instrs = prog.trace.instrs.size();

@@ -79,6 +79,8 @@ struct SimStepReport {
 };
 
 /// Records one training step's ops as element loops; run() finishes and simulates it.
+/// A SimStep owns the thread's current sim::Tracer from construction until run() (so one step
+/// records at a time per thread); its SimTensors are invalid after run().
 class SimStep {
  public:
   explicit SimStep(std::string name);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "autograd/engine.h"
@@ -80,13 +81,19 @@ double cpu_mlp_step(const Mlp& m) {
   return loss.item<float>();
 }
 
+std::string indexed(const char* prefix, size_t i) {
+  std::string s(prefix);
+  s += std::to_string(i);
+  return s;
+}
+
 SimStepReport sim_mlp_step(const Mlp& m) {
   SimStep step("mlp");
   SimTensor h = step.data("x", m.x);
   std::vector<SimTensor> w, b;
   for (size_t l = 0; l < m.w.size(); ++l) {
-    w.push_back(step.param("w" + std::to_string(l), m.w[l]));
-    b.push_back(step.param("b" + std::to_string(l), m.b[l]));
+    w.push_back(step.param(indexed("w", l), m.w[l]));
+    b.push_back(step.param(indexed("b", l), m.b[l]));
   }
   for (size_t l = 0; l < m.w.size(); ++l)
     h = step.linear(h, w[l], b[l], l + 1 < m.w.size() ? Activation::ReLU : Activation::None);
@@ -197,6 +204,22 @@ TEST(SimBackend, MatmulAndF64Params) {
   EXPECT_EQ(r.grads[0].dtype(), DType::f64);
   EXPECT_LT(max_rel_diff(r.grads[0], a.grad()), 1e-12);
   EXPECT_LT(max_rel_diff(r.grads[1], b.grad()), 1e-12);
+}
+
+TEST(SimBackend, OneRecordingStepPerThread) {
+  SimStep first("first");
+  EXPECT_ERROR_HAS(SimStep("second"), "another tracer is already current on this thread");
+  SimTensor x = first.param("x", tensor(std::vector<float>{1.0f, 2.0f}, std::vector<int64_t>{1, 2}));
+  first.cross_entropy(x, tensor(std::vector<int64_t>{1}));
+  const SimStepReport a = first.run();
+  // run() released the tracer: the next step records while `first` is still alive.
+  SimStep second("second");
+  SimTensor y = second.param("y", tensor(std::vector<float>{1.0f, 2.0f}, std::vector<int64_t>{1, 2}));
+  second.cross_entropy(y, tensor(std::vector<int64_t>{1}));
+  const SimStepReport b = second.run();
+  EXPECT_DOUBLE_EQ(a.loss, b.loss);
+  EXPECT_NEAR(a.loss, std::log(1.0 + std::exp(-1.0)), 1e-12);
+  EXPECT_NEAR(a.grads[0].data<float>()[0], 1.0 / (1.0 + std::exp(1.0)), 1e-6);  // softmax_0
 }
 
 TEST(SimBackend, RegisteredAndSelectable) {
