@@ -1,0 +1,295 @@
+#include "embeddings/policy.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <string>
+
+#include "core/error.h"
+#include "memory/heap.h"
+
+namespace strata::emb {
+
+const char* policy_name(EmbeddingPolicy policy) {
+  switch (policy) {
+    case EmbeddingPolicy::Simple: return "simple";
+    case EmbeddingPolicy::Static: return "static";
+    case EmbeddingPolicy::Dynamic: return "dynamic";
+    case EmbeddingPolicy::Auto: return "auto";
+  }
+  return "?";
+}
+
+EmbeddingPolicy parse_embedding_policy(std::string_view text) {
+  for (auto p : {EmbeddingPolicy::Simple, EmbeddingPolicy::Static, EmbeddingPolicy::Dynamic, EmbeddingPolicy::Auto})
+    if (text == policy_name(p)) return p;
+  STRATA_CHECK(false, "embedding policy '", std::string(text),
+               "' is not known; expected simple, static, dynamic or auto");
+  return EmbeddingPolicy::Simple;
+}
+
+int poisson_rare_count(double lambda, int64_t n) {
+  STRATA_CHECK(std::isfinite(lambda) && lambda >= 0.0, "poisson_rare_count: lambda must be finite and >= 0, got ",
+               lambda);
+  STRATA_CHECK(n > 0, "poisson_rare_count: n must be positive, got ", n);
+  if (lambda == 0.0) return 1;
+  // Upper tails tail[t] = P(X >= t) for t in [0, 256], summed from the top so that tiny tails keep
+  // their precision; terms in log space (lambda up to 255 overflows nothing).
+  constexpr int kMax = 256;
+  constexpr int kTop = 700;  // terms beyond are < 1e-300 for lambda <= 255
+  double tail = 0.0;
+  double tails[kMax + 1];
+  for (int k = kTop; k >= 0; --k) {
+    tail += std::exp(-lambda + k * std::log(lambda) - std::lgamma(k + 1.0));
+    if (k <= kMax) tails[k] = tail;
+  }
+  for (int t = 0; t <= kMax; ++t)
+    if (static_cast<double>(n) * tails[t] < 1.0) return t;
+  return kMax;
+}
+
+ManagedTable::~ManagedTable() {
+  table_.reset();
+  if (counts_region_ != nullptr) counts_heap_->free(counts_region_);
+}
+
+std::unique_ptr<ManagedTable> make_table(EmbeddingPolicy policy, int64_t rows, int64_t featuresize, ElemType type,
+                                         TableMemory fast, TableMemory slow, double cache_fraction,
+                                         const PolicyOptions& options) {
+  const char* pname = policy_name(policy);
+  STRATA_CHECK(rows > 0, "make_table(", pname, "): rows must be positive, got ", rows);
+  STRATA_CHECK(featuresize > 0, "make_table(", pname, "): featuresize must be positive, got ", featuresize);
+  STRATA_CHECK(std::isfinite(cache_fraction) && cache_fraction >= 0.0 && cache_fraction <= 1.0, "make_table(", pname,
+               "): cache_fraction must be in [0, 1], got ", cache_fraction);
+  STRATA_CHECK(options.pages >= 1, "make_table(", pname, "): PolicyOptions::pages must be >= 1, got ", options.pages);
+  STRATA_CHECK(options.auto_window >= 1, "make_table(", pname, "): PolicyOptions::auto_window must be >= 1, got ",
+               options.auto_window);
+  STRATA_CHECK(options.auto_max_pages >= 1, "make_table(", pname,
+               "): PolicyOptions::auto_max_pages must be >= 1, got ", options.auto_max_pages);
+  STRATA_CHECK(slow.heap != nullptr, "make_table(", pname, "): no slow heap given for the table's rows");
+  for (std::size_t i = 0; i < options.hot_rows.size(); ++i)
+    STRATA_CHECK(options.hot_rows[i] >= 0 && options.hot_rows[i] < rows, "make_table(", pname, "): hot row ",
+                 options.hot_rows[i], " at position ", i, " is out of range [0, ", rows, ")");
+
+  std::unique_ptr<ManagedTable> m(new ManagedTable);
+  m->policy_ = policy;
+  m->options_ = options;
+  m->options_.hot_rows = {};  // not kept: the span's owner may go away
+  if (policy == EmbeddingPolicy::Simple) {
+    m->table_ = std::make_unique<SimpleTable>(rows, featuresize, type, slow);
+    return m;
+  }
+  STRATA_CHECK(fast.heap != nullptr, "make_table(", pname, "): no fast heap given for the cache");
+
+  // Geometry: options.pages whole pages of page_rows rows, at most cache_fraction × rows in all.
+  const auto target = static_cast<int64_t>(std::floor(cache_fraction * static_cast<double>(rows)));
+  const int64_t page_rows = std::max<int64_t>(1, target / options.pages);
+  const int64_t npages = target / page_rows;
+  m->cache_rows_ = npages * page_rows;
+  m->npages_ = npages;
+  const std::size_t stride = (static_cast<std::size_t>(featuresize) * elem_size(type) + 7) & ~std::size_t{7};
+  const std::size_t page_bytes = static_cast<std::size_t>(page_rows) * (stride + sizeof(std::uintptr_t));
+  const std::size_t limit = static_cast<std::size_t>(npages) * page_bytes;
+
+  CachedTableOptions copt;
+  copt.page_rows = page_rows;
+  if (policy == EmbeddingPolicy::Dynamic && npages > 0) {
+    copt.cachelower = limit - page_bytes;
+    copt.cacheslack = page_bytes;
+  } else {  // Static and Auto: the whole cache, filled at the start
+    copt.cachelower = limit;
+    copt.cacheslack = 0;
+  }
+  auto table = std::make_unique<CachedTable>(rows, featuresize, type, slow, fast, copt);
+  m->cached_ = table.get();
+  m->table_ = std::move(table);
+
+  if (policy == EmbeddingPolicy::Auto) {
+    m->counts_heap_ = fast.heap;
+    m->counts_region_ = fast.heap->allocate(static_cast<std::size_t>(rows), nullptr);
+    STRATA_CHECK(m->counts_region_ != nullptr, "make_table(auto): the ", fast.heap->name(),
+                 " heap has no room for the access counters (", rows, " bytes asked, largest free block ",
+                 fast.heap->largest_free(), ")");
+    m->counts_ = static_cast<std::uint8_t*>(m->counts_region_->data());
+    std::memset(m->counts_, 0, static_cast<std::size_t>(rows));
+    m->histogram_.assign(256, 0);
+    m->histogram_[0] = static_cast<uint64_t>(rows);
+    m->window_ = static_cast<uint64_t>(std::max<int64_t>(1, options.auto_window * std::max<int64_t>(1, m->cache_rows_)));
+    m->skew_rows_ = std::max<int64_t>(8, m->cache_rows_ / 100);
+  }
+  if (policy == EmbeddingPolicy::Static || policy == EmbeddingPolicy::Auto) {
+    m->fill(options.hot_rows, options.seed);
+    if (policy == EmbeddingPolicy::Static) m->cached_->set_caching(false);
+    // Auto: caching stays enabled behind the frequency filter, which admits nothing until the
+    // inputs show skew.
+    if (policy == EmbeddingPolicy::Auto) m->cached_->set_frequency_filter(m->counts_, 256, 256);
+  }
+  m->cached_->reset_cache_counters();
+  return m;
+}
+
+namespace {
+// SplitMix64: a small seeded generator for the random fill.
+uint64_t splitmix64(uint64_t& state) {
+  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+}  // namespace
+
+void ManagedTable::fill(std::span<const int64_t> hot_rows, uint64_t seed) {
+  CachedTable& t = *cached_;
+  for (int64_t r : hot_rows) {
+    if (t.is_full()) return;
+    t.access_and_cache(r);
+  }
+  const int64_t n = t.nvectors();
+  uint64_t state = seed;
+  if (cache_rows_ * 2 <= n) {
+    // Rejection sampling; the pointer table's cached bit is the set of rows taken.
+    while (!t.is_full()) {
+      const auto r = static_cast<int64_t>(splitmix64(state) % static_cast<uint64_t>(n));
+      if (!t.is_cached(r)) t.access_and_cache(r);
+    }
+    return;
+  }
+  // A large fraction: a seeded random permutation of all rows.
+  std::vector<int64_t> perm(static_cast<std::size_t>(n));
+  std::iota(perm.begin(), perm.end(), int64_t{0});
+  for (int64_t i = n - 1; i > 0; --i)
+    std::swap(perm[static_cast<std::size_t>(i)],
+              perm[static_cast<std::size_t>(splitmix64(state) % static_cast<uint64_t>(i + 1))]);
+  for (int64_t r : perm) {
+    if (t.is_full()) return;
+    if (!t.is_cached(r)) t.access_and_cache(r);
+  }
+}
+
+void ManagedTable::before_lookup(std::span<const int64_t> indices) {
+  if (policy_ != EmbeddingPolicy::Auto) return;
+  const int64_t n = table_->nvectors();
+  for (std::size_t i = 0; i < indices.size(); ++i)
+    STRATA_CHECK(indices[i] >= 0 && indices[i] < n, "embedding ", table_->name(), ": index ", indices[i],
+                 " at position ", i, " is out of range [0, ", n, ")");
+  auto_count(indices);
+  auto_plan(indices);
+}
+
+void ManagedTable::auto_count(std::span<const int64_t> indices) {
+  for (int64_t r : indices) {
+    std::uint8_t& c = counts_[r];
+    if (c == 255) continue;
+    --histogram_[c];
+    ++histogram_[c + 1];
+    ++c;
+    ++count_sum_;
+  }
+  since_aging_ += indices.size();
+  if (since_aging_ >= window_) auto_age();
+}
+
+void ManagedTable::auto_age() {
+  const int64_t n = table_->nvectors();
+  std::fill(histogram_.begin(), histogram_.end(), 0);
+  uint64_t sum = 0;
+  for (int64_t r = 0; r < n; ++r) {
+    const std::uint8_t c = static_cast<std::uint8_t>(counts_[r] >> 1);
+    counts_[r] = c;
+    ++histogram_[c];
+    sum += c;
+  }
+  count_sum_ = sum;
+  since_aging_ = 0;
+}
+
+void ManagedTable::auto_plan(std::span<const int64_t> indices) {
+  CachedTable& t = *cached_;
+  const int64_t n = t.nvectors();
+  // The skew test (Note [Auto embedding policy], step 2).
+  const double lambda = static_cast<double>(count_sum_) / static_cast<double>(n);
+  const int thr = poisson_rare_count(lambda, n);
+  int64_t significant = 0;
+  for (int c = thr; c < 256; ++c) significant += static_cast<int64_t>(histogram_[static_cast<std::size_t>(c)]);
+  skewed_ = significant >= skew_rows_;
+  auto_state_.mean_count = lambda;
+  auto_state_.threshold = thr;
+  auto_state_.significant_rows = significant;
+  if (!skewed_ || npages_ == 0) {
+    auto_state_.admit_min = auto_state_.retain_min = 256;
+    t.set_frequency_filter(counts_, 256, 256);
+    return;
+  }
+  if (!t.is_full()) return;  // free slots: the current admission threshold fills them
+
+  // Step 3: victims from the oldest pages, candidates from the coming batch.
+  const std::size_t max_pages = std::min<std::size_t>(static_cast<std::size_t>(options_.auto_max_pages), t.npages());
+  victims_.clear();
+  page_ends_.clear();
+  for (std::size_t p = 0; p < max_pages; ++p) {
+    t.append_page_rows(p, victims_);
+    page_ends_.push_back(victims_.size());
+  }
+  if (victims_.empty()) return;
+  int coldest = 255;
+  for (int64_t r : victims_) coldest = std::min<int>(coldest, counts_[r]);
+  candidates_.clear();
+  for (int64_t r : indices)
+    if (counts_[r] > coldest && !t.is_cached(r)) candidates_.push_back(r);
+  if (candidates_.empty()) return;
+  std::sort(candidates_.begin(), candidates_.end());
+  candidates_.erase(std::unique(candidates_.begin(), candidates_.end()), candidates_.end());
+  const auto page_rows = static_cast<std::size_t>(t.page_rows());
+  const std::size_t pages = std::clamp<std::size_t>((candidates_.size() + page_rows - 1) / page_rows, 1, max_pages);
+  const std::size_t nvictims = page_ends_[pages - 1];
+  auto by_count_desc = [&](int64_t a, int64_t b) { return counts_[a] != counts_[b] ? counts_[a] > counts_[b] : a < b; };
+  if (candidates_.size() > nvictims) {
+    std::nth_element(candidates_.begin(), candidates_.begin() + static_cast<std::ptrdiff_t>(nvictims),
+                     candidates_.end(), by_count_desc);
+    candidates_.resize(nvictims);
+  }
+  std::sort(candidates_.begin(), candidates_.end(), by_count_desc);
+  std::vector<int64_t>& v = victims_;
+  v.resize(nvictims);
+  std::sort(v.begin(), v.end(), [&](int64_t a, int64_t b) { return counts_[a] < counts_[b]; });
+  std::size_t k = 0;
+  while (k < candidates_.size() && k < v.size() && counts_[candidates_[k]] > counts_[v[k]]) ++k;
+  if (k == 0) return;
+  const int retain_min = counts_[v[k - 1]] + 1;
+  const int admit_min = std::max<int>(counts_[candidates_[k - 1]], retain_min);
+  auto_state_.admit_min = admit_min;
+  auto_state_.retain_min = retain_min;
+  t.set_frequency_filter(counts_, admit_min, retain_min);
+  const CacheCounters before = t.cache_counters();
+  t.retire_oldest(pages, /*write_back=*/true);
+  const CacheCounters after = t.cache_counters();
+  ++swap_batches_;
+  rows_evicted_ += (after.rows_written_back - before.rows_written_back) + (after.rows_dropped - before.rows_dropped);
+}
+
+void ManagedTable::after_update() {
+  if (cached_ == nullptr) return;
+  if (policy_ == EmbeddingPolicy::Dynamic && cached_->is_full()) cached_->flush_dirty();
+  cached_->settle_charges();
+}
+
+PolicyStats ManagedTable::stats() const {
+  PolicyStats s;
+  s.policy = policy_;
+  s.cache_rows = cache_rows_;
+  if (cached_ != nullptr) s.cache = cached_->cache_counters();
+  s.slow = table_->counters();
+  s.skewed = skewed_;
+  s.swap_batches = swap_batches_;
+  s.rows_evicted = rows_evicted_;
+  return s;
+}
+
+void ManagedTable::reset_stats() {
+  if (cached_ != nullptr) cached_->reset_cache_counters();
+  table_->reset_counters();
+  swap_batches_ = rows_evicted_ = 0;
+}
+
+}  // namespace strata::emb

@@ -1,0 +1,176 @@
+#pragma once
+/// @file
+/// Embedding-table placement policies (dissertation §5.6.1) and the per-batch hooks the training
+/// loop calls. `make_table` builds the table a policy needs from a fast and a slow heap and a cache
+/// fraction, and returns it wrapped in a ManagedTable whose hooks run the policy:
+///
+///     auto m = make_table(EmbeddingPolicy::Auto, rows, d, ElemType::F32, fast, slow, 0.10);
+///     for each batch:
+///       m->before_lookup(bag_indices);   // between phases: counting, planned swaps
+///       lookup(m->table(), ...);         // Forward accesses (many threads)
+///       ...backward...
+///       update(m->table(), ...);         // Update accesses (many threads)
+///       m->after_update();               // between phases: flushes
+///
+/// Policies:
+///  - Simple: a SimpleTable in the slow heap; no indirection, nothing cached.
+///  - Static: a CachedTable whose cache pages are filled at the start with random rows (§5.6.1),
+///    or with the given hottest rows first (PolicyOptions::hot_rows, e.g. hottest_rows() of an
+///    access profile: REFERENCE.md §2's static optimum), then dynamic caching is disabled.
+///  - Dynamic: a CachedTable that caches rows on lookup; when the cache limit is reached the oldest
+///    page is cleaned up (§5.6.1): cachelower = limit − one page, cacheslack = one page, and
+///    after_update() calls flush_dirty() once the cache is full.
+///  - Auto: ours (Note [Auto embedding policy]).
+///
+/// Note [Auto embedding policy]
+/// Auto starts as Static (same random or hot fill, so on inputs without skew it *is* Static: the
+/// dissertation's best policy for uniform inputs, and the best hit rate there in expectation,
+/// since under iid uniform indices every set of C rows hits C/N of the accesses and Dynamic holds
+/// fewer than C rows on average), and adds frequency-aware swaps when the inputs show skew:
+///  1. before_lookup counts every index in a saturating 8-bit counter per row (1 byte/row in the
+///     fast heap, beside the 8-byte pointer table; exact, unlike a sketch, whose collision error
+///     near the admission boundary is as large as the counts themselves). Every
+///     auto_window × (cache rows) accesses all counters are halved (aging).
+///  2. Skew test: with λ the mean count, t is the smallest count that fewer than one row would
+///     reach under uniform (Poisson(λ)) indices; the inputs count as skewed while at least
+///     max(8, cache rows / 100) rows have counts >= t. Not skewed: nothing moves (Static).
+///  3. Skewed and the cache full: victims are the rows of the oldest pages (at most
+///     auto_max_pages), candidates the uncached rows of the *coming* batch (lookahead: the loader
+///     knows it) counted above the coldest victim. Sorting victims by count ascending and
+///     candidates descending, the first k pairs where the candidate's count exceeds the victim's
+///     decide: victims with count <= victim_k are evicted by retire_oldest (write-back of dirty
+///     ones), the others are retained (moved to a fresh page in DRAM), and the lookup admits rows
+///     whose count >= max(candidate_k, retention threshold) into the freed slots on their miss
+///     (frequency filter of the CachedTable). Admission happens on the miss, never ahead of it, so
+///     hit rates stay comparable with Dynamic's.
+/// The hit rate on Zipf inputs approaches the static optimum (hottest rows), where Dynamic's
+/// FIFO pages lose several points, while swaps (a move and a write-back each) happen only for
+/// rows that proved hotter than the rows they replace.
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "embeddings/cached_table.h"
+#include "embeddings/table.h"
+
+namespace strata::emb {
+
+enum class EmbeddingPolicy : uint8_t { Simple, Static, Dynamic, Auto };
+
+/// "simple", "static", "dynamic" or "auto".
+const char* policy_name(EmbeddingPolicy policy);
+/// Parses the names above; throws strata::Error naming the text and the accepted names.
+EmbeddingPolicy parse_embedding_policy(std::string_view text);
+
+struct PolicyOptions {
+  /// The cache (cache_fraction of the rows) is split into this many pages (§5.6.1: pages are a
+  /// fraction of the limit). Must be >= 1.
+  int64_t pages = 32;
+  /// Seed of Static's (and Auto's) random fill.
+  uint64_t seed = 0x5eed;
+  /// Static and Auto: rows cached first, hottest first (e.g. hottest_rows() of a profile); the
+  /// rest of the cache is filled with random rows. Rows must be in [0, rows).
+  std::span<const int64_t> hot_rows = {};
+  /// Auto: counters halve every auto_window × cache rows accesses. Must be >= 1.
+  int64_t auto_window = 32;
+  /// Auto: at most this many oldest pages are examined (and retired) per batch. Must be >= 1.
+  int64_t auto_max_pages = 4;
+};
+
+/// What a policy did (totals since construction or reset_stats()).
+struct PolicyStats {
+  EmbeddingPolicy policy = EmbeddingPolicy::Simple;
+  int64_t cache_rows = 0;      ///< capacity of the cache in rows (0 for Simple)
+  CacheCounters cache;         ///< the CachedTable's counters (zeros for Simple)
+  TableCounters slow;          ///< slow-tier bytes charged by the table itself (moves, write-backs)
+  bool skewed = false;         ///< Auto: the last skew test's verdict
+  uint64_t swap_batches = 0;   ///< Auto: batches in which rows were swapped
+  uint64_t rows_evicted = 0;   ///< Auto: rows evicted for hotter ones
+};
+
+/// A table plus its policy. Not copyable; owns the table.
+class ManagedTable {
+ public:
+  ~ManagedTable();
+  ManagedTable(const ManagedTable&) = delete;
+  ManagedTable& operator=(const ManagedTable&) = delete;
+
+  EmbeddingPolicy policy() const { return policy_; }
+  Table& table() { return *table_; }
+  const Table& table() const { return *table_; }
+  /// The CachedTable of Static, Dynamic and Auto; nullptr for Simple.
+  CachedTable* cached_table() { return cached_; }
+  const CachedTable* cached_table() const { return cached_; }
+  /// Cache capacity in rows (whole pages; at most cache_fraction × rows).
+  int64_t cache_rows() const { return cache_rows_; }
+
+  /// Hook before the lookup of a batch, with all of this table's indices of the batch (between
+  /// phases). Auto counts them (throwing strata::Error naming the table, position and row for an
+  /// index out of [0, nvectors), before counting anything) and may swap rows; the others do nothing.
+  void before_lookup(std::span<const int64_t> indices);
+  /// Hook after the update of a batch (between phases): Dynamic flushes the oldest page when the
+  /// cache is full; every cached policy settles its pending slow-tier charges.
+  void after_update();
+
+  PolicyStats stats() const;
+  void reset_stats();
+
+  /// Auto's state, for tests and reports.
+  struct AutoState {
+    double mean_count = 0;  ///< λ
+    int threshold = 0;      ///< t of the skew test
+    int64_t significant_rows = 0;
+    int admit_min = 256, retain_min = 256;
+  };
+  AutoState auto_state() const { return auto_state_; }
+  /// Auto's per-row access counts (nvectors bytes), or nullptr for the other policies.
+  const std::uint8_t* access_counts() const { return counts_; }
+
+ private:
+  friend std::unique_ptr<ManagedTable> make_table(EmbeddingPolicy, int64_t, int64_t, ElemType, TableMemory,
+                                                  TableMemory, double, const PolicyOptions&);
+  ManagedTable() = default;
+  void fill(std::span<const int64_t> hot_rows, uint64_t seed);
+  void auto_count(std::span<const int64_t> indices);
+  void auto_age();
+  void auto_plan(std::span<const int64_t> indices);
+
+  EmbeddingPolicy policy_ = EmbeddingPolicy::Simple;
+  std::unique_ptr<Table> table_;
+  CachedTable* cached_ = nullptr;
+  int64_t cache_rows_ = 0;
+  int64_t npages_ = 0;
+  PolicyOptions options_;
+
+  // Auto.
+  memory::Heap* counts_heap_ = nullptr;
+  memory::Region* counts_region_ = nullptr;
+  std::uint8_t* counts_ = nullptr;
+  std::vector<uint64_t> histogram_;  // rows per count value 0..255
+  uint64_t count_sum_ = 0;
+  uint64_t since_aging_ = 0;
+  uint64_t window_ = 1;
+  int64_t skew_rows_ = 8;
+  bool skewed_ = false;
+  uint64_t swap_batches_ = 0, rows_evicted_ = 0;
+  AutoState auto_state_;
+  std::vector<int64_t> victims_, candidates_;
+  std::vector<size_t> page_ends_;
+};
+
+/// Builds the table `policy` needs: `rows` × `featuresize` elements of `type`, base rows in
+/// `slow.heap`, and for the cached policies the pointer table, cache pages (cache_fraction of the
+/// rows, in options.pages whole pages) and Auto's counters in `fast.heap`. Throws strata::Error
+/// for bad sizes, a cache_fraction outside [0, 1], bad options, missing heaps, heaps without room
+/// or hot rows out of range (naming the position and the row).
+std::unique_ptr<ManagedTable> make_table(EmbeddingPolicy policy, int64_t rows, int64_t featuresize, ElemType type,
+                                         TableMemory fast, TableMemory slow, double cache_fraction,
+                                         const PolicyOptions& options = {});
+
+/// The skew test's threshold: the smallest t with n × P(Poisson(lambda) >= t) < 1 (at most 256).
+int poisson_rare_count(double lambda, int64_t n);
+
+}  // namespace strata::emb
