@@ -197,7 +197,7 @@ std::byte* CachedTable::forward_miss(int64_t row, std::uintptr_t e) {
   if ((e & kLockBit) != 0 || !caching_.load(std::memory_order_relaxed) || full_.load(std::memory_order_relaxed))
     return address(e);
   if (filter_counts_ != nullptr && filter_counts_[row] < admit_min_) return address(e);
-  STRATA_ASSERT(!flushing_.load(std::memory_order_relaxed), "CachedTable ", name(), ": a Forward access of row ", row,
+  STRATA_ASSERT(!flushing_.load(std::memory_order_relaxed), "embedding ", name(), ": a Forward access of row ", row,
                 " ran during a flush; flushes must run between phases (Note [CachedTable phases])");
   // §5.4: take ownership of the row with a compare-and-swap on its pointer-table entry.
   if (!entry(row).compare_exchange_strong(e, e | kLockBit, std::memory_order_acquire, std::memory_order_acquire))
@@ -359,17 +359,17 @@ void CachedTable::retire_front_locked(bool write_back, Page*& retention_page) {
     if (home_addr == 0) continue;
     const auto* h = reinterpret_cast<const std::byte*>(home_addr);
     const int64_t row = static_cast<int64_t>(static_cast<std::size_t>(h - base_) / stride_);
-    STRATA_ASSERT(h >= base_ && h < base_end_ && this->home(row) == h, "CachedTable ", name(),
+    STRATA_ASSERT(h >= base_ && h < base_end_ && this->home(row) == h, "embedding ", name(),
                   ": a back-edge does not point at a row's home");
     const std::uintptr_t e = entry(row).load(std::memory_order_relaxed);
-    STRATA_ASSERT((e & kCachedBit) != 0 && (e & kLockBit) == 0 && address(e) == slot_ptr(page, i), "CachedTable ",
+    STRATA_ASSERT((e & kCachedBit) != 0 && (e & kLockBit) == 0 && address(e) == slot_ptr(page, i), "embedding ",
                   name(), ": row ", row, " is locked or does not point at the slot being retired; a flush ran "
                   "concurrently with an access (Note [CachedTable phases])");
     const bool is_dirty = (e & kDirtyBit) != 0;
     if (filter_counts_ != nullptr && filter_counts_[row] >= retain_min_) {
       fates[i] = Retain;
     } else if (is_dirty) {
-      STRATA_CHECK(write_back, "CachedTable ", name(), ": flush_clean would drop row ", row,
+      STRATA_CHECK(write_back, "embedding ", name(), ": flush_clean would drop row ", row,
                    ", whose cached copy was updated (dirty); use flush_dirty to write it home");
       fates[i] = WriteBack;
     } else {
@@ -457,25 +457,25 @@ int64_t CachedTable::cached_rows() const {
 
 const std::byte* CachedTable::backedge(std::size_t page, int64_t slot) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  STRATA_CHECK(page < pages_.size(), "CachedTable ", name(), ": page ", page, " is out of range [0, ", pages_.size(),
+  STRATA_CHECK(page < pages_.size(), "embedding ", name(), ": page ", page, " is out of range [0, ", pages_.size(),
                ")");
-  STRATA_CHECK(slot >= 0 && slot < page_rows_, "CachedTable ", name(), ": slot ", slot, " is out of range [0, ",
+  STRATA_CHECK(slot >= 0 && slot < page_rows_, "embedding ", name(), ": slot ", slot, " is out of range [0, ",
                page_rows_, ")");
   return reinterpret_cast<const std::byte*>(pages_[page]->backedges[slot].load(std::memory_order_acquire));
 }
 
 const std::byte* CachedTable::slot_address(std::size_t page, int64_t slot) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  STRATA_CHECK(page < pages_.size(), "CachedTable ", name(), ": page ", page, " is out of range [0, ", pages_.size(),
+  STRATA_CHECK(page < pages_.size(), "embedding ", name(), ": page ", page, " is out of range [0, ", pages_.size(),
                ")");
-  STRATA_CHECK(slot >= 0 && slot < page_rows_, "CachedTable ", name(), ": slot ", slot, " is out of range [0, ",
+  STRATA_CHECK(slot >= 0 && slot < page_rows_, "embedding ", name(), ": slot ", slot, " is out of range [0, ",
                page_rows_, ")");
   return slot_ptr(*pages_[page], slot);
 }
 
 void CachedTable::append_page_rows(std::size_t page, std::vector<int64_t>& rows) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  STRATA_CHECK(page < pages_.size(), "CachedTable ", name(), ": page ", page, " is out of range [0, ", pages_.size(),
+  STRATA_CHECK(page < pages_.size(), "embedding ", name(), ": page ", page, " is out of range [0, ", pages_.size(),
                ")");
   const Page& p = *pages_[page];
   const int64_t filled = std::min<int64_t>(p.bump.load(std::memory_order_relaxed), page_rows_);
