@@ -196,7 +196,8 @@ std::byte* CachedTable::forward_miss(int64_t row, std::uintptr_t e) {
   count(&Shard::misses);
   if ((e & kLockBit) != 0 || !caching_.load(std::memory_order_relaxed) || full_.load(std::memory_order_relaxed))
     return address(e);
-  if (filter_counts_ != nullptr && filter_counts_[row] < admit_min_) return address(e);
+  if (admit_flags_ != nullptr && admit_flags_[static_cast<std::size_t>(row) * admit_stride_] != admit_value_)
+    return address(e);
   STRATA_ASSERT(!flushing_.load(std::memory_order_relaxed), "embedding ", name(), ": a Forward access of row ", row,
                 " ran during a flush; flushes must run between phases (Note [CachedTable phases])");
   // §5.4: take ownership of the row with a compare-and-swap on its pointer-table entry.
@@ -304,13 +305,23 @@ void CachedTable::set_cacheslack(std::size_t bytes) {
 
 void CachedTable::set_caching(bool enabled) { caching_.store(enabled, std::memory_order_relaxed); }
 
-void CachedTable::set_frequency_filter(const std::uint8_t* counts, int admit_min, int retain_min) {
-  STRATA_CHECK(admit_min >= 0 && admit_min <= 256 && retain_min >= 0 && retain_min <= 256,
-               "CachedTable::set_frequency_filter: admit_min and retain_min must be in [0, 256], got ", admit_min,
-               " and ", retain_min);
-  filter_counts_ = counts;
-  admit_min_ = admit_min;
-  retain_min_ = retain_min;
+void CachedTable::set_admission(const std::uint8_t* flags, std::size_t stride, std::uint8_t value) {
+  STRATA_CHECK(flags == nullptr || stride >= 1, "CachedTable::set_admission: the flag stride must be >= 1");
+  admit_flags_ = flags;
+  admit_stride_ = stride;
+  admit_value_ = value;
+}
+
+void CachedTable::set_retention(std::function<bool(int64_t)> retain) { retain_ = std::move(retain); }
+
+int64_t CachedTable::free_slots() const {
+  const std::size_t limit = cachelower() + cacheslack();
+  const std::size_t bytes = cache_bytes();
+  int64_t n = bytes < limit ? static_cast<int64_t>((limit - bytes) / page_bytes_) * page_rows_ : 0;
+  if (full_.load(std::memory_order_relaxed)) n = 0;
+  const Page* p = current_.load(std::memory_order_acquire);
+  if (p != nullptr) n += std::max<int64_t>(0, page_rows_ - p->bump.load(std::memory_order_relaxed));
+  return n;
 }
 
 std::size_t CachedTable::flush_clean() { return retire(std::numeric_limits<std::size_t>::max(), false, true); }
@@ -366,7 +377,7 @@ void CachedTable::retire_front_locked(bool write_back, Page*& retention_page) {
                   name(), ": row ", row, " is locked or does not point at the slot being retired; a flush ran "
                   "concurrently with an access (Note [CachedTable phases])");
     const bool is_dirty = (e & kDirtyBit) != 0;
-    if (filter_counts_ != nullptr && filter_counts_[row] >= retain_min_) {
+    if (retain_ && retain_(row)) {
       fates[i] = Retain;
     } else if (is_dirty) {
       STRATA_CHECK(write_back, "embedding ", name(), ": flush_clean would drop row ", row,

@@ -22,7 +22,7 @@
 ///
 /// Caching a row (access_and_cache, the Forward context), as §5.4 describes:
 ///   1. load the entry (acquire); cached: a hit, return the slot;
-///   2. not cached and caching allowed (caching enabled, cache not full, admission filter passed):
+///   2. not cached and caching allowed (caching enabled, cache not full, admission flags agree):
 ///      CAS entry home -> home|locked (acquire). Losing the CAS means another thread owns the row:
 ///      return whatever the entry now holds (the slot if that thread has finished, else home —
 ///      the base copy is unchanged while a row is being cached, so reading it is correct);
@@ -42,7 +42,7 @@
 /// Forward accesses of *other* rows. A row must not be updated while it is being looked up (the
 /// data itself would race; training separates the lookup and update phases), and an Update of a
 /// row whose lock bit is set waits for the mover to publish. flush_clean, flush_dirty,
-/// retire_oldest, the setters, set_caching, set_frequency_filter and reset_cache_counters run
+/// retire_oldest, the setters, set_caching, set_admission, set_retention and reset_cache_counters run
 /// *between* phases, never concurrently with an access: a flush frees cache pages that a
 /// concurrent access could be reading. This is asserted cheaply: a flush raises a flag that the
 /// caching path checks (a Forward miss during a flush throws strata::Error), and a flush checks
@@ -59,6 +59,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -76,7 +77,7 @@ struct CacheCounters {
   std::uint64_t rows_cached = 0;        ///< rows moved into the cache (a slow read each)
   std::uint64_t rows_written_back = 0;  ///< dirty rows written home by flushes (a slow write each)
   std::uint64_t rows_dropped = 0;       ///< clean rows retired without writing
-  std::uint64_t rows_retained = 0;      ///< rows a retaining flush moved to a newer page (set_frequency_filter)
+  std::uint64_t rows_retained = 0;      ///< rows a retaining flush moved to a newer page (set_retention)
   std::uint64_t pages_flushed = 0;      ///< cache pages retired
   std::uint64_t pages_allocated = 0;    ///< cache pages allocated
   /// hits / (hits + misses); 0 when there were no Forward accesses.
@@ -135,7 +136,7 @@ class CachedTable final : public Table {
 
   /// Table 5.4 `access_and_cache`: the row's current address, caching it first when (1) the cache
   /// is not full, (2) the row is not cached and (3) this thread wins the row's ownership (and
-  /// caching is enabled and the frequency filter, if any, admits the row). Counts a hit or a miss.
+  /// caching is enabled and the admission flags, if any, admit the row). Counts a hit or a miss.
   std::byte* access_and_cache(int64_t row) {
     const std::uintptr_t e = entry(row).load(std::memory_order_acquire);
     if (e & kCachedBit) [[likely]] {
@@ -180,20 +181,25 @@ class CachedTable final : public Table {
   std::size_t flush_dirty();
   /// Retires exactly min(pages, number of pages) oldest pages regardless of cachelower, writing
   /// dirty rows home when `write_back` (else as flush_clean, including its error). Rows the
-  /// frequency filter retains are moved to a fresh page instead (see set_frequency_filter).
+  /// retention function keeps are moved to a fresh page instead (see set_retention).
   std::size_t retire_oldest(std::size_t pages, bool write_back);
 
   /// The static policy's switch: when false, Forward misses never cache (hits still hit).
   void set_caching(bool enabled);
   bool caching() const { return caching_.load(std::memory_order_relaxed); }
 
-  /// Frequency-aware admission and retention (an extension used by EmbeddingPolicy::Auto; without
-  /// it the table is exactly §5.4's). `counts` (nvectors bytes, owned by the caller, stable while
-  /// accesses run) are per-row access counts: a Forward miss caches the row only if
-  /// counts[row] >= admit_min, and a flush moves a row whose counts[row] >= retain_min to a fresh
-  /// page instead of retiring it (DRAM to DRAM, keeping its dirty bit; when the fast heap has no
-  /// room for that page the row is retired normally). counts == nullptr removes the filter.
-  void set_frequency_filter(const std::uint8_t* counts, int admit_min, int retain_min);
+  /// Admission and retention hooks (an extension used by EmbeddingPolicy::Auto; without them the
+  /// table is exactly §5.4's). With `flags` set, a Forward miss caches row r only if
+  /// flags[r × stride] == value (the flags are owned by the caller and must not change while
+  /// accesses run); flags == nullptr admits every row.
+  void set_admission(const std::uint8_t* flags, std::size_t stride, std::uint8_t value);
+  /// With `retain` set, a flush moves each row for which retain(row) is true to a fresh page
+  /// instead of retiring it (fast tier to fast tier, keeping its dirty bit; the fast heap needs
+  /// room for one more page, else the row is retired normally). An empty function retains nothing.
+  void set_retention(std::function<bool(int64_t)> retain);
+  /// Slots that can still be filled without a flush: the free slots of the newest page plus whole
+  /// pages up to cachelower + cacheslack.
+  int64_t free_slots() const;
 
   /// Rows are laid out with this stride (row_bytes rounded up to a multiple of 8).
   std::size_t row_stride() const { return stride_; }
@@ -276,9 +282,10 @@ class CachedTable final : public Table {
   std::atomic<bool> caching_{true};
   std::atomic<bool> full_{false};
   std::atomic<bool> flushing_{false};
-  const std::uint8_t* filter_counts_ = nullptr;
-  int admit_min_ = 0;
-  int retain_min_ = 256;
+  const std::uint8_t* admit_flags_ = nullptr;
+  std::size_t admit_stride_ = 1;
+  std::uint8_t admit_value_ = 0;
+  std::function<bool(int64_t)> retain_;
 
   mutable std::mutex mutex_;  // pages_ and page allocation
   std::deque<std::unique_ptr<Page>> pages_;

@@ -49,9 +49,14 @@ int poisson_rare_count(double lambda, int64_t n) {
   return kMax;
 }
 
+namespace {
+// Auto's flags (meta_[2r + 1]) for the coming batch.
+constexpr std::uint8_t kSeenOnce = 1, kSeenTwice = 2, kAdmit = 3, kInBatch = 4;
+}  // namespace
+
 ManagedTable::~ManagedTable() {
   table_.reset();
-  if (counts_region_ != nullptr) counts_heap_->free(counts_region_);
+  if (meta_region_ != nullptr) meta_heap_->free(meta_region_);
 }
 
 std::unique_ptr<ManagedTable> make_table(EmbeddingPolicy policy, int64_t rows, int64_t featuresize, ElemType type,
@@ -106,13 +111,13 @@ std::unique_ptr<ManagedTable> make_table(EmbeddingPolicy policy, int64_t rows, i
   m->table_ = std::move(table);
 
   if (policy == EmbeddingPolicy::Auto) {
-    m->counts_heap_ = fast.heap;
-    m->counts_region_ = fast.heap->allocate(static_cast<std::size_t>(rows), nullptr);
-    STRATA_CHECK(m->counts_region_ != nullptr, "make_table(auto): the ", fast.heap->name(),
-                 " heap has no room for the access counters (", rows, " bytes asked, largest free block ",
+    m->meta_heap_ = fast.heap;
+    m->meta_region_ = fast.heap->allocate(2 * static_cast<std::size_t>(rows), nullptr);
+    STRATA_CHECK(m->meta_region_ != nullptr, "make_table(auto): the ", fast.heap->name(),
+                 " heap has no room for the access counters (", 2 * rows, " bytes asked, largest free block ",
                  fast.heap->largest_free(), ")");
-    m->counts_ = static_cast<std::uint8_t*>(m->counts_region_->data());
-    std::memset(m->counts_, 0, static_cast<std::size_t>(rows));
+    m->meta_ = static_cast<std::uint8_t*>(m->meta_region_->data());
+    std::memset(m->meta_, 0, 2 * static_cast<std::size_t>(rows));
     m->histogram_.assign(256, 0);
     m->histogram_[0] = static_cast<uint64_t>(rows);
     m->window_ = static_cast<uint64_t>(std::max<int64_t>(1, options.auto_window * std::max<int64_t>(1, m->cache_rows_)));
@@ -121,9 +126,13 @@ std::unique_ptr<ManagedTable> make_table(EmbeddingPolicy policy, int64_t rows, i
   if (policy == EmbeddingPolicy::Static || policy == EmbeddingPolicy::Auto) {
     m->fill(options.hot_rows, options.seed);
     if (policy == EmbeddingPolicy::Static) m->cached_->set_caching(false);
-    // Auto: caching stays enabled behind the frequency filter, which admits nothing until the
-    // inputs show skew.
-    if (policy == EmbeddingPolicy::Auto) m->cached_->set_frequency_filter(m->counts_, 256, 256);
+    // Auto: caching stays enabled behind the admission flags (Note [Auto embedding policy]).
+    if (policy == EmbeddingPolicy::Auto) {
+      ManagedTable* self = m.get();
+      m->cached_->set_admission(m->meta_ + 1, 2, kAdmit);
+      m->cached_->set_retention(
+          [self](int64_t r) { return self->count_of(r) >= self->retain_min_ || self->flag_of(r) != 0; });
+    }
   }
   m->cached_->reset_cache_counters();
   return m;
@@ -173,13 +182,39 @@ void ManagedTable::before_lookup(std::span<const int64_t> indices) {
   for (std::size_t i = 0; i < indices.size(); ++i)
     STRATA_CHECK(indices[i] >= 0 && indices[i] < n, "embedding ", table_->name(), ": index ", indices[i],
                  " at position ", i, " is out of range [0, ", n, ")");
+  for (int64_t r : marked_) flag_of(r) = 0;  // the previous batch's flags
+  marked_.clear();
   auto_count(indices);
-  auto_plan(indices);
+
+  // The skew test (Note [Auto embedding policy], step 3).
+  const double lambda = static_cast<double>(count_sum_) / static_cast<double>(n);
+  const int thr = poisson_rare_count(lambda, n);
+  int64_t significant = 0;
+  for (int c = thr; c < 256; ++c) significant += static_cast<int64_t>(histogram_[static_cast<std::size_t>(c)]);
+  skewed_ = significant >= skew_rows_;
+  if (!skewed_) admit_min_ = 256;
+  auto_state_.mean_count = lambda;
+  auto_state_.threshold = thr;
+  auto_state_.significant_rows = significant;
+
+  // Flags for the coming batch: repeating rows (step 2) and rows counted as high as the last
+  // admitted candidates are admitted; the batch's other rows are only marked (and so retained).
+  for (int64_t r : indices) {
+    std::uint8_t& f = flag_of(r);
+    if (f != kSeenOnce && f != kSeenTwice) continue;
+    marked_.push_back(r);
+    f = (f == kSeenTwice || count_of(r) >= admit_min_) ? kAdmit : kInBatch;
+  }
+  auto_plan();
+  auto_state_.admit_min = admit_min_;
+  auto_state_.retain_min = retain_min_;
 }
 
 void ManagedTable::auto_count(std::span<const int64_t> indices) {
   for (int64_t r : indices) {
-    std::uint8_t& c = counts_[r];
+    std::uint8_t& f = flag_of(r);
+    if (f < kSeenTwice) ++f;
+    std::uint8_t& c = count_of(r);
     if (c == 255) continue;
     --histogram_[c];
     ++histogram_[c + 1];
@@ -195,8 +230,8 @@ void ManagedTable::auto_age() {
   std::fill(histogram_.begin(), histogram_.end(), 0);
   uint64_t sum = 0;
   for (int64_t r = 0; r < n; ++r) {
-    const std::uint8_t c = static_cast<std::uint8_t>(counts_[r] >> 1);
-    counts_[r] = c;
+    const auto c = static_cast<std::uint8_t>(count_of(r) >> 1);
+    count_of(r) = c;
     ++histogram_[c];
     sum += c;
   }
@@ -204,63 +239,72 @@ void ManagedTable::auto_age() {
   since_aging_ = 0;
 }
 
-void ManagedTable::auto_plan(std::span<const int64_t> indices) {
+void ManagedTable::auto_plan() {
   CachedTable& t = *cached_;
-  const int64_t n = t.nvectors();
-  // The skew test (Note [Auto embedding policy], step 2).
-  const double lambda = static_cast<double>(count_sum_) / static_cast<double>(n);
-  const int thr = poisson_rare_count(lambda, n);
-  int64_t significant = 0;
-  for (int c = thr; c < 256; ++c) significant += static_cast<int64_t>(histogram_[static_cast<std::size_t>(c)]);
-  skewed_ = significant >= skew_rows_;
-  auto_state_.mean_count = lambda;
-  auto_state_.threshold = thr;
-  auto_state_.significant_rows = significant;
-  if (!skewed_ || npages_ == 0) {
-    auto_state_.admit_min = auto_state_.retain_min = 256;
-    t.set_frequency_filter(counts_, 256, 256);
-    return;
-  }
-  if (!t.is_full()) return;  // free slots: the current admission threshold fills them
-
-  // Step 3: victims from the oldest pages, candidates from the coming batch.
-  const std::size_t max_pages = std::min<std::size_t>(static_cast<std::size_t>(options_.auto_max_pages), t.npages());
-  victims_.clear();
-  page_ends_.clear();
-  for (std::size_t p = 0; p < max_pages; ++p) {
-    t.append_page_rows(p, victims_);
-    page_ends_.push_back(victims_.size());
-  }
-  if (victims_.empty()) return;
-  int coldest = 255;
-  for (int64_t r : victims_) coldest = std::min<int>(coldest, counts_[r]);
-  candidates_.clear();
-  for (int64_t r : indices)
-    if (counts_[r] > coldest && !t.is_cached(r)) candidates_.push_back(r);
-  if (candidates_.empty()) return;
-  std::sort(candidates_.begin(), candidates_.end());
-  candidates_.erase(std::unique(candidates_.begin(), candidates_.end()), candidates_.end());
+  retain_min_ = 256;
+  if (npages_ == 0 || t.npages() == 0) return;
   const auto page_rows = static_cast<std::size_t>(t.page_rows());
-  const std::size_t pages = std::clamp<std::size_t>((candidates_.size() + page_rows - 1) / page_rows, 1, max_pages);
-  const std::size_t nvictims = page_ends_[pages - 1];
-  auto by_count_desc = [&](int64_t a, int64_t b) { return counts_[a] != counts_[b] ? counts_[a] > counts_[b] : a < b; };
-  if (candidates_.size() > nvictims) {
-    std::nth_element(candidates_.begin(), candidates_.begin() + static_cast<std::ptrdiff_t>(nvictims),
-                     candidates_.end(), by_count_desc);
-    candidates_.resize(nvictims);
+  const std::size_t max_pages = std::min<std::size_t>(static_cast<std::size_t>(options_.auto_max_pages), t.npages());
+  int64_t wanted = 0;
+  for (int64_t r : marked_) wanted += flag_of(r) == kAdmit && !t.is_cached(r);
+
+  // Step 3: pair candidates against victims of the oldest pages.
+  std::size_t skew_pages = 0;
+  if (skewed_) {
+    victims_.clear();
+    page_ends_.clear();
+    for (std::size_t p = 0; p < max_pages; ++p) {
+      t.append_page_rows(p, victims_);
+      page_ends_.push_back(victims_.size());
+    }
+    int coldest = 256;
+    for (int64_t r : victims_)
+      if (flag_of(r) == 0) coldest = std::min<int>(coldest, count_of(r));
+    candidates_.clear();
+    for (int64_t r : marked_)
+      if (count_of(r) > coldest && !t.is_cached(r)) candidates_.push_back(r);
+    if (!candidates_.empty()) {
+      const std::size_t pages =
+          std::clamp<std::size_t>((candidates_.size() + page_rows - 1) / page_rows, 1, max_pages);
+      auto by_count_desc = [&](int64_t a, int64_t b) {
+        return count_of(a) != count_of(b) ? count_of(a) > count_of(b) : a < b;
+      };
+      std::vector<int64_t>& v = victims_;
+      v.resize(page_ends_[pages - 1]);
+      v.erase(std::remove_if(v.begin(), v.end(), [&](int64_t r) { return flag_of(r) != 0; }), v.end());
+      if (candidates_.size() > v.size()) {
+        std::nth_element(candidates_.begin(), candidates_.begin() + static_cast<std::ptrdiff_t>(v.size()),
+                         candidates_.end(), by_count_desc);
+        candidates_.resize(v.size());
+      }
+      std::sort(candidates_.begin(), candidates_.end(), by_count_desc);
+      std::sort(v.begin(), v.end(), [&](int64_t a, int64_t b) { return count_of(a) < count_of(b); });
+      std::size_t k = 0;
+      while (k < candidates_.size() && k < v.size() && count_of(candidates_[k]) > count_of(v[k])) ++k;
+      if (k > 0) {
+        retain_min_ = count_of(v[k - 1]) + 1;
+        admit_min_ = std::max<int>(count_of(candidates_[k - 1]), retain_min_);
+        for (std::size_t i = 0; i < k; ++i) {
+          std::uint8_t& f = flag_of(candidates_[i]);
+          if (f != kAdmit) {
+            f = kAdmit;
+            ++wanted;
+          }
+        }
+        skew_pages = pages;
+      }
+    }
   }
-  std::sort(candidates_.begin(), candidates_.end(), by_count_desc);
-  std::vector<int64_t>& v = victims_;
-  v.resize(nvictims);
-  std::sort(v.begin(), v.end(), [&](int64_t a, int64_t b) { return counts_[a] < counts_[b]; });
-  std::size_t k = 0;
-  while (k < candidates_.size() && k < v.size() && counts_[candidates_[k]] > counts_[v[k]]) ++k;
-  if (k == 0) return;
-  const int retain_min = counts_[v[k - 1]] + 1;
-  const int admit_min = std::max<int>(counts_[candidates_[k - 1]], retain_min);
-  auto_state_.admit_min = admit_min;
-  auto_state_.retain_min = retain_min;
-  t.set_frequency_filter(counts_, admit_min, retain_min);
+
+  // Step 4: room for what is to be admitted.
+  const int64_t need = wanted - t.free_slots();
+  std::size_t pages = skew_pages;
+  if (need > 0)
+    pages = std::max(pages, static_cast<std::size_t>((need + static_cast<int64_t>(page_rows) - 1) /
+                                                     static_cast<int64_t>(page_rows)));
+  pages = std::min(pages, max_pages);
+  if (pages == 0) return;
+  if (!skewed_) retain_min_ = 256;  // retain only the coming batch's rows
   const CacheCounters before = t.cache_counters();
   t.retire_oldest(pages, /*write_back=*/true);
   const CacheCounters after = t.cache_counters();

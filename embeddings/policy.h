@@ -23,29 +23,33 @@
 ///  - Auto: ours (Note [Auto embedding policy]).
 ///
 /// Note [Auto embedding policy]
-/// Auto starts as Static (same random or hot fill, so on inputs without skew it *is* Static: the
-/// dissertation's best policy for uniform inputs, and the best hit rate there in expectation,
-/// since under iid uniform indices every set of C rows hits C/N of the accesses and Dynamic holds
-/// fewer than C rows on average), and adds frequency-aware swaps when the inputs show skew:
-///  1. before_lookup counts every index in a saturating 8-bit counter per row (1 byte/row in the
-///     fast heap, beside the 8-byte pointer table; exact, unlike a sketch, whose collision error
-///     near the admission boundary is as large as the counts themselves). Every
-///     auto_window × (cache rows) accesses all counters are halved (aging).
-///  2. Skew test: with λ the mean count, t is the smallest count that fewer than one row would
+/// Auto starts as Static (the same random or hot fill) and uses what the training loop knows —
+/// the coming batch (lookahead: before_lookup sees its indices) and the access history — to move
+/// rows only where that pays:
+///  1. before_lookup counts every index in a saturating 8-bit counter per row (2 bytes/row with
+///     the row's admission flag, in the fast heap beside the 8-byte pointer table; exact, unlike a
+///     sketch, whose collision error near the admission boundary is as large as the counts
+///     themselves). Every auto_window × (cache rows) accesses all counters are halved (aging).
+///  2. Within-batch repeats: an uncached row that occurs twice or more in the coming batch is
+///     admitted on its first miss, so its later occurrences hit. The move replaces the slow read
+///     that miss needs anyway, the row's update then hits the fast tier, and its eventual
+///     write-back replaces the slow write of that update: the hit rate gains every repeat.
+///     Under iid uniform indices this is the only thing that can beat Static (any C rows hit
+///     C/N of the accesses), and it is what gives Dynamic its edge there.
+///  3. Skew test: with λ the mean count, t is the smallest count that fewer than one row would
 ///     reach under uniform (Poisson(λ)) indices; the inputs count as skewed while at least
-///     max(8, cache rows / 100) rows have counts >= t. Not skewed: nothing moves (Static).
-///  3. Skewed and the cache full: victims are the rows of the oldest pages (at most
-///     auto_max_pages), candidates the uncached rows of the *coming* batch (lookahead: the loader
-///     knows it) counted above the coldest victim. Sorting victims by count ascending and
-///     candidates descending, the first k pairs where the candidate's count exceeds the victim's
-///     decide: victims with count <= victim_k are evicted by retire_oldest (write-back of dirty
-///     ones), the others are retained (moved to a fresh page in DRAM), and the lookup admits rows
-///     whose count >= max(candidate_k, retention threshold) into the freed slots on their miss
-///     (frequency filter of the CachedTable). Admission happens on the miss, never ahead of it, so
-///     hit rates stay comparable with Dynamic's.
-/// The hit rate on Zipf inputs approaches the static optimum (hottest rows), where Dynamic's
-/// FIFO pages lose several points, while swaps (a move and a write-back each) happen only for
-/// rows that proved hotter than the rows they replace.
+///     max(8, cache rows / 100) rows have counts >= t. Skewed: victims are the rows of the oldest
+///     pages (at most auto_max_pages) that are not in the coming batch, candidates the uncached
+///     rows of the batch counted above the coldest victim. Sorting victims by count ascending
+///     and candidates descending, the first k pairs where the candidate's count exceeds the
+///     victim's decide: the k candidates are admitted, victims with count <= victim_k are
+///     evicted; later batches admit rows counted at least as high as candidate_k.
+///  4. Room: when the rows to admit exceed the free slots, the oldest pages are retired
+///     (retire_oldest, dirty rows written home) while rows of the coming batch and rows counted
+///     above the victims are retained (moved to a fresh page in the fast tier).
+/// Admission happens on the miss, never ahead of it, so hit rates stay comparable with Dynamic's.
+/// Without skew, Auto moves only repeating rows of a batch; with skew its content approaches the
+/// static optimum (the hottest rows), where Dynamic's FIFO pages lose several points.
 
 #include <cstdint>
 #include <memory>
@@ -87,8 +91,8 @@ struct PolicyStats {
   CacheCounters cache;         ///< the CachedTable's counters (zeros for Simple)
   TableCounters slow;          ///< slow-tier bytes charged by the table itself (moves, write-backs)
   bool skewed = false;         ///< Auto: the last skew test's verdict
-  uint64_t swap_batches = 0;   ///< Auto: batches in which rows were swapped
-  uint64_t rows_evicted = 0;   ///< Auto: rows evicted for hotter ones
+  uint64_t swap_batches = 0;   ///< Auto: batches in which pages were retired to make room
+  uint64_t rows_evicted = 0;   ///< Auto: rows evicted to make room
 };
 
 /// A table plus its policy. Not copyable; owns the table.
@@ -109,7 +113,8 @@ class ManagedTable {
 
   /// Hook before the lookup of a batch, with all of this table's indices of the batch (between
   /// phases). Auto counts them (throwing strata::Error naming the table, position and row for an
-  /// index out of [0, nvectors), before counting anything) and may swap rows; the others do nothing.
+  /// index out of [0, nvectors), before counting anything), decides which rows the lookup may
+  /// cache and may retire pages to make room; the others do nothing.
   void before_lookup(std::span<const int64_t> indices);
   /// Hook after the update of a batch (between phases): Dynamic flushes the oldest page when the
   /// cache is full; every cached policy settles its pending slow-tier charges.
@@ -126,8 +131,8 @@ class ManagedTable {
     int admit_min = 256, retain_min = 256;
   };
   AutoState auto_state() const { return auto_state_; }
-  /// Auto's per-row access counts (nvectors bytes), or nullptr for the other policies.
-  const std::uint8_t* access_counts() const { return counts_; }
+  /// Auto's access count of `row` (0 for the other policies).
+  int access_count(int64_t row) const { return meta_ == nullptr ? 0 : meta_[2 * row]; }
 
  private:
   friend std::unique_ptr<ManagedTable> make_table(EmbeddingPolicy, int64_t, int64_t, ElemType, TableMemory,
@@ -136,7 +141,9 @@ class ManagedTable {
   void fill(std::span<const int64_t> hot_rows, uint64_t seed);
   void auto_count(std::span<const int64_t> indices);
   void auto_age();
-  void auto_plan(std::span<const int64_t> indices);
+  void auto_plan();
+  std::uint8_t& count_of(int64_t r) { return meta_[2 * r]; }
+  std::uint8_t& flag_of(int64_t r) { return meta_[2 * r + 1]; }
 
   EmbeddingPolicy policy_ = EmbeddingPolicy::Simple;
   std::unique_ptr<Table> table_;
@@ -145,10 +152,13 @@ class ManagedTable {
   int64_t npages_ = 0;
   PolicyOptions options_;
 
-  // Auto.
-  memory::Heap* counts_heap_ = nullptr;
-  memory::Region* counts_region_ = nullptr;
-  std::uint8_t* counts_ = nullptr;
+  // Auto: meta_[2r] is row r's access count, meta_[2r + 1] its flag for the coming batch.
+  memory::Heap* meta_heap_ = nullptr;
+  memory::Region* meta_region_ = nullptr;
+  std::uint8_t* meta_ = nullptr;
+  int admit_min_ = 256;
+  int retain_min_ = 256;
+  std::vector<int64_t> marked_;  // distinct rows of the coming batch (their flags are set)
   std::vector<uint64_t> histogram_;  // rows per count value 0..255
   uint64_t count_sum_ = 0;
   uint64_t since_aging_ = 0;

@@ -302,31 +302,38 @@ TEST(CachedTable, FlushDirtyWritesDirtyRowsHome) {
   }
 }
 
-TEST(CachedTable, RetentionAndAdmissionFollowTheFrequencyFilter) {
+TEST(CachedTable, AdmissionFlagsAndRetention) {
   Heaps h;
   const int64_t d = 4;
   CachedTable t(32, d, ElemType::F32, h.slow_mem(), h.fast_mem(),
                 {.cachelower = 0, .cacheslack = pages_of(2, 4, 16), .page_rows = 4});
   for (int64_t r = 0; r < 32; ++r) t.write_row(r, row_values(r, d, 0).data());
-  std::vector<std::uint8_t> counts(32, 0);
-  counts[1] = 9;
-  counts[2] = 3;
-  counts[20] = 9;
-  t.set_frequency_filter(counts.data(), 5, 3);
-  // Admission: only rows whose count reaches admit_min are cached on a miss.
+  // Admission: flags with a stride of 2 (the second byte of each pair); a miss caches only rows
+  // whose flag equals the value.
+  std::vector<std::uint8_t> meta(64, 0);
+  meta[2 * 1 + 1] = 3;
+  meta[2 * 2 + 1] = 4;
+  meta[2 * 20 + 1] = 3;
+  t.set_admission(meta.data() + 1, 2, 3);
   EXPECT_EQ(t.access_and_cache(0), t.home(0));
   EXPECT_NE(t.access_and_cache(1), t.home(1));
   EXPECT_EQ(t.access_and_cache(2), t.home(2));
-  t.set_frequency_filter(nullptr, 0, 0);
+  EXPECT_EQ(t.cache_counters().misses, 3u);
+  t.set_admission(nullptr, 0, 0);
   for (int64_t r : {2, 3, 4}) t.access_and_cache(r);  // page 0: rows 1, 2, 3, 4
   t.write_row(2, row_values(2, d, 5).data());          // dirty
   t.write_row(3, row_values(3, d, 6).data());          // dirty
   const std::byte* old_slot_2 = t.rowpointer(2, AccessContext::Read);
 
-  // Retention: retiring page 0 moves rows with count >= 3 (1 and 2) to a fresh page, keeping
-  // row 2's dirty bit; row 3 (dirty) is written home, row 4 (clean) dropped.
-  t.set_frequency_filter(counts.data(), 5, 3);
+  // Retention: retiring page 0 moves rows 1 and 2 to a fresh page, keeping row 2's dirty bit;
+  // row 3 (dirty) is written home, row 4 (clean) dropped.
+  std::vector<int64_t> asked;
+  t.set_retention([&](int64_t r) {
+    asked.push_back(r);
+    return r == 1 || r == 2;
+  });
   EXPECT_EQ(t.retire_oldest(1, true), 1u);
+  EXPECT_EQ(asked, (std::vector<int64_t>{1, 2, 3, 4}));
   EXPECT_TRUE(t.is_cached(1));
   EXPECT_TRUE(t.is_cached(2));
   EXPECT_TRUE(t.is_dirty(2));
@@ -339,6 +346,7 @@ TEST(CachedTable, RetentionAndAdmissionFollowTheFrequencyFilter) {
   EXPECT_EQ(t.npages(), 1u);
   EXPECT_EQ(t.backedge(0, 0), t.home(1));
   EXPECT_EQ(t.backedge(0, 1), t.home(2));
+  EXPECT_EQ(t.free_slots(), 2 + 4);  // two slots of the retention page, one more page
   const auto c = t.cache_counters();
   EXPECT_EQ(c.rows_retained, 2u);
   EXPECT_EQ(c.rows_written_back, 1u);
@@ -349,12 +357,12 @@ TEST(CachedTable, RetentionAndAdmissionFollowTheFrequencyFilter) {
   // New misses go to the retention page's free slots.
   EXPECT_NE(t.access_and_cache(20), t.home(20));
   EXPECT_EQ(t.backedge(0, 2), t.home(20));
-  // Without a filter everything is retired.
-  t.set_frequency_filter(nullptr, 0, 0);
+  // Retained rows are not lost by flush_clean either; without retention everything is retired.
+  t.set_retention({});
   EXPECT_EQ(t.flush_dirty(), 1u);
   EXPECT_EQ(read_home(t, 2), row_values(2, d, 5));
-  EXPECT_THAT(message_of([&] { t.set_frequency_filter(counts.data(), 300, 0); }),
-              HasSubstr("admit_min and retain_min must be in [0, 256], got 300 and 0"));
+  EXPECT_EQ(t.free_slots(), 8);
+  EXPECT_THAT(message_of([&] { t.set_admission(meta.data(), 0, 1); }), HasSubstr("the flag stride must be >= 1"));
 }
 
 // Any sequence of accesses, updates, flushes and limit changes keeps the table equal to a shadow
