@@ -282,7 +282,7 @@ TEST(EmbeddingPolicy, PoissonRareCount) {
 TEST(EmbeddingPolicy, AutoHitRateIsAtLeastTheBestOfTheOthers) {
   const int64_t n = 20000, d = 4;
   const double fraction = 0.1;
-  const int nbatches = 150, per_batch = 2048;
+  const int nbatches = 100, per_batch = 2048;
   struct Input {
     const char* name;
     Batches batches;
