@@ -20,7 +20,7 @@
 //
 // --json FILE writes {"binary", "threads", "dtype", "library", "dram_copy_gbps", "model",
 // "params", "records": [{"distribution", "policy", "embedding_ms": {unit, samples, median, min,
-// max}, "hit_rate", "static_optimum", "static_optimum_hindsight", "speedup_vs_simple",
+// max}, "hooks_ms", "lookup_ms", "update_ms" (the same per phase), "hit_rate", "static_optimum", "static_optimum_hindsight", "speedup_vs_simple",
 // "slow_bytes_read", "slow_bytes_written", "rows_cached", "rows_written_back", ...}]}.
 
 #include <algorithm>
@@ -275,6 +275,7 @@ void update_phase(Table& table, const std::vector<int64_t>& idx, int64_t lookups
 struct Result {
   std::string distribution, policy;
   std::vector<double> ms;
+  std::vector<double> hooks_ms, lookup_ms, update_ms;  // the phases of each measured batch
   double hit_rate = 0;
   PolicyStats stats;
   memory::SlowTierCounters throttle;
@@ -327,11 +328,22 @@ Result run_policy(const std::string& policy, const Trace& trace, const Options& 
     const auto& idx = trace.batches[i];
     const auto b0 = Clock::now();
     if (managed) managed->before_lookup(idx);
+    const auto b1 = Clock::now();
     lookup_phase(*table, idx, o.batch, o.lookups, out.data());
+    const auto b2 = Clock::now();
     update_phase(*table, idx, o.lookups, grad.data(), 0.01f, scratch);
+    const auto b3 = Clock::now();
     if (managed) managed->after_update();
-    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - b0).count();
-    if (static_cast<int64_t>(i) >= o.warmup) res.ms.push_back(ms);
+    const auto b4 = Clock::now();
+    auto ms = [](Clock::time_point a, Clock::time_point b) {
+      return std::chrono::duration<double, std::milli>(b - a).count();
+    };
+    if (static_cast<int64_t>(i) >= o.warmup) {
+      res.ms.push_back(ms(b0, b4));
+      res.hooks_ms.push_back(ms(b0, b1) + ms(b3, b4));
+      res.lookup_ms.push_back(ms(b1, b2));
+      res.update_ms.push_back(ms(b2, b3));
+    }
   }
   if (managed) {
     res.stats = managed->stats();
@@ -418,9 +430,10 @@ int main(int argc, char** argv) try {
     std::printf("## %s: cache %lld rows; static optimum %s = %.4f (with hindsight over the measured batches %.4f)\n\n",
                 trace.name.c_str(), static_cast<long long>(cache_rows), dist == "zipf" ? "H(fN,s)/H(N,s)" : "f",
                 optimum, hindsight);
-    std::printf("| policy | ms/batch median (min-max) | vs simple | hit rate | hit - optimum | slow MiB read | "
-                "slow MiB written | rows cached | rows written back | throttle stall s |\n");
-    std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
+    std::printf("| policy | ms/batch median (min-max) | vs simple | hooks / lookup / update ms | hit rate | "
+                "hit - optimum | slow MiB read | slow MiB written | rows cached | rows written back | "
+                "throttle stall s |\n");
+    std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (const Result& r : rs) {
       const auto s = bench::summarize(r.ms);
       const bool cached = r.policy != "dram" && r.policy != "simple";
@@ -430,8 +443,10 @@ int main(int argc, char** argv) try {
         std::snprintf(hit, sizeof hit, "%.4f", r.hit_rate);
         std::snprintf(gap, sizeof gap, "%+.2f pt", 100 * (r.hit_rate - optimum));
       }
-      std::printf("| %s | %.2f (%.2f-%.2f) | %.2fx | %s | %s | %.1f | %.1f | %llu | %llu | %.2f |\n", r.policy.c_str(),
-                  s.median, s.min, s.max, simple_ms > 0 ? simple_ms / s.median : 0.0, hit, gap,
+      std::printf("| %s | %.2f (%.2f-%.2f) | %.2fx | %.2f / %.2f / %.2f | %s | %s | %.1f | %.1f | %llu | %llu | %.2f |\n",
+                  r.policy.c_str(), s.median, s.min, s.max, simple_ms > 0 ? simple_ms / s.median : 0.0,
+                  bench::summarize(r.hooks_ms).median, bench::summarize(r.lookup_ms).median,
+                  bench::summarize(r.update_ms).median, hit, gap,
                   static_cast<double>(r.throttle.bytes_read) / (1 << 20),
                   static_cast<double>(r.throttle.bytes_written) / (1 << 20),
                   static_cast<unsigned long long>(r.stats.cache.rows_cached),
@@ -441,6 +456,9 @@ int main(int argc, char** argv) try {
           .kv("distribution", trace.name)
           .kv("policy", r.policy)
           .timed("embedding_ms", "ms", r.ms)
+          .timed("hooks_ms", "ms", r.hooks_ms)
+          .timed("lookup_ms", "ms", r.lookup_ms)
+          .timed("update_ms", "ms", r.update_ms)
           .kv("hit_rate", r.policy == "simple" ? 0.0 : r.hit_rate)
           .kv("static_optimum", optimum)
           .kv("static_optimum_hindsight", hindsight)

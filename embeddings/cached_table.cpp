@@ -196,8 +196,12 @@ std::byte* CachedTable::forward_miss(int64_t row, std::uintptr_t e) {
   count(&Shard::misses);
   if ((e & kLockBit) != 0 || !caching_.load(std::memory_order_relaxed) || full_.load(std::memory_order_relaxed))
     return address(e);
-  if (admit_flags_ != nullptr && admit_flags_[static_cast<std::size_t>(row) * admit_stride_] != admit_value_)
-    return address(e);
+  if (!admit_all_) {
+    const std::size_t at = static_cast<std::size_t>(row) * admit_.stride;
+    const bool admit = (admit_.flags != nullptr && admit_.flags[at] == admit_.flag_value) ||
+                       (admit_.counts != nullptr && admit_.counts[at] >= admit_.min_count);
+    if (!admit) return address(e);
+  }
   STRATA_ASSERT(!flushing_.load(std::memory_order_relaxed), "embedding ", name(), ": a Forward access of row ", row,
                 " ran during a flush; flushes must run between phases (Note [CachedTable phases])");
   // §5.4: take ownership of the row with a compare-and-swap on its pointer-table entry.
@@ -305,11 +309,10 @@ void CachedTable::set_cacheslack(std::size_t bytes) {
 
 void CachedTable::set_caching(bool enabled) { caching_.store(enabled, std::memory_order_relaxed); }
 
-void CachedTable::set_admission(const std::uint8_t* flags, std::size_t stride, std::uint8_t value) {
-  STRATA_CHECK(flags == nullptr || stride >= 1, "CachedTable::set_admission: the flag stride must be >= 1");
-  admit_flags_ = flags;
-  admit_stride_ = stride;
-  admit_value_ = value;
+void CachedTable::set_admission(const AdmissionRule& rule) {
+  STRATA_CHECK(rule.stride >= 1, "CachedTable::set_admission: the stride must be >= 1");
+  admit_ = rule;
+  admit_all_ = rule.flags == nullptr && rule.counts == nullptr;
 }
 
 void CachedTable::set_retention(std::function<bool(int64_t)> retain) { retain_ = std::move(retain); }

@@ -22,7 +22,7 @@
 ///
 /// Caching a row (access_and_cache, the Forward context), as §5.4 describes:
 ///   1. load the entry (acquire); cached: a hit, return the slot;
-///   2. not cached and caching allowed (caching enabled, cache not full, admission flags agree):
+///   2. not cached and caching allowed (caching enabled, cache not full, admission rule agrees):
 ///      CAS entry home -> home|locked (acquire). Losing the CAS means another thread owns the row:
 ///      return whatever the entry now holds (the slot if that thread has finished, else home —
 ///      the base copy is unchanged while a row is being cached, so reading it is correct);
@@ -136,7 +136,7 @@ class CachedTable final : public Table {
 
   /// Table 5.4 `access_and_cache`: the row's current address, caching it first when (1) the cache
   /// is not full, (2) the row is not cached and (3) this thread wins the row's ownership (and
-  /// caching is enabled and the admission flags, if any, admit the row). Counts a hit or a miss.
+  /// caching is enabled and the admission rule, if any, admits the row). Counts a hit or a miss.
   std::byte* access_and_cache(int64_t row) {
     const std::uintptr_t e = entry(row).load(std::memory_order_acquire);
     if (e & kCachedBit) [[likely]] {
@@ -189,10 +189,18 @@ class CachedTable final : public Table {
   bool caching() const { return caching_.load(std::memory_order_relaxed); }
 
   /// Admission and retention hooks (an extension used by EmbeddingPolicy::Auto; without them the
-  /// table is exactly §5.4's). With `flags` set, a Forward miss caches row r only if
-  /// flags[r × stride] == value (the flags are owned by the caller and must not change while
-  /// accesses run); flags == nullptr admits every row.
-  void set_admission(const std::uint8_t* flags, std::size_t stride, std::uint8_t value);
+  /// table is exactly §5.4's). With an admission rule set, a Forward miss caches row r only if
+  /// flags[r × stride] == flag_value or counts[r × stride] >= min_count (either pointer may be
+  /// null: that condition is then false). The bytes are owned by the caller and must not change
+  /// while accesses run. A rule with both pointers null admits every row (the default).
+  struct AdmissionRule {
+    const std::uint8_t* flags = nullptr;
+    const std::uint8_t* counts = nullptr;
+    std::size_t stride = 1;
+    std::uint8_t flag_value = 0;
+    int min_count = 256;  ///< > 255: never by count
+  };
+  void set_admission(const AdmissionRule& rule);
   /// With `retain` set, a flush moves each row for which retain(row) is true to a fresh page
   /// instead of retiring it (fast tier to fast tier, keeping its dirty bit; the fast heap needs
   /// room for one more page, else the row is retired normally). An empty function retains nothing.
@@ -282,9 +290,8 @@ class CachedTable final : public Table {
   std::atomic<bool> caching_{true};
   std::atomic<bool> full_{false};
   std::atomic<bool> flushing_{false};
-  const std::uint8_t* admit_flags_ = nullptr;
-  std::size_t admit_stride_ = 1;
-  std::uint8_t admit_value_ = 0;
+  AdmissionRule admit_;
+  bool admit_all_ = true;
   std::function<bool(int64_t)> retain_;
 
   mutable std::mutex mutex_;  // pages_ and page allocation

@@ -50,8 +50,10 @@ int poisson_rare_count(double lambda, int64_t n) {
 }
 
 namespace {
-// Auto's flags (meta_[2r + 1]) for the coming batch.
-constexpr std::uint8_t kSeenOnce = 1, kSeenTwice = 2, kAdmit = 3, kInBatch = 4;
+// Auto's flag byte (meta_[2r + 1]): (epoch << 2) | state, state 1 = seen once, 2 = seen twice or
+// more in the batch of that epoch.
+constexpr std::uint8_t kSeenOnce = 1, kSeenTwice = 2;
+constexpr std::uint8_t kMaxEpoch = 63;
 }  // namespace
 
 ManagedTable::~ManagedTable() {
@@ -126,12 +128,13 @@ std::unique_ptr<ManagedTable> make_table(EmbeddingPolicy policy, int64_t rows, i
   if (policy == EmbeddingPolicy::Static || policy == EmbeddingPolicy::Auto) {
     m->fill(options.hot_rows, options.seed);
     if (policy == EmbeddingPolicy::Static) m->cached_->set_caching(false);
-    // Auto: caching stays enabled behind the admission flags (Note [Auto embedding policy]).
+    // Auto: caching stays enabled behind the admission rule (Note [Auto embedding policy]).
     if (policy == EmbeddingPolicy::Auto) {
       ManagedTable* self = m.get();
-      m->cached_->set_admission(m->meta_ + 1, 2, kAdmit);
-      m->cached_->set_retention(
-          [self](int64_t r) { return self->count_of(r) >= self->retain_min_ || self->flag_of(r) != 0; });
+      m->auto_rule();
+      m->cached_->set_retention([self](int64_t r) {
+        return self->count_of(r) >= self->retain_min_ || (self->flag_of(r) >> 2) == self->epoch_;
+      });
     }
   }
   m->cached_->reset_cache_counters();
@@ -182,8 +185,11 @@ void ManagedTable::before_lookup(std::span<const int64_t> indices) {
   for (std::size_t i = 0; i < indices.size(); ++i)
     STRATA_CHECK(indices[i] >= 0 && indices[i] < n, "embedding ", table_->name(), ": index ", indices[i],
                  " at position ", i, " is out of range [0, ", n, ")");
-  for (int64_t r : marked_) flag_of(r) = 0;  // the previous batch's flags
-  marked_.clear();
+  if (epoch_ == kMaxEpoch) {  // flags of 63 batches ago would alias: clear them all
+    for (int64_t r = 0; r < n; ++r) flag_of(r) = 0;
+    epoch_ = 0;
+  }
+  ++epoch_;
   auto_count(indices);
 
   // The skew test (Note [Auto embedding policy], step 3).
@@ -196,30 +202,43 @@ void ManagedTable::before_lookup(std::span<const int64_t> indices) {
   auto_state_.mean_count = lambda;
   auto_state_.threshold = thr;
   auto_state_.significant_rows = significant;
-
-  // Flags for the coming batch: repeating rows (step 2) and rows counted as high as the last
-  // admitted candidates are admitted; the batch's other rows are only marked (and so retained).
-  for (int64_t r : indices) {
-    std::uint8_t& f = flag_of(r);
-    if (f != kSeenOnce && f != kSeenTwice) continue;
-    marked_.push_back(r);
-    f = (f == kSeenTwice || count_of(r) >= admit_min_) ? kAdmit : kInBatch;
-  }
   auto_plan();
+  auto_rule();
   auto_state_.admit_min = admit_min_;
   auto_state_.retain_min = retain_min_;
 }
 
+void ManagedTable::auto_rule() {
+  CachedTable::AdmissionRule rule;
+  rule.flags = meta_ + 1;
+  rule.counts = meta_;
+  rule.stride = 2;
+  rule.flag_value = static_cast<std::uint8_t>((epoch_ << 2) | kSeenTwice);
+  rule.min_count = admit_min_;
+  cached_->set_admission(rule);
+}
+
+// One pass over the batch: counts, epoch flags, the distinct rows, and the uncached repeating rows.
 void ManagedTable::auto_count(std::span<const int64_t> indices) {
+  marked_.clear();
+  wanted_ = 0;
+  const CachedTable& t = *cached_;
   for (int64_t r : indices) {
-    std::uint8_t& f = flag_of(r);
-    if (f < kSeenTwice) ++f;
     std::uint8_t& c = count_of(r);
-    if (c == 255) continue;
-    --histogram_[c];
-    ++histogram_[c + 1];
-    ++c;
-    ++count_sum_;
+    if (c != 255) {
+      --histogram_[c];
+      ++histogram_[c + 1];
+      ++c;
+      ++count_sum_;
+    }
+    std::uint8_t& f = flag_of(r);
+    if ((f >> 2) != epoch_) {
+      f = static_cast<std::uint8_t>((epoch_ << 2) | kSeenOnce);
+      marked_.push_back(r);
+    } else if ((f & 3) == kSeenOnce) {
+      f = static_cast<std::uint8_t>((epoch_ << 2) | kSeenTwice);
+      wanted_ += !t.is_cached(r);
+    }
   }
   since_aging_ += indices.size();
   if (since_aging_ >= window_) auto_age();
@@ -245,8 +264,8 @@ void ManagedTable::auto_plan() {
   if (npages_ == 0 || t.npages() == 0) return;
   const auto page_rows = static_cast<std::size_t>(t.page_rows());
   const std::size_t max_pages = std::min<std::size_t>(static_cast<std::size_t>(options_.auto_max_pages), t.npages());
-  int64_t wanted = 0;
-  for (int64_t r : marked_) wanted += flag_of(r) == kAdmit && !t.is_cached(r);
+  int64_t wanted = wanted_;
+  auto in_batch = [&](int64_t r) { return (flag_of(r) >> 2) == epoch_; };
 
   // Step 3: pair candidates against victims of the oldest pages.
   std::size_t skew_pages = 0;
@@ -259,10 +278,13 @@ void ManagedTable::auto_plan() {
     }
     int coldest = 256;
     for (int64_t r : victims_)
-      if (flag_of(r) == 0) coldest = std::min<int>(coldest, count_of(r));
+      if (!in_batch(r)) coldest = std::min<int>(coldest, count_of(r));
     candidates_.clear();
-    for (int64_t r : marked_)
-      if (count_of(r) > coldest && !t.is_cached(r)) candidates_.push_back(r);
+    for (int64_t r : marked_) {
+      if (count_of(r) <= coldest || t.is_cached(r)) continue;
+      if (count_of(r) >= admit_min_ && (flag_of(r) & 3) != kSeenTwice) ++wanted;  // admitted by count already
+      candidates_.push_back(r);
+    }
     if (!candidates_.empty()) {
       const std::size_t pages =
           std::clamp<std::size_t>((candidates_.size() + page_rows - 1) / page_rows, 1, max_pages);
@@ -271,7 +293,7 @@ void ManagedTable::auto_plan() {
       };
       std::vector<int64_t>& v = victims_;
       v.resize(page_ends_[pages - 1]);
-      v.erase(std::remove_if(v.begin(), v.end(), [&](int64_t r) { return flag_of(r) != 0; }), v.end());
+      v.erase(std::remove_if(v.begin(), v.end(), in_batch), v.end());
       if (candidates_.size() > v.size()) {
         std::nth_element(candidates_.begin(), candidates_.begin() + static_cast<std::ptrdiff_t>(v.size()),
                          candidates_.end(), by_count_desc);
@@ -283,14 +305,12 @@ void ManagedTable::auto_plan() {
       while (k < candidates_.size() && k < v.size() && count_of(candidates_[k]) > count_of(v[k])) ++k;
       if (k > 0) {
         retain_min_ = count_of(v[k - 1]) + 1;
-        admit_min_ = std::max<int>(count_of(candidates_[k - 1]), retain_min_);
-        for (std::size_t i = 0; i < k; ++i) {
-          std::uint8_t& f = flag_of(candidates_[i]);
-          if (f != kAdmit) {
-            f = kAdmit;
-            ++wanted;
-          }
+        const int admit_min = std::max<int>(count_of(candidates_[k - 1]), retain_min_);
+        for (std::size_t i = 0; i < k; ++i) {  // newly admitted by count
+          const int64_t r = candidates_[i];
+          wanted += count_of(r) < admit_min_ && (flag_of(r) & 3) != kSeenTwice;
         }
+        admit_min_ = admit_min;
         skew_pages = pages;
       }
     }

@@ -25,31 +25,35 @@
 /// Note [Auto embedding policy]
 /// Auto starts as Static (the same random or hot fill) and uses what the training loop knows —
 /// the coming batch (lookahead: before_lookup sees its indices) and the access history — to move
-/// rows only where that pays:
-///  1. before_lookup counts every index in a saturating 8-bit counter per row (2 bytes/row with
-///     the row's admission flag, in the fast heap beside the 8-byte pointer table; exact, unlike a
-///     sketch, whose collision error near the admission boundary is as large as the counts
-///     themselves). Every auto_window × (cache rows) accesses all counters are halved (aging).
+/// rows only where that pays. Per row it keeps two bytes in the fast heap (beside the 8-byte
+/// pointer table): a saturating access count and a batch flag (a 6-bit batch epoch and "seen
+/// once"/"seen twice"; epochs make clearing the flags unnecessary except every 63 batches).
+/// before_lookup makes one pass over the batch's indices, then plans:
+///  1. Counting: every index bumps its row's count (exact, unlike a sketch, whose collision
+///     error near the admission boundary is as large as the counts themselves). Every
+///     auto_window × (cache rows) accesses all counts are halved (aging).
 ///  2. Within-batch repeats: an uncached row that occurs twice or more in the coming batch is
 ///     admitted on its first miss, so its later occurrences hit. The move replaces the slow read
 ///     that miss needs anyway, the row's update then hits the fast tier, and its eventual
-///     write-back replaces the slow write of that update: the hit rate gains every repeat.
-///     Under iid uniform indices this is the only thing that can beat Static (any C rows hit
-///     C/N of the accesses), and it is what gives Dynamic its edge there.
+///     write-back replaces the slow write of that update. Under iid uniform indices this is the
+///     only thing that can beat Static's hit rate (any C rows hit C/N of the accesses), and it
+///     is what gives Dynamic its edge there.
 ///  3. Skew test: with λ the mean count, t is the smallest count that fewer than one row would
 ///     reach under uniform (Poisson(λ)) indices; the inputs count as skewed while at least
 ///     max(8, cache rows / 100) rows have counts >= t. Skewed: victims are the rows of the oldest
 ///     pages (at most auto_max_pages) that are not in the coming batch, candidates the uncached
 ///     rows of the batch counted above the coldest victim. Sorting victims by count ascending
 ///     and candidates descending, the first k pairs where the candidate's count exceeds the
-///     victim's decide: the k candidates are admitted, victims with count <= victim_k are
-///     evicted; later batches admit rows counted at least as high as candidate_k.
+///     victim's decide: rows counted at least candidate_k are admitted on their miss (now and in
+///     later batches), victims counted at most victim_k are evicted.
 ///  4. Room: when the rows to admit exceed the free slots, the oldest pages are retired
 ///     (retire_oldest, dirty rows written home) while rows of the coming batch and rows counted
 ///     above the victims are retained (moved to a fresh page in the fast tier).
-/// Admission happens on the miss, never ahead of it, so hit rates stay comparable with Dynamic's.
-/// Without skew, Auto moves only repeating rows of a batch; with skew its content approaches the
-/// static optimum (the hottest rows), where Dynamic's FIFO pages lose several points.
+/// The table admits through CachedTable::AdmissionRule (flag == "seen twice in this epoch" or
+/// count >= the admission threshold), so admission happens on the miss, never ahead of it, and
+/// hit rates stay comparable with Dynamic's. Without skew Auto moves only repeating rows of a
+/// batch; with skew its content approaches the static optimum (the hottest rows), where
+/// Dynamic's FIFO pages lose several points.
 
 #include <cstdint>
 #include <memory>
@@ -142,6 +146,7 @@ class ManagedTable {
   void auto_count(std::span<const int64_t> indices);
   void auto_age();
   void auto_plan();
+  void auto_rule();
   std::uint8_t& count_of(int64_t r) { return meta_[2 * r]; }
   std::uint8_t& flag_of(int64_t r) { return meta_[2 * r + 1]; }
 
@@ -158,7 +163,9 @@ class ManagedTable {
   std::uint8_t* meta_ = nullptr;
   int admit_min_ = 256;
   int retain_min_ = 256;
-  std::vector<int64_t> marked_;  // distinct rows of the coming batch (their flags are set)
+  std::uint8_t epoch_ = 0;       // 1..63; flags of rows in the coming batch carry it
+  int64_t wanted_ = 0;           // uncached repeating rows of the coming batch
+  std::vector<int64_t> marked_;  // distinct rows of the coming batch
   std::vector<uint64_t> histogram_;  // rows per count value 0..255
   uint64_t count_sum_ = 0;
   uint64_t since_aging_ = 0;

@@ -308,19 +308,28 @@ TEST(CachedTable, AdmissionFlagsAndRetention) {
   CachedTable t(32, d, ElemType::F32, h.slow_mem(), h.fast_mem(),
                 {.cachelower = 0, .cacheslack = pages_of(2, 4, 16), .page_rows = 4});
   for (int64_t r = 0; r < 32; ++r) t.write_row(r, row_values(r, d, 0).data());
-  // Admission: flags with a stride of 2 (the second byte of each pair); a miss caches only rows
-  // whose flag equals the value.
+  // Admission: (count, flag) byte pairs; a miss caches only rows whose flag equals the value or
+  // whose count reaches the minimum.
   std::vector<std::uint8_t> meta(64, 0);
-  meta[2 * 1 + 1] = 3;
+  meta[2 * 1 + 1] = 3;  // flag
   meta[2 * 2 + 1] = 4;
+  meta[2 * 6] = 9;      // count
+  meta[2 * 7] = 8;
   meta[2 * 20 + 1] = 3;
-  t.set_admission(meta.data() + 1, 2, 3);
+  t.set_admission({.flags = meta.data() + 1, .counts = meta.data(), .stride = 2, .flag_value = 3, .min_count = 9});
   EXPECT_EQ(t.access_and_cache(0), t.home(0));
   EXPECT_NE(t.access_and_cache(1), t.home(1));
   EXPECT_EQ(t.access_and_cache(2), t.home(2));
-  EXPECT_EQ(t.cache_counters().misses, 3u);
-  t.set_admission(nullptr, 0, 0);
-  for (int64_t r : {2, 3, 4}) t.access_and_cache(r);  // page 0: rows 1, 2, 3, 4
+  EXPECT_NE(t.access_and_cache(6), t.home(6));
+  EXPECT_EQ(t.access_and_cache(7), t.home(7));
+  EXPECT_EQ(t.cache_counters().misses, 5u);
+  t.set_admission({.flags = meta.data() + 1, .stride = 2, .flag_value = 4});  // flags only
+  EXPECT_NE(t.access_and_cache(2), t.home(2));
+  EXPECT_EQ(t.access_and_cache(7), t.home(7));
+  t.flush_clean();
+  t.reset_cache_counters();
+  t.set_admission({});  // admits everything again
+  for (int64_t r : {1, 2, 3, 4}) t.access_and_cache(r);  // page 0: rows 1, 2, 3, 4
   t.write_row(2, row_values(2, d, 5).data());          // dirty
   t.write_row(3, row_values(3, d, 6).data());          // dirty
   const std::byte* old_slot_2 = t.rowpointer(2, AccessContext::Read);
@@ -362,7 +371,8 @@ TEST(CachedTable, AdmissionFlagsAndRetention) {
   EXPECT_EQ(t.flush_dirty(), 1u);
   EXPECT_EQ(read_home(t, 2), row_values(2, d, 5));
   EXPECT_EQ(t.free_slots(), 8);
-  EXPECT_THAT(message_of([&] { t.set_admission(meta.data(), 0, 1); }), HasSubstr("the flag stride must be >= 1"));
+  EXPECT_THAT(message_of([&] { t.set_admission({.flags = meta.data(), .stride = 0}); }),
+              HasSubstr("the stride must be >= 1"));
 }
 
 // Any sequence of accesses, updates, flushes and limit changes keeps the table equal to a shadow
