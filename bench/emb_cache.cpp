@@ -20,8 +20,9 @@
 //
 // --json FILE writes {"binary", "threads", "dtype", "library", "dram_copy_gbps", "model",
 // "params", "records": [{"distribution", "policy", "embedding_ms": {unit, samples, median, min,
-// max}, "hooks_ms", "lookup_ms", "update_ms" (the same per phase), "hit_rate", "static_optimum", "static_optimum_hindsight", "speedup_vs_simple",
-// "slow_bytes_read", "slow_bytes_written", "rows_cached", "rows_written_back", ...}]}.
+// max}, "hooks_ms", "lookup_ms", "update_ms" (the same per phase), "hit_rate", "static_optimum",
+// "static_optimum_hindsight", "speedup_vs_simple", "slow_bytes_read", "slow_bytes_written",
+// "rows_cached", "rows_written_back", ...}]}.
 
 #include <algorithm>
 #include <chrono>
@@ -187,7 +188,8 @@ Trace make_trace(const std::string& dist, const Options& o) {
   }
   std::vector<double> cdf(static_cast<std::size_t>(n));
   double acc = 0;
-  for (int64_t k = 0; k < n; ++k) cdf[static_cast<std::size_t>(k)] = acc += std::pow(static_cast<double>(k + 1), -o.alpha);
+  for (int64_t k = 0; k < n; ++k)
+    cdf[static_cast<std::size_t>(k)] = acc += std::pow(static_cast<double>(k + 1), -o.alpha);
   for (double& c : cdf) c /= acc;
   uint64_t a = (rng() % static_cast<uint64_t>(n)) | 1;
   while (std::gcd(a, static_cast<uint64_t>(n)) != 1) a += 2;
@@ -443,7 +445,8 @@ int main(int argc, char** argv) try {
         std::snprintf(hit, sizeof hit, "%.4f", r.hit_rate);
         std::snprintf(gap, sizeof gap, "%+.2f pt", 100 * (r.hit_rate - optimum));
       }
-      std::printf("| %s | %.2f (%.2f-%.2f) | %.2fx | %.2f / %.2f / %.2f | %s | %s | %.1f | %.1f | %llu | %llu | %.2f |\n",
+      std::printf("| %s | %.2f (%.2f-%.2f) | %.2fx | %.2f / %.2f / %.2f | %s | %s | %.1f | %.1f | %llu | %llu | "
+                  "%.2f |\n",
                   r.policy.c_str(), s.median, s.min, s.max, simple_ms > 0 ? simple_ms / s.median : 0.0,
                   bench::summarize(r.hooks_ms).median, bench::summarize(r.lookup_ms).median,
                   bench::summarize(r.update_ms).median, hit, gap,

@@ -296,13 +296,15 @@ bool CachedTable::is_full() const {
 }
 
 void CachedTable::set_cachelower(std::size_t bytes) {
-  STRATA_CHECK(bytes <= std::numeric_limits<std::size_t>::max() / 2, "CachedTable: cachelower ", bytes, " is too large");
+  STRATA_CHECK(bytes <= std::numeric_limits<std::size_t>::max() / 2, "CachedTable: cachelower ", bytes,
+               " is too large");
   cachelower_.store(bytes, std::memory_order_relaxed);
   full_.store(false, std::memory_order_relaxed);
 }
 
 void CachedTable::set_cacheslack(std::size_t bytes) {
-  STRATA_CHECK(bytes <= std::numeric_limits<std::size_t>::max() / 2, "CachedTable: cacheslack ", bytes, " is too large");
+  STRATA_CHECK(bytes <= std::numeric_limits<std::size_t>::max() / 2, "CachedTable: cacheslack ", bytes,
+               " is too large");
   cacheslack_.store(bytes, std::memory_order_relaxed);
   full_.store(false, std::memory_order_relaxed);
 }

@@ -122,7 +122,8 @@ std::unique_ptr<ManagedTable> make_table(EmbeddingPolicy policy, int64_t rows, i
     std::memset(m->meta_, 0, 2 * static_cast<std::size_t>(rows));
     m->histogram_.assign(256, 0);
     m->histogram_[0] = static_cast<uint64_t>(rows);
-    m->window_ = static_cast<uint64_t>(std::max<int64_t>(1, options.auto_window * std::max<int64_t>(1, m->cache_rows_)));
+    m->window_ =
+        static_cast<uint64_t>(std::max<int64_t>(1, options.auto_window * std::max<int64_t>(1, m->cache_rows_)));
     m->skew_rows_ = std::max<int64_t>(8, m->cache_rows_ / 100);
   }
   if (policy == EmbeddingPolicy::Static || policy == EmbeddingPolicy::Auto) {

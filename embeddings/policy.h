@@ -93,7 +93,7 @@ struct PolicyStats {
   EmbeddingPolicy policy = EmbeddingPolicy::Simple;
   int64_t cache_rows = 0;      ///< capacity of the cache in rows (0 for Simple)
   CacheCounters cache;         ///< the CachedTable's counters (zeros for Simple)
-  TableCounters slow;          ///< slow-tier bytes charged by the table itself (moves, write-backs)
+  TableCounters slow;          ///< slow-tier bytes charged to the table (kernels' direct accesses, moves, write-backs)
   bool skewed = false;         ///< Auto: the last skew test's verdict
   uint64_t swap_batches = 0;   ///< Auto: batches in which pages were retired to make room
   uint64_t rows_evicted = 0;   ///< Auto: rows evicted to make room
@@ -180,9 +180,12 @@ class ManagedTable {
 
 /// Builds the table `policy` needs: `rows` × `featuresize` elements of `type`, base rows in
 /// `slow.heap`, and for the cached policies the pointer table, cache pages (cache_fraction of the
-/// rows, in options.pages whole pages) and Auto's counters in `fast.heap`. Throws strata::Error
-/// for bad sizes, a cache_fraction outside [0, 1], bad options, missing heaps, heaps without room
-/// or hot rows out of range (naming the position and the row).
+/// rows, in options.pages whole pages) and Auto's 2 bytes per row in `fast.heap`; Auto's
+/// retaining flushes also want one page of headroom there (without it they evict instead).
+/// Static and Auto fill their cache here; the fill is not counted in the cache counters (the
+/// slow-tier bytes it moved are). Different tables may run their hooks concurrently. Throws
+/// strata::Error for bad sizes, a cache_fraction outside [0, 1], bad options, missing heaps, heaps
+/// without room or hot rows out of range (naming the position and the row).
 std::unique_ptr<ManagedTable> make_table(EmbeddingPolicy policy, int64_t rows, int64_t featuresize, ElemType type,
                                          TableMemory fast, TableMemory slow, double cache_fraction,
                                          const PolicyOptions& options = {});

@@ -63,7 +63,9 @@ TEST(HitRate, ZipfStaticOptimumReproducesTheReferenceValues) {
   EXPECT_NEAR(zipf_static_optimal_hit_rate(1000000, 0.0, 0.1), 0.1, 1e-12);
   // A billion rows costs no more than a thousand. Independent reference for s > 1: the
   // Euler–Maclaurin expansion at infinity, H(n, s) = ζ(s) − n^(1−s) / (s − 1) + n^−s / 2 + O(n^(−s−1)).
-  auto h_zeta = [](double n, double s) { return std::riemann_zeta(s) - std::pow(n, 1 - s) / (s - 1) + std::pow(n, -s) / 2; };
+  auto h_zeta = [](double n, double s) {
+    return std::riemann_zeta(s) - std::pow(n, 1 - s) / (s - 1) + std::pow(n, -s) / 2;
+  };
   for (double s : {1.05, 1.2, 2.0}) {
     EXPECT_NEAR(generalized_harmonic(1000000000, s) / h_zeta(1e9, s), 1.0, 1e-10) << s;
     EXPECT_NEAR(zipf_static_optimal_hit_rate(1000000000, s, 0.1), h_zeta(1e8, s) / h_zeta(1e9, s), 1e-10) << s;
