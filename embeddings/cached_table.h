@@ -42,11 +42,13 @@
 /// Forward accesses of *other* rows. A row must not be updated while it is being looked up (the
 /// data itself would race; training separates the lookup and update phases), and an Update of a
 /// row whose lock bit is set waits for the mover to publish. flush_clean, flush_dirty,
-/// retire_oldest, the setters, set_caching, set_admission, set_retention and reset_cache_counters run
-/// *between* phases, never concurrently with an access: a flush frees cache pages that a
+/// retire_oldest, the setters, set_caching, set_admission, set_retention and reset_cache_counters
+/// run *between* phases, never concurrently with an access: a flush frees cache pages that a
 /// concurrent access could be reading. This is asserted cheaply: a flush raises a flag that the
 /// caching path checks (a Forward miss during a flush throws strata::Error), and a flush checks
-/// that every row it retires is unlocked and still points at the slot being retired.
+/// that every row it retires is unlocked and still points at the slot being retired. A flush
+/// itself writes dirty rows home on several threads (strata::parallel_for over the page's dirty
+/// rows; each thread fences its non-temporal stores before re-pointing its rows home).
 ///
 /// Slow-tier charging (Note [Slow-tier charging of row accesses]): moving a row into the cache is
 /// a slow read of row_bytes, writing a dirty row home a slow write of row_bytes; both are charged
@@ -92,7 +94,7 @@ struct CacheCounters {
 struct CachedTableOptions {
   std::size_t cachelower = 0;  ///< §5.4 cachelower: flushes retire pages until the cache is at most this
   std::size_t cacheslack = 0;  ///< §5.4 cacheslack: the cache grows to at most cachelower + cacheslack
-  int64_t page_rows = 0;       ///< slots per cache page; 0: (cachelower + cacheslack) / 32 rows, at least 1
+  int64_t page_rows = 0;       ///< slots per cache page; 0: 1/32 of the slots cachelower + cacheslack hold (>= 1)
 };
 
 namespace detail {
@@ -172,9 +174,12 @@ class CachedTable final : public Table {
   bool is_full() const;
 
   /// Table 5.4 `flush_clean`: retires the oldest pages until the cache is at most cachelower,
-  /// without writing anything home. Throws strata::Error (before touching that page) if a page to
-  /// retire holds a dirty row, naming the row: dropping it would lose an update; use flush_dirty.
-  /// Returns the number of pages retired.
+  /// without writing anything home. (§5.4 says "less than cachelower" but also that the cache
+  /// fluctuates between cachelower and cachelower + cacheslack; with whole pages both cannot hold,
+  /// and stopping at the first size <= cachelower keeps a cachelower of whole pages exactly.)
+  /// Throws strata::Error (before touching that page) if a page to retire holds a dirty row,
+  /// naming the row: dropping it would lose an update; use flush_dirty. Returns the number of
+  /// pages retired.
   std::size_t flush_clean();
   /// Table 5.4 `flush_dirty`: as flush_clean, but dirty rows are written home with non-temporal
   /// stores first. Returns the number of pages retired.
