@@ -1,25 +1,24 @@
 #pragma once
 /// @file
 /// Reference hit rates for embedding caches (REFERENCE.md §2): the static-optimal hit rate of a
-/// cache holding the hottest fraction f of N rows under Zipf(s), H(fN, s) / H(N, s), and the
-/// empirical static optimum of a recorded access trace (the share of its accesses that go to its
-/// k most accessed rows: what a static cache filled with hindsight would hit).
+/// cache holding the hottest fraction f of N rows under Zipf(s), H(fN, s) / H(N, s) (the
+/// generalized harmonic numbers are embeddings/zipf.h's generalized_harmonic: an exact head plus
+/// Euler–Maclaurin, so N up to 1e9 and beyond costs no more than a small N), and the empirical
+/// static optimum of a recorded access trace (the share of its accesses that go to its k most
+/// accessed rows: what a static cache filled with hindsight would hit).
 
 #include <cstdint>
 #include <span>
 #include <vector>
 
+#include "embeddings/zipf.h"
+
 namespace strata::emb {
 
-/// The generalized harmonic number H(n, s) = sum_{k=1..n} k^-s. Exact summation up to n = 2000;
-/// beyond, an exact head (k < 1000) plus the Euler–Maclaurin tail with three Bernoulli terms
-/// (relative error below 1e-14 for s in [0, 8]), so n up to 1e15 costs the same as n = 2000.
-/// Throws strata::Error for n < 0 or s not a finite number >= 0.
-double generalized_harmonic(int64_t n, double s);
-
 /// H(floor(fraction × n), s) / H(n, s): the hit rate of a cache holding the fraction of the n rows
-/// that are most popular under Zipf(s) (rank k accessed with probability k^-s / H(n, s)).
-/// Throws strata::Error for n <= 0, s not finite or negative, or fraction outside [0, 1].
+/// that are most popular under Zipf(s) (rank k accessed with probability k^-s / H(n, s)); s = 0 is
+/// the uniform distribution (floor(fraction × n) / n). Throws strata::Error for n <= 0, s not a
+/// finite number >= 0, or fraction outside [0, 1].
 double zipf_static_optimal_hit_rate(int64_t n, double s, double fraction);
 
 /// Accesses per row of `trace` (indices in [0, nvectors)). Throws strata::Error naming the
