@@ -2,21 +2,20 @@
 // and Strata's auto on one table 4× larger than the fast-tier budget, with 10 % of its rows
 // cacheable and the slow tier on the Optane-ratio model (issue 7's cache figure).
 //
-// For each input distribution (Zipf(--alpha), ranks scattered over the rows by a bijective
-// affine map, and uniform) one trace of --warmup + --batches batches of --batch bags × --lookups
-// indices is generated up front. Each policy then runs the embedding phase of a training step on
-// it: before_lookup hook, a sum-pooled lookup of every bag, an SGD update of every row the batch
-// touched (reindexed by row, gradient summed per row), after_update hook. After the warm-up
+// For each input distribution (Zipf(--alpha), ranks scattered over the rows by the dissertation's
+// maximal-length LFSR, and uniform) one trace of --warmup + --batches batches of --batch bags ×
+// --lookups indices is generated up front with embeddings/zipf.h's sampler. The indices are iid
+// (bags may repeat a row), so REFERENCE.md §2's H(fN, s) / H(N, s) is exactly the static optimum
+// of the input; index_source.h's ZipfSource follows FBGEMM instead (the first L *distinct* ranks
+// per bag), which lowers the hottest rows' share below that formula. Each policy then runs the
+// embedding phase of a training step on it: before_lookup hook, emb::lookup (sum pooling) of every
+// bag, emb::update (fused SGD, reindexed by row), after_update hook. After the warm-up
 // batches the counters are reset and every batch's embedding-phase time is a sample. Reported per
 // policy: median (min-max) ms per batch, the speed-up over simple, the cache hit rate against the
 // static optimum of REFERENCE.md §2 (H(fN, s) / H(N, s) for Zipf, f for uniform; the hindsight
 // optimum of the measured batches is shown too), and the slow-tier traffic (moves, write-backs,
 // direct accesses).
 // "dram" is a SimpleTable in an unconstrained DRAM heap: the all-fast reference.
-//
-// The lookup and update loops here are the bench's own simple kernels (lookup_phase /
-// update_phase); when embeddings/kernels.h lands they are replaced by emb::lookup / emb::update,
-// and the index generation by embeddings/index_source.h, without changing the rest.
 //
 // --json FILE writes {"binary", "threads", "dtype", "library", "dram_copy_gbps", "model",
 // "params", "records": [{"distribution", "policy", "embedding_ms": {unit, samples, median, min,
@@ -39,8 +38,9 @@
 #include "core/error.h"
 #include "core/threading.h"
 #include "embeddings/hit_rate.h"
+#include "embeddings/kernels.h"
 #include "embeddings/policy.h"
-#include "embeddings/visit.h"
+#include "embeddings/zipf.h"
 #include "memory/copy_engine.h"
 #include "memory/heap.h"
 #include "memory/slow_tier_model.h"
@@ -169,110 +169,32 @@ struct Trace {
   std::vector<std::vector<int64_t>> batches;
 };
 
-// Zipf(alpha) over ranks 1..n by inverse CDF; rank k - 1 goes to row (a (k - 1) + c) mod n with a
-// coprime to n, a bijection that scatters the hot ranks over the table.
+// Zipf(alpha) ranks on {1..n} (rejection-inversion), rank k - 1 mapped to a row by a maximal-length
+// LFSR at a seeded phase (the dissertation's scrambling); or uniform rows.
 Trace make_trace(const std::string& dist, const Options& o) {
   Trace t;
-  t.name = dist == "zipf" ? "zipf(" + std::to_string(o.alpha).substr(0, 4) + ")" : "uniform";
-  std::mt19937_64 rng(o.seed + (dist == "zipf" ? 1 : 2));
+  char name[32];
+  std::snprintf(name, sizeof name, "zipf(%.2f)", o.alpha);
+  t.name = dist == "zipf" ? name : "uniform";
+  RandomStream rng(static_cast<uint32_t>(o.seed + (dist == "zipf" ? 1 : 2)));
   const int64_t n = o.rows;
   const int64_t per_batch = o.batch * o.lookups;
   t.batches.resize(static_cast<std::size_t>(o.warmup + o.batches));
   if (dist == "uniform") {
-    std::uniform_int_distribution<int64_t> u(0, n - 1);
     for (auto& b : t.batches) {
       b.resize(static_cast<std::size_t>(per_batch));
-      for (auto& x : b) x = u(rng);
+      for (auto& x : b) x = static_cast<int64_t>(rng.below(static_cast<uint64_t>(n)));
     }
     return t;
   }
-  std::vector<double> cdf(static_cast<std::size_t>(n));
-  double acc = 0;
-  for (int64_t k = 0; k < n; ++k)
-    cdf[static_cast<std::size_t>(k)] = acc += std::pow(static_cast<double>(k + 1), -o.alpha);
-  for (double& c : cdf) c /= acc;
-  uint64_t a = (rng() % static_cast<uint64_t>(n)) | 1;
-  while (std::gcd(a, static_cast<uint64_t>(n)) != 1) a += 2;
-  const uint64_t c = rng() % static_cast<uint64_t>(n);
-  std::uniform_real_distribution<double> u(0.0, 1.0);
+  const ZipfSampler zipf(n, o.alpha);
+  const LfsrPermutation scramble(n, o.seed);
   for (auto& b : t.batches) {
     b.resize(static_cast<std::size_t>(per_batch));
-    for (auto& x : b) {
-      const auto k = static_cast<uint64_t>(std::min<std::ptrdiff_t>(
-          std::lower_bound(cdf.begin(), cdf.end(), u(rng)) - cdf.begin(), static_cast<std::ptrdiff_t>(n - 1)));
-      x = static_cast<int64_t>((static_cast<unsigned __int128>(a) * k + c) % static_cast<uint64_t>(n));
-    }
+    for (auto& x : b) x = scramble(zipf(rng) - 1);
   }
   return t;
 }
-
-// --- The bench's kernels (replaced by embeddings/kernels.h when it lands) ---------------------
-
-// Sum-pooled lookup of `batch` bags of `lookups` rows into out[batch × d], parallel over bags,
-// slow-tier rows charged once per chunk (Note [Slow-tier charging of row accesses]).
-void lookup_phase(Table& table, const std::vector<int64_t>& idx, int64_t batch, int64_t lookups, float* out) {
-  visit_table(table, [&](auto& t) {
-    const int64_t d = t.featuresize();
-    parallel_for(batch, 64, [&](int64_t b0, int64_t b1) {
-      std::size_t slow = 0;
-      for (int64_t b = b0; b < b1; ++b) {
-        float* o = out + b * d;
-        std::fill(o, o + d, 0.0f);
-        for (int64_t j = 0; j < lookups; ++j) {
-          const std::byte* p = t.rowpointer(idx[static_cast<std::size_t>(b * lookups + j)], AccessContext::Forward);
-          if (t.in_slow(p)) slow += t.row_bytes();
-          const auto* x = reinterpret_cast<const float*>(p);
-          for (int64_t c = 0; c < d; ++c) o[c] += x[c];
-        }
-      }
-      t.charge_slow_read(slow);
-    });
-    return 0;
-  });
-}
-
-// SGD on every row the batch touched: the gradient of a row is the sum of grad[bag] over its
-// occurrences (reindexed by row), applied once per row, parallel over rows.
-struct UpdateScratch {
-  std::vector<std::pair<int64_t, int64_t>> by_row;  // (row, bag)
-  std::vector<int64_t> starts;
-};
-
-void update_phase(Table& table, const std::vector<int64_t>& idx, int64_t lookups, const float* grad, float lr,
-                  UpdateScratch& s) {
-  s.by_row.resize(idx.size());
-  for (std::size_t i = 0; i < idx.size(); ++i) s.by_row[i] = {idx[i], static_cast<int64_t>(i) / lookups};
-  std::sort(s.by_row.begin(), s.by_row.end());
-  s.starts.clear();
-  for (std::size_t i = 0; i < s.by_row.size(); ++i)
-    if (i == 0 || s.by_row[i].first != s.by_row[i - 1].first) s.starts.push_back(static_cast<int64_t>(i));
-  s.starts.push_back(static_cast<int64_t>(s.by_row.size()));
-  const auto unique = static_cast<int64_t>(s.starts.size()) - 1;
-  visit_table(table, [&](auto& t) {
-    const int64_t d = t.featuresize();
-    parallel_for(unique, 64, [&](int64_t u0, int64_t u1) {
-      std::vector<float> g(static_cast<std::size_t>(d));
-      std::size_t slow = 0;
-      for (int64_t u = u0; u < u1; ++u) {
-        std::fill(g.begin(), g.end(), 0.0f);
-        const int64_t b = s.starts[static_cast<std::size_t>(u)], e = s.starts[static_cast<std::size_t>(u) + 1];
-        for (int64_t k = b; k < e; ++k) {
-          const float* gb = grad + s.by_row[static_cast<std::size_t>(k)].second * d;
-          for (int64_t c = 0; c < d; ++c) g[static_cast<std::size_t>(c)] += gb[c];
-        }
-        std::byte* p = t.rowpointer(s.by_row[static_cast<std::size_t>(b)].first, AccessContext::Update);
-        if (t.in_slow(p)) slow += t.row_bytes();
-        auto* w = reinterpret_cast<float*>(p);
-        for (int64_t c = 0; c < d; ++c) w[c] -= lr * g[static_cast<std::size_t>(c)];
-      }
-      t.charge_slow_read(slow);  // read-modify-write of slow rows
-      t.charge_slow_write(slow);
-    });
-    return 0;
-  });
-}
-
-// ---------------------------------------------------------------------------------------------
 
 struct Result {
   std::string distribution, policy;
@@ -320,7 +242,11 @@ Result run_policy(const std::string& policy, const Trace& trace, const Options& 
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> ug(-1e-3f, 1e-3f);
   for (float& g : grad) g = ug(rng);
-  UpdateScratch scratch;
+  std::vector<int64_t> offsets(static_cast<std::size_t>(o.batch + 1));
+  for (int64_t b = 0; b <= o.batch; ++b) offsets[static_cast<std::size_t>(b)] = b * o.lookups;
+  const SparseOptimizer sgd{.kind = SparseOptimizer::Kind::SGD, .lr = 0.01f};
+  SparseOptimizerState state(*table, sgd);
+  UpdateWorkspace ws;
   for (std::size_t i = 0; i < trace.batches.size(); ++i) {
     if (static_cast<int64_t>(i) == o.warmup) {
       if (managed) managed->reset_stats();
@@ -328,12 +254,13 @@ Result run_policy(const std::string& policy, const Trace& trace, const Options& 
       throttle.reset_counters();
     }
     const auto& idx = trace.batches[i];
+    const Bags bags{idx, offsets};
     const auto b0 = Clock::now();
     if (managed) managed->before_lookup(idx);
     const auto b1 = Clock::now();
-    lookup_phase(*table, idx, o.batch, o.lookups, out.data());
+    lookup(*table, bags, Pooling::Sum, {out.data(), o.dim});
     const auto b2 = Clock::now();
-    update_phase(*table, idx, o.lookups, grad.data(), 0.01f, scratch);
+    update(*table, bags, Pooling::Sum, {grad.data(), o.dim}, sgd, state, ws);
     const auto b3 = Clock::now();
     if (managed) managed->after_update();
     const auto b4 = Clock::now();
@@ -382,8 +309,8 @@ int main(int argc, char** argv) try {
               static_cast<long long>(o.warmup), static_cast<long long>(o.batches), static_cast<long long>(o.batch),
               static_cast<long long>(o.lookups), static_cast<long long>(per_batch), threads);
   std::printf("- slow tier: file-backed mmap in %s; %s\n", o.dir.c_str(), model.describe().c_str());
-  std::printf("- embedding phase = before_lookup + sum-pooled lookup + SGD update (reindexed by row) + after_update; "
-              "the bench's own loops (embeddings/kernels.h replaces them when it lands)\n\n");
+  std::printf("- embedding phase = before_lookup + emb::lookup (sum) + emb::update (fused SGD) + after_update; "
+              "iid indices (Zipf ranks scrambled by an LFSR)\n\n");
   std::fflush(stdout);
 
   bench::Json json;
