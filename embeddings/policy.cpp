@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <array>
 #include <cstring>
 #include <numeric>
 #include <string>
 
 #include "core/error.h"
+#include "core/threading.h"
 #include "memory/heap.h"
 
 namespace strata::emb {
@@ -54,7 +56,21 @@ namespace {
 // more in the batch of that epoch.
 constexpr std::uint8_t kSeenOnce = 1, kSeenTwice = 2;
 constexpr std::uint8_t kMaxEpoch = 63;
+// Auto's bookkeeping is split over kParts partitions of the rows (a multiplicative hash), so that
+// threads can count disjoint rows without atomics; batches below kParallelIndices stay serial.
+constexpr int kParts = 8;
+constexpr std::size_t kParallelIndices = 16384;
+inline int part_of(int64_t r) { return static_cast<int>((static_cast<uint64_t>(r) * 0x9E3779B97F4A7C15ull) >> 61); }
 }  // namespace
+
+struct ManagedTable::CountPart {
+  std::vector<int64_t> marked;          // first occurrences, in index order
+  std::array<int64_t, 256> hist_delta;  // change of histogram_
+  uint64_t sum = 0;                     // increments (not saturated)
+  int64_t wanted = 0;                   // uncached repeating rows
+  std::vector<int64_t> candidates;      // auto_plan: uncached rows above the coldest victim
+  int64_t wanted_by_count = 0;          // auto_plan: of those, already admitted by count
+};
 
 ManagedTable::~ManagedTable() {
   table_.reset();
@@ -74,6 +90,8 @@ std::unique_ptr<ManagedTable> make_table(EmbeddingPolicy policy, int64_t rows, i
                options.auto_window);
   STRATA_CHECK(options.auto_max_pages >= 1, "make_table(", pname,
                "): PolicyOptions::auto_max_pages must be >= 1, got ", options.auto_max_pages);
+  STRATA_CHECK(std::isfinite(options.auto_min_swap) && options.auto_min_swap >= 0.0 && options.auto_min_swap <= 1.0,
+               "make_table(", pname, "): PolicyOptions::auto_min_swap must be in [0, 1], got ", options.auto_min_swap);
   STRATA_CHECK(slow.heap != nullptr, "make_table(", pname, "): no slow heap given for the table's rows");
   for (std::size_t i = 0; i < options.hot_rows.size(); ++i)
     STRATA_CHECK(options.hot_rows[i] >= 0 && options.hot_rows[i] < rows, "make_table(", pname, "): hot row ",
@@ -220,29 +238,72 @@ void ManagedTable::auto_rule() {
 }
 
 // One pass over the batch: counts, epoch flags, the distinct rows, and the uncached repeating rows.
+// Large batches are grouped by row partition and the partitions counted in parallel; marked_ then
+// lists the partitions' first occurrences one partition after the other (deterministic).
 void ManagedTable::auto_count(std::span<const int64_t> indices) {
+  if (parts_.empty())
+    for (int p = 0; p < kParts; ++p) parts_.push_back(std::make_unique<CountPart>());
+  const std::size_t size = indices.size();
+  int used = 1;
+  if (size < kParallelIndices) {
+    count_part(indices, *parts_[0]);
+  } else {
+    std::array<std::size_t, kParts + 1> start{};
+    for (int64_t r : indices) ++start[static_cast<std::size_t>(part_of(r)) + 1];
+    for (int p = 0; p < kParts; ++p) start[p + 1] += start[p];
+    bucketed_.resize(size);
+    std::array<std::size_t, kParts> pos;
+    std::copy(start.begin(), start.begin() + kParts, pos.begin());
+    for (int64_t r : indices) bucketed_[pos[static_cast<std::size_t>(part_of(r))]++] = r;
+    parallel_for(kParts, 1, [&](int64_t b, int64_t e) {
+      for (int64_t p = b; p < e; ++p)
+        count_part(std::span<const int64_t>(bucketed_.data() + start[p], start[p + 1] - start[p]), *parts_[p]);
+    });
+    used = kParts;
+  }
   marked_.clear();
+  marked_ends_.clear();
   wanted_ = 0;
+  for (int p = 0; p < used; ++p) {
+    const CountPart& part = *parts_[p];
+    for (std::size_t c = 0; c < 256; ++c)
+      histogram_[c] = static_cast<uint64_t>(static_cast<int64_t>(histogram_[c]) + part.hist_delta[c]);
+    count_sum_ += part.sum;
+    wanted_ += part.wanted;
+    marked_.insert(marked_.end(), part.marked.begin(), part.marked.end());
+    marked_ends_.push_back(marked_.size());
+  }
+  since_aging_ += size;
+  if (since_aging_ >= window_) auto_age();
+}
+
+void ManagedTable::count_part(std::span<const int64_t> rows, CountPart& part) {
+  part.marked.clear();
+  part.hist_delta.fill(0);
+  part.sum = 0;
+  part.wanted = 0;
   const CachedTable& t = *cached_;
-  for (int64_t r : indices) {
+  const std::size_t size = rows.size();
+  constexpr std::size_t kAhead = 16;  // the counters are a random access each: keep several in flight
+  for (std::size_t i = 0; i < size; ++i) {
+    if (i + kAhead < size) __builtin_prefetch(meta_ + 2 * rows[i + kAhead], 1, 3);
+    const int64_t r = rows[i];
     std::uint8_t& c = count_of(r);
     if (c != 255) {
-      --histogram_[c];
-      ++histogram_[c + 1];
+      --part.hist_delta[c];
+      ++part.hist_delta[c + 1];
       ++c;
-      ++count_sum_;
+      ++part.sum;
     }
     std::uint8_t& f = flag_of(r);
     if ((f >> 2) != epoch_) {
       f = static_cast<std::uint8_t>((epoch_ << 2) | kSeenOnce);
-      marked_.push_back(r);
+      part.marked.push_back(r);
     } else if ((f & 3) == kSeenOnce) {
       f = static_cast<std::uint8_t>((epoch_ << 2) | kSeenTwice);
-      wanted_ += !t.is_cached(r);
+      part.wanted += !t.is_cached(r);
     }
   }
-  since_aging_ += indices.size();
-  if (since_aging_ >= window_) auto_age();
 }
 
 void ManagedTable::auto_age() {
@@ -280,11 +341,33 @@ void ManagedTable::auto_plan() {
     int coldest = 256;
     for (int64_t r : victims_)
       if (!in_batch(r)) coldest = std::min<int>(coldest, count_of(r));
+    // Candidates, per partition of marked_ (in parallel for large batches).
+    auto scan = [&](std::size_t p) {
+      CountPart& part = *parts_[p];
+      part.candidates.clear();
+      part.wanted_by_count = 0;
+      const std::size_t b = p == 0 ? 0 : marked_ends_[p - 1], e = marked_ends_[p];
+      for (std::size_t i = b; i < e; ++i) {
+        if (i + 16 < e) __builtin_prefetch(meta_ + 2 * marked_[i + 16], 0, 3);
+        const int64_t r = marked_[i];
+        if (count_of(r) <= coldest || t.is_cached(r)) continue;
+        // Rows counted up to the admission threshold are admitted already (unless they repeat,
+        // which auto_count has counted).
+        part.wanted_by_count += count_of(r) >= admit_min_ && (flag_of(r) & 3) != kSeenTwice;
+        part.candidates.push_back(r);
+      }
+    };
+    const std::size_t nparts = marked_ends_.size();
+    if (nparts > 1)
+      parallel_for(static_cast<int64_t>(nparts), 1, [&](int64_t b, int64_t e) {
+        for (int64_t p = b; p < e; ++p) scan(static_cast<std::size_t>(p));
+      });
+    else
+      scan(0);
     candidates_.clear();
-    for (int64_t r : marked_) {
-      if (count_of(r) <= coldest || t.is_cached(r)) continue;
-      if (count_of(r) >= admit_min_ && (flag_of(r) & 3) != kSeenTwice) ++wanted;  // admitted by count already
-      candidates_.push_back(r);
+    for (std::size_t p = 0; p < nparts; ++p) {
+      candidates_.insert(candidates_.end(), parts_[p]->candidates.begin(), parts_[p]->candidates.end());
+      wanted += parts_[p]->wanted_by_count;
     }
     if (!candidates_.empty()) {
       const std::size_t pages =
@@ -304,7 +387,8 @@ void ManagedTable::auto_plan() {
       std::sort(v.begin(), v.end(), [&](int64_t a, int64_t b) { return count_of(a) < count_of(b); });
       std::size_t k = 0;
       while (k < candidates_.size() && k < v.size() && count_of(candidates_[k]) > count_of(v[k])) ++k;
-      if (k > 0) {
+      const auto examined = static_cast<double>(page_ends_[pages - 1]);
+      if (k > 0 && static_cast<double>(k) >= options_.auto_min_swap * examined) {
         retain_min_ = count_of(v[k - 1]) + 1;
         const int admit_min = std::max<int>(count_of(candidates_[k - 1]), retain_min_);
         for (std::size_t i = 0; i < k; ++i) {  // newly admitted by count

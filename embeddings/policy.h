@@ -45,7 +45,8 @@
 ///     rows of the batch counted above the coldest victim. Sorting victims by count ascending
 ///     and candidates descending, the first k pairs where the candidate's count exceeds the
 ///     victim's decide: rows counted at least candidate_k are admitted on their miss (now and in
-///     later batches), victims counted at most victim_k are evicted.
+///     later batches), victims counted at most victim_k are evicted — when k is at least
+///     auto_min_swap of the examined rows, since retiring a page also moves the rows it keeps.
 ///  4. Room: when the rows to admit exceed the free slots, the oldest pages are retired
 ///     (retire_oldest, dirty rows written home) while rows of the coming batch and rows counted
 ///     above the victims are retained (moved to a fresh page in the fast tier).
@@ -85,7 +86,10 @@ struct PolicyOptions {
   /// Auto: counters halve every auto_window × cache rows accesses. Must be >= 1.
   int64_t auto_window = 32;
   /// Auto: at most this many oldest pages are examined (and retired) per batch. Must be >= 1.
-  int64_t auto_max_pages = 4;
+  int64_t auto_max_pages = 1;
+  /// Auto: a page is retired for hotter rows only when at least this fraction of its rows would
+  /// be replaced (retiring moves the rows it keeps; repeating rows that need room always count).
+  double auto_min_swap = 1.0 / 16;
 };
 
 /// What a policy did (totals since construction or reset_stats()).
@@ -143,7 +147,9 @@ class ManagedTable {
                                                   TableMemory, double, const PolicyOptions&);
   ManagedTable() = default;
   void fill(std::span<const int64_t> hot_rows, uint64_t seed);
+  struct CountPart;
   void auto_count(std::span<const int64_t> indices);
+  void count_part(std::span<const int64_t> rows, CountPart& part);
   void auto_age();
   void auto_plan();
   void auto_rule();
@@ -166,6 +172,9 @@ class ManagedTable {
   std::uint8_t epoch_ = 0;       // 1..63; flags of rows in the coming batch carry it
   int64_t wanted_ = 0;           // uncached repeating rows of the coming batch
   std::vector<int64_t> marked_;  // distinct rows of the coming batch
+  std::vector<int64_t> bucketed_;            // the batch's indices grouped by row partition
+  std::vector<std::unique_ptr<CountPart>> parts_;
+  std::vector<std::size_t> marked_ends_;     // marked_ segment of each partition
   std::vector<uint64_t> histogram_;  // rows per count value 0..255
   uint64_t count_sum_ = 0;
   uint64_t since_aging_ = 0;

@@ -259,6 +259,38 @@ TEST(EmbeddingPolicy, BadInputGetsClearErrors) {
   EXPECT_EQ(z->table().rowpointer(3, AccessContext::Forward), z->cached_table()->home(3));
 }
 
+TEST(EmbeddingPolicy, AutoCountsLargeBatchesExactly) {
+  // Batches of 16384 indices or more are counted in parallel over row partitions: the counts must
+  // be exact and the repeating rows admitted on their first miss, as in the serial pass.
+  Heaps h;
+  const int64_t n = 50000;
+  auto m = make_table(EmbeddingPolicy::Auto, n, 4, ElemType::F32, h.fast_mem(), h.slow_mem(), 0.1,
+                      {.pages = 8, .auto_window = 1000});  // no aging within these batches
+  const Batches batches = uniform_batches(n, 3, 20000, 5);
+  std::vector<int> expect(static_cast<std::size_t>(n), 0);
+  for (const auto& batch : batches) {
+    m->before_lookup(batch);
+    std::vector<int> in_batch(static_cast<std::size_t>(n), 0);
+    for (int64_t r : batch) {
+      ++expect[static_cast<std::size_t>(r)];
+      ++in_batch[static_cast<std::size_t>(r)];
+    }
+    for (int64_t r = 0; r < n; ++r) ASSERT_EQ(m->access_count(r), std::min(expect[static_cast<std::size_t>(r)], 255)) << r;
+    // A repeating row that is not cached is cached by its first lookup (while there is room).
+    CachedTable& t = *m->cached_table();
+    int64_t admitted = 0, refused = 0;
+    for (int64_t r : batch) {
+      if (t.is_cached(r) || t.is_full()) continue;
+      t.rowpointer(r, AccessContext::Forward);
+      (t.is_cached(r) ? admitted : refused) += 1;
+      EXPECT_EQ(t.is_cached(r), in_batch[static_cast<std::size_t>(r)] >= 2) << r;
+    }
+    EXPECT_GT(admitted, 0);
+    EXPECT_GT(refused, 0);
+    m->after_update();
+  }
+}
+
 TEST(EmbeddingPolicy, PoissonRareCount) {
   // n × P(Poisson(λ) >= t) < 1 at t, not at t − 1.
   auto tail = [](double lambda, int t) {
