@@ -317,8 +317,6 @@ void CachedTable::set_admission(const AdmissionRule& rule) {
   admit_all_ = rule.flags == nullptr && rule.counts == nullptr;
 }
 
-void CachedTable::set_retention(std::function<bool(int64_t)> retain) { retain_ = std::move(retain); }
-
 int64_t CachedTable::free_slots() const {
   const std::size_t limit = cachelower() + cacheslack();
   const std::size_t bytes = cache_bytes();
@@ -329,13 +327,17 @@ int64_t CachedTable::free_slots() const {
   return n;
 }
 
-std::size_t CachedTable::flush_clean() { return retire(std::numeric_limits<std::size_t>::max(), false, true); }
+std::size_t CachedTable::flush_clean() { return retire(std::numeric_limits<std::size_t>::max(), false, true, {}); }
 
-std::size_t CachedTable::flush_dirty() { return retire(std::numeric_limits<std::size_t>::max(), true, true); }
+std::size_t CachedTable::flush_dirty() { return retire(std::numeric_limits<std::size_t>::max(), true, true, {}); }
 
-std::size_t CachedTable::retire_oldest(std::size_t pages, bool write_back) { return retire(pages, write_back, false); }
+std::size_t CachedTable::retire_oldest(std::size_t pages, bool write_back,
+                                       const std::function<bool(int64_t)>& retain) {
+  return retire(pages, write_back, false, retain);
+}
 
-std::size_t CachedTable::retire(std::size_t max_pages, bool write_back, bool respect_lower) {
+std::size_t CachedTable::retire(std::size_t max_pages, bool write_back, bool respect_lower,
+                                const std::function<bool(int64_t)>& retain) {
   settle_charges();
   struct FlushFlag {
     std::atomic<bool>& f;
@@ -350,7 +352,7 @@ std::size_t CachedTable::retire(std::size_t max_pages, bool write_back, bool res
     if (respect_lower && cache_bytes() <= cachelower()) break;
     Page* front = pages_.front().get();
     const bool was_current = current_.load(std::memory_order_relaxed) == front;
-    retire_front_locked(write_back, retention_page);
+    retire_front_locked(write_back, retain, retention_page);
     if (was_current) current_.store(nullptr, std::memory_order_release);
     ++retired;
   }
@@ -359,7 +361,8 @@ std::size_t CachedTable::retire(std::size_t max_pages, bool write_back, bool res
   return retired;
 }
 
-void CachedTable::retire_front_locked(bool write_back, Page*& retention_page) {
+void CachedTable::retire_front_locked(bool write_back, const std::function<bool(int64_t)>& retain,
+                                      Page*& retention_page) {
   Page& page = *pages_.front();
   const int64_t n = std::min<int64_t>(page.bump.load(std::memory_order_relaxed), page_rows_);
   enum Fate : std::uint8_t { Empty, Drop, WriteBack, Retain };
@@ -382,7 +385,7 @@ void CachedTable::retire_front_locked(bool write_back, Page*& retention_page) {
                   name(), ": row ", row, " is locked or does not point at the slot being retired; a flush ran "
                   "concurrently with an access (Note [CachedTable phases])");
     const bool is_dirty = (e & kDirtyBit) != 0;
-    if (retain_ && retain_(row)) {
+    if (retain && retain(row)) {
       fates[i] = Retain;
     } else if (is_dirty) {
       STRATA_CHECK(write_back, "embedding ", name(), ": flush_clean would drop row ", row,

@@ -42,8 +42,8 @@
 /// Forward accesses of *other* rows. A row must not be updated while it is being looked up (the
 /// data itself would race; training separates the lookup and update phases), and an Update of a
 /// row whose lock bit is set waits for the mover to publish. flush_clean, flush_dirty,
-/// retire_oldest, the setters, set_caching, set_admission, set_retention and reset_cache_counters
-/// run *between* phases, never concurrently with an access: a flush frees cache pages that a
+/// retire_oldest, the setters, set_caching, set_admission and reset_cache_counters run *between*
+/// phases, never concurrently with an access: a flush frees cache pages that a
 /// concurrent access could be reading. This is asserted cheaply: a flush raises a flag that the
 /// caching path checks (a Forward miss during a flush throws strata::Error), and a flush checks
 /// that every row it retires is unlocked and still points at the slot being retired. A flush
@@ -79,7 +79,7 @@ struct CacheCounters {
   std::uint64_t rows_cached = 0;        ///< rows moved into the cache (a slow read each)
   std::uint64_t rows_written_back = 0;  ///< dirty rows written home by flushes (a slow write each)
   std::uint64_t rows_dropped = 0;       ///< clean rows retired without writing
-  std::uint64_t rows_retained = 0;      ///< rows a retaining flush moved to a newer page (set_retention)
+  std::uint64_t rows_retained = 0;      ///< rows retire_oldest moved to a newer page (its `retain`)
   std::uint64_t pages_flushed = 0;      ///< cache pages retired
   std::uint64_t pages_allocated = 0;    ///< cache pages allocated
   /// hits / (hits + misses); 0 when there were no Forward accesses.
@@ -191,16 +191,18 @@ class CachedTable final : public Table {
   /// stores first. Returns the number of pages retired.
   std::size_t flush_dirty();
   /// Retires exactly min(pages, number of pages) oldest pages regardless of cachelower, writing
-  /// dirty rows home when `write_back` (else as flush_clean, including its error). Rows the
-  /// retention function keeps are moved to a fresh page instead (see set_retention).
-  std::size_t retire_oldest(std::size_t pages, bool write_back);
+  /// dirty rows home when `write_back` (else as flush_clean, including its error). With `retain`,
+  /// each row for which retain(row) is true is moved to a fresh page instead of being retired
+  /// (fast tier to fast tier, keeping its dirty bit; the fast heap needs room for one more page,
+  /// else the row is retired normally) — an extension for EmbeddingPolicy::Auto.
+  std::size_t retire_oldest(std::size_t pages, bool write_back, const std::function<bool(int64_t)>& retain = {});
 
   /// The static policy's switch: when false, Forward misses never cache (hits still hit).
   void set_caching(bool enabled);
   bool caching() const { return caching_.load(std::memory_order_relaxed); }
 
-  /// Admission and retention hooks (an extension used by EmbeddingPolicy::Auto; without them the
-  /// table is exactly §5.4's). With an admission rule set, a Forward miss caches row r only if
+  /// Admission hook (an extension used by EmbeddingPolicy::Auto; without it the table is exactly
+  /// §5.4's). With an admission rule set, a Forward miss caches row r only if
   /// flags[r × stride] == flag_value or counts[r × stride] >= min_count (either pointer may be
   /// null: that condition is then false). The bytes are owned by the caller and must not change
   /// while accesses run. A rule with both pointers null admits every row (the default).
@@ -212,10 +214,6 @@ class CachedTable final : public Table {
     int min_count = 256;  ///< > 255: never by count
   };
   void set_admission(const AdmissionRule& rule);
-  /// With `retain` set, a flush moves each row for which retain(row) is true to a fresh page
-  /// instead of retiring it (fast tier to fast tier, keeping its dirty bit; the fast heap needs
-  /// room for one more page, else the row is retired normally). An empty function retains nothing.
-  void set_retention(std::function<bool(int64_t)> retain);
   /// Slots that can still be filled without a flush: the free slots of the newest page plus whole
   /// pages up to cachelower + cacheslack.
   int64_t free_slots() const;
@@ -281,8 +279,9 @@ class CachedTable final : public Table {
   Slot allocate_slot();
   // With mutex_ held: a new page (nullptr when the heap refuses); `ignore_limit` for retention.
   Page* new_page_locked(bool ignore_limit);
-  std::size_t retire(std::size_t max_pages, bool write_back, bool respect_lower);
-  void retire_front_locked(bool write_back, Page*& retention_page);
+  std::size_t retire(std::size_t max_pages, bool write_back, bool respect_lower,
+                     const std::function<bool(int64_t)>& retain);
+  void retire_front_locked(bool write_back, const std::function<bool(int64_t)>& retain, Page*& retention_page);
   std::byte* slot_ptr(const Page& p, int64_t i) const;
 
   std::size_t stride_ = 0;
@@ -303,7 +302,6 @@ class CachedTable final : public Table {
   std::atomic<bool> flushing_{false};
   AdmissionRule admit_;
   bool admit_all_ = true;
-  std::function<bool(int64_t)> retain_;
 
   mutable std::mutex mutex_;  // pages_ and page allocation
   std::deque<std::unique_ptr<Page>> pages_;

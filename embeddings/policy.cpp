@@ -148,13 +148,7 @@ std::unique_ptr<ManagedTable> make_table(EmbeddingPolicy policy, int64_t rows, i
     m->fill(options.hot_rows, options.seed);
     if (policy == EmbeddingPolicy::Static) m->cached_->set_caching(false);
     // Auto: caching stays enabled behind the admission rule (Note [Auto embedding policy]).
-    if (policy == EmbeddingPolicy::Auto) {
-      ManagedTable* self = m.get();
-      m->auto_rule();
-      m->cached_->set_retention([self](int64_t r) {
-        return self->count_of(r) >= self->retain_min_ || (self->flag_of(r) >> 2) == self->epoch_;
-      });
-    }
+    if (policy == EmbeddingPolicy::Auto) m->auto_rule();
   }
   m->cached_->reset_cache_counters();
   return m;
@@ -411,7 +405,9 @@ void ManagedTable::auto_plan() {
   if (pages == 0) return;
   if (!skewed_) retain_min_ = 256;  // retain only the coming batch's rows
   const CacheCounters before = t.cache_counters();
-  t.retire_oldest(pages, /*write_back=*/true);
+  // Retained: rows counted above the evicted victims, and the coming batch's rows.
+  t.retire_oldest(pages, /*write_back=*/true,
+                  [this](int64_t r) { return count_of(r) >= retain_min_ || (flag_of(r) >> 2) == epoch_; });
   const CacheCounters after = t.cache_counters();
   ++swap_batches_;
   rows_evicted_ += (after.rows_written_back - before.rows_written_back) + (after.rows_dropped - before.rows_dropped);

@@ -337,11 +337,12 @@ TEST(CachedTable, AdmissionFlagsAndRetention) {
   // Retention: retiring page 0 moves rows 1 and 2 to a fresh page, keeping row 2's dirty bit;
   // row 3 (dirty) is written home, row 4 (clean) dropped.
   std::vector<int64_t> asked;
-  t.set_retention([&](int64_t r) {
-    asked.push_back(r);
-    return r == 1 || r == 2;
-  });
-  EXPECT_EQ(t.retire_oldest(1, true), 1u);
+  EXPECT_EQ(t.retire_oldest(1, true,
+                            [&](int64_t r) {
+                              asked.push_back(r);
+                              return r == 1 || r == 2;
+                            }),
+            1u);
   EXPECT_EQ(asked, (std::vector<int64_t>{1, 2, 3, 4}));
   EXPECT_TRUE(t.is_cached(1));
   EXPECT_TRUE(t.is_cached(2));
@@ -366,8 +367,7 @@ TEST(CachedTable, AdmissionFlagsAndRetention) {
   // New misses go to the retention page's free slots.
   EXPECT_NE(t.access_and_cache(20), t.home(20));
   EXPECT_EQ(t.backedge(0, 2), t.home(20));
-  // Retained rows are not lost by flush_clean either; without retention everything is retired.
-  t.set_retention({});
+  // flush_dirty never retains: everything is retired.
   EXPECT_EQ(t.flush_dirty(), 1u);
   EXPECT_EQ(read_home(t, 2), row_values(2, d, 5));
   EXPECT_EQ(t.free_slots(), 8);

@@ -14,7 +14,9 @@
 
 #include "core/error.h"
 #include "embeddings/hit_rate.h"
+#include "embeddings/kernels.h"
 #include "embeddings/policy.h"
+#include "embeddings/reference.h"
 #include "memory/heap.h"
 #include "memory/slow_tier_model.h"
 
@@ -346,6 +348,61 @@ TEST(EmbeddingPolicy, AutoHitRateIsAtLeastTheBestOfTheOthers) {
       EXPECT_TRUE(aut.stats.skewed);
       EXPECT_GT(aut.hit_rate, dyn.hit_rate + 0.03);  // frequency beats FIFO pages
       EXPECT_GT(aut.hit_rate, optimum - 0.06);      // including the warm-up from a random fill
+    }
+  }
+}
+
+// The exactness requirement for every table type and policy: emb::lookup and emb::update
+// (multi-threaded, caching on Forward, dirtying on Update, flushes between steps) give exactly
+// the naive reference's values, with duplicates within bags and across the batch.
+TEST(EmbeddingPolicy, KernelsOnEveryPolicyMatchTheReferenceExactly) {
+  struct Mode {
+    Pooling pooling;
+    bool weighted;
+    SparseOptimizer::Kind opt;
+  };
+  const Mode modes[] = {{Pooling::Sum, false, SparseOptimizer::Kind::SGD},
+                        {Pooling::Mean, false, SparseOptimizer::Kind::RowWiseAdagrad},
+                        {Pooling::Sum, true, SparseOptimizer::Kind::RowWiseAdagrad}};
+  for (auto policy : {EmbeddingPolicy::Simple, EmbeddingPolicy::Static, EmbeddingPolicy::Dynamic, EmbeddingPolicy::Auto}) {
+    for (ElemType type : {ElemType::F32, ElemType::BF16}) {
+      for (int64_t d : {16, 5}) {
+        for (const Mode& mode : modes) {
+          SCOPED_TRACE(std::string(policy_name(policy)) + " " + elem_name(type) + " d=" + std::to_string(d) + " " +
+                       pooling_name(mode.pooling) + (mode.weighted ? " weighted " : " ") + optimizer_name(mode.opt));
+          Heaps h;
+          const int64_t rows = 300, batch = 48;
+          auto m = make_table(policy, rows, d, type, h.fast_mem(), h.slow_mem(), 0.2, {.pages = 4});
+          Table& t = m->table();
+          reference::DenseTable ref = reference::fill_random(t, 17);
+          const SparseOptimizer opt{.kind = mode.opt, .lr = 0.05f, .eps = 1e-8f, .initial_accumulator = 0.1f};
+          SparseOptimizerState state(t, opt);
+          UpdateWorkspace ws;
+          std::mt19937 rng(3);
+          for (int step = 0; step < 6; ++step) {
+            const auto bags = reference::random_bags(rng, batch, 8, rows, mode.weighted, /*hot=*/24);
+            m->before_lookup(bags.indices);
+            std::vector<float> out(static_cast<std::size_t>(batch * d)), expect(out.size());
+            lookup(t, bags.view(), mode.pooling, {out.data(), d});
+            reference::lookup(ref, bags.view(), mode.pooling, expect.data(), d);
+            ASSERT_EQ(out, expect) << "lookup, step " << step;
+            const auto grad = reference::random_floats(rng, static_cast<std::size_t>(batch * d));
+            update(t, bags.view(), mode.pooling, {const_cast<float*>(grad.data()), d}, opt, state, ws);
+            reference::update(ref, bags.view(), mode.pooling, grad.data(), d, opt);
+            m->after_update();
+            ASSERT_EQ(reference::snapshot(t).w, ref.w) << "table after step " << step;
+          }
+          if (m->cached_table() != nullptr) {
+            EXPECT_GT(m->cached_table()->cache_counters().hits, 0u);
+            // Everything home: the base rows alone hold the trained values.
+            CachedTable& ct = *m->cached_table();
+            ct.set_cachelower(0);
+            ct.flush_dirty();
+            EXPECT_EQ(ct.npages(), 0u);
+            ASSERT_EQ(reference::snapshot(t).w, ref.w) << "after the final flush";
+          }
+        }
+      }
     }
   }
 }
