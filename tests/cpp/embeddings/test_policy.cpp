@@ -235,6 +235,10 @@ TEST(EmbeddingPolicy, BadInputGetsClearErrors) {
               HasSubstr("PolicyOptions::pages must be >= 1, got 0"));
   EXPECT_THAT(message_of([&] { make(EmbeddingPolicy::Auto, 10, 0.1, {.auto_window = 0}); }),
               HasSubstr("PolicyOptions::auto_window must be >= 1, got 0"));
+  EXPECT_THAT(message_of([&] { make(EmbeddingPolicy::Auto, 10, 0.1, {.auto_max_pages = 0}); }),
+              HasSubstr("PolicyOptions::auto_max_pages must be >= 1, got 0"));
+  EXPECT_THAT(message_of([&] { make(EmbeddingPolicy::Auto, 10, 0.1, {.auto_min_swap = 1.5}); }),
+              HasSubstr("PolicyOptions::auto_min_swap must be in [0, 1], got 1.5"));
   const std::vector<int64_t> hot = {1, 10};
   EXPECT_THAT(message_of([&] { make(EmbeddingPolicy::Static, 10, 0.5, {.hot_rows = hot}); }),
               HasSubstr("make_table(static): hot row 10 at position 1 is out of range [0, 10)"));
