@@ -12,6 +12,11 @@
 
 namespace strata::testing_util {
 
+/// Same length and the same bytes (the embeddings kernels promise exact equality with their references).
+inline bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+}
+
 inline std::vector<unsigned char> bytes_of(const Tensor& t) {
   Tensor c = t.contiguous();
   std::vector<unsigned char> out(c.nbytes());

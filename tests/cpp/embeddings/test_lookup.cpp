@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "tests/cpp/bitwise.h"
 #include "tests/cpp/error_text.h"
 #include "core/error.h"
 #include "core/threading.h"
@@ -28,9 +29,7 @@ namespace {
 
 using strata::testing_util::message_of;
 
-bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
+using strata::testing_util::bitwise_equal;
 
 /// A table that is not SimpleTable: the kernels reach it through virtual rowpointer. Counts calls
 /// per context (atomically: kernels call from several threads) and reports rows >= slow_from as

@@ -15,6 +15,7 @@
 #include <set>
 #include <vector>
 
+#include "tests/cpp/bitwise.h"
 #include "tests/cpp/error_text.h"
 #include "core/error.h"
 #include "core/factories.h"
@@ -34,9 +35,7 @@ namespace {
 
 using strata::testing_util::message_of;
 
-bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
+using strata::testing_util::bitwise_equal;
 
 /// The table's rows as floats (SimpleTable: straight from its memory, which keeps the large-table
 /// tests fast under the sanitizers; other tables through Table::copy_to).
