@@ -367,9 +367,8 @@ std::vector<int64_t> DLRMConfig::table_rows() const {
 }
 
 int64_t DLRMConfig::interaction_width() const {
-  const int64_t f = static_cast<int64_t>(arch_embedding_size.size()) + 1;
-  if (arch_interaction_op == InteractionOp::Cat) return f * arch_sparse_feature_size;
-  return arch_sparse_feature_size + (arch_interaction_itself ? f * (f + 1) / 2 : f * (f - 1) / 2);
+  return nn::zoo::interaction_width(static_cast<int64_t>(arch_embedding_size.size()), arch_sparse_feature_size,
+                                    to_string(arch_interaction_op), arch_interaction_itself);
 }
 
 std::size_t DLRMConfig::table_bytes() const {

@@ -1,0 +1,793 @@
+#include "embeddings/dlrm.h"
+
+#include <sys/statvfs.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <numeric>
+#include <sstream>
+
+#include "autograd/grad_mode.h"
+#include "core/error.h"
+#include "core/factories.h"
+#include "core/pin_set.h"
+#include "core/rng.h"
+#include "core/threading.h"
+#include "memory/copy_engine.h"
+#include "models/linear.h"
+#include "models/optim/adagrad.h"
+#include "models/optim/sgd.h"
+#include "models/zoo/dlrm.h"
+#include "ops/embedding.h"
+#include "ops/linalg.h"
+#include "ops/shape_ops.h"
+#include "ops/softmax_loss.h"
+#include "ops/unary.h"
+
+namespace strata::emb {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+std::string format_bytes(double b) {
+  std::ostringstream os;
+  os.precision(3);
+  if (b >= 1e9) os << b / 1e9 << " GB";
+  else if (b >= 1e6) os << b / 1e6 << " MB";
+  else if (b >= 1e3) os << b / 1e3 << " kB";
+  else os << b << " B";
+  return os.str();
+}
+
+std::string join(const std::vector<int64_t>& v) {
+  std::ostringstream os;
+  for (std::size_t i = 0; i < v.size(); ++i) os << (i ? "-" : "") << v[i];
+  return os.str();
+}
+
+inline float load_elem(const std::byte* row, ElemType t, int64_t j) {
+  if (t == ElemType::F32) return reinterpret_cast<const float*>(row)[j];
+  return static_cast<float>(BFloat16::from_bits(reinterpret_cast<const uint16_t*>(row)[j]));
+}
+
+inline void store_elem(std::byte* row, ElemType t, int64_t j, float v) {
+  if (t == ElemType::F32) reinterpret_cast<float*>(row)[j] = v;
+  else reinterpret_cast<uint16_t*>(row)[j] = BFloat16::round_from_float(v);
+}
+
+// ---- TEMPORARY: naive lookup/update with the semantics of embeddings/kernels.h --------------------
+// (Note [Embedding summation order]); replaced by the kernels when they land in main.
+namespace tmp {
+
+struct SparseOptimizer {
+  enum class Kind : uint8_t { SGD, RowWiseAdagrad } kind = Kind::SGD;
+  float lr = 0.01f;
+  float eps = 1e-10f;
+  float initial_accumulator = 0.0f;
+};
+
+class SparseOptimizerState {
+ public:
+  SparseOptimizerState(const Table& table, const SparseOptimizer& opt) : kind_(opt.kind), nvectors_(table.nvectors()) {
+    if (opt.kind == SparseOptimizer::Kind::RowWiseAdagrad)
+      accum_.assign(static_cast<std::size_t>(table.nvectors()), opt.initial_accumulator);
+  }
+  SparseOptimizer::Kind kind() const { return kind_; }
+  std::span<float> accumulators() { return accum_; }
+  int64_t steps() const { return steps_; }
+  void set_steps(int64_t s) { steps_ = s; }
+  int64_t steps_ = 0;
+  SparseOptimizer::Kind kind_;
+  int64_t nvectors_;
+  std::vector<float> accum_;
+};
+
+struct UpdateWorkspace {
+  int64_t unique_rows = 0;
+  int64_t last_unique_rows() const { return unique_rows; }
+};
+
+void validate(const Table& t, const Bags& b) {
+  const int64_t n = static_cast<int64_t>(b.indices.size());
+  STRATA_CHECK(!b.offsets.empty() && b.offsets[0] == 0, "embedding ", t.name(), ": offsets must start with 0");
+  for (int64_t i = 0; i + 1 < static_cast<int64_t>(b.offsets.size()); ++i)
+    STRATA_CHECK(b.offsets[i] <= b.offsets[i + 1], "embedding ", t.name(), ": offsets decrease at bag ", i);
+  STRATA_CHECK(b.offsets.back() == n, "embedding ", t.name(), ": the last offset (", b.offsets.back(),
+               ") must equal the number of indices (", n, ")");
+  STRATA_CHECK(b.weights.empty() || static_cast<int64_t>(b.weights.size()) == n, "embedding ", t.name(), ": ",
+               b.weights.size(), " weights for ", n, " indices");
+  for (int64_t bag = 0; bag < b.batch(); ++bag)
+    for (int64_t i = b.offsets[bag]; i < b.offsets[bag + 1]; ++i)
+      STRATA_CHECK(b.indices[i] >= 0 && b.indices[i] < t.nvectors(), "embedding ", t.name(), ": bag ", bag,
+                   " position ", i - b.offsets[bag], ": row ", b.indices[i], " is out of range [0, ", t.nvectors(),
+                   ")");
+}
+
+void lookup_ensemble(std::span<Table* const> tables, std::span<const Bags> bags, Pooling pooling,
+                     std::span<const OutputSlice> outs) {
+  for (std::size_t k = 0; k < tables.size(); ++k) validate(*tables[k], bags[k]);
+  for (std::size_t k = 0; k < tables.size(); ++k) {
+    Table& t = *tables[k];
+    const Bags& b = bags[k];
+    const int64_t d = t.featuresize();
+    std::size_t slow = 0;
+    std::vector<float> acc(static_cast<std::size_t>(d));
+    for (int64_t bag = 0; bag < b.batch(); ++bag) {
+      std::fill(acc.begin(), acc.end(), 0.0f);
+      for (int64_t i = b.offsets[bag]; i < b.offsets[bag + 1]; ++i) {
+        const std::byte* p = t.rowpointer(b.indices[i], AccessContext::Forward);
+        if (t.in_slow(p)) slow += t.row_bytes();
+        for (int64_t j = 0; j < d; ++j)
+          acc[j] = b.weights.empty() ? acc[j] + load_elem(p, t.elem_type(), j)
+                                     : std::fma(b.weights[i], load_elem(p, t.elem_type(), j), acc[j]);
+      }
+      const int64_t n = b.offsets[bag + 1] - b.offsets[bag];
+      float* o = outs[k].data + bag * outs[k].row_stride;
+      for (int64_t j = 0; j < d; ++j) o[j] = pooling == Pooling::Mean && n > 0 ? acc[j] / static_cast<float>(n) : acc[j];
+    }
+    t.charge_slow_read(slow);
+  }
+}
+
+void update_ensemble(std::span<Table* const> tables, std::span<const Bags> bags, Pooling pooling,
+                     std::span<const OutputSlice> grads, const SparseOptimizer& opt,
+                     std::span<SparseOptimizerState* const> states, std::span<UpdateWorkspace* const> ws) {
+  for (std::size_t k = 0; k < tables.size(); ++k) validate(*tables[k], bags[k]);
+  for (std::size_t k = 0; k < tables.size(); ++k) {
+    Table& t = *tables[k];
+    const Bags& b = bags[k];
+    const int64_t d = t.featuresize();
+    std::map<int64_t, std::vector<std::pair<int64_t, float>>> occ;  // row -> (bag, coefficient)
+    for (int64_t bag = 0; bag < b.batch(); ++bag) {
+      const int64_t n = b.offsets[bag + 1] - b.offsets[bag];
+      for (int64_t i = b.offsets[bag]; i < b.offsets[bag + 1]; ++i) {
+        const float c = !b.weights.empty() ? b.weights[i] : pooling == Pooling::Mean ? 1.0f / static_cast<float>(n) : 1.0f;
+        occ[b.indices[i]].push_back({bag, c});
+      }
+    }
+    std::vector<float> g(static_cast<std::size_t>(d));
+    std::size_t slow = 0;
+    for (const auto& [row, list] : occ) {
+      std::fill(g.begin(), g.end(), 0.0f);
+      for (const auto& [bag, c] : list) {
+        const float* go = grads[k].data + bag * grads[k].row_stride;
+        for (int64_t j = 0; j < d; ++j) g[j] = std::fma(c, go[j], g[j]);
+      }
+      std::byte* p = t.rowpointer(row, AccessContext::Update);
+      if (t.in_slow(p)) slow += t.row_bytes();
+      float step = opt.lr;
+      if (opt.kind == SparseOptimizer::Kind::RowWiseAdagrad) {
+        double part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        for (int64_t j = 0; j < d; ++j) part[j % 8] += static_cast<double>(g[j]) * static_cast<double>(g[j]);
+        double m = 0;
+        for (double x : part) m += x;
+        float& s = states[k]->accum_[static_cast<std::size_t>(row)];
+        s = s + static_cast<float>(m / static_cast<double>(d));
+        step = opt.lr / (std::sqrt(s) + opt.eps);
+      }
+      for (int64_t j = 0; j < d; ++j) store_elem(p, t.elem_type(), j, std::fma(-step, g[j], load_elem(p, t.elem_type(), j)));
+    }
+    t.charge_slow_read(slow);
+    t.charge_slow_write(slow);
+    ws[k]->unique_rows = static_cast<int64_t>(occ.size());
+    states[k]->steps_ += 1;
+  }
+}
+
+}  // namespace tmp
+// ---- end TEMPORARY ----------------------------------------------------------------------------------
+
+/// torch.optim.Adagrad on a table's sparse gradient (the reference's --optimizer adagrad): per
+/// distinct row r of the batch, g = Σ (in (bag, position) order) c · grad_out[bag]; sum_r += g²
+/// element-wise; w_r -= lr · g / (sqrt(sum_r) + eps). The per-element state is nvectors × d floats.
+class ElementwiseAdagrad {
+ public:
+  ElementwiseAdagrad(const Table& t, float eps) : d_(t.featuresize()), eps_(eps) {
+    sum_.assign(static_cast<std::size_t>(t.nvectors() * t.featuresize()), 0.0f);
+  }
+  std::vector<float>& sum() { return sum_; }
+
+  /// Returns the number of distinct rows updated.
+  int64_t update(Table& t, const Bags& b, Pooling pooling, OutputSlice grad, float lr) {
+    occ_.clear();
+    for (int64_t bag = 0; bag < b.batch(); ++bag)
+      for (int64_t i = b.offsets[bag]; i < b.offsets[bag + 1]; ++i) occ_.push_back({b.indices[i], i, bag});
+    std::stable_sort(occ_.begin(), occ_.end(), [](const Occ& x, const Occ& y) { return x.row < y.row; });
+    starts_.clear();
+    for (std::size_t i = 0; i < occ_.size(); ++i)
+      if (i == 0 || occ_[i].row != occ_[i - 1].row) starts_.push_back(i);
+    starts_.push_back(occ_.size());
+    const int64_t nrows = static_cast<int64_t>(starts_.size()) - 1;
+    std::atomic<std::size_t> slow{0};
+    parallel_for(nrows, 64, [&](int64_t begin, int64_t end) {
+      std::vector<float> g(static_cast<std::size_t>(d_));
+      std::size_t chunk_slow = 0;
+      for (int64_t u = begin; u < end; ++u) {
+        std::fill(g.begin(), g.end(), 0.0f);
+        const int64_t row = occ_[starts_[u]].row;
+        for (std::size_t o = starts_[u]; o < starts_[u + 1]; ++o) {
+          const int64_t i = occ_[o].pos, bag = occ_[o].bag;
+          const int64_t n = b.offsets[bag + 1] - b.offsets[bag];
+          const float c =
+              !b.weights.empty() ? b.weights[i] : pooling == Pooling::Mean ? 1.0f / static_cast<float>(n) : 1.0f;
+          const float* go = grad.data + bag * grad.row_stride;
+          for (int64_t j = 0; j < d_; ++j) g[j] = std::fma(c, go[j], g[j]);
+        }
+        std::byte* p = t.rowpointer(row, AccessContext::Update);
+        if (t.in_slow(p)) chunk_slow += t.row_bytes();
+        float* s = sum_.data() + row * d_;
+        for (int64_t j = 0; j < d_; ++j) {
+          s[j] += g[j] * g[j];
+          store_elem(p, t.elem_type(), j, load_elem(p, t.elem_type(), j) - lr * (g[j] / (std::sqrt(s[j]) + eps_)));
+        }
+      }
+      slow += chunk_slow;
+    });
+    t.charge_slow_read(slow);
+    t.charge_slow_write(slow);
+    return nrows;
+  }
+
+ private:
+  struct Occ {
+    int64_t row, pos, bag;
+  };
+  int64_t d_;
+  float eps_;
+  std::vector<float> sum_;
+  std::vector<Occ> occ_;
+  std::vector<std::size_t> starts_;
+};
+
+/// The reference's LRPolicyScheduler: the learning rate of the optimizer step whose scheduler
+/// step count is `s` (1 for the first step).
+double scheduled_lr(const DLRMConfig& c, int64_t s) {
+  const double base = c.learning_rate;
+  const int64_t w = c.lr_num_warmup_steps, d0 = c.lr_decay_start_step, n = c.lr_num_decay_steps;
+  const auto decay = [&](int64_t step) {
+    const double scale = std::pow(static_cast<double>(n - (step - d0)) / static_cast<double>(n), 2.0);
+    return std::max(1e-7, base * scale);
+  };
+  if (s < w) return base * (1.0 - static_cast<double>(w - s) / static_cast<double>(w));
+  if (d0 <= s && s < d0 + n) return decay(s);
+  if (n > 0) {
+    // Frozen at the last rate the schedule computed (the reference keeps `last_lr`).
+    if (s >= d0 + n && d0 + n - 1 >= 1) return decay(d0 + n - 1);
+    if (w >= 2) return base * (1.0 - 1.0 / static_cast<double>(w));
+  }
+  return base;
+}
+
+/// Applies the MLP with activations fused into the GEMM epilogue: ReLU after every Linear,
+/// Sigmoid after the last one with `sigmoid_last` (the modules of reference_mlp, in order).
+Tensor apply_mlp(const nn::Sequential& mlp, Tensor x, bool sigmoid_last) {
+  const std::size_t n = mlp.size();
+  for (std::size_t i = 0; i < n; i += 2) {
+    auto* lin = static_cast<nn::Linear*>(mlp[static_cast<int64_t>(i)].get());
+    const bool last = i + 2 >= n;
+    x = linear(x, lin->weight(), lin->bias(), last && sigmoid_last ? Activation::Sigmoid : Activation::ReLU);
+  }
+  return x;
+}
+
+/// Fills a table with U(-bound, bound) from the Philox stream `range` (row r uses blocks
+/// [r·bpr, (r+1)·bpr)), in parallel over rows.
+void init_uniform(Table& t, const PhiloxRange& range, int64_t bpr, float bound) {
+  const int64_t d = t.featuresize();
+  std::atomic<std::size_t> slow{0};
+  parallel_for(t.nvectors(), 1024, [&](int64_t begin, int64_t end) {
+    std::size_t chunk_slow = 0;
+    for (int64_t r = begin; r < end; ++r) {
+      std::byte* p = t.rowpointer(r, AccessContext::Update);
+      if (t.in_slow(p)) chunk_slow += t.row_bytes();
+      for (int64_t q = 0; q < bpr; ++q) {
+        const auto words = range.block(static_cast<uint64_t>(r * bpr + q));
+        for (int64_t j = 0; j < 4 && q * 4 + j < d; ++j)
+          store_elem(p, t.elem_type(), q * 4 + j, -bound + 2.0f * bound * uint32_to_unit_float(words[j]));
+      }
+    }
+    slow += chunk_slow;
+  });
+  t.charge_slow_write(slow);
+}
+
+memory::SlowTierModel resolve_model(const SlowTierModelSpec& spec) {
+  switch (spec.mode) {
+    case SlowTierModelSpec::Mode::Off: return memory::SlowTierModel::off();
+    case SlowTierModelSpec::Mode::Custom:
+      return memory::SlowTierModel::custom(spec.read_gbps, spec.write_gbps, spec.latency_ns);
+    case SlowTierModelSpec::Mode::Default: break;
+  }
+  double dram = 0;
+  if (const char* v = std::getenv("STRATA_DRAM_GBPS")) dram = std::strtod(v, nullptr);
+  if (!(dram > 0) || !std::isfinite(dram)) dram = memory::measure_dram_copy_gbps();
+  return memory::SlowTierModel::defaults(dram);
+}
+
+/// Free bytes of the filesystem holding `dir` (0 when unknown).
+std::size_t free_bytes(const std::string& dir) {
+  struct statvfs s{};
+  if (::statvfs(dir.c_str(), &s) != 0) return 0;
+  return static_cast<std::size_t>(s.f_bavail) * static_cast<std::size_t>(s.f_frsize);
+}
+
+constexpr std::size_t kHeapSlackPerTable = std::size_t{1} << 16;
+
+}  // namespace
+
+// ---- EmbeddingTiers ---------------------------------------------------------------------------------
+
+EmbeddingTiers::EmbeddingTiers(std::size_t fast_budget, std::size_t slow_bytes, const std::string& slow_dir,
+                               const SlowTierModelSpec& model) {
+  try {
+    fast_ = std::make_unique<memory::DramHeap>(fast_budget);
+  } catch (const Error& e) {
+    STRATA_CHECK(false, "--fast-budget: cannot reserve ", format_bytes(static_cast<double>(fast_budget)),
+                 " of DRAM for the embeddings: ", e.what());
+  }
+  if (slow_bytes > 0) {
+    const std::size_t avail = free_bytes(slow_dir);
+    STRATA_CHECK(avail == 0 || slow_bytes <= avail, "--scale-rows: the embedding tables need ",
+                 format_bytes(static_cast<double>(slow_bytes)), " in the slow tier but --slow-dir ", slow_dir,
+                 " has ", format_bytes(static_cast<double>(avail)), " free; scale the rows down (--scale-rows ",
+                 std::floor(100.0 * static_cast<double>(avail) / static_cast<double>(slow_bytes)) / 100.0,
+                 " or less) or choose another --slow-dir");
+    try {
+      slow_ = std::make_unique<memory::PmHeap>(memory::PmHeapOptions{.capacity = slow_bytes, .dir = slow_dir});
+    } catch (const Error& e) {
+      STRATA_CHECK(false, "--slow-dir: cannot create the slow tier (", format_bytes(static_cast<double>(slow_bytes)),
+                   " in ", slow_dir, "): ", e.what());
+    }
+  }
+  throttle_ = std::make_unique<memory::SlowTierThrottle>(
+      slow_ != nullptr && !slow_->is_real_device() ? resolve_model(model) : memory::SlowTierModel::off());
+}
+
+EmbeddingTiers::~EmbeddingTiers() = default;
+
+bool EmbeddingTiers::slow_is_real_device() const { return slow_ != nullptr && slow_->is_real_device(); }
+
+std::string EmbeddingTiers::describe() const {
+  std::ostringstream os;
+  os << "fast tier: " << format_bytes(static_cast<double>(fast_->capacity())) << " DRAM; slow tier: ";
+  if (slow_ == nullptr) {
+    os << "none";
+  } else {
+    os << format_bytes(static_cast<double>(slow_->capacity())) << " " << slow_->name() << ", "
+       << (slow_->is_real_device() ? "real device" : "DRAM-backed, ") ;
+    if (!slow_->is_real_device())
+      os << (throttle_->enabled() ? throttle_->model().describe() : std::string("model off (not slowed)"));
+  }
+  return os.str();
+}
+
+// ---- TieredDLRM ---------------------------------------------------------------------------------------
+
+struct TieredDLRM::Impl {
+  tmp::SparseOptimizer sparse;
+  std::vector<std::unique_ptr<tmp::SparseOptimizerState>> states;
+  std::vector<std::unique_ptr<tmp::UpdateWorkspace>> workspaces;
+  std::vector<std::unique_ptr<ElementwiseAdagrad>> adagrad;
+  std::vector<float> ones;  // --weighted-pooling fixed
+  std::vector<Bags> bags;   // the step's bags (weights filled in)
+};
+
+TieredDLRM::TieredDLRM(const DLRMConfig& config) : config_(config), impl_(std::make_unique<Impl>()) {
+  validate(config_);
+  const int64_t d = config_.arch_sparse_feature_size;
+  const auto rows = config_.table_rows();
+  const std::size_t row_bytes = static_cast<std::size_t>(d) * elem_size(config_.emb_dtype);
+
+  // Placement (TEMPORARY until embeddings/policy.h lands: tables in DRAM while they fit the
+  // budget, the rest simple tables in the slow tier; `simple` puts every table in the slow tier).
+  std::vector<bool> in_fast(rows.size(), false);
+  std::size_t fast_left = config_.fast_budget, slow_bytes = 0;
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    const std::size_t bytes = static_cast<std::size_t>(rows[k]) * row_bytes;
+    if (config_.emb_policy != "simple" && bytes + kHeapSlackPerTable <= fast_left) {
+      in_fast[k] = true;
+      fast_left -= bytes + kHeapSlackPerTable;
+    } else {
+      slow_bytes += bytes + kHeapSlackPerTable;
+    }
+  }
+  tiers_ = std::make_unique<EmbeddingTiers>(config_.fast_budget, slow_bytes, config_.slow_dir, config_.slow_tier_model);
+
+  Generator gen(static_cast<uint64_t>(config_.numpy_rand_seed));
+  const int64_t bpr = (d + 3) / 4;
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    memory::Heap* heap = in_fast[k] ? static_cast<memory::Heap*>(&tiers_->fast()) : tiers_->slow();
+    auto t = std::make_unique<SimpleTable>(rows[k], d, config_.emb_dtype, TableMemory{heap, &tiers_->throttle()});
+    t->set_name("table " + std::to_string(k));
+    init_uniform(*t, gen.reserve(static_cast<uint64_t>(rows[k] * bpr)), bpr,
+                 static_cast<float>(std::sqrt(1.0 / static_cast<double>(rows[k]))));
+    t->reset_counters();
+    tables_.push_back(std::move(t));
+  }
+  tiers_->throttle().reset_counters();
+
+  // The MLPs, registered under the reference's names.
+  dense_ = std::make_shared<nn::Module>("DLRM");
+  std::vector<int64_t> top{config_.interaction_width()};
+  top.insert(top.end(), config_.arch_mlp_top.begin(), config_.arch_mlp_top.end());
+  bot_ = dense_->register_module("bot_l", nn::zoo::reference_mlp(config_.arch_mlp_bot, false, &gen));
+  top_ = dense_->register_module("top_l", nn::zoo::reference_mlp(top, true, &gen));
+
+  const auto params = dense_->parameters();
+  const float lr = static_cast<float>(config_.learning_rate);
+  switch (config_.optimizer) {
+    case OptimizerKind::SGD: {
+      optim::SGDOptions o;
+      o.lr = config_.learning_rate;
+      dense_opt_ = std::make_unique<optim::SGD>(params, o);
+      impl_->sparse = {tmp::SparseOptimizer::Kind::SGD, lr, 1e-10f, 0.0f};
+      break;
+    }
+    case OptimizerKind::RowWiseAdagrad:
+    case OptimizerKind::Adagrad: {
+      optim::AdagradOptions o;
+      o.lr = config_.learning_rate;
+      o.eps = 1e-10;
+      dense_opt_ = std::make_unique<optim::Adagrad>(params, o);
+      impl_->sparse = {tmp::SparseOptimizer::Kind::RowWiseAdagrad, lr, 1e-10f, 0.0f};
+      break;
+    }
+  }
+  for (auto& t : tables_) {
+    if (config_.optimizer == OptimizerKind::Adagrad) {
+      impl_->adagrad.push_back(std::make_unique<ElementwiseAdagrad>(*t, 1e-10f));
+    } else {
+      impl_->states.push_back(std::make_unique<tmp::SparseOptimizerState>(*t, impl_->sparse));
+      impl_->workspaces.push_back(std::make_unique<tmp::UpdateWorkspace>());
+    }
+  }
+}
+
+TieredDLRM::~TieredDLRM() = default;
+
+Table& TieredDLRM::table(int64_t k) {
+  STRATA_CHECK(k >= 0 && k < num_tables(), "TieredDLRM: table ", k, " does not exist (", num_tables(), " tables)");
+  return *tables_[static_cast<std::size_t>(k)];
+}
+
+double TieredDLRM::next_learning_rate() const { return scheduled_lr(config_, steps_ + 1); }
+
+void TieredDLRM::check_batch(std::span<const float> dense, std::span<const Bags> bags, int64_t batch) const {
+  STRATA_CHECK(batch >= 1, "DLRM: the batch is empty (", bags.empty() ? 0 : bags[0].batch(), " bags)");
+  STRATA_CHECK(static_cast<int64_t>(bags.size()) == num_tables(), "DLRM: expected bags for ", num_tables(),
+               " tables, got ", bags.size());
+  STRATA_CHECK(static_cast<int64_t>(dense.size()) == batch * dense_features(), "DLRM: expected dense features [",
+               batch, ", ", dense_features(), "] (", batch * dense_features(), " floats), got ", dense.size(),
+               " floats");
+  for (std::size_t k = 0; k < bags.size(); ++k)
+    STRATA_CHECK(bags[k].batch() == batch, "DLRM: table ", k, ": expected ", batch, " bags (one per sample; ",
+                 batch + 1, " offsets), got ", bags[k].offsets.size(), " offsets");
+  for (std::size_t k = 0; k < bags.size(); ++k)
+    STRATA_CHECK(bags[k].weights.empty() || bags[k].weights.size() == bags[k].indices.size(), "DLRM: table ", k,
+                 ": ", bags[k].weights.size(), " per-sample weights for ", bags[k].indices.size(), " indices");
+}
+
+Tensor TieredDLRM::run_forward(std::span<const float> dense, std::span<const Bags> bags_in, bool training,
+                               std::vector<Tensor>& feats) {
+  const int64_t batch = bags_in.empty() ? 0 : bags_in[0].batch();
+  check_batch(dense, bags_in, batch);
+  const int64_t d = feature_size();
+  const int64_t nt = num_tables();
+
+  // Bags with --weighted-pooling fixed weights filled in.
+  auto& bags = impl_->bags;
+  bags.assign(bags_in.begin(), bags_in.end());
+  if (config_.weighted_pooling == WeightedPooling::Fixed) {
+    std::size_t most = 0;
+    for (const Bags& b : bags) most = std::max(most, b.indices.size());
+    if (impl_->ones.size() < most) impl_->ones.assign(most, 1.0f);
+    for (Bags& b : bags)
+      if (b.weights.empty()) b.weights = std::span<const float>(impl_->ones.data(), b.indices.size());
+  }
+
+  auto t0 = Clock::now();
+  Tensor x_in = empty({batch, dense_features()});
+  {
+    PinSet pins;
+    pins.add(x_in, AccessMode::Write).acquire();
+    std::memcpy(x_in.data_ptr(), dense.data(), dense.size_bytes());
+  }
+  Tensor x = apply_mlp(*bot_, x_in, false);
+  times_.bottom_mlp += seconds_since(t0);
+
+  t0 = Clock::now();
+  if (!emb_out_.defined() || emb_out_.sizes()[1] != batch) emb_out_ = empty({nt, batch, d});
+  PinSet out_pins;
+  out_pins.add(emb_out_, AccessMode::Write).acquire();
+  std::vector<Table*> tables;
+  std::vector<OutputSlice> outs;
+  for (int64_t k = 0; k < nt; ++k) {
+    tables.push_back(tables_[static_cast<std::size_t>(k)].get());
+    outs.push_back({static_cast<float*>(emb_out_.data_ptr()) + k * batch * d, d});
+  }
+  tmp::lookup_ensemble(tables, bags, Pooling::Sum, outs);
+  out_pins.release();
+  for (const Bags& b : bags) rows_looked_up_ += b.indices.size();
+  times_.lookup += seconds_since(t0);
+
+  t0 = Clock::now();
+  feats.clear();
+  feats.push_back(x);
+  for (int64_t k = 0; k < nt; ++k) {
+    Tensor e = emb_out_.select(0, k);
+    if (training) e.set_requires_grad(true);
+    feats.push_back(e);
+  }
+  Tensor r = config_.arch_interaction_op == InteractionOp::Dot ? dot_interaction(feats, config_.arch_interaction_itself)
+                                                                : cat(feats, 1);
+  times_.interaction += seconds_since(t0);
+
+  t0 = Clock::now();
+  Tensor z = apply_mlp(*top_, r, true);
+  if (config_.loss_threshold > 0.0 && config_.loss_threshold < 1.0)
+    z = clamp(z, config_.loss_threshold, 1.0 - config_.loss_threshold);
+  times_.top_mlp += seconds_since(t0);
+  return z;
+}
+
+Tensor TieredDLRM::compute_loss(const Tensor& z, std::span<const float> targets) {
+  const int64_t batch = z.sizes()[0];
+  STRATA_CHECK(static_cast<int64_t>(targets.size()) == batch, "DLRM: expected ", batch, " targets, got ",
+               targets.size());
+  Tensor t = empty({batch, 1});
+  PinSet pins;
+  pins.add(t, AccessMode::Write);
+  Tensor w;
+  if (config_.loss_function == LossFunction::WBCE) {
+    w = empty({batch, 1});
+    pins.add(w, AccessMode::Write);
+  }
+  pins.acquire();
+  std::memcpy(t.data_ptr(), targets.data(), targets.size_bytes());
+  switch (config_.loss_function) {
+    case LossFunction::MSE: pins.release(); return mse_loss(z, t);
+    case LossFunction::BCE: pins.release(); return binary_cross_entropy(z, t);
+    case LossFunction::WBCE: {
+      // The reference: loss_ws[T.long()] · BCE(z, T), averaged.
+      float* wp = w.data<float>();
+      const auto& lw = config_.loss_weights;
+      for (int64_t b = 0; b < batch; ++b) {
+        const auto cls = static_cast<int64_t>(targets[b]);
+        STRATA_CHECK(cls >= 0 && cls < static_cast<int64_t>(lw.size()), "DLRM: wbce: target ", targets[b],
+                     " of sample ", b, " has no --loss-weights entry (", lw.size(), " weights)");
+        wp[b] = static_cast<float>(lw[static_cast<std::size_t>(cls)]);
+      }
+      pins.release();
+      return binary_cross_entropy(z, t, w);
+    }
+  }
+  return {};
+}
+
+float TieredDLRM::train_step(std::span<const float> dense, std::span<const Bags> bags, std::span<const float> targets) {
+  std::vector<Tensor> feats;
+  Tensor z = run_forward(dense, bags, true, feats);
+  auto t0 = Clock::now();
+  Tensor loss = compute_loss(z, targets);
+  times_.top_mlp += seconds_since(t0);
+
+  t0 = Clock::now();
+  dense_->zero_grad();
+  loss.backward();
+  times_.backward += seconds_since(t0);
+
+  t0 = Clock::now();
+  const double lr = next_learning_rate();
+  for (auto& g : dense_opt_->param_groups()) g.options["lr"] = lr;
+  dense_opt_->step();
+  const int64_t nt = num_tables();
+  std::vector<Table*> tables;
+  std::vector<OutputSlice> grads;
+  std::vector<Tensor> keep;
+  PinSet grad_pins;
+  for (int64_t k = 0; k < nt; ++k) {
+    tables.push_back(tables_[static_cast<std::size_t>(k)].get());
+    Tensor g = feats[static_cast<std::size_t>(k + 1)].grad();
+    STRATA_ASSERT(g.defined() && g.dim() == 2, "DLRM: table ", k, " received no gradient");
+    if (g.stride(1) != 1) g = g.contiguous();
+    keep.push_back(g);
+    grad_pins.add(g, AccessMode::Read);
+  }
+  grad_pins.acquire();
+  for (const Tensor& g : keep) grads.push_back({static_cast<float*>(g.data_ptr()), g.stride(0)});
+  if (config_.optimizer == OptimizerKind::Adagrad) {
+    for (int64_t k = 0; k < nt; ++k)
+      rows_updated_ += static_cast<std::uint64_t>(impl_->adagrad[static_cast<std::size_t>(k)]->update(
+          *tables[k], impl_->bags[static_cast<std::size_t>(k)], Pooling::Sum, grads[k], static_cast<float>(lr)));
+  } else {
+    impl_->sparse.lr = static_cast<float>(lr);
+    std::vector<tmp::SparseOptimizerState*> states;
+    std::vector<tmp::UpdateWorkspace*> ws;
+    for (auto& s : impl_->states) states.push_back(s.get());
+    for (auto& w : impl_->workspaces) ws.push_back(w.get());
+    tmp::update_ensemble(tables, impl_->bags, Pooling::Sum, grads, impl_->sparse, states, ws);
+    for (auto* w : ws) rows_updated_ += static_cast<std::uint64_t>(w->last_unique_rows());
+  }
+  ++steps_;
+  times_.update += seconds_since(t0);
+  ++times_.steps;
+  return loss.item<float>();
+}
+
+Tensor TieredDLRM::forward(std::span<const float> dense, std::span<const Bags> bags) {
+  autograd::NoGradGuard no_grad;
+  std::vector<Tensor> feats;
+  return run_forward(dense, bags, false, feats);
+}
+
+float TieredDLRM::evaluate(std::span<const float> dense, std::span<const Bags> bags, std::span<const float> targets) {
+  autograd::NoGradGuard no_grad;
+  std::vector<Tensor> feats;
+  Tensor z = run_forward(dense, bags, false, feats);
+  ++times_.steps;
+  return compute_loss(z, targets).item<float>();
+}
+
+StateDict TieredDLRM::state_dict() const { return dense_->state_dict(); }
+
+void TieredDLRM::load_state_dict(const StateDict& state) { dense_->load_state_dict(state, true); }
+
+DLRMTierCounters TieredDLRM::counters() const {
+  DLRMTierCounters c;
+  c.rows_looked_up = rows_looked_up_;
+  c.rows_updated = rows_updated_;
+  for (const auto& t : tables_) {
+    const TableCounters tc = t->counters();
+    c.slow_bytes_read += tc.slow_bytes_read;
+    c.slow_bytes_written += tc.slow_bytes_written;
+  }
+  const std::uint64_t row = static_cast<std::uint64_t>(feature_size()) * elem_size(config_.emb_dtype);
+  const std::uint64_t read = (rows_looked_up_ + rows_updated_) * row, written = rows_updated_ * row;
+  c.fast_bytes_read = read > c.slow_bytes_read ? read - c.slow_bytes_read : 0;
+  c.fast_bytes_written = written > c.slow_bytes_written ? written - c.slow_bytes_written : 0;
+  c.throttle = tiers_->throttle().counters();
+  return c;
+}
+
+void TieredDLRM::reset_stats() {
+  times_ = {};
+  rows_looked_up_ = rows_updated_ = 0;
+  for (auto& t : tables_) t->reset_counters();
+  tiers_->throttle().reset_counters();
+}
+
+std::string TieredDLRM::describe_tables() const {
+  std::ostringstream os;
+  for (const auto& t : tables_) {
+    const auto* s = dynamic_cast<const SimpleTable*>(t.get());
+    os << "  " << t->name() << ": " << t->nvectors() << " rows x " << t->featuresize() << " " << elem_name(t->elem_type())
+       << " (" << format_bytes(static_cast<double>(t->nvectors()) * static_cast<double>(t->row_bytes())) << "), "
+       << t->kind() << ", " << (s != nullptr && s->slow() ? "slow tier" : "DRAM") << "\n";
+  }
+  return os.str();
+}
+
+// ---- checkpoints ------------------------------------------------------------------------------------
+
+namespace {
+
+constexpr const char* kFormat = "strata-dlrm";
+constexpr const char* kFormatVersion = "1";
+
+CheckpointMetadata arch_metadata(const DLRMConfig& c, const std::vector<int64_t>& rows) {
+  return {{"format", kFormat},
+          {"format_version", kFormatVersion},
+          {"arch_embedding_size", join(rows)},
+          {"arch_sparse_feature_size", std::to_string(c.arch_sparse_feature_size)},
+          {"arch_mlp_bot", join(c.arch_mlp_bot)},
+          {"arch_mlp_top", join(c.arch_mlp_top)},
+          {"arch_interaction_op", to_string(c.arch_interaction_op)},
+          {"arch_interaction_itself", c.arch_interaction_itself ? "1" : "0"},
+          {"optimizer", to_string(c.optimizer)},
+          {"emb_dtype", elem_name(c.emb_dtype)}};
+}
+
+const std::string* meta_find(const CheckpointMetadata& m, const std::string& key) {
+  for (const auto& [k, v] : m)
+    if (k == key) return &v;
+  return nullptr;
+}
+
+}  // namespace
+
+void TieredDLRM::save(const std::string& path, const CheckpointMetadata& extra) {
+  std::vector<int64_t> rows;
+  for (const auto& t : tables_) rows.push_back(t->nvectors());
+  StateDict model = state_dict();
+  const int64_t d = feature_size();
+  for (std::size_t k = 0; k < tables_.size(); ++k) {
+    Tensor w = empty({tables_[k]->nvectors(), d});
+    tables_[k]->copy_to(w.data<float>());
+    model.emplace_back("emb_l." + std::to_string(k) + ".weight", w);
+  }
+  StateDict opt;
+  for (auto& [k, v] : dense_opt_->state_dict()) opt.emplace_back("dense." + k, v);
+  for (std::size_t k = 0; k < tables_.size(); ++k) {
+    const std::string key = "sparse." + std::to_string(k) + ".sum";
+    if (config_.optimizer == OptimizerKind::Adagrad) {
+      auto& s = impl_->adagrad[k]->sum();
+      Tensor t = empty({tables_[k]->nvectors(), d});
+      std::memcpy(t.data_ptr(), s.data(), s.size() * sizeof(float));
+      opt.emplace_back(key, t);
+    } else if (config_.optimizer == OptimizerKind::RowWiseAdagrad) {
+      auto acc = impl_->states[k]->accumulators();
+      Tensor t = empty({static_cast<int64_t>(acc.size())});
+      std::memcpy(t.data_ptr(), acc.data(), acc.size() * sizeof(float));
+      opt.emplace_back(key, t);
+    }
+  }
+  CheckpointMetadata meta = arch_metadata(config_, rows);
+  meta.emplace_back("steps", std::to_string(steps_));
+  meta.insert(meta.end(), extra.begin(), extra.end());
+  save_checkpoint(path, model, opt, meta);
+}
+
+CheckpointMetadata TieredDLRM::load(const std::string& path) {
+  const Checkpoint ck = load_checkpoint(path);
+  const std::string* fmt = meta_find(ck.metadata, "format");
+  STRATA_CHECK(fmt != nullptr && *fmt == kFormat, "DLRM load ", path, ": not a strata-dlrm checkpoint (format '",
+               fmt ? *fmt : std::string("none"), "')");
+  const std::string* ver = meta_find(ck.metadata, "format_version");
+  STRATA_CHECK(ver != nullptr && *ver == kFormatVersion, "DLRM load ", path, ": format version ",
+               ver ? *ver : std::string("none"), " is not supported (this build reads version ", kFormatVersion, ")");
+  std::vector<int64_t> rows;
+  for (const auto& t : tables_) rows.push_back(t->nvectors());
+  for (const auto& [key, want] : arch_metadata(config_, rows)) {
+    if (key == "emb_dtype") continue;  // tables are stored in f32 and converted
+    const std::string* got = meta_find(ck.metadata, key);
+    STRATA_CHECK(got != nullptr && *got == want, "DLRM load ", path, ": the checkpoint's ", key, " is '",
+                 got ? *got : std::string("missing"), "' but this model's is '", want, "'");
+  }
+  // Validate every table tensor and sparse state before changing anything.
+  const int64_t d = feature_size();
+  std::vector<const Tensor*> weights, sums;
+  for (std::size_t k = 0; k < tables_.size(); ++k) {
+    const std::string key = "emb_l." + std::to_string(k) + ".weight";
+    const Tensor& w = state_at(ck.model, key, "DLRM checkpoint " + path);
+    const Dims want_w{tables_[k]->nvectors(), d};
+    STRATA_CHECK(w.dtype() == DType::f32 && w.sizes() == want_w, "DLRM load ", path, ": ",
+                 key, " is ", w.describe(), ", expected f32 [", tables_[k]->nvectors(), ", ", d, "]");
+    weights.push_back(&w);
+    if (config_.optimizer != OptimizerKind::SGD) {
+      const std::string skey = "sparse." + std::to_string(k) + ".sum";
+      const Tensor& s = state_at(ck.optimizer, skey, "DLRM checkpoint " + path);
+      const Dims want = config_.optimizer == OptimizerKind::Adagrad ? Dims{tables_[k]->nvectors(), d}
+                                                                      : Dims{tables_[k]->nvectors()};
+      STRATA_CHECK(s.dtype() == DType::f32 && s.sizes() == want, "DLRM load ", path, ": ", skey, " is ", s.describe(),
+                   ", expected f32 ", want);
+      sums.push_back(&s);
+    }
+  }
+  StateDict dense_model, dense_opt;
+  for (const auto& [k, v] : ck.model)
+    if (k.rfind("emb_l.", 0) != 0) dense_model.emplace_back(k, v);
+  for (const auto& [k, v] : ck.optimizer)
+    if (k.rfind("dense.", 0) == 0) dense_opt.emplace_back(k.substr(6), v);
+  dense_->load_state_dict(dense_model, true);
+  dense_opt_->load_state_dict(dense_opt);
+  for (std::size_t k = 0; k < tables_.size(); ++k) {
+    tables_[k]->copy_from(weights[k]->contiguous().data<float>());
+    if (config_.optimizer == OptimizerKind::Adagrad) {
+      auto& s = impl_->adagrad[k]->sum();
+      std::memcpy(s.data(), sums[k]->contiguous().data_ptr(), s.size() * sizeof(float));
+    } else if (config_.optimizer == OptimizerKind::RowWiseAdagrad) {
+      auto acc = impl_->states[k]->accumulators();
+      std::memcpy(acc.data(), sums[k]->contiguous().data_ptr(), acc.size() * sizeof(float));
+    }
+  }
+  if (const std::string* s = meta_find(ck.metadata, "steps")) steps_ = std::strtoll(s->c_str(), nullptr, 10);
+  return ck.metadata;
+}
+
+}  // namespace strata::emb
