@@ -383,6 +383,15 @@ int64_t DLRMConfig::batches_per_epoch() const {
   return (data_size + mini_batch_size - 1) / mini_batch_size;
 }
 
+std::string DLRMConfig::trace_file(int64_t k) const {
+  const std::size_t slash = data_trace_file.rfind('/');
+  const std::size_t start = slash == std::string::npos ? 0 : slash + 1;
+  std::string out = data_trace_file.substr(0, start);
+  for (std::size_t i = start; i < data_trace_file.size(); ++i)
+    out += data_trace_file[i] == 'j' ? std::to_string(k) : std::string(1, data_trace_file[i]);
+  return out;
+}
+
 std::vector<std::string> dlrm_preset_names() { return {"tiny", "random-bench", "kaggle", "mlperf40M", "default"}; }
 
 void apply_dlrm_preset(DLRMConfig& c, std::string_view name) {
@@ -556,6 +565,12 @@ void validate(const DLRMConfig& c) {
       if (!path.empty())
         STRATA_CHECK(std::filesystem::is_regular_file(path), flag, ": cannot open '", path, "' (no such file)");
   }
+  if (c.data_generation == DataGeneration::Synthetic)
+    for (std::size_t k = 0; k < c.arch_embedding_size.size(); ++k) {
+      const std::string path = c.trace_file(static_cast<int64_t>(k));
+      STRATA_CHECK(std::filesystem::is_regular_file(path), "--data-trace-file: table ", k, ": cannot open '", path,
+                   "' (no such file; 'j' in the file name stands for the table number)");
+    }
   for (const auto& [flag, path] : {std::pair<const char*, const std::string&>{"--save-model", c.save_model},
                                    {"--load-model", c.load_model}})
     if (!path.empty()) STRATA_CHECK(!std::filesystem::is_directory(path), flag, ": '", path, "' is a directory");

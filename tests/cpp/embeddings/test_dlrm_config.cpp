@@ -193,7 +193,6 @@ TEST(DLRMConfig, OptimizersLossesAndGenerators) {
   EXPECT_EQ(parse({"--optimizer", "adagrad"}).optimizer, OptimizerKind::Adagrad);
   EXPECT_EQ(parse({"--loss-function", "bce"}).loss_function, LossFunction::BCE);
   EXPECT_EQ(parse({"--loss-function", "mse"}).loss_function, LossFunction::MSE);
-  EXPECT_EQ(parse({"--data-generation", "synthetic"}).data_generation, DataGeneration::Synthetic);
   EXPECT_EQ(parse({"--data-generation", "random"}).data_generation, DataGeneration::Random);
   EXPECT_EQ(parse({"--slow-tier-model", "off"}).slow_tier_model.mode, SlowTierModelSpec::Mode::Off);
   EXPECT_EQ(parse({"--slow-tier-model", "default"}).slow_tier_model.mode, SlowTierModelSpec::Mode::Default);
@@ -341,6 +340,25 @@ TEST(DLRMConfig, MissingFilesNameTheFlag) {
   EXPECT_THAT(parse_error({"--data-generation", "dataset", "--arch-mlp-bot", "13-2", "--processed-data-file",
                            "/no/such.bin"}),
               HasSubstr("--processed-data-file: cannot open '/no/such.bin' (no such file)"));
+}
+
+TEST(DLRMConfig, TraceFilesPerTable) {
+  DLRMConfig c;
+  c.data_trace_file = "./input/dist_emb_j.log";
+  EXPECT_EQ(c.trace_file(2), "./input/dist_emb_2.log");
+  c.data_trace_file = "/home/jdoe/trace_j.txt";  // the directory keeps its 'j'
+  EXPECT_EQ(c.trace_file(11), "/home/jdoe/trace_11.txt");
+  EXPECT_THAT(parse_error({"--data-generation", "synthetic", "--data-trace-file", "/no/such/dist_emb_j.log"}),
+              HasSubstr("--data-trace-file: table 0: cannot open '/no/such/dist_emb_0.log' (no such file"));
+  const auto dir = std::filesystem::temp_directory_path() / "strata_dlrm_trace_test";
+  std::filesystem::create_directories(dir);
+  for (int k : {0, 1}) std::ofstream(dir / ("t_" + std::to_string(k) + ".log")) << "1\n1\n1\n";
+  EXPECT_THAT(parse_error({"--data-generation", "synthetic", "--data-trace-file", (dir / "t_j.log").string()}),
+              HasSubstr("--data-trace-file: table 2: cannot open"));
+  std::ofstream(dir / "t_2.log") << "1\n1\n1\n";
+  EXPECT_EQ(parse({"--data-generation", "synthetic", "--data-trace-file", (dir / "t_j.log").string()}).data_generation,
+            DataGeneration::Synthetic);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(DLRMConfig, UnknownMissingAndRefusedFlags) {
