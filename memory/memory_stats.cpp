@@ -565,6 +565,10 @@ void MemoryStats::reset() {
   direct_write_bytes_.store(0);
 }
 
+void MemoryStats::reset_peaks() {
+  for (Heap* h : {&fast_, &slow_}) h->peak.store(h->current.load());
+}
+
 std::string MemoryStats::to_json() const {
   const MemoryStatsSnapshot s = snapshot();
   const std::string mode = slow_tier_mode();

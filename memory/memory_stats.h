@@ -207,6 +207,9 @@ class MemoryStats {
   /// Zeroes the event counters and sets each heap's peak to its current occupancy. Current
   /// occupancy is kept (live objects are still live). The timeline is not touched (see clear()).
   void reset();
+  /// Sets each heap's peak to its current occupancy, leaving every other counter as it is (like
+  /// torch.cuda.reset_peak_memory_stats).
+  void reset_peaks();
 
   /// The snapshot as a JSON object:
   /// `{"moved_to_slow":{"count":..,"bytes":..}, "moved_to_fast":{..}, "copies_elided":{..},

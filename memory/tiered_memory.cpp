@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -310,10 +311,37 @@ std::string_view where(const Storage& storage) {
   return fast ? "fast" : "slow";
 }
 
+namespace {
+
+// The process-wide instance. Never destroyed: tensors held by static objects may outlive any
+// destruction order. Created once, under the mutex; read lock-free afterwards.
+std::atomic<TieredMemory*> g_instance{nullptr};
+std::mutex g_instance_mutex;
+
+}  // namespace
+
 TieredMemory& tiered_memory() {
-  // Never destroyed: tensors held by static objects may outlive any destruction order.
-  static TieredMemory* instance = new TieredMemory(TieredConfig::from_env());
-  return *instance;
+  if (TieredMemory* m = g_instance.load(std::memory_order_acquire)) return *m;
+  std::lock_guard<std::mutex> lock(g_instance_mutex);
+  TieredMemory* m = g_instance.load(std::memory_order_relaxed);
+  if (m == nullptr) {
+    m = new TieredMemory(TieredConfig::from_env());
+    g_instance.store(m, std::memory_order_release);
+  }
+  return *m;
+}
+
+bool tiered_memory_created() { return g_instance.load(std::memory_order_acquire) != nullptr; }
+
+TieredMemory& configure_tiered_memory(const TieredConfig& config) {
+  std::lock_guard<std::mutex> lock(g_instance_mutex);
+  STRATA_CHECK(g_instance.load(std::memory_order_relaxed) == nullptr,
+               "tiered memory: already created (by the first tensor or an earlier configuration) with ",
+               g_instance.load(std::memory_order_relaxed)->config().describe(),
+               "; configure it before the first tensor is allocated");
+  auto* m = new TieredMemory(config);
+  g_instance.store(m, std::memory_order_release);
+  return *m;
 }
 
 }  // namespace strata::memory

@@ -99,8 +99,16 @@ class TieredMemory final : public Allocator {
   Mover mover_;  // last: drained and joined first, while the manager still exists
 };
 
-/// The process-wide tiered memory, created from TieredConfig::from_env() on first use.
+/// The process-wide tiered memory, created from TieredConfig::from_env() on first use (unless
+/// configure_tiered_memory() created it before).
 TieredMemory& tiered_memory();
+/// True once the process-wide tiered memory exists (after the first tiered allocation, a call of
+/// tiered_memory(), or configure_tiered_memory()). It is never destroyed.
+bool tiered_memory_created();
+/// Creates the process-wide tiered memory now with `config` instead of the environment's. Throws
+/// strata::Error when it already exists (it cannot be rebuilt under live tensors), or when
+/// `config` is invalid or its heaps cannot be created (it then stays uncreated).
+TieredMemory& configure_tiered_memory(const TieredConfig& config);
 
 /// Where a storage's bytes are now: "fast" or "slow" for a tiered object, "dram" for any other
 /// allocation (plain DRAM, a NumPy buffer), "none" for an undefined storage. Waits for a migration

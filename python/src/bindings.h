@@ -110,5 +110,6 @@ Tensor to_diff(const Tensor& t, DType dtype, bool copy);
 /// (Strata limitation) one on a differentiable view of a tensor that requires grad.
 void check_inplace(const Tensor& self, const char* op);
 void init_optim(py::module_& m);
+void init_memory(py::module_& m);  // strata._C._memory (memory_bindings.cpp)
 
 }  // namespace strata::python

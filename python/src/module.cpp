@@ -49,6 +49,7 @@ PYBIND11_MODULE(_C, m) {
   init_autograd(m);
   init_ops(m);
   init_optim(m);
+  init_memory(m);
   init_runtime(m);
   init_nn(m);
   init_checkpoint(m);

@@ -113,6 +113,7 @@ from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  #
 from .checkpoint import load_checkpoint, save_checkpoint  # noqa: E402
 from . import models  # noqa: E402
 from . import optim  # noqa: E402
+from . import memory  # noqa: E402
 
 __version__ = "0.1.0"
 

@@ -10,6 +10,7 @@
 #include <functional>
 
 #include "core/error.h"
+#include "tests/cpp/error_text.h"
 #include "core/factories.h"
 #include "models/container.h"
 #include "models/linear.h"
@@ -20,20 +21,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
-
-#define EXPECT_ERROR_HAS(stmt, text)                                      \
-  do {                                                                    \
-    const std::string msg_ = error_of([&] { stmt; });                     \
-    EXPECT_NE(msg_.find(text), std::string::npos) << "message: " << msg_; \
-  } while (0)
+using testing_util::error_of;
 
 class CheckpointTest : public ::testing::Test {
  protected:

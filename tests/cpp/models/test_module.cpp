@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "core/error.h"
+#include "tests/cpp/error_text.h"
 #include "core/factories.h"
 #include "models/activation.h"
 #include "models/container.h"
@@ -18,20 +19,7 @@
 namespace strata::nn {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
-
-#define EXPECT_ERROR_HAS(stmt, text)                                                  \
-  do {                                                                                \
-    const std::string msg_ = error_of([&] { stmt; });                                 \
-    EXPECT_NE(msg_.find(text), std::string::npos) << "message: " << msg_;             \
-  } while (0)
+using testing_util::error_of;
 
 std::vector<std::string> keys_of(const StateDict& d) {
   std::vector<std::string> out;
