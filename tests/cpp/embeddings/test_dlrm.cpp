@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "tests/cpp/error_text.h"
 #include "core/factories.h"
 #include "core/pin_set.h"
 #include "embeddings/dlrm.h"
@@ -29,15 +30,6 @@ using namespace strata::emb;
 using ::testing::HasSubstr;
 
 namespace {
-
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 std::vector<float> values(const Tensor& t) {
   Tensor c = t.contiguous();
@@ -356,16 +348,16 @@ TEST(TieredDLRM, LoadRefusesOtherArchitecturesAndFiles) {
   a.save(path);
   TieredDLRM other(config({"--arch-embedding-size", "10-7-6"}));
   const auto before = table_values(other, 2);
-  EXPECT_THAT(message_of([&] { other.load(path); }),
+  EXPECT_THAT(testing_util::error_of([&] { other.load(path); }),
               HasSubstr("the checkpoint's arch_embedding_size is '10-7-5' but this model's is '10-7-6'"));
   EXPECT_EQ(table_values(other, 2), before);
   TieredDLRM ada(config({"--optimizer", "adagrad"}));
-  EXPECT_THAT(message_of([&] { ada.load(path); }), HasSubstr("the checkpoint's optimizer is 'sgd' but this model's is 'adagrad'"));
-  EXPECT_THAT(message_of([&] { a.load((dir / "missing.ckpt").string()); }), HasSubstr("missing.ckpt"));
+  EXPECT_THAT(testing_util::error_of([&] { ada.load(path); }), HasSubstr("the checkpoint's optimizer is 'sgd' but this model's is 'adagrad'"));
+  EXPECT_THAT(testing_util::error_of([&] { a.load((dir / "missing.ckpt").string()); }), HasSubstr("missing.ckpt"));
   std::FILE* f = std::fopen((dir / "junk.ckpt").c_str(), "wb");
   std::fputs("not a checkpoint at all", f);
   std::fclose(f);
-  EXPECT_THAT(message_of([&] { a.load((dir / "junk.ckpt").string()); }), HasSubstr("junk.ckpt"));
+  EXPECT_THAT(testing_util::error_of([&] { a.load((dir / "junk.ckpt").string()); }), HasSubstr("junk.ckpt"));
   std::filesystem::remove_all(dir);
 }
 
@@ -375,10 +367,10 @@ TEST(TieredDLRM, BadIndicesNameTheTableAndRowAndChangeNothing) {
   const auto t2 = table_values(m, 2);
   const auto w = values(m.state_dict()[0].second);
   batch.idx[2][1] = 5;  // table 2 has 5 rows
-  EXPECT_THAT(message_of([&] { m.train_step(batch.dense, batch.bags(), batch.targets); }),
+  EXPECT_THAT(testing_util::error_of([&] { m.train_step(batch.dense, batch.bags(), batch.targets); }),
               AllOf(HasSubstr("table 2"), HasSubstr("row 5 is out of range [0, 5)")));
   batch.idx[2][1] = -1;
-  EXPECT_THAT(message_of([&] { m.train_step(batch.dense, batch.bags(), batch.targets); }),
+  EXPECT_THAT(testing_util::error_of([&] { m.train_step(batch.dense, batch.bags(), batch.targets); }),
               AllOf(HasSubstr("table 2"), HasSubstr("row -1")));
   EXPECT_EQ(table_values(m, 2), t2);
   EXPECT_EQ(values(m.state_dict()[0].second), w);
@@ -389,21 +381,21 @@ TEST(TieredDLRM, BadShapesAreNamed) {
   TieredDLRM m(config({}));
   const Batch batch = make_batch(m.config().table_rows(), 3, 5, 4);
   auto bags = batch.bags();
-  EXPECT_THAT(message_of([&] { m.train_step(std::span<const float>(batch.dense).first(14), bags, batch.targets); }),
+  EXPECT_THAT(testing_util::error_of([&] { m.train_step(std::span<const float>(batch.dense).first(14), bags, batch.targets); }),
               HasSubstr("expected dense features [3, 5] (15 floats), got 14 floats"));
-  EXPECT_THAT(message_of([&] { m.train_step(batch.dense, std::span<const Bags>(bags).first(2), batch.targets); }),
+  EXPECT_THAT(testing_util::error_of([&] { m.train_step(batch.dense, std::span<const Bags>(bags).first(2), batch.targets); }),
               HasSubstr("expected bags for 3 tables, got 2"));
-  EXPECT_THAT(message_of([&] { m.train_step(batch.dense, bags, std::span<const float>(batch.targets).first(2)); }),
+  EXPECT_THAT(testing_util::error_of([&] { m.train_step(batch.dense, bags, std::span<const float>(batch.targets).first(2)); }),
               HasSubstr("expected 3 targets, got 2"));
   auto short_bags = bags;
   short_bags[1].offsets = short_bags[1].offsets.first(3);
-  EXPECT_THAT(message_of([&] { m.forward(batch.dense, short_bags); }),
+  EXPECT_THAT(testing_util::error_of([&] { m.forward(batch.dense, short_bags); }),
               HasSubstr("table 1: expected 3 bags (one per sample; 4 offsets), got 3 offsets"));
-  EXPECT_THAT(message_of([&] { m.table(3); }), HasSubstr("table 3 does not exist"));
+  EXPECT_THAT(testing_util::error_of([&] { m.table(3); }), HasSubstr("table 3 does not exist"));
 }
 
 TEST(TieredDLRM, TiersRefuseWhatCannotFit) {
-  EXPECT_THAT(message_of([] { EmbeddingTiers t(std::size_t{1} << 50, 0, "/tmp", {}); }), HasSubstr("--fast-budget"));
-  EXPECT_THAT(message_of([] { EmbeddingTiers t(1 << 20, std::size_t{1} << 60, "/tmp", {}); }),
+  EXPECT_THAT(testing_util::error_of([] { EmbeddingTiers t(std::size_t{1} << 50, 0, "/tmp", {}); }), HasSubstr("--fast-budget"));
+  EXPECT_THAT(testing_util::error_of([] { EmbeddingTiers t(1 << 20, std::size_t{1} << 60, "/tmp", {}); }),
               HasSubstr("--scale-rows: the embedding tables need"));
 }

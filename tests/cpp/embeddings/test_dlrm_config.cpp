@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "tests/cpp/error_text.h"
 #include "embeddings/dlrm_config.h"
 
 using namespace strata;
@@ -18,17 +19,8 @@ using ::testing::HasSubstr;
 
 namespace {
 
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
 std::string parse_error(std::vector<std::string> args) {
-  return message_of([&] { parse_dlrm_args(args); });
+  return testing_util::error_of([&] { parse_dlrm_args(args); });
 }
 
 DLRMConfig parse(std::vector<std::string> args) { return parse_dlrm_args(args); }
