@@ -392,6 +392,17 @@ std::string DLRMConfig::trace_file(int64_t k) const {
   return out;
 }
 
+std::vector<std::string> dlrm_flag_names() {
+  std::vector<std::string> names;
+  for (const auto& [name, flag] : flag_table()) names.push_back(name);
+  return names;
+}
+
+bool dlrm_flag_is_store_true(const std::string& flag) {
+  const auto it = flag_table().find(flag);
+  return it != flag_table().end() && it->second.kind == Flag::Kind::StoreTrue;
+}
+
 std::vector<std::string> dlrm_preset_names() { return {"tiny", "random-bench", "kaggle", "mlperf40M", "default"}; }
 
 void apply_dlrm_preset(DLRMConfig& c, std::string_view name) {

@@ -165,6 +165,11 @@ struct DLRMConfig {
 /// whose message names the flag and what was expected; validates the result (validate()).
 DLRMConfig parse_dlrm_args(const std::vector<std::string>& args);
 
+/// Every flag parse_dlrm_args knows (accepted or refused), with its leading dashes.
+std::vector<std::string> dlrm_flag_names();
+/// Whether `flag` is a store-true flag (takes no value).
+bool dlrm_flag_is_store_true(const std::string& flag);
+
 /// The names parse_dlrm_args accepts for --preset.
 std::vector<std::string> dlrm_preset_names();
 /// Applies preset `name` on top of `config` (throws naming --preset and the known names).

@@ -54,4 +54,5 @@ PYBIND11_MODULE(_C, m) {
   init_nn(m);
   init_checkpoint(m);
   init_zoo(m);
+  init_dlrm(m);
 }
