@@ -147,6 +147,7 @@ int run(const DLRMConfig& c) {
   double first_loss = NAN, last_loss = NAN;
   std::vector<double> step_ms;
   model.reset_stats();
+  DLRMPhaseTimes last_phases;  // at the previous progress line (--enable-profiling)
   for (int64_t k = 0; k < c.nepochs; ++k) {
     for (int64_t j = 0; j < nb; ++j) {
       // The last batch of an epoch holds what is left of --data-size (no --num-batches).
@@ -176,6 +177,16 @@ int run(const DLRMConfig& c) {
                     training ? "training" : "inference", static_cast<long long>(j + 1), static_cast<long long>(nb),
                     static_cast<long long>(k), gT, total_loss / static_cast<double>(total_samp),
                     c.print_wall_time ? (" (" + wall_clock() + ")").c_str() : "");
+        if (c.enable_profiling) {
+          const DLRMPhaseTimes& p = model.times();
+          const double n = static_cast<double>(std::max<int64_t>(1, p.steps - last_phases.steps));
+          std::printf("  phases (ms/it): bottom MLP %.3f, lookup %.3f, interaction %.3f, top MLP %.3f, backward %.3f, "
+                      "update %.3f\n",
+                      1e3 * (p.bottom_mlp - last_phases.bottom_mlp) / n, 1e3 * (p.lookup - last_phases.lookup) / n,
+                      1e3 * (p.interaction - last_phases.interaction) / n, 1e3 * (p.top_mlp - last_phases.top_mlp) / n,
+                      1e3 * (p.backward - last_phases.backward) / n, 1e3 * (p.update - last_phases.update) / n);
+          last_phases = p;
+        }
         std::fflush(stdout);
         total_time = 0;
         total_loss = 0;

@@ -112,6 +112,15 @@ TEST(DLRMCli, ReferenceDefaultsRunOneSampleOneBatch) {
   EXPECT_THAT(lines[0], HasSubstr("Finished training it 1/1 of epoch 0"));
 }
 
+TEST(DLRMCli, EnableProfilingPrintsPhasesPerProgressLine) {
+  const Result r = run(kSmall + " --print-freq 2 --enable-profiling");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const std::regex phases(R"(\n  phases \(ms/it\): bottom MLP \d+\.\d{3}, lookup \d+\.\d{3}, interaction \d+\.\d{3}, )"
+                          R"(top MLP \d+\.\d{3}, backward \d+\.\d{3}, update \d+\.\d{3}\n)");
+  EXPECT_EQ(std::distance(std::sregex_iterator(r.out.begin(), r.out.end(), phases), std::sregex_iterator()), 4)
+      << r.out;  // after each of the 3 progress lines, and in the summary
+}
+
 TEST(DLRMCli, InferenceOnly) {
   const Result r = run(kSmall + " --inference-only --print-freq 5");
   ASSERT_EQ(r.status, 0) << r.out;
