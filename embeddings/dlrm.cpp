@@ -35,16 +35,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-std::string format_bytes(double b) {
-  std::ostringstream os;
-  os.precision(3);
-  if (b >= 1e9) os << b / 1e9 << " GB";
-  else if (b >= 1e6) os << b / 1e6 << " MB";
-  else if (b >= 1e3) os << b / 1e3 << " kB";
-  else os << b << " B";
-  return os.str();
-}
-
 std::string join(const std::vector<int64_t>& v) {
   std::ostringstream os;
   for (std::size_t i = 0; i < v.size(); ++i) os << (i ? "-" : "") << v[i];

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
@@ -311,17 +312,6 @@ void split_flag(const std::string& a, std::string& name, std::string& inline_val
   inline_value = has_inline ? a.substr(eq + 1) : std::string();
 }
 
-std::string format_bytes(std::size_t b) {
-  std::ostringstream os;
-  os.precision(3);
-  const double x = static_cast<double>(b);
-  if (x >= 1e9) os << x / 1e9 << " GB";
-  else if (x >= 1e6) os << x / 1e6 << " MB";
-  else if (x >= 1e3) os << x / 1e3 << " kB";
-  else os << b << " B";
-  return os.str();
-}
-
 std::string join(const std::vector<int64_t>& v) {
   std::ostringstream os;
   for (std::size_t i = 0; i < v.size(); ++i) os << (i ? "-" : "") << v[i];
@@ -329,6 +319,15 @@ std::string join(const std::vector<int64_t>& v) {
 }
 
 }  // namespace
+
+std::string format_bytes(double b) {
+  char buf[48];
+  if (b >= double(1ull << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", b / double(1ull << 30));
+  else if (b >= double(1ull << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", b / double(1ull << 20));
+  else if (b >= 1024.0) std::snprintf(buf, sizeof buf, "%.2f KiB", b / 1024.0);
+  else std::snprintf(buf, sizeof buf, "%.0f B", b);
+  return buf;
+}
 
 std::string SlowTierModelSpec::to_string() const {
   if (mode == Mode::Off) return "off";
@@ -652,14 +651,14 @@ std::string describe(const DLRMConfig& c) {
   for (int64_t r : rows) total_rows += r;
   os << "DLRM" << (c.preset.empty() ? "" : " (preset " + c.preset + ")") << ": " << rows.size() << " tables, "
      << total_rows << " rows of d=" << c.arch_sparse_feature_size << " " << elem_name(c.emb_dtype) << " ("
-     << format_bytes(c.table_bytes()) << "), bottom MLP " << join(c.arch_mlp_bot) << ", top MLP "
+     << format_bytes(static_cast<double>(c.table_bytes())) << "), bottom MLP " << join(c.arch_mlp_bot) << ", top MLP "
      << c.interaction_width() << "-" << join(c.arch_mlp_top) << ", " << to_string(c.arch_interaction_op)
      << " interaction; data " << to_string(c.data_generation);
   if (c.data_generation == DataGeneration::Zipf) os << "(alpha " << c.zipf_alpha << ", reuse " << c.reuse << ")";
   os << ", batch " << c.mini_batch_size << ", " << c.num_indices_per_lookup
      << (c.num_indices_per_lookup_fixed ? "" : " max") << " lookups per table; loss " << to_string(c.loss_function)
      << ", optimizer " << to_string(c.optimizer) << " lr " << c.learning_rate << "; embeddings: policy "
-     << c.emb_policy << ", fast budget " << format_bytes(c.fast_budget);
+     << c.emb_policy << ", fast budget " << format_bytes(static_cast<double>(c.fast_budget));
   return os.str();
 }
 

@@ -187,6 +187,9 @@ std::string dlrm_usage();
 /// A one-paragraph description of the run (architecture, data, tiers) for the start of a log.
 std::string describe(const DLRMConfig& config);
 
+/// `bytes` in binary units for reports: "512 B", "1.50 KiB", "64.0 MiB", "1.00 GiB".
+std::string format_bytes(double bytes);
+
 const char* to_string(DataGeneration g);
 const char* to_string(LossFunction l);
 const char* to_string(OptimizerKind o);

@@ -110,15 +110,6 @@ class TmpSource {
 };
 // ---- end TEMPORARY ----
 
-std::string fmt_bytes(double b) {
-  char buf[64];
-  if (b >= 1e9) std::snprintf(buf, sizeof buf, "%.2f GB", b / 1e9);
-  else if (b >= 1e6) std::snprintf(buf, sizeof buf, "%.2f MB", b / 1e6);
-  else if (b >= 1e3) std::snprintf(buf, sizeof buf, "%.2f kB", b / 1e3);
-  else std::snprintf(buf, sizeof buf, "%.0f B", b);
-  return buf;
-}
-
 std::string wall_clock() {
   const std::time_t t = std::time(nullptr);
   char buf[16];
@@ -217,10 +208,10 @@ int run(const DLRMConfig& c) {
   else
     std::printf("  cache hit rate: n/a (no cached table under policy %s)\n", c.emb_policy.c_str());
   std::printf("  bytes moved: fast tier read %s, written %s; slow tier read %s, written %s\n",
-              fmt_bytes(static_cast<double>(cnt.fast_bytes_read)).c_str(),
-              fmt_bytes(static_cast<double>(cnt.fast_bytes_written)).c_str(),
-              fmt_bytes(static_cast<double>(cnt.slow_bytes_read)).c_str(),
-              fmt_bytes(static_cast<double>(cnt.slow_bytes_written)).c_str());
+              format_bytes(static_cast<double>(cnt.fast_bytes_read)).c_str(),
+              format_bytes(static_cast<double>(cnt.fast_bytes_written)).c_str(),
+              format_bytes(static_cast<double>(cnt.slow_bytes_read)).c_str(),
+              format_bytes(static_cast<double>(cnt.slow_bytes_written)).c_str());
   const bool has_slow = model.tiers().slow() != nullptr;
   const bool real = model.tiers().slow_is_real_device();
   const bool modeled = has_slow && !real && model.tiers().throttle().enabled();
