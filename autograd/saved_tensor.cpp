@@ -10,6 +10,7 @@ namespace {
 
 thread_local std::vector<std::shared_ptr<SavedTensorHooks>> hook_stack;
 thread_local uint64_t saving_node = kNoSavingNode;
+thread_local bool saving_leaf = false;
 
 class FunctionHooks final : public SavedTensorHooks {
  public:
@@ -42,6 +43,8 @@ SavedTensorHooks* current_saved_tensor_hooks() { return hook_stack.empty() ? nul
 
 uint64_t saving_node_sequence_nr() { return saving_node; }
 
+bool saving_requires_grad_leaf() { return saving_leaf; }
+
 detail::SavingNodeScope::SavingNodeScope(uint64_t sequence_nr) : previous_(saving_node) { saving_node = sequence_nr; }
 detail::SavingNodeScope::~SavingNodeScope() { saving_node = previous_; }
 
@@ -56,7 +59,15 @@ SavedTensor::SavedTensor(const Tensor& value) {
   Tensor detached = value.detach();
   if (!hook_stack.empty()) {
     hooks_ = hook_stack.back();
-    packed_ = hooks_->pack(detached);
+    const bool previous = saving_leaf;
+    saving_leaf = value.is_leaf() && value.requires_grad();
+    try {
+      packed_ = hooks_->pack(detached);
+    } catch (...) {
+      saving_leaf = previous;
+      throw;
+    }
+    saving_leaf = previous;
   } else {
     value_ = std::move(detached);
   }

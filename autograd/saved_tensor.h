@@ -57,6 +57,11 @@ SavedTensorHooks* current_saved_tensor_hooks();
 inline constexpr uint64_t kNoSavingNode = ~uint64_t{0};
 uint64_t saving_node_sequence_nr();
 
+/// While a pack hook runs, whether the value being saved is a leaf that requires grad (a parameter,
+/// or an input the caller asked gradients for). The hook receives the value detached, as PyTorch's
+/// does, so this is how it can tell (the tape streamer keeps parameters instead of copying them).
+bool saving_requires_grad_leaf();
+
 namespace detail {
 /// Sets saving_node_sequence_nr() for this thread for its lifetime (Node::save uses it).
 class SavingNodeScope {

@@ -71,15 +71,21 @@ void RematSequential::set_policy(const remat::ChainPolicy& policy) {
                "RematSequential: EveryK needs k >= 1 steps per segment, got ", policy.k);
   STRATA_CHECK(policy.kind != remat::RematPolicy::Revolve || policy.snapshots >= 1,
                "RematSequential: Revolve needs at least 1 snapshot (the input), got ", policy.snapshots);
+  STRATA_CHECK(policy.kind != remat::RematPolicy::Auto || policy.auto_chain != nullptr,
+               "RematSequential: an Auto policy needs its executor; make it with ChainPolicy::auto_budget(bytes)");
   policy_ = policy;
 }
 
 Tensor RematSequential::forward(const Tensor& input) {
   STRATA_CHECK(size() >= 1, "RematSequential: no modules to run");
   std::vector<remat::StepFn> steps;
+  std::vector<std::string> names;  // Auto's profiling signatures: the module's repr (type and configuration)
   steps.reserve(size());
-  for (const auto& slot : child_slots()) steps.push_back(remat_step(slot.module));
-  return remat::run_chain(policy_, steps, input);
+  for (const auto& slot : child_slots()) {
+    steps.push_back(remat_step(slot.module));
+    names.push_back(slot.module->to_string());
+  }
+  return remat::run_chain(policy_, steps, input, names);
 }
 
 }  // namespace strata::nn

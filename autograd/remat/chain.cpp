@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "autograd/engine.h"
+#include "autograd/remat/plan_exec.h"
 #include "autograd/remat/revolve.h"
 #include "core/error.h"
 #include "core/factories.h"
@@ -12,10 +13,16 @@
 namespace strata::remat {
 
 ChainPolicy ChainPolicy::store_all() { return {}; }
-ChainPolicy ChainPolicy::recompute_all() { return {RematPolicy::RecomputeAll}; }
-ChainPolicy ChainPolicy::every_k(int64_t k) { return {RematPolicy::EveryK, k}; }
-ChainPolicy ChainPolicy::sqrt_n() { return {RematPolicy::SqrtN}; }
-ChainPolicy ChainPolicy::revolve(int64_t snapshots) { return {RematPolicy::Revolve, 0, snapshots}; }
+ChainPolicy ChainPolicy::recompute_all() { return {RematPolicy::RecomputeAll, 0, 0, true, nullptr}; }
+ChainPolicy ChainPolicy::every_k(int64_t k) { return {RematPolicy::EveryK, k, 0, true, nullptr}; }
+ChainPolicy ChainPolicy::sqrt_n() { return {RematPolicy::SqrtN, 0, 0, true, nullptr}; }
+ChainPolicy ChainPolicy::revolve(int64_t snapshots) { return {RematPolicy::Revolve, 0, snapshots, true, nullptr}; }
+ChainPolicy ChainPolicy::auto_budget(std::size_t budget_bytes) {
+  ChainPolicy p;
+  p.kind = RematPolicy::Auto;
+  p.auto_chain = std::make_shared<AutoChain>(budget_bytes);
+  return p;
+}
 
 std::string ChainPolicy::to_string() const {
   switch (kind) {
@@ -24,6 +31,8 @@ std::string ChainPolicy::to_string() const {
     case RematPolicy::EveryK: return "EveryK(" + std::to_string(k) + ")";
     case RematPolicy::SqrtN: return "SqrtN";
     case RematPolicy::Revolve: return "Revolve(" + std::to_string(snapshots) + ")";
+    case RematPolicy::Auto:
+      return "Auto(" + (auto_chain ? std::to_string(auto_chain->budget_bytes()) : std::string("?")) + " bytes)";
   }
   return "?";
 }
@@ -189,7 +198,8 @@ Tensor run_revolve(const std::vector<StepFn>& steps, int64_t snapshots, const Te
 
 }  // namespace
 
-Tensor run_chain(const ChainPolicy& policy, const std::vector<StepFn>& steps, const Tensor& input) {
+Tensor run_chain(const ChainPolicy& policy, const std::vector<StepFn>& steps, const Tensor& input,
+                 const std::vector<std::string>& step_names) {
   const auto n = static_cast<int64_t>(steps.size());
   STRATA_CHECK(n >= 1, "run_chain: the chain has no steps");
   for (int64_t i = 0; i < n; ++i) STRATA_CHECK(static_cast<bool>(steps[i]), "run_chain: step ", i, " is empty");
@@ -207,6 +217,10 @@ Tensor run_chain(const ChainPolicy& policy, const std::vector<StepFn>& steps, co
       STRATA_CHECK(policy.snapshots >= 1, "run_chain: Revolve needs at least 1 snapshot (the chain's input), got ",
                    policy.snapshots);
       return run_revolve(steps, policy.snapshots, input, policy.preserve_rng_state);
+    case RematPolicy::Auto:
+      STRATA_CHECK(policy.auto_chain != nullptr,
+                   "run_chain: an Auto policy needs its executor; make it with ChainPolicy::auto_budget(bytes)");
+      return policy.auto_chain->run(steps, input, step_names);
   }
   STRATA_CHECK(false, "run_chain: unknown policy");
   return Tensor();

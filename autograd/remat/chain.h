@@ -19,7 +19,9 @@
 /// parameter gradients are accumulated by the inner backward, autograd::grad() over a Revolve
 /// chain returns the input's gradient but also fills the parameters' `.grad`.
 
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -27,7 +29,9 @@
 
 namespace strata::remat {
 
-enum class RematPolicy { StoreAll, RecomputeAll, EveryK, SqrtN, Revolve };
+enum class RematPolicy { StoreAll, RecomputeAll, EveryK, SqrtN, Revolve, Auto };
+
+class AutoChain;
 
 /// A policy and its parameters.
 struct ChainPolicy {
@@ -35,6 +39,9 @@ struct ChainPolicy {
   int64_t k = 0;          ///< EveryK: steps per checkpointed segment (>= 1)
   int64_t snapshots = 0;  ///< Revolve: stored states, including the chain's input (>= 1)
   bool preserve_rng_state = true;
+  /// Auto: the planner and executor (autograd/remat/plan_exec.h) holding the fast-tier budget and
+  /// the plans cached by input signature; shared by copies of the policy.
+  std::shared_ptr<AutoChain> auto_chain;
 
   /// Plain forward: every saved value is kept.
   static ChainPolicy store_all();
@@ -46,14 +53,19 @@ struct ChainPolicy {
   static ChainPolicy sqrt_n();
   /// Binomial checkpointing with `snapshots` stored states (Note [Revolve execution]).
   static ChainPolicy revolve(int64_t snapshots);
+  /// Keep / stream / recompute per step, planned under `budget_bytes` of fast-tier activation
+  /// peak (Note [Auto chain execution]). Throws strata::Error when budget_bytes is 0.
+  static ChainPolicy auto_budget(std::size_t budget_bytes);
 
-  /// "StoreAll", "EveryK(4)", "Revolve(3)", ...
+  /// "StoreAll", "EveryK(4)", "Revolve(3)", "Auto(1048576 bytes)", ...
   std::string to_string() const;
 };
 
 /// Runs steps[n-1](...steps[0](input)) under `policy`. Gradients (parameters' `.grad` and the
 /// input's) are bitwise those of the plain forward when the steps are deterministic. Throws
-/// strata::Error for an empty chain, an empty step, k < 1 (EveryK) or snapshots < 1 (Revolve).
-Tensor run_chain(const ChainPolicy& policy, const std::vector<StepFn>& steps, const Tensor& input);
+/// strata::Error for an empty chain, an empty step, k < 1 (EveryK), snapshots < 1 (Revolve) or an
+/// Auto policy without its executor (make it with ChainPolicy::auto_budget).
+Tensor run_chain(const ChainPolicy& policy, const std::vector<StepFn>& steps, const Tensor& input,
+                 const std::vector<std::string>& step_names = {});
 
 }  // namespace strata::remat

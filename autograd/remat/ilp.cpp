@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <memory>
+#include <tuple>
 
 #include "core/error.h"
 
@@ -27,22 +29,88 @@ IlpResult solve(const PlanGraph& graph, std::size_t budget_bytes, double time_li
   const int64_t P = graph.num_points();
   const std::vector<ValueWindow> w = value_windows(graph);
 
-  // Transitive deps of every value, in increasing index order.
+  // Fast-tier bytes fixed at every point (workspaces, forward lifetimes), and what a member a of
+  // a recompute closure holds at the need point: itself and its re-run's temporaries.
+  std::vector<double> constant(static_cast<std::size_t>(P), 0.0);
+  for (int64_t k = 0; k < static_cast<int64_t>(graph.ops.size()); ++k) {
+    constant[k] += static_cast<double>(graph.ops[k].workspace_bytes);
+    constant[graph.backward_point(k)] += static_cast<double>(graph.ops[k].backward_workspace());
+  }
+  for (const PlanValue& v : graph.values)
+    for (int64_t t = v.producer; t <= v.last_forward_use; ++t) constant[t] += static_cast<double>(v.bytes);
+  auto recompute_bytes = [&](int64_t a) {
+    return static_cast<double>(graph.values[a].bytes) + static_cast<double>(graph.values[a].recompute_workspace_bytes);
+  };
+  // The bound closures are pruned against (Note [Auto planning ILP]): the budget, or for the
+  // min-peak variant the peak of the best uniform assignment (the optimum is not above it).
+  double bound = static_cast<double>(budget_bytes);
+  if (min_peak) {
+    std::size_t best = std::numeric_limits<std::size_t>::max();
+    for (Decision d : {Decision::Keep, Decision::Stream, Decision::Recompute})
+      best = std::min(best, evaluate(graph, std::vector<Decision>(static_cast<std::size_t>(n), d)).peak_bytes);
+    bound = static_cast<double>(best);
+  }
+
+  // For the time-minimizing ILP, the extra time (recompute and exposed moves) of the best
+  // feasible uniform plan bounds the optimum's: a closure costing more is never optimal.
+  double time_bound = std::numeric_limits<double>::infinity();
+  if (!min_peak) {
+    for (Decision d : {Decision::Keep, Decision::Stream, Decision::Recompute}) {
+      const Evaluation e = evaluate(graph, std::vector<Decision>(static_cast<std::size_t>(n), d));
+      if (e.peak_bytes <= budget_bytes) time_bound = std::min(time_bound, e.step_time - e.base_time);
+    }
+    time_bound = time_bound * (1 + 1e-9) + 1e-300;  // never cut a plan that reaches the bound
+  }
+
+  // Candidate closure members of every value v (increasing index order): the transitive deps a
+  // reachable by a path v -> ... -> a whose members' bytes fit in the room left at v's need
+  // points and whose members' re-runs (at every need point) cost no more than the time bound;
+  // `forbid` collects (v, x, u): u is a dep of a candidate x (or of v) that cannot join.
   std::vector<std::vector<int64_t>> anc(n);
+  std::vector<std::tuple<int64_t, int64_t, int64_t>> forbid;
   {
-    std::vector<char> mark(n, 0);
+    std::vector<double> dist(n), cost(n);
     for (int64_t v = 0; v < n; ++v) {
-      std::fill(mark.begin(), mark.end(), 0);
-      std::vector<int64_t> stack(graph.values[v].deps.begin(), graph.values[v].deps.end());
-      while (!stack.empty()) {
-        const int64_t a = stack.back();
-        stack.pop_back();
-        if (mark[a]) continue;
-        mark[a] = 1;
-        for (int64_t u : graph.values[a].deps) stack.push_back(u);
-      }
+      if (w[v].needs.empty()) continue;  // never recomputed for itself: no closure
+      double room = bound;
+      for (int64_t t : w[v].needs) room = std::min(room, bound - constant[t]);
+      const auto uses = static_cast<double>(w[v].needs.size());
+      auto rerun = [&](int64_t a) { return uses * graph.ops[graph.values[a].producer].forward_time; };
+      // Lightest path bytes and cheapest path time from v to every ancestor (deps point to lower
+      // producers: a DAG).
+      std::fill(dist.begin(), dist.end(), std::numeric_limits<double>::infinity());
+      std::fill(cost.begin(), cost.end(), std::numeric_limits<double>::infinity());
+      dist[v] = recompute_bytes(v);
+      cost[v] = rerun(v);
+      std::vector<int64_t> order{v};
+      std::vector<char> seen(n, 0);
+      seen[v] = 1;
+      for (std::size_t q = 0; q < order.size(); ++q)
+        for (int64_t u : graph.values[order[q]].deps)
+          if (!seen[u]) {
+            seen[u] = 1;
+            order.push_back(u);
+          }
+      // Relax in decreasing producer order (a topological order of the dep DAG).
+      std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+        return graph.values[a].producer != graph.values[b].producer ? graph.values[a].producer > graph.values[b].producer
+                                                                    : a > b;
+      });
+      for (int64_t x : order)
+        for (int64_t u : graph.values[x].deps) {
+          dist[u] = std::min(dist[u], dist[x] + recompute_bytes(u));
+          cost[u] = std::min(cost[u], cost[x] + rerun(u));
+        }
+      auto fits = [&](int64_t a) { return dist[a] <= room && cost[a] <= time_bound; };
       for (int64_t a = 0; a < n; ++a)
-        if (mark[a]) anc[v].push_back(a);
+        if (a != v && seen[a] && fits(a)) anc[v].push_back(a);
+      std::vector<int64_t> members = anc[v];
+      members.push_back(v);
+      for (int64_t x : members) {
+        if (x != v && !fits(x)) continue;
+        for (int64_t u : graph.values[x].deps)
+          if (!fits(u)) forbid.emplace_back(v, x, u);
+      }
     }
   }
 
@@ -75,9 +143,10 @@ IlpResult solve(const PlanGraph& graph, std::size_t budget_bytes, double time_li
   std::vector<double> obj(static_cast<std::size_t>(ncols) + 1, 0.0);
   if (!min_peak) {
     for (int64_t i = 0; i < n; ++i) obj[col_s(i)] = w[i].stream_cost;
-    for (int64_t v = 0; v < n; ++v) {
-      obj[col_r(v)] += graph.ops[graph.values[v].producer].forward_time;
-      for (int64_t a : anc[v]) obj[n_col(v, a)] += graph.ops[graph.values[a].producer].forward_time;
+    for (int64_t v = 0; v < n; ++v) {  // the closure re-runs at every need point of v
+      const auto uses = static_cast<double>(w[v].needs.size());
+      obj[col_r(v)] += uses * graph.ops[graph.values[v].producer].forward_time;
+      for (int64_t a : anc[v]) obj[n_col(v, a)] += uses * graph.ops[graph.values[a].producer].forward_time;
     }
   } else {
     obj[col_peak] = 1.0;
@@ -107,34 +176,40 @@ IlpResult solve(const PlanGraph& graph, std::size_t budget_bytes, double time_li
     put(col_s(i), 1.0);
     put(col_r(i), 1.0);
   }
+  auto is_candidate = [&](int64_t v, int64_t a) { return a == v || std::binary_search(anc[v].begin(), anc[v].end(), a); };
   for (int64_t v = 0; v < n; ++v) {  // n_{v,u} - n_{v,w} - r_u >= -1
+    if (w[v].needs.empty()) continue;
     std::vector<int64_t> ws = anc[v];
     ws.push_back(v);
     for (int64_t x : ws)
       for (int64_t u : graph.values[x].deps) {
+        if (!is_candidate(v, u)) continue;  // in `forbid`
         add_row(GLP_LO, -1.0, 0.0);
         put(n_col(v, u), 1.0);
         put(n_col(v, x), -1.0);
         if (col_r(u) != n_col(v, u)) put(col_r(u), -1.0);
       }
   }
-  // Memory at every point: coefficients accumulated per column, constants apart.
-  std::vector<double> constant(static_cast<std::size_t>(P), 0.0);
-  std::vector<std::vector<std::pair<int, double>>> terms(static_cast<std::size_t>(P));
-  for (int64_t k = 0; k < static_cast<int64_t>(graph.ops.size()); ++k) {
-    constant[k] += static_cast<double>(graph.ops[k].workspace_bytes);
-    constant[graph.backward_point(k)] += static_cast<double>(graph.ops[k].workspace_bytes);
+  for (const auto& [v, x, u] : forbid) {  // u cannot join C(v): n_{v,x} + r_u <= 1
+    add_row(GLP_UP, 0.0, 1.0);
+    put(n_col(v, x), 1.0);
+    put(col_r(u), 1.0);
   }
+  // Memory at every point: coefficients accumulated per column, constants apart.
+  std::vector<std::vector<std::pair<int, double>>> terms(static_cast<std::size_t>(P));
   for (int64_t i = 0; i < n; ++i) {
     const PlanValue& v = graph.values[i];
     const auto b = static_cast<double>(v.bytes);
-    for (int64_t t = v.producer; t <= v.last_forward_use; ++t) constant[t] += b;
-    if (v.bytes == 0) continue;
-    for (int64_t t = v.last_forward_use + 1; t <= w[i].last; ++t) terms[t].emplace_back(col_k(i), b);
-    for (int64_t t = w[i].stream_from; t <= w[i].last; ++t) terms[t].emplace_back(col_s(i), b);
-    terms[w[i].need].emplace_back(col_r(i), b);
-    for (int64_t a : anc[i])
-      if (graph.values[a].bytes > 0) terms[w[i].need].emplace_back(n_col(i, a), static_cast<double>(graph.values[a].bytes));
+    if (v.bytes > 0) {
+      for (int64_t t = v.last_forward_use + 1; t <= w[i].last; ++t) terms[t].emplace_back(col_k(i), b);
+      for (int64_t t = v.last_forward_use + 1; t <= w[i].evict_until; ++t) terms[t].emplace_back(col_s(i), b);
+      for (int64_t t = w[i].stream_from; t <= w[i].last; ++t) terms[t].emplace_back(col_s(i), b);
+    }
+    for (int64_t t : w[i].needs) {
+      if (recompute_bytes(i) > 0) terms[t].emplace_back(col_r(i), recompute_bytes(i));
+      for (int64_t a : anc[i])
+        if (recompute_bytes(a) > 0) terms[t].emplace_back(n_col(i, a), recompute_bytes(a));
+    }
   }
   for (int64_t t = 0; t < P; ++t) {
     auto& tt = terms[t];

@@ -14,16 +14,26 @@
 ///    indicator of the recompute closure C(v), so n is integral whenever r is: DaCe AD's recursive
 ///    recompute cost c_i made linear.
 ///  - Objective (DaCe AD's f = Σ c_i (1 - v_i), extended):
-///        min  Σ_i stream_cost_i · s_i  +  Σ_v Σ_{a ∈ {v} ∪ anc(v)} fwd(producer(a)) · n_{v,a}
-///    (the constant compute time of the step is added back after solving).
+///        min  Σ_i stream_cost_i · s_i  +  Σ_v |N(v)| Σ_{a ∈ {v} ∪ anc(v)} fwd(producer(a)) · n_{v,a}
+///    (the constant compute time of the step is added back after solving; N(v) is v's set of need
+///    points, one point unless the value has extra backward uses).
 ///  - One constraint per program point t (DaCe AD's memory measurement sequence m_t <= limit, and
 ///    AutoTM's DRAM constraint 3.5 "live tensors resident in DRAM fit at every kernel"):
-///        const_t + Σ_{i: lfu(i) < t <= last(i)} bytes_i k_i + Σ_{i: stream_from(i) <= t <= last(i)} bytes_i s_i
-///                + Σ_{v: need(v) = t} Σ_{a ∈ {v} ∪ anc(v)} bytes_a n_{v,a}  <=  budget
-///    where const_t is the workspace of the op at t plus the bytes of values in their forward
-///    lifetime [producer, last_forward_use].
+///        const_t + Σ_{i: lfu(i) < t <= last(i)} bytes_i k_i
+///                + Σ_{i: lfu(i) < t <= evict_until(i) or stream_from(i) <= t <= last(i)} bytes_i s_i
+///                + Σ_{v: t ∈ N(v)} Σ_{a ∈ {v} ∪ anc(v)} (bytes_a + recompute_workspace_a) n_{v,a}  <=  budget
+///    where const_t is the workspace of the op at t (its backward workspace at a backward point)
+///    plus the bytes of values in their forward lifetime [producer, last_forward_use].
 /// The min-peak variant (minimum_budget) adds DaCe AD's auxiliary t >= m_t for all points and
 /// minimizes t.
+/// Pruning (exact: it only removes plans that are infeasible or worse than a known plan). A value
+/// with no need point has no closure variables. An ancestor a is a candidate member of C(v) only if
+/// some dep path v -> ... -> a fits: the bytes + recompute workspaces of its members fit in the
+/// room the budget leaves at v's need points beyond their constants (for the min-peak variant the
+/// budget is the peak of the best uniform plan), and its members' re-runs (|N(v)| times each)
+/// cost no more than the extra time of the best feasible uniform plan (keep-, stream- or
+/// recompute-all). For a non-candidate u that is a dep of a candidate x: n_{v,x} + r_u <= 1. On
+/// chains this turns the O(n^2) closure variables into O(n k), k the longest affordable closure.
 
 #include <cstddef>
 #include <vector>

@@ -34,14 +34,18 @@ void PlanGraph::validate() const {
     STRATA_CHECK(v.last_forward_use >= v.producer && v.last_forward_use < m, "PlanGraph: value ", i, " (", v.name,
                  ") has last forward use ", v.last_forward_use, "; expected an op index in [producer ", v.producer,
                  ", ", m, ")");
-    STRATA_CHECK(v.backward_use >= 0 && v.backward_use < m, "PlanGraph: value ", i, " (", v.name, ") has backward use ",
-                 v.backward_use, "; expected an op index in [0, ", m, ")");
+    STRATA_CHECK(v.backward_use >= -1 && v.backward_use < m, "PlanGraph: value ", i, " (", v.name,
+                 ") has backward use ", v.backward_use, "; expected an op index in [0, ", m, ") or -1 (none)");
+    for (int64_t u : v.extra_backward_uses)
+      STRATA_CHECK(u >= 0 && u < m, "PlanGraph: value ", i, " (", v.name, ") has an extra backward use ", u,
+                   "; expected an op index in [0, ", m, ")");
     for (int64_t d : v.deps) {
       STRATA_CHECK(d >= 0 && d < static_cast<int64_t>(values.size()) && values[d].producer < v.producer,
                    "PlanGraph: value ", i, " (", v.name, ") depends on value ", d,
                    ", expected a saved value produced by an earlier op");
     }
   }
+  STRATA_CHECK(evict_lag >= 0, "PlanGraph: evict lag ", evict_lag, "; expected a number of points >= 0");
   if (!values.empty()) {
     STRATA_CHECK(bandwidth.fast_to_slow > 0 && bandwidth.slow_to_fast > 0 && std::isfinite(bandwidth.fast_to_slow) &&
                      std::isfinite(bandwidth.slow_to_fast),
@@ -53,14 +57,24 @@ void PlanGraph::validate() const {
 std::string PlanGraph::signature() const {
   std::ostringstream os;
   os << std::setprecision(17);
-  for (const PlanOp& op : ops) os << op.signature << '|' << op.workspace_bytes << ';';
+  for (const PlanOp& op : ops) {
+    os << op.signature << '|' << op.workspace_bytes;
+    if (op.backward_workspace_bytes) os << '|' << *op.backward_workspace_bytes;
+    os << ';';
+  }
   os << '#';
   for (const PlanValue& v : values) {
     os << v.bytes << ',' << v.producer << ',' << v.last_forward_use << ',' << v.backward_use;
     for (int64_t d : v.deps) os << ',' << d;
+    if (!v.extra_backward_uses.empty() || v.recompute_workspace_bytes != 0) {
+      os << '+';
+      for (int64_t u : v.extra_backward_uses) os << u << ',';
+      os << 'w' << v.recompute_workspace_bytes;
+    }
     os << ';';
   }
   os << '#' << bandwidth.fast_to_slow << ',' << bandwidth.slow_to_fast;
+  if (evict_lag != 0) os << '#' << evict_lag;
   return os.str();
 }
 
@@ -87,23 +101,36 @@ std::vector<ValueWindow> value_windows(const PlanGraph& graph) {
   const std::size_t n = graph.values.size();
   std::vector<ValueWindow> w(n);
   for (std::size_t i = 0; i < n; ++i) {
-    w[i].need = graph.backward_point(graph.values[i].backward_use);
-    w[i].first = w[i].last = w[i].need;
+    const PlanValue& v = graph.values[i];
+    if (v.backward_use >= 0) w[i].needs.push_back(graph.backward_point(v.backward_use));
+    for (int64_t u : v.extra_backward_uses) w[i].needs.push_back(graph.backward_point(u));
+    std::sort(w[i].needs.begin(), w[i].needs.end());
+    w[i].needs.erase(std::unique(w[i].needs.begin(), w[i].needs.end()), w[i].needs.end());
+    w[i].need = w[i].first = w[i].needs.empty() ? -1 : w[i].needs.front();
+    w[i].last = w[i].needs.empty() ? -1 : w[i].needs.back();
   }
+  auto widen = [](ValueWindow& x, int64_t point) {
+    x.first = x.first < 0 ? point : std::min(x.first, point);
+    x.last = std::max(x.last, point);
+  };
   for (std::size_t i = 0; i < n; ++i)
-    for (int64_t d : graph.values[i].deps) {
-      w[d].first = std::min(w[d].first, w[i].need);
-      w[d].last = std::max(w[d].last, w[i].need);
-    }
+    for (int64_t d : graph.values[i].deps)
+      for (int64_t t : w[i].needs) widen(w[d], t);
   for (std::size_t i = 0; i < n; ++i) {
     const PlanValue& v = graph.values[i];
+    if (w[i].first < 0) {  // never needed again: dead after its forward, nothing to move
+      w[i].evict_until = v.last_forward_use;
+      w[i].stream_from = v.last_forward_use + 1;
+      continue;
+    }
     const auto bytes = static_cast<double>(v.bytes);
     w[i].move_time = bytes / graph.bandwidth.fast_to_slow + bytes / graph.bandwidth.slow_to_fast;
     double window = 0.0;
     for (int64_t t = v.last_forward_use + 1; t < w[i].first; ++t) window += graph.point_time(t);
     w[i].overlap_window = window;
     w[i].stream_cost = std::max(0.0, w[i].move_time - window);
-    w[i].stream_from = std::max(v.last_forward_use + 1, w[i].first - 1);
+    w[i].evict_until = std::min(v.last_forward_use + graph.evict_lag, w[i].last);
+    w[i].stream_from = std::max(v.last_forward_use + 1 + graph.evict_lag, w[i].first - 1);
   }
   return w;
 }
@@ -144,7 +171,7 @@ Evaluation evaluate(const PlanGraph& graph, const std::vector<Decision>& decisio
   for (int64_t k = 0; k < m; ++k) {
     e.base_time += graph.ops[k].forward_time + graph.ops[k].backward_time;
     e.point_bytes[k] += graph.ops[k].workspace_bytes;
-    e.point_bytes[graph.backward_point(k)] += graph.ops[k].workspace_bytes;
+    e.point_bytes[graph.backward_point(k)] += graph.ops[k].backward_workspace();
   }
   for (std::size_t i = 0; i < n; ++i) {
     const PlanValue& v = graph.values[i];
@@ -154,16 +181,22 @@ Evaluation evaluate(const PlanGraph& graph, const std::vector<Decision>& decisio
         for (int64_t t = v.last_forward_use + 1; t <= w[i].last; ++t) e.point_bytes[t] += v.bytes;
         break;
       case Decision::Stream:
+        for (int64_t t = v.last_forward_use + 1; t <= w[i].evict_until; ++t) e.point_bytes[t] += v.bytes;
         for (int64_t t = w[i].stream_from; t <= w[i].last; ++t) e.point_bytes[t] += v.bytes;
         e.move_time += w[i].stream_cost;
         break;
-      case Decision::Recompute:
+      case Decision::Recompute: {
+        std::size_t closure_bytes = 0;
+        double closure_time = 0.0;
         for (int64_t a : closures[i]) {
-          e.point_bytes[w[i].need] += graph.values[a].bytes;
-          e.value_recompute_cost[i] += graph.ops[graph.values[a].producer].forward_time;
+          closure_bytes += graph.values[a].bytes + graph.values[a].recompute_workspace_bytes;
+          closure_time += graph.ops[graph.values[a].producer].forward_time;
         }
+        for (int64_t t : w[i].needs) e.point_bytes[t] += closure_bytes;
+        e.value_recompute_cost[i] = closure_time * static_cast<double>(w[i].needs.size());
         e.recompute_time += e.value_recompute_cost[i];
         break;
+      }
     }
   }
   e.step_time = e.base_time + e.recompute_time + e.move_time;
@@ -191,6 +224,35 @@ std::size_t uniform_peak(const PlanGraph& graph, Decision d) {
                exact ? "" : " (an upper bound: the exact minimum was not found in time)",
                "; raise the budget to at least ", minimum, " bytes");
   throw;  // unreachable
+}
+
+// A value no backward step consumes (empty N(v)) that no recompute reads from — no member of a
+// recompute closure depends on it — is held for nothing when kept or streamed: dropping it
+// (Recompute, which then re-runs nothing) costs no time and lowers the bytes at some points. The
+// ILP is indifferent between the three; the executor should not keep such a value alive.
+void drop_idle_values(const PlanGraph& graph, std::vector<Decision>& decisions) {
+  const std::vector<ValueWindow> w = value_windows(graph);
+  const auto closures = recompute_closures(graph, decisions);
+  std::vector<char> read(graph.values.size(), 0);
+  for (const auto& closure : closures)
+    for (int64_t a : closure)
+      for (int64_t u : graph.values[a].deps) read[u] = 1;
+  for (std::size_t i = 0; i < graph.values.size(); ++i)
+    if (w[i].needs.empty() && !read[i]) decisions[i] = Decision::Recompute;
+}
+
+// Streaming a value whose moves hide behind compute costs nothing in the model, so the solver is
+// indifferent between keeping and streaming it; the moves still take copy bandwidth. A streamed
+// value is kept instead when that keeps the plan within the budget and no slower.
+void prefer_keep(const PlanGraph& graph, std::vector<Decision>& decisions, std::size_t budget_bytes) {
+  Evaluation e = evaluate(graph, decisions);
+  for (std::size_t i = 0; i < decisions.size(); ++i) {
+    if (decisions[i] != Decision::Stream) continue;
+    decisions[i] = Decision::Keep;
+    Evaluation trial = evaluate(graph, decisions);
+    if (trial.peak_bytes <= budget_bytes && trial.step_time <= e.step_time) e = std::move(trial);
+    else decisions[i] = Decision::Stream;
+  }
 }
 
 }  // namespace
@@ -244,7 +306,7 @@ Plan greedy_plan(const PlanGraph& graph, std::size_t budget_bytes) {
     for (std::size_t i = 0; i < n; ++i) {
       const PlanValue& v = graph.values[i];
       if (d[i] != Decision::Keep || v.bytes == 0) continue;
-      const double staleness = static_cast<double>(w[i].first - v.last_forward_use);
+      const double staleness = static_cast<double>(std::max<int64_t>(1, w[i].first - v.last_forward_use));
       for (Decision as : {Decision::Stream, Decision::Recompute}) {
         std::vector<Decision> trial = d;
         trial[i] = as;
@@ -299,6 +361,8 @@ Plan Planner::plan(const PlanGraph& graph, std::size_t budget_bytes) {
   Plan p;
   if (r.status == IlpStatus::Optimal) {
     p.decisions = std::move(r.decisions);
+    drop_idle_values(graph, p.decisions);
+    prefer_keep(graph, p.decisions, budget_bytes);
     p.predicted = evaluate(graph, p.decisions);
     p.source = PlanSource::Ilp;
   } else if (r.status == IlpStatus::Infeasible) {
@@ -308,6 +372,9 @@ Plan Planner::plan(const PlanGraph& graph, std::size_t budget_bytes) {
                      exact);
   } else {
     p = greedy_plan(graph, budget_bytes);
+    drop_idle_values(graph, p.decisions);
+    prefer_keep(graph, p.decisions, budget_bytes);
+    p.predicted = evaluate(graph, p.decisions);
     p.ilp_timed_out = true;
   }
   p.budget_bytes = budget_bytes;

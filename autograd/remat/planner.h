@@ -28,10 +28,30 @@
 /// times plus the recompute and the exposed move costs. Contention between concurrent moves on the
 /// copy engine is not modeled (AutoTM does not either). evaluate() is this model; the exhaustive
 /// oracle, the ILP (autograd/remat/ilp.h) and the greedy fallback all use it.
+///
+/// Extensions (all off by default, so a graph that does not use them means what is said above):
+///  - An op's `backward_workspace_bytes`, when set, replaces `workspace_bytes` at its backward
+///    point (what a backward step holds besides the saved values — incoming and outgoing
+///    gradients, weight-gradient temporaries — differs from what its forward holds).
+///  - A value may be consumed by several backward steps (`extra_backward_uses`): need(v) is then a
+///    set of points N(v), the hull [first(v), last(v)] covers all of them, and a recompute happens
+///    at each point of N(v) (costing the closure's forward time each time, the closure resident
+///    at each). A value may have no backward use at all (`backward_use` = -1 and no extra uses):
+///    it only serves the recomputes of the values that depend on it; N(v) is empty, a recompute
+///    of it costs nothing by itself, and with no dependent either it is dead after its forward.
+///  - A value's `recompute_workspace_bytes`: transient bytes its producer needs when it re-runs
+///    (temporaries, beyond the value itself); at a need point of v every member a of C(v) counts
+///    bytes(a) + recompute_workspace_bytes(a) (a sum: the re-runs are sequential, so this is an
+///    upper bound).
+///  - The graph's `evict_lag`: a streamed value stays resident for `evict_lag` points after its
+///    last forward use while the asynchronous eviction runs (an executor must wait for the
+///    eviction before the point after those); it is then resident on
+///    [lfu+1, lfu+evict_lag] and again from stream_from = max(lfu+1+evict_lag, first(v)-1).
 
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +64,9 @@ struct PlanOp {
   double forward_time = 0.0;        ///< seconds (any unit works if all costs share it)
   double backward_time = 0.0;
   std::size_t workspace_bytes = 0;  ///< fast-tier bytes live at this op's forward and backward points
+  /// Fast-tier bytes live at this op's backward point instead of workspace_bytes, when set.
+  std::optional<std::size_t> backward_workspace_bytes;
+  std::size_t backward_workspace() const { return backward_workspace_bytes.value_or(workspace_bytes); }
 };
 
 /// One saved value (Note [Auto planning model]).
@@ -52,8 +75,10 @@ struct PlanValue {
   std::size_t bytes = 0;
   int64_t producer = 0;
   int64_t last_forward_use = 0;
-  int64_t backward_use = 0;
+  int64_t backward_use = 0;   ///< -1: no backward step consumes it (it only serves recomputes)
   std::vector<int64_t> deps;  ///< indices of earlier saved values the producer reads
+  std::vector<int64_t> extra_backward_uses;    ///< further ops whose backward steps consume it
+  std::size_t recompute_workspace_bytes = 0;  ///< transient bytes beyond the value while its producer re-runs
 };
 
 /// Copy bandwidths between the tiers, bytes per second (per the cost unit).
@@ -66,6 +91,7 @@ struct PlanGraph {
   std::vector<PlanOp> ops;
   std::vector<PlanValue> values;
   CopyBandwidth bandwidth;
+  int64_t evict_lag = 0;  ///< points a streamed value stays resident after its last forward use
 
   int64_t num_points() const { return 2 * static_cast<int64_t>(ops.size()); }
   /// Point of op k's backward step.
@@ -83,7 +109,10 @@ std::string to_string(Decision d);
 
 /// Per-value quantities of the cost model that do not depend on other decisions.
 struct ValueWindow {
-  int64_t need = 0, first = 0, last = 0;  ///< points (Note [Auto planning model])
+  std::vector<int64_t> needs;             ///< N(v), ascending (empty: no backward use)
+  int64_t need = 0, first = 0, last = 0;  ///< points (Note [Auto planning model]); need = min N(v);
+                                          ///< -1 when there is none (first/last: no need, no dependent)
+  int64_t evict_until = 0;                ///< a streamed value is resident on [lfu+1, evict_until] (evict_lag)
   double move_time = 0.0;                 ///< both copies
   double overlap_window = 0.0;            ///< compute time the copies can hide behind
   double stream_cost = 0.0;               ///< max(0, move_time - overlap_window)
@@ -149,8 +178,10 @@ class Planner {
  public:
   explicit Planner(PlannerOptions options = {}) : options_(options) {}
   /// The plan for `graph` under `budget_bytes`; a graph with a signature seen before (same budget)
-  /// returns the cached plan (source Cached). Throws strata::Error for an invalid graph or when the
-  /// budget is below the minimum budget (the message names it).
+  /// returns the cached plan (source Cached). Values with no backward use that no recompute reads
+  /// are set to Recompute (dropped after their forward: no cost, no bytes), and a streamed value
+  /// is kept instead when the budget allows it at no extra predicted time. Throws strata::Error
+  /// for an invalid graph or when the budget is below the minimum budget (the message names it).
   Plan plan(const PlanGraph& graph, std::size_t budget_bytes);
   std::size_t cache_size() const { return cache_.size(); }
   int64_t solves() const { return solves_; }

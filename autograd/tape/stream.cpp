@@ -46,7 +46,8 @@ double StreamReport::overlap() const {
 std::string StreamReport::explain() const {
   std::ostringstream os;
   os << "tape streaming: " << layers << " layers, " << regions << " regions, " << values_streamed
-     << " values streamed (" << mib(tape_bytes) << "), " << values_kept << " kept\n";
+     << " values streamed (" << mib(tape_bytes) << "), " << values_kept << " kept (" << parameters_kept
+     << " of them parameters)\n";
   os << "  FWD stream: " << spills << " spills, " << mib(bytes_to_slow) << " to slow in " << transfer_to_slow_s * 1e3
      << " ms\n";
   os << "  REV stream: " << prefetches << " prefetches + " << demand_fetches << " demand fetches, " << mib(bytes_to_fast)
@@ -87,9 +88,15 @@ std::any TapeStreamer::pack(const Tensor& value) {
   auto pv = std::make_shared<PackedValue>();
   pv->sizes = value.sizes();
   pv->dtype = value.dtype();
-  if (!options_.enabled || value.nbytes() < options_.min_stream_bytes || !value.is_contiguous() || value.numel() == 0) {
+  // The value arrives detached (autograd's pack contract); saving_requires_grad_leaf() says
+  // whether it was a parameter. A direct call with a leaf that requires grad counts too.
+  const bool parameter = !options_.stream_parameters &&
+                         (autograd::saving_requires_grad_leaf() || (value.is_leaf() && value.requires_grad()));
+  if (!options_.enabled || parameter || value.nbytes() < options_.min_stream_bytes || !value.is_contiguous() ||
+      value.numel() == 0) {
     pv->kept = value;
     ++stats_.values_kept;
+    if (parameter && options_.enabled) ++stats_.parameters_kept;
   } else {
     pv->pending = value;
     pending_.push_back(pv);

@@ -26,8 +26,10 @@
 /// (forward stall), so the fast tier holds a bounded number of tiles when the slow tier's write
 /// bandwidth cannot keep up. A value saved again while its first save is alive and unmodified
 /// (same storage, offset, shape, dtype, version) shares the first slot instead of a second copy.
-/// Values below `min_stream_bytes`, non-contiguous values and everything when `enabled` is false
-/// are kept as they are (the plain saved value). Values checkpoint segments save never reach the
+/// Values below `min_stream_bytes`, non-contiguous values, parameters (leaves that require grad:
+/// they stay alive through the step anyway, so a tape copy would only add traffic and bytes) unless
+/// `stream_parameters`, and everything when `enabled` is false are kept as they are (the plain
+/// saved value). Values checkpoint segments save never reach the
 /// streamer (the checkpoint's hooks are innermost); the segments' inputs do, and stream as usual.
 /// Pack and unpack take the streamer's mutex; the mover thread only moves tiles (it never touches
 /// the streamer), so the streamer adds no thread of its own.
@@ -59,6 +61,8 @@ struct StreamOptions {
   int prefetch_distance = 1;
   /// Saved values smaller than this stay where they are.
   std::size_t min_stream_bytes = 4096;
+  /// Stream parameters saved by ops (weights) like activations. Off: they are kept.
+  bool stream_parameters = false;
   /// Where tiles are allocated; null = the process-wide tiered memory.
   memory::TieredMemory* memory = nullptr;
 
@@ -80,6 +84,7 @@ struct LayerInfo {
 struct StreamReport {
   std::size_t layers = 0, regions = 0;
   std::size_t values_streamed = 0, values_kept = 0;
+  std::size_t parameters_kept = 0;  ///< of values_kept: parameters (StreamOptions::stream_parameters off)
   std::size_t tape_bytes = 0;      ///< bytes of the streamed values (regions, with alignment)
   std::size_t bytes_to_slow = 0;   ///< tile bytes spilled by the FWD stream
   std::size_t bytes_to_fast = 0;   ///< tile bytes prefetched or fetched on demand in backward

@@ -112,5 +112,6 @@ Tensor to_diff(const Tensor& t, DType dtype, bool copy);
 void check_inplace(const Tensor& self, const char* op);
 void init_optim(py::module_& m);
 void init_memory(py::module_& m);  // strata._C._memory (memory_bindings.cpp)
+void init_remat(py::module_& m);  // strata._C._remat_checkpoint (remat_bindings.cpp)
 
 }  // namespace strata::python

@@ -54,5 +54,6 @@ PYBIND11_MODULE(_C, m) {
   init_nn(m);
   init_checkpoint(m);
   init_zoo(m);
+  init_remat(m);
   init_dlrm(m);
 }

@@ -114,6 +114,7 @@ from .checkpoint import load_checkpoint, save_checkpoint  # noqa: E402
 from . import models  # noqa: E402
 from . import optim  # noqa: E402
 from . import memory  # noqa: E402
+from . import utils  # noqa: E402
 
 __version__ = "0.1.0"
 

@@ -21,8 +21,8 @@ using ::testing::HasSubstr;
 // A -> B -> C; x0 (A's output) is saved by B's backward, x1 (B's output, computed from x0) by C's.
 remat::PlanGraph three_ops() {
   remat::PlanGraph g;
-  g.ops = {{"A", "A[4]", 1, 2, 0}, {"B", "B[4]", 2, 4, 0}, {"C", "C[4]", 3, 6, 0}};
-  g.values = {{"x0", 10, 0, 1, 1, {}}, {"x1", 20, 1, 2, 2, {0}}};
+  g.ops = {{"A", "A[4]", 1, 2, 0, {}}, {"B", "B[4]", 2, 4, 0, {}}, {"C", "C[4]", 3, 6, 0, {}}};
+  g.values = {{"x0", 10, 0, 1, 1, {}, {}, 0}, {"x1", 20, 1, 2, 2, {0}, {}, 0}};
   g.bandwidth = {10.0, 10.0};
   return g;
 }
@@ -70,7 +70,7 @@ remat::PlanGraph random_graph(std::mt19937& rng, int n_values) {
   const int m = n_values + uni(0, 3);
   for (int k = 0; k < m; ++k)
     g.ops.push_back({"op" + std::to_string(k), "op" + std::to_string(k), double(uni(1, 20)), double(uni(1, 40)),
-                     std::size_t(uni(0, 3) == 0 ? uni(0, 30) : 0)});
+                     std::size_t(uni(0, 3) == 0 ? uni(0, 30) : 0), {}});
   std::vector<int> producers;
   for (int k = 0; k < m; ++k) producers.push_back(k);
   std::shuffle(producers.begin(), producers.end(), rng);
@@ -118,6 +118,119 @@ TEST(Planner, IlpEqualsExhaustiveOracleOnRandomDags) {
   }
   EXPECT_EQ(compared, 480);
   EXPECT_GT(infeasible, 100);
+}
+
+// The extensions of Note [Auto planning model] by hand: a backward workspace, a value consumed by
+// two backward steps, a value with no backward use (only a recompute source), recompute
+// workspaces and the eviction lag.
+TEST(Planner, ModelExtensionsByHand) {
+  remat::PlanGraph g;
+  // Points: 0 A, 1 B, 2 C, 3 D (forward); 4 D', 5 C', 6 B', 7 A' (backward).
+  g.ops = {{"A", "A", 1, 10, 5, 100}, {"B", "B", 2, 20, 0, 200}, {"C", "C", 3, 30, 0, {}}, {"D", "D", 4, 40, 0, 400}};
+  remat::PlanValue x0{"x0", 10, 0, 1, -1, {}, {}, 0};  // A's output: no backward step reads it
+  x0.recompute_workspace_bytes = 1;
+  remat::PlanValue x1{"x1", 20, 1, 2, 2, {0}, {}, 0};   // B's output: read by C' and by B' (saved as B's output)
+  x1.extra_backward_uses = {1};
+  x1.recompute_workspace_bytes = 3;
+  remat::PlanValue x2{"x2", 40, 2, 3, 3, {1}, {}, 0};  // C's output, read by D'
+  g.values = {x0, x1, x2};
+  g.bandwidth = {1.0, 1.0};  // streaming x1 or x2 costs time; x0 could hide its moves
+  g.evict_lag = 1;
+  const auto w = remat::value_windows(g);
+  EXPECT_EQ(w[0].needs, std::vector<int64_t>{});
+  EXPECT_EQ(w[0].need, -1);
+  EXPECT_EQ(w[0].first, 5);  // x1's recomputes read x0 at C' and B'
+  EXPECT_EQ(w[0].last, 6);
+  EXPECT_EQ(w[1].needs, (std::vector<int64_t>{5, 6}));
+  EXPECT_EQ(w[1].first, 4);  // x2's recompute reads x1 at D'
+  EXPECT_EQ(w[1].last, 6);
+  EXPECT_EQ(w[1].evict_until, 3);
+  EXPECT_EQ(w[1].stream_from, 4);  // max(lfu + 1 + lag, first - 1)
+  EXPECT_EQ(w[2].evict_until, 4);
+  EXPECT_EQ(w[2].stream_from, 5);  // the lag reaches D'; no gap left: resident on [4, 4] then from 5 (last 4)
+
+  const std::vector<Decision> keep(3, Decision::Keep);
+  // Workspaces: 5 0 0 0 | D' 400, C' 0, B' 200, A' 100. Forward lifetimes: x0 [0,1], x1 [1,2], x2 [2,3].
+  // Kept: x0 until 6, x1 until 6, x2 until 4.
+  EXPECT_EQ(remat::evaluate(g, keep).point_bytes,
+            (std::vector<std::size_t>{15, 30, 70, 70, 470, 30, 230, 100}));
+  // Recompute everything: x0 dead after B; x1 re-run (with x0) at C' and at B': 20+3 + 10+1 each;
+  // x2 re-run at D' with x1 and x0: 40 + 23 + 11.
+  const std::vector<Decision> rr(3, Decision::Recompute);
+  const remat::Evaluation e = remat::evaluate(g, rr);
+  EXPECT_EQ(e.point_bytes, (std::vector<std::size_t>{15, 30, 60, 40, 474, 34, 234, 100}));
+  EXPECT_DOUBLE_EQ(e.value_recompute_cost[0], 0.0);
+  EXPECT_DOUBLE_EQ(e.value_recompute_cost[1], 2 * (2.0 + 1.0));
+  EXPECT_DOUBLE_EQ(e.value_recompute_cost[2], 3.0 + 2.0 + 1.0);
+  EXPECT_DOUBLE_EQ(e.recompute_time, 12.0);
+  // Stream x1: resident [1,2] forward, the lag point 3, then [4, 6].
+  const remat::Evaluation s = remat::evaluate(g, {Decision::Recompute, Decision::Stream, Decision::Recompute});
+  EXPECT_EQ(s.point_bytes, (std::vector<std::size_t>{15, 30, 60, 60, 460, 20, 220, 100}));
+  // The ILP sees the same model: it reaches the oracle's optimum at every budget.
+  const std::size_t lo = remat::minimum_budget(g);
+  for (std::size_t budget : {lo, lo + 7, std::size_t{465}, std::size_t{1000}}) {
+    const remat::Plan oracle = remat::oracle_plan(g, budget);
+    const remat::IlpResult ilp = remat::solve_plan_ilp(g, budget, 60.0);
+    ASSERT_EQ(ilp.status, remat::IlpStatus::Optimal) << budget;
+    EXPECT_NEAR(ilp.objective, oracle.predicted.step_time, 1e-9) << budget;
+    EXPECT_LE(remat::evaluate(g, ilp.decisions).peak_bytes, budget);
+  }
+  // The planner drops x0 when nothing is recomputed from it (it would be held for nothing).
+  remat::Planner planner;
+  const remat::Plan generous = planner.plan(g, 1000);
+  EXPECT_EQ(generous.decisions, (std::vector<Decision>{Decision::Recompute, Decision::Keep, Decision::Keep}));
+  EXPECT_EQ(generous.predicted.peak_bytes, 460u);
+}
+
+TEST(Planner, ModelExtensionsBadInput) {
+  remat::PlanGraph g;
+  g.ops = {{"A", "A", 1, 1, 0, {}}, {"B", "B", 1, 1, 0, {}}};
+  g.values = {{"x", 1, 0, 1, -2, {}, {}, 0}};
+  g.bandwidth = {1.0, 1.0};
+  EXPECT_THAT(ERROR_MESSAGE(g.validate()), HasSubstr("value 0 (x) has backward use -2; expected an op index in [0, 2) or -1"));
+  g.values[0].backward_use = -1;
+  g.values[0].extra_backward_uses = {2};
+  EXPECT_THAT(ERROR_MESSAGE(g.validate()), HasSubstr("value 0 (x) has an extra backward use 2"));
+  g.values[0].extra_backward_uses = {};
+  g.evict_lag = -1;
+  EXPECT_THAT(ERROR_MESSAGE(g.validate()), HasSubstr("evict lag -1"));
+}
+
+// Random DAGs using every extension: the ILP still equals the exhaustive optimum.
+TEST(Planner, IlpEqualsOracleWithModelExtensions) {
+  std::mt19937 rng(21);
+  auto uni = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  int compared = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    const int n = 1 + trial % 8;
+    remat::PlanGraph g = random_graph(rng, n);
+    const auto m = static_cast<int>(g.ops.size());
+    g.evict_lag = uni(0, 2);
+    for (auto& op : g.ops)
+      if (uni(0, 1)) op.backward_workspace_bytes = std::size_t(uni(0, 60));
+    for (auto& v : g.values) {
+      const int kind = uni(0, 3);
+      if (kind == 0) v.backward_use = -1;
+      if (kind == 1) v.extra_backward_uses = {uni(0, m - 1)};
+      if (kind == 2) v.extra_backward_uses = {uni(0, m - 1), uni(0, m - 1)};
+      v.recompute_workspace_bytes = std::size_t(uni(0, 1) ? uni(0, 40) : 0);
+    }
+    const std::size_t hi = remat::evaluate(g, std::vector<Decision>(n, Decision::Keep)).peak_bytes;
+    const std::size_t lo = remat::minimum_budget(g);
+    for (double f : {0.0, 0.5, 1.0}) {
+      const auto budget = static_cast<std::size_t>(double(lo) + f * double(hi - std::min(hi, lo)));
+      const remat::Plan oracle = remat::oracle_plan(g, budget);
+      const remat::IlpResult ilp = remat::solve_plan_ilp(g, budget, 60.0);
+      ASSERT_EQ(ilp.status, remat::IlpStatus::Optimal) << "trial " << trial << " budget " << budget;
+      EXPECT_LE(remat::evaluate(g, ilp.decisions).peak_bytes, budget) << "trial " << trial;
+      EXPECT_NEAR(ilp.objective, oracle.predicted.step_time, 1e-9) << "trial " << trial << " budget " << budget;
+      ++compared;
+    }
+    if (lo > 0) {
+      EXPECT_EQ(remat::solve_plan_ilp(g, lo - 1, 60.0).status, remat::IlpStatus::Infeasible);
+    }
+  }
+  EXPECT_EQ(compared, 180);
 }
 
 TEST(Planner, OracleAgreesWithIlpAtTwelveValues) {

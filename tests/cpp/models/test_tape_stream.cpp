@@ -174,6 +174,30 @@ TEST(TapeStream, SmallNonContiguousAndDisabledValuesAreKept) {
   EXPECT_EQ(d.report().values_kept, 1u);
 }
 
+TEST(TapeStream, ParametersAreKeptUnlessAsked) {
+  tape::StreamOptions o = small_options(false, 1 << 20);
+  tape::TapeStreamer s(o);
+  Tensor weight = randn({64, 64}).set_requires_grad();  // a leaf that requires grad: a parameter
+  Tensor activation = randn({64, 64});
+  std::any a = s.pack(weight), b = s.pack(activation);
+  s.finish();
+  EXPECT_EQ(s.report().values_kept, 1u);
+  EXPECT_EQ(s.report().parameters_kept, 1u);
+  EXPECT_EQ(s.report().values_streamed, 1u);
+  EXPECT_TRUE(s.unpack(a).shares_storage(weight));
+  EXPECT_FALSE(s.unpack(b).shares_storage(activation));
+  tape::StreamOptions all = o;
+  all.stream_parameters = true;
+  tape::TapeStreamer t(all);
+  std::any c = t.pack(weight);
+  t.finish();
+  EXPECT_EQ(t.report().values_streamed, 1u);
+  EXPECT_EQ(t.report().parameters_kept, 0u);
+  Tensor back = t.unpack(c);
+  EXPECT_FALSE(back.shares_storage(weight));
+  EXPECT_TRUE(same_bits(back, weight.detach()));
+}
+
 TEST(TapeStream, BadOptionsAndForeignValuesAreErrors) {
   tape::StreamOptions o = small_options(false, 0);
   EXPECT_THAT(message_of([&] { tape::TapeStreamer s(o); }), HasSubstr("tape_budget_bytes must be > 0"));
@@ -316,6 +340,7 @@ void check_model(const char* what, nn::Module& model, const Tensor& x, const Ten
     EXPECT_GT(r.layers, 2u);
     EXPECT_EQ(r.spills, r.layers - 1);
     EXPECT_EQ(r.tiles_freed, r.layers);
+    EXPECT_GT(r.parameters_kept, 0u) << "the layers' weights are saved by their ops and must not be streamed";
     for (const auto& l : r.layer_info) {
       if (l.regions > 1) {
         EXPECT_LE(l.used_bytes, budget);

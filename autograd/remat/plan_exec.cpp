@@ -1,0 +1,587 @@
+#include "autograd/remat/plan_exec.h"
+
+#include <algorithm>
+#include <any>
+#include <set>
+#include <sstream>
+#include <utility>
+
+#include "autograd/engine.h"
+#include "autograd/grad_mode.h"
+#include "autograd/saved_tensor.h"
+#include "core/allocator.h"
+#include "core/error.h"
+#include "core/factories.h"
+#include "memory/tiered_memory.h"
+
+namespace strata::remat {
+
+namespace {
+
+memory::TieredMemory& tiered_or_throw(const char* who) {
+  Allocator& allocator = default_allocator();
+  auto* tiered = dynamic_cast<memory::TieredMemory*>(&allocator);
+  if (tiered == nullptr && allocator.name() == "tiered") tiered = &memory::tiered_memory();
+  STRATA_CHECK(tiered != nullptr, who, ": the default allocator is \"", std::string(allocator.name()),
+               "\", expected the tiered memory (\"tiered\"; unset STRATA_MEMORY=dram)");
+  return *tiered;
+}
+
+std::string shape_signature(const Tensor& x) {
+  std::ostringstream os;
+  os << x.sizes() << ' ' << x.dtype() << (x.requires_grad() ? " rg" : "");
+  return os.str();
+}
+
+Tensor fresh_input(const Tensor& x) {
+  Tensor in = x.detach();
+  if (is_floating(in.dtype())) in.set_requires_grad(true);
+  return in;
+}
+
+bool differentiable(const Tensor& in, const Tensor& out) {
+  return in.requires_grad() && autograd::gradient_edge(out).valid() && is_floating(out.dtype());
+}
+
+std::size_t above(std::size_t peak, std::size_t base) { return peak > base ? peak - base : 0; }
+
+enum class SaveKind { Input, Output, Existing, Internal };
+
+// What one isolated profiling of a step found (Note [Auto chain execution]).
+struct StepProfile {
+  bool view = false;  // the output shares the input's storage
+  bool saves_input = false, saves_output = false;
+  std::vector<char> internal_saves;
+  std::size_t internal_bytes = 0;
+  std::size_t out_storage_bytes = 0, out_nbytes = 0;
+  std::size_t forward_peak = 0, backward_growth = 0, nograd_peak = 0;
+  bool has_backward = false;
+  double forward_time = 0, backward_time = 0;
+};
+
+// ---- execution state ----------------------------------------------------------------------------
+
+// One storage moved to the slow tier after its last forward use and brought back before its
+// backward use.
+struct Streamed {
+  Storage storage;
+  memory::TieredMemory* tiered = nullptr;
+  memory::MoveHandle evict, prefetch;
+  bool evicted = false, prefetched = false;
+  void start_evict() {
+    if (evicted) return;
+    evicted = true;
+    evict = tiered->evict_async(storage);
+  }
+  void wait_evicted() {
+    if (evicted) evict.wait();
+  }
+  void start_prefetch() {
+    if (!evicted || prefetched) return;
+    prefetched = true;
+    prefetch = tiered->prefetch_async(storage);
+  }
+  void wait_resident() {
+    start_prefetch();
+    if (prefetched) prefetch.wait();
+  }
+};
+
+// A boundary value (the storage of x_k .. x_j) during one run.
+struct Boundary {
+  Decision decision = Decision::Keep;
+  bool moves = false;                  // Stream with a gap: evicted and prefetched
+  Tensor value;                        // Keep / Stream: the producer's output
+  std::shared_ptr<Streamed> streamed;  // Stream
+  // Recompute: the producer re-runs on its input value (null: the chain's input).
+  std::shared_ptr<Boundary> source;
+  Tensor chain_input;
+  StepFn producer;
+  int64_t producer_index = 0;
+  detail::RngState rng;  // the default generator before the producer's first run
+  Dims sizes, strides;
+  int64_t offset = 0;
+  DType dtype = DType::f32;
+  std::size_t storage_bytes = 0;
+
+  Tensor get() {
+    switch (decision) {
+      case Decision::Keep: return value;
+      case Decision::Stream:
+        if (streamed) streamed->wait_resident();
+        return value;
+      case Decision::Recompute: {
+        Tensor in = source ? source->get() : chain_input;
+        const detail::RngState outer = detail::RngState::current();
+        rng.restore();
+        Tensor out;
+        {
+          detail::RecomputeScope scope;
+          autograd::NoGradGuard no_grad;
+          out = producer(in);
+        }
+        outer.restore();
+        STRATA_CHECK(out.defined() && out.sizes() == sizes && out.strides() == strides && out.offset() == offset &&
+                         out.dtype() == dtype && out.storage().nbytes() == storage_bytes,
+                     "AutoChain: re-running step ", producer_index, " to recompute its output gave ",
+                     out.defined() ? out.describe() : std::string("an undefined tensor"), ", expected the ",
+                     IntArrayRef(sizes), " ", dtype, " it returned first (the step is not deterministic)");
+        return out;
+      }
+    }
+    return Tensor();
+  }
+};
+
+// What the per-step hooks pack.
+struct Packed {
+  Tensor value;                         // Keep, Stream (same tensor; its storage moves)
+  std::shared_ptr<Streamed> streamed;   // Stream: wait for the prefetch
+  std::shared_ptr<Boundary> recompute;  // Recompute: rebuild the view below over a re-run's storage
+  Dims sizes, strides;
+  int64_t offset = 0;
+  DType dtype = DType::f32;
+  bool routed = false;
+};
+
+void route(Packed& p, Tensor v, const std::shared_ptr<Boundary>& b) {  // v by value: it may be p.value
+  p.routed = true;
+  if (!b || b->decision == Decision::Keep || (b->decision == Decision::Stream && !b->moves)) {
+    p.value = v;
+    return;
+  }
+  if (b->decision == Decision::Stream) {
+    p.value = v;
+    p.streamed = b->streamed;
+    return;
+  }
+  p.value = Tensor();
+  p.recompute = b;
+  p.sizes = v.sizes();
+  p.strides = v.strides();
+  p.offset = v.offset();
+  p.dtype = v.dtype();
+}
+
+Tensor unpack(const std::shared_ptr<Packed>& p) {
+  if (p->recompute) {
+    Tensor base = p->recompute->get();
+    return Tensor(base.storage(), p->sizes, p->strides, p->offset, p->dtype);
+  }
+  if (p->streamed) p->streamed->wait_resident();
+  return p->value;
+}
+
+// The moves of one run, triggered at program points (forward steps; markers in backward).
+struct RunState {
+  std::vector<std::vector<std::shared_ptr<Streamed>>> streamed;  // per value
+  std::vector<std::vector<int64_t>> wait_evict_at, prefetch_at;  // per point (copied from the Entry)
+
+  void wait_evictions(int64_t t) {
+    if (t < 0 || t >= static_cast<int64_t>(wait_evict_at.size())) return;
+    for (int64_t v : wait_evict_at[t])
+      for (auto& s : streamed[v]) s->wait_evicted();
+  }
+  void prefetch(int64_t t) {
+    if (t < 0 || t >= static_cast<int64_t>(prefetch_at.size())) return;
+    for (int64_t v : prefetch_at[t]) {
+      for (auto& s : streamed[v]) s->start_prefetch();
+      streamed[v].clear();  // the packed values (and recompute recipes) hold them from now on
+    }
+  }
+  void at_point(int64_t t) {
+    wait_evictions(t);
+    prefetch(t);
+  }
+};
+
+// An alias of `y` whose backward runs `at_backward` and passes the gradient through unchanged.
+Tensor with_marker(const Tensor& y, std::function<void()> at_backward) {
+  if (!autograd::needs_grad({&y})) return y;
+  Tensor alias = y.detach();
+  auto node = autograd::make_node("AutoChainPoint", {&y},
+                                  [f = std::move(at_backward)](autograd::Node&, const TensorList& g) -> TensorList {
+                                    f();
+                                    return {g[0]};
+                                  });
+  autograd::set_history({&alias}, node);
+  return alias;
+}
+
+}  // namespace
+
+AutoChain::AutoChain(std::size_t budget_bytes, PlannerOptions options) : budget_(budget_bytes), planner_(options) {
+  STRATA_CHECK(budget_bytes > 0, "AutoChain: the fast-tier budget is 0 bytes; expected a positive budget");
+}
+
+ChainGraph AutoChain::build_graph(const std::vector<StepFn>& steps, const Tensor& input,
+                                  const std::vector<std::string>& names) {
+  const auto m = static_cast<int64_t>(steps.size());
+  STRATA_CHECK(m >= 1, "AutoChain: the chain has no steps");
+  STRATA_CHECK(names.empty() || names.size() == steps.size(), "AutoChain: ", names.size(), " step names for ", m,
+               " steps");
+  for (int64_t i = 0; i < m; ++i) STRATA_CHECK(static_cast<bool>(steps[i]), "AutoChain: step ", i, " is empty");
+  memory::TieredMemory& tiered = tiered_or_throw("AutoChain");
+  memory::MemoryStats& stats = tiered.manager().stats();
+  auto current = [&] { return stats.snapshot().fast.current_bytes; };
+  auto peak = [&] { return stats.snapshot().fast.peak_bytes; };
+
+  std::vector<StepProfile> prof(static_cast<std::size_t>(m));
+  std::vector<std::string> op_names(static_cast<std::size_t>(m)), sigs(static_cast<std::size_t>(m));
+  const detail::RngState outer_rng = detail::RngState::current();
+  Tensor x = input.detach();
+  for (int64_t i = 0; i < m; ++i) {
+    StepProfile& P = prof[i];
+    op_names[i] = names.empty() ? "step " + std::to_string(i) : names[i];
+    sigs[i] = op_names[i] + " [" + shape_signature(fresh_input(x)) + "]";
+    const detail::RngState rng = detail::RngState::current();
+    // Run A, recorded: the saved storages in order, the forward peak.
+    std::vector<Storage> saved_a;
+    std::set<const Allocation*> seen_b;
+    bool recording_b = false;
+    auto record = autograd::make_saved_tensor_hooks(
+        [&](const Tensor& v) -> std::any {
+          if (recording_b) {
+            if (v.defined()) seen_b.insert(v.storage().allocation());
+          } else {
+            saved_a.push_back(v.defined() ? v.storage() : Storage());
+          }
+          return v;
+        },
+        [](std::any& p) -> Tensor { return std::any_cast<Tensor>(p); });
+    Tensor in = fresh_input(x);
+    Tensor out;
+    stats.reset_peaks();
+    std::size_t before = current();
+    {
+      detail::RecomputeScope scope;  // modules put their buffers back (models/remat.h)
+      autograd::EnableGradGuard grad_on;
+      autograd::SavedTensorHooksGuard guard(record);
+      out = steps[i](in);
+    }
+    P.forward_peak = above(peak(), before);
+    STRATA_CHECK(out.defined(), "AutoChain: step ", i, " returned an undefined tensor");
+    // Run B while A's storages are alive (no address reuse): a storage both runs saved existed
+    // before the step (a parameter or buffer), not an activation.
+    rng.restore();
+    recording_b = true;
+    {
+      detail::RecomputeScope scope;
+      autograd::EnableGradGuard grad_on;
+      autograd::SavedTensorHooksGuard guard(record);
+      Tensor again = steps[i](fresh_input(x));
+    }
+    const Allocation* in_alloc = x.storage().allocation();
+    const Allocation* out_alloc = out.storage().allocation();
+    P.view = out_alloc == in_alloc;
+    P.out_storage_bytes = out.storage().nbytes();
+    P.out_nbytes = out.nbytes();
+    std::set<const Allocation*> internal_seen;
+    for (const Storage& s : saved_a) {
+      const Allocation* a = s.allocation();
+      SaveKind kind = a == nullptr            ? SaveKind::Existing
+                      : a == in_alloc         ? SaveKind::Input
+                      : a == out_alloc        ? SaveKind::Output
+                      : seen_b.count(a) != 0  ? SaveKind::Existing
+                                              : SaveKind::Internal;
+      P.saves_input = P.saves_input || kind == SaveKind::Input;
+      P.saves_output = P.saves_output || kind == SaveKind::Output;
+      P.internal_saves.push_back(kind == SaveKind::Internal ? 1 : 0);
+      if (kind == SaveKind::Internal && internal_seen.insert(a).second) P.internal_bytes += s.nbytes();
+    }
+    saved_a.clear();
+    seen_b.clear();
+    // Backward w.r.t. the input: the growth above everything the forward left (input, output,
+    // saved values, seed).
+    P.has_backward = differentiable(in, out);
+    if (P.has_backward) {
+      Tensor seed = ones_like(out);
+      stats.reset_peaks();
+      before = current();
+      autograd::grad({out}, {in}, {seed}, false, true);
+      P.backward_growth = above(peak(), before);
+    }
+    // Run C, no-grad (what a recompute of the output runs).
+    rng.restore();
+    stats.reset_peaks();
+    before = current();
+    {
+      detail::RecomputeScope scope;
+      autograd::NoGradGuard no_grad;
+      Tensor y = steps[i](x.detach());
+      P.nograd_peak = above(peak(), before);
+    }
+    rng.restore();
+    // Times (cached by signature): forward, and forward + backward w.r.t. the input.
+    P.forward_time = profiler_.time(sigs[i] + " fwd", [&] {
+      detail::RecomputeScope scope;
+      autograd::EnableGradGuard grad_on;
+      Tensor y = steps[i](fresh_input(x));
+      rng.restore();
+    });
+    const double both = profiler_.time(sigs[i] + " fwd+bwd", [&] {
+      detail::RecomputeScope scope;
+      autograd::EnableGradGuard grad_on;
+      Tensor xi = fresh_input(x);
+      Tensor y = steps[i](xi);
+      if (differentiable(xi, y)) autograd::grad({y}, {xi}, {ones_like(y)}, false, true);
+      rng.restore();
+    });
+    P.backward_time = std::max(0.0, both - P.forward_time);
+    rng.restore();
+    // The next step's input (run A's output, so that its storage identifies x_{i+1}).
+    x = out.detach();
+  }
+  outer_rng.restore();
+
+  // ---- the planning graph ----
+  ChainGraph cg;
+  PlanGraph& g = cg.graph;
+  g.bandwidth = copy_bandwidth();
+  g.evict_lag = 1;
+  cg.input_value.assign(static_cast<std::size_t>(m), -1);
+  cg.output_value.assign(static_cast<std::size_t>(m), -1);
+  cg.internal_value.assign(static_cast<std::size_t>(m), -1);
+  // Values in order of their producers: the boundary value x_{i+1} (producer i) and "int i".
+  std::vector<char> boundary;  // per value
+  for (int64_t i = 0; i < m; ++i) {
+    const StepProfile& P = prof[i];
+    if (!P.internal_saves.empty() && P.internal_bytes > 0) {
+      PlanValue v;
+      v.name = "int " + std::to_string(i);
+      v.bytes = P.internal_bytes;
+      v.producer = v.last_forward_use = v.backward_use = i;
+      if (cg.input_value[i] >= 0) v.deps.push_back(cg.input_value[i]);
+      v.recompute_workspace_bytes = above(P.forward_peak, P.internal_bytes);
+      cg.internal_value[i] = static_cast<int64_t>(g.values.size());
+      g.values.push_back(v);
+      boundary.push_back(0);
+    }
+    if (i + 1 < m) {
+      if (P.view) {
+        cg.input_value[i + 1] = cg.input_value[i];  // a view continues its input's value
+      } else {
+        PlanValue v;
+        v.name = "x " + std::to_string(i + 1);
+        v.bytes = P.out_storage_bytes;
+        v.producer = i;
+        v.last_forward_use = i + 1;
+        if (cg.input_value[i] >= 0) v.deps.push_back(cg.input_value[i]);
+        v.recompute_workspace_bytes = above(P.nograd_peak, P.out_storage_bytes);
+        cg.input_value[i + 1] = static_cast<int64_t>(g.values.size());
+        g.values.push_back(v);
+        boundary.push_back(1);
+      }
+      cg.output_value[i] = cg.input_value[i + 1];
+    }
+  }
+  // Boundary values: last forward use and backward uses (steps saving them as input or output).
+  std::vector<std::vector<int64_t>> uses(g.values.size());
+  for (int64_t i = 0; i < m; ++i) {
+    const StepProfile& P = prof[i];
+    const int64_t vin = cg.input_value[i];
+    if (vin >= 0) g.values[vin].last_forward_use = std::max(g.values[vin].last_forward_use, i);
+    if (P.saves_input && vin >= 0) uses[vin].push_back(i);
+    if (P.saves_output && cg.output_value[i] >= 0) uses[cg.output_value[i]].push_back(i);
+    cg.internal_saves.push_back(P.internal_saves);
+  }
+  for (std::size_t v = 0; v < g.values.size(); ++v) {
+    if (!boundary[v]) continue;
+    std::sort(uses[v].begin(), uses[v].end());
+    uses[v].erase(std::unique(uses[v].begin(), uses[v].end()), uses[v].end());
+    g.values[v].backward_use = uses[v].empty() ? -1 : uses[v].front();
+    g.values[v].extra_backward_uses.assign(uses[v].begin() + (uses[v].empty() ? 0 : 1), uses[v].end());
+  }
+  // Ops. The chain's output is the caller's: live at the last forward point and, held by the
+  // caller, through the whole backward.
+  const std::size_t held_output = prof[m - 1].view ? 0 : prof[m - 1].out_storage_bytes;
+  for (int64_t i = 0; i < m; ++i) {
+    const StepProfile& P = prof[i];
+    PlanOp op;
+    op.name = op_names[i];
+    op.signature = sigs[i];
+    op.forward_time = P.forward_time;
+    op.backward_time = P.backward_time;
+    const std::size_t output_value_bytes = (i + 1 < m && !P.view) ? P.out_storage_bytes : 0;
+    op.workspace_bytes = above(P.forward_peak, output_value_bytes + P.internal_bytes);
+    op.backward_workspace_bytes = (P.has_backward ? P.out_nbytes + P.backward_growth : 0) + held_output;
+    g.ops.push_back(op);
+  }
+  g.validate();
+  return cg;
+}
+
+Tensor AutoChain::run(const std::vector<StepFn>& steps, const Tensor& input, const std::vector<std::string>& names) {
+  const auto m = static_cast<int64_t>(steps.size());
+  STRATA_CHECK(m >= 1, "AutoChain: the chain has no steps");
+  for (int64_t i = 0; i < m; ++i) STRATA_CHECK(static_cast<bool>(steps[i]), "AutoChain: step ", i, " is empty");
+  if (!autograd::GradMode::is_enabled()) {
+    Tensor x = input;
+    for (const StepFn& f : steps) x = f(x);
+    return x;
+  }
+  memory::TieredMemory& tiered = tiered_or_throw("AutoChain");
+  std::string key = shape_signature(input) + "|" + std::to_string(m);
+  for (const std::string& n : names) key += "|" + n;
+  auto it = cache_.find(key);
+  if (it == cache_.end()) {
+    auto entry = std::make_shared<Entry>();
+    entry->chain = build_graph(steps, input, names);
+    entry->plan = planner_.plan(entry->chain.graph, budget_);
+    // The schedule of the moves (Note [Auto chain execution]).
+    const PlanGraph& g = entry->chain.graph;
+    const std::vector<ValueWindow> w = value_windows(g);
+    const auto n = g.values.size();
+    const int64_t P = g.num_points();
+    entry->moves.assign(n, 0);
+    entry->evict_after.assign(static_cast<std::size_t>(m), {});
+    entry->wait_evict_at.assign(static_cast<std::size_t>(P), {});
+    entry->prefetch_at.assign(static_cast<std::size_t>(P), {});
+    for (std::size_t v = 0; v < n; ++v) {
+      if (entry->plan.decisions[v] != Decision::Stream || w[v].first < 0) continue;
+      const int64_t gap = w[v].evict_until + 1;
+      if (gap >= w[v].stream_from || gap > w[v].last) continue;  // resident throughout: nothing to move
+      entry->moves[v] = 1;
+      entry->evict_after[g.values[v].last_forward_use].push_back(static_cast<int64_t>(v));
+      entry->wait_evict_at[gap].push_back(static_cast<int64_t>(v));
+      entry->prefetch_at[w[v].stream_from].push_back(static_cast<int64_t>(v));
+    }
+    ++plans_made_;
+    it = cache_.emplace(key, std::move(entry)).first;
+  }
+  last_ = it->second;
+  const Entry& entry = *last_;
+  const ChainGraph& cg = entry.chain;
+  const std::vector<Decision>& d = entry.plan.decisions;
+  const auto n = cg.graph.values.size();
+
+  memory::MemoryStats& stats = tiered.manager().stats();
+  stats.reset_peaks();
+  baseline_bytes_ = stats.snapshot().fast.current_bytes;
+
+  auto rs = std::make_shared<RunState>();
+  rs->streamed.assign(n, {});
+  rs->wait_evict_at = entry.wait_evict_at;
+  rs->prefetch_at = entry.prefetch_at;
+  // Boundary values alive in the forward (released after their last forward use: from then on
+  // only the packed values and the recompute recipes of later values hold them).
+  std::vector<std::shared_ptr<Boundary>> live(n);
+  Tensor x = input;
+  for (int64_t i = 0; i < m; ++i) {
+    rs->at_point(i);
+    const detail::RngState rng = detail::RngState::current();
+    const int64_t vin = cg.input_value[i];
+    const std::shared_ptr<Boundary> in_boundary = vin >= 0 ? live[vin] : nullptr;
+    const int64_t internal = cg.internal_value[i];
+    const Decision internal_decision = internal >= 0 ? d[internal] : Decision::Keep;
+    const Allocation* in_alloc = x.storage().allocation();
+    std::vector<std::shared_ptr<Packed>> packs;
+    auto hooks = autograd::make_saved_tensor_hooks(
+        [&](const Tensor& v) -> std::any {
+          auto p = std::make_shared<Packed>();
+          packs.push_back(p);
+          if (v.defined() && v.storage().allocation() == in_alloc) route(*p, v, in_boundary);
+          else p->value = v;  // routed once the step returned (its output, internal, or existing)
+          return p;
+        },
+        [](std::any& packed) -> Tensor { return unpack(std::any_cast<std::shared_ptr<Packed>>(packed)); });
+    Tensor y;
+    {
+      autograd::SavedTensorHooksGuard guard(hooks);
+      if (internal_decision == Decision::Recompute) {
+        StepFn f = steps[i];
+        y = checkpoint([f](const TensorList& in) -> TensorList { return {f(in[0])}; }, {x})[0];
+      } else {
+        y = steps[i](x);
+      }
+    }
+    STRATA_CHECK(y.defined(), "AutoChain: step ", i, " returned an undefined tensor");
+    // The output's value.
+    const int64_t vout = cg.output_value[i];
+    if (vout >= 0 && vout != vin) {
+      auto b = std::make_shared<Boundary>();
+      b->decision = d[vout];
+      b->moves = entry.moves[vout] != 0;
+      if (b->decision == Decision::Recompute) {
+        b->source = in_boundary;
+        if (vin < 0) b->chain_input = x.detach();
+        b->producer = steps[i];
+        b->producer_index = i;
+        b->rng = rng;
+        b->sizes = y.sizes();
+        b->strides = y.strides();
+        b->offset = y.offset();
+        b->dtype = y.dtype();
+        b->storage_bytes = y.storage().nbytes();
+      } else {
+        b->value = y.detach();
+        if (b->moves) {
+          b->streamed = std::make_shared<Streamed>();
+          b->streamed->storage = y.storage();
+          b->streamed->tiered = &tiered;
+          rs->streamed[vout].push_back(b->streamed);
+        }
+      }
+      live[vout] = b;
+    }
+    // Route the values saved before the step returned.
+    if (internal_decision != Decision::Recompute) {
+      const std::vector<char>& internal_saves = cg.internal_saves[i];
+      // (A step whose input needs no gradient and that has no parameters records nothing.)
+      STRATA_CHECK(packs.empty() || packs.size() == internal_saves.size(), "AutoChain: step ", i, " saved ",
+                   packs.size(), " values for backward, its profiling run saved ", internal_saves.size(),
+                   " (the step is not deterministic)");
+      const Allocation* out_alloc = y.storage().allocation();
+      const bool stream_internals = internal >= 0 && entry.moves[internal] != 0;
+      std::map<const Allocation*, std::shared_ptr<Streamed>> internal_streams;
+      for (std::size_t k = 0; k < packs.size(); ++k) {
+        Packed& p = *packs[k];
+        if (p.routed || !p.value.defined()) continue;
+        const Allocation* a = p.value.storage().allocation();
+        if (a == out_alloc && vout >= 0) {
+          route(p, p.value, live[vout]);
+        } else if (internal_saves[k] != 0 && stream_internals) {
+          std::shared_ptr<Streamed>& s = internal_streams[a];
+          if (!s) {
+            s = std::make_shared<Streamed>();
+            s->storage = p.value.storage();
+            s->tiered = &tiered;
+            rs->streamed[internal].push_back(s);
+          }
+          p.streamed = s;
+        }
+      }
+    }
+    packs.clear();
+    // Evict what this step was the last forward use of.
+    for (int64_t v : entry.evict_after[i])
+      for (auto& s : rs->streamed[v]) s->start_evict();
+    for (std::size_t v = 0; v < n; ++v)
+      if (live[v] && cg.graph.values[v].last_forward_use <= i) live[v].reset();
+    // The backward of step i is program point 2m-1-i.
+    const int64_t point = 2 * m - 1 - i;
+    y = with_marker(y, [rs, point] { rs->at_point(point); });
+    x = y;
+  }
+  // The evictions due at the backward's first point are waited for now (before the caller's loss);
+  // its prefetches are issued by the last step's marker.
+  rs->wait_evictions(m);
+  return x;
+}
+
+std::size_t AutoChain::measured_peak_bytes() const {
+  memory::TieredMemory& tiered = tiered_or_throw("AutoChain");
+  const std::size_t peak = tiered.manager().stats().snapshot().fast.peak_bytes;
+  return peak > baseline_bytes_ ? peak - baseline_bytes_ : 0;
+}
+
+std::string AutoChain::explain() const {
+  STRATA_CHECK(last_ != nullptr, "AutoChain::explain: no plan yet (run the chain once first)");
+  std::ostringstream os;
+  os << remat::explain(last_->chain.graph, last_->plan);
+  os << "measured fast-tier peak since the last forward: " << measured_peak_bytes() << " bytes (budget " << budget_
+     << " bytes, predicted " << last_->plan.predicted.peak_bytes << " bytes)\n";
+  return os.str();
+}
+
+}  // namespace strata::remat

@@ -1,0 +1,116 @@
+#pragma once
+/// @file
+/// Executing Auto plans (planner.h) on chains of steps: the planning graph of a chain, built by
+/// profiling each step once, and the execution of keep / stream / recompute decisions.
+///
+/// Note [Auto chain execution]
+/// A chain of m steps x_{i+1} = step_i(x_i) is planned at *step granularity*: op i of the
+/// PlanGraph is step i. Its saved values are found by running it once under recording
+/// saved-tensor hooks and classified by storage: the step's input x_i, its output y_i = x_{i+1},
+/// storages that existed before the step (parameters, buffers: saved by two runs alike), and the
+/// rest, its *internals*. The values of the graph are (one per distinct storage, so a value saved
+/// twice, or saved by one step as its output and by the next as its input, is counted once):
+///  - one *boundary* value per storage of x_1..x_{m-1} ("x i"). Steps returning a view of their
+///    input (Flatten) continue their input's value; x_0's storage (and its views) is the caller's
+///    and never a value. Producer: the step that created the storage; last forward use: the last
+///    step reading it; backward uses: every step saving it (as input or output), possibly none
+///    (then it only serves recomputes); deps: the producer's input value; recompute workspace:
+///    the producer's no-grad re-run peak beyond its output.
+///  - one *internal* value per step with internals ("int i", the sum of their distinct storages):
+///    producer, last forward use and backward use i, deps {x i}; recompute workspace: the step's
+///    forward peak beyond them (a checkpoint re-run records them again and makes a new output).
+/// Per step, from isolated profiling runs (x_i detached and made a leaf; modules' buffers and the
+/// default generator put back): forward workspace = forward peak - output - internals;
+/// backward workspace = the seed gradient + the growth during autograd::grad w.r.t. x_i (input
+/// gradient, weight-gradient temporaries) + the chain's output, which the caller holds through the
+/// backward; times from OpProfiler (forward; forward + backward), cached by "name + input
+/// shape". The graph's evict_lag is 1 (an eviction overlaps the next step).
+/// Execution (per step, saved-tensor hooks route each saved value by its storage; a marker node
+/// on every step's output runs when the backward of that step begins):
+///  - Keep: plain. Stream: the storage is evicted (TieredMemory::evict_async) after the value's
+///    last forward use, the eviction is waited for at the start of point evict_until + 1, and
+///    the prefetch is issued at the start of point stream_from (before a forward step, or by the
+///    marker of a backward step) and waited for at unpack; a value whose residency has no gap
+///    is not moved. Recompute: an internal value runs its step inside remat::checkpoint; a
+///    boundary value packs only its view geometry and, at every unpack, re-runs its producer under
+///    no-grad (in_recompute() true, the default generator as at the first run) on its source
+///    value (kept, streamed, or itself recomputed, recursively: the recompute closure) and
+///    rebuilds the saved view over the new storage; nothing is memoized (as the model assumes).
+/// The model is conservative by construction where the run may do less: recompute closures are
+/// summed though re-runs are sequential, a value is held for its whole backward point, and the
+/// seed gradient is held through the whole backward step. Parameter gradients must be allocated
+/// before the step (the model treats them as baseline, like the parameters).
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "autograd/remat/checkpoint.h"
+#include "autograd/remat/planner.h"
+#include "autograd/remat/profile.h"
+
+namespace strata::remat {
+
+/// The planning graph of a chain plus what execution needs to know per step.
+struct ChainGraph {
+  PlanGraph graph;
+  std::vector<int64_t> input_value;     ///< per step: the value of x_i's storage, or -1 (the caller's)
+  std::vector<int64_t> output_value;    ///< per step: the value of y_i's storage, or -1 (the last step's)
+  std::vector<int64_t> internal_value;  ///< per step: index of "int i", or -1 (no internals)
+  /// Per step, per value it saves (in saving order): 1 when the saved storage is an internal.
+  std::vector<std::vector<char>> internal_saves;
+};
+
+/// Plans and runs a chain under a fast-tier budget (Note [Auto chain execution]). Keeps a cache of
+/// graphs and plans by input signature (shape, dtype): a new shape re-profiles and re-plans.
+class AutoChain {
+ public:
+  /// Throws strata::Error when budget_bytes is 0.
+  explicit AutoChain(std::size_t budget_bytes, PlannerOptions options = {});
+
+  /// Runs steps[n-1](...steps[0](input)) under the plan for this input's signature. `names` (one per
+  /// step, optional) enter the profiling signatures. Throws strata::Error for an empty chain or step,
+  /// a names/steps size mismatch, a default allocator other than the tiered memory, a budget below
+  /// the minimum (the message names it), or a step that saves values other than its profile did.
+  Tensor run(const std::vector<StepFn>& steps, const Tensor& input, const std::vector<std::string>& names = {});
+
+  /// Profiles the chain on `input` and builds its planning graph (no plan, no cache).
+  ChainGraph build_graph(const std::vector<StepFn>& steps, const Tensor& input,
+                         const std::vector<std::string>& names = {});
+
+  std::size_t budget_bytes() const { return budget_; }
+  /// The graph and plan of the last run (null before the first).
+  const ChainGraph* last_graph() const { return last_ ? &last_->chain : nullptr; }
+  const Plan* last_plan() const { return last_ ? &last_->plan : nullptr; }
+  /// How many distinct signatures were profiled and planned.
+  int64_t plans_made() const { return plans_made_; }
+  /// The fast-tier peak above the baseline measured since the start of the last run() (the last
+  /// forward and whatever followed it, e.g. its backward). run() resets the tiered memory's peak
+  /// statistics (MemoryStats::reset_peaks) when it starts.
+  std::size_t measured_peak_bytes() const;
+  /// planner.h's explain() of the last plan, followed by the measured peak (measured_peak_bytes).
+  std::string explain() const;
+
+ private:
+  // A planned signature and the execution schedule derived from its plan.
+  struct Entry {
+    ChainGraph chain;
+    Plan plan;
+    std::vector<char> moves;                          ///< per value: streamed and evicted
+    std::vector<std::vector<int64_t>> evict_after;    ///< per step: values evicted after its forward
+    std::vector<std::vector<int64_t>> wait_evict_at;  ///< per point: evictions to wait for first
+    std::vector<std::vector<int64_t>> prefetch_at;    ///< per point: prefetches to issue first
+  };
+  std::size_t budget_;
+  Planner planner_;
+  OpProfiler profiler_{1};
+  std::map<std::string, std::shared_ptr<Entry>> cache_;
+  std::shared_ptr<Entry> last_;
+  int64_t plans_made_ = 0;
+  std::size_t baseline_bytes_ = 0;
+};
+
+}  // namespace strata::remat

@@ -1,0 +1,347 @@
+// The Auto rematerialization policy executed on zoo models as chains (Note [Auto chain
+// execution]): gradients bitwise equal to StoreAll at budgets of 50 %, 25 % and 12.5 % of
+// StoreAll's measured activation peak, the measured peak within the budget (predicted and
+// measured figures printed), re-planning on a new input shape, errors.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <functional>
+
+#include "autograd/remat/peak.h"
+#include "autograd/remat/plan_exec.h"
+#include "core/factories.h"
+#include "core/pin_set.h"
+#include "core/rng.h"
+#include "models/activation.h"
+#include "models/container.h"
+#include "models/linear.h"
+#include "models/pooling.h"
+#include "models/remat.h"
+#include "models/zoo/mlp.h"
+#include "models/zoo/resnet.h"
+#include "models/zoo/vgg.h"
+#include "ops/binary.h"
+#include "ops/reduction.h"
+#include "ops/softmax_loss.h"
+#include "ops/unary.h"
+#include "tests/cpp/core/test_util.h"
+
+namespace strata_test {
+namespace {
+
+using namespace strata;
+using nn::Module;
+using remat::ChainPolicy;
+using ::testing::HasSubstr;
+using ModuleList = std::vector<std::shared_ptr<Module>>;
+
+std::vector<unsigned char> bytes_of(const Tensor& t) {
+  Tensor c = t.contiguous();
+  std::vector<unsigned char> out(c.nbytes());
+  PinSet pins;
+  pins.add(c, AccessMode::Read).acquire();
+  if (!out.empty()) std::memcpy(out.data(), c.data_ptr(), out.size());
+  return out;
+}
+
+::testing::AssertionResult same_bits(const Tensor& a, const Tensor& b) {
+  if (a.defined() != b.defined()) return ::testing::AssertionFailure() << "one tensor is undefined";
+  if (!a.defined()) return ::testing::AssertionSuccess();
+  if (a.sizes() != b.sizes() || a.dtype() != b.dtype())
+    return ::testing::AssertionFailure() << a.describe() << " vs " << b.describe();
+  if (bytes_of(a) != bytes_of(b)) return ::testing::AssertionFailure() << "values differ: " << a.describe();
+  return ::testing::AssertionSuccess();
+}
+
+ModuleList children_of(const std::shared_ptr<Module>& m) {
+  ModuleList out;
+  for (auto& [name, child] : m->named_children()) out.push_back(child);
+  return out;
+}
+
+struct StepResult {
+  std::vector<Tensor> grads;
+  std::vector<Tensor> buffers;
+  Tensor input_grad, logits;
+};
+
+StepResult train_step(Module& model, const StateDict& initial, const Tensor& x, const Tensor& target,
+                      const std::function<Tensor(const Tensor&)>& forward) {
+  model.load_state_dict(initial);
+  model.zero_grad();
+  Tensor input = x.detach().set_requires_grad();
+  manual_seed(2024);
+  StepResult r;
+  Tensor logits = forward(input);
+  cross_entropy(logits, target).backward();
+  // Detached: holding the output would keep the graph's AccumulateGrad nodes alive, and a later
+  // backward reusing them (with their old sequence numbers) would run them last, holding every
+  // weight gradient until the end (Note [Engine order]) — a different peak.
+  r.logits = logits.detach();
+  // Copies: a later step accumulating into the same .grad tensors must not change the reference.
+  for (auto& p : model.parameters()) r.grads.push_back(p.grad().defined() ? p.grad().clone() : Tensor());
+  for (auto& b : model.buffers()) r.buffers.push_back(b.clone());
+  r.input_grad = input.grad();
+  return r;
+}
+
+void expect_same(const StepResult& got, const StepResult& ref) {
+  EXPECT_TRUE(same_bits(got.logits, ref.logits)) << "logits";
+  EXPECT_TRUE(same_bits(got.input_grad, ref.input_grad)) << "input gradient";
+  ASSERT_EQ(got.grads.size(), ref.grads.size());
+  for (std::size_t i = 0; i < ref.grads.size(); ++i) EXPECT_TRUE(same_bits(got.grads[i], ref.grads[i])) << "grad " << i;
+  ASSERT_EQ(got.buffers.size(), ref.buffers.size());
+  for (std::size_t i = 0; i < ref.buffers.size(); ++i)
+    EXPECT_TRUE(same_bits(got.buffers[i], ref.buffers[i])) << "buffer " << i;
+}
+
+// The step's fast-tier peak with the parameters' gradients already allocated (they are not
+// activations; Note [Auto chain execution]).
+std::size_t step_peak(Module& model, const Tensor& x, const Tensor& target,
+                      const std::function<Tensor(const Tensor&)>& forward) {
+  for (auto& p : model.parameters())
+    if (!p.grad().defined()) p.set_grad(zeros_like(p));
+  Tensor input = x.detach().set_requires_grad();
+  return remat::measure_fast_peak([&] { cross_entropy(forward(input), target).backward(); }).step_peak_bytes();
+}
+
+// How close the planner's predicted peak must be to the measured one (Note [Auto chain
+// execution]): the model may exceed the measurement by 2 % of StoreAll's peak (it is
+// conservative: recompute closures are summed, values are held for their whole backward step),
+// and the measurement may exceed the model by 0.5 % (the loss and its gradient are not in it).
+constexpr double kOverTolerance = 0.02, kUnderTolerance = 0.005;
+
+void expect_agreement(std::size_t predicted, std::size_t measured, std::size_t full) {
+  EXPECT_LE(double(measured), double(predicted) + kUnderTolerance * double(full))
+      << "measured " << measured << " B above the predicted " << predicted << " B";
+  EXPECT_LE(double(predicted), double(measured) + kOverTolerance * double(full))
+      << "predicted " << predicted << " B far above the measured " << measured << " B";
+}
+
+// Trains one step of `chain` (children of `model`) under Auto at budgets that are `fractions` of
+// StoreAll's measured activation peak: the gradients are StoreAll's bit for bit, the measured
+// peak is within the budget and agrees with the prediction; a budget below the minimum the
+// planner can reach is an error naming that minimum.
+void check_auto(const char* label, Module& model, const ModuleList& chain, const Tensor& x, const Tensor& target,
+                const std::vector<double>& fractions = {1.0, 0.75, 0.5, 0.25, 0.125}) {
+  StateDict frozen;
+  for (const auto& [k, v] : model.state_dict()) frozen.emplace_back(k, v.clone());
+  auto plain = [&](const Tensor& in) { return model.forward(in); };
+  const StepResult ref = train_step(model, frozen, x, target, plain);
+  nn::RematSequential store_all;
+  for (const auto& m : chain) store_all.push_back(m);
+  step_peak(model, x, target, [&](const Tensor& in) { return store_all.forward(in); });  // warm-up
+  const std::size_t full = step_peak(model, x, target, [&](const Tensor& in) { return store_all.forward(in); });
+  ASSERT_GT(full, 0u);
+  std::size_t minimum = 0;
+  {
+    // The model of StoreAll itself: every value a backward step reads kept, the others dropped.
+    remat::AutoChain probe(full);
+    std::vector<remat::StepFn> steps;
+    for (const auto& m : chain) steps.push_back(nn::remat_step(m));
+    const remat::ChainGraph g = probe.build_graph(steps, x);
+    const auto windows = remat::value_windows(g.graph);
+    std::vector<remat::Decision> store(windows.size(), remat::Decision::Keep);
+    for (std::size_t v = 0; v < windows.size(); ++v)
+      if (windows[v].needs.empty()) store[v] = remat::Decision::Recompute;
+    const std::size_t predicted_full = remat::evaluate(g.graph, store).peak_bytes;
+    minimum = remat::minimum_budget(g.graph);
+    std::printf("[ auto remat ] %-6s %zu steps, %zu values; StoreAll: predicted %zu B, measured %zu B; minimum "
+                "budget %zu B (%.1f %%)\n",
+                label, g.graph.ops.size(), g.graph.values.size(), predicted_full, full, minimum,
+                100.0 * double(minimum) / double(full));
+    expect_agreement(predicted_full, full, full);
+  }
+  for (double f : fractions) {
+    const auto budget = static_cast<std::size_t>(double(full) * f);
+    SCOPED_TRACE(std::string(label) + " budget " + std::to_string(f));
+    nn::RematSequential seq(ChainPolicy::auto_budget(budget));
+    for (const auto& m : chain) seq.push_back(m);
+    auto run = [&](const Tensor& in) { return seq.forward(in); };
+    if (budget < minimum) {
+      std::printf("[ auto remat ] %-6s budget %5.1f %% = %9zu B: infeasible (minimum %zu B)\n", label, 100 * f, budget,
+                  minimum);
+      EXPECT_THAT(ERROR_MESSAGE(train_step(model, frozen, x, target, run)),
+                  HasSubstr("below the minimum peak of " + std::to_string(minimum) + " bytes"));
+      continue;
+    }
+    // First step profiles and plans; the gradients must equal StoreAll's nonetheless.
+    expect_same(train_step(model, frozen, x, target, run), ref);
+    const std::size_t measured = step_peak(model, x, target, run);
+    const remat::AutoChain& ac = *seq.policy().auto_chain;
+    ASSERT_NE(ac.last_plan(), nullptr);
+    std::string decisions;
+    for (remat::Decision d : ac.last_plan()->decisions) decisions += remat::to_string(d)[0];
+    const std::size_t predicted = ac.last_plan()->predicted.peak_bytes;
+    std::printf("[ auto remat ] %-6s budget %5.1f %% = %9zu B: predicted %9zu B, measured %9zu B (%+.2f %% of "
+                "StoreAll); %s in %.3f s: %s\n",
+                label, 100 * f, budget, predicted, measured,
+                100.0 * (double(measured) - double(predicted)) / double(full),
+                remat::to_string(ac.last_plan()->source).c_str(), ac.last_plan()->solve_seconds, decisions.c_str());
+    EXPECT_LE(predicted, budget);
+    EXPECT_LE(measured, budget) << ac.explain();
+    expect_agreement(predicted, measured, full);
+    EXPECT_EQ(ac.plans_made(), 1);
+    EXPECT_THAT(ac.explain(), HasSubstr("measured fast-tier peak since the last forward: " + std::to_string(measured)));
+    expect_same(train_step(model, frozen, x, target, run), ref);  // the cached plan
+  }
+}
+
+TEST(AutoRemat, ZooMlp) {
+  manual_seed(1);
+  std::vector<int64_t> widths{64};
+  for (int i = 0; i < 40; ++i) widths.push_back(128);
+  widths.push_back(10);
+  auto mlp = std::make_shared<nn::zoo::MLP>(widths);
+  Tensor x = randn({512, 64});
+  Tensor target = randint(0, 10, {512});
+  check_auto("mlp", *mlp, children_of(mlp), x, target);
+}
+
+TEST(AutoRemat, SmallVgg) {
+  manual_seed(2);
+  nn::zoo::VGGOptions o;
+  o.config = {};
+  for (int i = 0; i < 16; ++i) o.config.push_back(16);
+  o.config.push_back(0);
+  for (int i = 0; i < 4; ++i) o.config.push_back(32);
+  o.config.push_back(0);
+  o.batch_norm = true;
+  o.num_classes = 5;
+  o.pool_size = 1;
+  o.hidden = 16;
+  o.dropout = 0.5;
+  auto vgg = std::make_shared<nn::zoo::VGG>(o);
+  ModuleList chain = children_of(vgg->child("features"));
+  chain.push_back(vgg->child("avgpool"));
+  chain.push_back(std::make_shared<nn::Flatten>(1));
+  for (auto& m : children_of(vgg->child("classifier"))) chain.push_back(m);
+  Tensor x = randn({8, 3, 16, 16});
+  Tensor target = randint(0, 5, {8});
+  check_auto("vgg", *vgg, chain, x, target);
+}
+
+TEST(AutoRemat, SmallResNet) {
+  manual_seed(3);
+  nn::zoo::ResNetOptions o = nn::zoo::cifar_resnet_options(110, 4);
+  o.widths = {8, 16, 32};
+  auto net = std::make_shared<nn::zoo::ResNet>(o);
+  ModuleList chain{net->child("conv1"), net->child("bn1"), net->child("relu")};
+  for (const char* stage : {"layer1", "layer2", "layer3"})
+    for (auto& block : children_of(net->child(stage))) chain.push_back(block);
+  chain.push_back(net->child("avgpool"));
+  chain.push_back(std::make_shared<nn::Flatten>(1));
+  chain.push_back(net->child("fc"));
+  Tensor x = randn({16, 3, 16, 16});
+  Tensor target = randint(0, 4, {16});
+  check_auto("resnet", *net, chain, x, target);
+}
+
+TEST(AutoRemat, ReplansWhenTheInputShapeChanges) {
+  manual_seed(4);
+  auto mlp = std::make_shared<nn::zoo::MLP>(std::vector<int64_t>{16, 64, 64, 4});
+  nn::RematSequential seq(ChainPolicy::auto_budget(std::size_t{1} << 30));
+  for (auto& m : children_of(mlp)) seq.push_back(m);
+  sum(seq.forward(randn({8, 16}).set_requires_grad())).backward();
+  sum(seq.forward(randn({8, 16}).set_requires_grad())).backward();
+  EXPECT_EQ(seq.policy().auto_chain->plans_made(), 1);
+  sum(seq.forward(randn({32, 16}).set_requires_grad())).backward();
+  EXPECT_EQ(seq.policy().auto_chain->plans_made(), 2);
+  // A generous budget keeps every value a backward step reads and drops the others (the Linear
+  // outputs, which ReLU does not save): nothing is re-run or moved.
+  const remat::AutoChain& ac = *seq.policy().auto_chain;
+  const auto windows = remat::value_windows(ac.last_graph()->graph);
+  for (std::size_t v = 0; v < windows.size(); ++v)
+    EXPECT_EQ(ac.last_plan()->decisions[v], windows[v].needs.empty() ? remat::Decision::Recompute : remat::Decision::Keep)
+        << ac.last_graph()->graph.values[v].name;
+  EXPECT_EQ(ac.last_plan()->predicted.recompute_time, 0.0);
+  EXPECT_EQ(ac.last_plan()->predicted.move_time, 0.0);
+}
+
+// The usual training input: images that need no gradient. Parameter gradients and buffers still
+// equal StoreAll's at half StoreAll's peak.
+TEST(AutoRemat, InputWithoutGradient) {
+  manual_seed(6);
+  std::vector<int64_t> widths{32};
+  for (int i = 0; i < 12; ++i) widths.push_back(64);
+  widths.push_back(5);
+  auto mlp = std::make_shared<nn::zoo::MLP>(widths);
+  Tensor x = randn({128, 32});
+  Tensor target = randint(0, 5, {128});
+  auto step = [&](const std::function<Tensor(const Tensor&)>& forward) {
+    mlp->zero_grad();
+    cross_entropy(forward(x), target).backward();
+    std::vector<Tensor> grads;
+    for (auto& p : mlp->parameters()) grads.push_back(p.grad().clone());
+    return grads;
+  };
+  const auto ref = step([&](const Tensor& in) { return mlp->forward(in); });
+  nn::RematSequential store_all;
+  for (auto& m : children_of(mlp)) store_all.push_back(m);
+  for (auto& p : mlp->parameters()) p.set_grad(zeros_like(p));
+  const std::size_t full = remat::measure_fast_peak([&] {
+                             cross_entropy(store_all.forward(x), target).backward();
+                           }).step_peak_bytes();
+  nn::RematSequential seq(ChainPolicy::auto_budget(full / 2));
+  for (auto& m : children_of(mlp)) seq.push_back(m);
+  const auto got = step([&](const Tensor& in) { return seq.forward(in); });
+  ASSERT_EQ(got.size(), ref.size());
+  for (std::size_t i = 0; i < ref.size(); ++i) EXPECT_TRUE(same_bits(got[i], ref[i])) << "grad " << i;
+  // Some value a backward step reads is streamed or recomputed.
+  const remat::Plan& plan = *seq.policy().auto_chain->last_plan();
+  const auto windows = remat::value_windows(seq.policy().auto_chain->last_graph()->graph);
+  int moved_or_recomputed = 0;
+  for (std::size_t v = 0; v < windows.size(); ++v)
+    moved_or_recomputed += !windows[v].needs.empty() && plan.decisions[v] != remat::Decision::Keep;
+  EXPECT_GT(moved_or_recomputed, 0);
+  for (auto& p : mlp->parameters()) p.set_grad(zeros_like(p));
+  const std::size_t measured = remat::measure_fast_peak([&] {
+                                 cross_entropy(seq.forward(x), target).backward();
+                               }).step_peak_bytes();
+  EXPECT_LE(measured, full / 2);
+}
+
+// A step that saves other values than when it was profiled is an error, not a silent misroute.
+TEST(AutoRemat, StepSavingOtherValuesThanItsProfile) {
+  bool twice = false;
+  remat::StepFn flaky = [&](const Tensor& t) { return twice ? relu(relu(t)) : relu(t); };
+  remat::AutoChain ac(std::size_t{1} << 30);
+  std::vector<remat::StepFn> steps{[](const Tensor& t) { return mul(t, t); }, flaky};
+  Tensor x = randn({4, 4}).set_requires_grad();
+  sum(ac.run(steps, x)).backward();
+  twice = true;
+  EXPECT_THAT(ERROR_MESSAGE(ac.run(steps, x)),
+              HasSubstr("step 1 saved 2 values for backward, its profiling run saved 1 (the step is not deterministic)"));
+}
+
+TEST(AutoRemat, InfeasibleBudgetNamesTheMinimum) {
+  manual_seed(5);
+  auto mlp = std::make_shared<nn::zoo::MLP>(std::vector<int64_t>{16, 64, 64, 4});
+  nn::RematSequential seq(ChainPolicy::auto_budget(16));
+  for (auto& m : children_of(mlp)) seq.push_back(m);
+  Tensor x = randn({8, 16}).set_requires_grad();
+  EXPECT_THAT(ERROR_MESSAGE(seq.forward(x)), HasSubstr("the fast-tier budget of 16 bytes is below the minimum"));
+  EXPECT_THAT(ERROR_MESSAGE(seq.forward(x)), HasSubstr("raise the budget to at least"));
+}
+
+TEST(AutoRemat, BadInput) {
+  EXPECT_THAT(ERROR_MESSAGE(ChainPolicy::auto_budget(0)), HasSubstr("the fast-tier budget is 0 bytes"));
+  ChainPolicy p;
+  p.kind = remat::RematPolicy::Auto;
+  EXPECT_THAT(ERROR_MESSAGE(nn::RematSequential(p)), HasSubstr("an Auto policy needs its executor"));
+  EXPECT_THAT(ERROR_MESSAGE(remat::run_chain(p, {[](const Tensor& t) { return t; }}, ones({2}))),
+              HasSubstr("an Auto policy needs its executor"));
+  remat::AutoChain ac(100);
+  EXPECT_THAT(ERROR_MESSAGE(ac.explain()), HasSubstr("no plan yet"));
+  EXPECT_THAT(ERROR_MESSAGE(ac.run({}, ones({2}))), HasSubstr("the chain has no steps"));
+  EXPECT_THAT(ERROR_MESSAGE(ac.run({remat::StepFn()}, ones({2}))), HasSubstr("step 0 is empty"));
+  EXPECT_THAT(ERROR_MESSAGE(ac.build_graph({[](const Tensor& t) { return t; }}, ones({2}), {"a", "b"})),
+              HasSubstr("2 step names for 1 steps"));
+  EXPECT_EQ(ChainPolicy::auto_budget(1024).to_string(), "Auto(1024 bytes)");
+}
+
+}  // namespace
+}  // namespace strata_test
