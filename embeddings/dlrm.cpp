@@ -51,128 +51,6 @@ inline void store_elem(std::byte* row, ElemType t, int64_t j, float v) {
   else reinterpret_cast<uint16_t*>(row)[j] = BFloat16::round_from_float(v);
 }
 
-// ---- TEMPORARY: naive lookup/update with the semantics of embeddings/kernels.h --------------------
-// (Note [Embedding summation order]); replaced by the kernels when they land in main.
-namespace tmp {
-
-struct SparseOptimizer {
-  enum class Kind : uint8_t { SGD, RowWiseAdagrad } kind = Kind::SGD;
-  float lr = 0.01f;
-  float eps = 1e-10f;
-  float initial_accumulator = 0.0f;
-};
-
-class SparseOptimizerState {
- public:
-  SparseOptimizerState(const Table& table, const SparseOptimizer& opt) : kind_(opt.kind), nvectors_(table.nvectors()) {
-    if (opt.kind == SparseOptimizer::Kind::RowWiseAdagrad)
-      accum_.assign(static_cast<std::size_t>(table.nvectors()), opt.initial_accumulator);
-  }
-  SparseOptimizer::Kind kind() const { return kind_; }
-  std::span<float> accumulators() { return accum_; }
-  int64_t steps() const { return steps_; }
-  void set_steps(int64_t s) { steps_ = s; }
-  int64_t steps_ = 0;
-  SparseOptimizer::Kind kind_;
-  int64_t nvectors_;
-  std::vector<float> accum_;
-};
-
-struct UpdateWorkspace {
-  int64_t unique_rows = 0;
-  int64_t last_unique_rows() const { return unique_rows; }
-};
-
-void validate(const Table& t, const Bags& b) {
-  const int64_t n = static_cast<int64_t>(b.indices.size());
-  STRATA_CHECK(!b.offsets.empty() && b.offsets[0] == 0, "embedding ", t.name(), ": offsets must start with 0");
-  for (int64_t i = 0; i + 1 < static_cast<int64_t>(b.offsets.size()); ++i)
-    STRATA_CHECK(b.offsets[i] <= b.offsets[i + 1], "embedding ", t.name(), ": offsets decrease at bag ", i);
-  STRATA_CHECK(b.offsets.back() == n, "embedding ", t.name(), ": the last offset (", b.offsets.back(),
-               ") must equal the number of indices (", n, ")");
-  STRATA_CHECK(b.weights.empty() || static_cast<int64_t>(b.weights.size()) == n, "embedding ", t.name(), ": ",
-               b.weights.size(), " weights for ", n, " indices");
-  for (int64_t bag = 0; bag < b.batch(); ++bag)
-    for (int64_t i = b.offsets[bag]; i < b.offsets[bag + 1]; ++i)
-      STRATA_CHECK(b.indices[i] >= 0 && b.indices[i] < t.nvectors(), "embedding ", t.name(), ": bag ", bag,
-                   " position ", i - b.offsets[bag], ": row ", b.indices[i], " is out of range [0, ", t.nvectors(),
-                   ")");
-}
-
-void lookup_ensemble(std::span<Table* const> tables, std::span<const Bags> bags, Pooling pooling,
-                     std::span<const OutputSlice> outs) {
-  for (std::size_t k = 0; k < tables.size(); ++k) validate(*tables[k], bags[k]);
-  for (std::size_t k = 0; k < tables.size(); ++k) {
-    Table& t = *tables[k];
-    const Bags& b = bags[k];
-    const int64_t d = t.featuresize();
-    std::size_t slow = 0;
-    std::vector<float> acc(static_cast<std::size_t>(d));
-    for (int64_t bag = 0; bag < b.batch(); ++bag) {
-      std::fill(acc.begin(), acc.end(), 0.0f);
-      for (int64_t i = b.offsets[bag]; i < b.offsets[bag + 1]; ++i) {
-        const std::byte* p = t.rowpointer(b.indices[i], AccessContext::Forward);
-        if (t.in_slow(p)) slow += t.row_bytes();
-        for (int64_t j = 0; j < d; ++j)
-          acc[j] = b.weights.empty() ? acc[j] + load_elem(p, t.elem_type(), j)
-                                     : std::fma(b.weights[i], load_elem(p, t.elem_type(), j), acc[j]);
-      }
-      const int64_t n = b.offsets[bag + 1] - b.offsets[bag];
-      float* o = outs[k].data + bag * outs[k].row_stride;
-      for (int64_t j = 0; j < d; ++j) o[j] = pooling == Pooling::Mean && n > 0 ? acc[j] / static_cast<float>(n) : acc[j];
-    }
-    t.charge_slow_read(slow);
-  }
-}
-
-void update_ensemble(std::span<Table* const> tables, std::span<const Bags> bags, Pooling pooling,
-                     std::span<const OutputSlice> grads, const SparseOptimizer& opt,
-                     std::span<SparseOptimizerState* const> states, std::span<UpdateWorkspace* const> ws) {
-  for (std::size_t k = 0; k < tables.size(); ++k) validate(*tables[k], bags[k]);
-  for (std::size_t k = 0; k < tables.size(); ++k) {
-    Table& t = *tables[k];
-    const Bags& b = bags[k];
-    const int64_t d = t.featuresize();
-    std::map<int64_t, std::vector<std::pair<int64_t, float>>> occ;  // row -> (bag, coefficient)
-    for (int64_t bag = 0; bag < b.batch(); ++bag) {
-      const int64_t n = b.offsets[bag + 1] - b.offsets[bag];
-      for (int64_t i = b.offsets[bag]; i < b.offsets[bag + 1]; ++i) {
-        const float c = !b.weights.empty() ? b.weights[i] : pooling == Pooling::Mean ? 1.0f / static_cast<float>(n) : 1.0f;
-        occ[b.indices[i]].push_back({bag, c});
-      }
-    }
-    std::vector<float> g(static_cast<std::size_t>(d));
-    std::size_t slow = 0;
-    for (const auto& [row, list] : occ) {
-      std::fill(g.begin(), g.end(), 0.0f);
-      for (const auto& [bag, c] : list) {
-        const float* go = grads[k].data + bag * grads[k].row_stride;
-        for (int64_t j = 0; j < d; ++j) g[j] = std::fma(c, go[j], g[j]);
-      }
-      std::byte* p = t.rowpointer(row, AccessContext::Update);
-      if (t.in_slow(p)) slow += t.row_bytes();
-      float step = opt.lr;
-      if (opt.kind == SparseOptimizer::Kind::RowWiseAdagrad) {
-        double part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-        for (int64_t j = 0; j < d; ++j) part[j % 8] += static_cast<double>(g[j]) * static_cast<double>(g[j]);
-        double m = 0;
-        for (double x : part) m += x;
-        float& s = states[k]->accum_[static_cast<std::size_t>(row)];
-        s = s + static_cast<float>(m / static_cast<double>(d));
-        step = opt.lr / (std::sqrt(s) + opt.eps);
-      }
-      for (int64_t j = 0; j < d; ++j) store_elem(p, t.elem_type(), j, std::fma(-step, g[j], load_elem(p, t.elem_type(), j)));
-    }
-    t.charge_slow_read(slow);
-    t.charge_slow_write(slow);
-    ws[k]->unique_rows = static_cast<int64_t>(occ.size());
-    states[k]->steps_ += 1;
-  }
-}
-
-}  // namespace tmp
-// ---- end TEMPORARY ----------------------------------------------------------------------------------
-
 /// torch.optim.Adagrad on a table's sparse gradient (the reference's --optimizer adagrad): per
 /// distinct row r of the batch, g = Σ (in (bag, position) order) c · grad_out[bag]; sum_r += g²
 /// element-wise; w_r -= lr · g / (sqrt(sum_r) + eps). The per-element state is nvectors × d floats.
@@ -360,9 +238,9 @@ std::string EmbeddingTiers::describe() const {
 // ---- TieredDLRM ---------------------------------------------------------------------------------------
 
 struct TieredDLRM::Impl {
-  tmp::SparseOptimizer sparse;
-  std::vector<std::unique_ptr<tmp::SparseOptimizerState>> states;
-  std::vector<std::unique_ptr<tmp::UpdateWorkspace>> workspaces;
+  SparseOptimizer sparse;
+  std::vector<std::unique_ptr<SparseOptimizerState>> states;
+  std::vector<std::unique_ptr<UpdateWorkspace>> workspaces;
   std::vector<std::unique_ptr<ElementwiseAdagrad>> adagrad;
   std::vector<float> ones;  // --weighted-pooling fixed
   std::vector<Bags> bags;   // the step's bags (weights filled in)
@@ -416,7 +294,7 @@ TieredDLRM::TieredDLRM(const DLRMConfig& config) : config_(config), impl_(std::m
       optim::SGDOptions o;
       o.lr = config_.learning_rate;
       dense_opt_ = std::make_unique<optim::SGD>(params, o);
-      impl_->sparse = {tmp::SparseOptimizer::Kind::SGD, lr, 1e-10f, 0.0f};
+      impl_->sparse = {SparseOptimizer::Kind::SGD, lr, 1e-10f, 0.0f};
       break;
     }
     case OptimizerKind::RowWiseAdagrad:
@@ -425,7 +303,7 @@ TieredDLRM::TieredDLRM(const DLRMConfig& config) : config_(config), impl_(std::m
       o.lr = config_.learning_rate;
       o.eps = 1e-10;
       dense_opt_ = std::make_unique<optim::Adagrad>(params, o);
-      impl_->sparse = {tmp::SparseOptimizer::Kind::RowWiseAdagrad, lr, 1e-10f, 0.0f};
+      impl_->sparse = {SparseOptimizer::Kind::RowWiseAdagrad, lr, 1e-10f, 0.0f};
       break;
     }
   }
@@ -433,8 +311,8 @@ TieredDLRM::TieredDLRM(const DLRMConfig& config) : config_(config), impl_(std::m
     if (config_.optimizer == OptimizerKind::Adagrad) {
       impl_->adagrad.push_back(std::make_unique<ElementwiseAdagrad>(*t, 1e-10f));
     } else {
-      impl_->states.push_back(std::make_unique<tmp::SparseOptimizerState>(*t, impl_->sparse));
-      impl_->workspaces.push_back(std::make_unique<tmp::UpdateWorkspace>());
+      impl_->states.push_back(std::make_unique<SparseOptimizerState>(*t, impl_->sparse));
+      impl_->workspaces.push_back(std::make_unique<UpdateWorkspace>());
     }
   }
 }
@@ -501,7 +379,7 @@ Tensor TieredDLRM::run_forward(std::span<const float> dense, std::span<const Bag
     tables.push_back(tables_[static_cast<std::size_t>(k)].get());
     outs.push_back({static_cast<float*>(emb_out_.data_ptr()) + k * batch * d, d});
   }
-  tmp::lookup_ensemble(tables, bags, Pooling::Sum, outs);
+  lookup_ensemble(tables, bags, Pooling::Sum, outs);
   out_pins.release();
   for (const Bags& b : bags) rows_looked_up_ += b.indices.size();
   times_.lookup += seconds_since(t0);
@@ -597,11 +475,11 @@ float TieredDLRM::train_step(std::span<const float> dense, std::span<const Bags>
           *tables[k], impl_->bags[static_cast<std::size_t>(k)], Pooling::Sum, grads[k], static_cast<float>(lr)));
   } else {
     impl_->sparse.lr = static_cast<float>(lr);
-    std::vector<tmp::SparseOptimizerState*> states;
-    std::vector<tmp::UpdateWorkspace*> ws;
+    std::vector<SparseOptimizerState*> states;
+    std::vector<UpdateWorkspace*> ws;
     for (auto& s : impl_->states) states.push_back(s.get());
     for (auto& w : impl_->workspaces) ws.push_back(w.get());
-    tmp::update_ensemble(tables, impl_->bags, Pooling::Sum, grads, impl_->sparse, states, ws);
+    update_ensemble(tables, impl_->bags, Pooling::Sum, grads, impl_->sparse, states, ws);
     for (auto* w : ws) rows_updated_ += static_cast<std::uint64_t>(w->last_unique_rows());
   }
   ++steps_;

@@ -33,6 +33,7 @@
 
 #include "core/tensor.h"
 #include "embeddings/dlrm_config.h"
+#include "embeddings/kernels.h"
 #include "embeddings/table.h"
 #include "memory/heap.h"
 #include "memory/slow_tier_model.h"
@@ -41,20 +42,6 @@
 #include "models/optim/optimizer.h"
 
 namespace strata::emb {
-
-// ---- TEMPORARY: the kernel API's types (embeddings/kernels.h) until the kernels land in main ----
-enum class Pooling : uint8_t { Sum, Mean };
-struct Bags {
-  std::span<const int64_t> indices;
-  std::span<const int64_t> offsets;
-  std::span<const float> weights = {};
-  int64_t batch() const { return static_cast<int64_t>(offsets.size()) - 1; }
-};
-struct OutputSlice {
-  float* data;
-  int64_t row_stride;
-};
-// ---- end TEMPORARY --------------------------------------------------------------------------------
 
 /// The memory the embedding rows live in: a fast heap whose capacity is the fast budget, a
 /// file-backed slow heap (when some rows need it), and the slow-tier throttle that makes a
