@@ -16,6 +16,7 @@
 #include "core/pin_set.h"
 #include "core/rng.h"
 #include "core/threading.h"
+#include "embeddings/criteo.h"
 #include "memory/copy_engine.h"
 #include "models/linear.h"
 #include "models/optim/adagrad.h"
@@ -188,6 +189,81 @@ std::size_t free_bytes(const std::string& dir) {
 constexpr std::size_t kHeapSlackPerTable = std::size_t{1} << 16;
 
 }  // namespace
+
+// ---- data ---------------------------------------------------------------------------------------------
+
+std::unique_ptr<IndexSource> make_index_source(const DLRMConfig& c) {
+  const std::vector<int64_t> rows = c.table_rows();
+  const int64_t dense = c.arch_mlp_bot.front();
+  const auto seed = static_cast<uint32_t>(c.numpy_rand_seed);
+  switch (c.data_generation) {
+    case DataGeneration::Random: {
+      RandomConfig r;
+      r.rows = rows;
+      r.num_dense = dense;
+      r.batch_size = c.mini_batch_size;
+      r.data_size = c.data_size;
+      r.num_batches = c.num_batches;
+      r.num_indices_per_lookup = c.num_indices_per_lookup;
+      r.num_indices_per_lookup_fixed = c.num_indices_per_lookup_fixed;
+      r.dist = parse_random_dist(c.rand_data_dist);
+      r.rand_data_min = c.rand_data_min;
+      r.rand_data_max = c.rand_data_max;
+      r.rand_data_mu = c.rand_data_mu;
+      r.rand_data_sigma = c.rand_data_sigma;
+      r.round_targets = c.round_targets;
+      r.seed = seed;
+      return std::make_unique<RandomSource>(r);
+    }
+    case DataGeneration::Synthetic: {
+      SyntheticConfig s;
+      s.rows = rows;
+      s.num_dense = dense;
+      s.batch_size = c.mini_batch_size;
+      s.data_size = c.data_size;
+      s.num_batches = c.num_batches;
+      s.num_indices_per_lookup = c.num_indices_per_lookup;
+      s.num_indices_per_lookup_fixed = c.num_indices_per_lookup_fixed;
+      s.trace_file = c.data_trace_file;
+      s.enable_padding = c.data_trace_enable_padding;
+      s.round_targets = c.round_targets;
+      s.seed = seed;
+      return std::make_unique<SyntheticTraceSource>(s);
+    }
+    case DataGeneration::Zipf: {
+      ZipfConfig z;
+      z.rows = rows;
+      z.num_dense = dense;
+      z.batch_size = c.mini_batch_size;
+      z.num_batches = c.batches_per_epoch();
+      z.bag_size = c.num_indices_per_lookup;
+      z.variable_bag_size = !c.num_indices_per_lookup_fixed;
+      z.alpha = c.zipf_alpha;
+      z.uniform_at_or_below_one = false;  // --data-generation zipf is Zipf for every alpha > 0
+      z.scramble = Scramble::Lfsr;        // the dissertation's scrambling
+      z.reuse = c.reuse;
+      z.round_targets = c.round_targets;
+      z.seed = seed;
+      try {
+        return std::make_unique<ZipfSource>(z);
+      } catch (const Error& e) {
+        STRATA_CHECK(false, "--data-generation zipf (--num-indices-per-lookup ", c.num_indices_per_lookup,
+                     ", --zipf-alpha ", c.zipf_alpha, ", --reuse ", c.reuse, "): ", e.what());
+      }
+    }
+    case DataGeneration::Dataset: {
+      CriteoConfig d;
+      d.path = c.raw_data_file.empty() ? c.processed_data_file : c.raw_data_file;
+      d.rows = rows;
+      d.batch_size = c.mini_batch_size;
+      d.wrap = c.max_ind_range > 0 || c.scale_rows < 1.0;
+      d.max_samples = c.num_batches > 0 ? c.num_batches * c.mini_batch_size : 0;
+      if (!c.raw_data_file.empty()) return std::make_unique<CriteoTsvSource>(d);
+      return std::make_unique<CriteoBinarySource>(d);
+    }
+  }
+  return nullptr;
+}
 
 // ---- EmbeddingTiers ---------------------------------------------------------------------------------
 

@@ -33,6 +33,7 @@
 
 #include "core/tensor.h"
 #include "embeddings/dlrm_config.h"
+#include "embeddings/index_source.h"
 #include "embeddings/kernels.h"
 #include "embeddings/table.h"
 #include "memory/heap.h"
@@ -90,6 +91,15 @@ struct DLRMTierCounters {
   double cache_hit_rate = -1;              ///< lookups served from DRAM / all lookups; -1: no cached table
   memory::SlowTierCounters throttle;       ///< what the slow-tier model charged (and stalled)
 };
+
+/// The batches of a run per --data-generation: `random` (RandomSource, the reference's rules draw
+/// for draw), `synthetic` (SyntheticTraceSource over --data-trace-file), `zipf` (ZipfSource:
+/// Zipf(--zipf-alpha) for any alpha > 0, LFSR-scrambled per table, --reuse of the previous batch)
+/// or `dataset` (CriteoTsvSource for --raw-data-file, else CriteoBinarySource for
+/// --processed-data-file; ids wrap modulo the rows with --max-ind-range or --scale-rows < 1).
+/// Tables have config.table_rows() rows; dense features are --arch-mlp-bot's first width. Throws
+/// strata::Error naming the flag (or the file) when the source cannot be built.
+std::unique_ptr<IndexSource> make_index_source(const DLRMConfig& config);
 
 class TieredDLRM {
  public:

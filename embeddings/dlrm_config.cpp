@@ -11,6 +11,8 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "embeddings/criteo.h"
+#include "embeddings/index_source.h"
 #include "memory/heap.h"
 #include "memory/tiered_memory.h"
 #include "models/zoo/dlrm.h"
@@ -300,9 +302,6 @@ const std::map<std::string, Flag>& flag_table() {
 const std::vector<int64_t> kKaggleRows = {1460,    583,   10131227, 2202608, 305,    24,      12517, 633,   3,
                                           93145,   5683,  8351593,  3194,    27,     14992,   5461306, 10,  5652,
                                           2173,    4,     7046547,  18,      15,     286181,  105,   142572};
-const std::vector<int64_t> kMlperfRows = {40000000, 39060, 17295, 7424,     20265,    3,        7122,   1543,  63,
-                                          40000000, 3067956, 405282, 10,    2209,     11938,    155,    4,     976,
-                                          14,       40000000, 40000000, 40000000, 590152, 12973, 108,    36};
 
 /// The flag name and inline value of argument `a` ("--x=1" -> "--x", "1", true).
 void split_flag(const std::string& a, std::string& name, std::string& inline_value, bool& has_inline) {
@@ -382,15 +381,6 @@ int64_t DLRMConfig::batches_per_epoch() const {
   return (data_size + mini_batch_size - 1) / mini_batch_size;
 }
 
-std::string DLRMConfig::trace_file(int64_t k) const {
-  const std::size_t slash = data_trace_file.rfind('/');
-  const std::size_t start = slash == std::string::npos ? 0 : slash + 1;
-  std::string out = data_trace_file.substr(0, start);
-  for (std::size_t i = start; i < data_trace_file.size(); ++i)
-    out += data_trace_file[i] == 'j' ? std::to_string(k) : std::string(1, data_trace_file[i]);
-  return out;
-}
-
 std::vector<std::string> dlrm_flag_names() {
   std::vector<std::string> names;
   for (const auto& [name, flag] : flag_table()) names.push_back(name);
@@ -438,7 +428,7 @@ void apply_dlrm_preset(DLRMConfig& c, std::string_view name) {
     c.print_time = true;
   } else if (name == "mlperf40M") {
     // bench/run_and_time.sh (MLPerf, Terabyte tables capped at 40M rows: 204.18M rows, 104.5 GB).
-    c.arch_embedding_size = kMlperfRows;
+    c.arch_embedding_size = criteo_mlperf_rows();
     c.arch_sparse_feature_size = 128;
     c.arch_mlp_bot = {13, 512, 256, 128};
     c.arch_mlp_top = {1024, 1024, 512, 256, 1};
@@ -574,10 +564,14 @@ void validate(const DLRMConfig& c) {
                                      {"--processed-data-file", c.processed_data_file}})
       if (!path.empty())
         STRATA_CHECK(std::filesystem::is_regular_file(path), flag, ": cannot open '", path, "' (no such file)");
+    STRATA_CHECK(static_cast<int64_t>(c.arch_embedding_size.size()) == kCriteoSparse,
+                 "--arch-embedding-size: --data-generation dataset reads Criteo's ", kCriteoSparse,
+                 " categorical features: give ", kCriteoSparse, " row counts (or --preset kaggle / mlperf40M), got ",
+                 c.arch_embedding_size.size());
   }
   if (c.data_generation == DataGeneration::Synthetic)
     for (std::size_t k = 0; k < c.arch_embedding_size.size(); ++k) {
-      const std::string path = c.trace_file(static_cast<int64_t>(k));
+      const std::string path = trace_file_for_table(c.data_trace_file, static_cast<int64_t>(k));
       STRATA_CHECK(std::filesystem::is_regular_file(path), "--data-trace-file: table ", k, ": cannot open '", path,
                    "' (no such file; 'j' in the file name stands for the table number)");
     }

@@ -156,9 +156,6 @@ struct DLRMConfig {
   std::size_t table_bytes() const;
   /// Batches per epoch: --num-batches if positive, else ceil(data_size / mini_batch_size).
   int64_t batches_per_epoch() const;
-  /// Table k's stack-distance trace: --data-trace-file with every 'j' of its file name replaced by
-  /// k (the reference replaces every 'j' of the whole path; Strata leaves the directories alone).
-  std::string trace_file(int64_t k) const;
 };
 
 /// Parses the arguments after the program name (Note [DLRM command line]). Throws strata::Error

@@ -17,7 +17,6 @@
 #include <cstdio>
 #include <ctime>
 #include <exception>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -35,80 +34,6 @@ using namespace strata::emb;
 
 constexpr const char* kProg = "strata-dlrm";
 
-// ---- TEMPORARY data source until embeddings/index_source.h lands: the reference's random rules
-// and a scrambled Zipf; synthetic traces and datasets come with the index sources. ----
-class TmpSource {
- public:
-  explicit TmpSource(const DLRMConfig& c) : c_(c), rows_(c.table_rows()), gen_(static_cast<uint32_t>(c.numpy_rand_seed)) {
-    STRATA_CHECK(c.data_generation == DataGeneration::Random || c.data_generation == DataGeneration::Zipf,
-                 "--data-generation ", to_string(c.data_generation),
-                 ": not available in this build yet (the index sources are being added)");
-    idx_.resize(rows_.size());
-    off_.resize(rows_.size());
-  }
-
-  int64_t dense_n() const { return c_.arch_mlp_bot.front(); }
-
-  void next(int64_t batch) {
-    std::uniform_real_distribution<double> u(0.0, 1.0);
-    dense_.resize(static_cast<std::size_t>(batch * dense_n()));
-    if (c_.rand_data_dist == "gaussian") {
-      std::normal_distribution<float> nd(static_cast<float>(c_.rand_data_mu), static_cast<float>(c_.rand_data_sigma));
-      for (float& x : dense_) x = nd(gen_);
-    } else {
-      for (float& x : dense_) x = static_cast<float>(c_.rand_data_min + (c_.rand_data_max - c_.rand_data_min) * u(gen_));
-    }
-    targets_.resize(static_cast<std::size_t>(batch));
-    for (float& t : targets_) t = c_.round_targets ? std::round(static_cast<float>(u(gen_))) : static_cast<float>(u(gen_));
-    for (std::size_t k = 0; k < rows_.size(); ++k) {
-      const int64_t n = rows_[k];
-      auto& idx = idx_[k];
-      auto& off = off_[k];
-      idx.clear();
-      off.assign(1, 0);
-      for (int64_t s = 0; s < batch; ++s) {
-        const int64_t len = c_.num_indices_per_lookup_fixed
-                                ? c_.num_indices_per_lookup
-                                : static_cast<int64_t>(std::round(
-                                      std::max(1.0, u(gen_) * static_cast<double>(std::min(n, c_.num_indices_per_lookup)))));
-        const std::size_t start = idx.size();
-        for (int64_t j = 0; j < len; ++j) {
-          int64_t r;
-          if (c_.data_generation == DataGeneration::Zipf) {
-            const double a = c_.zipf_alpha, x = u(gen_);
-            const double v = std::fabs(a - 1.0) < 1e-9
-                                 ? std::exp(x * std::log(static_cast<double>(n) + 1.0))
-                                 : std::pow(x * (std::pow(static_cast<double>(n) + 1.0, 1.0 - a) - 1.0) + 1.0, 1.0 / (1.0 - a));
-            const int64_t rank = std::min<int64_t>(n - 1, static_cast<int64_t>(v) - 1);
-            r = static_cast<int64_t>((static_cast<unsigned __int128>(std::max<int64_t>(rank, 0)) * 2654435761u + 97 * k) %
-                                     static_cast<uint64_t>(n));
-          } else {
-            r = static_cast<int64_t>(std::round(u(gen_) * static_cast<double>(n - 1)));
-          }
-          idx.push_back(r);
-        }
-        std::sort(idx.begin() + static_cast<std::ptrdiff_t>(start), idx.end());
-        idx.erase(std::unique(idx.begin() + static_cast<std::ptrdiff_t>(start), idx.end()), idx.end());
-        off.push_back(static_cast<int64_t>(idx.size()));
-      }
-    }
-    bags_.clear();
-    for (std::size_t k = 0; k < rows_.size(); ++k) bags_.push_back({idx_[k], off_[k]});
-  }
-
-  std::span<const float> dense() const { return dense_; }
-  std::span<const Bags> bags() const { return bags_; }
-  std::span<const float> targets() const { return targets_; }
-
- private:
-  const DLRMConfig& c_;
-  std::vector<int64_t> rows_;
-  std::mt19937_64 gen_;
-  std::vector<float> dense_, targets_;
-  std::vector<std::vector<int64_t>> idx_, off_;
-  std::vector<Bags> bags_;
-};
-// ---- end TEMPORARY ----
 
 std::string wall_clock() {
   const std::time_t t = std::time(nullptr);
@@ -127,28 +52,34 @@ int run(const DLRMConfig& c) {
     model.load(c.load_model);
     std::printf("Loaded model from %s (%lld optimizer steps)\n", c.load_model.c_str(), static_cast<long long>(model.steps()));
   }
-  TmpSource source(c);
-  const int64_t nb = c.batches_per_epoch();
+  std::unique_ptr<IndexSource> source = make_index_source(c);
+  std::printf("data: %s, %lld batches per epoch\n", source->describe().c_str(),
+              static_cast<long long>(source->num_batches()));
+  const int64_t nb = source->num_batches();
   const int64_t batch = c.mini_batch_size;
+  Batch data;
+  std::vector<Bags> bags(static_cast<std::size_t>(model.num_tables()));
   std::printf("time/loss/accuracy (if enabled):\n");
   std::fflush(stdout);
 
   double total_time = 0, total_loss = 0, run_time = 0;
-  int64_t total_iter = 0, total_samp = 0, run_iters = 0;
+  int64_t total_iter = 0, total_samp = 0, run_iters = 0, run_samples = 0;
   double first_loss = NAN, last_loss = NAN;
   std::vector<double> step_ms;
   model.reset_stats();
   DLRMPhaseTimes last_phases;  // at the previous progress line (--enable-profiling)
   for (int64_t k = 0; k < c.nepochs; ++k) {
+    if (k > 0) source->reset();  // generators replay the epoch, as the reference's do
     for (int64_t j = 0; j < nb; ++j) {
-      // The last batch of an epoch holds what is left of --data-size (no --num-batches).
-      const int64_t b = c.num_batches > 0 ? batch : std::min(batch, c.data_size - j * batch);
-      source.next(b);
-      const auto t0 = Clock::now();
       float loss;
+      int64_t b = 0;
+      Clock::time_point t0;
       try {
-        loss = training ? model.train_step(source.dense(), source.bags(), source.targets())
-                        : model.evaluate(source.dense(), source.bags(), source.targets());
+        if (!source->next(data)) break;
+        b = data.batch;
+        for (std::size_t t = 0; t < bags.size(); ++t) bags[t] = data.bags(static_cast<int64_t>(t));
+        t0 = Clock::now();
+        loss = training ? model.train_step(data.dense, bags, data.targets) : model.evaluate(data.dense, bags, data.targets);
       } catch (const Error& e) {
         STRATA_CHECK(false, "batch ", j + 1, " of epoch ", k, ": ", e.what());
       }
@@ -158,6 +89,7 @@ int run(const DLRMConfig& c) {
       run_time += dt;
       total_loss += static_cast<double>(loss) * static_cast<double>(b);
       total_samp += b;
+      run_samples += b;
       ++total_iter;
       ++run_iters;
       if (std::isnan(first_loss)) first_loss = loss;
@@ -194,7 +126,7 @@ int run(const DLRMConfig& c) {
   // ---- summary ----
   const DLRMPhaseTimes& ph = model.times();
   const DLRMTierCounters cnt = model.counters();
-  const double samples = static_cast<double>(run_iters) * static_cast<double>(batch);
+  const double samples = static_cast<double>(run_samples);
   const double sps = run_time > 0 ? samples / run_time : 0;
   const double it = static_cast<double>(std::max<int64_t>(1, ph.steps));
   std::printf("\nSummary: %lld iterations, %.0f samples in %.2f s: %.1f samples/s (%d threads)\n",

@@ -18,6 +18,7 @@
 #include "tests/cpp/error_text.h"
 #include "core/factories.h"
 #include "core/pin_set.h"
+#include "embeddings/criteo.h"
 #include "embeddings/dlrm.h"
 #include "models/optim/adagrad.h"
 #include "models/optim/rowwise_adagrad.h"
@@ -47,7 +48,7 @@ Tensor param(nn::Module& m, const std::string& name) {
 }
 
 /// One batch in both forms: spans for TieredDLRM, tensors (PyTorch-style offsets) for the zoo.
-struct Batch {
+struct TestBatch {
   int64_t b = 0;
   std::vector<float> dense, targets;
   std::vector<std::vector<int64_t>> idx, off;  // off has b + 1 entries
@@ -86,8 +87,8 @@ struct Batch {
 };
 
 /// A batch with duplicate rows inside bags and across the batch, and an empty bag.
-Batch make_batch(const std::vector<int64_t>& rows, int64_t b, int64_t dense_n, uint32_t seed, bool weighted = false) {
-  Batch batch;
+TestBatch make_batch(const std::vector<int64_t>& rows, int64_t b, int64_t dense_n, uint32_t seed, bool weighted = false) {
+  TestBatch batch;
   batch.b = b;
   std::mt19937 gen(seed);
   std::uniform_real_distribution<float> u(0.f, 1.f);
@@ -176,7 +177,7 @@ void compare_training(const std::vector<std::string>& flags, int steps, bool wei
     opt_emb = std::make_unique<optim::RowWiseAdagrad>(emb_params, optim::RowWiseAdagradOptions{.lr = c.learning_rate});
   }
   for (int s = 0; s < steps; ++s) {
-    const Batch batch = make_batch(c.table_rows(), 6, c.arch_mlp_bot[0], 100 + s, weighted);
+    const TestBatch batch = make_batch(c.table_rows(), 6, c.arch_mlp_bot[0], 100 + s, weighted);
     const auto bags = batch.bags();
     // Forward.
     const Tensor out = m.forward(batch.dense, bags);
@@ -237,7 +238,7 @@ TEST(TieredDLRM, FixedWeightedPoolingIsPlainSum) {
   const DLRMConfig plain = config({});
   const DLRMConfig fixed = config({"--weighted-pooling", "fixed"});
   TieredDLRM a(plain), b(fixed);
-  const Batch batch = make_batch(plain.table_rows(), 5, 5, 3);
+  const TestBatch batch = make_batch(plain.table_rows(), 5, 5, 3);
   EXPECT_EQ(values(a.forward(batch.dense, batch.bags())), values(b.forward(batch.dense, batch.bags())));
 }
 
@@ -278,7 +279,7 @@ TEST(TieredDLRM, PlacesTablesPerPolicyAndBudget) {
 
 TEST(TieredDLRM, CountsTrafficPerTierAndTimesPhases) {
   TieredDLRM m(config({"--emb-policy", "simple", "--slow-tier-model", "100,50,0"}));
-  const Batch batch = make_batch(m.config().table_rows(), 6, 5, 1);
+  const TestBatch batch = make_batch(m.config().table_rows(), 6, 5, 1);
   m.train_step(batch.dense, batch.bags(), batch.targets);
   const DLRMTierCounters c = m.counters();
   std::uint64_t n = 0;
@@ -302,7 +303,7 @@ TEST(TieredDLRM, LearningRateScheduleFollowsTheReference) {
                        "--lr-num-decay-steps", "2"}));
   // Steps 1..3 warm up (s/4), 4..5 keep the last warmup rate, 6..7 decay ((2-(s-6))/2)^2, then frozen.
   const std::vector<double> want = {0.25, 0.5, 0.75, 0.75, 0.75, 1.0, 0.25, 0.25, 0.25};
-  const Batch batch = make_batch(m.config().table_rows(), 2, 5, 9);
+  const TestBatch batch = make_batch(m.config().table_rows(), 2, 5, 9);
   for (double lr : want) {
     EXPECT_DOUBLE_EQ(m.next_learning_rate(), lr) << "step " << m.steps() + 1;
     m.train_step(batch.dense, batch.bags(), batch.targets);
@@ -318,7 +319,7 @@ TEST(TieredDLRM, SaveLoadRoundTrip) {
     const DLRMConfig c = config({"--optimizer", opt, "--learning-rate", "0.05"});
     TieredDLRM a(c);
     for (int s = 0; s < 3; ++s) {
-      const Batch batch = make_batch(c.table_rows(), 4, 5, 20 + s);
+      const TestBatch batch = make_batch(c.table_rows(), 4, 5, 20 + s);
       a.train_step(batch.dense, batch.bags(), batch.targets);
     }
     a.save(path, {{"epoch", "0"}});
@@ -331,7 +332,7 @@ TEST(TieredDLRM, SaveLoadRoundTrip) {
     for (int64_t k = 0; k < a.num_tables(); ++k) EXPECT_EQ(table_values(a, k), table_values(b, k)) << opt;
     // Continuing from the checkpoint is exactly continuing the original (optimizer state included).
     for (int s = 0; s < 2; ++s) {
-      const Batch batch = make_batch(c.table_rows(), 4, 5, 40 + s);
+      const TestBatch batch = make_batch(c.table_rows(), 4, 5, 40 + s);
       EXPECT_EQ(a.train_step(batch.dense, batch.bags(), batch.targets),
                 b.train_step(batch.dense, batch.bags(), batch.targets))
           << opt << " step " << s;
@@ -363,7 +364,7 @@ TEST(TieredDLRM, LoadRefusesOtherArchitecturesAndFiles) {
 
 TEST(TieredDLRM, BadIndicesNameTheTableAndRowAndChangeNothing) {
   TieredDLRM m(config({}));
-  Batch batch = make_batch(m.config().table_rows(), 3, 5, 4);
+  TestBatch batch = make_batch(m.config().table_rows(), 3, 5, 4);
   const auto t2 = table_values(m, 2);
   const auto w = values(m.state_dict()[0].second);
   batch.idx[2][1] = 5;  // table 2 has 5 rows
@@ -379,7 +380,7 @@ TEST(TieredDLRM, BadIndicesNameTheTableAndRowAndChangeNothing) {
 
 TEST(TieredDLRM, BadShapesAreNamed) {
   TieredDLRM m(config({}));
-  const Batch batch = make_batch(m.config().table_rows(), 3, 5, 4);
+  const TestBatch batch = make_batch(m.config().table_rows(), 3, 5, 4);
   auto bags = batch.bags();
   EXPECT_THAT(testing_util::error_of([&] { m.train_step(std::span<const float>(batch.dense).first(14), bags, batch.targets); }),
               HasSubstr("expected dense features [3, 5] (15 floats), got 14 floats"));
@@ -398,4 +399,114 @@ TEST(TieredDLRM, TiersRefuseWhatCannotFit) {
   EXPECT_THAT(testing_util::error_of([] { EmbeddingTiers t(std::size_t{1} << 50, 0, "/tmp", {}); }), HasSubstr("--fast-budget"));
   EXPECT_THAT(testing_util::error_of([] { EmbeddingTiers t(1 << 20, std::size_t{1} << 60, "/tmp", {}); }),
               HasSubstr("--scale-rows: the embedding tables need"));
+}
+
+namespace {
+
+/// A raw Criteo TSV of `n` lines (label, 13 dense, 26 hex hashes; some fields empty).
+std::string write_tsv(const std::filesystem::path& dir, int n) {
+  const std::string path = (dir / "day.tsv").string();
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  for (int i = 0; i < n; ++i) {
+    std::fprintf(f, "%d", i % 2);
+    for (int j = 0; j < 13; ++j) std::fprintf(f, "\t%s", j == 3 ? "" : std::to_string(i * 7 + j).c_str());
+    for (int j = 0; j < 26; ++j) std::fprintf(f, "\t%08x", 0x9e3779b9u * static_cast<unsigned>(i * 26 + j + 1));
+    std::fprintf(f, "\n");
+  }
+  std::fclose(f);
+  return path;
+}
+
+}  // namespace
+
+TEST(DLRMData, EveryGenerationFeedsTheModel) {
+  const auto dir = temp_dir();
+  // Trace files for the synthetic generator, one per table.
+  for (int k = 0; k < 3; ++k) {
+    std::FILE* f = std::fopen((dir / ("dist_emb_" + std::to_string(k) + ".log")).c_str(), "w");
+    std::fputs("0, 1, 2, 3, 4\n0, 1, 2\n0.3, 0.7, 1.0\n", f);
+    std::fclose(f);
+  }
+  const std::string tsv = write_tsv(dir, 10);
+  const std::vector<std::vector<std::string>> runs = {
+      {"--data-generation", "random"},
+      {"--data-generation", "random", "--rand-data-dist", "gaussian", "--rand-data-mu", "2", "--rand-data-max", "4"},
+      {"--data-generation", "zipf", "--zipf-alpha", "1.2", "--reuse", "0.3", "--num-indices-per-lookup", "4"},
+      {"--data-generation", "synthetic", "--data-trace-file", (dir / "dist_emb_j.log").string()},
+  };
+  for (const auto& flags : runs) {
+    auto args = flags;
+    args.insert(args.end(), {"--mini-batch-size", "4", "--num-batches", "3"});
+    const DLRMConfig c = config(args);
+    auto source = make_index_source(c);
+    EXPECT_EQ(source->num_batches(), 3) << flags[1];
+    EXPECT_EQ(source->num_tables(), 3);
+    TieredDLRM m(c);
+    Batch b;
+    std::vector<Bags> bags(3);
+    int steps = 0;
+    while (source->next(b)) {
+      for (int k = 0; k < 3; ++k) bags[k] = b.bags(k);
+      EXPECT_TRUE(std::isfinite(m.train_step(b.dense, bags, b.targets))) << flags[1];
+      ++steps;
+    }
+    EXPECT_EQ(steps, 3) << flags[1];
+  }
+  EXPECT_THAT(testing_util::error_of([&] { make_index_source(config({"--data-generation", "zipf"})); }),
+              HasSubstr("--data-generation zipf (--num-indices-per-lookup 10"));
+  // The random generator is the index source's, draw for draw.
+  {
+    const DLRMConfig c = config({"--mini-batch-size", "4", "--num-batches", "2"});
+    RandomConfig r;
+    r.rows = c.table_rows();
+    r.num_dense = 5;
+    r.batch_size = 4;
+    r.num_batches = 2;
+    RandomSource direct(r);
+    auto ours = make_index_source(c);
+    Batch x, y;
+    while (direct.next(x)) {
+      ASSERT_TRUE(ours->next(y));
+      EXPECT_EQ(x.dense, y.dense);
+      for (int k = 0; k < 3; ++k) EXPECT_EQ(x.tables[k].indices, y.tables[k].indices);
+    }
+  }
+  // Criteo TSV: 26 tables and 13 dense features (kaggle's architecture, rows scaled down).
+  {
+    const DLRMConfig c = parse_dlrm_args({"--preset", "kaggle", "--scale-rows", "0.0001", "--data-generation",
+                                          "dataset", "--raw-data-file", tsv, "--mini-batch-size", "4",
+                                          "--fast-budget", "8M", "--num-batches", "0"});
+    auto source = make_index_source(c);
+    EXPECT_EQ(source->num_batches(), 3);  // 10 samples in batches of 4
+    TieredDLRM m(c);
+    Batch b;
+    std::vector<Bags> bags(26);
+    int64_t samples = 0;
+    while (source->next(b)) {
+      for (int k = 0; k < 26; ++k) bags[k] = b.bags(k);
+      m.train_step(b.dense, bags, b.targets);
+      samples += b.batch;
+    }
+    EXPECT_EQ(samples, 10);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(DLRMData, BadDatasetIdsNameTheFileOrTheTableAndRow) {
+  const auto dir = temp_dir();
+  // 26 tables of 10 rows (no wrapping): an id of 50 is out of range.
+  std::vector<int32_t> rec(40, 1);
+  rec[14 + 5] = 50;
+  const std::string bin = (dir / "data.bin").string();
+  CriteoBinarySource::write(bin, rec);
+  std::string rows;
+  for (int k = 0; k < 26; ++k) rows += (k ? "-" : "") + std::string("10");
+  const DLRMConfig c = parse_dlrm_args({"--arch-embedding-size", rows, "--arch-mlp-bot", "13-2", "--data-generation",
+                                        "dataset", "--processed-data-file", bin, "--mini-batch-size", "1"});
+  auto source = make_index_source(c);
+  Batch b;
+  const std::string msg = testing_util::error_of([&] { source->next(b); });
+  EXPECT_THAT(msg, HasSubstr(bin));
+  EXPECT_THAT(msg, HasSubstr("50"));
+  std::filesystem::remove_all(dir);
 }

@@ -207,6 +207,39 @@ TEST(DLRMCli, UnreadableFilesExitOneNamingThem) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(DLRMCli, CriteoFilesTrainAndBadRecordsExitOne) {
+  const auto dir = temp_dir();
+  const std::string tsv = (dir / "day.tsv").string();
+  {
+    std::ofstream f(tsv);
+    for (int i = 0; i < 9; ++i) {
+      f << i % 2;
+      for (int j = 0; j < 13; ++j) f << "\t" << i + j;
+      for (int j = 0; j < 26; ++j) f << "\t" << std::hex << (0x1234567u * (i + 1) + j) << std::dec;
+      f << "\n";
+    }
+  }
+  const std::string kaggle = "--preset kaggle --scale-rows 0.0001 --fast-budget 8M --mini-batch-size 4 --num-batches 0 "
+                             "--print-freq 1 --data-generation dataset ";
+  const Result ok = run(kaggle + "--raw-data-file " + tsv);
+  ASSERT_EQ(ok.status, 0) << ok.out;
+  EXPECT_EQ(progress_lines(ok.out).size(), 3u) << ok.out;  // 9 samples in batches of 4
+  EXPECT_THAT(ok.out, HasSubstr("Finished training it 3/3 of epoch 0"));
+  // A line with a field that is not hex: the file and line are named.
+  {
+    std::ofstream f(tsv, std::ios::app);
+    f << "1";
+    for (int j = 0; j < 13; ++j) f << "\t1";
+    for (int j = 0; j < 26; ++j) f << "\t" << (j == 4 ? "zz" : "ab");
+    f << "\n";
+  }
+  const Result bad = run(kaggle + "--raw-data-file " + tsv);
+  EXPECT_EQ(bad.status, 1) << bad.out;
+  EXPECT_THAT(bad.out, HasSubstr("strata-dlrm: error: batch 3 of epoch 0"));
+  EXPECT_THAT(bad.out, HasSubstr(tsv));
+  std::filesystem::remove_all(dir);
+}
+
 TEST(DLRMCli, HelpListsTheFlags) {
   const Result r = run("--help");
   ASSERT_EQ(r.status, 0);
