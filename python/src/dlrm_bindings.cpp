@@ -16,6 +16,7 @@
 #include "bindings.h"
 #include "embeddings/dlrm.h"
 #include "embeddings/dlrm_config.h"
+#include "embeddings/index_source.h"
 
 namespace strata::python {
 
@@ -124,6 +125,37 @@ void init_dlrm(py::module_& m) {
       "parse_args",
       [](const std::vector<std::string>& args) { return emb::describe(emb::parse_dlrm_args(args)); },
       py::arg("args"), "Validates strata-dlrm flags; returns the run's description.");
+
+  py::class_<emb::IndexSource>(dm, "Batches", "The batches of a run (embeddings/index_source.h) as NumPy arrays.")
+      .def(py::init([](const std::vector<std::string>& args) {
+             return emb::make_index_source(emb::parse_dlrm_args(args));
+           }),
+           py::arg("args"))
+      .def("__len__", &emb::IndexSource::num_batches)
+      .def("reset", &emb::IndexSource::reset)
+      .def("describe", &emb::IndexSource::describe)
+      .def(
+          "next",
+          [](emb::IndexSource& self) -> py::object {
+            emb::Batch b;
+            bool ok;
+            {
+              py::gil_scoped_release release;
+              ok = self.next(b);
+            }
+            if (!ok) return py::none();
+            py::array_t<float> dense({b.batch, b.num_dense});
+            std::copy(b.dense.begin(), b.dense.end(), dense.mutable_data());
+            py::array_t<float> targets({b.batch, int64_t{1}});
+            std::copy(b.targets.begin(), b.targets.end(), targets.mutable_data());
+            py::list indices, offsets, weights;
+            for (const auto& t : b.tables) {
+              indices.append(py::array_t<int64_t>(static_cast<py::ssize_t>(t.indices.size()), t.indices.data()));
+              offsets.append(py::array_t<int64_t>(static_cast<py::ssize_t>(t.offsets.size()), t.offsets.data()));
+            }
+            return py::make_tuple(dense, indices, offsets, targets);
+          },
+          "The next batch (dense, indices, offsets, targets), or None at the end of the epoch.");
 
   py::class_<TieredDLRM>(dm, "DLRM", "The reference DLRM with tiered embedding tables (embeddings/dlrm.h).")
       .def(py::init([](const std::vector<std::string>& args) {

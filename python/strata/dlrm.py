@@ -32,7 +32,7 @@ import numpy as np
 
 from . import _C
 
-__all__ = ["DLRM", "usage", "presets"]
+__all__ = ["DLRM", "Batches", "usage", "presets"]
 
 _FLAGS = frozenset(_C.dlrm.flag_names())
 # Options that are not model options in Python (they steer the strata-dlrm program).
@@ -83,6 +83,33 @@ def _to_flags(options):
         # defaults apply unless a preset is asked for.
         flags = ["--preset", "tiny"] + flags
     return flags
+
+
+class Batches:
+    """The batches of a run, as strata-dlrm draws them: keyword arguments as for DLRM (the data
+    ones matter: ``data_generation`` random | synthetic | zipf | dataset, ``mini_batch_size``,
+    ``num_batches``, ``num_indices_per_lookup``, ``zipf_alpha``, ``reuse``, ``raw_data_file``,
+    ...). Iterating yields one epoch of ``(dense, indices, offsets, targets)`` NumPy tuples that
+    ``DLRM.train_step(*batch)`` takes (offsets are CSR, B + 1 per table; targets [B, 1]); the
+    ``random`` and ``synthetic`` generators follow the reference draw for draw."""
+
+    def __init__(self, **options):
+        self._options = dict(options)
+        self._src = _C.dlrm.Batches(_to_flags(options))
+
+    def __len__(self):
+        return len(self._src)
+
+    def __iter__(self):
+        self._src.reset()
+        while True:
+            b = self._src.next()
+            if b is None:
+                return
+            yield b
+
+    def describe(self):
+        return self._src.describe()
 
 
 class DLRM:

@@ -249,3 +249,24 @@ def test_defaults_are_the_references_and_presets_work():
     assert "tiny" in strata.dlrm.presets() and "--arch-mlp-bot" in strata.dlrm.usage()
     k = strata.dlrm.DLRM(preset="kaggle", scale_rows=0.0001, fast_budget="16M")
     assert k.num_tables == 26 and k.feature_size == 16 and k.dense_features == 13
+
+
+def test_batches_are_the_references_random_batches_and_train():
+    opts = dict(arch_embedding_size=ROWS, arch_sparse_feature_size=D, arch_mlp_bot=BOT, arch_mlp_top=TOP,
+                mini_batch_size=16, num_batches=4, num_indices_per_lookup=5)
+    data = strata.dlrm.Batches(**opts)
+    assert len(data) == 4 and data.describe().startswith("random")
+    got = list(data)
+    assert len(got) == 4 and len(list(data)) == 4  # every iteration is one epoch
+    dense, indices, offsets, targets = got[0]
+    assert dense.shape == (16, BOT[0]) and targets.shape == (16, 1) and len(indices) == len(ROWS)
+    for i, o, rows in zip(indices, offsets, ROWS):
+        assert o.shape == (17,) and o[0] == 0 and o[-1] == len(i) and i.min() >= 0 and i.max() < rows
+    m = strata.dlrm.DLRM(**opts)
+    for b in got:
+        assert np.isfinite(m.train_step(*b))
+    z = strata.dlrm.Batches(data_generation="zipf", zipf_alpha=1.1, reuse=0.5, arch_embedding_size=[1000, 500],
+                            mini_batch_size=64, num_batches=2, num_indices_per_lookup=4)
+    assert z.describe().startswith("zipf") and len(list(z)) == 2
+    with pytest.raises(strata.StrataError, match="--data-trace-file: table 0: cannot open"):
+        strata.dlrm.Batches(data_generation="synthetic", data_trace_file="/no/such/dist_emb_j.log")
