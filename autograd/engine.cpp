@@ -11,8 +11,16 @@ namespace strata::autograd {
 
 namespace {
 
+// AccumulateGrad nodes go first once ready (PyTorch gives them the highest priority too): a leaf's
+// node is created once and keeps its old sequence number when the leaf is used again in a later
+// step, and running it last would keep every parameter gradient buffer alive until the end of
+// backward instead of handing it to `.grad` as soon as it is complete.
+uint64_t priority(const Node* n) {
+  return dynamic_cast<const AccumulateGrad*>(n) != nullptr ? UINT64_MAX : n->sequence_nr();
+}
+
 struct BySequence {
-  bool operator()(const Node* a, const Node* b) const { return a->sequence_nr() < b->sequence_nr(); }
+  bool operator()(const Node* a, const Node* b) const { return priority(a) < priority(b); }
 };
 
 void add_to_slot(TensorList& buffer, std::size_t slot, Tensor g) {

@@ -4,7 +4,8 @@
 ///
 /// Note [Engine order]
 /// A node runs once every node that sends it a gradient has run (its dependency count reaches
-/// zero); among ready nodes the most recently recorded (highest sequence number) runs first, so a
+/// zero); among ready nodes an AccumulateGrad runs first (it hands a finished gradient to its leaf
+/// and frees the buffer), then the most recently recorded (highest sequence number), so a
 /// chain runs in exactly the reverse of its recording order — the order the tape streamer
 /// prefetches in. Gradients meeting at one input are summed. Nodes run on the calling thread with
 /// grad mode off; the kernels inside them are parallel. After a node ran its saved values are

@@ -13,6 +13,7 @@
 // reference; each budget is a fraction of it. Per budget and family, the configurations tried:
 //   checkpoint: EveryK(k) for every k, SqrtN, Revolve(s) for s = 1..n; the fastest whose measured
 //               peak fits the budget is reported (the "best segmentation" at that budget);
+//   auto:       the Auto planner (keep / stream / recompute per saved value) at the budget;
 //   stream:     tape streaming (prefetch distance 1) with tiles of budget/2^j, j = 2..6; the
 //               fastest that fits, with the transfer time hidden behind compute (overlap) reported
 //               with the slow-tier model off and on (STRATA_SLOW_MODEL is read at start-up: run the
@@ -25,6 +26,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -152,11 +154,12 @@ Net make_vgg(const Options& o, Generator& gen) {
 
 /// One configuration: how the step runs.
 struct Config {
-  std::string family;  // "store_all", "checkpoint", "stream"
+  std::string family;  // "store_all", "checkpoint", "stream", "auto"
   remat::ChainPolicy policy;
-  std::size_t tile_bytes = 0;  // stream only
+  std::size_t tile_bytes = 0;  // stream: the tile; auto: the budget
   std::string name() const {
     if (family == "stream") return "stream(tile " + std::to_string(tile_bytes >> 10) + " KiB)";
+    if (family == "auto") return "Auto(" + std::to_string(tile_bytes >> 10) + " KiB budget)";
     return policy.to_string();
   }
 };
@@ -179,7 +182,9 @@ class Runner {
 
   Measured run(const Config& c) {
     Measured m{c, {}, 0, {}};
-    net_.chain->set_policy(c.family == "stream" ? remat::ChainPolicy::store_all() : c.policy);
+    net_.chain->set_policy(c.family == "stream" ? remat::ChainPolicy::store_all()
+                           : c.family == "auto" ? remat::ChainPolicy::auto_budget(c.tile_bytes)
+                                                : c.policy);
     m.peak = remat::measure_fast_peak([&] { step(c, nullptr); }).step_peak_bytes();
     for (int s = 0; s < o_.warmup + o_.steps; ++s) {
       tape::StreamReport report;
@@ -302,6 +307,15 @@ int main(int argc, char** argv) try {
     }
     for (const auto& m : streams)
       if (m.peak <= budget && (!best_stream || m.median() < best_stream->median())) best_stream = &m;
+    // Auto: the planner chooses keep / stream / recompute per saved value under this budget; an
+    // infeasible budget is its error naming the minimum.
+    std::optional<Measured> automatic;
+    std::string auto_error;
+    try {
+      automatic = runner.run({"auto", remat::ChainPolicy::store_all(), budget});
+    } catch (const std::exception& e) {
+      auto_error = e.what();
+    }
     std::printf(" budget %s of StoreAll's %.2f MiB = %.2f MiB\n", label, static_cast<double>(base.peak) / (1 << 20),
                 static_cast<double>(budget) / (1 << 20));
     if (best_ckpt) print_row(label, *best_ckpt, base_us);
@@ -309,8 +323,14 @@ int main(int argc, char** argv) try {
     if (best_stream) print_row(label, *best_stream, base_us);
     else std::printf("  %-10s stream: no tile size fits (smallest peak %.2f MiB)\n", label,
                      static_cast<double>(streams.back().peak) / (1 << 20));
+    if (automatic) print_row(label, *automatic, base_us);
+    else std::printf("  %-10s Auto: %s\n", label, auto_error.substr(0, 200).c_str());
     j.begin_object();
     j.kv("fraction", f).kv("budget_bytes", static_cast<long long>(budget));
+    j.key("auto");
+    if (automatic) json_measured(j, *automatic);
+    else j.null();
+    if (!automatic) j.kv("auto_error", auto_error);
     j.key("checkpoint");
     if (best_ckpt) json_measured(j, *best_ckpt);
     else j.null();

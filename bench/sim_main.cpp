@@ -10,7 +10,13 @@
 // reduction over Enzyme_32k, SRAM bytes. Enzyme_32k is always simulated as the baseline.
 // --spad-sweep: Tflow_32k with scratchpads of 64 B … 1 MB (×2 steps), speedup over Enzyme_32k.
 // --unroll-sweep: Tflow_32k against Enzyme_32k at unroll factors 1 … 64 on pathfinder (the
-// paper's Fig. 17), with FU ops per REV layer.
+// paper's Fig. 17), with FU ops per REV layer, Enzyme_32k's tape hit rate and, as a control
+// without conflict misses, the speedup over the fully associative Enzyme_64k.
+// After the per-benchmark tables a summary puts the paper's figures side by side (Tflow_32k FWD,
+// REV and total speedup; DRAM traffic of Enzyme_1k, Tflow_1k, Tflow_32k and AoS_32k normalized
+// to Enzyme_32k; on-chip energy reduction of Tflow_32k and Tflow_2k; the smallest simulated
+// Tflow_<size> cache whose cycles are at most Enzyme_32k's; the tape's share of the Enzyme trace's
+// memory accesses). A column whose system was not simulated (see --system) prints "-".
 // Benchmarks: the nine Table II ones (all; --quick: their reduced sizes) and two synthetic
 // kernels (synthetic), see ops/sim/bench_registry.h.
 // The model is deterministic: each figure is one simulation (samples hold that one value).
@@ -117,6 +123,88 @@ struct Row {
 
 double ratio(double a, double b) { return b > 0 ? a / b : 0; }
 
+// Tape accesses (TapeLoad/TapeStore) over all memory accesses of an Enzyme-style trace (paper
+// Observation 1.1: 20-40 %).
+double tape_share(const Trace& t) {
+  uint64_t tape = 0, mem = 0;
+  for (const Instr& in : t.instrs) {
+    const bool is_tape = in.op == Op::TapeLoad || in.op == Op::TapeStore;
+    tape += is_tape ? 1 : 0;
+    mem += (is_tape || in.op == Op::Load || in.op == Op::Store) ? 1 : 0;
+  }
+  return ratio(static_cast<double>(tape), static_cast<double>(mem));
+}
+
+// One benchmark's reports by system name, for the summary.
+struct BenchResult {
+  std::string name;
+  std::map<std::string, MachineReport> by_system;
+  double tape_share = 0;
+  const MachineReport* get(const std::string& s) const {
+    auto it = by_system.find(s);
+    return it == by_system.end() ? nullptr : &it->second;
+  }
+};
+
+// The smallest simulated Tflow_<size> cache whose total cycles are at most Enzyme_32k's (0: none).
+uint64_t iso_perform_cache(const BenchResult& r) {
+  const MachineReport& base = *r.get("Enzyme_32k");
+  for (uint64_t size : kTable3CacheSizes) {
+    const MachineReport* t = r.get("Tflow_" + std::to_string(size / 1024) + "k");
+    if (t != nullptr && t->cycles() <= base.cycles()) return size;
+  }
+  return 0;
+}
+
+void print_summary(const std::vector<BenchResult>& results, bench::Json& j) {
+  std::printf("\n== summary: Tflow_32k vs Enzyme_32k and the paper's other figures ('-': system not simulated) ==\n");
+  std::printf("%-12s %6s %6s %6s | %7s %7s %7s %7s | %6s | %8s %8s | %8s | %6s\n", "bench", "FWD x", "REV x", "x",
+              "E1k", "T1k", "T32k", "AoS32k", "AoS x", "E T32k", "E T2k", "ISO-perf", "tape%");
+  std::printf("%-12s %20s | %31s | %6s | %17s | %8s | %6s\n", "(paper)", "1.3-2.5x", "DRAM / Enzyme_32k (to 1/14)",
+              "<=30%", "energy red. (8x)", "4-8x", "20-40");
+  auto cell = [](const MachineReport* r, double v, const char* fmt, char* buf, size_t n) {
+    if (r == nullptr) std::snprintf(buf, n, "-");
+    else std::snprintf(buf, n, fmt, v);
+    return buf;
+  };
+  j.key("summary").begin_array();
+  for (const BenchResult& r : results) {
+    const MachineReport& base = *r.get("Enzyme_32k");
+    const MachineReport* t32 = r.get("Tflow_32k");
+    const MachineReport* t2 = r.get("Tflow_2k");
+    const MachineReport* t1 = r.get("Tflow_1k");
+    const MachineReport* e1 = r.get("Enzyme_1k");
+    const MachineReport* a32 = r.get("AoS_32k");
+    auto dram = [&](const MachineReport* x) { return x ? ratio(x->dram_bytes(), base.dram_bytes()) : 0.0; };
+    auto red = [&](const MachineReport* x) { return x ? ratio(base.energy.total_pj(), x->energy.total_pj()) : 0.0; };
+    const uint64_t iso = iso_perform_cache(r);
+    char b[12][32];
+    std::printf("%-12s %6s %6s %6s | %7s %7s %7s %7s | %6s | %8s %8s | %8s | %6.1f\n", r.name.c_str(),
+                cell(t32, t32 ? ratio(base.fwd.cycles, t32->fwd.cycles) : 0, "%.2f", b[0], 32),
+                cell(t32, t32 ? ratio(base.rev.cycles, t32->rev.cycles) : 0, "%.2f", b[1], 32),
+                cell(t32, t32 ? ratio(base.cycles(), t32->cycles()) : 0, "%.2f", b[2], 32),
+                cell(e1, dram(e1), "%.3f", b[3], 32), cell(t1, dram(t1), "%.3f", b[4], 32),
+                cell(t32, dram(t32), "%.3f", b[5], 32), cell(a32, dram(a32), "%.3f", b[6], 32),
+                cell(a32, a32 ? ratio(base.cycles(), a32->cycles()) : 0, "%.2f", b[7], 32),
+                cell(t32, red(t32), "%.2f", b[8], 32), cell(t2, red(t2), "%.2f", b[9], 32),
+                iso ? (std::to_string(iso / 1024) + "k").c_str() : ">32k", 100 * r.tape_share);
+    j.begin_object().kv("benchmark", r.name).kv("tape_share", r.tape_share);
+    if (t32) {
+      j.kv("tflow32k_fwd_speedup", ratio(base.fwd.cycles, t32->fwd.cycles));
+      j.kv("tflow32k_rev_speedup", ratio(base.rev.cycles, t32->rev.cycles));
+      j.kv("tflow32k_speedup", ratio(base.cycles(), t32->cycles()));
+      j.kv("tflow32k_dram_norm", dram(t32)).kv("tflow32k_energy_reduction", red(t32));
+    }
+    if (t2) j.kv("tflow2k_energy_reduction", red(t2));
+    if (t1) j.kv("tflow1k_dram_norm", dram(t1));
+    if (e1) j.kv("enzyme1k_dram_norm", dram(e1));
+    if (a32) j.kv("aos32k_dram_norm", dram(a32)).kv("aos32k_speedup", ratio(base.cycles(), a32->cycles()));
+    j.kv("iso_perform_cache_bytes", static_cast<long long>(iso));
+    j.end_object();
+  }
+  j.end_array();
+}
+
 double hit_rate(const PhaseReport& p) { return p.cache.hit_rate(); }
 
 MachineReport run(const std::string& bench, const System& s, const TraceOptions& topt) {
@@ -178,17 +266,20 @@ int main(int argc, char** argv) {
     topt.quick = o.quick;
     const System base_sys = system_by_name("Enzyme_32k");
     std::map<std::string, MachineReport> base;
+    std::vector<BenchResult> results;
     j.key("benchmarks").begin_array();
     for (const std::string& b : o.benches) {
       // One trace per mode, shared by the systems that execute it.
       std::vector<System> systems = {base_sys};
       for (const std::string& s : o.systems) systems.push_back(system_by_name(s));
       std::map<std::string, MachineReport> by_name;
+      double share = 0;
       for (TraceMode mode : {TraceMode::Enzyme, TraceMode::AoS, TraceMode::TapeFlow}) {
         bool needed = false;
         for (const System& s : systems) needed = needed || s.mode == mode;
         if (!needed) continue;
         const Trace t = trace_benchmark(b, mode, topt);
+        if (mode == TraceMode::Enzyme) share = tape_share(t);
         for (const System& s : systems)
           if (s.mode == mode && !by_name.count(s.name)) by_name[s.name] = simulate(t, s.machine);
       }
@@ -200,9 +291,11 @@ int main(int argc, char** argv) {
       j.key("systems").begin_array();
       for (const Row& row : rows) json_report(j, row.system, row.r, base[b]);
       j.end_array().end_object();
+      results.push_back({b, by_name, share});
       std::fflush(stdout);
     }
     j.end_array();
+    print_summary(results, j);
 
     if (o.spad_sweep) {
       std::vector<uint64_t> sizes;
@@ -240,22 +333,34 @@ int main(int argc, char** argv) {
       const std::vector<std::string> targets = {"pathfinder"};
       std::vector<uint32_t> unrolls = {1, 2, 4, 8, 16, 32, 64};
       if (o.quick) unrolls = {1, 4, 16};
-      std::printf("\n== unroll sweep: Tflow_32k speedup over Enzyme_32k (FU ops per REV layer) ==\n%-10s", "bench");
-      for (uint32_t u : unrolls) std::printf(" %9u", u);
+      std::printf(
+          "\n== unroll sweep: Tflow_32k speedup over Enzyme_32k (FU ops per REV layer) / Enzyme_32k tape hit %% / "
+          "speedup over the fully associative Enzyme_64k ==\n%-10s",
+          "bench");
+      for (uint32_t u : unrolls) std::printf(" %16u", u);
       std::printf("\n");
       j.key("unroll_sweep").begin_array();
       const System tf = system_by_name("Tflow_32k");
+      const System fa = system_by_name("Enzyme_64k");
       for (const std::string& b : targets) {
         std::printf("%-10s", b.c_str());
         j.begin_object().kv("benchmark", b).key("points").begin_array();
         for (uint32_t u : unrolls) {
           TraceOptions t = topt;
           t.unroll = u;
-          const MachineReport e = run(b, base_sys, t);
+          const Trace et = trace_benchmark(b, TraceMode::Enzyme, t);
+          const MachineReport e = simulate(et, base_sys.machine);
+          const MachineReport e64 = simulate(et, fa.machine);
           const MachineReport r = run(b, tf, t);
-          std::printf(" %5.2f(%2.0f)", ratio(e.cycles(), r.cycles()), r.rev.ops_per_layer());
+          const CacheClassStats& tape = e.cache.cls[static_cast<int>(AccessClass::Tape)];
+          const double tape_hit = ratio(static_cast<double>(tape.hits), static_cast<double>(tape.accesses()));
+          std::printf(" %5.2f(%2.0f)/%3.0f/%4.2f", ratio(e.cycles(), r.cycles()), r.rev.ops_per_layer(), 100 * tape_hit,
+                      ratio(e64.cycles(), r.cycles()));
           j.begin_object().kv("unroll", static_cast<long long>(u)).kv("speedup", ratio(e.cycles(), r.cycles()));
           j.kv("enzyme_cycles", static_cast<long long>(e.cycles())).kv("tflow_cycles", static_cast<long long>(r.cycles()));
+          j.kv("enzyme_tape_hit_rate", tape_hit).kv("enzyme_dram_bytes", static_cast<long long>(e.dram_bytes()));
+          j.kv("enzyme64k_fa_cycles", static_cast<long long>(e64.cycles()));
+          j.kv("speedup_vs_enzyme64k_fa", ratio(e64.cycles(), r.cycles()));
           j.kv("rev_ops_per_layer", r.rev.ops_per_layer());
           j.end_object();
         }

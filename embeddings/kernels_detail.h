@@ -12,6 +12,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "embeddings/cached_table.h"
 #include "embeddings/kernels.h"
 #include "embeddings/table.h"
 
@@ -212,6 +213,7 @@ inline void prefetch_row_for_write(const std::byte* p, std::size_t bytes) {
 template <typename F>
 decltype(auto) visit_table(Table& t, F&& f) {
   if (auto* s = dynamic_cast<SimpleTable*>(&t)) return f(*s);
+  if (auto* c = dynamic_cast<CachedTable*>(&t)) return f(*c);
   return f(t);
 }
 
@@ -267,6 +269,10 @@ class RowStream {
 
  private:
   void fetch() {
+    // A cached table's pointer-table entry is itself a dependent miss: prefetch the entry of the
+    // row `distance` positions further on, so its rowpointer call finds it in cache.
+    if constexpr (std::is_same_v<TableT, CachedTable>)
+      if (next_ + distance_ < end_) t_.prefetch_entry(row_at_(next_ + distance_));
     std::byte* p = t_.rowpointer(row_at_(next_), ctx_);
     if (write_)
       prefetch_row_for_write(p, t_.row_bytes());

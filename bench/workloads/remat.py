@@ -3,11 +3,11 @@ batch 64; VGG-style with batch norm, 64,64,M,128,128,M,256,256,M,512,M at 32x32,
 training step (zero_grad, forward, cross-entropy, backward, SGD). Each side measures its own
 StoreAll step peak (fast-tier bytes for Strata, heap bytes through a malloc interposer for PyTorch:
 bench/peers/peakshim.c) and, per budget (50 %, 25 %, 12.5 % of that peak), the fastest configuration
-whose measured peak fits: Strata's checkpoint policies (EveryK, SqrtN, Revolve) and tape streaming
-(strata-bench-remat), PyTorch 2.13's checkpoint_sequential at every segment count
+whose measured peak fits: Strata's checkpoint policies (EveryK, SqrtN, Revolve), tape streaming and
+the Auto planner (strata-bench-remat), PyTorch 2.13's checkpoint_sequential at every segment count
 (bench/peers/torch_remat.py). Figures are overheads, step time at the budget / StoreAll step time of
 the same side and round (inf when nothing fits): `ckpt` compares checkpointing with checkpointing,
-`best` Strata's best (checkpointing or streaming) with PyTorch's checkpointing. Target: Strata's
+`best` Strata's best (checkpointing, streaming, or the Auto planner) with PyTorch's checkpointing. Target: Strata's
 overhead lower (ratio < 1). The issue's absolute targets (overhead <= 10 % at 50 %, <= 20 % at 25 %)
 are read off the Strata column."""
 import json
@@ -47,8 +47,8 @@ def _strata(model, fractions, steps):
         base = d["store_all"]
         samples = {}
         for b in d["budgets"]:
-            ck, st = b["checkpoint"], b["stream"]
-            best = min([c for c in (ck, st) if c], key=lambda c: c["step_us"]["median"], default=None)
+            ck, st, au = b["checkpoint"], b["stream"], b.get("auto")
+            best = min([c for c in (ck, st, au) if c], key=lambda c: c["step_us"]["median"], default=None)
             samples[_key("ckpt", b["fraction"])] = [_overhead(ck, base)]
             samples[_key("best", b["fraction"])] = [_overhead(best, base)]
         # a figure whose side found nothing this round (it fitted in the probe) fails loudly below
@@ -100,7 +100,7 @@ def items(ctx):
                     ctx.log(f"  {model} at {100 * f:g} %: Strata's best (streaming) overhead "
                             f"{s_probe.samples[_key('best', f)][0]:.3f}x in the probe run")
                 continue
-            for kind, what in (("ckpt", "checkpointing"), ("best", "best of checkpointing and streaming")):
+            for kind, what in (("ckpt", "checkpointing"), ("best", "best of checkpointing, streaming and Auto")):
                 figs.append(Figure(_key(kind, f), f"{what} at {100 * f:g} % of StoreAll's peak", kind="time",
                                    unit="x StoreAll", target=Target("ratio < 1 (lower overhead)", max_ratio=1.0)))
         if figs:

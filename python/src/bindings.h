@@ -113,5 +113,6 @@ void check_inplace(const Tensor& self, const char* op);
 void init_optim(py::module_& m);
 void init_memory(py::module_& m);  // strata._C._memory (memory_bindings.cpp)
 void init_remat(py::module_& m);  // strata._C._remat_checkpoint (remat_bindings.cpp)
+void init_sim(py::module_& m);  // sim_bindings.cpp: strata._C.sim
 
 }  // namespace strata::python

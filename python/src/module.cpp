@@ -55,5 +55,6 @@ PYBIND11_MODULE(_C, m) {
   init_checkpoint(m);
   init_zoo(m);
   init_remat(m);
+  init_sim(m);
   init_dlrm(m);
 }

@@ -149,6 +149,35 @@ TEST(Engine, RunsChainInReverseRecordingOrder) {
   EXPECT_THAT(order, ElementsAre("Step3", "Step2", "Step1", "Step0"));
 }
 
+TEST(Engine, AccumulateGradRunsAsSoonAsReadyEvenWithAnOldSequenceNumber) {
+  // w's AccumulateGrad is created by a first graph that stays alive, so it is older than every node
+  // of the second graph. Its gradient is complete after the top node ran: it must reach w.grad
+  // before the rest of the chain runs (as in PyTorch), not after it.
+  Tensor w = f64({1}).set_requires_grad();
+  Tensor keep = w.clone();
+  auto first = autograd::make_node("First", {&w}, [](Node&, const TensorList& g) -> TensorList { return {g[0]}; });
+  autograd::set_history({&keep}, first);
+  Tensor x = f64({1}).set_requires_grad();
+  std::vector<std::string> order;
+  Tensor cur = x;
+  for (int i = 0; i < 2; ++i) {
+    Tensor out = cur.clone();
+    std::string name = "Step" + std::to_string(i);
+    auto node = autograd::make_node(name, {&cur}, [&order, &w, name](Node&, const TensorList& g) -> TensorList {
+      order.push_back(name + (w.grad().defined() ? " (w.grad set)" : " (w.grad unset)"));
+      return {g[0]};
+    });
+    autograd::set_history({&out}, node);
+    cur = out;
+  }
+  Tensor top = cur.clone();
+  auto t = autograd::make_node("Top", {&cur, &w}, [](Node&, const TensorList& g) -> TensorList { return {g[0], g[0]}; });
+  autograd::set_history({&top}, t);
+  top.backward();
+  EXPECT_THAT(order, ElementsAre("Step1 (w.grad set)", "Step0 (w.grad set)"));
+  EXPECT_TRUE(keep.grad_fn() != nullptr);  // the first graph was alive throughout
+}
+
 TEST(Engine, WrongGradientShapeFromANodeIsReported) {
   Tensor x = f64({1, 2}).set_requires_grad();
   Tensor out = x.clone();
