@@ -186,7 +186,7 @@ std::size_t free_bytes(const std::string& dir) {
   return static_cast<std::size_t>(s.f_bavail) * static_cast<std::size_t>(s.f_frsize);
 }
 
-constexpr std::size_t kHeapSlackPerTable = std::size_t{1} << 16;
+constexpr std::size_t kHeapSlackPerTable = std::size_t{1} << 12;  // a few 64-byte-aligned allocations
 
 }  // namespace
 
@@ -328,32 +328,71 @@ TieredDLRM::TieredDLRM(const DLRMConfig& config) : config_(config), impl_(std::m
   const auto rows = config_.table_rows();
   const std::size_t row_bytes = static_cast<std::size_t>(d) * elem_size(config_.emb_dtype);
 
-  // Placement (TEMPORARY until embeddings/policy.h lands: tables in DRAM while they fit the
-  // budget, the rest simple tables in the slow tier; `simple` puts every table in the slow tier).
-  std::vector<bool> in_fast(rows.size(), false);
-  std::size_t fast_left = config_.fast_budget, slow_bytes = 0;
-  for (std::size_t k = 0; k < rows.size(); ++k) {
-    const std::size_t bytes = static_cast<std::size_t>(rows[k]) * row_bytes;
-    if (config_.emb_policy != "simple" && bytes + kHeapSlackPerTable <= fast_left) {
-      in_fast[k] = true;
-      fast_left -= bytes + kHeapSlackPerTable;
+  // Placement (Note [DLRM table placement]).
+  const EmbeddingPolicy policy = parse_embedding_policy(config_.emb_policy);
+  const std::size_t stride = (row_bytes + 7) / 8 * 8;
+  std::size_t table_bytes = 0, fixed_fast = 0, cached_row_bytes = 0;
+  for (int64_t r : rows) {
+    table_bytes += static_cast<std::size_t>(r) * row_bytes + kHeapSlackPerTable;
+    fixed_fast += static_cast<std::size_t>(r) * (8 + (policy == EmbeddingPolicy::Auto ? 2 : 0)) + kHeapSlackPerTable;
+    cached_row_bytes += static_cast<std::size_t>(r) * (stride + 8);
+  }
+  const bool all_dram = policy == EmbeddingPolicy::Auto && table_bytes <= config_.fast_budget;
+  const double budget = 0.98 * static_cast<double>(config_.fast_budget);
+  const double page_headroom = 1.0 + 1.0 / static_cast<double>(PolicyOptions{}.pages);
+  if (!all_dram && policy != EmbeddingPolicy::Simple) {
+    const double room = budget - static_cast<double>(fixed_fast);
+    const double fits = room / (static_cast<double>(cached_row_bytes) * page_headroom);
+    STRATA_CHECK(room > 0, "--fast-budget: ", format_bytes(static_cast<double>(config_.fast_budget)),
+                 " cannot hold the cached tables' pointer tables", policy == EmbeddingPolicy::Auto ? " and counters" : "",
+                 " (", format_bytes(static_cast<double>(fixed_fast)), " for ", rows.size(),
+                 " tables); raise it or use --emb-policy simple");
+    if (config_.cache_fraction > 0) {
+      STRATA_CHECK(config_.cache_fraction <= fits, "--cache-fraction ", config_.cache_fraction,
+                   ": the caches would need ",
+                   format_bytes(static_cast<double>(fixed_fast) +
+                                config_.cache_fraction * static_cast<double>(cached_row_bytes) * page_headroom),
+                   " of fast memory but --fast-budget is ", format_bytes(static_cast<double>(config_.fast_budget)),
+                   " (at most --cache-fraction ", std::floor(1000.0 * fits) / 1000.0, " fits)");
+      cache_fraction_ = config_.cache_fraction;
     } else {
-      slow_bytes += bytes + kHeapSlackPerTable;
+      cache_fraction_ = std::min(1.0, fits);
     }
   }
-  tiers_ = std::make_unique<EmbeddingTiers>(config_.fast_budget, slow_bytes, config_.slow_dir, config_.slow_tier_model);
+  tiers_ = std::make_unique<EmbeddingTiers>(config_.fast_budget, all_dram ? 0 : table_bytes, config_.slow_dir,
+                                            config_.slow_tier_model);
 
   Generator gen(static_cast<uint64_t>(config_.numpy_rand_seed));
   const int64_t bpr = (d + 3) / 4;
+  const TableMemory fast{&tiers_->fast(), nullptr};
+  const TableMemory slow{tiers_->slow(), &tiers_->throttle()};
   for (std::size_t k = 0; k < rows.size(); ++k) {
-    memory::Heap* heap = in_fast[k] ? static_cast<memory::Heap*>(&tiers_->fast()) : tiers_->slow();
-    auto t = std::make_unique<SimpleTable>(rows[k], d, config_.emb_dtype, TableMemory{heap, &tiers_->throttle()});
+    Table* t = nullptr;
+    if (all_dram) {
+      dram_tables_.push_back(std::make_unique<SimpleTable>(rows[k], d, config_.emb_dtype, fast));
+      managed_.push_back(nullptr);
+      t = dram_tables_.back().get();
+    } else {
+      PolicyOptions po;
+      po.seed = static_cast<uint64_t>(config_.numpy_rand_seed) * 1000003u + k;
+      try {
+        managed_.push_back(make_table(policy, rows[k], d, config_.emb_dtype, fast, slow, cache_fraction_, po));
+      } catch (const Error& e) {
+        STRATA_CHECK(false, "--fast-budget ", format_bytes(static_cast<double>(config_.fast_budget)), ": table ", k,
+                     " (", rows[k], " rows) does not fit: ", e.what());
+      }
+      t = &managed_.back()->table();
+    }
     t->set_name("table " + std::to_string(k));
     init_uniform(*t, gen.reserve(static_cast<uint64_t>(rows[k] * bpr)), bpr,
                  static_cast<float>(std::sqrt(1.0 / static_cast<double>(rows[k]))));
     t->reset_counters();
-    tables_.push_back(std::move(t));
+    if (managed_.back()) managed_.back()->reset_stats();
+    tables_.push_back(t);
   }
+  looked_up_.assign(rows.size(), 0);
+  updated_.assign(rows.size(), 0);
+  has_policies_ = !all_dram;
   tiers_->throttle().reset_counters();
 
   // The MLPs, registered under the reference's names.
@@ -383,7 +422,7 @@ TieredDLRM::TieredDLRM(const DLRMConfig& config) : config_(config), impl_(std::m
       break;
     }
   }
-  for (auto& t : tables_) {
+  for (Table* t : tables_) {
     if (config_.optimizer == OptimizerKind::Adagrad) {
       impl_->adagrad.push_back(std::make_unique<ElementwiseAdagrad>(*t, 1e-10f));
     } else {
@@ -452,12 +491,24 @@ Tensor TieredDLRM::run_forward(std::span<const float> dense, std::span<const Bag
   std::vector<Table*> tables;
   std::vector<OutputSlice> outs;
   for (int64_t k = 0; k < nt; ++k) {
-    tables.push_back(tables_[static_cast<std::size_t>(k)].get());
+    tables.push_back(tables_[static_cast<std::size_t>(k)]);
     outs.push_back({static_cast<float*>(emb_out_.data_ptr()) + k * batch * d, d});
+  }
+  if (has_policies_) {
+    // Every table's indices are valid before any policy counts them (a bad index changes nothing).
+    for (int64_t k = 0; k < nt; ++k) validate(*tables[k], bags[static_cast<std::size_t>(k)]);
+    const auto h0 = Clock::now();
+    // Tables' hooks may run concurrently (embeddings/policy.h).
+    parallel_for(nt, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t k = begin; k < end; ++k)
+        if (auto& m = managed_[static_cast<std::size_t>(k)]) m->before_lookup(bags[static_cast<std::size_t>(k)].indices);
+    });
+    times_.hooks += seconds_since(h0);
   }
   lookup_ensemble(tables, bags, Pooling::Sum, outs);
   out_pins.release();
-  for (const Bags& b : bags) rows_looked_up_ += b.indices.size();
+  if (!training) run_after_update_hooks();
+  for (int64_t k = 0; k < nt; ++k) looked_up_[static_cast<std::size_t>(k)] += bags[static_cast<std::size_t>(k)].indices.size();
   times_.lookup += seconds_since(t0);
 
   t0 = Clock::now();
@@ -536,7 +587,7 @@ float TieredDLRM::train_step(std::span<const float> dense, std::span<const Bags>
   std::vector<Tensor> keep;
   PinSet grad_pins;
   for (int64_t k = 0; k < nt; ++k) {
-    tables.push_back(tables_[static_cast<std::size_t>(k)].get());
+    tables.push_back(tables_[static_cast<std::size_t>(k)]);
     Tensor g = feats[static_cast<std::size_t>(k + 1)].grad();
     STRATA_ASSERT(g.defined() && g.dim() == 2, "DLRM: table ", k, " received no gradient");
     if (g.stride(1) != 1) g = g.contiguous();
@@ -547,7 +598,7 @@ float TieredDLRM::train_step(std::span<const float> dense, std::span<const Bags>
   for (const Tensor& g : keep) grads.push_back({static_cast<float*>(g.data_ptr()), g.stride(0)});
   if (config_.optimizer == OptimizerKind::Adagrad) {
     for (int64_t k = 0; k < nt; ++k)
-      rows_updated_ += static_cast<std::uint64_t>(impl_->adagrad[static_cast<std::size_t>(k)]->update(
+      updated_[static_cast<std::size_t>(k)] += static_cast<std::uint64_t>(impl_->adagrad[static_cast<std::size_t>(k)]->update(
           *tables[k], impl_->bags[static_cast<std::size_t>(k)], Pooling::Sum, grads[k], static_cast<float>(lr)));
   } else {
     impl_->sparse.lr = static_cast<float>(lr);
@@ -556,8 +607,10 @@ float TieredDLRM::train_step(std::span<const float> dense, std::span<const Bags>
     for (auto& s : impl_->states) states.push_back(s.get());
     for (auto& w : impl_->workspaces) ws.push_back(w.get());
     update_ensemble(tables, impl_->bags, Pooling::Sum, grads, impl_->sparse, states, ws);
-    for (auto* w : ws) rows_updated_ += static_cast<std::uint64_t>(w->last_unique_rows());
+    for (int64_t k = 0; k < nt; ++k)
+      updated_[static_cast<std::size_t>(k)] += static_cast<std::uint64_t>(ws[static_cast<std::size_t>(k)]->last_unique_rows());
   }
+  run_after_update_hooks();
   ++steps_;
   times_.update += seconds_since(t0);
   ++times_.steps;
@@ -582,37 +635,72 @@ StateDict TieredDLRM::state_dict() const { return dense_->state_dict(); }
 
 void TieredDLRM::load_state_dict(const StateDict& state) { dense_->load_state_dict(state, true); }
 
+void TieredDLRM::run_after_update_hooks() {
+  if (!has_policies_) return;
+  const auto h0 = Clock::now();
+  parallel_for(static_cast<int64_t>(managed_.size()), 1, [&](int64_t begin, int64_t end) {
+    for (int64_t k = begin; k < end; ++k)
+      if (auto& m = managed_[static_cast<std::size_t>(k)]) m->after_update();
+  });
+  times_.hooks += seconds_since(h0);
+}
+
 DLRMTierCounters TieredDLRM::counters() const {
   DLRMTierCounters c;
-  c.rows_looked_up = rows_looked_up_;
-  c.rows_updated = rows_updated_;
-  for (const auto& t : tables_) {
-    const TableCounters tc = t->counters();
+  const std::uint64_t row = static_cast<std::uint64_t>(feature_size()) * elem_size(config_.emb_dtype);
+  std::uint64_t hits = 0, lookups = 0;
+  bool cached = false;
+  for (std::size_t k = 0; k < tables_.size(); ++k) {
+    c.rows_looked_up += looked_up_[k];
+    c.rows_updated += updated_[k];
+    const TableCounters tc = tables_[k]->counters();
     c.slow_bytes_read += tc.slow_bytes_read;
     c.slow_bytes_written += tc.slow_bytes_written;
+    const ManagedTable* m = managed_[k].get();
+    if (m == nullptr) {  // whole in DRAM
+      c.fast_bytes_read += (looked_up_[k] + updated_[k]) * row;
+      c.fast_bytes_written += updated_[k] * row;
+    } else if (const CachedTable* ct = m->cached_table()) {
+      const CacheCounters cc = ct->cache_counters();
+      cached = true;
+      hits += cc.hits;
+      lookups += cc.hits + cc.misses;
+      // Accesses served by cached copies, and the copies made into the cache.
+      c.fast_bytes_read += (cc.hits + cc.update_hits) * row;
+      c.fast_bytes_written += (cc.update_hits + cc.rows_cached + cc.rows_retained) * row;
+    }
   }
-  const std::uint64_t row = static_cast<std::uint64_t>(feature_size()) * elem_size(config_.emb_dtype);
-  const std::uint64_t read = (rows_looked_up_ + rows_updated_) * row, written = rows_updated_ * row;
-  c.fast_bytes_read = read > c.slow_bytes_read ? read - c.slow_bytes_read : 0;
-  c.fast_bytes_written = written > c.slow_bytes_written ? written - c.slow_bytes_written : 0;
+  if (cached) c.cache_hit_rate = lookups == 0 ? 0.0 : static_cast<double>(hits) / static_cast<double>(lookups);
   c.throttle = tiers_->throttle().counters();
   return c;
 }
 
 void TieredDLRM::reset_stats() {
   times_ = {};
-  rows_looked_up_ = rows_updated_ = 0;
-  for (auto& t : tables_) t->reset_counters();
+  std::fill(looked_up_.begin(), looked_up_.end(), 0);
+  std::fill(updated_.begin(), updated_.end(), 0);
+  for (Table* t : tables_) t->reset_counters();
+  for (auto& m : managed_)
+    if (m) m->reset_stats();
   tiers_->throttle().reset_counters();
 }
 
 std::string TieredDLRM::describe_tables() const {
   std::ostringstream os;
-  for (const auto& t : tables_) {
-    const auto* s = dynamic_cast<const SimpleTable*>(t.get());
+  for (std::size_t k = 0; k < tables_.size(); ++k) {
+    const Table* t = tables_[k];
     os << "  " << t->name() << ": " << t->nvectors() << " rows x " << t->featuresize() << " " << elem_name(t->elem_type())
-       << " (" << format_bytes(static_cast<double>(t->nvectors()) * static_cast<double>(t->row_bytes())) << "), "
-       << t->kind() << ", " << (s != nullptr && s->slow() ? "slow tier" : "DRAM") << "\n";
+       << " (" << format_bytes(static_cast<double>(t->nvectors()) * static_cast<double>(t->row_bytes())) << "), ";
+    if (const ManagedTable* m = managed_[k].get()) {
+      os << "policy " << policy_name(m->policy());
+      if (m->cached_table() != nullptr)
+        os << ", base rows in the slow tier, cache of " << m->cache_rows() << " rows in DRAM";
+      else
+        os << ", in the slow tier";
+    } else {
+      os << "in DRAM";
+    }
+    os << "\n";
   }
   return os.str();
 }

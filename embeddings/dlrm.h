@@ -35,6 +35,7 @@
 #include "embeddings/dlrm_config.h"
 #include "embeddings/index_source.h"
 #include "embeddings/kernels.h"
+#include "embeddings/policy.h"
 #include "embeddings/table.h"
 #include "memory/heap.h"
 #include "memory/slow_tier_model.h"
@@ -73,9 +74,24 @@ class EmbeddingTiers {
   std::unique_ptr<memory::SlowTierThrottle> throttle_;
 };
 
+/// Note [DLRM table placement]
+/// - auto (Strata's default): when every table fits the fast budget, all are plain tables in DRAM
+///   (nothing to tier); otherwise every table is an Auto-policy CachedTable (embeddings/policy.h).
+/// - simple: plain tables in the slow tier; static / dynamic: CachedTables with that policy, even
+///   when the tables would fit the budget (they are explicit requests).
+/// - A cached table keeps its base rows in the slow heap and its pointer table (8 B/row), Auto's
+///   counters (2 B/row) and cache pages (cache rows × (row stride + 8 B back-edge)) in the fast
+///   heap. --cache-fraction sets the rows each table may cache; by default the largest fraction
+///   whose pages (plus one page of headroom per table) fit the budget after the pointer tables.
+/// The policy hooks run around the kernels: before_lookup(indices) for every table before the
+/// lookup (after every table's indices were validated), after_update() after the update.
+
 /// Wall time per phase of the training step (Note [DLRM training step]), summed over steps.
+/// `hooks` is the part of lookup and update spent in the tables' policy hooks (before_lookup,
+/// after_update); it is included in those two phases, not added to the total.
 struct DLRMPhaseTimes {
   double bottom_mlp = 0, lookup = 0, interaction = 0, top_mlp = 0, backward = 0, update = 0;
+  double hooks = 0;
   int64_t steps = 0;
   double total() const { return bottom_mlp + lookup + interaction + top_mlp + backward + update; }
 };
@@ -104,8 +120,10 @@ std::unique_ptr<IndexSource> make_index_source(const DLRMConfig& config);
 class TieredDLRM {
  public:
   /// Builds the model of `config` (validated first): MLPs initialized like the reference from
-  /// --numpy-rand-seed, tables U(±sqrt(1 / rows)) placed per --emb-policy in tiers sized from
-  /// --fast-budget, the optimizers of --optimizer at --learning-rate.
+  /// --numpy-rand-seed, tables U(±sqrt(1 / rows)) placed per --emb-policy (Note [DLRM table
+  /// placement]) in tiers sized from --fast-budget, the optimizers of --optimizer at
+  /// --learning-rate. Throws strata::Error naming --fast-budget, --cache-fraction, --slow-dir or
+  /// --scale-rows when the tables do not fit.
   explicit TieredDLRM(const DLRMConfig& config);
   ~TieredDLRM();
   TieredDLRM(const TieredDLRM&) = delete;
@@ -152,26 +170,35 @@ class TieredDLRM {
   const DLRMPhaseTimes& times() const { return times_; }
   DLRMTierCounters counters() const;
   void reset_stats();
-  /// One line per table: rows, kind, tier.
+  /// One line per table: rows, kind, tier, cache.
   std::string describe_tables() const;
+  /// Table k's policy (null when the table lives whole in the fast tier).
+  ManagedTable* managed_table(int64_t k) { return managed_.at(static_cast<std::size_t>(k)).get(); }
+  /// The cache fraction the cached tables were built with (0 when none is cached).
+  double cache_fraction() const { return cache_fraction_; }
 
  private:
   struct Impl;
   Tensor run_forward(std::span<const float> dense, std::span<const Bags> bags, bool training, std::vector<Tensor>& feats);
   Tensor compute_loss(const Tensor& z, std::span<const float> targets);
   void check_batch(std::span<const float> dense, std::span<const Bags> bags, int64_t batch) const;
+  void run_after_update_hooks();
 
   DLRMConfig config_;
   std::unique_ptr<EmbeddingTiers> tiers_;
-  std::vector<std::unique_ptr<Table>> tables_;
+  std::vector<Table*> tables_;                       // table k, whoever owns it
+  std::vector<std::unique_ptr<Table>> dram_tables_;   // tables placed whole in the fast tier
+  std::vector<std::unique_ptr<ManagedTable>> managed_;  // per table: its policy, or null (DRAM)
+  std::vector<std::uint64_t> looked_up_, updated_;    // per table: row lookups, rows updated
   std::shared_ptr<nn::Module> dense_;
   std::shared_ptr<nn::Sequential> bot_, top_;
   std::unique_ptr<optim::Optimizer> dense_opt_;
   std::unique_ptr<Impl> impl_;
   Tensor emb_out_;  // [T, B, d]
   int64_t steps_ = 0;
+  double cache_fraction_ = 0;
+  bool has_policies_ = false;
   DLRMPhaseTimes times_;
-  std::uint64_t rows_looked_up_ = 0, rows_updated_ = 0;
 };
 
 }  // namespace strata::emb

@@ -446,9 +446,9 @@ void apply_dlrm_preset(DLRMConfig& c, std::string_view name) {
   } else if (name == "default") {
     // The README's main job: tables 4x the fast budget, the slow tier on the model, skewed
     // (Zipf) lookups so the DRAM cache matters; under a minute on 2 cores.
-    c.arch_embedding_size.assign(8, 262144);
-    c.arch_sparse_feature_size = 32;
-    c.arch_mlp_bot = {16, 128, 64, 32};
+    c.arch_embedding_size.assign(8, 131072);  // 256-byte rows, 256 MiB in all
+    c.arch_sparse_feature_size = 64;
+    c.arch_mlp_bot = {16, 128, 64};
     c.arch_mlp_top = {256, 64, 1};
     c.data_generation = DataGeneration::Zipf;
     c.zipf_alpha = 1.05;

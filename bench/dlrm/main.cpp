@@ -132,9 +132,9 @@ int run(const DLRMConfig& c) {
   std::printf("\nSummary: %lld iterations, %.0f samples in %.2f s: %.1f samples/s (%d threads)\n",
               static_cast<long long>(run_iters), samples, run_time, sps, get_num_threads());
   std::printf("  phases (ms/it): bottom MLP %.3f, lookup %.3f, interaction %.3f, top MLP %.3f, backward %.3f, "
-              "update %.3f\n",
+              "update %.3f (policy hooks %.3f of lookup + update)\n",
               1e3 * ph.bottom_mlp / it, 1e3 * ph.lookup / it, 1e3 * ph.interaction / it, 1e3 * ph.top_mlp / it,
-              1e3 * ph.backward / it, 1e3 * ph.update / it);
+              1e3 * ph.backward / it, 1e3 * ph.update / it, 1e3 * ph.hooks / it);
   if (cnt.cache_hit_rate >= 0)
     std::printf("  cache hit rate: %.1f%% of lookups served from DRAM\n", 100.0 * cnt.cache_hit_rate);
   else
@@ -168,7 +168,7 @@ int run(const DLRMConfig& c) {
     j.key("phases_ms_per_it").begin_object();
     j.kv("bottom_mlp", 1e3 * ph.bottom_mlp / it).kv("lookup", 1e3 * ph.lookup / it);
     j.kv("interaction", 1e3 * ph.interaction / it).kv("top_mlp", 1e3 * ph.top_mlp / it);
-    j.kv("backward", 1e3 * ph.backward / it).kv("update", 1e3 * ph.update / it);
+    j.kv("backward", 1e3 * ph.backward / it).kv("update", 1e3 * ph.update / it).kv("policy_hooks", 1e3 * ph.hooks / it);
     j.end_object();
     if (cnt.cache_hit_rate >= 0) j.kv("cache_hit_rate", cnt.cache_hit_rate);
     else j.key("cache_hit_rate").null();

@@ -259,6 +259,7 @@ void init_dlrm(py::module_& m) {
                                d["top_mlp"] = t.top_mlp;
                                d["backward"] = t.backward;
                                d["update"] = t.update;
+                               d["hooks"] = t.hooks;
                                d["steps"] = t.steps;
                                return d;
                              })

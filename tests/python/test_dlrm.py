@@ -161,7 +161,7 @@ def test_tables_in_the_slow_tier_train_the_same():
     for b in batches(5):
         assert s.train_step(*b) == slow.train_step(*b)
     assert slow.counters["slow_bytes_read"] > 0 and s.counters["slow_bytes_read"] == 0
-    assert set(slow.times) == {"bottom_mlp", "lookup", "interaction", "top_mlp", "backward", "update", "steps"}
+    assert set(slow.times) == {"bottom_mlp", "lookup", "interaction", "top_mlp", "backward", "update", "hooks", "steps"}
     assert slow.times["steps"] == 5
 
 

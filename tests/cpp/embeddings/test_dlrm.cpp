@@ -262,19 +262,93 @@ TEST(TieredDLRM, TablesAreInitializedLikeTheReference) {
 }
 
 TEST(TieredDLRM, PlacesTablesPerPolicyAndBudget) {
-  // 3 tables of 4096 rows × 16 f32 = 256 KiB each; a 700 KiB budget holds two of them.
-  const DLRMConfig c = config({"--arch-sparse-feature-size", "16", "--arch-mlp-bot", "5-16", "--arch-embedding-size",
-                               "4096-4096-4096", "--fast-budget", "700K"});
-  TieredDLRM m(c);
-  EXPECT_NE(m.tiers().slow(), nullptr);
-  int slow = 0;
-  for (int64_t k = 0; k < 3; ++k) slow += m.table(k).in_slow(m.table(k).rowpointer(0, AccessContext::Read)) ? 1 : 0;
-  EXPECT_EQ(slow, 1);
-  TieredDLRM simple(config({"--emb-policy", "simple"}));
+  // 3 tables of 4096 rows × 16 f32 = 256 KiB each (768 KiB).
+  const std::vector<std::string> big = {"--arch-sparse-feature-size", "16", "--arch-mlp-bot", "5-16",
+                                        "--arch-embedding-size", "4096-4096-4096"};
+  auto with = [&](std::vector<std::string> extra) {
+    auto a = big;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return config(a);
+  };
+  // auto, everything fits: plain tables in DRAM, no slow tier.
+  TieredDLRM fits(with({"--fast-budget", "1M"}));
+  EXPECT_EQ(fits.tiers().slow(), nullptr);
+  for (int64_t k = 0; k < 3; ++k) EXPECT_EQ(fits.managed_table(k), nullptr);
+  EXPECT_THAT(fits.describe_tables(), HasSubstr("table 2: 4096 rows x 16 f32 (256.00 KiB), in DRAM"));
+  // auto, tables 3x the budget: every table is an Auto CachedTable whose cache fills what is left.
+  TieredDLRM over(with({"--fast-budget", "256K"}));
+  ASSERT_NE(over.tiers().slow(), nullptr);
+  EXPECT_GT(over.cache_fraction(), 0.05);
+  EXPECT_LT(over.cache_fraction(), 0.33);
+  for (int64_t k = 0; k < 3; ++k) {
+    ASSERT_NE(over.managed_table(k), nullptr);
+    EXPECT_EQ(over.managed_table(k)->policy(), EmbeddingPolicy::Auto);
+    ASSERT_NE(over.managed_table(k)->cached_table(), nullptr);
+    EXPECT_LE(over.managed_table(k)->cache_rows(), static_cast<int64_t>(over.cache_fraction() * 4096) + 1);
+  }
+  EXPECT_LE(over.tiers().fast().used(), over.tiers().fast().capacity());
+  EXPECT_THAT(over.describe_tables(), HasSubstr("policy auto, base rows in the slow tier, cache of"));
+  // Explicit policies are honored even when the tables fit.
+  for (const char* p : {"static", "dynamic"}) {
+    TieredDLRM m(with({"--fast-budget", "4M", "--emb-policy", p, "--cache-fraction", "0.25"}));
+    EXPECT_EQ(policy_name(m.managed_table(1)->policy()), std::string(p));
+    EXPECT_EQ(m.cache_fraction(), 0.25);
+    EXPECT_NE(m.managed_table(1)->cached_table(), nullptr);
+  }
+  TieredDLRM simple(with({"--emb-policy", "simple"}));
   for (int64_t k = 0; k < 3; ++k)
     EXPECT_TRUE(simple.table(k).in_slow(simple.table(k).rowpointer(0, AccessContext::Read)));
+  EXPECT_THAT(simple.describe_tables(), HasSubstr("policy simple, in the slow tier"));
   EXPECT_THAT(simple.tiers().describe(), HasSubstr("slow tier"));
-  EXPECT_THAT(simple.describe_tables(), HasSubstr("table 2: 5 rows x 4 f32"));
+  // What does not fit is named.
+  EXPECT_THAT(testing_util::error_of([&] { TieredDLRM m(with({"--fast-budget", "256K", "--cache-fraction", "0.9"})); }),
+              HasSubstr("--cache-fraction 0.9: the caches would need"));
+  EXPECT_THAT(testing_util::error_of([&] { TieredDLRM m(with({"--fast-budget", "16K"})); }),
+              HasSubstr("--fast-budget: 16.00 KiB cannot hold the cached tables' pointer tables"));
+}
+
+TEST(TieredDLRM, EveryPolicyTrainsToTheSameValues) {
+  // Skewed batches with repeats; the tables are 3x the fast budget except for the all-DRAM run.
+  const std::vector<std::string> base = {"--arch-sparse-feature-size", "16", "--arch-mlp-bot", "5-16",
+                                         "--arch-embedding-size", "4096-4096-4096", "--mini-batch-size", "64",
+                                         "--num-batches", "6", "--data-generation", "zipf", "--zipf-alpha", "1.1",
+                                         "--num-indices-per-lookup", "8", "--optimizer", "rwsadagrad",
+                                         "--learning-rate", "0.05", "--slow-tier-model", "off"};
+  auto run = [&](std::vector<std::string> extra, std::vector<float>& losses, std::vector<std::vector<float>>& tables,
+                 double& hit_rate) {
+    auto a = base;
+    a.insert(a.end(), extra.begin(), extra.end());
+    const DLRMConfig c = parse_dlrm_args(a);
+    TieredDLRM m(c);
+    auto src = make_index_source(c);
+    Batch b;
+    std::vector<Bags> bags(3);
+    while (src->next(b)) {
+      for (int k = 0; k < 3; ++k) bags[k] = b.bags(k);
+      losses.push_back(m.train_step(b.dense, bags, b.targets));
+    }
+    for (int64_t k = 0; k < 3; ++k) tables.push_back(table_values(m, k));
+    hit_rate = m.counters().cache_hit_rate;
+  };
+  std::vector<float> ref_losses;
+  std::vector<std::vector<float>> ref_tables;
+  double ref_hits = 0;
+  run({"--fast-budget", "2M"}, ref_losses, ref_tables, ref_hits);
+  EXPECT_EQ(ref_hits, -1.0);  // no cached table
+  for (const char* p : {"auto", "static", "dynamic", "simple"}) {
+    std::vector<float> losses;
+    std::vector<std::vector<float>> tables;
+    double hits = 0;
+    run({"--fast-budget", "256K", "--emb-policy", p}, losses, tables, hits);
+    EXPECT_EQ(losses, ref_losses) << p;
+    EXPECT_EQ(tables, ref_tables) << p;
+    if (std::string(p) == "simple") {
+      EXPECT_EQ(hits, -1.0);
+    } else {
+      EXPECT_GT(hits, 0.0) << p;  // skewed lookups hit the cache
+      EXPECT_LE(hits, 1.0) << p;
+    }
+  }
 }
 
 TEST(TieredDLRM, CountsTrafficPerTierAndTimesPhases) {

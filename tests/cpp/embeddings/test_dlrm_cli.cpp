@@ -97,6 +97,12 @@ TEST(DLRMCli, SummaryNamesEveryFigure) {
   EXPECT_THAT(r.out, HasSubstr("bytes moved: fast tier read"));
   EXPECT_THAT(r.out, HasSubstr("slow tier read"));
   EXPECT_THAT(r.out, HasSubstr("slow tier: modeled slow tier: read 50"));
+  // A cached policy reports its hit rate.
+  const Result cached = run(kSmall + " --emb-policy dynamic --fast-budget 64K --cache-fraction 0.5");
+  ASSERT_EQ(cached.status, 0) << cached.out;
+  EXPECT_TRUE(std::regex_search(cached.out, std::regex(R"(cache hit rate: \d+\.\d% of lookups served from DRAM)")))
+      << cached.out;
+  EXPECT_THAT(cached.out, HasSubstr("policy dynamic, base rows in the slow tier, cache of"));
   // In DRAM only: no slow tier.
   const Result dram = run(kSmall);
   ASSERT_EQ(dram.status, 0) << dram.out;
@@ -116,7 +122,7 @@ TEST(DLRMCli, EnableProfilingPrintsPhasesPerProgressLine) {
   const Result r = run(kSmall + " --print-freq 2 --enable-profiling");
   ASSERT_EQ(r.status, 0) << r.out;
   const std::regex phases(R"(\n  phases \(ms/it\): bottom MLP \d+\.\d{3}, lookup \d+\.\d{3}, interaction \d+\.\d{3}, )"
-                          R"(top MLP \d+\.\d{3}, backward \d+\.\d{3}, update \d+\.\d{3}\n)");
+                          R"(top MLP \d+\.\d{3}, backward \d+\.\d{3}, update \d+\.\d{3}( \(policy hooks [^)]*\))?\n)");
   EXPECT_EQ(std::distance(std::sregex_iterator(r.out.begin(), r.out.end(), phases), std::sregex_iterator()), 4)
       << r.out;  // after each of the 3 progress lines, and in the summary
 }
