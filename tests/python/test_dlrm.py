@@ -163,6 +163,12 @@ def test_tables_in_the_slow_tier_train_the_same():
     assert slow.counters["slow_bytes_read"] > 0 and s.counters["slow_bytes_read"] == 0
     assert set(slow.times) == {"bottom_mlp", "lookup", "interaction", "top_mlp", "backward", "update", "hooks", "steps"}
     assert slow.times["steps"] == 5
+    # Cached tables (the budget holds a fraction of the rows) train to the same values too.
+    _, s2 = make_pair(learning_rate=0.1)
+    _, c2 = make_pair(learning_rate=0.1, emb_policy="dynamic", fast_budget="64K", cache_fraction=0.5)
+    for b in batches(5):
+        assert s2.train_step(*b) == c2.train_step(*b)
+    assert 0.0 < c2.counters["cache_hit_rate"] <= 1.0 and s2.counters["cache_hit_rate"] is None
 
 
 def test_save_and_load_round_trip(tmp_path):
