@@ -10,15 +10,18 @@
 
 namespace strata::testing_util {
 
-/// The what() of the strata::Error `f` throws, or "<no error>".
+/// The what() of the strata::Error `f` throws, or "(no error)".
 inline std::string error_of(const std::function<void()>& f) {
   try {
     f();
   } catch (const Error& e) {
     return e.what();
   }
-  return "<no error>";
+  return "(no error)";
 }
+
+/// The same, under the name the embeddings tests use.
+inline std::string message_of(const std::function<void()>& f) { return error_of(f); }
 
 }  // namespace strata::testing_util
 

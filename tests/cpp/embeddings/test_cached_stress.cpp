@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/cpp/embeddings/heaps.h"
 #include "core/dtype.h"
 #include "embeddings/cached_table.h"
 #include "memory/heap.h"
@@ -23,15 +24,9 @@ using namespace strata::emb;
 
 namespace {
 
-struct Heaps {
-  Heaps()
-      : fast(8 << 20),
-        slow({.capacity = 8 << 20, .dir = std::filesystem::temp_directory_path().string(),
-              .backend = memory::PmBackend::Mmap}),
-        throttle(memory::SlowTierModel::custom(1000.0, 1000.0, 0.0)) {}
-  memory::DramHeap fast;
-  memory::PmHeap slow;
-  memory::SlowTierThrottle throttle;
+struct Heaps : testing_util::Heaps {
+  explicit Heaps(std::size_t fast_bytes = 8 << 20, std::size_t slow_bytes = 8 << 20)
+      : testing_util::Heaps(fast_bytes, slow_bytes) {}
 };
 
 // Values are small integers plus quarters, exact in bf16 as well as f32.

@@ -10,6 +10,7 @@
 #include <functional>
 #include <vector>
 
+#include "tests/cpp/error_text.h"
 #include "core/error.h"
 #include "embeddings/criteo.h"
 
@@ -19,14 +20,7 @@ using ::testing::HasSubstr;
 
 namespace {
 
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using strata::testing_util::message_of;
 
 struct TempDir {
   std::filesystem::path path;

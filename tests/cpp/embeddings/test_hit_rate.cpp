@@ -8,6 +8,7 @@
 #include <limits>
 #include <vector>
 
+#include "tests/cpp/error_text.h"
 #include "core/error.h"
 #include "embeddings/hit_rate.h"
 
@@ -17,14 +18,7 @@ using ::testing::HasSubstr;
 
 namespace {
 
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using strata::testing_util::message_of;
 
 long double direct(int64_t n, long double s) {
   long double sum = 0;

@@ -12,6 +12,7 @@
 #include <set>
 #include <vector>
 
+#include "tests/cpp/error_text.h"
 #include "core/error.h"
 #include "embeddings/index_source.h"
 
@@ -23,14 +24,7 @@ using ::testing::HasSubstr;
 
 namespace {
 
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using strata::testing_util::message_of;
 
 std::vector<int64_t> vec(const std::vector<int64_t>& v) { return v; }
 

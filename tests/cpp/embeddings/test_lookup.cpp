@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "tests/cpp/error_text.h"
 #include "core/error.h"
 #include "core/threading.h"
 #include "embeddings/kernels.h"
@@ -25,14 +26,7 @@ namespace ref = strata::emb::reference;
 
 namespace {
 
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using strata::testing_util::message_of;
 
 bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;

@@ -12,6 +12,8 @@
 #include <random>
 #include <vector>
 
+#include "tests/cpp/embeddings/heaps.h"
+#include "tests/cpp/error_text.h"
 #include "core/error.h"
 #include "embeddings/hit_rate.h"
 #include "embeddings/kernels.h"
@@ -26,26 +28,11 @@ using ::testing::HasSubstr;
 
 namespace {
 
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using strata::testing_util::message_of;
 
-struct Heaps {
+struct Heaps : testing_util::Heaps {
   explicit Heaps(std::size_t fast_bytes = 4 << 20, std::size_t slow_bytes = 8 << 20)
-      : fast(fast_bytes),
-        slow({.capacity = slow_bytes, .dir = std::filesystem::temp_directory_path().string(),
-              .backend = memory::PmBackend::Mmap}),
-        throttle(memory::SlowTierModel::custom(1000.0, 1000.0, 0.0)) {}
-  TableMemory fast_mem() { return {&fast, nullptr}; }
-  TableMemory slow_mem() { return {&slow, &throttle}; }
-  memory::DramHeap fast;
-  memory::PmHeap slow;
-  memory::SlowTierThrottle throttle;
+      : testing_util::Heaps(fast_bytes, slow_bytes) {}
 };
 
 using Batches = std::vector<std::vector<int64_t>>;

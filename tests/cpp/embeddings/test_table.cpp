@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "tests/cpp/error_text.h"
 #include "core/error.h"
 #include "embeddings/table.h"
 #include "memory/heap.h"
@@ -15,14 +16,7 @@ using ::testing::HasSubstr;
 
 namespace {
 
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using strata::testing_util::message_of;
 
 std::vector<float> iota_rows(int64_t rows, int64_t d) {
   std::vector<float> v(static_cast<std::size_t>(rows * d));

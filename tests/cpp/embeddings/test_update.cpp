@@ -15,6 +15,7 @@
 #include <set>
 #include <vector>
 
+#include "tests/cpp/error_text.h"
 #include "core/error.h"
 #include "core/factories.h"
 #include "core/tensor.h"
@@ -31,14 +32,7 @@ namespace ref = strata::emb::reference;
 
 namespace {
 
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using strata::testing_util::message_of;
 
 bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;

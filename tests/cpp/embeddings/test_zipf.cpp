@@ -11,6 +11,7 @@
 #include <set>
 #include <vector>
 
+#include "tests/cpp/error_text.h"
 #include "core/error.h"
 #include "embeddings/index_source.h"
 #include "embeddings/zipf.h"
@@ -21,14 +22,7 @@ using ::testing::HasSubstr;
 
 namespace {
 
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using strata::testing_util::message_of;
 
 /// |observed - n p| within 5 binomial standard deviations.
 void expect_binomial(int64_t observed, int64_t n, double p, const std::string& what) {
