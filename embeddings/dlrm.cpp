@@ -320,6 +320,11 @@ struct TieredDLRM::Impl {
   std::vector<std::unique_ptr<ElementwiseAdagrad>> adagrad;
   std::vector<float> ones;  // --weighted-pooling fixed
   std::vector<Bags> bags;   // the step's bags (weights filled in)
+  // Per-step argument lists, reused so the step loop does not allocate.
+  std::vector<OutputSlice> slices;
+  std::vector<Tensor> grads;
+  std::vector<SparseOptimizerState*> state_ptrs;
+  std::vector<UpdateWorkspace*> workspace_ptrs;
 };
 
 TieredDLRM::TieredDLRM(const DLRMConfig& config) : config_(config), impl_(std::make_unique<Impl>()) {
@@ -488,12 +493,10 @@ Tensor TieredDLRM::run_forward(std::span<const float> dense, std::span<const Bag
   if (!emb_out_.defined() || emb_out_.sizes()[1] != batch) emb_out_ = empty({nt, batch, d});
   PinSet out_pins;
   out_pins.add(emb_out_, AccessMode::Write).acquire();
-  std::vector<Table*> tables;
-  std::vector<OutputSlice> outs;
-  for (int64_t k = 0; k < nt; ++k) {
-    tables.push_back(tables_[static_cast<std::size_t>(k)]);
-    outs.push_back({static_cast<float*>(emb_out_.data_ptr()) + k * batch * d, d});
-  }
+  const std::span<Table* const> tables(tables_);
+  auto& outs = impl_->slices;
+  outs.clear();
+  for (int64_t k = 0; k < nt; ++k) outs.push_back({static_cast<float*>(emb_out_.data_ptr()) + k * batch * d, d});
   if (has_policies_) {
     // Every table's indices are valid before any policy counts them (a bad index changes nothing).
     for (int64_t k = 0; k < nt; ++k) validate(*tables[k], bags[static_cast<std::size_t>(k)]);
@@ -582,12 +585,13 @@ float TieredDLRM::train_step(std::span<const float> dense, std::span<const Bags>
   for (auto& g : dense_opt_->param_groups()) g.options["lr"] = lr;
   dense_opt_->step();
   const int64_t nt = num_tables();
-  std::vector<Table*> tables;
-  std::vector<OutputSlice> grads;
-  std::vector<Tensor> keep;
+  const std::span<Table* const> tables(tables_);
+  auto& grads = impl_->slices;
+  auto& keep = impl_->grads;
+  grads.clear();
+  keep.clear();
   PinSet grad_pins;
   for (int64_t k = 0; k < nt; ++k) {
-    tables.push_back(tables_[static_cast<std::size_t>(k)]);
     Tensor g = feats[static_cast<std::size_t>(k + 1)].grad();
     STRATA_ASSERT(g.defined() && g.dim() == 2, "DLRM: table ", k, " received no gradient");
     if (g.stride(1) != 1) g = g.contiguous();
@@ -602,14 +606,18 @@ float TieredDLRM::train_step(std::span<const float> dense, std::span<const Bags>
           *tables[k], impl_->bags[static_cast<std::size_t>(k)], Pooling::Sum, grads[k], static_cast<float>(lr)));
   } else {
     impl_->sparse.lr = static_cast<float>(lr);
-    std::vector<SparseOptimizerState*> states;
-    std::vector<UpdateWorkspace*> ws;
-    for (auto& s : impl_->states) states.push_back(s.get());
-    for (auto& w : impl_->workspaces) ws.push_back(w.get());
+    auto& states = impl_->state_ptrs;
+    auto& ws = impl_->workspace_ptrs;
+    if (states.empty()) {
+      for (auto& s : impl_->states) states.push_back(s.get());
+      for (auto& w : impl_->workspaces) ws.push_back(w.get());
+    }
     update_ensemble(tables, impl_->bags, Pooling::Sum, grads, impl_->sparse, states, ws);
     for (int64_t k = 0; k < nt; ++k)
       updated_[static_cast<std::size_t>(k)] += static_cast<std::uint64_t>(ws[static_cast<std::size_t>(k)]->last_unique_rows());
   }
+  grad_pins.release();
+  keep.clear();  // the gradients' memory goes back now, not at the next step
   run_after_update_hooks();
   ++steps_;
   times_.update += seconds_since(t0);
