@@ -15,6 +15,14 @@
 namespace strata::nn::zoo {
 namespace {
 
+void check_widths(const std::vector<int64_t>& w, const char* what, std::size_t min_size) {
+  STRATA_CHECK(w.size() >= min_size, "DLRM: ", what, " needs at least ", min_size, " width(s), got ", w.size());
+  for (std::size_t i = 0; i < w.size(); ++i)
+    STRATA_CHECK(w[i] >= 1, "DLRM: ", what, " width ", i, " must be positive, got ", w[i]);
+}
+
+}  // namespace
+
 std::shared_ptr<Sequential> reference_mlp(const std::vector<int64_t>& widths, bool sigmoid_last, Generator* gen) {
   auto mlp = std::make_shared<Sequential>();
   for (std::size_t i = 0; i + 1 < widths.size(); ++i) {
@@ -29,13 +37,11 @@ std::shared_ptr<Sequential> reference_mlp(const std::vector<int64_t>& widths, bo
   return mlp;
 }
 
-void check_widths(const std::vector<int64_t>& w, const char* what, std::size_t min_size) {
-  STRATA_CHECK(w.size() >= min_size, "DLRM: ", what, " needs at least ", min_size, " width(s), got ", w.size());
-  for (std::size_t i = 0; i < w.size(); ++i)
-    STRATA_CHECK(w[i] >= 1, "DLRM: ", what, " width ", i, " must be positive, got ", w[i]);
+int64_t interaction_width(int64_t tables, int64_t d, const std::string& interaction, bool itself) {
+  const int64_t f = tables + 1;
+  if (interaction == "cat") return f * d;
+  return d + (itself ? f * (f + 1) / 2 : f * (f - 1) / 2);
 }
-
-}  // namespace
 
 std::vector<int64_t> parse_arch(const std::string& text, const std::string& flag) {
   std::vector<int64_t> out;
@@ -80,10 +86,8 @@ DLRM::DLRM(const DLRMOptions& o, Generator* gen) : Module("DLRM"), options_(o) {
 }
 
 int64_t DLRM::interaction_width() const {
-  const int64_t f = static_cast<int64_t>(options_.embedding_sizes.size()) + 1;
-  if (options_.interaction == "cat") return f * options_.sparse_feature_size;
-  const int64_t pairs = options_.interaction_itself ? f * (f + 1) / 2 : f * (f - 1) / 2;
-  return options_.sparse_feature_size + pairs;
+  return zoo::interaction_width(static_cast<int64_t>(options_.embedding_sizes.size()), options_.sparse_feature_size,
+                                options_.interaction, options_.interaction_itself);
 }
 
 Tensor DLRM::interact(const Tensor& x, const std::vector<Tensor>& embedded) const {

@@ -57,4 +57,13 @@ class DLRM : public Module {
 /// errors name `flag` and the offending text.
 std::vector<int64_t> parse_arch(const std::string& text, const std::string& flag);
 
+/// The reference's create_mlp: Linear(widths[i] → widths[i + 1]) each followed by ReLU (Sigmoid
+/// after the last with `sigmoid_last`), weights N(0, sqrt(2 / (in + out))), biases N(0, sqrt(1 / out)).
+/// Linear layers sit at even indices, so state_dict keys are "0.weight", "2.bias", ...
+std::shared_ptr<Sequential> reference_mlp(const std::vector<int64_t>& widths, bool sigmoid_last, Generator* gen);
+
+/// Width of the top MLP's input for `tables` embedding tables of dimension `d`: d + F(F−1)/2 for
+/// "dot" (F(F+1)/2 with `itself`), F·d for "cat", F = tables + 1.
+int64_t interaction_width(int64_t tables, int64_t d, const std::string& interaction, bool itself);
+
 }  // namespace strata::nn::zoo

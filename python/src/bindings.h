@@ -89,6 +89,7 @@ void init_nn(py::module_& m);  // nn_bindings.cpp: strata._C.nn
 void init_checkpoint(py::module_& m);  // checkpoint_bindings.cpp
 void init_zoo(py::module_& m);  // zoo_bindings.cpp: strata._C.models (after init_nn)
 void init_ops(py::module_& m);
+void init_dlrm(py::module_& m);  // dlrm_bindings.cpp: strata._C.dlrm
 
 // ---- ops and differentiable views (ops_bindings.cpp) ----------------------------------------------
 /// `obj` as a Tensor, or TypeError "op(): argument 'name' must be Tensor, not <type>".

@@ -56,4 +56,5 @@ PYBIND11_MODULE(_C, m) {
   init_zoo(m);
   init_remat(m);
   init_sim(m);
+  init_dlrm(m);
 }

@@ -1,0 +1,833 @@
+#include "embeddings/dlrm.h"
+
+#include <sys/statvfs.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <numeric>
+#include <sstream>
+
+#include "autograd/grad_mode.h"
+#include "core/error.h"
+#include "core/factories.h"
+#include "core/pin_set.h"
+#include "core/rng.h"
+#include "core/threading.h"
+#include "embeddings/criteo.h"
+#include "memory/copy_engine.h"
+#include "models/linear.h"
+#include "models/optim/adagrad.h"
+#include "models/optim/sgd.h"
+#include "models/zoo/dlrm.h"
+#include "ops/embedding.h"
+#include "ops/linalg.h"
+#include "ops/shape_ops.h"
+#include "ops/softmax_loss.h"
+#include "ops/unary.h"
+
+namespace strata::emb {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+std::string join(const std::vector<int64_t>& v) {
+  std::ostringstream os;
+  for (std::size_t i = 0; i < v.size(); ++i) os << (i ? "-" : "") << v[i];
+  return os.str();
+}
+
+inline float load_elem(const std::byte* row, ElemType t, int64_t j) {
+  if (t == ElemType::F32) return reinterpret_cast<const float*>(row)[j];
+  return static_cast<float>(BFloat16::from_bits(reinterpret_cast<const uint16_t*>(row)[j]));
+}
+
+inline void store_elem(std::byte* row, ElemType t, int64_t j, float v) {
+  if (t == ElemType::F32) reinterpret_cast<float*>(row)[j] = v;
+  else reinterpret_cast<uint16_t*>(row)[j] = BFloat16::round_from_float(v);
+}
+
+/// torch.optim.Adagrad on a table's sparse gradient (the reference's --optimizer adagrad): per
+/// distinct row r of the batch, g = Σ (in (bag, position) order) c · grad_out[bag]; sum_r += g²
+/// element-wise; w_r -= lr · g / (sqrt(sum_r) + eps). The per-element state is nvectors × d floats.
+class ElementwiseAdagrad {
+ public:
+  ElementwiseAdagrad(const Table& t, float eps) : d_(t.featuresize()), eps_(eps) {
+    sum_.assign(static_cast<std::size_t>(t.nvectors() * t.featuresize()), 0.0f);
+  }
+  std::vector<float>& sum() { return sum_; }
+
+  /// Returns the number of distinct rows updated.
+  int64_t update(Table& t, const Bags& b, Pooling pooling, OutputSlice grad, float lr) {
+    occ_.clear();
+    for (int64_t bag = 0; bag < b.batch(); ++bag)
+      for (int64_t i = b.offsets[bag]; i < b.offsets[bag + 1]; ++i) occ_.push_back({b.indices[i], i, bag});
+    std::stable_sort(occ_.begin(), occ_.end(), [](const Occ& x, const Occ& y) { return x.row < y.row; });
+    starts_.clear();
+    for (std::size_t i = 0; i < occ_.size(); ++i)
+      if (i == 0 || occ_[i].row != occ_[i - 1].row) starts_.push_back(i);
+    starts_.push_back(occ_.size());
+    const int64_t nrows = static_cast<int64_t>(starts_.size()) - 1;
+    std::atomic<std::size_t> slow{0};
+    parallel_for(nrows, 64, [&](int64_t begin, int64_t end) {
+      std::vector<float> g(static_cast<std::size_t>(d_));
+      std::size_t chunk_slow = 0;
+      for (int64_t u = begin; u < end; ++u) {
+        std::fill(g.begin(), g.end(), 0.0f);
+        const int64_t row = occ_[starts_[u]].row;
+        for (std::size_t o = starts_[u]; o < starts_[u + 1]; ++o) {
+          const int64_t i = occ_[o].pos, bag = occ_[o].bag;
+          const int64_t n = b.offsets[bag + 1] - b.offsets[bag];
+          const float c =
+              !b.weights.empty() ? b.weights[i] : pooling == Pooling::Mean ? 1.0f / static_cast<float>(n) : 1.0f;
+          const float* go = grad.data + bag * grad.row_stride;
+          for (int64_t j = 0; j < d_; ++j) g[j] = std::fma(c, go[j], g[j]);
+        }
+        std::byte* p = t.rowpointer(row, AccessContext::Update);
+        if (t.in_slow(p)) chunk_slow += t.row_bytes();
+        float* s = sum_.data() + row * d_;
+        for (int64_t j = 0; j < d_; ++j) {
+          s[j] += g[j] * g[j];
+          store_elem(p, t.elem_type(), j, load_elem(p, t.elem_type(), j) - lr * (g[j] / (std::sqrt(s[j]) + eps_)));
+        }
+      }
+      slow += chunk_slow;
+    });
+    t.charge_slow_read(slow);
+    t.charge_slow_write(slow);
+    return nrows;
+  }
+
+ private:
+  struct Occ {
+    int64_t row, pos, bag;
+  };
+  int64_t d_;
+  float eps_;
+  std::vector<float> sum_;
+  std::vector<Occ> occ_;
+  std::vector<std::size_t> starts_;
+};
+
+/// The reference's LRPolicyScheduler: the learning rate of the optimizer step whose scheduler
+/// step count is `s` (1 for the first step).
+double scheduled_lr(const DLRMConfig& c, int64_t s) {
+  const double base = c.learning_rate;
+  const int64_t w = c.lr_num_warmup_steps, d0 = c.lr_decay_start_step, n = c.lr_num_decay_steps;
+  const auto decay = [&](int64_t step) {
+    const double scale = std::pow(static_cast<double>(n - (step - d0)) / static_cast<double>(n), 2.0);
+    return std::max(1e-7, base * scale);
+  };
+  if (s < w) return base * (1.0 - static_cast<double>(w - s) / static_cast<double>(w));
+  if (d0 <= s && s < d0 + n) return decay(s);
+  if (n > 0) {
+    // Frozen at the last rate the schedule computed (the reference keeps `last_lr`).
+    if (s >= d0 + n && d0 + n - 1 >= 1) return decay(d0 + n - 1);
+    if (w >= 2) return base * (1.0 - 1.0 / static_cast<double>(w));
+  }
+  return base;
+}
+
+/// Applies the MLP with activations fused into the GEMM epilogue: ReLU after every Linear,
+/// Sigmoid after the last one with `sigmoid_last` (the modules of reference_mlp, in order).
+Tensor apply_mlp(const nn::Sequential& mlp, Tensor x, bool sigmoid_last) {
+  const std::size_t n = mlp.size();
+  for (std::size_t i = 0; i < n; i += 2) {
+    auto* lin = static_cast<nn::Linear*>(mlp[static_cast<int64_t>(i)].get());
+    const bool last = i + 2 >= n;
+    x = linear(x, lin->weight(), lin->bias(), last && sigmoid_last ? Activation::Sigmoid : Activation::ReLU);
+  }
+  return x;
+}
+
+/// Fills a table with U(-bound, bound) from the Philox stream `range` (row r uses blocks
+/// [r·bpr, (r+1)·bpr)), in parallel over rows.
+void init_uniform(Table& t, const PhiloxRange& range, int64_t bpr, float bound) {
+  const int64_t d = t.featuresize();
+  std::atomic<std::size_t> slow{0};
+  parallel_for(t.nvectors(), 1024, [&](int64_t begin, int64_t end) {
+    std::size_t chunk_slow = 0;
+    for (int64_t r = begin; r < end; ++r) {
+      std::byte* p = t.rowpointer(r, AccessContext::Update);
+      if (t.in_slow(p)) chunk_slow += t.row_bytes();
+      for (int64_t q = 0; q < bpr; ++q) {
+        const auto words = range.block(static_cast<uint64_t>(r * bpr + q));
+        for (int64_t j = 0; j < 4 && q * 4 + j < d; ++j)
+          store_elem(p, t.elem_type(), q * 4 + j, -bound + 2.0f * bound * uint32_to_unit_float(words[j]));
+      }
+    }
+    slow += chunk_slow;
+  });
+  t.charge_slow_write(slow);
+}
+
+memory::SlowTierModel resolve_model(const SlowTierModelSpec& spec) {
+  switch (spec.mode) {
+    case SlowTierModelSpec::Mode::Off: return memory::SlowTierModel::off();
+    case SlowTierModelSpec::Mode::Custom:
+      return memory::SlowTierModel::custom(spec.read_gbps, spec.write_gbps, spec.latency_ns);
+    case SlowTierModelSpec::Mode::Default: break;
+  }
+  double dram = 0;
+  if (const char* v = std::getenv("STRATA_DRAM_GBPS")) dram = std::strtod(v, nullptr);
+  if (!(dram > 0) || !std::isfinite(dram)) dram = memory::measure_dram_copy_gbps();
+  return memory::SlowTierModel::defaults(dram);
+}
+
+/// Free bytes of the filesystem holding `dir` (0 when unknown).
+std::size_t free_bytes(const std::string& dir) {
+  struct statvfs s{};
+  if (::statvfs(dir.c_str(), &s) != 0) return 0;
+  return static_cast<std::size_t>(s.f_bavail) * static_cast<std::size_t>(s.f_frsize);
+}
+
+constexpr std::size_t kHeapSlackPerTable = std::size_t{1} << 12;  // a few 64-byte-aligned allocations
+
+}  // namespace
+
+// ---- data ---------------------------------------------------------------------------------------------
+
+std::unique_ptr<IndexSource> make_index_source(const DLRMConfig& c) {
+  const std::vector<int64_t> rows = c.table_rows();
+  const int64_t dense = c.arch_mlp_bot.front();
+  const auto seed = static_cast<uint32_t>(c.numpy_rand_seed);
+  switch (c.data_generation) {
+    case DataGeneration::Random: {
+      RandomConfig r;
+      r.rows = rows;
+      r.num_dense = dense;
+      r.batch_size = c.mini_batch_size;
+      r.data_size = c.data_size;
+      r.num_batches = c.num_batches;
+      r.num_indices_per_lookup = c.num_indices_per_lookup;
+      r.num_indices_per_lookup_fixed = c.num_indices_per_lookup_fixed;
+      r.dist = parse_random_dist(c.rand_data_dist);
+      r.rand_data_min = c.rand_data_min;
+      r.rand_data_max = c.rand_data_max;
+      r.rand_data_mu = c.rand_data_mu;
+      r.rand_data_sigma = c.rand_data_sigma;
+      r.round_targets = c.round_targets;
+      r.seed = seed;
+      return std::make_unique<RandomSource>(r);
+    }
+    case DataGeneration::Synthetic: {
+      SyntheticConfig s;
+      s.rows = rows;
+      s.num_dense = dense;
+      s.batch_size = c.mini_batch_size;
+      s.data_size = c.data_size;
+      s.num_batches = c.num_batches;
+      s.num_indices_per_lookup = c.num_indices_per_lookup;
+      s.num_indices_per_lookup_fixed = c.num_indices_per_lookup_fixed;
+      s.trace_file = c.data_trace_file;
+      s.enable_padding = c.data_trace_enable_padding;
+      s.round_targets = c.round_targets;
+      s.seed = seed;
+      return std::make_unique<SyntheticTraceSource>(s);
+    }
+    case DataGeneration::Zipf: {
+      ZipfConfig z;
+      z.rows = rows;
+      z.num_dense = dense;
+      z.batch_size = c.mini_batch_size;
+      z.num_batches = c.batches_per_epoch();
+      z.bag_size = c.num_indices_per_lookup;
+      z.variable_bag_size = !c.num_indices_per_lookup_fixed;
+      z.alpha = c.zipf_alpha;
+      z.uniform_at_or_below_one = false;  // --data-generation zipf is Zipf for every alpha > 0
+      z.scramble = Scramble::Lfsr;        // the dissertation's scrambling
+      z.reuse = c.reuse;
+      z.round_targets = c.round_targets;
+      z.seed = seed;
+      try {
+        return std::make_unique<ZipfSource>(z);
+      } catch (const Error& e) {
+        STRATA_CHECK(false, "--data-generation zipf (--num-indices-per-lookup ", c.num_indices_per_lookup,
+                     ", --zipf-alpha ", c.zipf_alpha, ", --reuse ", c.reuse, "): ", e.what());
+      }
+    }
+    case DataGeneration::Dataset: {
+      CriteoConfig d;
+      d.path = c.raw_data_file.empty() ? c.processed_data_file : c.raw_data_file;
+      d.rows = rows;
+      d.batch_size = c.mini_batch_size;
+      d.wrap = c.max_ind_range > 0 || c.scale_rows < 1.0;
+      d.max_samples = c.num_batches > 0 ? c.num_batches * c.mini_batch_size : 0;
+      if (!c.raw_data_file.empty()) return std::make_unique<CriteoTsvSource>(d);
+      return std::make_unique<CriteoBinarySource>(d);
+    }
+  }
+  return nullptr;
+}
+
+// ---- EmbeddingTiers ---------------------------------------------------------------------------------
+
+EmbeddingTiers::EmbeddingTiers(std::size_t fast_budget, std::size_t slow_bytes, const std::string& slow_dir,
+                               const SlowTierModelSpec& model) {
+  try {
+    fast_ = std::make_unique<memory::DramHeap>(fast_budget);
+  } catch (const Error& e) {
+    STRATA_CHECK(false, "--fast-budget: cannot reserve ", format_bytes(static_cast<double>(fast_budget)),
+                 " of DRAM for the embeddings: ", e.what());
+  }
+  if (slow_bytes > 0) {
+    const std::size_t avail = free_bytes(slow_dir);
+    STRATA_CHECK(avail == 0 || slow_bytes <= avail, "--scale-rows: the embedding tables need ",
+                 format_bytes(static_cast<double>(slow_bytes)), " in the slow tier but --slow-dir ", slow_dir,
+                 " has ", format_bytes(static_cast<double>(avail)), " free; scale the rows down (--scale-rows ",
+                 std::floor(100.0 * static_cast<double>(avail) / static_cast<double>(slow_bytes)) / 100.0,
+                 " or less) or choose another --slow-dir");
+    try {
+      slow_ = std::make_unique<memory::PmHeap>(memory::PmHeapOptions{.capacity = slow_bytes, .dir = slow_dir});
+    } catch (const Error& e) {
+      STRATA_CHECK(false, "--slow-dir: cannot create the slow tier (", format_bytes(static_cast<double>(slow_bytes)),
+                   " in ", slow_dir, "): ", e.what());
+    }
+  }
+  throttle_ = std::make_unique<memory::SlowTierThrottle>(
+      slow_ != nullptr && !slow_->is_real_device() ? resolve_model(model) : memory::SlowTierModel::off());
+}
+
+EmbeddingTiers::~EmbeddingTiers() = default;
+
+bool EmbeddingTiers::slow_is_real_device() const { return slow_ != nullptr && slow_->is_real_device(); }
+
+std::string EmbeddingTiers::describe() const {
+  std::ostringstream os;
+  os << "fast tier: " << format_bytes(static_cast<double>(fast_->capacity())) << " DRAM; slow tier: ";
+  if (slow_ == nullptr) {
+    os << "none";
+  } else {
+    os << format_bytes(static_cast<double>(slow_->capacity())) << " " << slow_->name() << ", "
+       << (slow_->is_real_device() ? "real device" : "DRAM-backed, ") ;
+    if (!slow_->is_real_device())
+      os << (throttle_->enabled() ? throttle_->model().describe() : std::string("model off (not slowed)"));
+  }
+  return os.str();
+}
+
+// ---- TieredDLRM ---------------------------------------------------------------------------------------
+
+struct TieredDLRM::Impl {
+  SparseOptimizer sparse;
+  std::vector<std::unique_ptr<SparseOptimizerState>> states;
+  std::vector<std::unique_ptr<UpdateWorkspace>> workspaces;
+  std::vector<std::unique_ptr<ElementwiseAdagrad>> adagrad;
+  std::vector<float> ones;  // --weighted-pooling fixed
+  std::vector<Bags> bags;   // the step's bags (weights filled in)
+  // Per-step argument lists, reused so the step loop does not allocate.
+  std::vector<OutputSlice> slices;
+  std::vector<Tensor> grads;
+  std::vector<SparseOptimizerState*> state_ptrs;
+  std::vector<UpdateWorkspace*> workspace_ptrs;
+};
+
+TieredDLRM::TieredDLRM(const DLRMConfig& config) : config_(config), impl_(std::make_unique<Impl>()) {
+  validate(config_);
+  const int64_t d = config_.arch_sparse_feature_size;
+  const auto rows = config_.table_rows();
+  const std::size_t row_bytes = static_cast<std::size_t>(d) * elem_size(config_.emb_dtype);
+
+  // Placement (Note [DLRM table placement]).
+  const EmbeddingPolicy policy = parse_embedding_policy(config_.emb_policy);
+  const std::size_t stride = (row_bytes + 7) / 8 * 8;
+  std::size_t table_bytes = 0, fixed_fast = 0, cached_row_bytes = 0;
+  for (int64_t r : rows) {
+    table_bytes += static_cast<std::size_t>(r) * row_bytes + kHeapSlackPerTable;
+    fixed_fast += static_cast<std::size_t>(r) * (8 + (policy == EmbeddingPolicy::Auto ? 2 : 0)) + kHeapSlackPerTable;
+    cached_row_bytes += static_cast<std::size_t>(r) * (stride + 8);
+  }
+  const bool all_dram = policy == EmbeddingPolicy::Auto && table_bytes <= config_.fast_budget;
+  const double budget = 0.98 * static_cast<double>(config_.fast_budget);
+  const double page_headroom = 1.0 + 1.0 / static_cast<double>(PolicyOptions{}.pages);
+  if (!all_dram && policy != EmbeddingPolicy::Simple) {
+    const double room = budget - static_cast<double>(fixed_fast);
+    const double fits = room / (static_cast<double>(cached_row_bytes) * page_headroom);
+    STRATA_CHECK(room > 0, "--fast-budget: ", format_bytes(static_cast<double>(config_.fast_budget)),
+                 " cannot hold the cached tables' pointer tables", policy == EmbeddingPolicy::Auto ? " and counters" : "",
+                 " (", format_bytes(static_cast<double>(fixed_fast)), " for ", rows.size(),
+                 " tables); raise it or use --emb-policy simple");
+    if (config_.cache_fraction > 0) {
+      STRATA_CHECK(config_.cache_fraction <= fits, "--cache-fraction ", config_.cache_fraction,
+                   ": the caches would need ",
+                   format_bytes(static_cast<double>(fixed_fast) +
+                                config_.cache_fraction * static_cast<double>(cached_row_bytes) * page_headroom),
+                   " of fast memory but --fast-budget is ", format_bytes(static_cast<double>(config_.fast_budget)),
+                   " (at most --cache-fraction ", std::floor(1000.0 * fits) / 1000.0, " fits)");
+      cache_fraction_ = config_.cache_fraction;
+    } else {
+      cache_fraction_ = std::min(1.0, fits);
+    }
+  }
+  tiers_ = std::make_unique<EmbeddingTiers>(config_.fast_budget, all_dram ? 0 : table_bytes, config_.slow_dir,
+                                            config_.slow_tier_model);
+
+  Generator gen(static_cast<uint64_t>(config_.numpy_rand_seed));
+  const int64_t bpr = (d + 3) / 4;
+  const TableMemory fast{&tiers_->fast(), nullptr};
+  const TableMemory slow{tiers_->slow(), &tiers_->throttle()};
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    Table* t = nullptr;
+    if (all_dram) {
+      dram_tables_.push_back(std::make_unique<SimpleTable>(rows[k], d, config_.emb_dtype, fast));
+      managed_.push_back(nullptr);
+      t = dram_tables_.back().get();
+    } else {
+      PolicyOptions po;
+      po.seed = static_cast<uint64_t>(config_.numpy_rand_seed) * 1000003u + k;
+      try {
+        managed_.push_back(make_table(policy, rows[k], d, config_.emb_dtype, fast, slow, cache_fraction_, po));
+      } catch (const Error& e) {
+        STRATA_CHECK(false, "--fast-budget ", format_bytes(static_cast<double>(config_.fast_budget)), ": table ", k,
+                     " (", rows[k], " rows) does not fit: ", e.what());
+      }
+      t = &managed_.back()->table();
+    }
+    t->set_name("table " + std::to_string(k));
+    init_uniform(*t, gen.reserve(static_cast<uint64_t>(rows[k] * bpr)), bpr,
+                 static_cast<float>(std::sqrt(1.0 / static_cast<double>(rows[k]))));
+    t->reset_counters();
+    if (managed_.back()) managed_.back()->reset_stats();
+    tables_.push_back(t);
+  }
+  looked_up_.assign(rows.size(), 0);
+  updated_.assign(rows.size(), 0);
+  has_policies_ = !all_dram;
+  tiers_->throttle().reset_counters();
+
+  // The MLPs, registered under the reference's names.
+  dense_ = std::make_shared<nn::Module>("DLRM");
+  std::vector<int64_t> top{config_.interaction_width()};
+  top.insert(top.end(), config_.arch_mlp_top.begin(), config_.arch_mlp_top.end());
+  bot_ = dense_->register_module("bot_l", nn::zoo::reference_mlp(config_.arch_mlp_bot, false, &gen));
+  top_ = dense_->register_module("top_l", nn::zoo::reference_mlp(top, true, &gen));
+
+  const auto params = dense_->parameters();
+  const float lr = static_cast<float>(config_.learning_rate);
+  switch (config_.optimizer) {
+    case OptimizerKind::SGD: {
+      optim::SGDOptions o;
+      o.lr = config_.learning_rate;
+      dense_opt_ = std::make_unique<optim::SGD>(params, o);
+      impl_->sparse = {SparseOptimizer::Kind::SGD, lr, 1e-10f, 0.0f};
+      break;
+    }
+    case OptimizerKind::RowWiseAdagrad:
+    case OptimizerKind::Adagrad: {
+      optim::AdagradOptions o;
+      o.lr = config_.learning_rate;
+      o.eps = 1e-10;
+      dense_opt_ = std::make_unique<optim::Adagrad>(params, o);
+      impl_->sparse = {SparseOptimizer::Kind::RowWiseAdagrad, lr, 1e-10f, 0.0f};
+      break;
+    }
+  }
+  for (Table* t : tables_) {
+    if (config_.optimizer == OptimizerKind::Adagrad) {
+      impl_->adagrad.push_back(std::make_unique<ElementwiseAdagrad>(*t, 1e-10f));
+    } else {
+      impl_->states.push_back(std::make_unique<SparseOptimizerState>(*t, impl_->sparse));
+      impl_->workspaces.push_back(std::make_unique<UpdateWorkspace>());
+    }
+  }
+}
+
+TieredDLRM::~TieredDLRM() = default;
+
+Table& TieredDLRM::table(int64_t k) {
+  STRATA_CHECK(k >= 0 && k < num_tables(), "TieredDLRM: table ", k, " does not exist (", num_tables(), " tables)");
+  return *tables_[static_cast<std::size_t>(k)];
+}
+
+double TieredDLRM::next_learning_rate() const { return scheduled_lr(config_, steps_ + 1); }
+
+void TieredDLRM::check_batch(std::span<const float> dense, std::span<const Bags> bags, int64_t batch) const {
+  STRATA_CHECK(batch >= 1, "DLRM: the batch is empty (", bags.empty() ? 0 : bags[0].batch(), " bags)");
+  STRATA_CHECK(static_cast<int64_t>(bags.size()) == num_tables(), "DLRM: expected bags for ", num_tables(),
+               " tables, got ", bags.size());
+  STRATA_CHECK(static_cast<int64_t>(dense.size()) == batch * dense_features(), "DLRM: expected dense features [",
+               batch, ", ", dense_features(), "] (", batch * dense_features(), " floats), got ", dense.size(),
+               " floats");
+  for (std::size_t k = 0; k < bags.size(); ++k)
+    STRATA_CHECK(bags[k].batch() == batch, "DLRM: table ", k, ": expected ", batch, " bags (one per sample; ",
+                 batch + 1, " offsets), got ", bags[k].offsets.size(), " offsets");
+  for (std::size_t k = 0; k < bags.size(); ++k)
+    STRATA_CHECK(bags[k].weights.empty() || bags[k].weights.size() == bags[k].indices.size(), "DLRM: table ", k,
+                 ": ", bags[k].weights.size(), " per-sample weights for ", bags[k].indices.size(), " indices");
+}
+
+Tensor TieredDLRM::run_forward(std::span<const float> dense, std::span<const Bags> bags_in, bool training,
+                               std::vector<Tensor>& feats) {
+  const int64_t batch = bags_in.empty() ? 0 : bags_in[0].batch();
+  check_batch(dense, bags_in, batch);
+  const int64_t d = feature_size();
+  const int64_t nt = num_tables();
+
+  // Bags with --weighted-pooling fixed weights filled in.
+  auto& bags = impl_->bags;
+  bags.assign(bags_in.begin(), bags_in.end());
+  if (config_.weighted_pooling == WeightedPooling::Fixed) {
+    std::size_t most = 0;
+    for (const Bags& b : bags) most = std::max(most, b.indices.size());
+    if (impl_->ones.size() < most) impl_->ones.assign(most, 1.0f);
+    for (Bags& b : bags)
+      if (b.weights.empty()) b.weights = std::span<const float>(impl_->ones.data(), b.indices.size());
+  }
+
+  auto t0 = Clock::now();
+  Tensor x_in = empty({batch, dense_features()});
+  {
+    PinSet pins;
+    pins.add(x_in, AccessMode::Write).acquire();
+    std::memcpy(x_in.data_ptr(), dense.data(), dense.size_bytes());
+  }
+  Tensor x = apply_mlp(*bot_, x_in, false);
+  times_.bottom_mlp += seconds_since(t0);
+
+  t0 = Clock::now();
+  if (!emb_out_.defined() || emb_out_.sizes()[1] != batch) emb_out_ = empty({nt, batch, d});
+  PinSet out_pins;
+  out_pins.add(emb_out_, AccessMode::Write).acquire();
+  const std::span<Table* const> tables(tables_);
+  auto& outs = impl_->slices;
+  outs.clear();
+  for (int64_t k = 0; k < nt; ++k) outs.push_back({static_cast<float*>(emb_out_.data_ptr()) + k * batch * d, d});
+  if (has_policies_) {
+    // Every table's indices are valid before any policy counts them (a bad index changes nothing).
+    for (int64_t k = 0; k < nt; ++k) validate(*tables[k], bags[static_cast<std::size_t>(k)]);
+    const auto h0 = Clock::now();
+    // Tables' hooks may run concurrently (embeddings/policy.h).
+    parallel_for(nt, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t k = begin; k < end; ++k)
+        if (auto& m = managed_[static_cast<std::size_t>(k)]) m->before_lookup(bags[static_cast<std::size_t>(k)].indices);
+    });
+    times_.hooks += seconds_since(h0);
+  }
+  lookup_ensemble(tables, bags, Pooling::Sum, outs);
+  out_pins.release();
+  if (!training) run_after_update_hooks();
+  for (int64_t k = 0; k < nt; ++k) looked_up_[static_cast<std::size_t>(k)] += bags[static_cast<std::size_t>(k)].indices.size();
+  times_.lookup += seconds_since(t0);
+
+  t0 = Clock::now();
+  feats.clear();
+  feats.push_back(x);
+  for (int64_t k = 0; k < nt; ++k) {
+    Tensor e = emb_out_.select(0, k);
+    if (training) e.set_requires_grad(true);
+    feats.push_back(e);
+  }
+  Tensor r = config_.arch_interaction_op == InteractionOp::Dot ? dot_interaction(feats, config_.arch_interaction_itself)
+                                                                : cat(feats, 1);
+  times_.interaction += seconds_since(t0);
+
+  t0 = Clock::now();
+  Tensor z = apply_mlp(*top_, r, true);
+  if (config_.loss_threshold > 0.0 && config_.loss_threshold < 1.0)
+    z = clamp(z, config_.loss_threshold, 1.0 - config_.loss_threshold);
+  times_.top_mlp += seconds_since(t0);
+  return z;
+}
+
+Tensor TieredDLRM::compute_loss(const Tensor& z, std::span<const float> targets) {
+  const int64_t batch = z.sizes()[0];
+  STRATA_CHECK(static_cast<int64_t>(targets.size()) == batch, "DLRM: expected ", batch, " targets, got ",
+               targets.size());
+  Tensor t = empty({batch, 1});
+  PinSet pins;
+  pins.add(t, AccessMode::Write);
+  Tensor w;
+  if (config_.loss_function == LossFunction::WBCE) {
+    w = empty({batch, 1});
+    pins.add(w, AccessMode::Write);
+  }
+  pins.acquire();
+  std::memcpy(t.data_ptr(), targets.data(), targets.size_bytes());
+  switch (config_.loss_function) {
+    case LossFunction::MSE: pins.release(); return mse_loss(z, t);
+    case LossFunction::BCE: pins.release(); return binary_cross_entropy(z, t);
+    case LossFunction::WBCE: {
+      // The reference: loss_ws[T.long()] · BCE(z, T), averaged.
+      float* wp = w.data<float>();
+      const auto& lw = config_.loss_weights;
+      for (int64_t b = 0; b < batch; ++b) {
+        const auto cls = static_cast<int64_t>(targets[b]);
+        STRATA_CHECK(cls >= 0 && cls < static_cast<int64_t>(lw.size()), "DLRM: wbce: target ", targets[b],
+                     " of sample ", b, " has no --loss-weights entry (", lw.size(), " weights)");
+        wp[b] = static_cast<float>(lw[static_cast<std::size_t>(cls)]);
+      }
+      pins.release();
+      return binary_cross_entropy(z, t, w);
+    }
+  }
+  return {};
+}
+
+float TieredDLRM::train_step(std::span<const float> dense, std::span<const Bags> bags, std::span<const float> targets) {
+  std::vector<Tensor> feats;
+  Tensor z = run_forward(dense, bags, true, feats);
+  auto t0 = Clock::now();
+  Tensor loss = compute_loss(z, targets);
+  times_.top_mlp += seconds_since(t0);
+
+  t0 = Clock::now();
+  dense_->zero_grad();
+  loss.backward();
+  times_.backward += seconds_since(t0);
+
+  t0 = Clock::now();
+  const double lr = next_learning_rate();
+  for (auto& g : dense_opt_->param_groups()) g.options["lr"] = lr;
+  dense_opt_->step();
+  const int64_t nt = num_tables();
+  const std::span<Table* const> tables(tables_);
+  auto& grads = impl_->slices;
+  auto& keep = impl_->grads;
+  grads.clear();
+  keep.clear();
+  PinSet grad_pins;
+  for (int64_t k = 0; k < nt; ++k) {
+    Tensor g = feats[static_cast<std::size_t>(k + 1)].grad();
+    STRATA_ASSERT(g.defined() && g.dim() == 2, "DLRM: table ", k, " received no gradient");
+    if (g.stride(1) != 1) g = g.contiguous();
+    keep.push_back(g);
+    grad_pins.add(g, AccessMode::Read);
+  }
+  grad_pins.acquire();
+  for (const Tensor& g : keep) grads.push_back({static_cast<float*>(g.data_ptr()), g.stride(0)});
+  if (config_.optimizer == OptimizerKind::Adagrad) {
+    for (int64_t k = 0; k < nt; ++k)
+      updated_[static_cast<std::size_t>(k)] += static_cast<std::uint64_t>(impl_->adagrad[static_cast<std::size_t>(k)]->update(
+          *tables[k], impl_->bags[static_cast<std::size_t>(k)], Pooling::Sum, grads[k], static_cast<float>(lr)));
+  } else {
+    impl_->sparse.lr = static_cast<float>(lr);
+    auto& states = impl_->state_ptrs;
+    auto& ws = impl_->workspace_ptrs;
+    if (states.empty()) {
+      for (auto& s : impl_->states) states.push_back(s.get());
+      for (auto& w : impl_->workspaces) ws.push_back(w.get());
+    }
+    update_ensemble(tables, impl_->bags, Pooling::Sum, grads, impl_->sparse, states, ws);
+    for (int64_t k = 0; k < nt; ++k)
+      updated_[static_cast<std::size_t>(k)] += static_cast<std::uint64_t>(ws[static_cast<std::size_t>(k)]->last_unique_rows());
+  }
+  grad_pins.release();
+  keep.clear();  // the gradients' memory goes back now, not at the next step
+  run_after_update_hooks();
+  ++steps_;
+  times_.update += seconds_since(t0);
+  ++times_.steps;
+  return loss.item<float>();
+}
+
+Tensor TieredDLRM::forward(std::span<const float> dense, std::span<const Bags> bags) {
+  autograd::NoGradGuard no_grad;
+  std::vector<Tensor> feats;
+  return run_forward(dense, bags, false, feats);
+}
+
+float TieredDLRM::evaluate(std::span<const float> dense, std::span<const Bags> bags, std::span<const float> targets) {
+  autograd::NoGradGuard no_grad;
+  std::vector<Tensor> feats;
+  Tensor z = run_forward(dense, bags, false, feats);
+  ++times_.steps;
+  return compute_loss(z, targets).item<float>();
+}
+
+StateDict TieredDLRM::state_dict() const { return dense_->state_dict(); }
+
+void TieredDLRM::load_state_dict(const StateDict& state) { dense_->load_state_dict(state, true); }
+
+void TieredDLRM::run_after_update_hooks() {
+  if (!has_policies_) return;
+  const auto h0 = Clock::now();
+  parallel_for(static_cast<int64_t>(managed_.size()), 1, [&](int64_t begin, int64_t end) {
+    for (int64_t k = begin; k < end; ++k)
+      if (auto& m = managed_[static_cast<std::size_t>(k)]) m->after_update();
+  });
+  times_.hooks += seconds_since(h0);
+}
+
+DLRMTierCounters TieredDLRM::counters() const {
+  DLRMTierCounters c;
+  const std::uint64_t row = static_cast<std::uint64_t>(feature_size()) * elem_size(config_.emb_dtype);
+  std::uint64_t hits = 0, lookups = 0;
+  bool cached = false;
+  for (std::size_t k = 0; k < tables_.size(); ++k) {
+    c.rows_looked_up += looked_up_[k];
+    c.rows_updated += updated_[k];
+    const TableCounters tc = tables_[k]->counters();
+    c.slow_bytes_read += tc.slow_bytes_read;
+    c.slow_bytes_written += tc.slow_bytes_written;
+    const ManagedTable* m = managed_[k].get();
+    if (m == nullptr) {  // whole in DRAM
+      c.fast_bytes_read += (looked_up_[k] + updated_[k]) * row;
+      c.fast_bytes_written += updated_[k] * row;
+    } else if (const CachedTable* ct = m->cached_table()) {
+      const CacheCounters cc = ct->cache_counters();
+      cached = true;
+      hits += cc.hits;
+      lookups += cc.hits + cc.misses;
+      // Accesses served by cached copies, and the copies made into the cache.
+      c.fast_bytes_read += (cc.hits + cc.update_hits) * row;
+      c.fast_bytes_written += (cc.update_hits + cc.rows_cached + cc.rows_retained) * row;
+    }
+  }
+  if (cached) c.cache_hit_rate = lookups == 0 ? 0.0 : static_cast<double>(hits) / static_cast<double>(lookups);
+  c.throttle = tiers_->throttle().counters();
+  return c;
+}
+
+void TieredDLRM::reset_stats() {
+  times_ = {};
+  std::fill(looked_up_.begin(), looked_up_.end(), 0);
+  std::fill(updated_.begin(), updated_.end(), 0);
+  for (Table* t : tables_) t->reset_counters();
+  for (auto& m : managed_)
+    if (m) m->reset_stats();
+  tiers_->throttle().reset_counters();
+}
+
+std::string TieredDLRM::describe_tables() const {
+  std::ostringstream os;
+  for (std::size_t k = 0; k < tables_.size(); ++k) {
+    const Table* t = tables_[k];
+    os << "  " << t->name() << ": " << t->nvectors() << " rows x " << t->featuresize() << " " << elem_name(t->elem_type())
+       << " (" << format_bytes(static_cast<double>(t->nvectors()) * static_cast<double>(t->row_bytes())) << "), ";
+    if (const ManagedTable* m = managed_[k].get()) {
+      os << "policy " << policy_name(m->policy());
+      if (m->cached_table() != nullptr)
+        os << ", base rows in the slow tier, cache of " << m->cache_rows() << " rows in DRAM";
+      else
+        os << ", in the slow tier";
+    } else {
+      os << "in DRAM";
+    }
+    os << "\n";
+  }
+  return os.str();
+}
+
+// ---- checkpoints ------------------------------------------------------------------------------------
+
+namespace {
+
+constexpr const char* kFormat = "strata-dlrm";
+constexpr const char* kFormatVersion = "1";
+
+CheckpointMetadata arch_metadata(const DLRMConfig& c, const std::vector<int64_t>& rows) {
+  return {{"format", kFormat},
+          {"format_version", kFormatVersion},
+          {"arch_embedding_size", join(rows)},
+          {"arch_sparse_feature_size", std::to_string(c.arch_sparse_feature_size)},
+          {"arch_mlp_bot", join(c.arch_mlp_bot)},
+          {"arch_mlp_top", join(c.arch_mlp_top)},
+          {"arch_interaction_op", to_string(c.arch_interaction_op)},
+          {"arch_interaction_itself", c.arch_interaction_itself ? "1" : "0"},
+          {"optimizer", to_string(c.optimizer)},
+          {"emb_dtype", elem_name(c.emb_dtype)}};
+}
+
+const std::string* meta_find(const CheckpointMetadata& m, const std::string& key) {
+  for (const auto& [k, v] : m)
+    if (k == key) return &v;
+  return nullptr;
+}
+
+}  // namespace
+
+void TieredDLRM::save(const std::string& path, const CheckpointMetadata& extra) {
+  std::vector<int64_t> rows;
+  for (const auto& t : tables_) rows.push_back(t->nvectors());
+  StateDict model = state_dict();
+  const int64_t d = feature_size();
+  for (std::size_t k = 0; k < tables_.size(); ++k) {
+    Tensor w = empty({tables_[k]->nvectors(), d});
+    tables_[k]->copy_to(w.data<float>());
+    model.emplace_back("emb_l." + std::to_string(k) + ".weight", w);
+  }
+  StateDict opt;
+  for (auto& [k, v] : dense_opt_->state_dict()) opt.emplace_back("dense." + k, v);
+  for (std::size_t k = 0; k < tables_.size(); ++k) {
+    const std::string key = "sparse." + std::to_string(k) + ".sum";
+    if (config_.optimizer == OptimizerKind::Adagrad) {
+      auto& s = impl_->adagrad[k]->sum();
+      Tensor t = empty({tables_[k]->nvectors(), d});
+      std::memcpy(t.data_ptr(), s.data(), s.size() * sizeof(float));
+      opt.emplace_back(key, t);
+    } else if (config_.optimizer == OptimizerKind::RowWiseAdagrad) {
+      auto acc = impl_->states[k]->accumulators();
+      Tensor t = empty({static_cast<int64_t>(acc.size())});
+      std::memcpy(t.data_ptr(), acc.data(), acc.size() * sizeof(float));
+      opt.emplace_back(key, t);
+    }
+  }
+  CheckpointMetadata meta = arch_metadata(config_, rows);
+  meta.emplace_back("steps", std::to_string(steps_));
+  meta.insert(meta.end(), extra.begin(), extra.end());
+  save_checkpoint(path, model, opt, meta);
+}
+
+CheckpointMetadata TieredDLRM::load(const std::string& path) {
+  const Checkpoint ck = load_checkpoint(path);
+  const std::string* fmt = meta_find(ck.metadata, "format");
+  STRATA_CHECK(fmt != nullptr && *fmt == kFormat, "DLRM load ", path, ": not a strata-dlrm checkpoint (format '",
+               fmt ? *fmt : std::string("none"), "')");
+  const std::string* ver = meta_find(ck.metadata, "format_version");
+  STRATA_CHECK(ver != nullptr && *ver == kFormatVersion, "DLRM load ", path, ": format version ",
+               ver ? *ver : std::string("none"), " is not supported (this build reads version ", kFormatVersion, ")");
+  std::vector<int64_t> rows;
+  for (const auto& t : tables_) rows.push_back(t->nvectors());
+  for (const auto& [key, want] : arch_metadata(config_, rows)) {
+    if (key == "emb_dtype") continue;  // tables are stored in f32 and converted
+    const std::string* got = meta_find(ck.metadata, key);
+    STRATA_CHECK(got != nullptr && *got == want, "DLRM load ", path, ": the checkpoint's ", key, " is '",
+                 got ? *got : std::string("missing"), "' but this model's is '", want, "'");
+  }
+  // Validate every table tensor and sparse state before changing anything.
+  const int64_t d = feature_size();
+  std::vector<const Tensor*> weights, sums;
+  for (std::size_t k = 0; k < tables_.size(); ++k) {
+    const std::string key = "emb_l." + std::to_string(k) + ".weight";
+    const Tensor& w = state_at(ck.model, key, "DLRM checkpoint " + path);
+    const Dims want_w{tables_[k]->nvectors(), d};
+    STRATA_CHECK(w.dtype() == DType::f32 && w.sizes() == want_w, "DLRM load ", path, ": ",
+                 key, " is ", w.describe(), ", expected f32 [", tables_[k]->nvectors(), ", ", d, "]");
+    weights.push_back(&w);
+    if (config_.optimizer != OptimizerKind::SGD) {
+      const std::string skey = "sparse." + std::to_string(k) + ".sum";
+      const Tensor& s = state_at(ck.optimizer, skey, "DLRM checkpoint " + path);
+      const Dims want = config_.optimizer == OptimizerKind::Adagrad ? Dims{tables_[k]->nvectors(), d}
+                                                                      : Dims{tables_[k]->nvectors()};
+      STRATA_CHECK(s.dtype() == DType::f32 && s.sizes() == want, "DLRM load ", path, ": ", skey, " is ", s.describe(),
+                   ", expected f32 ", want);
+      sums.push_back(&s);
+    }
+  }
+  StateDict dense_model, dense_opt;
+  for (const auto& [k, v] : ck.model)
+    if (k.rfind("emb_l.", 0) != 0) dense_model.emplace_back(k, v);
+  for (const auto& [k, v] : ck.optimizer)
+    if (k.rfind("dense.", 0) == 0) dense_opt.emplace_back(k.substr(6), v);
+  dense_->load_state_dict(dense_model, true);
+  dense_opt_->load_state_dict(dense_opt);
+  for (std::size_t k = 0; k < tables_.size(); ++k) {
+    tables_[k]->copy_from(weights[k]->contiguous().data<float>());
+    if (config_.optimizer == OptimizerKind::Adagrad) {
+      auto& s = impl_->adagrad[k]->sum();
+      std::memcpy(s.data(), sums[k]->contiguous().data_ptr(), s.size() * sizeof(float));
+    } else if (config_.optimizer == OptimizerKind::RowWiseAdagrad) {
+      auto acc = impl_->states[k]->accumulators();
+      std::memcpy(acc.data(), sums[k]->contiguous().data_ptr(), acc.size() * sizeof(float));
+    }
+  }
+  if (const std::string* s = meta_find(ck.metadata, "steps")) steps_ = std::strtoll(s->c_str(), nullptr, 10);
+  return ck.metadata;
+}
+
+}  // namespace strata::emb

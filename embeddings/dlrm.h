@@ -1,0 +1,204 @@
+#pragma once
+/// @file
+/// TieredDLRM: the DLRM of the public reference (dlrm_s_pytorch.py; REFERENCE.md §1) with its
+/// embedding tables in tiered memory (dissertation §5.5–5.6): oneDNN-backed MLPs (nn::Linear
+/// parameters, bias + activation fused into the GEMM), embedding tables built per policy in a fast
+/// (DRAM) and a slow heap, the dot or cat interaction, and the sparse optimizer fused into the
+/// tables' backward (the table gradient is never materialized).
+///
+/// Note [DLRM training step]
+/// 1. bottom MLP: x = bot_l(dense) [B, d], recorded by autograd.
+/// 2. lookup: every table k writes its pooled bags straight into row k of one buffer E [T, B, d]
+///    (an OutputSlice per table). Row k of E is a leaf view that requires grad.
+/// 3. interaction: dot_interaction({x, E[0], …, E[T−1]}) (or cat) — the reference's
+///    `interact_features`; with contiguous [B, d] features the op reads E in place.
+/// 4. top MLP and loss (mse, bce, wbce; outputs clamped with --loss-threshold).
+/// 5. backward: one autograd pass fills the MLP parameters' .grad and, for every table k, the
+///    gradient of its pooled output E[k].grad() [B, d] — exactly the OutputSlice the fused sparse
+///    update consumes.
+/// 6. update: the dense optimizer steps the MLPs; emb::update_ensemble applies the sparse
+///    optimizer to the rows that occurred. Indices are validated before any row is read, so bad
+///    input leaves every parameter as it was.
+/// The reference applies one optimizer to all parameters (see OptimizerKind); Strata does the
+/// same: `sgd` is SGD on both sides, `rwsadagrad` is row-wise Adagrad on the tables and
+/// element-wise Adagrad on the MLPs, `adagrad` is element-wise Adagrad on both (its per-element
+/// table state lives in ordinary memory beside the tables).
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "embeddings/dlrm_config.h"
+#include "embeddings/index_source.h"
+#include "embeddings/kernels.h"
+#include "embeddings/policy.h"
+#include "embeddings/table.h"
+#include "memory/heap.h"
+#include "memory/slow_tier_model.h"
+#include "models/checkpoint.h"
+#include "models/container.h"
+#include "models/optim/optimizer.h"
+
+namespace strata::emb {
+
+/// The memory the embedding rows live in: a fast heap whose capacity is the fast budget, a
+/// file-backed slow heap (when some rows need it), and the slow-tier throttle that makes a
+/// DRAM-backed slow heap behave like the modeled device (Note [Slow-tier model]).
+class EmbeddingTiers {
+ public:
+  /// `slow_bytes` = 0: no slow heap. Throws strata::Error naming --fast-budget / --slow-dir when a
+  /// heap cannot be created, and naming --scale-rows when the slow tier cannot hold the tables.
+  EmbeddingTiers(std::size_t fast_budget, std::size_t slow_bytes, const std::string& slow_dir,
+                 const SlowTierModelSpec& model);
+  ~EmbeddingTiers();
+  EmbeddingTiers(const EmbeddingTiers&) = delete;
+  EmbeddingTiers& operator=(const EmbeddingTiers&) = delete;
+
+  memory::DramHeap& fast() { return *fast_; }
+  /// Null when there is no slow heap.
+  memory::PmHeap* slow() { return slow_.get(); }
+  memory::SlowTierThrottle& throttle() { return *throttle_; }
+  const memory::SlowTierThrottle& throttle() const { return *throttle_; }
+  /// True when the slow heap is a real device (then no model is applied).
+  bool slow_is_real_device() const;
+  /// "slow tier: none", "slow tier: real device (...)" or "slow tier: modeled (read X GB/s, ...)".
+  std::string describe() const;
+
+ private:
+  std::unique_ptr<memory::DramHeap> fast_;
+  std::unique_ptr<memory::PmHeap> slow_;
+  std::unique_ptr<memory::SlowTierThrottle> throttle_;
+};
+
+/// Note [DLRM table placement]
+/// - auto (Strata's default): when every table fits the fast budget, all are plain tables in DRAM
+///   (nothing to tier); otherwise every table is an Auto-policy CachedTable (embeddings/policy.h).
+/// - simple: plain tables in the slow tier; static / dynamic: CachedTables with that policy, even
+///   when the tables would fit the budget (they are explicit requests).
+/// - A cached table keeps its base rows in the slow heap and its pointer table (8 B/row), Auto's
+///   counters (2 B/row) and cache pages (cache rows × (row stride + 8 B back-edge)) in the fast
+///   heap. --cache-fraction sets the rows each table may cache; by default the largest fraction
+///   whose pages (plus one page of headroom per table) fit the budget after the pointer tables.
+/// The policy hooks run around the kernels: before_lookup(indices) for every table before the
+/// lookup (after every table's indices were validated), after_update() after the update.
+
+/// Wall time per phase of the training step (Note [DLRM training step]), summed over steps.
+/// `hooks` is the part of lookup and update spent in the tables' policy hooks (before_lookup,
+/// after_update); it is included in those two phases, not added to the total.
+struct DLRMPhaseTimes {
+  double bottom_mlp = 0, lookup = 0, interaction = 0, top_mlp = 0, backward = 0, update = 0;
+  double hooks = 0;
+  int64_t steps = 0;
+  double total() const { return bottom_mlp + lookup + interaction + top_mlp + backward + update; }
+};
+
+/// Traffic of the embedding rows since construction or reset_stats().
+struct DLRMTierCounters {
+  std::uint64_t rows_looked_up = 0;        ///< row reads by lookups (one per index)
+  std::uint64_t rows_updated = 0;          ///< row updates by the sparse optimizer (one per occurrence)
+  std::uint64_t slow_bytes_read = 0;       ///< direct slow-tier reads (the tables' counters)
+  std::uint64_t slow_bytes_written = 0;    ///< direct slow-tier writes
+  std::uint64_t fast_bytes_read = 0;       ///< row bytes read from the fast tier
+  std::uint64_t fast_bytes_written = 0;    ///< row bytes written to the fast tier
+  double cache_hit_rate = -1;              ///< lookups served from DRAM / all lookups; -1: no cached table
+  memory::SlowTierCounters throttle;       ///< what the slow-tier model charged (and stalled)
+};
+
+/// The batches of a run per --data-generation: `random` (RandomSource, the reference's rules draw
+/// for draw), `synthetic` (SyntheticTraceSource over --data-trace-file), `zipf` (ZipfSource:
+/// Zipf(--zipf-alpha) for any alpha > 0, LFSR-scrambled per table, --reuse of the previous batch)
+/// or `dataset` (CriteoTsvSource for --raw-data-file, else CriteoBinarySource for
+/// --processed-data-file; ids wrap modulo the rows with --max-ind-range or --scale-rows < 1).
+/// Tables have config.table_rows() rows; dense features are --arch-mlp-bot's first width. Throws
+/// strata::Error naming the flag (or the file) when the source cannot be built.
+std::unique_ptr<IndexSource> make_index_source(const DLRMConfig& config);
+
+class TieredDLRM {
+ public:
+  /// Builds the model of `config` (validated first): MLPs initialized like the reference from
+  /// --numpy-rand-seed, tables U(±sqrt(1 / rows)) placed per --emb-policy (Note [DLRM table
+  /// placement]) in tiers sized from --fast-budget, the optimizers of --optimizer at
+  /// --learning-rate. Throws strata::Error naming --fast-budget, --cache-fraction, --slow-dir or
+  /// --scale-rows when the tables do not fit.
+  explicit TieredDLRM(const DLRMConfig& config);
+  ~TieredDLRM();
+  TieredDLRM(const TieredDLRM&) = delete;
+  TieredDLRM& operator=(const TieredDLRM&) = delete;
+
+  /// One training step on a batch of B samples: `dense` [B, dense_features()] row-major, one Bags
+  /// per table (batch B each), `targets` [B]. Returns the loss. Throws strata::Error naming the
+  /// table, bag and row for a bad index (nothing is updated then) or the argument for bad shapes.
+  float train_step(std::span<const float> dense, std::span<const Bags> bags, std::span<const float> targets);
+  /// The model's output (click probabilities after --loss-threshold clamping) [B, 1], no update.
+  Tensor forward(std::span<const float> dense, std::span<const Bags> bags);
+  /// The loss of a batch without updating anything (--inference-only).
+  float evaluate(std::span<const float> dense, std::span<const Bags> bags, std::span<const float> targets);
+
+  int64_t num_tables() const { return static_cast<int64_t>(tables_.size()); }
+  Table& table(int64_t k);
+  int64_t dense_features() const { return config_.arch_mlp_bot.front(); }
+  int64_t feature_size() const { return config_.arch_sparse_feature_size; }
+  const DLRMConfig& config() const { return config_; }
+  EmbeddingTiers& tiers() { return *tiers_; }
+
+  /// The MLPs under the reference's names: "bot_l.0.weight", "top_l.2.bias", ...
+  nn::Module& dense_module() { return *dense_; }
+  /// The dense parameters (reference names) — the tables are not tensors; see save().
+  StateDict state_dict() const;
+  /// Loads dense parameters (strict: every key, same shapes).
+  void load_state_dict(const StateDict& state);
+
+  /// Saves the model (dense parameters and every table as "emb_l.<k>.weight" f32 [rows, d]) and the
+  /// optimizer state (dense optimizer, sparse accumulators "sparse.<k>.sum", step counts) to `path`
+  /// atomically (models/checkpoint), with metadata naming the format, its version and the
+  /// architecture. `extra` is stored too (e.g. the iteration).
+  void save(const std::string& path, const CheckpointMetadata& extra = {});
+  /// Loads a file written by save(). Throws strata::Error naming the path and the mismatch (other
+  /// format or version, other architecture or optimizer, missing or misshapen keys) before
+  /// changing anything. Returns the stored metadata.
+  CheckpointMetadata load(const std::string& path);
+
+  /// Optimizer steps taken (drives the learning-rate schedule; restored by load()).
+  int64_t steps() const { return steps_; }
+  /// The learning rate of the next step (the reference's LRPolicyScheduler).
+  double next_learning_rate() const;
+
+  const DLRMPhaseTimes& times() const { return times_; }
+  DLRMTierCounters counters() const;
+  void reset_stats();
+  /// One line per table: rows, kind, tier, cache.
+  std::string describe_tables() const;
+  /// Table k's policy (null when the table lives whole in the fast tier).
+  ManagedTable* managed_table(int64_t k) { return managed_.at(static_cast<std::size_t>(k)).get(); }
+  /// The cache fraction the cached tables were built with (0 when none is cached).
+  double cache_fraction() const { return cache_fraction_; }
+
+ private:
+  struct Impl;
+  Tensor run_forward(std::span<const float> dense, std::span<const Bags> bags, bool training, std::vector<Tensor>& feats);
+  Tensor compute_loss(const Tensor& z, std::span<const float> targets);
+  void check_batch(std::span<const float> dense, std::span<const Bags> bags, int64_t batch) const;
+  void run_after_update_hooks();
+
+  DLRMConfig config_;
+  std::unique_ptr<EmbeddingTiers> tiers_;
+  std::vector<Table*> tables_;                       // table k, whoever owns it
+  std::vector<std::unique_ptr<Table>> dram_tables_;   // tables placed whole in the fast tier
+  std::vector<std::unique_ptr<ManagedTable>> managed_;  // per table: its policy, or null (DRAM)
+  std::vector<std::uint64_t> looked_up_, updated_;    // per table: row lookups, rows updated
+  std::shared_ptr<nn::Module> dense_;
+  std::shared_ptr<nn::Sequential> bot_, top_;
+  std::unique_ptr<optim::Optimizer> dense_opt_;
+  std::unique_ptr<Impl> impl_;
+  Tensor emb_out_;  // [T, B, d]
+  int64_t steps_ = 0;
+  double cache_fraction_ = 0;
+  bool has_policies_ = false;
+  DLRMPhaseTimes times_;
+};
+
+}  // namespace strata::emb

@@ -1,0 +1,659 @@
+#include "embeddings/dlrm_config.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <sstream>
+
+#include "core/error.h"
+#include "embeddings/criteo.h"
+#include "embeddings/index_source.h"
+#include "memory/heap.h"
+#include "memory/tiered_memory.h"
+#include "models/zoo/dlrm.h"
+
+namespace strata::emb {
+
+namespace {
+
+// ---- value parsers: every message names the flag ---------------------------------------------------
+
+int64_t parse_int(const std::string& flag, const std::string& v, int64_t lo, int64_t hi) {
+  char* end = nullptr;
+  errno = 0;
+  const long long x = v.empty() ? 0 : std::strtoll(v.c_str(), &end, 10);
+  STRATA_CHECK(!v.empty() && end != nullptr && *end == '\0' && errno == 0 && x >= lo && x <= hi, flag,
+               ": expected an integer in [", lo, ", ", hi, "], got '", v, "'");
+  return x;
+}
+
+double parse_real(const std::string& flag, const std::string& v) {
+  char* end = nullptr;
+  errno = 0;
+  const double x = v.empty() ? 0 : std::strtod(v.c_str(), &end);
+  STRATA_CHECK(!v.empty() && end != nullptr && *end == '\0' && errno == 0 && std::isfinite(x), flag,
+               ": expected a number, got '", v, "'");
+  return x;
+}
+
+bool parse_bool(const std::string& flag, const std::string& v) {
+  std::string s = v;
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (s == "true" || s == "1" || s == "yes") return true;
+  if (s == "false" || s == "0" || s == "no") return false;
+  STRATA_CHECK(false, flag, ": expected True or False (or 1/0), got '", v, "'");
+  return false;
+}
+
+std::string parse_choice(const std::string& flag, const std::string& v, std::initializer_list<const char*> choices) {
+  std::string list;
+  for (const char* c : choices) {
+    if (v == c) return v;
+    list += list.empty() ? "" : ", ";
+    list += c;
+  }
+  STRATA_CHECK(false, flag, ": expected one of ", list, ", got '", v, "'");
+  return {};
+}
+
+/// The reference's dash_separated_floats ("1.0-1.0").
+std::vector<double> parse_floats(const std::string& flag, const std::string& v) {
+  std::vector<double> out;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t dash = v.find('-', start);
+    const std::string part = v.substr(start, dash == std::string::npos ? std::string::npos : dash - start);
+    char* end = nullptr;
+    const double x = part.empty() ? 0 : std::strtod(part.c_str(), &end);
+    STRATA_CHECK(!part.empty() && end != nullptr && *end == '\0' && std::isfinite(x), flag, ": \"", v,
+                 "\" is not a dash-separated list of numbers (bad element \"", part, "\")");
+    out.push_back(x);
+    if (dash == std::string::npos) break;
+    start = dash + 1;
+  }
+  return out;
+}
+
+SlowTierModelSpec parse_model(const std::string& flag, const std::string& v) {
+  SlowTierModelSpec m;
+  if (v == "off") {
+    m.mode = SlowTierModelSpec::Mode::Off;
+    return m;
+  }
+  if (v == "default" || v == "on") {
+    m.mode = SlowTierModelSpec::Mode::Default;
+    return m;
+  }
+  double x[3] = {0, 0, 0};
+  std::size_t start = 0;
+  for (int k = 0; k < 3; ++k) {
+    const std::size_t comma = v.find(',', start);
+    STRATA_CHECK((k < 2) == (comma != std::string::npos), flag, ": expected off, default or R,W,L (read GB/s, ",
+                 "write GB/s, latency ns), got '", v, "'");
+    const std::string part = v.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    char* end = nullptr;
+    x[k] = part.empty() ? -1 : std::strtod(part.c_str(), &end);
+    STRATA_CHECK(!part.empty() && end != nullptr && *end == '\0' && std::isfinite(x[k]), flag,
+                 ": expected off, default or R,W,L (read GB/s, write GB/s, latency ns), got '", v, "'");
+    start = comma + 1;
+  }
+  STRATA_CHECK(x[0] > 0 && x[1] > 0 && x[2] >= 0, flag, ": read and write bandwidths must be positive and the ",
+               "latency non-negative, got '", v, "'");
+  m.mode = SlowTierModelSpec::Mode::Custom;
+  m.read_gbps = x[0];
+  m.write_gbps = x[1];
+  m.latency_ns = x[2];
+  return m;
+}
+
+// ---- the flag table ---------------------------------------------------------------------------------
+
+using Setter = std::function<void(DLRMConfig&, const std::string& flag, const std::string& value)>;
+
+struct Flag {
+  enum class Kind { Value, StoreTrue, Refused } kind;
+  Setter set;           // Value: parses the value; StoreTrue: called with ""
+  std::string refusal;  // Refused: why
+};
+
+Flag value(Setter s) { return {Flag::Kind::Value, std::move(s), {}}; }
+Flag store_true(std::function<void(DLRMConfig&)> s) {
+  return {Flag::Kind::StoreTrue, [s](DLRMConfig& c, const std::string&, const std::string&) { s(c); }, {}};
+}
+Flag refused(std::string why) { return {Flag::Kind::Refused, {}, std::move(why)}; }
+
+#define STRATA_INT_FLAG(field, lo, hi) \
+  value([](DLRMConfig& c, const std::string& f, const std::string& v) { c.field = parse_int(f, v, lo, hi); })
+#define STRATA_REAL_FLAG(field) \
+  value([](DLRMConfig& c, const std::string& f, const std::string& v) { c.field = parse_real(f, v); })
+#define STRATA_BOOL_FLAG(field) \
+  value([](DLRMConfig& c, const std::string& f, const std::string& v) { c.field = parse_bool(f, v); })
+#define STRATA_STRING_FLAG(field) \
+  value([](DLRMConfig& c, const std::string&, const std::string& v) { c.field = v; })
+#define STRATA_TRUE_FLAG(field) store_true([](DLRMConfig& c) { c.field = true; })
+
+constexpr int64_t kBig = int64_t{1} << 62;
+
+const std::map<std::string, Flag>& flag_table() {
+  static const std::map<std::string, Flag> table = [] {
+    std::map<std::string, Flag> t;
+    // architecture
+    t["--arch-sparse-feature-size"] = STRATA_INT_FLAG(arch_sparse_feature_size, 1, 1 << 20);
+    t["--arch-embedding-size"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
+      c.arch_embedding_size = nn::zoo::parse_arch(v, f);
+    });
+    t["--arch-mlp-bot"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
+      c.arch_mlp_bot = nn::zoo::parse_arch(v, f);
+    });
+    t["--arch-mlp-top"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
+      c.arch_mlp_top = nn::zoo::parse_arch(v, f);
+    });
+    t["--arch-interaction-op"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
+      c.arch_interaction_op = parse_choice(f, v, {"dot", "cat"}) == "dot" ? InteractionOp::Dot : InteractionOp::Cat;
+    });
+    t["--arch-interaction-itself"] = STRATA_TRUE_FLAG(arch_interaction_itself);
+    t["--weighted-pooling"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
+      STRATA_CHECK(v != "learned", f, ": 'learned' (trainable per-row pooling weights) is not supported by ",
+                   "strata-dlrm: the fused sparse optimizers update table rows only; use 'fixed'");
+      parse_choice(f, v, {"fixed", "none"});
+      c.weighted_pooling = v == "fixed" ? WeightedPooling::Fixed : WeightedPooling::None;
+    });
+    t["--activation-function"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
+      c.activation_function = parse_choice(f, v, {"relu"});
+    });
+    // loss
+    t["--loss-function"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
+      const std::string s = parse_choice(f, v, {"mse", "bce", "wbce"});
+      c.loss_function = s == "mse" ? LossFunction::MSE : s == "bce" ? LossFunction::BCE : LossFunction::WBCE;
+    });
+    t["--loss-weights"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
+      c.loss_weights = parse_floats(f, v);
+    });
+    t["--loss-threshold"] = STRATA_REAL_FLAG(loss_threshold);
+    t["--round-targets"] = STRATA_BOOL_FLAG(round_targets);
+    // data
+    t["--data-size"] = STRATA_INT_FLAG(data_size, 1, kBig);
+    t["--num-batches"] = STRATA_INT_FLAG(num_batches, 0, kBig);
+    t["--data-generation"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
+      const std::string s = parse_choice(f, v, {"random", "synthetic", "dataset", "zipf"});
+      c.data_generation = s == "random"      ? DataGeneration::Random
+                          : s == "synthetic" ? DataGeneration::Synthetic
+                          : s == "dataset"   ? DataGeneration::Dataset
+                                             : DataGeneration::Zipf;
+    });
+    t["--rand-data-dist"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
+      c.rand_data_dist = parse_choice(f, v, {"uniform", "gaussian"});
+    });
+    t["--rand-data-min"] = STRATA_REAL_FLAG(rand_data_min);
+    t["--rand-data-max"] = STRATA_REAL_FLAG(rand_data_max);
+    t["--rand-data-mu"] = STRATA_REAL_FLAG(rand_data_mu);
+    t["--rand-data-sigma"] = STRATA_REAL_FLAG(rand_data_sigma);
+    t["--data-trace-file"] = STRATA_STRING_FLAG(data_trace_file);
+    t["--data-trace-enable-padding"] = STRATA_BOOL_FLAG(data_trace_enable_padding);
+    t["--data-set"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
+      c.data_set = parse_choice(f, v, {"kaggle", "terabyte"});
+    });
+    t["--raw-data-file"] = STRATA_STRING_FLAG(raw_data_file);
+    t["--processed-data-file"] = STRATA_STRING_FLAG(processed_data_file);
+    t["--data-randomize"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
+      c.data_randomize = parse_choice(f, v, {"total", "day", "none"});
+    });
+    t["--max-ind-range"] = STRATA_INT_FLAG(max_ind_range, -1, kBig);
+    t["--data-sub-sample-rate"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
+      const double x = parse_real(f, v);
+      STRATA_CHECK(x == 0.0, f, ": sub-sampling the dataset's negatives is not supported by strata-dlrm (got ", v,
+                   "; only 0 is accepted)");
+      c.data_sub_sample_rate = x;
+    });
+    t["--num-indices-per-lookup"] = STRATA_INT_FLAG(num_indices_per_lookup, 1, 1 << 24);
+    t["--num-indices-per-lookup-fixed"] = STRATA_BOOL_FLAG(num_indices_per_lookup_fixed);
+    t["--num-workers"] = STRATA_INT_FLAG(num_workers, 0, 1 << 16);
+    t["--memory-map"] = STRATA_TRUE_FLAG(memory_map);
+    t["--dataset-multiprocessing"] = STRATA_TRUE_FLAG(dataset_multiprocessing);
+    // training
+    t["--mini-batch-size"] = STRATA_INT_FLAG(mini_batch_size, 1, int64_t{1} << 26);
+    t["--nepochs"] = STRATA_INT_FLAG(nepochs, 0, kBig);
+    t["--learning-rate"] = STRATA_REAL_FLAG(learning_rate);
+    t["--optimizer"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
+      const std::string s = parse_choice(f, v, {"sgd", "adagrad", "rwsadagrad"});
+      c.optimizer = s == "sgd" ? OptimizerKind::SGD : s == "adagrad" ? OptimizerKind::Adagrad
+                                                                      : OptimizerKind::RowWiseAdagrad;
+    });
+    t["--print-precision"] = STRATA_INT_FLAG(print_precision, 0, 64);
+    t["--numpy-rand-seed"] = STRATA_INT_FLAG(numpy_rand_seed, 0, (int64_t{1} << 32) - 1);
+    t["--sync-dense-params"] = STRATA_BOOL_FLAG(sync_dense_params);
+    t["--inference-only"] = STRATA_TRUE_FLAG(inference_only);
+    t["--lr-num-warmup-steps"] = STRATA_INT_FLAG(lr_num_warmup_steps, 0, kBig);
+    t["--lr-decay-start-step"] = STRATA_INT_FLAG(lr_decay_start_step, 0, kBig);
+    t["--lr-num-decay-steps"] = STRATA_INT_FLAG(lr_num_decay_steps, 0, kBig);
+    // reporting
+    t["--print-freq"] = STRATA_INT_FLAG(print_freq, 1, kBig);
+    t["--test-freq"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
+      c.test_freq = parse_int(f, v, -1, kBig);
+      STRATA_CHECK(c.test_freq <= 0, f, ": testing during training is not supported by strata-dlrm (it needs the ",
+                   "reference's train/test split of the Criteo days); got ", v, ", expected -1 or 0");
+    });
+    t["--test-mini-batch-size"] = STRATA_INT_FLAG(test_mini_batch_size, -1, int64_t{1} << 26);
+    t["--test-num-workers"] = STRATA_INT_FLAG(test_num_workers, -1, 1 << 16);
+    t["--print-time"] = STRATA_TRUE_FLAG(print_time);
+    t["--print-wall-time"] = STRATA_TRUE_FLAG(print_wall_time);
+    t["--debug-mode"] = STRATA_TRUE_FLAG(debug_mode);
+    t["--enable-profiling"] = STRATA_TRUE_FLAG(enable_profiling);
+    t["--save-model"] = STRATA_STRING_FLAG(save_model);
+    t["--load-model"] = STRATA_STRING_FLAG(load_model);
+    // refused
+    const std::string no = " is not supported by strata-dlrm";
+    t["--use-gpu"] = refused(no + " (CPU only)");
+    for (const char* f : {"--md-flag", "--md-threshold", "--md-temperature", "--md-round-dims"})
+      t[f] = refused(no + " (mixed-dimension embeddings)");
+    for (const char* f : {"--qr-flag", "--qr-threshold", "--qr-operation", "--qr-collisions"})
+      t[f] = refused(no + " (quotient-remainder embeddings)");
+    for (const char* f : {"--quantize-mlp-with-bit", "--quantize-emb-with-bit"}) t[f] = refused(no + " (quantization)");
+    for (const char* f : {"--mlperf-logging", "--mlperf-acc-threshold", "--mlperf-auc-threshold", "--mlperf-bin-loader",
+                          "--mlperf-bin-shuffle", "--mlperf-grad-accum-iter"})
+      t[f] = refused(no + " (MLPerf logging, thresholds and loaders)");
+    t["--save-onnx"] = refused(no + " (ONNX export)");
+    t["--plot-compute-graph"] = refused(no + " (graph plotting)");
+    t["--dist-backend"] = refused(no + " (distributed training)");
+    t["--local_rank"] = refused(no + " (distributed training)");
+    // Strata
+    t["--preset"] = value([](DLRMConfig&, const std::string&, const std::string&) {});  // applied first
+    t["--scale-rows"] = STRATA_REAL_FLAG(scale_rows);
+    t["--fast-budget"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
+      c.fast_budget = memory::parse_bytes(v, f.c_str());
+    });
+    t["--slow-dir"] = STRATA_STRING_FLAG(slow_dir);
+    t["--emb-policy"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
+      c.emb_policy = parse_choice(f, v, {"simple", "static", "dynamic", "auto"});
+    });
+    t["--cache-fraction"] = STRATA_REAL_FLAG(cache_fraction);
+    t["--slow-tier-model"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
+      c.slow_tier_model = parse_model(f, v);
+    });
+    t["--threads"] = STRATA_INT_FLAG(threads, 0, 4096);
+    t["--zipf-alpha"] = STRATA_REAL_FLAG(zipf_alpha);
+    t["--reuse"] = STRATA_REAL_FLAG(reuse);
+    t["--emb-dtype"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
+      try {
+        c.emb_dtype = parse_elem_type(v);
+      } catch (const Error&) {
+        STRATA_CHECK(false, f, ": expected f32 or bf16, got '", v, "'");
+      }
+    });
+    t["--json"] = STRATA_STRING_FLAG(json);
+    t["--help"] = STRATA_TRUE_FLAG(help);
+    t["-h"] = STRATA_TRUE_FLAG(help);
+    return t;
+  }();
+  return table;
+}
+
+#undef STRATA_INT_FLAG
+#undef STRATA_REAL_FLAG
+#undef STRATA_BOOL_FLAG
+#undef STRATA_STRING_FLAG
+#undef STRATA_TRUE_FLAG
+
+const std::vector<int64_t> kKaggleRows = {1460,    583,   10131227, 2202608, 305,    24,      12517, 633,   3,
+                                          93145,   5683,  8351593,  3194,    27,     14992,   5461306, 10,  5652,
+                                          2173,    4,     7046547,  18,      15,     286181,  105,   142572};
+
+/// The flag name and inline value of argument `a` ("--x=1" -> "--x", "1", true).
+void split_flag(const std::string& a, std::string& name, std::string& inline_value, bool& has_inline) {
+  const std::size_t eq = a.find('=');
+  has_inline = a.rfind("--", 0) == 0 && eq != std::string::npos;
+  name = has_inline ? a.substr(0, eq) : a;
+  inline_value = has_inline ? a.substr(eq + 1) : std::string();
+}
+
+std::string join(const std::vector<int64_t>& v) {
+  std::ostringstream os;
+  for (std::size_t i = 0; i < v.size(); ++i) os << (i ? "-" : "") << v[i];
+  return os.str();
+}
+
+}  // namespace
+
+std::string format_bytes(double b) {
+  char buf[48];
+  if (b >= double(1ull << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", b / double(1ull << 30));
+  else if (b >= double(1ull << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", b / double(1ull << 20));
+  else if (b >= 1024.0) std::snprintf(buf, sizeof buf, "%.2f KiB", b / 1024.0);
+  else std::snprintf(buf, sizeof buf, "%.0f B", b);
+  return buf;
+}
+
+std::string SlowTierModelSpec::to_string() const {
+  if (mode == Mode::Off) return "off";
+  if (mode == Mode::Default) return "default";
+  std::ostringstream os;
+  os << read_gbps << "," << write_gbps << "," << latency_ns;
+  return os.str();
+}
+
+const char* to_string(DataGeneration g) {
+  switch (g) {
+    case DataGeneration::Random: return "random";
+    case DataGeneration::Synthetic: return "synthetic";
+    case DataGeneration::Dataset: return "dataset";
+    case DataGeneration::Zipf: return "zipf";
+  }
+  return "?";
+}
+const char* to_string(LossFunction l) {
+  return l == LossFunction::MSE ? "mse" : l == LossFunction::BCE ? "bce" : "wbce";
+}
+const char* to_string(OptimizerKind o) {
+  return o == OptimizerKind::SGD ? "sgd" : o == OptimizerKind::Adagrad ? "adagrad" : "rwsadagrad";
+}
+const char* to_string(InteractionOp op) { return op == InteractionOp::Dot ? "dot" : "cat"; }
+
+std::vector<int64_t> DLRMConfig::table_rows() const {
+  std::vector<int64_t> rows;
+  for (int64_t n : arch_embedding_size) {
+    int64_t r = n;
+    if (data_generation == DataGeneration::Dataset && max_ind_range > 0) r = std::min(r, max_ind_range);
+    if (scale_rows != 1.0) r = std::max<int64_t>(1, std::llround(static_cast<double>(r) * scale_rows));
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+int64_t DLRMConfig::interaction_width() const {
+  return nn::zoo::interaction_width(static_cast<int64_t>(arch_embedding_size.size()), arch_sparse_feature_size,
+                                    to_string(arch_interaction_op), arch_interaction_itself);
+}
+
+std::size_t DLRMConfig::table_bytes() const {
+  std::size_t total = 0;
+  const std::size_t row = static_cast<std::size_t>(arch_sparse_feature_size) * elem_size(emb_dtype);
+  for (int64_t r : table_rows()) total += static_cast<std::size_t>(r) * row;
+  return total;
+}
+
+int64_t DLRMConfig::batches_per_epoch() const {
+  if (num_batches > 0) return num_batches;
+  return (data_size + mini_batch_size - 1) / mini_batch_size;
+}
+
+std::vector<std::string> dlrm_flag_names() {
+  std::vector<std::string> names;
+  for (const auto& [name, flag] : flag_table()) names.push_back(name);
+  return names;
+}
+
+bool dlrm_flag_is_store_true(const std::string& flag) {
+  const auto it = flag_table().find(flag);
+  return it != flag_table().end() && it->second.kind == Flag::Kind::StoreTrue;
+}
+
+std::vector<std::string> dlrm_preset_names() { return {"tiny", "random-bench", "kaggle", "mlperf40M", "default"}; }
+
+void apply_dlrm_preset(DLRMConfig& c, std::string_view name) {
+  if (name == "tiny") {
+    // The reference's defaults.
+  } else if (name == "random-bench") {
+    // facebookresearch/dlrm bench/dlrm_s_benchmark.sh.
+    c.arch_embedding_size.assign(8, 1000000);
+    c.arch_sparse_feature_size = 64;
+    c.arch_mlp_bot = {512, 512, 64};
+    c.arch_mlp_top = {1024, 1024, 1024, 1};
+    c.num_indices_per_lookup = 100;
+    c.mini_batch_size = 2048;
+    c.num_batches = 1000;
+    c.numpy_rand_seed = 727;
+    c.print_freq = 100;
+    c.print_time = true;
+  } else if (name == "kaggle") {
+    // bench/dlrm_s_criteo_kaggle.sh on the Kaggle tables (33.76M rows); random indices, one per
+    // table and sample, unless --data-generation dataset reads the real files.
+    c.arch_embedding_size = kKaggleRows;
+    c.arch_sparse_feature_size = 16;
+    c.arch_mlp_bot = {13, 512, 256, 64, 16};
+    c.arch_mlp_top = {512, 256, 1};
+    c.data_set = "kaggle";
+    c.loss_function = LossFunction::BCE;
+    c.round_targets = true;
+    c.learning_rate = 0.1;
+    c.mini_batch_size = 128;
+    c.num_indices_per_lookup = 1;
+    c.num_indices_per_lookup_fixed = true;
+    c.num_batches = 1000;
+    c.print_freq = 100;
+    c.print_time = true;
+  } else if (name == "mlperf40M") {
+    // bench/run_and_time.sh (MLPerf, Terabyte tables capped at 40M rows: 204.18M rows, 104.5 GB).
+    c.arch_embedding_size = criteo_mlperf_rows();
+    c.arch_sparse_feature_size = 128;
+    c.arch_mlp_bot = {13, 512, 256, 128};
+    c.arch_mlp_top = {1024, 1024, 512, 256, 1};
+    c.max_ind_range = 40000000;
+    c.data_set = "terabyte";
+    c.loss_function = LossFunction::BCE;
+    c.round_targets = true;
+    c.learning_rate = 1.0;
+    c.mini_batch_size = 2048;
+    c.num_indices_per_lookup = 1;
+    c.num_indices_per_lookup_fixed = true;
+    c.num_batches = 100;
+    c.print_freq = 10;
+    c.print_time = true;
+  } else if (name == "default") {
+    // The README's main job: tables 4x the fast budget, the slow tier on the model, skewed
+    // (Zipf) lookups so the DRAM cache matters; under a minute on 2 cores.
+    c.arch_embedding_size.assign(8, 131072);  // 256-byte rows, 256 MiB in all
+    c.arch_sparse_feature_size = 64;
+    c.arch_mlp_bot = {16, 128, 64};
+    c.arch_mlp_top = {256, 64, 1};
+    c.data_generation = DataGeneration::Zipf;
+    c.zipf_alpha = 1.05;
+    c.num_indices_per_lookup = 16;
+    c.num_indices_per_lookup_fixed = true;
+    c.mini_batch_size = 512;
+    c.num_batches = 300;
+    c.learning_rate = 0.05;
+    c.loss_function = LossFunction::BCE;
+    c.round_targets = true;
+    c.print_freq = 25;
+    c.print_time = true;
+    c.fast_budget = std::size_t{64} << 20;  // the tables are 256 MiB
+    c.emb_policy = "auto";
+  } else {
+    std::string names;
+    for (const auto& n : dlrm_preset_names()) names += (names.empty() ? "" : ", ") + n;
+    STRATA_CHECK(false, "--preset: unknown preset '", std::string(name), "' (expected one of ", names, ")");
+  }
+  c.preset = std::string(name);
+}
+
+DLRMConfig parse_dlrm_args(const std::vector<std::string>& args) {
+  DLRMConfig c;
+  const auto& table = flag_table();
+  // Presets first, wherever they stand (Note [DLRM command line]).
+  std::string preset = args.empty() ? "default" : "";
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    std::string name, inline_value;
+    bool has_inline = false;
+    split_flag(args[i], name, inline_value, has_inline);
+    if (name != "--preset") continue;
+    if (has_inline) {
+      preset = inline_value;
+    } else {
+      STRATA_CHECK(i + 1 < args.size(), "--preset: missing value (expected one of tiny, random-bench, kaggle, ",
+                   "mlperf40M, default)");
+      preset = args[++i];
+    }
+  }
+  if (!preset.empty()) apply_dlrm_preset(c, preset);
+
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    std::string name, inline_value;
+    bool has_inline = false;
+    split_flag(a, name, inline_value, has_inline);
+    STRATA_CHECK(name.rfind("-", 0) == 0, "unexpected argument '", a, "' (flags start with --; see --help)");
+    const auto it = table.find(name);
+    STRATA_CHECK(it != table.end(), "unknown flag ", name, " (see --help)");
+    const Flag& flag = it->second;
+    if (flag.kind == Flag::Kind::Refused) STRATA_CHECK(false, name, flag.refusal);
+    if (flag.kind == Flag::Kind::StoreTrue) {
+      STRATA_CHECK(!has_inline, name, ": takes no value (got '", inline_value, "')");
+      flag.set(c, name, "");
+      continue;
+    }
+    std::string v;
+    if (has_inline) {
+      v = inline_value;
+    } else {
+      STRATA_CHECK(i + 1 < args.size(), name, ": missing value");
+      v = args[++i];
+    }
+    flag.set(c, name, v);
+  }
+  if (!c.help) validate(c);
+  return c;
+}
+
+void validate(const DLRMConfig& c) {
+  const int64_t d = c.arch_sparse_feature_size;
+  STRATA_CHECK(d >= 1, "--arch-sparse-feature-size: must be positive, got ", d);
+  STRATA_CHECK(!c.arch_embedding_size.empty(), "--arch-embedding-size: at least one table is needed");
+  STRATA_CHECK(c.arch_mlp_bot.size() >= 2, "--arch-mlp-bot: \"", join(c.arch_mlp_bot),
+               "\" needs at least two widths (the dense features and the bottom MLP's output)");
+  STRATA_CHECK(c.arch_mlp_bot.back() == d, "--arch-mlp-bot: the last width (", c.arch_mlp_bot.back(),
+               ") must equal --arch-sparse-feature-size (", d, "): the bottom MLP's output is the dense feature ",
+               "vector the interaction combines with the embeddings");
+  if (c.data_generation == DataGeneration::Dataset)
+    STRATA_CHECK(c.arch_mlp_bot.front() == 13, "--arch-mlp-bot: the first width (", c.arch_mlp_bot.front(),
+                 ") must equal the dataset's 13 dense features (--data-generation dataset)");
+  STRATA_CHECK(c.arch_mlp_top.back() == 1, "--arch-mlp-top: the last width (", c.arch_mlp_top.back(),
+               ") must be 1: the top MLP outputs one click probability per sample");
+  STRATA_CHECK(c.learning_rate >= 0, "--learning-rate: must be non-negative, got ", c.learning_rate);
+  STRATA_CHECK(c.loss_threshold >= 0 && c.loss_threshold < 1, "--loss-threshold: must lie in [0, 1), got ",
+               c.loss_threshold);
+  if (c.loss_function == LossFunction::WBCE) {
+    STRATA_CHECK(c.loss_weights.size() >= 2, "--loss-weights: wbce needs a weight for targets 0 and 1 (\"w0-w1\"), ",
+                 "got ", c.loss_weights.size(), " value(s)");
+    for (double w : c.loss_weights) STRATA_CHECK(w >= 0, "--loss-weights: weights must be non-negative, got ", w);
+  }
+  if (c.rand_data_dist == "uniform")
+    STRATA_CHECK(c.rand_data_min <= c.rand_data_max, "--rand-data-min (", c.rand_data_min,
+                 ") must not exceed --rand-data-max (", c.rand_data_max, ")");
+  else
+    STRATA_CHECK(c.rand_data_sigma > 0, "--rand-data-sigma: must be positive, got ", c.rand_data_sigma);
+  if (c.lr_num_decay_steps > 0)
+    STRATA_CHECK(c.lr_decay_start_step >= c.lr_num_warmup_steps, "--lr-decay-start-step (", c.lr_decay_start_step,
+                 "): learning rate warmup (--lr-num-warmup-steps ", c.lr_num_warmup_steps,
+                 ") must finish before the decay starts");
+  STRATA_CHECK(c.scale_rows > 0 && c.scale_rows <= 1, "--scale-rows: expected a fraction in (0, 1], got ", c.scale_rows);
+  STRATA_CHECK(c.fast_budget > 0, "--fast-budget: must be positive");
+  STRATA_CHECK(c.cache_fraction < 0 || (c.cache_fraction > 0 && c.cache_fraction <= 1),
+               "--cache-fraction: expected a fraction in (0, 1], got ", c.cache_fraction);
+  STRATA_CHECK(c.zipf_alpha > 0, "--zipf-alpha: must be positive, got ", c.zipf_alpha);
+  STRATA_CHECK(c.reuse >= 0 && c.reuse < 1, "--reuse: expected a fraction in [0, 1), got ", c.reuse);
+  if (c.data_generation == DataGeneration::Dataset) {
+    STRATA_CHECK(!c.raw_data_file.empty() || !c.processed_data_file.empty(),
+                 "--data-generation dataset: give --raw-data-file (Criteo TSV) or --processed-data-file ",
+                 "(40×int32 binary)");
+    for (const auto& [flag, path] : {std::pair<const char*, const std::string&>{"--raw-data-file", c.raw_data_file},
+                                     {"--processed-data-file", c.processed_data_file}})
+      if (!path.empty())
+        STRATA_CHECK(std::filesystem::is_regular_file(path), flag, ": cannot open '", path, "' (no such file)");
+    STRATA_CHECK(static_cast<int64_t>(c.arch_embedding_size.size()) == kCriteoSparse,
+                 "--arch-embedding-size: --data-generation dataset reads Criteo's ", kCriteoSparse,
+                 " categorical features: give ", kCriteoSparse, " row counts (or --preset kaggle / mlperf40M), got ",
+                 c.arch_embedding_size.size());
+  }
+  if (c.data_generation == DataGeneration::Synthetic)
+    for (std::size_t k = 0; k < c.arch_embedding_size.size(); ++k) {
+      const std::string path = trace_file_for_table(c.data_trace_file, static_cast<int64_t>(k));
+      STRATA_CHECK(std::filesystem::is_regular_file(path), "--data-trace-file: table ", k, ": cannot open '", path,
+                   "' (no such file; 'j' in the file name stands for the table number)");
+    }
+  for (const auto& [flag, path] : {std::pair<const char*, const std::string&>{"--save-model", c.save_model},
+                                   {"--load-model", c.load_model}})
+    if (!path.empty()) STRATA_CHECK(!std::filesystem::is_directory(path), flag, ": '", path, "' is a directory");
+  if (!c.load_model.empty())
+    STRATA_CHECK(std::filesystem::is_regular_file(c.load_model), "--load-model: cannot open '", c.load_model,
+                 "' (no such file)");
+  STRATA_CHECK(std::filesystem::is_directory(c.slow_dir), "--slow-dir: '", c.slow_dir, "' is not a directory");
+}
+
+std::string dlrm_usage() {
+  return R"(usage: strata-dlrm [--preset NAME] [flags of dlrm_s_pytorch.py] [Strata flags]
+
+Trains the DLRM of facebookresearch/dlrm (dlrm_s_pytorch.py) with its embedding tables in tiered
+memory. Flags take '--flag value' or '--flag=value'. With no arguments, runs the embedded default
+job (--preset default). Presets apply first; later flags override them.
+
+Architecture (reference defaults):
+  --arch-sparse-feature-size N  (2)        embedding dimension d
+  --arch-embedding-size R1-R2-...  (4-3-2) rows per table
+  --arch-mlp-bot W0-...-d  (4-3-2)         bottom MLP; the last width must equal d
+  --arch-mlp-top W-...-1  (4-2-1)          top MLP after the interaction (its input width is added)
+  --arch-interaction-op dot|cat  (dot)
+  --arch-interaction-itself                keep the diagonal of the dot interaction
+  --weighted-pooling fixed                 per-sample weights of one ('learned' is not supported)
+  --activation-function relu  (relu)
+Loss and optimizer:
+  --loss-function mse|bce|wbce  (mse)     --loss-weights W0-W1 (1.0-1.0, wbce)
+  --loss-threshold T  (0.0)               clamp the output into [T, 1-T] when 0 < T < 1
+  --round-targets True|False  (False)
+  --optimizer sgd|adagrad|rwsadagrad  (sgd)  applied as the reference does: one optimizer for all
+                                         parameters; rwsadagrad is row-wise on the tables and
+                                         element-wise Adagrad on the MLPs
+  --learning-rate LR  (0.01)   --lr-num-warmup-steps, --lr-decay-start-step, --lr-num-decay-steps (0)
+Data:
+  --data-generation random|synthetic|dataset|zipf  (random)
+  --data-size N  (1)   --num-batches N  (0: ceil(data-size / mini-batch-size))   --nepochs N  (1)
+  --mini-batch-size B  (1)   --num-indices-per-lookup L  (10)   --num-indices-per-lookup-fixed True|False
+  --rand-data-dist uniform|gaussian  (uniform)  --rand-data-min/-max (0/1)  --rand-data-mu/-sigma (-1/1)
+  --data-trace-file PATH  (./input/dist_emb_j.log; 'j' is the table number)  --data-trace-enable-padding
+  --data-set kaggle|terabyte  (kaggle)   --raw-data-file TSV   --processed-data-file BIN (40 x int32)
+  --max-ind-range N  (-1)   --data-randomize total|day|none  (total; Strata reads files in order)
+  --numpy-rand-seed S  (123)
+  Accepted with no effect in one process: --num-workers, --memory-map, --dataset-multiprocessing,
+  --sync-dense-params, --test-mini-batch-size, --test-num-workers, --print-precision.
+Reporting:
+  --print-freq N  (1)   --print-time   --print-wall-time   --debug-mode   --enable-profiling
+  --inference-only   --save-model FILE   --load-model FILE   --test-freq (-1; testing is not supported)
+Refused: --use-gpu, --md-*, --qr-*, --quantize-*, --mlperf-*, --save-onnx, --plot-compute-graph,
+  --dist-backend, --local_rank, --data-sub-sample-rate other than 0.
+
+Strata:
+  --preset tiny|random-bench|kaggle|mlperf40M|default
+  --scale-rows F  (1)          multiply every table's rows by F in (0, 1] (large presets)
+  --fast-budget BYTES  (1G; K/M/G suffixes)  DRAM for embedding rows (tables and caches)
+  --slow-dir DIR  (/tmp)       directory of the file-backed slow tier
+  --emb-policy simple|static|dynamic|auto  (auto)
+  --cache-fraction F           rows each cached table may hold (default: from the fast budget)
+  --slow-tier-model off|default|R,W,L  (default: Optane ratios to this machine's DRAM bandwidth)
+  --emb-dtype f32|bf16  (f32)  --threads N  (all)  --zipf-alpha A  (1.05)  --reuse F  (0)
+  --json FILE                  write the summary as JSON (atomically)
+)";
+}
+
+std::string describe(const DLRMConfig& c) {
+  std::ostringstream os;
+  const auto rows = c.table_rows();
+  int64_t total_rows = 0;
+  for (int64_t r : rows) total_rows += r;
+  os << "DLRM" << (c.preset.empty() ? "" : " (preset " + c.preset + ")") << ": " << rows.size() << " tables, "
+     << total_rows << " rows of d=" << c.arch_sparse_feature_size << " " << elem_name(c.emb_dtype) << " ("
+     << format_bytes(static_cast<double>(c.table_bytes())) << "), bottom MLP " << join(c.arch_mlp_bot) << ", top MLP "
+     << c.interaction_width() << "-" << join(c.arch_mlp_top) << ", " << to_string(c.arch_interaction_op)
+     << " interaction; data " << to_string(c.data_generation);
+  if (c.data_generation == DataGeneration::Zipf) os << "(alpha " << c.zipf_alpha << ", reuse " << c.reuse << ")";
+  os << ", batch " << c.mini_batch_size << ", " << c.num_indices_per_lookup
+     << (c.num_indices_per_lookup_fixed ? "" : " max") << " lookups per table; loss " << to_string(c.loss_function)
+     << ", optimizer " << to_string(c.optimizer) << " lr " << c.learning_rate << "; embeddings: policy "
+     << c.emb_policy << ", fast budget " << format_bytes(static_cast<double>(c.fast_budget));
+  return os.str();
+}
+
+}  // namespace strata::emb

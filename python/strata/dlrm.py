@@ -1,0 +1,238 @@
+"""strata.dlrm: the DLRM of facebookresearch/dlrm (``dlrm_s_pytorch.py``) with its embedding tables
+in tiered memory — the Python face of ``strata-dlrm`` (embeddings/dlrm.h).
+
+Options are the reference script's flags as keyword arguments (``--arch-mlp-bot`` is
+``arch_mlp_bot``), with the reference's defaults, plus Strata's tier options::
+
+    import numpy as np, strata.dlrm
+
+    model = strata.dlrm.DLRM(arch_sparse_feature_size=16, arch_embedding_size=[1000, 500, 200],
+                             arch_mlp_bot=[13, 64, 16], arch_mlp_top=[64, 1],
+                             loss_function="bce", optimizer="rwsadagrad", learning_rate=0.05,
+                             fast_budget="64M", emb_policy="auto")
+    loss = model.train_step(dense, indices, offsets, targets)   # NumPy in, float out
+    probs = model(dense, indices, offsets)                       # [B, 1] NumPy array
+
+A batch is what torch.nn.EmbeddingBag takes: ``dense`` [B, n_dense] floats; per table a 1-D
+integer array of ``indices`` and its ``offsets`` (B bag starts, or B + 1 CSR offsets); ``targets``
+[B] or [B, 1]; optionally ``per_sample_weights`` per table. The dense parameters are available
+through ``state_dict()`` under the reference's names (``bot_l.0.weight``, ``top_l.2.bias``, ...),
+the tables as NumPy arrays through ``table_weight(k)`` / ``set_table_weight(k, values)``.
+``load_state_dict`` accepts a PyTorch DLRM's state_dict converted to NumPy (``emb_l.<k>.weight``
+entries set the tables).
+
+The optimizer is applied as the reference applies it to all parameters: ``sgd`` (SGD everywhere),
+``rwsadagrad`` (row-wise Adagrad on the tables, element-wise Adagrad on the MLPs), ``adagrad``
+(element-wise Adagrad everywhere); the tables' update is fused into their backward.
+"""
+
+from collections import OrderedDict
+
+import numpy as np
+
+from . import _C
+
+__all__ = ["DLRM", "Batches", "usage", "presets"]
+
+_FLAGS = frozenset(_C.dlrm.flag_names())
+# Options that are not model options in Python (they steer the strata-dlrm program).
+_NOT_MODEL_OPTIONS = {"help": None, "h": None, "threads": "use strata.set_num_threads(n)",
+                      "json": "strata-dlrm writes JSON; read DLRM.times and DLRM.counters instead"}
+
+
+def usage():
+    """strata-dlrm's flags with their defaults (the keyword arguments of DLRM)."""
+    return _C.dlrm.usage()
+
+
+def presets():
+    """The preset names DLRM(preset=...) accepts."""
+    return list(_C.dlrm.preset_names())
+
+
+def _flag_value(name, value):
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return "-".join(str(v) for v in value)
+    if isinstance(value, bool):
+        return "True" if value else "False"
+    return str(value)
+
+
+def _to_flags(options):
+    flags = []
+    for name, value in options.items():
+        if name in _NOT_MODEL_OPTIONS or name.startswith("_"):
+            hint = _NOT_MODEL_OPTIONS.get(name)
+            raise TypeError(f"DLRM() got an unexpected keyword argument '{name}'" + (f" ({hint})" if hint else ""))
+        flag = "--" + name.replace("_", "-")
+        if name == "local_rank":
+            flag = "--local_rank"
+        if flag not in _FLAGS:
+            raise TypeError(f"DLRM() got an unexpected keyword argument '{name}' (see strata.dlrm.usage())")
+        if value is None:
+            continue
+        if _C.dlrm.flag_is_store_true(flag):
+            if not isinstance(value, (bool, np.bool_)):
+                raise TypeError(f"DLRM(): {name} must be True or False, got {value!r}")
+            if value:
+                flags.append(flag)
+            continue
+        flags += [flag, _flag_value(name, value)]
+    if "preset" not in options:
+        # No arguments means the embedded default job to strata-dlrm; in Python the reference's
+        # defaults apply unless a preset is asked for.
+        flags = ["--preset", "tiny"] + flags
+    return flags
+
+
+class Batches:
+    """The batches of a run, as strata-dlrm draws them: keyword arguments as for DLRM (the data
+    ones matter: ``data_generation`` random | synthetic | zipf | dataset, ``mini_batch_size``,
+    ``num_batches``, ``num_indices_per_lookup``, ``zipf_alpha``, ``reuse``, ``raw_data_file``,
+    ...). Iterating yields one epoch of ``(dense, indices, offsets, targets)`` NumPy tuples that
+    ``DLRM.train_step(*batch)`` takes (offsets are CSR, B + 1 per table; targets [B, 1]); the
+    ``random`` and ``synthetic`` generators follow the reference draw for draw."""
+
+    def __init__(self, **options):
+        self._options = dict(options)
+        self._src = _C.dlrm.Batches(_to_flags(options))
+
+    def __len__(self):
+        return len(self._src)
+
+    def __iter__(self):
+        self._src.reset()
+        while True:
+            b = self._src.next()
+            if b is None:
+                return
+            yield b
+
+    def describe(self):
+        return self._src.describe()
+
+
+class DLRM:
+    """The reference DLRM with tiered embedding tables. Keyword arguments are the reference
+    script's flags (``arch_embedding_size=[4, 3, 2]`` or ``"4-3-2"``, ``loss_function="bce"``, ...)
+    and Strata's (``preset``, ``fast_budget``, ``slow_dir``, ``emb_policy``, ``cache_fraction``,
+    ``slow_tier_model``, ``scale_rows``, ``emb_dtype``); ``strata.dlrm.usage()`` lists them. Bad
+    options raise strata.StrataError naming the flag."""
+
+    def __init__(self, **options):
+        self._options = dict(options)
+        self._m = _C.dlrm.DLRM(_to_flags(options))
+
+    # ---- training and inference ----
+    def train_step(self, dense, indices, offsets, targets, per_sample_weights=None):
+        """One step (forward, loss, backward, dense and fused sparse updates); returns the loss."""
+        return self._m.train_step(dense, indices, offsets, targets, per_sample_weights)
+
+    def forward(self, dense, indices, offsets, per_sample_weights=None):
+        """Click probabilities [B, 1] as a NumPy array (no update, no graph)."""
+        return self._m.forward(dense, indices, offsets, per_sample_weights).numpy()
+
+    __call__ = forward
+
+    def evaluate(self, dense, indices, offsets, targets, per_sample_weights=None):
+        """The loss of a batch without updating anything."""
+        return self._m.evaluate(dense, indices, offsets, targets, per_sample_weights)
+
+    # ---- parameters ----
+    @property
+    def num_tables(self):
+        return self._m.num_tables
+
+    @property
+    def table_rows(self):
+        """Rows per table (after scale_rows)."""
+        return list(self._m.table_rows)
+
+    @property
+    def feature_size(self):
+        return self._m.feature_size
+
+    @property
+    def dense_features(self):
+        return self._m.dense_features
+
+    def table_weight(self, k):
+        """A copy of table k as float32 [rows, d]."""
+        return self._m.get_table(k)
+
+    def set_table_weight(self, k, values):
+        """Overwrites table k from float [rows, d] values."""
+        self._m.set_table(k, values)
+
+    def state_dict(self, tables=False):
+        """The MLP parameters under the reference's names (strata Tensors sharing the parameters'
+        memory; ``.numpy()`` views them). With ``tables=True`` also ``emb_l.<k>.weight`` copies."""
+        out = OrderedDict(self._m._state_dict())
+        if tables:
+            for k in range(self.num_tables):
+                out[f"emb_l.{k}.weight"] = _C.from_numpy(self.table_weight(k))
+        return out
+
+    def load_state_dict(self, state):
+        """Loads MLP parameters (every ``bot_l.*`` / ``top_l.*`` key must be present, same shapes)
+        and, where given, tables (``emb_l.<k>.weight``). Values may be strata Tensors or anything
+        NumPy converts (a PyTorch state_dict: ``{k: v.detach().numpy() ...}``)."""
+        dense = []
+        tables = {}
+        for key, value in state.items():
+            if key.startswith("emb_l."):
+                parts = key.split(".")
+                if len(parts) != 3 or parts[2] != "weight" or not parts[1].isdigit():
+                    raise KeyError(f"DLRM.load_state_dict: unexpected key '{key}'")
+                tables[int(parts[1])] = value
+                continue
+            if not isinstance(value, _C.Tensor):
+                value = _C.from_numpy(np.ascontiguousarray(np.asarray(value, dtype=np.float32)))
+            dense.append((key, value))
+        for k in tables:
+            if k >= self.num_tables:
+                raise KeyError(f"DLRM.load_state_dict: emb_l.{k}.weight but the model has {self.num_tables} tables")
+        self._m._load_state_dict(dense)
+        for k, value in tables.items():
+            if isinstance(value, _C.Tensor):
+                value = value.numpy()
+            self.set_table_weight(k, np.asarray(value))
+
+    # ---- checkpoints ----
+    def save(self, path):
+        """Saves the model (MLPs and tables) and optimizer state to ``path`` atomically."""
+        self._m.save(str(path))
+
+    def load(self, path):
+        """Loads a file written by save() (same architecture and optimizer); returns its metadata."""
+        return dict(self._m.load(str(path)))
+
+    # ---- statistics ----
+    @property
+    def steps(self):
+        """Optimizer steps taken."""
+        return self._m.steps
+
+    @property
+    def next_learning_rate(self):
+        return self._m.next_learning_rate
+
+    @property
+    def times(self):
+        """Seconds per phase (bottom_mlp, lookup, interaction, top_mlp, backward, update) summed over steps."""
+        return self._m.times
+
+    @property
+    def counters(self):
+        """Rows looked up and updated, bytes per tier, cache hit rate (None without a cached table)."""
+        return self._m.counters
+
+    def reset_stats(self):
+        self._m.reset_stats()
+
+    def __repr__(self):
+        return "strata.dlrm.DLRM(" + ", ".join(f"{k}={v!r}" for k, v in self._options.items()) + ")"
+
+    def describe(self):
+        """The architecture, the tiers and where every table lives."""
+        return self._m.describe()

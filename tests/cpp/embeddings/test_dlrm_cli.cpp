@@ -1,0 +1,257 @@
+// strata-dlrm end to end: runs the built binary (STRATA_DLRM_BIN, set by bench/CMakeLists.txt) on
+// tiny settings and checks the reference's progress line, the summary, --json, --save-model /
+// --load-model, and the exit status and message of bad input.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+namespace {
+
+struct Result {
+  int status = -1;
+  std::string out;  // stdout and stderr
+};
+
+#ifdef STRATA_DLRM_BIN
+Result run(const std::string& args) {
+  const std::string cmd = std::string(STRATA_DLRM_BIN) + " " + args + " 2>&1";
+  Result r;
+  std::FILE* p = ::popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  std::array<char, 4096> buf{};
+  std::size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int st = ::pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+#endif
+
+std::vector<std::string> progress_lines(const std::string& out) {
+  std::vector<std::string> lines;
+  std::istringstream is(out);
+  for (std::string l; std::getline(is, l);)
+    if (l.rfind("Finished ", 0) == 0) lines.push_back(l);
+  return lines;
+}
+
+std::filesystem::path temp_dir() {
+  auto dir = std::filesystem::temp_directory_path() / ("strata_dlrm_cli_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+// Small settings shared by the runs below: 3 tables, batches of 8.
+const std::string kSmall = "--mini-batch-size 8 --num-batches 5 --arch-embedding-size 50-40-30 --threads 2";
+
+}  // namespace
+
+#ifndef STRATA_DLRM_BIN
+TEST(DLRMCli, Binary) { GTEST_SKIP() << "strata-dlrm is not built (STRATA_BUILD_BENCH=OFF)"; }
+#else
+
+TEST(DLRMCli, ProgressLineIsTheReferences) {
+  const Result r = run(kSmall + " --print-freq 2");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const auto lines = progress_lines(r.out);
+  ASSERT_EQ(lines.size(), 3u) << r.out;  // iterations 2, 4 and the last one, 5
+  const std::regex line(R"(Finished training it (\d+)/5 of epoch 0, -1\.00 ms/it, loss \d+\.\d{6})");
+  const char* its[] = {"2", "4", "5"};
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(lines[i], m, line)) << lines[i];
+    EXPECT_EQ(m[1], its[i]);
+  }
+}
+
+TEST(DLRMCli, PrintTimeWallTimeAndEpochs) {
+  const Result r = run(kSmall + " --num-batches 2 --nepochs 2 --print-time --print-wall-time");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const auto lines = progress_lines(r.out);
+  ASSERT_EQ(lines.size(), 4u) << r.out;
+  const std::regex line(R"(Finished training it [12]/2 of epoch [01], \d+\.\d\d ms/it, loss \d+\.\d{6} \(\d\d:\d\d\))");
+  for (const auto& l : lines) EXPECT_TRUE(std::regex_match(l, line)) << l;
+  EXPECT_THAT(lines[3], HasSubstr("it 2/2 of epoch 1"));
+}
+
+TEST(DLRMCli, SummaryNamesEveryFigure) {
+  const Result r = run(kSmall + " --emb-policy simple --slow-tier-model 50,20,0");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("samples/s (2 threads)"));
+  EXPECT_THAT(r.out, HasSubstr("phases (ms/it): bottom MLP "));
+  for (const char* p : {"lookup", "interaction", "top MLP", "backward", "update"}) EXPECT_THAT(r.out, HasSubstr(p));
+  EXPECT_THAT(r.out, HasSubstr("cache hit rate:"));
+  EXPECT_THAT(r.out, HasSubstr("bytes moved: fast tier read"));
+  EXPECT_THAT(r.out, HasSubstr("slow tier read"));
+  EXPECT_THAT(r.out, HasSubstr("slow tier: modeled slow tier: read 50"));
+  // A cached policy reports its hit rate.
+  const Result cached = run(kSmall + " --emb-policy dynamic --fast-budget 64K --cache-fraction 0.5");
+  ASSERT_EQ(cached.status, 0) << cached.out;
+  EXPECT_TRUE(std::regex_search(cached.out, std::regex(R"(cache hit rate: \d+\.\d% of lookups served from DRAM)")))
+      << cached.out;
+  EXPECT_THAT(cached.out, HasSubstr("policy dynamic, base rows in the slow tier, cache of"));
+  // In DRAM only: no slow tier.
+  const Result dram = run(kSmall);
+  ASSERT_EQ(dram.status, 0) << dram.out;
+  EXPECT_THAT(dram.out, HasSubstr("slow tier: none"));
+}
+
+TEST(DLRMCli, ReferenceDefaultsRunOneSampleOneBatch) {
+  const Result r = run("--print-freq=1");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("3 tables, 9 rows of d=2"));
+  const auto lines = progress_lines(r.out);
+  ASSERT_EQ(lines.size(), 1u) << r.out;
+  EXPECT_THAT(lines[0], HasSubstr("Finished training it 1/1 of epoch 0"));
+}
+
+TEST(DLRMCli, EnableProfilingPrintsPhasesPerProgressLine) {
+  const Result r = run(kSmall + " --print-freq 2 --enable-profiling");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const std::regex phases(R"(\n  phases \(ms/it\): bottom MLP \d+\.\d{3}, lookup \d+\.\d{3}, interaction \d+\.\d{3}, )"
+                          R"(top MLP \d+\.\d{3}, backward \d+\.\d{3}, update \d+\.\d{3}( \(policy hooks [^)]*\))?\n)");
+  EXPECT_EQ(std::distance(std::sregex_iterator(r.out.begin(), r.out.end(), phases), std::sregex_iterator()), 4)
+      << r.out;  // after each of the 3 progress lines, and in the summary
+}
+
+TEST(DLRMCli, InferenceOnly) {
+  const Result r = run(kSmall + " --inference-only --print-freq 5");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const auto lines = progress_lines(r.out);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_THAT(lines[0], HasSubstr("Finished inference it 5/5 of epoch 0"));
+}
+
+TEST(DLRMCli, JsonHasTheFigures) {
+  const auto dir = temp_dir();
+  const std::string json = (dir / "run.json").string();
+  const Result r = run(kSmall + " --json " + json);
+  ASSERT_EQ(r.status, 0) << r.out;
+  std::ifstream f(json);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const std::string j = ss.str();
+  for (const char* key : {"\"binary\": \"strata-dlrm\"", "\"threads\": 2", "\"samples_per_s\"", "\"step_ms\"",
+                          "\"phases_ms_per_it\"", "\"lookup\"", "\"cache_hit_rate\"", "\"slow_tier\": \"none\"",
+                          "\"loss_last\""})
+    EXPECT_THAT(j, HasSubstr(key));
+  EXPECT_FALSE(std::filesystem::exists(json + ".tmp." + std::to_string(::getpid())));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(DLRMCli, SaveAndLoadModel) {
+  const auto dir = temp_dir();
+  const std::string ckpt = (dir / "m.ckpt").string();
+  const Result saved = run(kSmall + " --learning-rate 0.5 --save-model " + ckpt);
+  ASSERT_EQ(saved.status, 0) << saved.out;
+  EXPECT_THAT(saved.out, HasSubstr("Saved model to " + ckpt));
+  ASSERT_TRUE(std::filesystem::exists(ckpt));
+  // The loaded model gives the same (deterministic) inference loss twice, and not the fresh one's.
+  const std::string infer = kSmall + " --inference-only --print-freq 5";
+  const Result a = run(infer + " --load-model " + ckpt);
+  const Result b = run(infer + " --load-model=" + ckpt);
+  const Result fresh = run(infer);
+  ASSERT_EQ(a.status, 0) << a.out;
+  ASSERT_EQ(b.status, 0) << b.out;
+  EXPECT_THAT(a.out, HasSubstr("Loaded model from " + ckpt + " (5 optimizer steps)"));
+  EXPECT_EQ(progress_lines(a.out), progress_lines(b.out));
+  EXPECT_NE(progress_lines(a.out), progress_lines(fresh.out));
+  // Another architecture refuses the checkpoint.
+  const Result other = run("--mini-batch-size 8 --num-batches 1 --arch-embedding-size 50-40-31 --load-model " + ckpt);
+  EXPECT_EQ(other.status, 1) << other.out;
+  EXPECT_THAT(other.out, HasSubstr("arch_embedding_size is '50-40-30' but this model's is '50-40-31'"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(DLRMCli, BadFlagsExitTwoNamingTheFlag) {
+  const struct {
+    const char* args;
+    const char* message;
+  } cases[] = {
+      {"--no-such-flag", "unknown flag --no-such-flag"},
+      {"--arch-embedding-size 4-x-2", "--arch-embedding-size: \"4-x-2\" is not a dash-separated list"},
+      {"--arch-mlp-bot 4-3-5", "--arch-mlp-bot: the last width (5) must equal --arch-sparse-feature-size (2)"},
+      {"--arch-mlp-top 4-2", "--arch-mlp-top: the last width (2) must be 1"},
+      {"--mini-batch-size", "--mini-batch-size: missing value"},
+      {"--learning-rate=abc", "--learning-rate: expected a number, got 'abc'"},
+      {"--use-gpu", "--use-gpu is not supported by strata-dlrm"},
+      {"--load-model /no/such.ckpt", "--load-model: cannot open '/no/such.ckpt'"},
+      {"--data-generation synthetic --data-trace-file /no/such/dist_emb_j.log",
+       "--data-trace-file: table 0: cannot open '/no/such/dist_emb_0.log'"},
+      {"--preset giant", "--preset: unknown preset 'giant'"},
+  };
+  for (const auto& c : cases) {
+    const Result r = run(c.args);
+    EXPECT_EQ(r.status, 2) << c.args << "\n" << r.out;
+    EXPECT_THAT(r.out, HasSubstr(c.message)) << c.args;
+    EXPECT_THAT(r.out, Not(HasSubstr("Finished"))) << c.args;
+  }
+}
+
+TEST(DLRMCli, UnreadableFilesExitOneNamingThem) {
+  const auto dir = temp_dir();
+  const std::string junk = (dir / "junk.ckpt").string();
+  std::ofstream(junk) << "not a checkpoint";
+  const Result r = run(kSmall + " --load-model " + junk);
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("strata-dlrm: error: "));
+  EXPECT_THAT(r.out, HasSubstr(junk));
+  EXPECT_THAT(r.out, Not(HasSubstr("Finished")));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(DLRMCli, CriteoFilesTrainAndBadRecordsExitOne) {
+  const auto dir = temp_dir();
+  const std::string tsv = (dir / "day.tsv").string();
+  {
+    std::ofstream f(tsv);
+    for (int i = 0; i < 9; ++i) {
+      f << i % 2;
+      for (int j = 0; j < 13; ++j) f << "\t" << i + j;
+      for (int j = 0; j < 26; ++j) f << "\t" << std::hex << (0x1234567u * (i + 1) + j) << std::dec;
+      f << "\n";
+    }
+  }
+  const std::string kaggle = "--preset kaggle --scale-rows 0.0001 --fast-budget 8M --mini-batch-size 4 --num-batches 0 "
+                             "--print-freq 1 --data-generation dataset ";
+  const Result ok = run(kaggle + "--raw-data-file " + tsv);
+  ASSERT_EQ(ok.status, 0) << ok.out;
+  EXPECT_EQ(progress_lines(ok.out).size(), 3u) << ok.out;  // 9 samples in batches of 4
+  EXPECT_THAT(ok.out, HasSubstr("Finished training it 3/3 of epoch 0"));
+  // A line with a field that is not hex: the file and line are named.
+  {
+    std::ofstream f(tsv, std::ios::app);
+    f << "1";
+    for (int j = 0; j < 13; ++j) f << "\t1";
+    for (int j = 0; j < 26; ++j) f << "\t" << (j == 4 ? "zz" : "ab");
+    f << "\n";
+  }
+  const Result bad = run(kaggle + "--raw-data-file " + tsv);
+  EXPECT_EQ(bad.status, 1) << bad.out;
+  EXPECT_THAT(bad.out, HasSubstr("strata-dlrm: error: batch 3 of epoch 0"));
+  EXPECT_THAT(bad.out, HasSubstr(tsv));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(DLRMCli, HelpListsTheFlags) {
+  const Result r = run("--help");
+  ASSERT_EQ(r.status, 0);
+  for (const char* f : {"--arch-sparse-feature-size", "--preset", "--fast-budget", "--emb-policy", "--cache-fraction",
+                        "--slow-tier-model", "--slow-dir", "--scale-rows", "--zipf-alpha", "--reuse", "--threads"})
+    EXPECT_THAT(r.out, HasSubstr(f));
+}
+
+#endif
