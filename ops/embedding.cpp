@@ -311,15 +311,38 @@ Tensor dot_interaction(const std::vector<Tensor>& features, bool self_interactio
       for (const Tensor& f : fc) fp.push_back(static_cast<const T*>(f.data_ptr()));
       T* op_out = static_cast<T*>(out.data_ptr());
       const int64_t work = std::max<int64_t>(1, (pairs + 1) * d);
+      // Per sample the features are transposed into ft[k][j] = f_j[k] (j padded to a multiple of
+      // 8), so feature i's dots with all earlier features accumulate as vectors over j, in k order:
+      // no horizontal sums (a dot of 16 elements is otherwise a chain of dependent adds).
+      const int64_t nfp = (nf + 7) / 8 * 8;
       parallel_for(batch, std::max<int64_t>(1, 16384 / work), [&](int64_t begin, int64_t end) {
+        std::vector<T> ft_buf(static_cast<std::size_t>(d * nfp), T(0)), acc_buf(static_cast<std::size_t>(nfp));
+        T* __restrict ft = ft_buf.data();
+        T* __restrict acc = acc_buf.data();
         for (int64_t b = begin; b < end; ++b) {
           T* __restrict o = op_out + b * width;
           const T* __restrict x = fp[0] + b * d;
           for (int64_t k = 0; k < d; ++k) o[k] = x[k];
+          for (int64_t j = 0; j < nf; ++j) {
+            const T* __restrict fj = fp[j] + b * d;
+            for (int64_t k = 0; k < d; ++k) ft[k * nfp + j] = fj[k];
+          }
           T* z = o + d;
           for (int64_t i = 0; i < nf; ++i) {
-            const T* fi = fp[i] + b * d;
-            for (int64_t j = 0; j < i + offset; ++j) *z++ = dot(fi, fp[j] + b * d, d);
+            const int64_t m = i + offset;
+            if (m == 0) continue;
+            const T* __restrict fi = fp[i] + b * d;
+            // Eight dots at a time, their accumulators kept in registers across k.
+            for (int64_t jb = 0; jb < m; jb += 8) {
+              T v[8] = {};
+              for (int64_t k = 0; k < d; ++k) {
+                const T a = fi[k];
+                const T* __restrict row = ft + k * nfp + jb;
+                for (int l = 0; l < 8; ++l) v[l] += a * row[l];
+              }
+              for (int l = 0; l < 8; ++l) acc[jb + l] = v[l];
+            }
+            for (int64_t j = 0; j < m; ++j) *z++ = acc[j];
           }
         }
       });
@@ -350,10 +373,18 @@ Tensor dot_interaction(const std::vector<Tensor>& features, bool self_interactio
             const T* gin = static_cast<const T*>(g.data_ptr());
             const int64_t work = std::max<int64_t>(1, nf * nf * d);
             parallel_for(batch, std::max<int64_t>(1, 16384 / work), [&](int64_t begin, int64_t end) {
-              std::vector<T> sym(static_cast<std::size_t>(nf * nf));  // one per chunk
+              // Per chunk: the symmetric coefficients, the sample's features gathered into one
+              // contiguous [nf, d] block, and one gradient row; the inner loops run over d with
+              // unit stride and no aliasing, so they vectorize.
+              const int64_t d8 = (d + 7) / 8 * 8;  // rows padded with zeros to whole vectors
+              std::vector<T> sym_buf(static_cast<std::size_t>(nf * nf)), f_buf(static_cast<std::size_t>(nf * d8), T(0)),
+                  acc_buf(static_cast<std::size_t>(d8), T(0));
+              T* __restrict sym = sym_buf.data();
+              T* __restrict fs = f_buf.data();
+              T* __restrict acc = acc_buf.data();
               for (int64_t b = begin; b < end; ++b) {
                 // Symmetric coefficients: d out / d f_i = Σ_j sym[i][j] f_j.
-                std::fill(sym.begin(), sym.end(), T(0));
+                std::fill(sym, sym + nf * nf, T(0));
                 const T* gz = gin + b * width + d;
                 for (int64_t i = 0; i < nf; ++i)
                   for (int64_t j = 0; j < i + offset; ++j) {
@@ -361,20 +392,31 @@ Tensor dot_interaction(const std::vector<Tensor>& features, bool self_interactio
                     sym[i * nf + j] += c;
                     sym[j * nf + i] += c;
                   }
+                for (int64_t j = 0; j < nf; ++j) {
+                  const T* __restrict src = fp[j] + b * d;
+                  for (int64_t k = 0; k < d; ++k) fs[j * d8 + k] = src[k];
+                }
                 for (int64_t i = 0; i < nf; ++i) {
                   if (gp[i] == nullptr) continue;
-                  T* __restrict dst = gp[i] + b * d;
                   if (i == 0) {
                     const T* __restrict gx = gin + b * width;
-                    for (int64_t k = 0; k < d; ++k) dst[k] = gx[k];
+                    for (int64_t k = 0; k < d; ++k) acc[k] = gx[k];
                   } else {
-                    for (int64_t k = 0; k < d; ++k) dst[k] = T(0);
+                    for (int64_t k = 0; k < d; ++k) acc[k] = T(0);
                   }
-                  for (int64_t j = 0; j < nf; ++j) {
-                    const T c = sym[i * nf + j];
-                    const T* __restrict fj = fp[j] + b * d;
-                    for (int64_t k = 0; k < d; ++k) dst[k] += c * fj[k];
+                  // Eight elements at a time, their accumulators kept in registers across j.
+                  for (int64_t kb = 0; kb < d8; kb += 8) {
+                    T v[8];
+                    for (int l = 0; l < 8; ++l) v[l] = acc[kb + l];
+                    for (int64_t j = 0; j < nf; ++j) {
+                      const T c = sym[i * nf + j];
+                      const T* __restrict fj = fs + j * d8 + kb;
+                      for (int l = 0; l < 8; ++l) v[l] += c * fj[l];
+                    }
+                    for (int l = 0; l < 8; ++l) acc[kb + l] = v[l];
                   }
+                  T* __restrict dst = gp[i] + b * d;
+                  for (int64_t k = 0; k < d; ++k) dst[k] = acc[k];
                 }
               }
             });
