@@ -623,8 +623,11 @@ SimSession::SimSession(SimStepOptions options, std::string name)
   Impl& s = *impl_;
   STRATA_CHECK(ops::detail::op_recorder() == nullptr, s.where("SimSession"),
                ": another sim session (an op recorder) is active on this thread; sessions do not nest");
-  // Validates the system names now rather than at backward().
-  for (const std::string* sys : {&s.options.enzyme_system, &s.options.tapeflow_system}) (void)system_by_name(*sys);
+  // Validates the systems now rather than at backward() (the same checks as SimStep::run).
+  STRATA_CHECK(system_by_name(s.options.enzyme_system).mode == TraceMode::Enzyme, s.where("SimSession"),
+               ": enzyme_system '", s.options.enzyme_system, "' is not an Enzyme_<size> system");
+  STRATA_CHECK(system_by_name(s.options.tapeflow_system).mode == TraceMode::TapeFlow, s.where("SimSession"),
+               ": tapeflow_system '", s.options.tapeflow_system, "' is not a Tflow_<size> system");
   s.step = std::make_unique<SimStep>(s.name);  // throws if a SimStep is recording on this thread
   s.guard.emplace(sim_backend());
   s.previous = ops::detail::set_op_recorder(&s);

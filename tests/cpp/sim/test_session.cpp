@@ -311,6 +311,10 @@ TEST(SimSession, BadUse) {
     SimStepOptions o;
     o.tapeflow_system = "Tflow_3k";
     EXPECT_ERROR_HAS(SimSession{o}, "unknown system 'Tflow_3k'");
+    o.tapeflow_system = "Tflow_2k";
+    o.enzyme_system = "Tflow_1k";
+    EXPECT_ERROR_HAS(SimSession{o}, "sim::SimSession(session)::SimSession: enzyme_system 'Tflow_1k' is not an "
+                                    "Enzyme_<size> system");
     EXPECT_EQ(ops::detail::op_recorder(), nullptr);
   }
   // A session belongs to its thread: another thread runs on the CPU backend, unrecorded.
