@@ -449,7 +449,15 @@ struct SimSession::Impl final : ops::detail::OpRecorder {
   std::vector<Entry> entries;
   std::vector<Tensor> params;
   Tensor loss;
-  uint64_t data_count = 0;
+  uint64_t data_count = 0, op_count = 0;
+
+  /// Drops the tensors the session holds (and with them the CPU autograd graph the ops recorded)
+  /// once nothing more can be recorded or run.
+  void release() {
+    entries.clear();
+    entries.shrink_to_fit();
+    loss = Tensor();
+  }
 
   std::string where(const char* what) const { return "sim::SimSession(" + name + ")::" + what; }
 
@@ -489,6 +497,7 @@ struct SimSession::Impl final : ops::detail::OpRecorder {
                   out.describe());
     std::erase_if(entries, [&](const Entry& e) { return same_tensor(e.tensor, out); });
     entries.push_back({out, std::move(st), out.version(), Role::Output});
+    ++op_count;
   }
 
   /// Runs one hook: checks the session still records, and marks the session failed when the
@@ -613,7 +622,7 @@ struct SimSession::Impl final : ops::detail::OpRecorder {
                      "ignore_index; target[", i, "] = ", ignore_index, " is the ignore_index");
       step->cross_entropy(input("cross_entropy", logits), target);
       loss = out;
-      entries.push_back({out, SimTensor{}, out.version(), Role::Output});
+      ++op_count;
     });
   }
 };
@@ -650,17 +659,14 @@ void SimSession::end() {
   s.guard.reset();
   s.active = false;
   if (!s.ran) s.step.reset();  // releases the thread's tracer: the next session may record
+  s.release();
 }
 
 bool SimSession::active() const { return impl_->active; }
 
 const std::vector<Tensor>& SimSession::parameters() const { return impl_->params; }
 
-uint64_t SimSession::ops() const {
-  uint64_t n = 0;
-  for (const Impl::Entry& e : impl_->entries) n += e.role == Impl::Role::Output ? 1 : 0;
-  return n;
-}
+uint64_t SimSession::ops() const { return impl_->op_count; }
 
 SimStepReport SimSession::backward(const Tensor& loss) {
   Impl& s = *impl_;
@@ -674,6 +680,7 @@ SimStepReport SimSession::backward(const Tensor& loss) {
   STRATA_CHECK(same_tensor(loss, s.loss), at, ": ", loss.describe(),
                " is not the loss this session recorded (the output of its cross_entropy, ", s.loss.describe(), ")");
   s.ran = true;
+  s.release();
   SimStepReport r = s.step->run(s.options);
   for (size_t i = 0; i < s.params.size(); ++i) {
     Tensor p = s.params[i];  // a handle: set_grad reaches the same tensor

@@ -61,7 +61,8 @@
 ///   from the graph exactly as CPU autograd cuts it, since core's view methods are not recorded).
 ///   Views made by the reshape/flatten ops are recorded (same array, new shape). A seen tensor
 ///   modified in place (its version changed) is refused. The session keeps every tensor it saw
-///   alive until it is destroyed, so storage identities cannot be reused meanwhile.
+///   alive while it records, so storage identities cannot be reused meanwhile; backward() and
+///   end() drop them (and with them the CPU autograd graph the ops recorded).
 /// - backward(loss) needs the output of the recorded cross_entropy; it runs the SimStep (replay +
 ///   both simulations) and accumulates each param's simulated gradient (f64 datapath, converted
 ///   to the param's dtype) into its `.grad` exactly as autograd's AccumulateGrad would (set when

@@ -122,6 +122,7 @@ TEST(SimSession, MlpTrainsLikeTheCpuBackend) {
     EXPECT_NEAR(r.loss, cpu_loss.item<float>(), 1e-5) << "step " << it;
     ASSERT_EQ(session.parameters().size(), ps.size());
     EXPECT_EQ(r.ops, 6u);  // 3 linear + 2 relu + cross_entropy
+    EXPECT_EQ(session.ops(), r.ops);
     for (size_t i = 0; i < ps.size(); ++i) {
       // Parameters are found in first-use order: the module order here.
       EXPECT_TRUE(session.parameters()[i].shares_storage(ps[i])) << i;
@@ -316,6 +317,20 @@ TEST(SimSession, BadUse) {
     EXPECT_ERROR_HAS(SimSession{o}, "sim::SimSession(session)::SimSession: enzyme_system 'Tflow_1k' is not an "
                                     "Enzyme_<size> system");
     EXPECT_EQ(ops::detail::op_recorder(), nullptr);
+  }
+  {
+    // backward() drops the tensors the session held (the activations live no longer than the
+    // user's own references and the CPU autograd graph behind the loss).
+    SimSession s;
+    WeakStorage hidden;
+    {
+      const Tensor h = relu(linear(x, w));
+      hidden = WeakStorage(h.storage());
+      Tensor loss = cross_entropy(h, target);
+      s.backward(loss);
+      EXPECT_TRUE(hidden.version().has_value());
+    }
+    EXPECT_FALSE(hidden.version().has_value()) << "the session still holds an activation after backward()";
   }
   // A session belongs to its thread: another thread runs on the CPU backend, unrecorded.
   SimSession s;
