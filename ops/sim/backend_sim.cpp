@@ -430,7 +430,7 @@ std::string pair_str(std::pair<int64_t, int64_t> p) {
 struct SimSession::Impl final : ops::detail::OpRecorder {
   enum class Role { Param, Data, Output };
   struct Entry {
-    Tensor tensor;  // kept alive: its storage identity must not be reused while the session lives
+    Tensor tensor;  // kept alive while recording: its storage identity must not be reused meanwhile
     SimTensor sim;
     uint64_t version;
     Role role;
