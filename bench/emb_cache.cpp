@@ -296,7 +296,8 @@ int main(int argc, char** argv) try {
   const auto fast_budget = static_cast<std::size_t>(static_cast<double>(table_bytes) / o.fast_factor);
   const double dram_gbps = memory::measure_dram_copy_gbps();
   const memory::SlowTierModel model =
-      o.model == "default" ? memory::SlowTierModel::defaults(dram_gbps) : memory::SlowTierModel::off();
+      o.model == "default" ? memory::SlowTierModel::defaults(dram_gbps, memory::measure_dram_gather_gbps(256))
+                           : memory::SlowTierModel::off();
   const int64_t per_batch = o.batch * o.lookups;
 
   std::printf("# strata-bench-emb-cache\n\n");

@@ -176,7 +176,10 @@ memory::SlowTierModel resolve_model(const SlowTierModelSpec& spec) {
   double dram = 0;
   if (const char* v = std::getenv("STRATA_DRAM_GBPS")) dram = std::strtod(v, nullptr);
   if (!(dram > 0) || !std::isfinite(dram)) dram = memory::measure_dram_copy_gbps();
-  return memory::SlowTierModel::defaults(dram);
+  double gather = 0;
+  if (const char* v = std::getenv("STRATA_DRAM_GATHER_GBPS")) gather = std::strtod(v, nullptr);
+  if (!(gather > 0) || !std::isfinite(gather)) gather = memory::measure_dram_gather_gbps(256);
+  return memory::SlowTierModel::defaults(dram, gather);
 }
 
 /// Free bytes of the filesystem holding `dir` (0 when unknown).

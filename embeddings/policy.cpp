@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/threading.h"
 #include "memory/heap.h"
+#include "memory/slow_tier_model.h"
 
 namespace strata::emb {
 
@@ -56,6 +57,10 @@ namespace {
 // more in the batch of that epoch.
 constexpr std::uint8_t kSeenOnce = 1, kSeenTwice = 2;
 constexpr std::uint8_t kMaxEpoch = 63;
+// Without skew (and repeats not worth evictions) one batch in this many is counted.
+constexpr uint64_t kSampleEvery = 4;
+// ... once this many batches have been counted (so skew present from the start is found at once).
+constexpr uint64_t kCountedFirst = 16;
 // Auto's bookkeeping is split over kParts partitions of the rows (a multiplicative hash), so that
 // threads can count disjoint rows without atomics; batches below kParallelIndices stay serial.
 constexpr int kParts = 8;
@@ -68,8 +73,10 @@ struct ManagedTable::CountPart {
   std::array<int64_t, 256> hist_delta;  // change of histogram_
   uint64_t sum = 0;                     // increments (not saturated)
   int64_t wanted = 0;                   // uncached repeating rows
-  std::vector<int64_t> candidates;      // auto_plan: uncached rows above the coldest victim
-  int64_t wanted_by_count = 0;          // auto_plan: of those, already admitted by count
+  std::array<int64_t, 256> cand_hist;      // auto_plan: uncached rows above the coldest victim, per count
+  std::array<int64_t, 256> cand_new_hist;  // auto_plan: of those, the ones not repeating in the batch
+  int64_t candidates = 0;                  // auto_plan: sum of cand_hist
+  int64_t wanted_by_count = 0;             // auto_plan: candidates already admitted by count
 };
 
 ManagedTable::~ManagedTable() {
@@ -143,6 +150,12 @@ std::unique_ptr<ManagedTable> make_table(EmbeddingPolicy policy, int64_t rows, i
     m->window_ =
         static_cast<uint64_t>(std::max<int64_t>(1, options.auto_window * std::max<int64_t>(1, m->cache_rows_)));
     m->skew_rows_ = std::max<int64_t>(8, m->cache_rows_ / 100);
+    if (slow.throttle != nullptr && slow.throttle->enabled()) {
+      const memory::SlowTierModel& mod = slow.throttle->model();
+      const double rd = mod.random_read_gbps > 0 ? mod.random_read_gbps : mod.read_gbps;
+      const double wr = mod.random_write_gbps > 0 ? mod.random_write_gbps : mod.write_gbps;
+      m->repeats_need_cheap_writes_ = wr < rd;
+    }
   }
   if (policy == EmbeddingPolicy::Static || policy == EmbeddingPolicy::Auto) {
     m->fill(options.hot_rows, options.seed);
@@ -198,11 +211,24 @@ void ManagedTable::before_lookup(std::span<const int64_t> indices) {
   for (std::size_t i = 0; i < indices.size(); ++i)
     STRATA_CHECK(indices[i] >= 0 && indices[i] < n, "embedding ", table_->name(), ": index ", indices[i],
                  " at position ", i, " is out of range [0, ", n, ")");
+  // Without skew, and with repeats taking only free slots (step 4), a batch can change nothing but
+  // the counts: then (after the first kCountedFirst batches) only every kSampleEvery-th batch is counted, enough to notice skew when it
+  // appears, and the others cost just the range check above. Their admission rule admits nothing
+  // (no flag carries epoch 0; no count reaches 256).
+  if (!skewed_ && repeats_need_cheap_writes_ && counted_ >= kCountedFirst && ++unsampled_ % kSampleEvery != 0) {
+    admit_min_ = 256;
+    const std::uint8_t epoch = epoch_;
+    epoch_ = 0;
+    auto_rule();
+    epoch_ = epoch;
+    return;
+  }
   if (epoch_ == kMaxEpoch) {  // flags of 63 batches ago would alias: clear them all
     for (int64_t r = 0; r < n; ++r) flag_of(r) = 0;
     epoch_ = 0;
   }
   ++epoch_;
+  ++counted_;
   auto_count(indices);
 
   // The skew test (Note [Auto embedding policy], step 3).
@@ -335,20 +361,31 @@ void ManagedTable::auto_plan() {
     int coldest = 256;
     for (int64_t r : victims_)
       if (!in_batch(r)) coldest = std::min<int>(coldest, count_of(r));
-    // Candidates, per partition of marked_ (in parallel for large batches).
+    // Candidates, per partition of marked_ (in parallel for large batches). Only their counts
+    // matter to the pairing below, so each partition keeps a histogram of them (and of those not
+    // repeating in the batch) instead of a list to sort.
     auto scan = [&](std::size_t p) {
       CountPart& part = *parts_[p];
-      part.candidates.clear();
+      part.cand_hist.fill(0);
+      part.cand_new_hist.fill(0);
+      part.candidates = 0;
       part.wanted_by_count = 0;
       const std::size_t b = p == 0 ? 0 : marked_ends_[p - 1], e = marked_ends_[p];
+      constexpr std::size_t kAhead = 16;
       for (std::size_t i = b; i < e; ++i) {
-        if (i + 16 < e) __builtin_prefetch(meta_ + 2 * marked_[i + 16], 0, 3);
+        if (i + kAhead < e) {
+          __builtin_prefetch(meta_ + 2 * marked_[i + kAhead], 0, 3);
+          t.prefetch_entry(marked_[i + kAhead]);
+        }
         const int64_t r = marked_[i];
-        if (count_of(r) <= coldest || t.is_cached(r)) continue;
-        // Rows counted up to the admission threshold are admitted already (unless they repeat,
-        // which auto_count has counted).
-        part.wanted_by_count += count_of(r) >= admit_min_ && (flag_of(r) & 3) != kSeenTwice;
-        part.candidates.push_back(r);
+        const int c = count_of(r);
+        if (c <= coldest || t.is_cached(r)) continue;
+        const bool repeats = (flag_of(r) & 3) == kSeenTwice;  // counted by auto_count already
+        // Rows counted up to the admission threshold are admitted already.
+        part.wanted_by_count += c >= admit_min_ && !repeats;
+        ++part.cand_hist[static_cast<std::size_t>(c)];
+        part.cand_new_hist[static_cast<std::size_t>(c)] += !repeats;
+        ++part.candidates;
       }
     };
     const std::size_t nparts = marked_ends_.size();
@@ -358,44 +395,57 @@ void ManagedTable::auto_plan() {
       });
     else
       scan(0);
-    candidates_.clear();
+    std::array<int64_t, 256> cand{}, cand_new{}, vict{};
+    int64_t ncand = 0;
     for (std::size_t p = 0; p < nparts; ++p) {
-      candidates_.insert(candidates_.end(), parts_[p]->candidates.begin(), parts_[p]->candidates.end());
-      wanted += parts_[p]->wanted_by_count;
-    }
-    if (!candidates_.empty()) {
-      const std::size_t pages =
-          std::clamp<std::size_t>((candidates_.size() + page_rows - 1) / page_rows, 1, max_pages);
-      auto by_count_desc = [&](int64_t a, int64_t b) {
-        return count_of(a) != count_of(b) ? count_of(a) > count_of(b) : a < b;
-      };
-      std::vector<int64_t>& v = victims_;
-      v.resize(page_ends_[pages - 1]);
-      v.erase(std::remove_if(v.begin(), v.end(), in_batch), v.end());
-      if (candidates_.size() > v.size()) {
-        std::nth_element(candidates_.begin(), candidates_.begin() + static_cast<std::ptrdiff_t>(v.size()),
-                         candidates_.end(), by_count_desc);
-        candidates_.resize(v.size());
+      const CountPart& part = *parts_[p];
+      for (std::size_t c = 0; c < 256; ++c) {
+        cand[c] += part.cand_hist[c];
+        cand_new[c] += part.cand_new_hist[c];
       }
-      std::sort(candidates_.begin(), candidates_.end(), by_count_desc);
-      std::sort(v.begin(), v.end(), [&](int64_t a, int64_t b) { return count_of(a) < count_of(b); });
-      std::size_t k = 0;
-      while (k < candidates_.size() && k < v.size() && count_of(candidates_[k]) > count_of(v[k])) ++k;
-      const auto examined = static_cast<double>(page_ends_[pages - 1]);
-      if (k > 0 && static_cast<double>(k) >= options_.auto_min_swap * examined) {
-        retain_min_ = count_of(v[k - 1]) + 1;
-        const int admit_min = std::max<int>(count_of(candidates_[k - 1]), retain_min_);
-        for (std::size_t i = 0; i < k; ++i) {  // newly admitted by count
-          const int64_t r = candidates_[i];
-          wanted += count_of(r) < admit_min_ && (flag_of(r) & 3) != kSeenTwice;
-        }
+      ncand += part.candidates;
+      wanted += part.wanted_by_count;
+    }
+    if (ncand > 0) {
+      const std::size_t pages =
+          std::clamp<std::size_t>((static_cast<std::size_t>(ncand) + page_rows - 1) / page_rows, 1, max_pages);
+      const std::size_t examined = page_ends_[pages - 1];
+      for (std::size_t i = 0; i < examined; ++i)
+        if (!in_batch(victims_[i])) ++vict[count_of(victims_[i])];
+      // Pair the i-th hottest candidate with the i-th coldest victim while the candidate is
+      // counted higher: k pairs, the last pair's counts are the new thresholds.
+      int ci = 255, vi = 0;
+      int64_t rc = cand[255], rv = vict[0];
+      int64_t k = 0;
+      int last_c = 0, last_v = 0;
+      for (;;) {
+        while (ci >= 0 && rc == 0) rc = --ci >= 0 ? cand[static_cast<std::size_t>(ci)] : 0;
+        while (vi < 256 && rv == 0) rv = ++vi < 256 ? vict[static_cast<std::size_t>(vi)] : 0;
+        if (ci < 0 || vi >= 256 || ci <= vi) break;
+        const int64_t m = std::min(rc, rv);
+        k += m;
+        rc -= m;
+        rv -= m;
+        last_c = ci;
+        last_v = vi;
+      }
+      if (k > 0 && static_cast<double>(k) >= options_.auto_min_swap * static_cast<double>(examined)) {
+        retain_min_ = last_v + 1;
+        const int admit_min = std::max<int>(last_c, retain_min_);
+        // Newly admitted by count: the rule admits every row counted >= admit_min.
+        for (int c = admit_min; c < admit_min_ && c < 256; ++c) wanted += cand_new[static_cast<std::size_t>(c)];
         admit_min_ = admit_min;
         skew_pages = pages;
       }
     }
   }
 
-  // Step 4: room for what is to be admitted.
+  // Step 4: room for what is to be admitted. Without skew the wanted rows are the batch's repeats:
+  // admitting one saves slow reads of its later occurrences, but room for it evicts a row that
+  // the updates have dirtied, whose write-back costs a slow write. When the slow tier's row writes
+  // are dearer than its reads (the Optane model: 0.10 against 0.24 of DRAM), that trade loses, so
+  // repeats then only take free slots.
+  if (!skewed_ && repeats_need_cheap_writes_) return;
   const int64_t need = wanted - t.free_slots();
   std::size_t pages = skew_pages;
   if (need > 0)

@@ -49,7 +49,11 @@
 ///     auto_min_swap of the examined rows, since retiring a page also moves the rows it keeps.
 ///  4. Room: when the rows to admit exceed the free slots, the oldest pages are retired
 ///     (retire_oldest, dirty rows written home) while rows of the coming batch and rows counted
-///     above the victims are retained (moved to a fresh page in the fast tier).
+///     above the victims are retained (moved to a fresh page in the fast tier). Without skew, when
+///     the slow tier's modeled row writes are slower than its row reads, repeats take only free
+///     slots: evicting a dirty row to admit a repeat costs a slow write to save a slow read. In
+///     that state (no skew, repeats not worth evictions) a batch can only change the counts, so
+///     just one batch in four is counted (after the first 16) — enough to notice skew when it appears.
 /// The table admits through CachedTable::AdmissionRule (flag == "seen twice in this epoch" or
 /// count >= the admission threshold), so admission happens on the miss, never ahead of it, and
 /// hit rates stay comparable with Dynamic's. Without skew Auto moves only repeating rows of a
@@ -181,9 +185,12 @@ class ManagedTable {
   uint64_t window_ = 1;
   int64_t skew_rows_ = 8;
   bool skewed_ = false;
+  bool repeats_need_cheap_writes_ = false;  // the slow tier's row writes are dearer than its reads
+  uint64_t unsampled_ = 0;                  // batches seen while sampling (see before_lookup)
+  uint64_t counted_ = 0;                    // batches counted
   uint64_t swap_batches_ = 0, rows_evicted_ = 0;
   AutoState auto_state_;
-  std::vector<int64_t> victims_, candidates_;
+  std::vector<int64_t> victims_;
   std::vector<size_t> page_ends_;
 };
 

@@ -7,7 +7,10 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <chrono>
 #include <map>
+#include <mutex>
+#include <utility>
 
 #include "core/error.h"
 #include "core/threading.h"
@@ -385,6 +388,75 @@ double measure_dram_copy_gbps() {
   if (it != cache.end()) return it->second;
   const double gbps = measure_now();
   cache.emplace(threads, gbps);
+  return gbps;
+}
+
+namespace {
+
+double measure_gather_now(std::size_t row_bytes) {
+  using clock = std::chrono::steady_clock;
+  const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  std::size_t bytes = std::clamp<std::size_t>(l3 > 0 ? static_cast<std::size_t>(l3) / 2 * 3 : 0,
+                                              std::size_t{64} << 20, std::size_t{192} << 20);
+  if (STRATA_COPY_SANITIZED) bytes = std::size_t{4} << 20;
+  bytes &= ~(std::size_t{2 << 20} - 1);
+  MappedBuffer a(bytes);
+  parallel_for(static_cast<int64_t>(bytes / kParallelChunkBytes), 1, [&](int64_t lo, int64_t hi) {
+    const std::size_t o = static_cast<std::size_t>(lo) * kParallelChunkBytes;
+    std::memset(a.data() + o, 1, static_cast<std::size_t>(hi - lo) * kParallelChunkBytes);
+  });
+  const std::size_t nrows = bytes / row_bytes;
+  const std::size_t words = row_bytes / sizeof(std::uint64_t);
+  // Row numbers from a fixed LCG, drawn per pass and block so the passes are reproducible.
+  constexpr int64_t kBlock = 4096;
+  // 64 MiB of 256-byte rows per pass (sanitized builds only check that the code runs).
+  const int64_t kRowsPerPass = STRATA_COPY_SANITIZED ? kBlock : int64_t{1} << 18;
+  std::atomic<std::uint64_t> sink{0};
+  double best = 1e30;
+  const auto t_start = clock::now();
+  for (int pass = 0; pass < 6; ++pass) {
+    const auto t0 = clock::now();
+    parallel_for(kRowsPerPass / kBlock, 1, [&](int64_t lo, int64_t hi) {
+      std::uint64_t acc = 0;
+      for (int64_t blk = lo; blk < hi; ++blk) {
+        std::uint64_t x = 0x9E3779B97F4A7C15ull * static_cast<std::uint64_t>(blk + 1 + pass * 7919);
+        std::size_t rows[kBlock];
+        for (auto& r : rows) {
+          x = x * 6364136223846793005ull + 1442695040888963407ull;
+          r = static_cast<std::size_t>((x >> 17) % nrows);
+        }
+        constexpr int kAhead = 8;
+        for (int64_t i = 0; i < kBlock; ++i) {
+          if (i + kAhead < kBlock) {
+            const char* q = a.data() + rows[i + kAhead] * row_bytes;
+            for (std::size_t off = 0; off < row_bytes; off += 64) __builtin_prefetch(q + off, 0, 3);
+          }
+          const auto* w = reinterpret_cast<const std::uint64_t*>(a.data() + rows[i] * row_bytes);
+          for (std::size_t k = 0; k < words; ++k) acc += w[k];
+        }
+      }
+      sink.fetch_add(acc, std::memory_order_relaxed);
+    });
+    const auto t1 = clock::now();
+    best = std::min(best, std::chrono::duration<double>(t1 - t0).count());
+    if (pass >= 2 && std::chrono::duration<double>(t1 - t_start).count() > 0.2) break;
+  }
+  return static_cast<double>(kRowsPerPass) * static_cast<double>(row_bytes) / best / 1e9;
+}
+
+}  // namespace
+
+double measure_dram_gather_gbps(std::size_t row_bytes) {
+  STRATA_CHECK(row_bytes >= 64 && row_bytes % 64 == 0 && row_bytes <= (std::size_t{1} << 20),
+               "measure_dram_gather_gbps: row_bytes must be a multiple of 64 in [64, 1 MiB], got ", row_bytes);
+  static std::mutex mutex;
+  static std::map<std::pair<int, std::size_t>, double> cache;  // by (threads, row bytes)
+  const auto key = std::make_pair(get_num_threads(), row_bytes);
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  const double gbps = measure_gather_now(row_bytes);
+  cache.emplace(key, gbps);
   return gbps;
 }
 

@@ -74,6 +74,13 @@ inline constexpr std::size_t kParallelChunkBytes = std::size_t{256} << 10;
 /// On a shared machine the figure moves with the load of the other tenants.
 double measure_dram_copy_gbps();
 
+/// Random-gather bandwidth of DRAM at the current thread count, in GB/s of row bytes read: rows of
+/// `row_bytes` (a multiple of 64) at uniformly random positions of a buffer 1.5x the last-level
+/// cache, summed as embedding lookups read them (8 rows in flight per thread). The best of a few
+/// short passes (<= ~0.2 s in all), cached per (thread count, row size) after the first call. The
+/// slow-tier model scales its random-row bandwidths to it (Note [Slow-tier model]).
+double measure_dram_gather_gbps(std::size_t row_bytes = 256);
+
 namespace detail {
 /// The vector width of the copy kernels copy_bytes uses on this machine: "avx512", "avx", "sse2",
 /// or "none" (not x86: plain memcpy). Reported by benchmarks.

@@ -58,7 +58,7 @@ inline void cpu_relax() {
 
 }  // namespace
 
-SlowTierModel SlowTierModel::defaults(double measured_dram_gbps) {
+SlowTierModel SlowTierModel::defaults(double measured_dram_gbps, double measured_dram_gather_gbps) {
   STRATA_CHECK(std::isfinite(measured_dram_gbps) && measured_dram_gbps > 0,
                "SlowTierModel::defaults: the measured DRAM bandwidth must be a positive number of "
                "GB/s, got ",
@@ -69,6 +69,15 @@ SlowTierModel SlowTierModel::defaults(double measured_dram_gbps) {
   m.latency_ns = kNominalDramLatencyNs * kOptaneLatencyRatio;
   m.enabled = true;
   m.reference_dram_gbps = measured_dram_gbps;
+  STRATA_CHECK(std::isfinite(measured_dram_gather_gbps) && measured_dram_gather_gbps >= 0,
+               "SlowTierModel::defaults: the measured DRAM gather bandwidth must be a non-negative number "
+               "of GB/s (0: none), got ",
+               measured_dram_gather_gbps);
+  if (measured_dram_gather_gbps > 0) {
+    m.random_read_gbps = std::min(m.read_gbps, measured_dram_gather_gbps * kOptaneRandomReadRatio);
+    m.random_write_gbps = std::min(m.write_gbps, measured_dram_gather_gbps * kOptaneWriteRatio);
+    m.reference_dram_gather_gbps = measured_dram_gather_gbps;
+  }
   return m;
 }
 
@@ -92,6 +101,12 @@ void SlowTierModel::validate() const {
                "SlowTierModel: write bandwidth must be a positive number of GB/s, got ", write_gbps);
   STRATA_CHECK(std::isfinite(latency_ns) && latency_ns >= 0,
                "SlowTierModel: latency must be a non-negative number of ns, got ", latency_ns);
+  STRATA_CHECK(std::isfinite(random_read_gbps) && random_read_gbps >= 0,
+               "SlowTierModel: random-read bandwidth must be a non-negative number of GB/s (0: as reads), got ",
+               random_read_gbps);
+  STRATA_CHECK(std::isfinite(random_write_gbps) && random_write_gbps >= 0,
+               "SlowTierModel: random-write bandwidth must be a non-negative number of GB/s (0: as writes), got ",
+               random_write_gbps);
 }
 
 std::string SlowTierModel::describe() const {
@@ -102,6 +117,11 @@ std::string SlowTierModel::describe() const {
     s += " (Optane ratios vs measured DRAM " + fmt(reference_dram_gbps) + " GB/s)";
   else
     s += " (set explicitly)";
+  if (random_read_gbps > 0 || random_write_gbps > 0) {
+    s += "; random rows: read " + fmt(random_read_gbps > 0 ? random_read_gbps : read_gbps) + " GB/s, write " +
+         fmt(random_write_gbps > 0 ? random_write_gbps : write_gbps) + " GB/s";
+    if (reference_dram_gather_gbps > 0) s += " (vs measured DRAM gather " + fmt(reference_dram_gather_gbps) + " GB/s)";
+  }
   return s;
 }
 
@@ -128,16 +148,18 @@ SlowTierThrottle::Reservation SlowTierThrottle::reserve(std::atomic<std::int64_t
   return r;
 }
 
-SlowTierThrottle::Reservation SlowTierThrottle::reserve_read(std::size_t bytes) {
+SlowTierThrottle::Reservation SlowTierThrottle::reserve_read(std::size_t bytes, SlowTierAccess access) {
   bytes_read_.fetch_add(bytes, std::memory_order_relaxed);
   reads_.fetch_add(1, std::memory_order_relaxed);
-  return reserve(read_clock_ticks_, model_.read_gbps, bytes);
+  const bool random = access == SlowTierAccess::Random && model_.random_read_gbps > 0;
+  return reserve(read_clock_ticks_, random ? model_.random_read_gbps : model_.read_gbps, bytes);
 }
 
-SlowTierThrottle::Reservation SlowTierThrottle::reserve_write(std::size_t bytes) {
+SlowTierThrottle::Reservation SlowTierThrottle::reserve_write(std::size_t bytes, SlowTierAccess access) {
   bytes_written_.fetch_add(bytes, std::memory_order_relaxed);
   writes_.fetch_add(1, std::memory_order_relaxed);
-  return reserve(write_clock_ticks_, model_.write_gbps, bytes);
+  const bool random = access == SlowTierAccess::Random && model_.random_write_gbps > 0;
+  return reserve(write_clock_ticks_, random ? model_.random_write_gbps : model_.write_gbps, bytes);
 }
 
 void SlowTierThrottle::complete(const Reservation& r) {

@@ -19,6 +19,15 @@
 ///    copy time counts toward the modeled time instead of being added to it
 ///    (`reserve_*` / `complete`; `charge_*` is both in one call).
 ///  * No lock is held while waiting. Waits longer than ~50 µs sleep, shorter ones spin.
+///  * Random row accesses (embedding rows: Access::Random) are charged at the model's random-access
+///    bandwidths when they are set. Without them a random 256-byte row would cost as little as a
+///    streamed one, and on a machine with few cores, whose random DRAM reads are bound by latency
+///    rather than by the bus, the modeled slow tier would then be *faster* than DRAM for rows
+///    (development VM: 9 GB/s modeled against 5-7 GB/s of measured DRAM gathers). The defaults scale
+///    the dissertation's PM/DRAM ratio for random rows (Table 5.3: 256-byte ensemble lookups, PM
+///    25.0 GB/s vs DRAM 103.6 GB/s) to this machine's measured random-gather bandwidth of DRAM at
+///    the same thread count, and random writes by the write ratio (Figure 2.2b: PM writes of 256 B
+///    and more run at the same bandwidth random or sequential), capped by the sequential rates.
 ///
 /// Defaults come from the dissertation's Optane measurements (see SlowTierModel::defaults) scaled to
 /// the measured DRAM copy bandwidth of the machine, so the fast/slow *ratio* is the Optane one. Every
@@ -39,23 +48,30 @@ struct SlowTierModel {
   double write_gbps = 0.0;
   /// Access latency charged once per transfer, in ns. Must be >= 0.
   double latency_ns = 0.0;
+  /// Bandwidths for random row accesses (Access::Random), in GB/s; 0: as the sequential ones.
+  double random_read_gbps = 0.0;
+  double random_write_gbps = 0.0;
   /// False: the slow tier is a real device (or the model is switched off); nothing is charged.
   bool enabled = false;
   /// The measured DRAM copy bandwidth the defaults were scaled to (0 if set by hand); only reported.
   double reference_dram_gbps = 0.0;
+  /// The measured DRAM random-gather bandwidth the random-access defaults were scaled to (0: none).
+  double reference_dram_gather_gbps = 0.0;
 
   /// Optane-like model scaled to this machine: read and write bandwidth are the dissertation's
   /// Optane/DRAM bandwidth ratios times `measured_dram_gbps` (use measure_dram_copy_gbps()), the
   /// latency is its Optane/DRAM latency ratio times a nominal DRAM latency. Throws strata::Error if
   /// `measured_dram_gbps` is not a positive finite number.
-  static SlowTierModel defaults(double measured_dram_gbps);
+  /// `measured_dram_gather_gbps` > 0 (use measure_dram_gather_gbps()) also sets the random-access
+  /// bandwidths: kOptaneRandomReadRatio and kOptaneWriteRatio times it, at most the sequential ones.
+  static SlowTierModel defaults(double measured_dram_gbps, double measured_dram_gather_gbps = 0.0);
   /// A model with explicit parameters (validated; see validate()).
   static SlowTierModel custom(double read_gbps, double write_gbps, double latency_ns);
   /// No model: transfers are not throttled.
   static SlowTierModel off();
 
   /// Throws strata::Error naming the bad field if enabled with a non-positive or non-finite
-  /// bandwidth, or with a negative or non-finite latency.
+  /// bandwidth, a negative or non-finite random-access bandwidth, or a negative or non-finite latency.
   void validate() const;
   /// One line for reports: "modeled slow tier: read X GB/s, write Y GB/s, latency Z ns (Optane
   /// ratios vs measured DRAM W GB/s)" or "real device / model off".
@@ -65,6 +81,8 @@ struct SlowTierModel {
   static constexpr double kOptaneReadRatio = 30.0 / 110.0;
   static constexpr double kOptaneWriteRatio = 11.0 / 110.0;
   static constexpr double kOptaneLatencyRatio = 3.0;
+  /// PM/DRAM bandwidth of random 256-byte row reads (dissertation Table 5.3).
+  static constexpr double kOptaneRandomReadRatio = 25.0 / 103.6;
   /// Nominal idle load latency of server DRAM that kOptaneLatencyRatio multiplies, in ns.
   static constexpr double kNominalDramLatencyNs = 100.0;
 };
@@ -77,6 +95,9 @@ struct SlowTierCounters {
   std::uint64_t writes = 0;   ///< number of write charges
   std::uint64_t stall_ns = 0; ///< wall time callers spent delayed by the throttle, summed over threads
 };
+
+/// How a transfer touches the slow tier: streamed (tensors, tape tiles) or as random rows.
+enum class SlowTierAccess : std::uint8_t { Sequential, Random };
 
 /// Thread-safe enforcement of a SlowTierModel (Note [Slow-tier model]).
 class SlowTierThrottle {
@@ -96,13 +117,17 @@ class SlowTierThrottle {
   bool enabled() const { return model_.enabled; }
 
   /// Charges a read of `bytes` from the slow tier: returns no earlier than the model allows.
-  void charge_read(std::size_t bytes) { complete(reserve_read(bytes)); }
+  void charge_read(std::size_t bytes, SlowTierAccess access = SlowTierAccess::Sequential) {
+    complete(reserve_read(bytes, access));
+  }
   /// Charges a write of `bytes` to the slow tier.
-  void charge_write(std::size_t bytes) { complete(reserve_write(bytes)); }
+  void charge_write(std::size_t bytes, SlowTierAccess access = SlowTierAccess::Sequential) {
+    complete(reserve_write(bytes, access));
+  }
 
   /// Two-phase charging: reserve before the transfer, complete() after it.
-  Reservation reserve_read(std::size_t bytes);
-  Reservation reserve_write(std::size_t bytes);
+  Reservation reserve_read(std::size_t bytes, SlowTierAccess access = SlowTierAccess::Sequential);
+  Reservation reserve_write(std::size_t bytes, SlowTierAccess access = SlowTierAccess::Sequential);
   /// Waits until the reservation's deadline (spinning for short waits, sleeping for long ones).
   void complete(const Reservation& r);
 

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Configures and builds one build tree incrementally. Usage:
 #   bash scripts/build.sh <build-dir> [extra cmake -D options...]
+# STRATA_BUILD_TARGETS="a b" builds only those targets (default: everything).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=$1; shift
 mkdir -p "$(dirname "$dir")"
 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE="${STRATA_BUILD_TYPE:-Release}" "$@" >"$dir.configure.log" 2>&1 \
   || { mkdir -p "$(dirname "$dir")"; cat "$dir.configure.log"; exit 1; }
-cmake --build "$dir" --parallel "$(nproc)"
+targets=()
+for t in ${STRATA_BUILD_TARGETS:-}; do targets+=(--target "$t"); done
+cmake --build "$dir" --parallel "$(nproc)" "${targets[@]}"

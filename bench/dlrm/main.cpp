@@ -163,6 +163,19 @@ int run(const DLRMConfig& c) {
     j.kv("preset", c.preset).kv("policy", c.emb_policy).kv("batch", batch).kv("iterations", run_iters);
     j.kv("tables", model.num_tables()).kv("table_bytes", static_cast<long long>(c.table_bytes()));
     j.kv("fast_budget", static_cast<long long>(c.fast_budget));
+    // The architecture as run (after presets, --scale-rows), so a peer can build the same model.
+    j.key("rows").begin_array();
+    for (int64_t r : c.table_rows()) j.value(static_cast<long long>(r));
+    j.end_array();
+    j.kv("sparse_feature_size", static_cast<long long>(c.arch_sparse_feature_size));
+    j.key("mlp_bot").begin_array();
+    for (int64_t w : c.arch_mlp_bot) j.value(static_cast<long long>(w));
+    j.end_array();
+    j.key("mlp_top").begin_array();
+    for (int64_t w : c.arch_mlp_top) j.value(static_cast<long long>(w));
+    j.end_array();
+    j.kv("loss_function", to_string(c.loss_function)).kv("learning_rate", c.learning_rate);
+    j.kv("lookups", static_cast<long long>(c.num_indices_per_lookup)).kv("lookups_fixed", c.num_indices_per_lookup_fixed);
     j.timed("step_ms", "ms", step_ms);
     j.kv("samples_per_s", sps);
     j.key("phases_ms_per_it").begin_object();

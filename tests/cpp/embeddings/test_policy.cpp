@@ -343,6 +343,41 @@ TEST(EmbeddingPolicy, AutoHitRateIsAtLeastTheBestOfTheOthers) {
   }
 }
 
+// Note [Auto embedding policy], step 4: when the slow tier's row writes are dearer than its reads,
+// a uniform input's repeats take only free slots (an eviction's write-back would cost more than
+// the reads a repeat saves), so Auto keeps Static's content — and counts only a sample of batches.
+TEST(EmbeddingPolicy, AutoDoesNotEvictForRepeatsWhenWritesAreDearer) {
+  const int64_t n = 20000, d = 4;
+  const Batches batches = uniform_batches(n, 60, 2048, 11);
+  struct DearWrites {
+    memory::DramHeap fast{std::size_t{4} << 20};
+    memory::PmHeap slow{{.capacity = std::size_t{8} << 20, .dir = std::filesystem::temp_directory_path().string(),
+                         .backend = memory::PmBackend::Mmap}};
+    memory::SlowTierThrottle throttle{memory::SlowTierModel::custom(1000.0, 500.0, 0.0)};
+  } h;
+  auto m = make_table(EmbeddingPolicy::Auto, n, d, ElemType::F32, {&h.fast, nullptr}, {&h.slow, &h.throttle}, 0.1);
+  auto st = make_table(EmbeddingPolicy::Static, n, d, ElemType::F32, {&h.fast, nullptr}, {&h.slow, &h.throttle}, 0.1);
+  for (ManagedTable* t : {m.get(), st.get()}) {
+    t->reset_stats();
+    for (const auto& batch : batches) {
+      t->before_lookup(batch);
+      for (int64_t r : batch) (void)t->table().rowpointer(r, AccessContext::Forward);
+      for (int64_t r : batch) reinterpret_cast<float*>(t->table().rowpointer(r, AccessContext::Update))[0] += 1.0f;
+      t->after_update();
+    }
+  }
+  const PolicyStats a = m->stats(), s = st->stats();
+  EXPECT_FALSE(a.skewed);
+  EXPECT_EQ(a.swap_batches, 0u);
+  EXPECT_EQ(a.rows_evicted, 0u);
+  EXPECT_EQ(a.cache.rows_cached, 0u);
+  EXPECT_EQ(a.cache.hit_rate(), s.cache.hit_rate());  // the same random fill, the same hits
+  // With equal read and write costs (the other tests' throttle) the same input admits repeats.
+  const PolicyRun cheap = run_policy(EmbeddingPolicy::Auto, batches, n, d, 0.1);
+  EXPECT_GT(cheap.stats.cache.rows_cached, 0u);
+  EXPECT_GT(cheap.hit_rate, a.cache.hit_rate());
+}
+
 // The exactness requirement for every table type and policy: emb::lookup and emb::update
 // (multi-threaded, caching on Forward, dirtying on Update, flushes between steps) give exactly
 // the naive reference's values, with duplicates within bags and across the batch.

@@ -421,6 +421,63 @@ TEST(SlowTierModel, DefaultsApplyTheOptaneRatiosToTheMeasuredBandwidth) {
               HasSubstr("read 3 GB/s, write 1 GB/s, latency 50 ns"));
 }
 
+// Note [Slow-tier model]: random rows get Table 5.3's read ratio and the write ratio of the
+// measured DRAM gather bandwidth, never more than the sequential rates.
+TEST(SlowTierModel, DefaultsWithAGatherFigureModelRandomRows) {
+  const SlowTierModel m = SlowTierModel::defaults(22.0, 5.0);
+  EXPECT_DOUBLE_EQ(m.read_gbps, 22.0 * 30.0 / 110.0);
+  EXPECT_DOUBLE_EQ(m.random_read_gbps, 5.0 * 25.0 / 103.6);
+  EXPECT_DOUBLE_EQ(m.random_write_gbps, 5.0 * 11.0 / 110.0);
+  EXPECT_DOUBLE_EQ(m.reference_dram_gather_gbps, 5.0);
+  EXPECT_EQ(m.describe(),
+            "modeled slow tier: read 6 GB/s, write 2.2 GB/s, latency 300 ns (Optane ratios vs "
+            "measured DRAM 22 GB/s); random rows: read 1.21 GB/s, write 0.5 GB/s (vs measured DRAM gather 5 GB/s)");
+  // A gather figure above the copy figure is capped by the sequential rates.
+  const SlowTierModel capped = SlowTierModel::defaults(10.0, 100.0);
+  EXPECT_DOUBLE_EQ(capped.random_read_gbps, capped.read_gbps);
+  EXPECT_DOUBLE_EQ(capped.random_write_gbps, capped.write_gbps);
+  // Without one, random rows cost what streamed bytes cost.
+  EXPECT_EQ(SlowTierModel::defaults(22.0).random_read_gbps, 0.0);
+  for (double bad : {-1.0, std::nan(""), std::numeric_limits<double>::infinity()}) {
+    try {
+      SlowTierModel::defaults(22.0, bad);
+      FAIL() << "expected strata::Error for " << bad;
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), HasSubstr("measured DRAM gather bandwidth must be a non-negative number"));
+    }
+  }
+  SlowTierModel neg = SlowTierModel::custom(1.0, 1.0, 0.0);
+  neg.random_write_gbps = -1.0;
+  try {
+    SlowTierThrottle{neg};
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("random-write bandwidth must be a non-negative number of GB/s"));
+  }
+}
+
+TEST(SlowTierThrottle, RandomRowsAreChargedAtTheRandomRates) {
+  SlowTierModel m = SlowTierModel::custom(1000.0, 1000.0, 0.0);  // streamed: 1 TB/s, i.e. free
+  m.random_read_gbps = 1.0;
+  m.random_write_gbps = 0.5;
+  SlowTierThrottle throttle(m);
+  constexpr std::size_t kBytes = std::size_t{8} << 20;
+  auto t0 = Clock::now();
+  throttle.charge_read(kBytes);  // sequential: ~8 µs
+  throttle.charge_write(kBytes);
+  const double sequential = seconds_since(t0);
+  t0 = Clock::now();
+  throttle.charge_read(kBytes, SlowTierAccess::Random);
+  EXPECT_GE(seconds_since(t0), 0.9 * static_cast<double>(kBytes) / 1e9);  // at 1 GB/s
+  t0 = Clock::now();
+  throttle.charge_write(kBytes, SlowTierAccess::Random);
+  EXPECT_GE(seconds_since(t0), 0.9 * static_cast<double>(kBytes) / 0.5e9);  // at 0.5 GB/s
+  EXPECT_LT(sequential, static_cast<double>(kBytes) / 1e9);
+  const SlowTierCounters c = throttle.counters();
+  EXPECT_EQ(c.bytes_read, 2 * kBytes);
+  EXPECT_EQ(c.bytes_written, 2 * kBytes);
+}
+
 TEST(SlowTierModel, BadParametersRaiseNamingTheField) {
   for (double bad : {0.0, -4.0, std::nan(""), std::numeric_limits<double>::infinity()}) {
     try {
@@ -522,6 +579,21 @@ TEST(SlowTierThrottle, OffCountsButNeverStalls) {
   EXPECT_EQ(c.writes, 1000u);
   EXPECT_EQ(c.stall_ns, 0u);
   EXPECT_FALSE(throttle.reserve_read(100).active);
+}
+
+TEST(DramGatherBandwidth, IsPositiveCachedAndChecksTheRowSize) {
+  const double a = measure_dram_gather_gbps(256);
+  EXPECT_TRUE(std::isfinite(a));
+  EXPECT_GT(a, 0.0);
+  EXPECT_EQ(measure_dram_gather_gbps(256), a);  // cached per (threads, row size)
+  for (std::size_t bad : {std::size_t{0}, std::size_t{100}, std::size_t{32}}) {
+    try {
+      measure_dram_gather_gbps(bad);
+      FAIL() << bad;
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), HasSubstr("row_bytes must be a multiple of 64"));
+    }
+  }
 }
 
 TEST(DramCopyBandwidth, IsPositiveAndCachedPerThreadCount) {
