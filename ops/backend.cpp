@@ -34,6 +34,7 @@ std::vector<Backend*>& registry() {
   return r;
 }
 thread_local Backend* current = nullptr;
+thread_local ops::detail::OpRecorder* recorder = nullptr;
 
 }  // namespace
 
@@ -87,6 +88,14 @@ namespace ops::detail {
 void check_backend(OpKind op) {
   if (current == nullptr) return;  // the CPU backend supports everything
   STRATA_CHECK(current->supports(op), op_name(op), ": not supported by the '", current->name(), "' backend");
+}
+
+OpRecorder* op_recorder() { return recorder; }
+
+OpRecorder* set_op_recorder(OpRecorder* r) {
+  OpRecorder* previous = recorder;
+  recorder = r;
+  return previous;
 }
 }  // namespace ops::detail
 

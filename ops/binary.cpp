@@ -140,16 +140,22 @@ Tensor scalar_op(const char* op, OpKind kind, const char* node_name, const Tenso
 
 }  // namespace
 
-Tensor add(const Tensor& a, const Tensor& b, double alpha) { return add_sub("add", OpKind::add, "AddBackward", a, b, alpha); }
+Tensor add(const Tensor& a, const Tensor& b, double alpha) {
+  Tensor out = add_sub("add", OpKind::add, "AddBackward", a, b, alpha);
+  if (OpRecorder* rec = op_recorder()) rec->add(a, b, alpha, out);  // Note [Op recording hook]
+  return out;
+}
 
 Tensor sub(const Tensor& a, const Tensor& b, double alpha) {
   return add_sub("sub", OpKind::sub, "SubBackward", a, b, -alpha);
 }
 
 Tensor add(const Tensor& a, double s) {
-  return scalar_op(
+  Tensor out = scalar_op(
       "add", OpKind::add, "AddBackward", a, [s](auto v) { return v + decltype(v)(s); },
       [](const Tensor& g, const Tensor&, const Tensor&) { return g; }, false);
+  if (OpRecorder* rec = op_recorder()) rec->add_scalar(a, s, out);  // Note [Op recording hook]
+  return out;
 }
 
 Tensor sub(const Tensor& a, double s) {

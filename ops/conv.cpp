@@ -557,6 +557,8 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntArra
     node->save(weight);
     autograd::set_history({&y}, node);
   }
+  if (OpRecorder* rec = op_recorder())  // Note [Op recording hook]
+    rec->conv2d(x, weight, bias, stride, padding, dilation, groups, y);
   return y;
 }
 

@@ -371,6 +371,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     node->save(b);
     autograd::set_history({&out}, node);
   }
+  if (OpRecorder* rec = op_recorder()) rec->matmul(a, b, out);  // Note [Op recording hook]
   return out;
 }
 
@@ -475,6 +476,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activat
     else if (act != Activation::None) node->save(y);
     autograd::set_history({&y}, node);
   }
+  if (OpRecorder* rec = op_recorder()) rec->linear(x, weight, bias, act, y);  // Note [Op recording hook]
   return y;
 }
 

@@ -405,6 +405,8 @@ Tensor max_pool2d(const Tensor& x, IntArrayRef kernel_size, IntArrayRef stride, 
     node->save(idx);
     autograd::set_history({&y}, node);
   }
+  if (OpRecorder* rec = op_recorder())  // Note [Op recording hook]
+    rec->max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode, y);
   return y;
 }
 
@@ -417,7 +419,10 @@ Tensor avg_pool2d(const Tensor& x, IntArrayRef kernel_size, IntArrayRef stride, 
   AvgPlan plan;
   for (int64_t o = 0; o < g.OH; ++o) plan.rows.push_back(avg_window(o, g.H, g.kh, g.sh, g.ph, count_include_pad));
   for (int64_t o = 0; o < g.OW; ++o) plan.cols.push_back(avg_window(o, g.W, g.kw, g.sw, g.pw, count_include_pad));
-  return avg_like("AvgPool2DBackward", x, std::move(plan), g.planes);
+  Tensor y = avg_like("AvgPool2DBackward", x, std::move(plan), g.planes);
+  if (OpRecorder* rec = op_recorder())  // Note [Op recording hook]
+    rec->avg_pool2d(x, kernel_size, stride, padding, ceil_mode, count_include_pad, y);
+  return y;
 }
 
 Tensor adaptive_avg_pool2d(const Tensor& x, IntArrayRef output_size) {

@@ -331,6 +331,7 @@ Tensor reshape(const Tensor& x, IntArrayRef sizes) {
     });
     autograd::set_history({&y}, node);
   }
+  if (OpRecorder* rec = op_recorder()) rec->reshape(x, y);  // Note [Op recording hook]
   return y;
 }
 

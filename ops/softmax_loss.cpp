@@ -812,6 +812,8 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& w
     node->save(weight);
     autograd::set_history({&out}, node);
   }
+  if (OpRecorder* rec = op_recorder())  // Note [Op recording hook]
+    rec->cross_entropy(logits, target, weight, reduction, ignore_index, label_smoothing, out);
   return out;
 }
 

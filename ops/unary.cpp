@@ -178,6 +178,7 @@ Tensor relu(const Tensor& x) {
   check_unary("relu", OpKind::relu, x);
   Tensor y = unary_kernel(x, [](auto v) { return v > decltype(v)(0) ? v : decltype(v)(0); });
   record_pointwise("ReluBackward", x, y, y, [](auto g, auto out) { return out > decltype(out)(0) ? g : decltype(g)(0); });
+  if (OpRecorder* rec = op_recorder()) rec->relu(x, y);  // Note [Op recording hook]
   return y;
 }
 
@@ -207,6 +208,7 @@ Tensor tanh(const Tensor& x) {
   check_unary("tanh", OpKind::tanh, x);
   Tensor y = unary_vec(x, ops::cpu::vec::kernels().tanh, [](auto v) { return tanh_t(v); });
   record_pointwise("TanhBackward", x, y, y, [](auto g, auto out) { return g * (decltype(out)(1) - out * out); });
+  if (OpRecorder* rec = op_recorder()) rec->tanh(x, y);  // Note [Op recording hook]
   return y;
 }
 

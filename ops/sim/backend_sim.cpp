@@ -1,11 +1,15 @@
 #include "ops/sim/backend_sim.h"
 
 #include <algorithm>
+#include <optional>
 #include <sstream>
+#include <thread>
 #include <utility>
 
+#include "autograd/accumulate.h"
 #include "core/error.h"
 #include "core/factories.h"
+#include "ops/softmax_loss.h"
 #include "ops/sim/replay.h"
 #include "ops/sim/systems.h"
 #include "ops/sim/tapeflow.h"
@@ -24,6 +28,7 @@ class SimBackend final : public Backend {
       case OpKind::matmul:
       case OpKind::add:
       case OpKind::relu:
+      case OpKind::tanh:
       case OpKind::conv2d:
       case OpKind::max_pool2d:
       case OpKind::avg_pool2d:
@@ -149,7 +154,7 @@ SimTensor SimStep::linear(const SimTensor& x, const SimTensor& w, const SimTenso
       acc += x.array.load(r * static_cast<size_t>(in) + k) * w.array.load(o * static_cast<size_t>(in) + k);
     });
     if (act == Activation::ReLU) acc = max(acc, Active(0.0));
-    if (act == Activation::Tanh) acc = tanh(acc);
+    if (act == Activation::Tanh) acc = sim::tanh(acc);
     y.array.store(e, acc);
   });
   return y;
@@ -195,6 +200,16 @@ SimTensor SimStep::relu(const SimTensor& x) {
   SimTensor y = s.temp(op, x.shape);
   for_range(op + ".out", static_cast<size_t>(x.numel()),
             [&](size_t e) { y.array.store(e, max(x.array.load(e), Active(0.0))); });
+  return y;
+}
+
+SimTensor SimStep::tanh(const SimTensor& x) {
+  Impl& s = *impl_;
+  s.check_open("tanh");
+  const std::string op = s.op_name("tanh");
+  SimTensor y = s.temp(op, x.shape);
+  for_range(op + ".out", static_cast<size_t>(x.numel()),
+            [&](size_t e) { y.array.store(e, sim::tanh(x.array.load(e))); });
   return y;
 }
 
@@ -311,6 +326,20 @@ SimTensor SimStep::flatten(const SimTensor& x, int64_t start_dim) {
   return SimTensor{x.array, std::move(shape)};
 }
 
+SimTensor SimStep::reshape(const SimTensor& x, std::vector<int64_t> shape) {
+  Impl& s = *impl_;
+  s.check_open("reshape");
+  int64_t numel = 1;
+  for (int64_t d : shape) {
+    STRATA_CHECK(d >= 0, s.where("reshape"), ": invalid shape ", shape_str(shape));
+    numel *= d;
+  }
+  STRATA_CHECK(numel == x.numel(), s.where("reshape"), ": shape ", shape_str(shape), " does not hold the ", x.numel(),
+               " elements of ", shape_str(x.shape));
+  ++s.ops;
+  return SimTensor{x.array, std::move(shape)};
+}
+
 void SimStep::cross_entropy(const SimTensor& logits, const Tensor& target) {
   Impl& s = *impl_;
   s.check_open("cross_entropy");
@@ -366,6 +395,303 @@ SimStepReport SimStep::run(const SimStepOptions& options) {
   }
   r.enzyme = simulate(prog.trace, enzyme.machine);
   r.tapeflow = simulate(tapeflow(prog, tflow.machine.scratchpad.size_bytes).trace, tflow.machine);
+  return r;
+}
+
+// ---- SimSession (Note [Sim session]) ------------------------------------------------------------
+
+namespace {
+
+std::vector<int64_t> dims_of(const Tensor& t) { return std::vector<int64_t>(t.sizes().begin(), t.sizes().end()); }
+
+/// The identity the session maps tensors by: the same elements of the same storage in the same
+/// layout, and the same autograd record (both none, or one shared by the two handles). A raw view
+/// or detach() of a tensor that has an autograd record is therefore a different tensor — as on the
+/// CPU backend, where such a view is cut from the graph.
+bool same_tensor(const Tensor& a, const Tensor& b) {
+  return a.storage().is_same(b.storage()) && a.offset() == b.offset() && a.dtype() == b.dtype() &&
+         a.sizes() == b.sizes() && a.strides() == b.strides() && a.autograd_meta_if_any() == b.autograd_meta_if_any();
+}
+
+/// The (h, w) pair of a 1- or 2-value attribute; `fallback` when empty.
+std::pair<int64_t, int64_t> hw(IntArrayRef v, std::pair<int64_t, int64_t> fallback) {
+  if (v.size() == 0) return fallback;
+  return {v[0], v.size() > 1 ? v[1] : v[0]};
+}
+
+constexpr std::pair<int64_t, int64_t> kOnes{1, 1}, kZeros{0, 0};
+
+std::string pair_str(std::pair<int64_t, int64_t> p) {
+  return "[" + std::to_string(p.first) + ", " + std::to_string(p.second) + "]";
+}
+
+}  // namespace
+
+struct SimSession::Impl final : ops::detail::OpRecorder {
+  enum class Role { Param, Data, Output };
+  struct Entry {
+    Tensor tensor;  // kept alive while recording: its storage identity must not be reused meanwhile
+    SimTensor sim;
+    uint64_t version;
+    Role role;
+  };
+
+  Impl(SimStepOptions o, std::string n) : options(std::move(o)), name(std::move(n)) {}
+
+  SimStepOptions options;
+  std::string name;
+  std::unique_ptr<SimStep> step;
+  std::optional<BackendGuard> guard;
+  ops::detail::OpRecorder* previous = nullptr;
+  std::thread::id thread;
+  bool active = false, ran = false;
+  std::string failed;  // the first recording error (the trace lacks that op)
+  std::vector<Entry> entries;
+  std::vector<Tensor> params;
+  Tensor loss;
+  uint64_t data_count = 0, op_count = 0;
+
+  /// Drops the tensors the session holds (and with them the CPU autograd graph the ops recorded)
+  /// once nothing more can be recorded or run.
+  void release() {
+    entries.clear();
+    entries.shrink_to_fit();
+    loss = Tensor();
+  }
+
+  std::string where(const char* what) const { return "sim::SimSession(" + name + ")::" + what; }
+
+  static const char* role_name(Role r) {
+    return r == Role::Param ? "parameter" : r == Role::Data ? "data input" : "op output";
+  }
+
+  void check_recording(std::string_view op) const {
+    STRATA_CHECK(!ran, op, ": the 'sim' session '", name,
+                 "' already ran backward(); ops after it are not recorded (start a new session)");
+    STRATA_CHECK(!loss.defined(), op, ": the 'sim' session '", name,
+                 "' already recorded its loss (cross_entropy must be the last op of the step)");
+  }
+
+  /// The SimTensor of an op input (Note [Sim session]: a seen tensor, else a param or data).
+  SimTensor input(std::string_view op, const Tensor& t) {
+    for (const Entry& e : entries) {
+      if (!same_tensor(e.tensor, t)) continue;
+      STRATA_CHECK(t.version() == e.version, op, ": input ", t.describe(), " (a ", role_name(e.role),
+                   " of the 'sim' session) was modified in place after the session first used it");
+      return e.sim;
+    }
+    const bool param = t.requires_grad() && t.is_leaf();
+    SimTensor st;
+    if (param) {
+      st = step->param("param" + std::to_string(params.size()), t);
+      params.push_back(t);
+    } else {
+      st = step->data("data" + std::to_string(data_count++), t);
+    }
+    entries.push_back({t, st, t.version(), param ? Role::Param : Role::Data});
+    return st;
+  }
+
+  void output(std::string_view op, const Tensor& out, SimTensor st) {
+    STRATA_ASSERT(st.shape == dims_of(out), op, ": the sim lowering's shape differs from the CPU output ",
+                  out.describe());
+    std::erase_if(entries, [&](const Entry& e) { return same_tensor(e.tensor, out); });
+    entries.push_back({out, std::move(st), out.version(), Role::Output});
+    ++op_count;
+  }
+
+  /// Runs one hook: checks the session still records, and marks the session failed when the
+  /// lowering throws (the trace then lacks the op, so backward() must refuse).
+  template <typename Fn>
+  void record(std::string_view op, Fn&& fn) {
+    check_recording(op);
+    try {
+      fn();
+    } catch (const Error& e) {
+      if (failed.empty()) failed = e.what();
+      throw;
+    }
+  }
+
+  // ---- ops::detail::OpRecorder --------------------------------------------------------------------
+
+  void linear(const Tensor& x, const Tensor& w, const Tensor& b, Activation act, const Tensor& out) override {
+    record("linear", [&] {
+      const SimTensor sx = input("linear", x), sw = input("linear", w);
+      std::optional<SimTensor> sb;
+      if (b.defined()) sb = input("linear", b);
+      output("linear", out, step->linear(sx, sw, sb ? &*sb : nullptr, act));
+    });
+  }
+
+  void matmul(const Tensor& a, const Tensor& b, const Tensor& out) override {
+    record("matmul", [&] {
+      const SimTensor sa = input("matmul", a), sb = input("matmul", b);
+      output("matmul", out, step->matmul(sa, sb));
+    });
+  }
+
+  void add(const Tensor& a, const Tensor& b, double alpha, const Tensor& out) override {
+    record("add", [&] {
+      STRATA_CHECK(alpha == 1.0, "add: the 'sim' backend lowers a + b only (alpha 1), got alpha ", alpha);
+      const SimTensor sa = input("add", a), sb = input("add", b);
+      output("add", out, step->add(sa, sb));
+    });
+  }
+
+  void add_scalar(const Tensor& a, double, const Tensor&) override {
+    record("add", [&] {
+      STRATA_CHECK(false, "add: the 'sim' backend lowers tensor + tensor only, not tensor + scalar (input ",
+                   a.describe(), ")");
+    });
+  }
+
+  void relu(const Tensor& x, const Tensor& out) override {
+    record("relu", [&] { output("relu", out, step->relu(input("relu", x))); });
+  }
+
+  void tanh(const Tensor& x, const Tensor& out) override {
+    record("tanh", [&] { output("tanh", out, step->tanh(input("tanh", x))); });
+  }
+
+  void conv2d(const Tensor& x, const Tensor& w, const Tensor& b, IntArrayRef stride, IntArrayRef padding,
+              IntArrayRef dilation, int64_t groups, const Tensor& out) override {
+    record("conv2d", [&] {
+      const auto st = hw(stride, {1, 1}), pad = hw(padding, {0, 0}), dil = hw(dilation, {1, 1});
+      STRATA_CHECK(st.first == st.second && pad.first == pad.second && dil == kOnes &&
+                       groups == 1,
+                   "conv2d: the 'sim' backend lowers equal strides and paddings in both dims, dilation 1 and groups 1; "
+                   "got stride ",
+                   pair_str(st), ", padding ", pair_str(pad), ", dilation ", pair_str(dil), ", groups ", groups);
+      const SimTensor sx = input("conv2d", x), sw = input("conv2d", w);
+      std::optional<SimTensor> sb;
+      if (b.defined()) sb = input("conv2d", b);
+      output("conv2d", out, step->conv2d(sx, sw, sb ? &*sb : nullptr, st.first, pad.first));
+    });
+  }
+
+  /// Kernel and stride of a pooling call the lowering supports (square, no padding or dilation,
+  /// floor-mode output).
+  std::pair<int64_t, int64_t> pool_geometry(const char* op, const Tensor& x, IntArrayRef kernel_size, IntArrayRef stride,
+                                            IntArrayRef padding, std::pair<int64_t, int64_t> dil, bool ceil_mode,
+                                            const Tensor& out) {
+    const auto k = hw(kernel_size, {1, 1});
+    const auto st = hw(stride, k), pad = hw(padding, {0, 0});
+    STRATA_CHECK(k.first == k.second && st.first == st.second && pad == kZeros &&
+                     dil == kOnes,
+                 op, ": the 'sim' backend lowers square kernels and strides without padding or dilation; got kernel ",
+                 pair_str(k), ", stride ", pair_str(st), ", padding ", pair_str(pad), ", dilation ", pair_str(dil));
+    if (ceil_mode && x.dim() == 4 && out.dim() == 4) {
+      const int64_t oh = (x.size(2) - k.first) / st.first + 1, ow = (x.size(3) - k.first) / st.first + 1;
+      STRATA_CHECK(out.size(2) == oh && out.size(3) == ow, op,
+                   ": the 'sim' backend lowers floor-mode pooling; ceil_mode adds partial windows here (output ",
+                   out.describe(), ")");
+    }
+    return {k.first, st.first};
+  }
+
+  void max_pool2d(const Tensor& x, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
+                  IntArrayRef dilation, bool ceil_mode, const Tensor& out) override {
+    record("max_pool2d", [&] {
+      const auto [k, st] =
+          pool_geometry("max_pool2d", x, kernel_size, stride, padding, hw(dilation, {1, 1}), ceil_mode, out);
+      output("max_pool2d", out, step->max_pool2d(input("max_pool2d", x), k, st));
+    });
+  }
+
+  void avg_pool2d(const Tensor& x, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding, bool ceil_mode,
+                  bool, const Tensor& out) override {
+    record("avg_pool2d", [&] {
+      const auto [k, st] = pool_geometry("avg_pool2d", x, kernel_size, stride, padding, {1, 1}, ceil_mode, out);
+      output("avg_pool2d", out, step->avg_pool2d(input("avg_pool2d", x), k, st));
+    });
+  }
+
+  void reshape(const Tensor& x, const Tensor& out) override {
+    record("reshape", [&] { output("reshape", out, step->reshape(input("reshape", x), dims_of(out))); });
+  }
+
+  void cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& weight, Reduction reduction,
+                     int64_t ignore_index, double label_smoothing, const Tensor& out) override {
+    record("cross_entropy", [&] {
+      STRATA_CHECK(!weight.defined() && reduction == Reduction::Mean && label_smoothing == 0.0, "cross_entropy: the 'sim' "
+                   "backend lowers the mean over class-index targets without class weights or label smoothing");
+      const Tensor t = target.contiguous().to(DType::i64);
+      for (int64_t i = 0; i < t.numel(); ++i)
+        STRATA_CHECK(t.data<int64_t>()[i] != ignore_index, "cross_entropy: the 'sim' backend does not lower "
+                     "ignore_index; target[", i, "] = ", ignore_index, " is the ignore_index");
+      step->cross_entropy(input("cross_entropy", logits), target);
+      loss = out;
+      ++op_count;
+    });
+  }
+};
+
+SimSession::SimSession(SimStepOptions options, std::string name)
+    : impl_(std::make_unique<Impl>(std::move(options), std::move(name))) {
+  Impl& s = *impl_;
+  STRATA_CHECK(ops::detail::op_recorder() == nullptr, s.where("SimSession"),
+               ": another sim session (an op recorder) is active on this thread; sessions do not nest");
+  // Validates the systems now rather than at backward() (the same checks as SimStep::run).
+  STRATA_CHECK(system_by_name(s.options.enzyme_system).mode == TraceMode::Enzyme, s.where("SimSession"),
+               ": enzyme_system '", s.options.enzyme_system, "' is not an Enzyme_<size> system");
+  STRATA_CHECK(system_by_name(s.options.tapeflow_system).mode == TraceMode::TapeFlow, s.where("SimSession"),
+               ": tapeflow_system '", s.options.tapeflow_system, "' is not a Tflow_<size> system");
+  s.step = std::make_unique<SimStep>(s.name);  // throws if a SimStep is recording on this thread
+  s.guard.emplace(sim_backend());
+  s.previous = ops::detail::set_op_recorder(&s);
+  s.thread = std::this_thread::get_id();
+  s.active = true;
+}
+
+SimSession::~SimSession() {
+  if (impl_->active && impl_->thread == std::this_thread::get_id()) end();
+}
+
+void SimSession::end() {
+  Impl& s = *impl_;
+  if (!s.active) return;
+  STRATA_CHECK(s.thread == std::this_thread::get_id(), s.where("end"),
+               ": a session must end on the thread that started it");
+  STRATA_CHECK(ops::detail::op_recorder() == &s, s.where("end"),
+               ": another op recorder was installed after this session and is still active");
+  ops::detail::set_op_recorder(s.previous);
+  s.guard.reset();
+  s.active = false;
+  if (!s.ran) s.step.reset();  // releases the thread's tracer: the next session may record
+  s.release();
+}
+
+bool SimSession::active() const { return impl_->active; }
+
+const std::vector<Tensor>& SimSession::parameters() const { return impl_->params; }
+
+uint64_t SimSession::ops() const { return impl_->op_count; }
+
+SimStepReport SimSession::backward(const Tensor& loss) {
+  Impl& s = *impl_;
+  const std::string at = s.where("backward");
+  STRATA_CHECK(!s.ran, at, ": backward() already ran for this session; record the next step in a new session");
+  STRATA_CHECK(s.step != nullptr, at, ": the session ended before backward(); call backward() inside the session");
+  STRATA_CHECK(s.failed.empty(), at, ": an op failed to record in this session, so its trace is incomplete (",
+               s.failed, ")");
+  STRATA_CHECK(s.loss.defined(), at, ": no loss was recorded; end the forward with cross_entropy(logits, target)");
+  STRATA_CHECK(loss.defined(), at, ": the loss is undefined");
+  STRATA_CHECK(same_tensor(loss, s.loss), at, ": ", loss.describe(),
+               " is not the loss this session recorded (the output of its cross_entropy, ", s.loss.describe(), ")");
+  s.ran = true;
+  s.release();
+  SimStepReport r = s.step->run(s.options);
+  for (size_t i = 0; i < s.params.size(); ++i) {
+    Tensor p = s.params[i];  // a handle: set_grad reaches the same tensor
+    const Tensor g = r.grads[i].contiguous();
+    const Tensor current = p.grad();
+    if (!current.defined()) {
+      p.set_grad(g.clone());  // its own storage: report.grads[i] stays what the simulation returned
+    } else {
+      autograd::detail::accumulate_into(current, g);
+    }
+  }
   return r;
 }
 

@@ -33,10 +33,45 @@
 ///   dilation 1, zero padding), max_pool2d / avg_pool2d (no padding, floor mode; max takes the
 ///   first maximum of the window, avg divides by the window size), flatten, cross_entropy (class
 ///   indices, mean over the batch).
-/// - The `sim` Backend (sim_backend()) answers `supports()` for exactly these ops, so code run
-///   under `BackendGuard("sim")` fails on the first op the simulator cannot lower. The op
-///   functions of ops/ have no per-backend dispatch (ops/backend.h is a capability query), so
-///   under the guard they still compute on the CPU kernels; SimStep is the lowering.
+/// - The `sim` Backend (sim_backend()) answers `supports()` for exactly these ops (and tanh and
+///   reshape), so code run under `BackendGuard("sim")` fails on the first op the simulator cannot
+///   lower. A bare guard is only that check: the op functions still compute on the CPU kernels and
+///   nothing is recorded. SimStep is the explicit lowering; SimSession (below) records a model's op
+///   calls into a SimStep through the ops' recording hook (Note [Op recording hook] in
+///   ops/backend.h).
+///
+/// Note [Sim session]
+/// A SimSession runs unmodified model code on the `sim` backend (C++ or Python, nn modules or op
+/// functions):
+/// @code
+///   sim::SimSession session;                                  // selects `sim` on this thread
+///   Tensor loss = cross_entropy(model.forward(x), target);    // CPU values, and recorded
+///   sim::SimStepReport r = session.backward(loss);            // params' .grad += simulated grads
+///   optimizer.step();
+/// @endcode
+/// - While alive (until end()) on its thread it is the BackendGuard("sim") and the op recorder:
+///   each supported op computes its output on the CPU kernels as usual (so the forward values,
+///   shapes and autograd records are the CPU backend's) and the same computation is lowered into
+///   the session's SimStep.
+/// - Tensors are matched to SimTensors by identity (the same Storage, offset, sizes, strides and
+///   dtype, and the same autograd record): op outputs are remembered as the op's SimTensor; an
+///   unseen input that requires grad and is a leaf becomes a `param` (its Tensor is kept for the
+///   gradient), any other unseen input becomes `data` (a constant of the trace: the images, an
+///   activation computed before the session, or a raw view / detach() of a recorded tensor — cut
+///   from the graph exactly as CPU autograd cuts it, since core's view methods are not recorded).
+///   Views made by the reshape/flatten ops are recorded (same array, new shape). A seen tensor
+///   modified in place (its version changed) is refused. The session keeps every tensor it saw
+///   alive while it records, so storage identities cannot be reused meanwhile; backward() and
+///   end() drop them (and with them the CPU autograd graph the ops recorded).
+/// - backward(loss) needs the output of the recorded cross_entropy; it runs the SimStep (replay +
+///   both simulations) and accumulates each param's simulated gradient (f64 datapath, converted
+///   to the param's dtype) into its `.grad` exactly as autograd's AccumulateGrad would (set when
+///   undefined, added in place otherwise). The CPU autograd graph recorded by the ops is not run:
+///   do not call loss.backward() as well, or the gradients are counted twice.
+/// - Refused, with errors naming the op or the session: ops outside the sim set (check_backend),
+///   attributes the lowering lacks (e.g. dilation, groups, pooling padding, class weights), ops
+///   after the loss, backward twice or on another tensor, backward after an op failed to record,
+///   a session nested in another (or in an open SimStep) on the same thread.
 
 #include <cstdint>
 #include <memory>
@@ -102,6 +137,7 @@ class SimStep {
   SimTensor matmul(const SimTensor& a, const SimTensor& b);
   SimTensor add(const SimTensor& a, const SimTensor& b);
   SimTensor relu(const SimTensor& x);
+  SimTensor tanh(const SimTensor& x);
   SimTensor conv2d(const SimTensor& x, const SimTensor& weight, const SimTensor* bias = nullptr,
                    int64_t stride = 1, int64_t padding = 0);
   SimTensor conv2d(const SimTensor& x, const SimTensor& weight, const SimTensor& bias, int64_t stride = 1,
@@ -112,12 +148,43 @@ class SimStep {
   SimTensor avg_pool2d(const SimTensor& x, int64_t kernel, int64_t stride = 0);
   /// Dims [start_dim, end] merged into one (no instructions: the same array).
   SimTensor flatten(const SimTensor& x, int64_t start_dim = 1);
+  /// The same elements (row-major) with another shape of equal numel (no instructions).
+  SimTensor reshape(const SimTensor& x, std::vector<int64_t> shape);
   /// Sets the step's loss: mean cross-entropy of logits [N, C] against class indices [N]
   /// (i64 or i32). Exactly one loss per step.
   void cross_entropy(const SimTensor& logits, const Tensor& target);
 
   /// Finishes the trace, replays it (loss, gradients) and simulates it on both systems. Once.
   SimStepReport run(const SimStepOptions& options = {});
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Records the ops a model runs on this thread into a SimStep (Note [Sim session]).
+class SimSession {
+ public:
+  /// Selects the `sim` backend and installs the recorder on this thread. Throws if a session or
+  /// a SimStep is already recording on this thread.
+  explicit SimSession(SimStepOptions options = {}, std::string name = "session");
+  /// end()s the session if still active.
+  ~SimSession();
+  SimSession(const SimSession&) = delete;
+  SimSession& operator=(const SimSession&) = delete;
+
+  /// Runs the recorded step for `loss` (the output of the recorded cross_entropy): replays and
+  /// simulates it, accumulates each parameter's gradient into its `.grad` and returns the report
+  /// (its `grads` follow parameters()). Once per session, before end().
+  SimStepReport backward(const Tensor& loss);
+  /// Restores the previous backend and recorder on this thread (must be the session's thread).
+  /// Without a backward() first the recorded step is dropped. Idempotent.
+  void end();
+  bool active() const;
+  /// The parameters found so far (requires-grad leaves), in first-use order.
+  const std::vector<Tensor>& parameters() const;
+  /// Ops lowered so far.
+  uint64_t ops() const;
 
  private:
   struct Impl;

@@ -56,6 +56,47 @@ py::dict machine_dict(const sim::MachineReport& r) {
   return d;
 }
 
+py::dict step_report_dict(const sim::SimStepReport& r) {
+  py::dict d;
+  d["loss"] = r.loss;
+  d["ops"] = r.ops;
+  d["instrs"] = r.instrs;
+  d["tape_bytes"] = r.tape_bytes;
+  d["enzyme"] = machine_dict(r.enzyme);
+  d["tapeflow"] = machine_dict(r.tapeflow);
+  return d;
+}
+
+// `with strata.sim.session() as s:` — a sim::SimSession for the block (Note [Sim session]): the
+// model's ops are recorded while the block runs, s.backward(loss) runs the step and fills the
+// parameters' .grad. The session ends (restoring the backend) when the block exits.
+class SessionScope {
+ public:
+  SessionScope(std::string enzyme_system, std::string tapeflow_system, std::string name)
+      : name_(std::move(name)) {
+    options_.enzyme_system = std::move(enzyme_system);
+    options_.tapeflow_system = std::move(tapeflow_system);
+  }
+  void enter() {
+    if (session_) throw BindingValueError("sim.session(): this session was already entered; make a new one per step");
+    session_ = std::make_unique<sim::SimSession>(options_, name_);
+  }
+  void exit() {
+    if (session_) session_->end();
+  }
+  py::dict backward(const Tensor& loss) {
+    if (!session_) throw BindingValueError("sim.session(): backward() needs the session's `with` block to have started");
+    return step_report_dict(session_->backward(loss));
+  }
+  bool active() const { return session_ && session_->active(); }
+  std::vector<Tensor> parameters() const { return session_ ? session_->parameters() : std::vector<Tensor>{}; }
+
+ private:
+  sim::SimStepOptions options_;
+  std::string name_;
+  std::unique_ptr<sim::SimSession> session_;
+};
+
 // `with strata._C.sim.backend():` selects the sim backend on this thread for the block.
 class BackendScope {
  public:
@@ -129,6 +170,28 @@ void init_sim(py::module_& parent) {
       .def("__enter__", [](BackendScope& s) { s.enter(); return &s; }, py::return_value_policy::reference)
       .def("__exit__", [](BackendScope& s, const py::args&) { s.exit(); return false; });
   m.def("backend", [] { return BackendScope(); }, "Context manager selecting the `sim` backend on this thread.");
+
+  // The GIL stays held: the session records into this thread's tracer.
+  py::class_<SessionScope>(m, "Session",
+                           "Records the ops a model runs in a `with` block on the simulated accelerator "
+                           "(sim::SimSession); backward(loss) returns the report and fills the parameters' .grad.")
+      .def("__enter__", [](SessionScope& s) { s.enter(); return &s; }, py::return_value_policy::reference)
+      .def("__exit__", [](SessionScope& s, const py::args&) { s.exit(); return false; })
+      .def("backward", &SessionScope::backward, py::arg("loss"),
+           "Runs the recorded step for `loss` (the output of the recorded cross_entropy): accumulates the "
+           "simulated gradients into each parameter's .grad and returns the report (loss, ops, instrs, "
+           "tape_bytes, enzyme, tapeflow).")
+      .def_property_readonly("active", &SessionScope::active)
+      .def_property_readonly("parameters", &SessionScope::parameters,
+                             "The parameters the session found (requires-grad leaves), in first-use order.");
+  m.def(
+      "session",
+      [](const std::string& enzyme_system, const std::string& tapeflow_system, const std::string& name) {
+        return SessionScope(enzyme_system, tapeflow_system, name);
+      },
+      py::arg("enzyme_system") = "Enzyme_32k", py::arg("tapeflow_system") = "Tflow_32k", py::arg("name") = "session",
+      "Context manager running a model's ops on the simulated accelerator: `with strata.sim.session() as s: "
+      "loss = F.cross_entropy(model(x), y); report = s.backward(loss)`.");
   m.def(
       "supports",
       [](const std::string& op) {

@@ -1,7 +1,10 @@
 """strata._C.sim (the simulated TapeFlow accelerator backend, ops/sim/backend_sim.h): an MLP and a
 small LeNet step recorded as element loops give PyTorch 2.13's loss and gradients, the simulator's
 report is consistent (deeper model -> more cycles; TapeFlow keeps the tape out of the cache), the
-`sim` backend can be selected, and bad input raises StrataError naming the problem."""
+`sim` backend can be selected, and bad input raises StrataError naming the problem.
+strata.sim.session() runs unmodified strata.nn models on the simulator: an MLP trained with SGD
+gives the CPU backend's losses and parameters and PyTorch's first loss; a conv net's gradients
+equal PyTorch's."""
 import numpy as np
 import pytest
 import torch
@@ -140,3 +143,128 @@ def test_bad_input():
     step.run()
     with pytest.raises(strata.StrataError, match="the step has already run"):
         step.run()
+
+
+# ---- strata.sim.session(): unmodified models on the simulated accelerator -------------------------
+
+F = strata.nn.functional
+
+
+def np_state(module):
+    return {k: v.detach().numpy().copy() for k, v in module.state_dict().items()}
+
+
+def strata_mlp():
+    nn = strata.nn
+    return nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 12), nn.ReLU(), nn.Linear(12, 4))
+
+
+def test_session_trains_an_mlp_like_the_cpu_backend_and_torch():
+    torch.manual_seed(0)
+    ref = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 12), torch.nn.ReLU(),
+                              torch.nn.Linear(12, 4))
+    on_sim, on_cpu = strata_mlp(), strata_mlp()
+    for m in (on_sim, on_cpu):
+        m.load_state_dict(np_state(ref))
+    x = rand(6, 8)
+    y = np.array([0, 3, 1, 2, 3, 1], dtype=np.int64)
+    torch_loss = torch.nn.functional.cross_entropy(ref(torch.tensor(x)), torch.tensor(y)).item()
+
+    opt_sim = strata.optim.SGD(on_sim.parameters(), lr=0.5)
+    opt_cpu = strata.optim.SGD(on_cpu.parameters(), lr=0.5)
+    sim_losses, cpu_losses = [], []
+    for step in range(3):
+        loss_cpu = F.cross_entropy(on_cpu(strata.tensor(x)), strata.tensor(y))
+        loss_cpu.backward()
+        cpu_losses.append(loss_cpu.item())
+        with strata.sim.session() as s:
+            assert s.active
+            loss = F.cross_entropy(on_sim(strata.tensor(x)), strata.tensor(y))
+            report = s.backward(loss)
+        assert not s.active
+        sim_losses.append(report["loss"])
+        assert report["loss"] == pytest.approx(loss.item(), rel=1e-6)  # the CPU kernels' forward value
+        assert len(s.parameters) == 6 and report["ops"] == 6  # 3 linear + 2 relu + cross_entropy
+        for p, q in zip(on_sim.parameters(), on_cpu.parameters()):
+            assert p.grad is not None and p.grad.dtype == strata.float32
+            np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-4, atol=1e-6)
+        if step == 0:
+            for sysname, rep in (("Enzyme_32k", report["enzyme"]), ("Tflow_32k", report["tapeflow"])):
+                assert rep["system"] == sysname
+                assert rep["fwd"]["cycles"] > 0 and rep["rev"]["cycles"] > 0 and rep["dram_bytes"] > 0
+                assert rep["cycles"] == rep["fwd"]["cycles"] + rep["rev"]["cycles"]
+            assert report["tape_bytes"] > 0 and report["instrs"] > 0
+            assert report["tapeflow"]["tape_cache_accesses"] == 0 < report["enzyme"]["tape_cache_accesses"]
+        opt_sim.step()
+        opt_cpu.step()
+        opt_sim.zero_grad()
+        opt_cpu.zero_grad()
+    assert sim_losses[0] == pytest.approx(torch_loss, rel=1e-5)
+    np.testing.assert_allclose(sim_losses, cpu_losses, rtol=1e-5)
+    assert sim_losses[2] < sim_losses[0]  # it trains
+    for p, q in zip(on_sim.parameters(), on_cpu.parameters()):
+        np.testing.assert_allclose(p.numpy(), q.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_session_conv_net_gradients_match_torch():
+    nn = strata.nn
+    torch.manual_seed(1)
+    tnn = torch.nn
+    ref = tnn.Sequential(tnn.Conv2d(1, 2, 3, padding=1), tnn.Tanh(), tnn.MaxPool2d(2), tnn.Conv2d(2, 3, 3),
+                         tnn.ReLU(), tnn.AvgPool2d(2), tnn.Flatten(), tnn.Linear(3, 5))
+    model = nn.Sequential(nn.Conv2d(1, 2, 3, padding=1), nn.Tanh(), nn.MaxPool2d(2), nn.Conv2d(2, 3, 3), nn.ReLU(),
+                          nn.AvgPool2d(2), nn.Flatten(), nn.Linear(3, 5))
+    model.load_state_dict(np_state(ref))
+    x = rand(2, 1, 8, 8)   # 8x8 -> conv -> 8x8 -> max 4x4 -> conv 2x2 -> avg 1x1
+    y = np.array([4, 1], dtype=np.int64)
+    loss_t = tnn.functional.cross_entropy(ref(torch.tensor(x)), torch.tensor(y))
+    loss_t.backward()
+    with strata.sim.session(tapeflow_system="Tflow_2k") as s:
+        report = s.backward(F.cross_entropy(model(strata.tensor(x)), strata.tensor(y)))
+    assert report["tapeflow"]["system"] == "Tflow_2k"
+    assert report["loss"] == pytest.approx(loss_t.item(), rel=1e-5)
+    grads = dict(model.named_parameters())
+    for name, p in ref.named_parameters():
+        assert np.abs(p.grad.numpy()).max() > 1e-5, name
+        np.testing.assert_allclose(grads[name].grad.numpy(), p.grad.numpy(), rtol=1e-4, atol=1e-6, err_msg=name)
+
+
+def test_session_bad_input():
+    lin = strata.nn.Linear(3, 2)
+    x = strata.tensor(rand(4, 3))
+    y = strata.tensor(np.array([0, 1, 1, 0], dtype=np.int64))
+    with strata.sim.session() as s:
+        with pytest.raises(strata.StrataError, match="sigmoid: not supported by the 'sim' backend"):
+            strata.sigmoid(x)
+        with pytest.raises(strata.StrataError, match="sessions do not nest"):
+            with strata.sim.session():
+                pass
+        logits = lin(x)
+        with pytest.raises(strata.StrataError, match="no loss was recorded"):
+            s.backward(logits)
+        loss = F.cross_entropy(logits, y)
+        with pytest.raises(strata.StrataError, match="is not the loss this session recorded"):
+            s.backward(logits)
+        s.backward(loss)
+        with pytest.raises(strata.StrataError, match="backward\\(\\) already ran for this session"):
+            s.backward(loss)
+        with pytest.raises(strata.StrataError, match="already ran backward\\(\\); ops after it are not recorded"):
+            lin(x)
+    strata.sigmoid(x)  # the block restored the CPU backend
+    with pytest.raises(ValueError, match="this session was already entered"):
+        with s:
+            pass
+    with pytest.raises(ValueError, match="backward\\(\\) needs the session's `with` block"):
+        strata.sim.session().backward(loss)
+    with pytest.raises(strata.StrataError, match="unknown system 'Tflow_3k'"):
+        with strata.sim.session(tapeflow_system="Tflow_3k"):
+            pass
+    with strata.sim.session() as s:
+        with pytest.raises(strata.StrataError, match="without class weights or label smoothing"):
+            F.cross_entropy(lin(x), y, label_smoothing=0.1)
+        with pytest.raises(strata.StrataError, match="an op failed to record in this session"):
+            s.backward(F.cross_entropy(lin(x), y))
+    with strata.sim.session() as s:
+        loss = F.cross_entropy(lin(x), y)
+    with pytest.raises(strata.StrataError, match="the session ended before backward"):
+        s.backward(loss)

@@ -233,7 +233,7 @@ TEST(SimBackend, RegisteredAndSelectable) {
   EXPECT_FALSE(sim.supports(OpKind::batch_norm));
   BackendGuard guard("sim");
   EXPECT_EQ(&current_backend(), &sim);
-  // Supported ops still run (on the CPU kernels: ops have no per-backend dispatch).
+  // Supported ops still run on the CPU kernels (a bare guard records nothing; SimSession does).
   Tensor y = relu(tensor(std::vector<float>{-1.0f, 2.0f}));
   EXPECT_FLOAT_EQ(y.data<float>()[1], 2.0f);
   // An op the simulator cannot lower fails by name.
