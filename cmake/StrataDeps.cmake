@@ -4,11 +4,15 @@
 find_package(Python3 REQUIRED COMPONENTS Interpreter)
 execute_process(COMMAND ${Python3_EXECUTABLE} -c "import sys; print(sys.prefix)"
                 OUTPUT_VARIABLE STRATA_PY_PREFIX OUTPUT_STRIP_TRAILING_WHITESPACE)
+# In a virtual environment PyPI's oneDNN may sit in the base interpreter's prefix instead.
+execute_process(COMMAND ${Python3_EXECUTABLE} -c "import sys; print(sys.base_prefix)"
+                OUTPUT_VARIABLE STRATA_PY_BASE_PREFIX OUTPUT_STRIP_TRAILING_WHITESPACE)
 
 # ---- oneDNN v3 (PyPI's onednn + onednn-devel install into the Python prefix) ----------------------
-find_path(DNNL_INCLUDE_DIR oneapi/dnnl/dnnl.hpp HINTS ${STRATA_PY_PREFIX}/include NO_DEFAULT_PATH)
+find_path(DNNL_INCLUDE_DIR oneapi/dnnl/dnnl.hpp HINTS ${STRATA_PY_PREFIX}/include ${STRATA_PY_BASE_PREFIX}/include
+          NO_DEFAULT_PATH)
 find_path(DNNL_INCLUDE_DIR oneapi/dnnl/dnnl.hpp)
-find_library(DNNL_LIBRARY NAMES dnnl HINTS ${STRATA_PY_PREFIX}/lib NO_DEFAULT_PATH)
+find_library(DNNL_LIBRARY NAMES dnnl HINTS ${STRATA_PY_PREFIX}/lib ${STRATA_PY_BASE_PREFIX}/lib NO_DEFAULT_PATH)
 find_library(DNNL_LIBRARY NAMES dnnl)
 if(NOT DNNL_INCLUDE_DIR OR NOT DNNL_LIBRARY)
   message(FATAL_ERROR "oneDNN v3 not found (looked in ${STRATA_PY_PREFIX}). "
