@@ -10,6 +10,7 @@
 #include "core/factories.h"
 #include "core/rng.h"
 #include "ops/backend.h"
+#include "tests/cpp/sim/compare.h"
 #include "ops/binary.h"
 #include "ops/conv.h"
 #include "ops/linalg.h"
@@ -32,24 +33,8 @@ Tensor leaf(IntArrayRef sizes, double scale, uint64_t seed) {
   return t;
 }
 
-// Largest |a - b| relative to max(1, |b|) over all elements (f32 tensors).
-double max_rel_diff(const Tensor& a, const Tensor& b) {
-  const Tensor x = a.contiguous().to(DType::f64), y = b.contiguous().to(DType::f64);
-  EXPECT_EQ(x.numel(), y.numel());
-  double worst = 0;
-  for (int64_t i = 0; i < x.numel(); ++i) {
-    const double u = x.data<double>()[i], v = y.data<double>()[i];
-    worst = std::max(worst, std::abs(u - v) / std::max(1.0, std::abs(v)));
-  }
-  return worst;
-}
-
-double max_abs(const Tensor& a) {
-  const Tensor x = a.contiguous().to(DType::f64);
-  double m = 0;
-  for (int64_t i = 0; i < x.numel(); ++i) m = std::max(m, std::abs(x.data<double>()[i]));
-  return m;
-}
+using testing_util::max_abs;
+using testing_util::max_rel_diff;
 
 struct Mlp {
   Tensor x, target;

@@ -21,6 +21,7 @@
 #include "models/optim/sgd.h"
 #include "models/pooling.h"
 #include "ops/backend.h"
+#include "tests/cpp/sim/compare.h"
 #include "ops/binary.h"
 #include "ops/conv.h"
 #include "ops/linalg.h"
@@ -36,24 +37,8 @@ using namespace strata::sim;
 
 namespace {
 
-// Largest |a - b| relative to max(1, |b|).
-double max_rel_diff(const Tensor& a, const Tensor& b) {
-  const Tensor x = a.contiguous().to(DType::f64), y = b.contiguous().to(DType::f64);
-  EXPECT_EQ(x.sizes(), y.sizes());
-  double worst = 0;
-  for (int64_t i = 0; i < x.numel() && i < y.numel(); ++i) {
-    const double u = x.data<double>()[i], v = y.data<double>()[i];
-    worst = std::max(worst, std::abs(u - v) / std::max(1.0, std::abs(v)));
-  }
-  return worst;
-}
-
-double max_abs(const Tensor& a) {
-  const Tensor x = a.contiguous().to(DType::f64);
-  double m = 0;
-  for (int64_t i = 0; i < x.numel(); ++i) m = std::max(m, std::abs(x.data<double>()[i]));
-  return m;
-}
+using testing_util::max_abs;
+using testing_util::max_rel_diff;
 
 std::shared_ptr<nn::Sequential> make_mlp(uint64_t seed) {
   Generator g(seed);
