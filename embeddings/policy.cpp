@@ -41,10 +41,15 @@ int poisson_rare_count(double lambda, int64_t n) {
   // their precision; terms in log space (lambda up to 255 overflows nothing).
   constexpr int kMax = 256;
   constexpr int kTop = 700;  // terms beyond are < 1e-300 for lambda <= 255
+  // log(k!) by summation: std::lgamma writes the global `signgam`, a data race when several
+  // tables run their hooks at once.
+  double log_fact[kTop + 1];
+  log_fact[0] = 0.0;
+  for (int k = 1; k <= kTop; ++k) log_fact[k] = log_fact[k - 1] + std::log(static_cast<double>(k));
   double tail = 0.0;
   double tails[kMax + 1];
   for (int k = kTop; k >= 0; --k) {
-    tail += std::exp(-lambda + k * std::log(lambda) - std::lgamma(k + 1.0));
+    tail += std::exp(-lambda + k * std::log(lambda) - log_fact[k]);
     if (k <= kMax) tails[k] = tail;
   }
   for (int t = 0; t <= kMax; ++t)
