@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "autograd/engine.h"
+#include "autograd/grad_mode.h"
 #include "core/factories.h"
 #include "core/rng.h"
 #include "models/activation.h"
@@ -94,12 +95,20 @@ TEST(SimSession, MlpTrainsLikeTheCpuBackend) {
     Tensor cpu_loss = cross_entropy((*cpu)(x), target);
     cpu_loss.backward();
 
+    // The sim model's loss computed on the CPU backend, with its current parameters (after the
+    // first step they differ from the CPU model's by the f64-vs-f32 rounding of the gradients).
+    Tensor sim_params_cpu_loss;
+    {
+      autograd::NoGradGuard no_grad;
+      sim_params_cpu_loss = cross_entropy((*sim)(x), target);
+    }
     SimSession session;
     EXPECT_EQ(&current_backend(), &sim_backend());
     Tensor logits = (*sim)(x);
     Tensor loss = cross_entropy(logits, target);
     // The forward values are the CPU kernels' (the trace records the same computation).
-    EXPECT_EQ(max_rel_diff(loss, cpu_loss), 0.0);
+    EXPECT_EQ(max_rel_diff(loss, sim_params_cpu_loss), 0.0) << "step " << it;
+    EXPECT_LT(max_rel_diff(loss, cpu_loss), 1e-5) << "step " << it;
     const SimStepReport r = session.backward(loss);
     session.end();
     EXPECT_EQ(&current_backend(), &cpu_backend());
