@@ -23,10 +23,35 @@ struct BySequence {
   bool operator()(const Node* a, const Node* b) const { return priority(a) < priority(b); }
 };
 
+// Note [In-place gradient accumulation]
+// A gradient reaching a slot that already holds one is added into whichever of the two nothing
+// else can see, as PyTorch's InputBuffer does: the only handle to its tensor, the only tensor on its
+// storage, which it covers exactly, and bytes Strata allocated (not a wrapped NumPy buffer). A node
+// that hands one tensor to two inputs (add), a root gradient the caller holds, a view of a saved
+// value or a tile: all are seen by someone else and get a new sum instead. In place saves a
+// gradient-sized allocation at every residual join, which is what bounds the backward's peak
+// under tape streaming. Addition commutes, so the bits are those of the out-of-place sum.
+bool private_gradient(const Tensor& t) {
+  return t.use_count() == 1 && t.storage().use_count() == 1 && t.is_contiguous() && t.offset() == 0 &&
+         t.nbytes() == t.storage().nbytes() &&
+         dynamic_cast<const ExternalAllocation*>(t.storage().allocation()) == nullptr;
+}
+
 void add_to_slot(TensorList& buffer, std::size_t slot, Tensor g) {
   if (buffer.size() <= slot) buffer.resize(slot + 1);
-  if (!buffer[slot].defined()) buffer[slot] = std::move(g);
-  else buffer[slot] = detail::sum_gradients(buffer[slot], g);
+  Tensor& b = buffer[slot];
+  if (!b.defined()) {
+    b = std::move(g);
+  } else if (b.sizes() != g.sizes() || b.dtype() != g.dtype()) {
+    b = detail::sum_gradients(b, g);  // reports the mismatch
+  } else if (private_gradient(b)) {
+    detail::accumulate_into(b, g);
+  } else if (private_gradient(g)) {
+    detail::accumulate_into(g, b);
+    b = std::move(g);
+  } else {
+    b = detail::sum_gradients(b, g);
+  }
 }
 
 struct Capture {

@@ -65,6 +65,9 @@ class Tensor {
   const Storage& storage() const { return impl().storage; }
   /// True when both tensors view the same Storage.
   bool shares_storage(const Tensor& other) const;
+  /// Number of Tensor handles sharing this tensor (a view is a tensor of its own; see
+  /// Storage::use_count for the views of one Storage). 0 when undefined.
+  long use_count() const { return impl_.use_count(); }
 
   /// Address of element [0, ..., 0]; see Note [Storage does not know its tier].
   void* data_ptr() const;

@@ -178,6 +178,73 @@ TEST(Engine, AccumulateGradRunsAsSoonAsReadyEvenWithAnOldSequenceNumber) {
   EXPECT_TRUE(keep.grad_fn() != nullptr);  // the first graph was alive throughout
 }
 
+// Note [In-place gradient accumulation]: two gradients meeting at a slot are added into one of them
+// only when nothing else holds it; otherwise the sum is a new tensor and both stay as they were.
+TEST(Engine, GradientsJoinInPlaceOnlyWhenNothingElseHoldsThem) {
+  for (int held : {0, 1, 2, 3}) {  // bit 0: P's gradient is also held elsewhere; bit 1: Q's
+    SCOPED_TRACE("held " + std::to_string(held));
+    Tensor x = f64({1, 2, 3}).set_requires_grad();
+    Tensor y = x.clone();
+    const void* joined = nullptr;
+    Tensor joined_values;
+    auto join = autograd::make_node("Join", {&x}, [&](Node&, const TensorList& g) -> TensorList {
+      joined = g[0].data_ptr();
+      joined_values = g[0].clone();
+      return {g[0]};
+    });
+    autograd::set_history({&y}, join);
+    std::vector<Tensor> stash;
+    const void* p_ptr = nullptr;
+    const void* q_ptr = nullptr;
+    Tensor a = y.clone(), b = y.clone();
+    auto p = autograd::make_node("P", {&y}, [&](Node&, const TensorList&) -> TensorList {
+      Tensor out = f64({10, 20, 30});
+      p_ptr = out.data_ptr();
+      if (held & 1) stash.push_back(out);
+      return {out};
+    });
+    autograd::set_history({&a}, p);
+    auto q = autograd::make_node("Q", {&y}, [&](Node&, const TensorList&) -> TensorList {
+      Tensor out = f64({1, 1, 1});
+      q_ptr = out.data_ptr();
+      if (held & 2) stash.push_back(out);
+      return {out};
+    });
+    autograd::set_history({&b}, q);
+    Tensor top = a.clone();
+    auto t = autograd::make_node("Top", {&a, &b}, [](Node&, const TensorList& g) -> TensorList { return {g[0], g[0]}; });
+    autograd::set_history({&top}, t);
+    top.backward(f64({1, 1, 1}));
+    EXPECT_THAT(vals(joined_values), ElementsAre(11, 21, 31));
+    EXPECT_THAT(vals(x.grad()), ElementsAre(11, 21, 31));
+    if (held == 3) {
+      EXPECT_NE(joined, p_ptr);
+      EXPECT_NE(joined, q_ptr);
+    } else {
+      EXPECT_TRUE(joined == p_ptr || joined == q_ptr) << "a private gradient should take the sum in place";
+      if (held & 1) EXPECT_EQ(joined, q_ptr);
+      if (held & 2) EXPECT_EQ(joined, p_ptr);
+    }
+    // What someone else holds was not modified.
+    for (const Tensor& s : stash) {
+      const auto v = vals(s);
+      EXPECT_TRUE(v == std::vector<double>({10, 20, 30}) || v == std::vector<double>({1, 1, 1}));
+    }
+  }
+}
+
+TEST(Engine, OneGradientForTwoInputsIsNotModifiedInPlace) {
+  // Top hands the same tensor to both of its inputs, which meet again at x: the sum must be new.
+  Tensor x = f64({1, 2}).set_requires_grad();
+  Tensor top = x.clone();
+  auto t = autograd::make_node("Top", {&x, &x}, [](Node&, const TensorList& g) -> TensorList { return {g[0], g[0]}; });
+  autograd::set_history({&top}, t);
+  Tensor g = f64({3, 4});
+  top.backward(g);
+  EXPECT_THAT(vals(x.grad()), ElementsAre(6, 8));
+  EXPECT_THAT(vals(g), ElementsAre(3, 4));  // the caller's root gradient is untouched
+}
+
 TEST(Engine, WrongGradientShapeFromANodeIsReported) {
   Tensor x = f64({1, 2}).set_requires_grad();
   Tensor out = x.clone();
