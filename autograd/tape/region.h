@@ -30,7 +30,9 @@ struct SharedCounters {
 struct Tile {
   Tile(Storage s, std::size_t cap, std::size_t layer_index, std::shared_ptr<SharedCounters> c)
       : storage(std::move(s)), capacity(cap), layer(layer_index), counters(std::move(c)) {}
-  ~Tile() { counters->tiles_freed.fetch_add(1, std::memory_order_relaxed); }
+  ~Tile() {
+    if (!replaced) counters->tiles_freed.fetch_add(1, std::memory_order_relaxed);
+  }
   Tile(const Tile&) = delete;
   Tile& operator=(const Tile&) = delete;
 
@@ -40,6 +42,7 @@ struct Tile {
   std::size_t layer;
   // Guarded by the streamer's mutex:
   bool touched = false;          // a value of this layer was unpacked (REV stream started here)
+  bool replaced = false;         // a larger tile took its place in its layer (not counted as freed)
   memory::MoveHandle fetch;      // the latest prefetch
   std::shared_ptr<SharedCounters> counters;
 };
@@ -49,8 +52,7 @@ struct PackedValue {
   Dims sizes;
   DType dtype = DType::f32;
   Tensor kept;                   // a value that is not streamed (small, non-contiguous, off)
-  Tensor pending;                // the value until its region is placed in a tile
-  std::shared_ptr<Tile> tile;    // once placed
+  std::shared_ptr<Tile> tile;    // where a streamed value was copied
   std::size_t byte_offset = 0;   // in the tile
 };
 

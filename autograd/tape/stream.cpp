@@ -53,7 +53,8 @@ std::string StreamReport::explain() const {
   os << "  REV stream: " << prefetches << " prefetches + " << demand_fetches << " demand fetches, " << mib(bytes_to_fast)
      << " to fast in " << transfer_to_fast_s * 1e3 << " ms\n";
   os << "  forward stall " << forward_stall_s * 1e3 << " ms (waiting for spills); " << values_shared
-     << " values saved twice shared their slot\n";
+     << " values saved twice shared their slot; " << region_moves
+     << " region moves (a region outgrew the open tile)\n";
   os << "  stall " << stall_s * 1e3 << " ms of " << transfer_s() * 1e3 << " ms transfer: overlap " << overlap() * 100
      << " %; tiles freed " << tiles_freed << "/" << layers << "\n";
   os << "  slow tier: " << slow_tier << "\n";
@@ -73,8 +74,8 @@ memory::TieredMemory& TapeStreamer::memory() const { return *options_.memory; }
 std::any TapeStreamer::pack(const Tensor& value) {
   std::lock_guard<std::mutex> lock(mutex_);
   const uint64_t node = autograd::saving_node_sequence_nr();
-  if (node != pending_node_ || node == autograd::kNoSavingNode) flush_locked();
-  pending_node_ = node;
+  if (node != region_node_ || node == autograd::kNoSavingNode) end_region_locked();
+  region_node_ = node;
   // A value saved again (a relu output saved by the relu and by the next linear) shares its slot.
   for (auto it = seen_.rbegin(); it != seen_.rend(); ++it) {
     if (it->allocation != value.storage().allocation() || it->offset != value.offset() || it->sizes != value.sizes() ||
@@ -98,8 +99,7 @@ std::any TapeStreamer::pack(const Tensor& value) {
     ++stats_.values_kept;
     if (parameter && options_.enabled) ++stats_.parameters_kept;
   } else {
-    pv->pending = value;
-    pending_.push_back(pv);
+    place_locked(pv, value);
     if (seen_.size() >= kSeen) seen_.erase(seen_.begin());
     seen_.push_back({WeakStorage(value.storage()), value.storage().allocation(), value.offset(), value.sizes(),
                      value.dtype(), pv});
@@ -140,46 +140,81 @@ void TapeStreamer::close_layer_locked() {
   }
 }
 
-void TapeStreamer::flush_locked() {
-  if (pending_.empty()) return;
-  std::size_t bytes = 0;
-  for (const auto& pv : pending_) bytes += detail::align_region(pv->pending.nbytes());
-  // Pass 2: close the layer when this region would overflow it.
-  if (open_ && open_->used + bytes > open_->capacity) close_layer_locked();
-  std::shared_ptr<Tile> tile;
-  const bool oversized = bytes > options_.tape_budget_bytes;
-  if (oversized) {
-    // A layer by itself: the next region overflows it and closes it (so a last one stays fast).
-    close_layer_locked();
-    tile = new_tile_locked(bytes);
-    open_ = tile;
-  } else {
-    if (!open_) open_ = new_tile_locked(options_.tape_budget_bytes);
-    tile = open_;
+void TapeStreamer::end_region_locked() {
+  region_.clear();
+  region_start_ = 0;
+}
+
+void TapeStreamer::place_locked(const std::shared_ptr<PackedValue>& pv, const Tensor& value) {
+  const std::size_t bytes = detail::align_region(value.nbytes());
+  const std::size_t budget = options_.tape_budget_bytes;
+  if (region_.empty()) {
+    // A new region. Pass 2: close the layer when it would overflow it; a region larger than the
+    // budget is a layer by itself (its exact-size tile is closed by the next region).
+    if (open_ && open_->used + bytes > open_->capacity) close_layer_locked();
+    if (bytes > budget) {
+      close_layer_locked();
+      open_ = new_tile_locked(bytes);
+    } else if (!open_) {
+      open_ = new_tile_locked(budget);
+    }
+    region_start_ = open_->used;
+    ++layers_[open_->layer].info.regions;
+    ++stats_.regions;
+  } else if (open_->used + bytes > open_->capacity) {
+    // The region outgrew the open tile: move it, values so far included, to a tile that holds it.
+    const std::shared_ptr<Tile> old = open_;
+    ++stats_.region_moves;
+    const std::size_t need = old->used - region_start_ + bytes;
+    std::shared_ptr<Tile> moved;
+    if (region_start_ == 0) {
+      // The region was all the tile held: a larger tile takes the old one's place in its layer.
+      const std::size_t capacity = std::max(budget, need);
+      moved = std::make_shared<Tile>(Storage::allocate(capacity, memory()), capacity, old->layer, counters_);
+      old->replaced = true;
+      layers_[old->layer].tile = moved;
+      layers_[old->layer].info.tile_bytes = capacity;
+    } else {
+      moved = new_tile_locked(std::max(budget, need));
+      LayerInfo& info = layers_[old->layer].info;
+      --info.regions;
+      info.values -= region_.size();
+      info.used_bytes = region_start_;
+      ++layers_[moved->layer].info.regions;
+      layers_[moved->layer].info.values += region_.size();
+    }
+    for (const auto& q : region_) {
+      const std::size_t at = q->byte_offset - region_start_;
+      detail::view_in_tile(*moved, at, q->sizes, q->dtype).copy_(detail::view_in_tile(*old, q->byte_offset, q->sizes, q->dtype));
+      q->tile = moved;
+      q->byte_offset = at;
+    }
+    moved->used = old->used - region_start_;
+    if (region_start_ > 0) {
+      old->used = region_start_;
+      close_layer_locked();  // open_ is still the old tile: spill what stays in it
+    }
+    open_ = moved;
+    region_start_ = 0;
   }
-  // Pass 1: the region, back to back in saving order.
-  Layer& l = layers_[tile->layer];
-  for (auto& pv : pending_) {
-    Tensor dst = detail::view_in_tile(*tile, tile->used, pv->sizes, pv->dtype);
-    dst.copy_(pv->pending);
-    pv->tile = tile;
-    pv->byte_offset = tile->used;
-    tile->used += detail::align_region(pv->pending.nbytes());
-    pv->pending = Tensor();
-    ++l.info.values;
-    ++stats_.values_streamed;
-  }
-  l.info.used_bytes = tile->used;
-  ++l.info.regions;
-  ++stats_.regions;
+  // Pass 1: the value goes next in its region.
+  Tile& tile = *open_;
+  detail::view_in_tile(tile, tile.used, pv->sizes, pv->dtype).copy_(value);
+  pv->tile = open_;
+  pv->byte_offset = tile.used;
+  tile.used += bytes;
+  LayerInfo& info = layers_[tile.layer].info;
+  info.used_bytes = tile.used;
+  ++info.values;
+  ++stats_.values_streamed;
   stats_.tape_bytes += bytes;
-  pending_.clear();
+  region_.push_back(pv);
 }
 
 void TapeStreamer::finish() {
   std::lock_guard<std::mutex> lock(mutex_);
-  flush_locked();
-  pending_node_ = autograd::kNoSavingNode;
+  end_region_locked();
+  region_node_ = autograd::kNoSavingNode;
   seen_.clear();
   in_flight_.clear();
   open_.reset();  // the last layer stays in the fast tier, held by its values only
@@ -201,7 +236,7 @@ Tensor TapeStreamer::unpack(std::any& packed) {
   STRATA_CHECK(p != nullptr && *p != nullptr, "tape::TapeStreamer::unpack: the saved value was not packed by this streamer");
   PackedValue& pv = **p;
   std::unique_lock<std::mutex> lock(mutex_);
-  if (pv.pending.defined()) flush_locked();
+  end_region_locked();  // backward began: the next value saved starts a region of its own
   if (pv.kept.defined()) return pv.kept;
   STRATA_ASSERT(pv.tile != nullptr, "tape: a streamed value has no tile");
   Tile& tile = *pv.tile;

@@ -9,11 +9,15 @@
 /// values]) around a forward; backward later unpacks through the same streamer.
 ///  - Pass 1, regions: the values one Node saves (the ones its backward consumes together) form a
 ///    region, copied back to back in saving order into the current layer's tile (Note [Tape tiles
-///    and regions]). A region is placed when the next node starts saving, when the scope finishes,
-///    or at the first unpack, whichever comes first (until then the value itself is held).
+///    and regions]). Each value is copied when it is saved, so the streamer never holds an
+///    activation longer than the forward does (a region closes when another node saves, when the
+///    scope finishes, or at the first unpack).
 ///  - Pass 2, layers: a tile has `tape_budget_bytes`; a layer closes when the next region would
 ///    overflow it (TapeFlow's Algorithm 2); a region larger than the budget gets a tile of its own
-///    size and is a layer by itself.
+///    size and is a layer by itself. Since a region's size is known only once its node stops
+///    saving, a region whose next value overflows the open tile moves, values so far included,
+///    to a new tile (the old tile closes at the region's start, or, when the region was all it held,
+///    the new tile takes its place in its layer), so the layers come out as Algorithm 2 makes them.
 ///  - Pass 3, streams: a closed layer's tile is evicted on the mover thread
 ///    (TieredMemory::evict_async: the FWD stream). The open layer at the end of forward is not
 ///    spilled (backward needs it first). In backward, the first unpack of a value of layer L
@@ -91,6 +95,7 @@ struct StreamReport {
   std::size_t spills = 0, prefetches = 0, demand_fetches = 0;
   std::size_t tiles_freed = 0;
   std::size_t values_shared = 0;   ///< saves of a value already streamed (they share its slot)
+  std::size_t region_moves = 0;    ///< regions that outgrew the open tile and moved (Pass 2)
   double stall_s = 0;              ///< time unpack waited for a tile (backward)
   double forward_stall_s = 0;      ///< time forward waited for spills (more than max(1, d) in flight)
   double transfer_to_slow_s = 0;   ///< running time of the spills on the mover thread
@@ -115,7 +120,7 @@ class TapeStreamer final : public autograd::SavedTensorHooks {
   std::any pack(const Tensor& value) override;
   Tensor unpack(std::any& packed) override;
 
-  /// Ends forward: places the pending region and stops holding the open tile (it stays fast).
+  /// Ends forward: closes the current region and stops holding the open tile (it stays fast).
   void finish();
   /// The report so far; waits for the moves queued so far to finish (to read their times).
   StreamReport report() const;
@@ -134,7 +139,8 @@ class TapeStreamer final : public autograd::SavedTensorHooks {
     std::weak_ptr<detail::PackedValue> packed;
   };
   static constexpr std::size_t kSeen = 64;  // recent streamed values checked for a second save
-  void flush_locked();
+  void end_region_locked();
+  void place_locked(const std::shared_ptr<detail::PackedValue>& pv, const Tensor& value);
   void close_layer_locked();
   std::shared_ptr<detail::Tile> new_tile_locked(std::size_t bytes);
   void prefetch_locked(std::size_t layer, bool demand);
@@ -145,8 +151,9 @@ class TapeStreamer final : public autograd::SavedTensorHooks {
   std::shared_ptr<detail::SharedCounters> counters_;
   std::vector<Layer> layers_;
   std::shared_ptr<detail::Tile> open_;  // the layer being filled (forward only)
-  uint64_t pending_node_ = autograd::kNoSavingNode;
-  std::vector<std::shared_ptr<detail::PackedValue>> pending_;
+  uint64_t region_node_ = autograd::kNoSavingNode;
+  std::vector<std::shared_ptr<detail::PackedValue>> region_;  // the open region's values, in open_
+  std::size_t region_start_ = 0;                              // its byte offset in open_
   std::vector<Seen> seen_;
   std::deque<memory::MoveHandle> in_flight_;  // spills not known to be done
   StreamReport stats_;  // counts; times and layer info are filled by report()
