@@ -36,9 +36,16 @@ BasicBlock::BasicBlock(int64_t in_planes, int64_t planes, int64_t stride, Genera
 }
 
 Tensor BasicBlock::forward(const Tensor& input) {
-  Tensor out = relu(bn1_->forward(conv1_->forward(input)));
-  out = bn2_->forward(conv2_->forward(out));
-  return relu(add(out, downsample_ ? downsample_->forward(input) : input));
+  // One op per statement: each intermediate is released once the next op consumed it (a temporary
+  // would live to the end of its full-expression), so the forward holds the block's input, one op's
+  // operand and its result, which is the floor tape streaming leaves (Note [Tape streaming]).
+  Tensor out = conv1_->forward(input);
+  out = bn1_->forward(out);
+  out = relu(out);
+  out = conv2_->forward(out);
+  out = bn2_->forward(out);
+  out = add(out, downsample_ ? downsample_->forward(input) : input);
+  return relu(out);
 }
 
 Bottleneck::Bottleneck(int64_t in_planes, int64_t planes, int64_t stride, Generator* gen) : Module("Bottleneck") {
@@ -53,10 +60,17 @@ Bottleneck::Bottleneck(int64_t in_planes, int64_t planes, int64_t stride, Genera
 }
 
 Tensor Bottleneck::forward(const Tensor& input) {
-  Tensor out = relu(bn1_->forward(conv1_->forward(input)));
-  out = relu(bn2_->forward(conv2_->forward(out)));
-  out = bn3_->forward(conv3_->forward(out));
-  return relu(add(out, downsample_ ? downsample_->forward(input) : input));
+  // One op per statement, as in BasicBlock::forward.
+  Tensor out = conv1_->forward(input);
+  out = bn1_->forward(out);
+  out = relu(out);
+  out = conv2_->forward(out);
+  out = bn2_->forward(out);
+  out = relu(out);
+  out = conv3_->forward(out);
+  out = bn3_->forward(out);
+  out = add(out, downsample_ ? downsample_->forward(input) : input);
+  return relu(out);
 }
 
 ResNet::ResNet(const ResNetOptions& options, Generator* gen) : Module("ResNet"), options_(options) {

@@ -91,11 +91,24 @@ TEST(TapeStream, RegionsFitLayersAndUnpackedBytesEqualPackedOnes) {
     std::vector<std::any> packs;
     std::vector<Tensor> originals;
     std::vector<std::size_t> region_bytes;
+    // Values are copied as they are saved; a region whose next value overflows the open tile moves
+    // to a new one. Count those moves as the streamer must make them.
+    std::size_t expect_moves = 0, cap = 0, used = 0;
     for (int i = 0; i < 12; ++i) {
       autograd::detail::SavingNodeScope node(100000 + static_cast<uint64_t>(i));
       std::size_t bytes = 0;
       for (int j = 0; j < i % 3 + 1; ++j) {
         Tensor v = i == 5 ? randn({3000}) : randn({100 + 37 * i + j, 3});
+        const std::size_t b = (v.nbytes() + 63) / 64 * 64;
+        if (j == 0) {
+          if (cap == 0 || used + b > cap) cap = std::max(budget, b), used = 0;
+          if (b > budget) cap = b;
+        } else if (used + b > cap) {
+          ++expect_moves;
+          used = bytes;
+          cap = std::max(budget, used + b);
+        }
+        used += b;
         packs.push_back(s->pack(v));
         originals.push_back(v.clone());
         bytes += (v.nbytes() + 63) / 64 * 64;
@@ -105,6 +118,8 @@ TEST(TapeStream, RegionsFitLayersAndUnpackedBytesEqualPackedOnes) {
     s->finish();
     tape::StreamReport r = s->report();
     EXPECT_EQ(r.regions, 12u);
+    EXPECT_EQ(r.region_moves, expect_moves);
+    EXPECT_GT(expect_moves, 0u) << "the sizes should make some region outgrow its tile";
     EXPECT_EQ(r.values_streamed, originals.size());
     EXPECT_EQ(r.values_kept, 0u);
     // Layering as Algorithm 2 does it, recomputed here: close when the next region would overflow.
@@ -393,6 +408,21 @@ TEST(TapeStreamModels, SmallDenseNet) {
 
 // ---- the fast-tier peak of a deep MLP whose activations dominate -------------------------------
 
+// zero_grad, forward + cross-entropy (streamed under `o` when given, its streamer in `*st`), backward.
+void train_step(nn::Module& m, const Tensor& x, const Tensor& target, const tape::StreamOptions* o,
+                std::shared_ptr<tape::TapeStreamer>* st) {
+  m.zero_grad();
+  Tensor loss;
+  if (o) {
+    tape::StreamingScope scope(*o);
+    *st = scope.streamer();
+    loss = cross_entropy(m.forward(x), target);
+  } else {
+    loss = cross_entropy(m.forward(x), target);
+  }
+  loss.backward();
+}
+
 TEST(TapeStreamModels, DeepMlpFastPeakIsLowerWithStreaming) {
   manual_seed(5);
   std::vector<int64_t> widths(25, 128);
@@ -403,16 +433,7 @@ TEST(TapeStreamModels, DeepMlpFastPeakIsLowerWithStreaming) {
   for (int i = 0; i < 1024; ++i) labels[static_cast<std::size_t>(i)] = i % 10;
   Tensor target = tensor<int64_t>(labels);
   auto step = [&](const tape::StreamOptions* o, std::shared_ptr<tape::TapeStreamer>* st) {
-    mlp.zero_grad();
-    Tensor loss;
-    if (o) {
-      tape::StreamingScope scope(*o);
-      *st = scope.streamer();
-      loss = cross_entropy(mlp.forward(x), target);
-    } else {
-      loss = cross_entropy(mlp.forward(x), target);
-    }
-    loss.backward();
+    train_step(mlp, x, target, o, st);
   };
   step(nullptr, nullptr);  // warm up (primitive caches, gradients allocated)
   const remat::PeakMeasurement plain = remat::measure_fast_peak([&] { step(nullptr, nullptr); });
@@ -428,6 +449,40 @@ TEST(TapeStreamModels, DeepMlpFastPeakIsLowerWithStreaming) {
   EXPECT_LT(streamed.step_peak_bytes(), plain.step_peak_bytes());
   EXPECT_GT(r.spills, 4u);
   EXPECT_EQ(r.tiles_freed, r.layers);
+}
+
+// What a residual network's streamed step holds at its peak: the tape is in the slow tier but for a
+// tile or two, so the peak is a few activations of the widest stage. Backward of a block's first
+// conv holds its output's gradient, the saved input (tile), the input's gradient, the residual
+// gradient waiting at the join and the prefetched next tile: 5 activations. Forward holds less.
+// Holding a saved value until the next node saves (instead of copying it at once), summing
+// gradients out of place at the join, or temporaries that outlive their use each add one.
+TEST(TapeStreamModels, ResNetStreamedPeakIsAFewActivations) {
+  manual_seed(6);
+  nn::zoo::ResNet net(nn::zoo::cifar_resnet_options(8, 10));
+  const int64_t batch = 16;
+  Tensor x = randn({batch, 3, 32, 32});
+  std::vector<int64_t> labels(static_cast<std::size_t>(batch));
+  for (int64_t i = 0; i < batch; ++i) labels[static_cast<std::size_t>(i)] = i % 10;
+  Tensor target = tensor<int64_t>(labels);
+  const std::size_t activation = static_cast<std::size_t>(batch) * 16 * 32 * 32 * sizeof(float);  // stage 1
+  auto step = [&](const tape::StreamOptions* o, std::shared_ptr<tape::TapeStreamer>* st) {
+    train_step(net, x, target, o, st);
+  };
+  step(nullptr, nullptr);
+  const remat::PeakMeasurement plain = remat::measure_fast_peak([&] { step(nullptr, nullptr); });
+  tape::StreamOptions o;
+  o.tape_budget_bytes = activation / 4;  // every activation is a layer of its own
+  std::shared_ptr<tape::TapeStreamer> st;
+  step(&o, &st);
+  const remat::PeakMeasurement streamed = remat::measure_fast_peak([&] { step(&o, &st); });
+  const double in_activations = static_cast<double>(streamed.step_peak_bytes()) / static_cast<double>(activation);
+  std::printf("ResNet-8, batch %lld: step peak %.2f MiB unstreamed, %.2f MiB streamed = %.2f activations of %.2f MiB\n",
+              static_cast<long long>(batch), plain.step_peak_bytes() / 1048576.0,
+              streamed.step_peak_bytes() / 1048576.0, in_activations, activation / 1048576.0);
+  EXPECT_LE(in_activations, 5.5);
+  EXPECT_LT(streamed.step_peak_bytes(), plain.step_peak_bytes());
+  EXPECT_EQ(st->report().tiles_freed, st->report().layers);
 }
 
 }  // namespace
