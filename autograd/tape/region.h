@@ -43,6 +43,7 @@ struct Tile {
   // Guarded by the streamer's mutex:
   bool touched = false;          // a value of this layer was unpacked (REV stream started here)
   bool replaced = false;         // a larger tile took its place in its layer (not counted as freed)
+  bool adopted = false;          // the storage is the saved value's own (no copy; Note [Tape streaming])
   memory::MoveHandle fetch;      // the latest prefetch
   std::shared_ptr<SharedCounters> counters;
 };

@@ -55,6 +55,8 @@ std::string StreamReport::explain() const {
   os << "  forward stall " << forward_stall_s * 1e3 << " ms (waiting for spills); " << values_shared
      << " values saved twice shared their slot; " << region_moves
      << " region moves (a region outgrew the open tile)\n";
+  os << "  " << values_adopted << " values were their own tile (no copy), " << adopted_unspilled
+     << " of them still held by the forward at its end (kept fast)\n";
   os << "  stall " << stall_s * 1e3 << " ms of " << transfer_s() * 1e3 << " ms transfer: overlap " << overlap() * 100
      << " %; tiles freed " << tiles_freed << "/" << layers << "\n";
   os << "  slow tier: " << slow_tier << "\n";
@@ -76,6 +78,7 @@ std::any TapeStreamer::pack(const Tensor& value) {
   const uint64_t node = autograd::saving_node_sequence_nr();
   if (node != region_node_ || node == autograd::kNoSavingNode) end_region_locked();
   region_node_ = node;
+  if (!held_.empty()) spill_released_locked();
   // A value saved again (a relu output saved by the relu and by the next linear) shares its slot.
   for (auto it = seen_.rbegin(); it != seen_.rend(); ++it) {
     if (it->allocation != value.storage().allocation() || it->offset != value.offset() || it->sizes != value.sizes() ||
@@ -120,12 +123,21 @@ std::shared_ptr<Tile> TapeStreamer::new_tile_locked(std::size_t bytes) {
 
 void TapeStreamer::close_layer_locked() {
   if (!open_) return;
-  Layer& l = layers_[open_->layer];
-  l.spill = memory().evict_async(open_->storage);
+  std::shared_ptr<Tile> t = std::move(open_);
+  open_.reset();
+  if (t->adopted && t->storage.use_count() > 1) {
+    held_.push_back(t);  // the forward still uses the value: spill it once it lets go
+    return;
+  }
+  spill_locked(t);
+}
+
+void TapeStreamer::spill_locked(const std::shared_ptr<Tile>& t) {
+  Layer& l = layers_[t->layer];
+  l.spill = memory().evict_async(t->storage);
   l.info.spilled = true;
   ++stats_.spills;
-  stats_.bytes_to_slow += open_->capacity;
-  open_.reset();
+  stats_.bytes_to_slow += t->capacity;
   // Back-pressure: at most max(1, d) spills in flight, so a FWD stream slower than the forward
   // does not pile full tiles up in the fast tier (the forward waits instead: forward stall).
   in_flight_.push_back(l.spill);
@@ -137,6 +149,21 @@ void TapeStreamer::close_layer_locked() {
       stats_.forward_stall_s += seconds(std::chrono::steady_clock::now() - t0);
     }
     in_flight_.pop_front();
+  }
+}
+
+void TapeStreamer::spill_released_locked() {
+  // An adopted tile whose storage only the tile holds was let go by the forward.
+  for (auto it = held_.begin(); it != held_.end();) {
+    std::shared_ptr<Tile> t = it->lock();
+    if (!t) {
+      it = held_.erase(it);
+    } else if (t->storage.use_count() == 1) {
+      it = held_.erase(it);
+      spill_locked(t);
+    } else {
+      ++it;
+    }
   }
 }
 
@@ -152,6 +179,33 @@ void TapeStreamer::place_locked(const std::shared_ptr<PackedValue>& pv, const Te
     // A new region. Pass 2: close the layer when it would overflow it; a region larger than the
     // budget is a layer by itself (its exact-size tile is closed by the next region).
     if (open_ && open_->used + bytes > open_->capacity) close_layer_locked();
+    if (bytes > budget && value.offset() == 0 && value.nbytes() == value.storage().nbytes() &&
+        memory().object_of(value.storage().allocation()) != nullptr) {
+      // Adopted: the value's own storage is the tile (Note [Tape streaming]); no copy.
+      close_layer_locked();
+      auto t = std::make_shared<Tile>(value.storage(), value.nbytes(), layers_.size(), counters_);
+      t->adopted = true;
+      Layer l;
+      l.tile = t;
+      l.info.tile_bytes = t->capacity;
+      layers_.push_back(std::move(l));
+      ++stats_.layers;
+      ++stats_.values_adopted;
+      open_ = t;
+      region_start_ = 0;
+      ++layers_[t->layer].info.regions;
+      ++stats_.regions;
+      pv->tile = t;
+      pv->byte_offset = 0;
+      t->used = bytes;
+      LayerInfo& info = layers_[t->layer].info;
+      info.used_bytes = t->used;
+      ++info.values;
+      ++stats_.values_streamed;
+      stats_.tape_bytes += bytes;
+      region_.push_back(pv);
+      return;
+    }
     if (bytes > budget) {
       close_layer_locked();
       open_ = new_tile_locked(bytes);
@@ -215,6 +269,10 @@ void TapeStreamer::finish() {
   std::lock_guard<std::mutex> lock(mutex_);
   end_region_locked();
   region_node_ = autograd::kNoSavingNode;
+  spill_released_locked();
+  for (const auto& w : held_)
+    if (!w.expired()) ++stats_.adopted_unspilled;
+  held_.clear();
   seen_.clear();
   in_flight_.clear();
   open_.reset();  // the last layer stays in the fast tier, held by its values only
@@ -246,7 +304,7 @@ Tensor TapeStreamer::unpack(std::any& packed) {
     for (int k = 1; k <= options_.prefetch_distance && static_cast<std::size_t>(k) <= tile.layer; ++k) {
       const std::size_t target = tile.layer - static_cast<std::size_t>(k);
       std::shared_ptr<Tile> t = layers_[target].tile.lock();
-      if (t && !t->fetch.valid()) prefetch_locked(target, false);
+      if (t && !t->fetch.valid() && layers_[target].spill.valid()) prefetch_locked(target, false);
     }
   }
   const auto t0 = std::chrono::steady_clock::now();

@@ -18,6 +18,11 @@
 ///    saving, a region whose next value overflows the open tile moves, values so far included,
 ///    to a new tile (the old tile closes at the region's start, or, when the region was all it held,
 ///    the new tile takes its place in its layer), so the layers come out as Algorithm 2 makes them.
+///  - Adopted tiles: a region's first value larger than the budget that is the whole of a storage
+///    of this tiered memory (offset 0, every byte) becomes its tile as it is, without a copy: the
+///    tile *is* the activation. Its layer closes like any other, but its spill waits until the
+///    forward has let go of the value (only the tile still holds the storage); that is checked
+///    at every later save and at finish(). A value the forward still holds then stays fast.
 ///  - Pass 3, streams: a closed layer's tile is evicted on the mover thread
 ///    (TieredMemory::evict_async: the FWD stream). The open layer at the end of forward is not
 ///    spilled (backward needs it first). In backward, the first unpack of a value of layer L
@@ -96,6 +101,8 @@ struct StreamReport {
   std::size_t tiles_freed = 0;
   std::size_t values_shared = 0;   ///< saves of a value already streamed (they share its slot)
   std::size_t region_moves = 0;    ///< regions that outgrew the open tile and moved (Pass 2)
+  std::size_t values_adopted = 0;  ///< values that became their own tile without a copy
+  std::size_t adopted_unspilled = 0;  ///< adopted tiles of closed layers the forward still held at the end
   double stall_s = 0;              ///< time unpack waited for a tile (backward)
   double forward_stall_s = 0;      ///< time forward waited for spills (more than max(1, d) in flight)
   double transfer_to_slow_s = 0;   ///< running time of the spills on the mover thread
@@ -142,6 +149,8 @@ class TapeStreamer final : public autograd::SavedTensorHooks {
   void end_region_locked();
   void place_locked(const std::shared_ptr<detail::PackedValue>& pv, const Tensor& value);
   void close_layer_locked();
+  void spill_locked(const std::shared_ptr<detail::Tile>& tile);
+  void spill_released_locked();
   std::shared_ptr<detail::Tile> new_tile_locked(std::size_t bytes);
   void prefetch_locked(std::size_t layer, bool demand);
   memory::TieredMemory& memory() const;
@@ -156,6 +165,7 @@ class TapeStreamer final : public autograd::SavedTensorHooks {
   std::size_t region_start_ = 0;                              // its byte offset in open_
   std::vector<Seen> seen_;
   std::deque<memory::MoveHandle> in_flight_;  // spills not known to be done
+  std::vector<std::weak_ptr<detail::Tile>> held_;  // closed adopted tiles the forward still holds
   StreamReport stats_;  // counts; times and layer info are filled by report()
 };
 

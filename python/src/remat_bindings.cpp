@@ -106,6 +106,8 @@ py::dict report_dict(const tape::StreamReport& r) {
   d["parameters_kept"] = r.parameters_kept;
   d["values_shared"] = r.values_shared;
   d["region_moves"] = r.region_moves;
+  d["values_adopted"] = r.values_adopted;
+  d["adopted_unspilled"] = r.adopted_unspilled;
   d["tape_bytes"] = r.tape_bytes;
   d["bytes_to_slow"] = r.bytes_to_slow;
   d["bytes_to_fast"] = r.bytes_to_fast;
