@@ -110,9 +110,11 @@ std::any TapeStreamer::pack(const Tensor& value) {
   return pv;
 }
 
-std::shared_ptr<Tile> TapeStreamer::new_tile_locked(std::size_t bytes) {
-  Storage s = Storage::allocate(bytes, memory());
+std::shared_ptr<Tile> TapeStreamer::new_tile_locked(std::size_t bytes, Storage adopt) {
+  const bool adopted = adopt.defined();
+  Storage s = adopted ? std::move(adopt) : Storage::allocate(bytes, memory());
   auto t = std::make_shared<Tile>(std::move(s), bytes, layers_.size(), counters_);
+  t->adopted = adopted;
   Layer l;
   l.tile = t;
   l.info.tile_bytes = bytes;
@@ -179,36 +181,14 @@ void TapeStreamer::place_locked(const std::shared_ptr<PackedValue>& pv, const Te
     // A new region. Pass 2: close the layer when it would overflow it; a region larger than the
     // budget is a layer by itself (its exact-size tile is closed by the next region).
     if (open_ && open_->used + bytes > open_->capacity) close_layer_locked();
-    if (bytes > budget && value.offset() == 0 && value.nbytes() == value.storage().nbytes() &&
-        memory().object_of(value.storage().allocation()) != nullptr) {
-      // Adopted: the value's own storage is the tile (Note [Tape streaming]); no copy.
-      close_layer_locked();
-      auto t = std::make_shared<Tile>(value.storage(), value.nbytes(), layers_.size(), counters_);
-      t->adopted = true;
-      Layer l;
-      l.tile = t;
-      l.info.tile_bytes = t->capacity;
-      layers_.push_back(std::move(l));
-      ++stats_.layers;
-      ++stats_.values_adopted;
-      open_ = t;
-      region_start_ = 0;
-      ++layers_[t->layer].info.regions;
-      ++stats_.regions;
-      pv->tile = t;
-      pv->byte_offset = 0;
-      t->used = bytes;
-      LayerInfo& info = layers_[t->layer].info;
-      info.used_bytes = t->used;
-      ++info.values;
-      ++stats_.values_streamed;
-      stats_.tape_bytes += bytes;
-      region_.push_back(pv);
-      return;
-    }
     if (bytes > budget) {
       close_layer_locked();
-      open_ = new_tile_locked(bytes);
+      // Adopted: a value that is a whole storage of this memory is its own tile, without a copy
+      // (Note [Tape streaming]).
+      const bool adopt = value.offset() == 0 && value.nbytes() == value.storage().nbytes() &&
+                         memory().object_of(value.storage().allocation()) != nullptr;
+      open_ = adopt ? new_tile_locked(value.nbytes(), value.storage()) : new_tile_locked(bytes);
+      if (adopt) ++stats_.values_adopted;
     } else if (!open_) {
       open_ = new_tile_locked(budget);
     }
@@ -253,7 +233,8 @@ void TapeStreamer::place_locked(const std::shared_ptr<PackedValue>& pv, const Te
   }
   // Pass 1: the value goes next in its region.
   Tile& tile = *open_;
-  detail::view_in_tile(tile, tile.used, pv->sizes, pv->dtype).copy_(value);
+  if (!tile.storage.is_same(value.storage()))  // an adopted tile already holds the value
+    detail::view_in_tile(tile, tile.used, pv->sizes, pv->dtype).copy_(value);
   pv->tile = open_;
   pv->byte_offset = tile.used;
   tile.used += bytes;

@@ -151,7 +151,8 @@ class TapeStreamer final : public autograd::SavedTensorHooks {
   void close_layer_locked();
   void spill_locked(const std::shared_ptr<detail::Tile>& tile);
   void spill_released_locked();
-  std::shared_ptr<detail::Tile> new_tile_locked(std::size_t bytes);
+  /// A new layer's tile of `bytes`: allocated, or `adopt` itself (a saved value's own storage).
+  std::shared_ptr<detail::Tile> new_tile_locked(std::size_t bytes, Storage adopt = {});
   void prefetch_locked(std::size_t layer, bool demand);
   memory::TieredMemory& memory() const;
 
