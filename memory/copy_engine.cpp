@@ -210,10 +210,19 @@ using Kernel = void (*)(char*, const char*, std::size_t);
 // claims chunks from a shared counter until none are left, so a worker that is descheduled (these
 // machines are shared) delays the copy by at most the chunk it holds, and one that never starts
 // costs nothing: the others take its share. Copies under two chunks stay on this thread.
+// Note [Mover copies stay on the mover]
+// A copy made by a Mover's job (a spill or prefetch overlapping compute) runs on the mover thread
+// alone. Split over the TBB arena like a synchronous copy, its chunks would run on the compute
+// threads — the very work the move was meant to hide behind — and the mover thread, waiting in
+// the arena, would take a worker's slot: on a 2-core machine every spill stalled a parallel
+// region of the forward. Alone, the copy takes one core's bandwidth (enough: the slow tier's is
+// lower) and the compute threads keep theirs.
+thread_local bool serial_copies = false;  // true on a Mover's thread
+
 void run_copy(char* d, const char* s, std::size_t n, Kernel kernel) {
   const std::size_t head = (kLine - (reinterpret_cast<std::uintptr_t>(d) & (kLine - 1))) & (kLine - 1);
   const int threads = get_num_threads();
-  if (threads == 1 || n < head + 2 * kParallelChunkBytes) {
+  if (threads == 1 || serial_copies || n < head + 2 * kParallelChunkBytes) {
     kernel(d, s, n);
     return;
   }
@@ -470,6 +479,7 @@ struct MoveState {
   std::mutex mutex;
   std::condition_variable cv;
   std::atomic<bool> done{false};
+  std::atomic<bool> running{false};  // set when the mover takes the job
   std::exception_ptr error;  // written before done is set, read after
   std::chrono::steady_clock::time_point submitted, started, finished;
 };
@@ -478,6 +488,10 @@ struct MoveState {
 
 bool MoveHandle::done() const {
   return state_ != nullptr && state_->done.load(std::memory_order_acquire);
+}
+
+bool MoveHandle::started() const {
+  return state_ != nullptr && state_->running.load(std::memory_order_acquire);
 }
 
 void MoveHandle::wait_quietly() const {
@@ -554,6 +568,7 @@ std::size_t Mover::completed() const {
 }
 
 void Mover::run() {
+  serial_copies = true;
   for (;;) {
     std::shared_ptr<detail::MoveState> s;
     {
@@ -564,6 +579,7 @@ void Mover::run() {
       queue_.pop_front();
     }
     s->started = std::chrono::steady_clock::now();
+    s->running.store(true, std::memory_order_release);
     try {
       s->job();
     } catch (...) {

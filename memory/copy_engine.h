@@ -107,6 +107,8 @@ class MoveHandle {
   bool valid() const { return state_ != nullptr; }
   /// True once the job has finished (successfully or not). Never blocks.
   bool done() const;
+  /// True once the mover has begun running the job (and ever after). Never blocks.
+  bool started() const;
   /// Blocks until the job has finished; rethrows the job's exception if it threw (every call).
   /// Throws strata::Error on an empty handle, or when called from the mover thread itself for a job
   /// that has not run yet (that would deadlock).

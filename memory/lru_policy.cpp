@@ -58,7 +58,17 @@ std::vector<Object*> LruPolicy::lru_order() const {
 
 // ---- eviction (Listing 4.1) ---------------------------------------------------------------------
 
-void LruPolicy::evict_locked(Object* object) {
+// Note [Moves copy outside the policy lock]
+// An explicit evict or prefetch (the mover thread's jobs) copies an object's bytes without holding
+// mutex_: the copy takes as long as the slow tier's (modeled) bandwidth says — milliseconds for an
+// activation — and every allocation, free and use notification of the compute threads takes
+// mutex_, so holding it through the copy stalled the forward pass behind each spill. The object
+// is Moving throughout (pins, frees and eviction walks wait for it or pass it over), and the
+// region being filled has no object yet (prefetch) or is the object's unpublished sibling (evict),
+// so no other thread touches either region until mutex_ is taken again to publish the move. An
+// eviction made to find room for an allocation (make_room, inside a walk of the fast heap) keeps
+// the lock.
+void LruPolicy::evict_locked(Object* object, std::unique_lock<std::mutex>* lock) {
   Region* x = dm_.primary(object);
   if (!dm_.in(x, dm_.fast())) return;
   Region* y = dm_.getlinked(x, dm_.slow());
@@ -72,7 +82,9 @@ void LruPolicy::evict_locked(Object* object) {
   }
   // A clean fast copy (prefetched and only read since) equals its slow sibling: elide the copy.
   if (dm_.isdirty(x) || allocated) {
+    if (lock != nullptr) lock->unlock();
     dm_.copyto(y, x);
+    if (lock != nullptr) lock->lock();
   } else {
     dm_.stats().on_copy_elided(dm_.size_of(x));
   }
@@ -149,7 +161,7 @@ void LruPolicy::unsafe_free(Object* object) {
 }
 
 bool LruPolicy::prefetch(Object* object, bool force) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::unique_lock<std::mutex> lock(mutex_);
   Region* x = dm_.primary(object);
   if (!dm_.in(x, dm_.slow())) {
     lru_push_front(object);
@@ -159,7 +171,9 @@ bool LruPolicy::prefetch(Object* object, bool force) {
   MoveGuard guard(object);
   Region* y = allocate_fast(dm_.size_of(x), force);
   if (y == nullptr) return false;
+  lock.unlock();  // Note [Moves copy outside the policy lock]
   dm_.copyto(y, x);  // Listing 4.2
+  lock.lock();
   dm_.link(x, y);
   dm_.set(object, y);
   dm_.markclean(y);
@@ -168,11 +182,11 @@ bool LruPolicy::prefetch(Object* object, bool force) {
 }
 
 bool LruPolicy::evict(Object* object) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::unique_lock<std::mutex> lock(mutex_);
   if (!dm_.in(dm_.primary(object), dm_.fast())) return true;
   if (!object->try_begin_move()) return false;
   MoveGuard guard(object);
-  evict_locked(object);
+  evict_locked(object, &lock);
   return true;
 }
 

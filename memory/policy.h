@@ -66,7 +66,9 @@ class LruPolicy final : public Policy {
   // All private helpers run with mutex_ held.
   Region* allocate_fast(std::size_t bytes, bool force);
   bool make_room(std::size_t bytes);
-  void evict_locked(Object* object);  // requires the object's Moving state
+  /// Requires the object's Moving state. With `lock` (mutex_'s holder), mutex_ is released while
+  /// the bytes are copied (Note [Moves copy outside the policy lock]).
+  void evict_locked(Object* object, std::unique_lock<std::mutex>* lock = nullptr);
   void lru_push_front(Object* o);     // most recently used
   void lru_push_back(Object* o);      // next eviction candidate
   void lru_remove(Object* o);
