@@ -99,14 +99,28 @@ def main():
         shim.peakshim_reset()
         step(segments)
         peak = shim.peakshim_peak() - base
-        times = []
-        for s in range(warmup + steps):
+        def timed(seg):
             t0 = time.perf_counter()
-            step(segments)
+            step(seg)
+            return (time.perf_counter() - t0) * 1e6
+
+        # As strata-bench-remat does: each checkpointed step follows a StoreAll step, and the
+        # overhead is the median of the pairs' ratios (the machine's speed drifts between minutes).
+        times, base_times = [], []
+        for s in range(warmup + steps):
+            b = timed(0) if segments else None
+            t = timed(segments)
             if s >= warmup:
-                times.append((time.perf_counter() - t0) * 1e6)
-        return {"config": "StoreAll" if segments == 0 else f"checkpoint_sequential({segments})", "segments": segments,
-                "peak_bytes": peak, "step_us": {"samples": times, "median": statistics.median(times)}}
+                times.append(t)
+                if segments:
+                    base_times.append(b)
+        out = {"config": "StoreAll" if segments == 0 else f"checkpoint_sequential({segments})", "segments": segments,
+               "peak_bytes": peak, "step_us": {"samples": times, "median": statistics.median(times)}}
+        if segments:
+            out["store_all_us"] = {"samples": base_times, "median": statistics.median(base_times)}
+            out["overhead"] = statistics.median(t / b for t, b in zip(times, base_times))
+            out["overhead_of_medians"] = statistics.median(times) / statistics.median(base_times)
+        return out
 
     base = measure(0)
     configs = [measure(s) for s in ([2] if a.quick else range(2, n + 1))]
@@ -114,7 +128,7 @@ def main():
     for f in fractions:
         budget = int(f * base["peak_bytes"])
         fits = [c for c in configs if c["peak_bytes"] <= budget]
-        best = min(fits, key=lambda c: c["step_us"]["median"]) if fits else None
+        best = min(fits, key=lambda c: c["overhead"]) if fits else None
         budgets.append({"fraction": f, "budget_bytes": budget, "checkpoint": best})
     out = {"binary": "torch_remat.py", "threads": torch.get_num_threads(), "dtype": "f32",
            "library": f"PyTorch {torch.__version__}", "model": a.model, "batch": batch, "store_all": base,

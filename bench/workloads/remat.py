@@ -6,7 +6,8 @@ bench/peers/peakshim.c) and, per budget (50 %, 25 %, 12.5 % of that peak), the f
 whose measured peak fits: Strata's checkpoint policies (EveryK, SqrtN, Revolve), tape streaming and
 the Auto planner (strata-bench-remat), PyTorch 2.13's checkpoint_sequential at every segment count
 (bench/peers/torch_remat.py). Figures are overheads, step time at the budget / StoreAll step time of
-the same side and round (inf when nothing fits): `ckpt` compares checkpointing with checkpointing,
+the same side and round, as the median over the timed steps of each step's ratio to the StoreAll step
+run just before it (inf when nothing fits): `ckpt` compares checkpointing with checkpointing,
 `best` Strata's best (checkpointing, streaming, or the Auto planner) with PyTorch's checkpointing. Target: Strata's
 overhead lower (ratio < 1). The issue's absolute targets (overhead <= 10 % at 50 %, <= 20 % at 25 %)
 are read off the Strata column."""
@@ -24,8 +25,9 @@ FRACTIONS = [0.5, 0.25, 0.125]
 
 
 def _overhead(best, base):
-    """Step time over StoreAll's: strata-bench-remat's own ratio against the StoreAll steps it
-    interleaved with the configuration ("overhead"), else the ratio of the medians."""
+    """Step time over StoreAll's: each side's own estimate against the StoreAll steps it
+    interleaved with the configuration ("overhead": the median of the per-pair ratios, the same
+    estimator in strata-bench-remat and torch_remat.py), else the ratio of the medians."""
     if not best:
         return math.inf
     if "overhead" in best:
