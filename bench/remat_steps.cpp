@@ -13,7 +13,9 @@
 // reference; each budget is a fraction of it. Per budget and family, the configurations tried:
 //   checkpoint: EveryK(k) for every k, SqrtN, Revolve(s) for s = 1..n; the fastest whose measured
 //               peak fits the budget is reported (the "best segmentation" at that budget);
-//   auto:       the Auto planner (keep / stream / recompute per saved value) at the budget;
+//   auto:       the Auto planner (keep / stream / recompute per saved value) at the budget, at op
+//               granularity (ResNet blocks planned and run as their ops: Note [Auto graph
+//               execution]); auto_step: the same at step granularity (one program point per block);
 //   stream:     tape streaming (prefetch distance 1) with tiles of budget/2^j, j = 2..6; the
 //               fastest that fits, with the transfer time hidden behind compute (overlap) reported
 //               with the slow-tier model off and on (STRATA_SLOW_MODEL is read at start-up: run the
@@ -34,6 +36,7 @@
 
 #include "autograd/remat/chain.h"
 #include "autograd/remat/peak.h"
+#include "autograd/remat/plan_exec.h"
 #include "autograd/tape/stream.h"
 #include "bench/bench_common.h"
 #include "core/factories.h"
@@ -156,12 +159,13 @@ Net make_vgg(const Options& o, Generator& gen) {
 
 /// One configuration: how the step runs.
 struct Config {
-  std::string family;  // "store_all", "checkpoint", "stream", "auto"
+  std::string family;  // "store_all", "checkpoint", "stream", "auto", "auto_step"
   remat::ChainPolicy policy;
   std::size_t tile_bytes = 0;  // stream: the tile; auto: the budget
   std::string name() const {
     if (family == "stream") return "stream(tile " + std::to_string(tile_bytes >> 10) + " KiB)";
     if (family == "auto") return "Auto(" + std::to_string(tile_bytes >> 10) + " KiB budget)";
+    if (family == "auto_step") return "Auto per step(" + std::to_string(tile_bytes >> 10) + " KiB budget)";
     return policy.to_string();
   }
 };
@@ -172,6 +176,11 @@ struct Measured {
   std::vector<double> base_us;  // StoreAll steps interleaved with these (the overhead's reference)
   std::size_t peak = 0;
   tape::StreamReport stream;  // last timed step (stream only)
+  // Auto only: the plan's program points (ops), its decisions over the values a backward step
+  // reads, and the predicted step time over the predicted plain step (the cost model's overhead).
+  std::size_t plan_ops = 0;
+  int kept = 0, streamed = 0, recomputed = 0;
+  double predicted_overhead = 0.0;
   double median() const { return bench::summarize(step_us).median; }
   /// Step time over StoreAll's (1 for StoreAll itself): the median of the per-pair ratios, each
   /// step over the StoreAll step run just before it (the two share the same second of a machine
@@ -201,10 +210,12 @@ class Runner {
   /// StoreAll), so both see the same machine: on a shared 2-core VM the speed drifts by tens of
   /// percent between minutes, and an overhead against a StoreAll timed earlier would measure that.
   Measured run(const Config& c) {
-    Measured m{c, {}, {}, 0, {}};
+    Measured m{c, {}, {}, 0, {}, 0, 0, 0, 0, 0.0};
     const remat::ChainPolicy policy = c.family == "stream" ? remat::ChainPolicy::store_all()
                                       : c.family == "auto" ? remat::ChainPolicy::auto_budget(c.tile_bytes)
-                                                           : c.policy;
+                                      : c.family == "auto_step"
+                                          ? remat::ChainPolicy::auto_budget(c.tile_bytes, remat::AutoGranularity::Step)
+                                          : c.policy;
     const bool interleave = c.family != "store_all";
     const Config base{"store_all", remat::ChainPolicy::store_all(), 0};
     net_.chain->set_policy(policy);
@@ -228,6 +239,19 @@ class Runner {
         if (interleave) m.base_us.push_back(base_us);
         m.stream = report;
       }
+    }
+    if (policy.kind == remat::RematPolicy::Auto && policy.auto_chain->last_plan() != nullptr) {
+      const remat::Plan& plan = *policy.auto_chain->last_plan();
+      const remat::PlanGraph& g = policy.auto_chain->last_graph()->graph;
+      const auto windows = remat::value_windows(g);
+      m.plan_ops = g.ops.size();
+      for (std::size_t v = 0; v < windows.size(); ++v) {
+        if (windows[v].needs.empty()) continue;
+        m.kept += plan.decisions[v] == remat::Decision::Keep;
+        m.streamed += plan.decisions[v] == remat::Decision::Stream;
+        m.recomputed += plan.decisions[v] == remat::Decision::Recompute;
+      }
+      m.predicted_overhead = plan.predicted.step_time / plan.predicted.base_time;
     }
     return m;
   }
@@ -270,6 +294,9 @@ void print_row(const char* budget, const Measured& m) {
   if (m.config.family == "stream")
     std::printf("  overlap %.2f (stall %.1f ms of %.1f ms transfer)", m.stream.overlap(), m.stream.stall_s * 1e3,
                 m.stream.transfer_s() * 1e3);
+  if (m.plan_ops > 0)
+    std::printf("  %zu ops; keep %d, stream %d, recompute %d; predicted %+.1f %%", m.plan_ops, m.kept, m.streamed,
+                m.recomputed, 100.0 * (m.predicted_overhead - 1.0));
   std::printf("\n");
   std::fflush(stdout);
 }
@@ -286,6 +313,10 @@ void json_measured(bench::Json& j, const Measured& m) {
     j.kv("bytes_to_slow", static_cast<long long>(m.stream.bytes_to_slow));
     j.kv("bytes_to_fast", static_cast<long long>(m.stream.bytes_to_fast));
     j.kv("forward_stall_s", m.stream.forward_stall_s).kv("values_adopted", static_cast<long long>(m.stream.values_adopted));
+  }
+  if (m.plan_ops > 0) {
+    j.kv("plan_ops", static_cast<long long>(m.plan_ops)).kv("kept", m.kept).kv("streamed", m.streamed);
+    j.kv("recomputed", m.recomputed).kv("predicted_overhead", m.predicted_overhead);
   }
   j.end_object();
 }
@@ -344,12 +375,17 @@ int main(int argc, char** argv) try {
       if (m.peak <= budget && (!best_stream || m.overhead() < best_stream->overhead())) best_stream = &m;
     // Auto: the planner chooses keep / stream / recompute per saved value under this budget; an
     // infeasible budget is its error naming the minimum.
-    std::optional<Measured> automatic;
-    std::string auto_error;
+    std::optional<Measured> automatic, auto_step;
+    std::string auto_error, auto_step_error;
     try {
       automatic = runner.run({"auto", remat::ChainPolicy::store_all(), budget});
     } catch (const std::exception& e) {
       auto_error = e.what();
+    }
+    try {
+      auto_step = runner.run({"auto_step", remat::ChainPolicy::store_all(), budget});
+    } catch (const std::exception& e) {
+      auto_step_error = e.what();
     }
     std::printf(" budget %s of StoreAll's %.2f MiB = %.2f MiB\n", label, static_cast<double>(base.peak) / (1 << 20),
                 static_cast<double>(budget) / (1 << 20));
@@ -360,12 +396,18 @@ int main(int argc, char** argv) try {
                      static_cast<double>(streams.back().peak) / (1 << 20));
     if (automatic) print_row(label, *automatic);
     else std::printf("  %-10s Auto: %s\n", label, auto_error.substr(0, 200).c_str());
+    if (auto_step) print_row(label, *auto_step);
+    else std::printf("  %-10s Auto per step: %s\n", label, auto_step_error.substr(0, 200).c_str());
     j.begin_object();
     j.kv("fraction", f).kv("budget_bytes", static_cast<long long>(budget));
     j.key("auto");
     if (automatic) json_measured(j, *automatic);
     else j.null();
     if (!automatic) j.kv("auto_error", auto_error);
+    j.key("auto_step");
+    if (auto_step) json_measured(j, *auto_step);
+    else j.null();
+    if (!auto_step) j.kv("auto_step_error", auto_step_error);
     j.key("checkpoint");
     if (best_ckpt) json_measured(j, *best_ckpt);
     else j.null();

@@ -1,6 +1,7 @@
 #include "models/remat.h"
 
 #include <cstring>
+#include <typeinfo>
 #include <vector>
 
 #include "autograd/grad_mode.h"
@@ -45,6 +46,30 @@ remat::StepFn remat_step(std::shared_ptr<Module> module) {
   };
 }
 
+int64_t append_remat_steps(const std::shared_ptr<Module>& module, int64_t input, std::vector<remat::GraphStep>& steps) {
+  STRATA_CHECK(module != nullptr, "append_remat_steps: the module is null");
+  if (const auto* g = dynamic_cast<const RematGraphModule*>(module.get())) {
+    const int64_t out = g->append_remat_steps(input, steps);
+    STRATA_CHECK(out == static_cast<int64_t>(steps.size()) - 1, "append_remat_steps: ", module->type_name(),
+                 " did not end with the step computing its output");
+    return out;
+  }
+  if (typeid(*module) == typeid(Sequential)) {
+    const auto& seq = static_cast<const Sequential&>(*module);
+    if (seq.size() > 0) {
+      int64_t x = input;
+      for (std::size_t i = 0; i < seq.size(); ++i) x = append_remat_steps(seq[static_cast<int64_t>(i)], x, steps);
+      return x;
+    }
+  }
+  remat::GraphStep step;
+  step.fn = [f = remat_step(module)](const autograd::TensorList& in) -> Tensor { return f(in[0]); };
+  step.inputs = {input};
+  step.name = module->to_string();
+  steps.push_back(std::move(step));
+  return static_cast<int64_t>(steps.size()) - 1;
+}
+
 Tensor checkpoint_sequential(Sequential& sequential, int64_t segments, const Tensor& input, bool preserve_rng_state) {
   const auto n = static_cast<int64_t>(sequential.size());
   STRATA_CHECK(n >= 1, "checkpoint_sequential: the Sequential has no modules");
@@ -78,6 +103,12 @@ void RematSequential::set_policy(const remat::ChainPolicy& policy) {
 
 Tensor RematSequential::forward(const Tensor& input) {
   STRATA_CHECK(size() >= 1, "RematSequential: no modules to run");
+  if (policy_.kind == remat::RematPolicy::Auto && policy_.auto_chain &&
+      policy_.granularity == remat::AutoGranularity::Op) {
+    std::vector<remat::GraphStep> graph;
+    for (const auto& slot : child_slots()) append_remat_steps(slot.module, static_cast<int64_t>(graph.size()) - 1, graph);
+    return policy_.auto_chain->run_graph(graph, input);
+  }
   std::vector<remat::StepFn> steps;
   std::vector<std::string> names;  // Auto's profiling signatures: the module's repr (type and configuration)
   steps.reserve(size());

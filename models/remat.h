@@ -18,12 +18,29 @@
 #include <memory>
 
 #include "autograd/remat/chain.h"
+#include "autograd/remat/plan_exec.h"
 #include "models/container.h"
 
 namespace strata::nn {
 
 /// A chain step running `module` (Note [Module side effects under recomputation]).
 remat::StepFn remat_step(std::shared_ptr<Module> module);
+
+/// A module that gives Auto its forward as a graph of op-level steps (Note [Auto graph
+/// execution]); ResNet's BasicBlock and Bottleneck do.
+class RematGraphModule {
+ public:
+  virtual ~RematGraphModule() = default;
+  /// Appends the steps of this module's forward on step `input`'s output (-1: the graph's input)
+  /// to `steps`; the last step appended computes the module's output. Returns its index.
+  virtual int64_t append_remat_steps(int64_t input, std::vector<remat::GraphStep>& steps) const = 0;
+};
+
+/// Appends the steps computing `module`'s forward on step `input`'s output (-1: the graph's input)
+/// and returns the index of the (last) step computing its output: a RematGraphModule's own steps,
+/// a plain Sequential's children's steps in order, any other module one step running it (as
+/// remat_step). Throws strata::Error for a null module.
+int64_t append_remat_steps(const std::shared_ptr<Module>& module, int64_t input, std::vector<remat::GraphStep>& steps);
 
 /// torch.utils.checkpoint.checkpoint_sequential over the children of `sequential`: `segments`
 /// segments of size() / segments children, each but the last checkpointed (the last takes the
@@ -32,7 +49,9 @@ remat::StepFn remat_step(std::shared_ptr<Module> module);
 Tensor checkpoint_sequential(Sequential& sequential, int64_t segments, const Tensor& input,
                              bool preserve_rng_state = true);
 
-/// A Sequential whose forward runs its children under a chain policy (StoreAll by default).
+/// A Sequential whose forward runs its children under a chain policy (StoreAll by default). Under
+/// Auto at op granularity (the default) the children are planned and run as the graph of their
+/// append_remat_steps; at step granularity, one step per child.
 /// Parameters, buffers, state_dict keys and repr are a Sequential's (named "RematSequential").
 class RematSequential : public Sequential {
  public:

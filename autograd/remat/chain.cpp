@@ -17,10 +17,11 @@ ChainPolicy ChainPolicy::recompute_all() { return {RematPolicy::RecomputeAll, 0,
 ChainPolicy ChainPolicy::every_k(int64_t k) { return {RematPolicy::EveryK, k, 0, true, nullptr}; }
 ChainPolicy ChainPolicy::sqrt_n() { return {RematPolicy::SqrtN, 0, 0, true, nullptr}; }
 ChainPolicy ChainPolicy::revolve(int64_t snapshots) { return {RematPolicy::Revolve, 0, snapshots, true, nullptr}; }
-ChainPolicy ChainPolicy::auto_budget(std::size_t budget_bytes) {
+ChainPolicy ChainPolicy::auto_budget(std::size_t budget_bytes, AutoGranularity granularity) {
   ChainPolicy p;
   p.kind = RematPolicy::Auto;
   p.auto_chain = std::make_shared<AutoChain>(budget_bytes);
+  p.granularity = granularity;
   return p;
 }
 
@@ -32,7 +33,8 @@ std::string ChainPolicy::to_string() const {
     case RematPolicy::SqrtN: return "SqrtN";
     case RematPolicy::Revolve: return "Revolve(" + std::to_string(snapshots) + ")";
     case RematPolicy::Auto:
-      return "Auto(" + (auto_chain ? std::to_string(auto_chain->budget_bytes()) : std::string("?")) + " bytes)";
+      return "Auto(" + (auto_chain ? std::to_string(auto_chain->budget_bytes()) : std::string("?")) + " bytes" +
+             (granularity == AutoGranularity::Step ? ", per step)" : ")");
   }
   return "?";
 }

@@ -33,6 +33,11 @@ enum class RematPolicy { StoreAll, RecomputeAll, EveryK, SqrtN, Revolve, Auto };
 
 class AutoChain;
 
+/// Where Auto puts its program points (Note [Auto graph execution]): one per step of the chain, or
+/// one per op where a step exposes its ops (nn::RematSequential decomposes ResNet blocks and
+/// Sequentials through nn::append_remat_steps; run_chain's closures are always steps).
+enum class AutoGranularity { Step, Op };
+
 /// A policy and its parameters.
 struct ChainPolicy {
   RematPolicy kind = RematPolicy::StoreAll;
@@ -42,6 +47,7 @@ struct ChainPolicy {
   /// Auto: the planner and executor (autograd/remat/plan_exec.h) holding the fast-tier budget and
   /// the plans cached by input signature; shared by copies of the policy.
   std::shared_ptr<AutoChain> auto_chain;
+  AutoGranularity granularity = AutoGranularity::Op;  ///< Auto only
 
   /// Plain forward: every saved value is kept.
   static ChainPolicy store_all();
@@ -53,9 +59,9 @@ struct ChainPolicy {
   static ChainPolicy sqrt_n();
   /// Binomial checkpointing with `snapshots` stored states (Note [Revolve execution]).
   static ChainPolicy revolve(int64_t snapshots);
-  /// Keep / stream / recompute per step, planned under `budget_bytes` of fast-tier activation
-  /// peak (Note [Auto chain execution]). Throws strata::Error when budget_bytes is 0.
-  static ChainPolicy auto_budget(std::size_t budget_bytes);
+  /// Keep / stream / recompute per saved value, planned under `budget_bytes` of fast-tier
+  /// activation peak (Note [Auto chain execution]) at step or op granularity. Throws strata::Error when budget_bytes is 0.
+  static ChainPolicy auto_budget(std::size_t budget_bytes, AutoGranularity granularity = AutoGranularity::Op);
 
   /// "StoreAll", "EveryK(4)", "Revolve(3)", "Auto(1048576 bytes)", ...
   std::string to_string() const;

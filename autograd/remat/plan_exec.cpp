@@ -49,8 +49,9 @@ enum class SaveKind { Input, Output, Existing, Internal };
 
 // What one isolated profiling of a step found (Note [Auto chain execution]).
 struct StepProfile {
-  bool view = false;  // the output shares the input's storage
-  bool saves_input = false, saves_output = false;
+  int64_t view_of = -1;  // the input (position) whose storage the output shares, or -1
+  std::vector<char> saves_input;  // per input position
+  bool saves_output = false;
   std::vector<char> internal_saves;
   std::size_t internal_bytes = 0;
   std::size_t out_storage_bytes = 0, out_nbytes = 0;
@@ -87,16 +88,28 @@ struct Streamed {
   }
 };
 
-// A boundary value (the storage of x_k .. x_j) during one run.
+struct Boundary;
+
+// One input of a step, as a recompute re-reads it: the view `sizes/strides/offset/dtype` of a
+// boundary's storage, or a fixed tensor (the graph's input).
+struct Source {
+  std::shared_ptr<Boundary> boundary;
+  Tensor fixed;
+  Dims sizes, strides;
+  int64_t offset = 0;
+  DType dtype = DType::f32;
+  Tensor get() const;
+};
+
+// A boundary value (the storage of a step's output) during one run.
 struct Boundary {
   Decision decision = Decision::Keep;
   bool moves = false;                  // Stream with a gap: evicted and prefetched
   Tensor value;                        // Keep / Stream: the producer's output
   std::shared_ptr<Streamed> streamed;  // Stream
-  // Recompute: the producer re-runs on its input value (null: the chain's input).
-  std::shared_ptr<Boundary> source;
-  Tensor chain_input;
-  StepFn producer;
+  // Recompute: the producer re-runs on its inputs.
+  std::vector<Source> sources;
+  std::function<Tensor(const TensorList&)> producer;
   int64_t producer_index = 0;
   detail::RngState rng;  // the default generator before the producer's first run
   Dims sizes, strides;
@@ -111,7 +124,9 @@ struct Boundary {
         if (streamed) streamed->wait_resident();
         return value;
       case Decision::Recompute: {
-        Tensor in = source ? source->get() : chain_input;
+        TensorList in;
+        in.reserve(sources.size());
+        for (const Source& s : sources) in.push_back(s.get());
         const detail::RngState outer = detail::RngState::current();
         rng.restore();
         Tensor out;
@@ -132,6 +147,12 @@ struct Boundary {
     return Tensor();
   }
 };
+
+Tensor Source::get() const {
+  if (!boundary) return fixed;
+  Tensor base = boundary->get();
+  return Tensor(base.storage(), sizes, strides, offset, dtype);
+}
 
 // What the per-step hooks pack.
 struct Packed {
@@ -210,30 +231,104 @@ Tensor with_marker(const Tensor& y, std::function<void()> at_backward) {
 
 }  // namespace
 
+std::vector<GraphStep> chain_steps(const std::vector<StepFn>& steps, const std::vector<std::string>& names) {
+  STRATA_CHECK(names.empty() || names.size() == steps.size(), "AutoChain: ", names.size(), " step names for ",
+               steps.size(), " steps");
+  std::vector<GraphStep> out;
+  out.reserve(steps.size());
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    STRATA_CHECK(static_cast<bool>(steps[i]), "AutoChain: step ", i, " is empty");
+    GraphStep g;
+    g.fn = [f = steps[i]](const TensorList& in) -> Tensor { return f(in[0]); };
+    g.inputs = {static_cast<int64_t>(i) - 1};
+    g.name = names.empty() ? std::string() : names[i];
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
+namespace {
+
+void check_steps(const std::vector<GraphStep>& steps) {
+  const auto m = static_cast<int64_t>(steps.size());
+  STRATA_CHECK(m >= 1, "AutoChain: the chain has no steps");
+  std::vector<char> read(static_cast<std::size_t>(m), 0);
+  for (int64_t i = 0; i < m; ++i) {
+    const GraphStep& s = steps[i];
+    STRATA_CHECK(static_cast<bool>(s.fn), "AutoChain: step ", i, " is empty");
+    STRATA_CHECK(!s.inputs.empty(), "AutoChain: step ", i, " has no inputs");
+    for (std::size_t k = 0; k < s.inputs.size(); ++k) {
+      const int64_t j = s.inputs[k];
+      STRATA_CHECK(j >= -1 && j < i, "AutoChain: input ", k, " of step ", i, " is ", j,
+                   "; expected -1 (the graph's input) or an earlier step");
+      for (std::size_t l = 0; l < k; ++l)
+        STRATA_CHECK(s.inputs[l] != j, "AutoChain: step ", i, " reads input ", j, " twice");
+      if (j >= 0) read[j] = 1;
+    }
+  }
+  for (int64_t i = 0; i + 1 < m; ++i)
+    STRATA_CHECK(read[i] != 0, "AutoChain: no step reads the output of step ", i, " (only the last step's output may be unread)");
+}
+
+std::string step_name(const std::vector<GraphStep>& steps, int64_t i) {
+  return steps[i].name.empty() ? "step " + std::to_string(i) : steps[i].name;
+}
+
+}  // namespace
+
 AutoChain::AutoChain(std::size_t budget_bytes, PlannerOptions options) : budget_(budget_bytes), planner_(options) {
   STRATA_CHECK(budget_bytes > 0, "AutoChain: the fast-tier budget is 0 bytes; expected a positive budget");
 }
 
 ChainGraph AutoChain::build_graph(const std::vector<StepFn>& steps, const Tensor& input,
                                   const std::vector<std::string>& names) {
+  STRATA_CHECK(!steps.empty(), "AutoChain: the chain has no steps");
+  return build_graph(chain_steps(steps, names), input);
+}
+
+ChainGraph AutoChain::build_graph(const std::vector<GraphStep>& steps, const Tensor& input) {
+  check_steps(steps);
   const auto m = static_cast<int64_t>(steps.size());
-  STRATA_CHECK(m >= 1, "AutoChain: the chain has no steps");
-  STRATA_CHECK(names.empty() || names.size() == steps.size(), "AutoChain: ", names.size(), " step names for ", m,
-               " steps");
-  for (int64_t i = 0; i < m; ++i) STRATA_CHECK(static_cast<bool>(steps[i]), "AutoChain: step ", i, " is empty");
   memory::TieredMemory& tiered = tiered_or_throw("AutoChain");
   memory::MemoryStats& stats = tiered.manager().stats();
   auto current = [&] { return stats.snapshot().fast.current_bytes; };
   auto peak = [&] { return stats.snapshot().fast.peak_bytes; };
 
+  // The last step reading each step's output (-1: none), and the graph input's readers.
+  std::vector<int64_t> last_reader(static_cast<std::size_t>(m), -1), first_reader(static_cast<std::size_t>(m), m);
+  int64_t input_first = m, input_last = -1;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j : steps[i].inputs) {
+      if (j < 0) {
+        input_first = std::min(input_first, i);
+        input_last = std::max(input_last, i);
+      } else {
+        first_reader[j] = std::min(first_reader[j], i);
+        last_reader[j] = std::max(last_reader[j], i);
+      }
+    }
+
   std::vector<StepProfile> prof(static_cast<std::size_t>(m));
-  std::vector<std::string> op_names(static_cast<std::size_t>(m)), sigs(static_cast<std::size_t>(m));
+  std::vector<std::string> sigs(static_cast<std::size_t>(m));
   const detail::RngState outer_rng = detail::RngState::current();
-  Tensor x = input.detach();
+  // Run A's outputs (detached): their storages identify the boundary values; each is dropped after
+  // its last reader has been profiled.
+  std::vector<Tensor> outs(static_cast<std::size_t>(m));
+  const Tensor graph_input = input.detach();
   for (int64_t i = 0; i < m; ++i) {
     StepProfile& P = prof[i];
-    op_names[i] = names.empty() ? "step " + std::to_string(i) : names[i];
-    sigs[i] = op_names[i] + " [" + shape_signature(fresh_input(x)) + "]";
+    const GraphStep& step = steps[i];
+    const std::size_t k_in = step.inputs.size();
+    TensorList x;
+    for (int64_t j : step.inputs) x.push_back(j < 0 ? graph_input : outs[j]);
+    auto fresh = [&] {
+      TensorList in;
+      for (const Tensor& t : x) in.push_back(fresh_input(t));
+      return in;
+    };
+    sigs[i] = step_name(steps, i) + " [";
+    for (std::size_t k = 0; k < k_in; ++k) sigs[i] += (k ? ", " : "") + shape_signature(fresh_input(x[k]));
+    sigs[i] += "]";
     const detail::RngState rng = detail::RngState::current();
     // Run A, recorded: the saved storages in order, the forward peak.
     std::vector<Storage> saved_a;
@@ -249,7 +344,7 @@ ChainGraph AutoChain::build_graph(const std::vector<StepFn>& steps, const Tensor
           return v;
         },
         [](std::any& p) -> Tensor { return std::any_cast<Tensor>(p); });
-    Tensor in = fresh_input(x);
+    TensorList in = fresh();
     Tensor out;
     stats.reset_peaks();
     std::size_t before = current();
@@ -257,7 +352,7 @@ ChainGraph AutoChain::build_graph(const std::vector<StepFn>& steps, const Tensor
       detail::RecomputeScope scope;  // modules put their buffers back (models/remat.h)
       autograd::EnableGradGuard grad_on;
       autograd::SavedTensorHooksGuard guard(record);
-      out = steps[i](in);
+      out = step.fn(in);
     }
     P.forward_peak = above(peak(), before);
     STRATA_CHECK(out.defined(), "AutoChain: step ", i, " returned an undefined tensor");
@@ -269,36 +364,47 @@ ChainGraph AutoChain::build_graph(const std::vector<StepFn>& steps, const Tensor
       detail::RecomputeScope scope;
       autograd::EnableGradGuard grad_on;
       autograd::SavedTensorHooksGuard guard(record);
-      Tensor again = steps[i](fresh_input(x));
+      Tensor again = step.fn(fresh());
     }
-    const Allocation* in_alloc = x.storage().allocation();
+    std::vector<const Allocation*> in_allocs;
+    for (const Tensor& t : x) in_allocs.push_back(t.storage().allocation());
     const Allocation* out_alloc = out.storage().allocation();
-    P.view = out_alloc == in_alloc;
+    for (std::size_t k = 0; k < k_in; ++k)
+      if (P.view_of < 0 && out_alloc == in_allocs[k]) P.view_of = static_cast<int64_t>(k);
     P.out_storage_bytes = out.storage().nbytes();
     P.out_nbytes = out.nbytes();
+    P.saves_input.assign(k_in, 0);
     std::set<const Allocation*> internal_seen;
     for (const Storage& s : saved_a) {
       const Allocation* a = s.allocation();
-      SaveKind kind = a == nullptr            ? SaveKind::Existing
-                      : a == in_alloc         ? SaveKind::Input
-                      : a == out_alloc        ? SaveKind::Output
-                      : seen_b.count(a) != 0  ? SaveKind::Existing
-                                              : SaveKind::Internal;
-      P.saves_input = P.saves_input || kind == SaveKind::Input;
+      const auto pos = std::find(in_allocs.begin(), in_allocs.end(), a);
+      SaveKind kind = a == nullptr                ? SaveKind::Existing
+                      : pos != in_allocs.end()    ? SaveKind::Input
+                      : a == out_alloc            ? SaveKind::Output
+                      : seen_b.count(a) != 0      ? SaveKind::Existing
+                                                  : SaveKind::Internal;
+      if (kind == SaveKind::Input) P.saves_input[pos - in_allocs.begin()] = 1;
       P.saves_output = P.saves_output || kind == SaveKind::Output;
       P.internal_saves.push_back(kind == SaveKind::Internal ? 1 : 0);
       if (kind == SaveKind::Internal && internal_seen.insert(a).second) P.internal_bytes += s.nbytes();
     }
     saved_a.clear();
     seen_b.clear();
-    // Backward w.r.t. the input: the growth above everything the forward left (input, output,
+    // Backward w.r.t. the inputs: the growth above everything the forward left (inputs, output,
     // saved values, seed).
-    P.has_backward = differentiable(in, out);
+    auto grad_inputs = [&](const TensorList& ins, const Tensor& y) {
+      TensorList wrt;
+      for (const Tensor& t : ins)
+        if (differentiable(t, y)) wrt.push_back(t);
+      return wrt;
+    };
+    const TensorList wrt = grad_inputs(in, out);
+    P.has_backward = !wrt.empty();
     if (P.has_backward) {
       Tensor seed = ones_like(out);
       stats.reset_peaks();
       before = current();
-      autograd::grad({out}, {in}, {seed}, false, true);
+      autograd::grad({out}, wrt, {seed}, false, true);
       P.backward_growth = above(peak(), before);
     }
     // Run C, no-grad (what a recompute of the output runs).
@@ -308,80 +414,95 @@ ChainGraph AutoChain::build_graph(const std::vector<StepFn>& steps, const Tensor
     {
       detail::RecomputeScope scope;
       autograd::NoGradGuard no_grad;
-      Tensor y = steps[i](x.detach());
+      TensorList detached;
+      for (const Tensor& t : x) detached.push_back(t.detach());
+      Tensor y = step.fn(detached);
       P.nograd_peak = above(peak(), before);
     }
     rng.restore();
-    // Times (cached by signature): forward, and forward + backward w.r.t. the input.
+    // Times (cached by signature): forward, and forward + backward w.r.t. the inputs.
     P.forward_time = profiler_.time(sigs[i] + " fwd", [&] {
       detail::RecomputeScope scope;
       autograd::EnableGradGuard grad_on;
-      Tensor y = steps[i](fresh_input(x));
+      Tensor y = step.fn(fresh());
       rng.restore();
     });
     const double both = profiler_.time(sigs[i] + " fwd+bwd", [&] {
       detail::RecomputeScope scope;
       autograd::EnableGradGuard grad_on;
-      Tensor xi = fresh_input(x);
-      Tensor y = steps[i](xi);
-      if (differentiable(xi, y)) autograd::grad({y}, {xi}, {ones_like(y)}, false, true);
+      TensorList xi = fresh();
+      Tensor y = step.fn(xi);
+      const TensorList w = grad_inputs(xi, y);
+      if (!w.empty()) autograd::grad({y}, w, {ones_like(y)}, false, true);
       rng.restore();
     });
     P.backward_time = std::max(0.0, both - P.forward_time);
     rng.restore();
-    // The next step's input (run A's output, so that its storage identifies x_{i+1}).
-    x = out.detach();
+    // Run A's output identifies this step's boundary value; inputs nobody reads later are dropped.
+    outs[i] = out.detach();
+    for (int64_t j : step.inputs)
+      if (j >= 0 && last_reader[j] <= i) outs[j] = Tensor();
   }
   outer_rng.restore();
+  outs.clear();
 
   // ---- the planning graph ----
   ChainGraph cg;
   PlanGraph& g = cg.graph;
   g.bandwidth = copy_bandwidth();
   g.evict_lag = 1;
-  cg.input_value.assign(static_cast<std::size_t>(m), -1);
+  cg.input_values.assign(static_cast<std::size_t>(m), {});
   cg.output_value.assign(static_cast<std::size_t>(m), -1);
   cg.internal_value.assign(static_cast<std::size_t>(m), -1);
-  // Values in order of their producers: the boundary value x_{i+1} (producer i) and "int i".
+  auto value_of = [&](int64_t j) { return j < 0 ? int64_t{-1} : cg.output_value[j]; };
+  // Values in order of their producers: "int i" and the boundary value of step i's output.
   std::vector<char> boundary;  // per value
   for (int64_t i = 0; i < m; ++i) {
     const StepProfile& P = prof[i];
+    std::vector<int64_t> deps;
+    for (int64_t j : steps[i].inputs) {
+      cg.input_values[i].push_back(value_of(j));
+      const int64_t v = value_of(j);
+      if (v >= 0 && std::find(deps.begin(), deps.end(), v) == deps.end()) deps.push_back(v);
+    }
     if (!P.internal_saves.empty() && P.internal_bytes > 0) {
       PlanValue v;
       v.name = "int " + std::to_string(i);
       v.bytes = P.internal_bytes;
       v.producer = v.last_forward_use = v.backward_use = i;
-      if (cg.input_value[i] >= 0) v.deps.push_back(cg.input_value[i]);
+      v.deps = deps;
       v.recompute_workspace_bytes = above(P.forward_peak, P.internal_bytes);
       cg.internal_value[i] = static_cast<int64_t>(g.values.size());
       g.values.push_back(v);
       boundary.push_back(0);
     }
     if (i + 1 < m) {
-      if (P.view) {
-        cg.input_value[i + 1] = cg.input_value[i];  // a view continues its input's value
+      if (P.view_of >= 0) {
+        cg.output_value[i] = cg.input_values[i][P.view_of];  // a view continues its input's value
       } else {
         PlanValue v;
         v.name = "x " + std::to_string(i + 1);
         v.bytes = P.out_storage_bytes;
         v.producer = i;
         v.last_forward_use = i + 1;
-        if (cg.input_value[i] >= 0) v.deps.push_back(cg.input_value[i]);
+        v.deps = deps;
         v.recompute_workspace_bytes = above(P.nograd_peak, P.out_storage_bytes);
-        cg.input_value[i + 1] = static_cast<int64_t>(g.values.size());
+        cg.output_value[i] = static_cast<int64_t>(g.values.size());
         g.values.push_back(v);
         boundary.push_back(1);
       }
-      cg.output_value[i] = cg.input_value[i + 1];
     }
   }
   // Boundary values: last forward use and backward uses (steps saving them as input or output).
   std::vector<std::vector<int64_t>> uses(g.values.size());
   for (int64_t i = 0; i < m; ++i) {
     const StepProfile& P = prof[i];
-    const int64_t vin = cg.input_value[i];
-    if (vin >= 0) g.values[vin].last_forward_use = std::max(g.values[vin].last_forward_use, i);
-    if (P.saves_input && vin >= 0) uses[vin].push_back(i);
+    for (std::size_t k = 0; k < cg.input_values[i].size(); ++k) {
+      const int64_t vin = cg.input_values[i][k];
+      if (vin < 0) continue;
+      g.values[vin].last_forward_use = std::max(g.values[vin].last_forward_use, i);
+      if (P.saves_input[k]) uses[vin].push_back(i);
+    }
     if (P.saves_output && cg.output_value[i] >= 0) uses[cg.output_value[i]].push_back(i);
     cg.internal_saves.push_back(P.internal_saves);
   }
@@ -392,19 +513,27 @@ ChainGraph AutoChain::build_graph(const std::vector<StepFn>& steps, const Tensor
     g.values[v].backward_use = uses[v].empty() ? -1 : uses[v].front();
     g.values[v].extra_backward_uses.assign(uses[v].begin() + (uses[v].empty() ? 0 : 1), uses[v].end());
   }
-  // Ops. The chain's output is the caller's: live at the last forward point and, held by the
-  // caller, through the whole backward.
-  const std::size_t held_output = prof[m - 1].view ? 0 : prof[m - 1].out_storage_bytes;
+  // Ops. The graph's output is the caller's: live at the last forward point and, held by the
+  // caller, through the whole backward. A step output read by a later step than the next one has
+  // its gradient pending from that reader's backward to its own (Note [Auto graph execution]):
+  // the backward points strictly between hold it, whatever the plan.
+  const std::size_t held_output = prof[m - 1].view_of >= 0 ? 0 : prof[m - 1].out_storage_bytes;
+  std::vector<std::size_t> pending(static_cast<std::size_t>(m), 0);
+  for (int64_t j = 0; j + 1 < m; ++j)
+    if (prof[j].has_backward)
+      for (int64_t k = j + 1; k < last_reader[j]; ++k) pending[k] += prof[j].out_nbytes;
+  if (input.requires_grad() && is_floating(input.dtype()))
+    for (int64_t k = input_first + 1; k < input_last; ++k) pending[k] += input.nbytes();
   for (int64_t i = 0; i < m; ++i) {
     const StepProfile& P = prof[i];
     PlanOp op;
-    op.name = op_names[i];
+    op.name = step_name(steps, i);
     op.signature = sigs[i];
     op.forward_time = P.forward_time;
     op.backward_time = P.backward_time;
-    const std::size_t output_value_bytes = (i + 1 < m && !P.view) ? P.out_storage_bytes : 0;
+    const std::size_t output_value_bytes = (i + 1 < m && P.view_of < 0) ? P.out_storage_bytes : 0;
     op.workspace_bytes = above(P.forward_peak, output_value_bytes + P.internal_bytes);
-    op.backward_workspace_bytes = (P.has_backward ? P.out_nbytes + P.backward_growth : 0) + held_output;
+    op.backward_workspace_bytes = (P.has_backward ? P.out_nbytes + P.backward_growth : 0) + held_output + pending[i];
     g.ops.push_back(op);
   }
   g.validate();
@@ -412,21 +541,33 @@ ChainGraph AutoChain::build_graph(const std::vector<StepFn>& steps, const Tensor
 }
 
 Tensor AutoChain::run(const std::vector<StepFn>& steps, const Tensor& input, const std::vector<std::string>& names) {
+  STRATA_CHECK(!steps.empty(), "AutoChain: the chain has no steps");
+  return run_graph(chain_steps(steps, names), input);
+}
+
+Tensor AutoChain::run_graph(const std::vector<GraphStep>& steps, const Tensor& input) {
+  check_steps(steps);
   const auto m = static_cast<int64_t>(steps.size());
-  STRATA_CHECK(m >= 1, "AutoChain: the chain has no steps");
-  for (int64_t i = 0; i < m; ++i) STRATA_CHECK(static_cast<bool>(steps[i]), "AutoChain: step ", i, " is empty");
   if (!autograd::GradMode::is_enabled()) {
-    Tensor x = input;
-    for (const StepFn& f : steps) x = f(x);
-    return x;
+    std::vector<Tensor> outs(static_cast<std::size_t>(m));
+    for (int64_t i = 0; i < m; ++i) {
+      TensorList in;
+      for (int64_t j : steps[i].inputs) in.push_back(j < 0 ? input : outs[j]);
+      outs[i] = steps[i].fn(in);
+    }
+    return outs[m - 1];
   }
   memory::TieredMemory& tiered = tiered_or_throw("AutoChain");
   std::string key = shape_signature(input) + "|" + std::to_string(m);
-  for (const std::string& n : names) key += "|" + n;
+  for (int64_t i = 0; i < m; ++i) {
+    key += "|" + steps[i].name + "(";
+    for (int64_t j : steps[i].inputs) key += std::to_string(j) + ",";
+    key += ")";
+  }
   auto it = cache_.find(key);
   if (it == cache_.end()) {
     auto entry = std::make_shared<Entry>();
-    entry->chain = build_graph(steps, input, names);
+    entry->chain = build_graph(steps, input);
     entry->plan = planner_.plan(entry->chain.graph, budget_);
     // The schedule of the moves (Note [Auto chain execution]).
     const PlanGraph& g = entry->chain.graph;
@@ -459,28 +600,44 @@ Tensor AutoChain::run(const std::vector<StepFn>& steps, const Tensor& input, con
   stats.reset_peaks();
   baseline_bytes_ = stats.snapshot().fast.current_bytes;
 
+  std::vector<int64_t> last_reader(static_cast<std::size_t>(m), -1);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j : steps[i].inputs)
+      if (j >= 0) last_reader[j] = std::max(last_reader[j], i);
+
   auto rs = std::make_shared<RunState>();
   rs->streamed.assign(n, {});
   rs->wait_evict_at = entry.wait_evict_at;
   rs->prefetch_at = entry.prefetch_at;
   // Boundary values alive in the forward (released after their last forward use: from then on
-  // only the packed values and the recompute recipes of later values hold them).
+  // only the packed values and the recompute recipes of later values hold them), and the steps'
+  // outputs (released after their last reader).
   std::vector<std::shared_ptr<Boundary>> live(n);
-  Tensor x = input;
+  std::vector<Tensor> outs(static_cast<std::size_t>(m));
   for (int64_t i = 0; i < m; ++i) {
     rs->at_point(i);
+    const GraphStep& step = steps[i];
     const detail::RngState rng = detail::RngState::current();
-    const int64_t vin = cg.input_value[i];
-    const std::shared_ptr<Boundary> in_boundary = vin >= 0 ? live[vin] : nullptr;
+    TensorList x;
+    std::vector<std::shared_ptr<Boundary>> in_boundaries;
+    std::vector<const Allocation*> in_allocs;
+    for (std::size_t k = 0; k < step.inputs.size(); ++k) {
+      const int64_t j = step.inputs[k];
+      x.push_back(j < 0 ? input : outs[j]);
+      const int64_t vin = cg.input_values[i][k];
+      in_boundaries.push_back(vin >= 0 ? live[vin] : nullptr);
+      in_allocs.push_back(x.back().storage().allocation());
+    }
     const int64_t internal = cg.internal_value[i];
     const Decision internal_decision = internal >= 0 ? d[internal] : Decision::Keep;
-    const Allocation* in_alloc = x.storage().allocation();
     std::vector<std::shared_ptr<Packed>> packs;
     auto hooks = autograd::make_saved_tensor_hooks(
         [&](const Tensor& v) -> std::any {
           auto p = std::make_shared<Packed>();
           packs.push_back(p);
-          if (v.defined() && v.storage().allocation() == in_alloc) route(*p, v, in_boundary);
+          const auto pos = v.defined() ? std::find(in_allocs.begin(), in_allocs.end(), v.storage().allocation())
+                                       : in_allocs.end();
+          if (pos != in_allocs.end()) route(*p, v, in_boundaries[pos - in_allocs.begin()]);
           else p->value = v;  // routed once the step returned (its output, internal, or existing)
           return p;
         },
@@ -489,23 +646,33 @@ Tensor AutoChain::run(const std::vector<StepFn>& steps, const Tensor& input, con
     {
       autograd::SavedTensorHooksGuard guard(hooks);
       if (internal_decision == Decision::Recompute) {
-        StepFn f = steps[i];
-        y = checkpoint([f](const TensorList& in) -> TensorList { return {f(in[0])}; }, {x})[0];
+        auto f = step.fn;
+        y = checkpoint([f](const TensorList& in) -> TensorList { return {f(in)}; }, x)[0];
       } else {
-        y = steps[i](x);
+        y = step.fn(x);
       }
     }
     STRATA_CHECK(y.defined(), "AutoChain: step ", i, " returned an undefined tensor");
     // The output's value.
     const int64_t vout = cg.output_value[i];
-    if (vout >= 0 && vout != vin) {
+    const bool new_value =
+        vout >= 0 && std::find(cg.input_values[i].begin(), cg.input_values[i].end(), vout) == cg.input_values[i].end();
+    if (new_value) {
       auto b = std::make_shared<Boundary>();
       b->decision = d[vout];
       b->moves = entry.moves[vout] != 0;
       if (b->decision == Decision::Recompute) {
-        b->source = in_boundary;
-        if (vin < 0) b->chain_input = x.detach();
-        b->producer = steps[i];
+        for (std::size_t k = 0; k < x.size(); ++k) {
+          Source s;
+          s.boundary = in_boundaries[k];
+          if (!s.boundary) s.fixed = x[k].detach();
+          s.sizes = x[k].sizes();
+          s.strides = x[k].strides();
+          s.offset = x[k].offset();
+          s.dtype = x[k].dtype();
+          b->sources.push_back(std::move(s));
+        }
+        b->producer = step.fn;
         b->producer_index = i;
         b->rng = rng;
         b->sizes = y.sizes();
@@ -527,7 +694,7 @@ Tensor AutoChain::run(const std::vector<StepFn>& steps, const Tensor& input, con
     // Route the values saved before the step returned.
     if (internal_decision != Decision::Recompute) {
       const std::vector<char>& internal_saves = cg.internal_saves[i];
-      // (A step whose input needs no gradient and that has no parameters records nothing.)
+      // (A step whose inputs need no gradient and that has no parameters records nothing.)
       STRATA_CHECK(packs.empty() || packs.size() == internal_saves.size(), "AutoChain: step ", i, " saved ",
                    packs.size(), " values for backward, its profiling run saved ", internal_saves.size(),
                    " (the step is not deterministic)");
@@ -553,20 +720,22 @@ Tensor AutoChain::run(const std::vector<StepFn>& steps, const Tensor& input, con
       }
     }
     packs.clear();
-    // Evict what this step was the last forward use of.
+    x.clear();
+    // Evict what this step was the last forward use of; drop outputs no later step reads.
     for (int64_t v : entry.evict_after[i])
       for (auto& s : rs->streamed[v]) s->start_evict();
     for (std::size_t v = 0; v < n; ++v)
       if (live[v] && cg.graph.values[v].last_forward_use <= i) live[v].reset();
+    for (int64_t j : step.inputs)
+      if (j >= 0 && last_reader[j] <= i) outs[j] = Tensor();
     // The backward of step i is program point 2m-1-i.
     const int64_t point = 2 * m - 1 - i;
-    y = with_marker(y, [rs, point] { rs->at_point(point); });
-    x = y;
+    outs[i] = with_marker(y, [rs, point] { rs->at_point(point); });
   }
   // The evictions due at the backward's first point are waited for now (before the caller's loss);
   // its prefetches are issued by the last step's marker.
   rs->wait_evictions(m);
-  return x;
+  return outs[m - 1];
 }
 
 std::size_t AutoChain::measured_peak_bytes() const {

@@ -40,9 +40,33 @@
 /// summed though re-runs are sequential, a value is held for its whole backward point, and the
 /// seed gradient is held through the whole backward step. Parameter gradients must be allocated
 /// before the step (the model treats them as baseline, like the parameters).
+///
+/// Note [Auto graph execution]
+/// The same planning and execution over a *graph* of steps (GraphStep): step i computes
+/// fn(inputs) from the graph's input and earlier steps' outputs, so a residual block can be given
+/// as its ops (conv, batch norm, relu, ..., add + relu reading the block's input again) and planned
+/// at op granularity (models/remat.h: append_remat_steps). A chain is the graph whose step i reads
+/// step i-1, and it is run through the same code. What changes with several inputs:
+///  - Profiling makes every input a fresh leaf; a saved storage is classified as input k when it
+///    is input k's storage; the backward growth is measured w.r.t. all (floating) inputs.
+///  - A step's boundary value (its output's storage; or, for a view of input k, input k's value)
+///    has every step reading it as forward uses (last forward use: the last reader) and every step
+///    saving it as backward uses; a value's deps are the values of the producer's inputs; a
+///    recompute re-runs the producer on all of them (each rebuilt as the view it was read as).
+///  - Program points stay forward steps in order, then backward steps in reverse: the engine runs
+///    the most recently recorded ready node first (Note [Engine order]), and a step's consumers
+///    are all recorded after it, so backward runs the steps in exact reverse order.
+///  - A gradient is pending across points: the gradient of step j's output exists from the
+///    backward of its last reader r until the backward of j, so every backward point of a step k
+///    with j < k < r holds it (for a chain, r = j + 1 and nothing is pending). This does not
+///    depend on the plan and is added to those steps' backward workspace. (The graph input's
+///    gradient, when it requires one, likewise between its first and last readers.)
+/// Steps' outputs are released after their last reader, so forward liveness is what the model
+/// says: a value is resident from its producer to its last forward use.
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -54,11 +78,24 @@
 
 namespace strata::remat {
 
-/// The planning graph of a chain plus what execution needs to know per step.
+/// One step of a graph of steps (Note [Auto graph execution]): its output is fn(inputs), where
+/// inputs[k] is -1 for the graph's input or the index of an earlier step whose output it reads. A
+/// chain is the graph whose step i reads step i-1.
+struct GraphStep {
+  std::function<Tensor(const TensorList&)> fn;
+  std::vector<int64_t> inputs;
+  std::string name;  ///< enters the profiling signature ("step i" when empty)
+};
+
+/// The steps of a chain as a graph (step i reads step i-1; names optional, one per step).
+std::vector<GraphStep> chain_steps(const std::vector<StepFn>& steps, const std::vector<std::string>& names = {});
+
+/// The planning graph of a graph of steps plus what execution needs to know per step.
 struct ChainGraph {
   PlanGraph graph;
-  std::vector<int64_t> input_value;     ///< per step: the value of x_i's storage, or -1 (the caller's)
-  std::vector<int64_t> output_value;    ///< per step: the value of y_i's storage, or -1 (the last step's)
+  /// Per step, per input: the value of that input's storage, or -1 (the graph's input).
+  std::vector<std::vector<int64_t>> input_values;
+  std::vector<int64_t> output_value;    ///< per step: the value of its output's storage, or -1 (the last step's)
   std::vector<int64_t> internal_value;  ///< per step: index of "int i", or -1 (no internals)
   /// Per step, per value it saves (in saving order): 1 when the saved storage is an internal.
   std::vector<std::vector<char>> internal_saves;
@@ -77,9 +114,17 @@ class AutoChain {
   /// the minimum (the message names it), or a step that saves values other than its profile did.
   Tensor run(const std::vector<StepFn>& steps, const Tensor& input, const std::vector<std::string>& names = {});
 
+  /// Runs a graph of steps (Note [Auto graph execution]) on `input` under the plan for this input's
+  /// signature and returns the last step's output. Throws strata::Error as run() does, and for a step
+  /// without inputs, an input index that is not -1 or an earlier step, a step reading the same input
+  /// twice, or a step other than the last whose output no step reads.
+  Tensor run_graph(const std::vector<GraphStep>& steps, const Tensor& input);
+
   /// Profiles the chain on `input` and builds its planning graph (no plan, no cache).
   ChainGraph build_graph(const std::vector<StepFn>& steps, const Tensor& input,
                          const std::vector<std::string>& names = {});
+  /// Profiles a graph of steps on `input` and builds its planning graph (no plan, no cache).
+  ChainGraph build_graph(const std::vector<GraphStep>& steps, const Tensor& input);
 
   std::size_t budget_bytes() const { return budget_; }
   /// The graph and plan of the last run (null before the first).

@@ -7,16 +7,19 @@
 
 #include "core/rng.h"
 #include "models/container.h"
+#include "models/remat.h"
 
 namespace strata::nn::zoo {
 
 /// conv1 3x3 (stride) → bn1 → relu → conv2 3x3 → bn2, plus the shortcut (`downsample`: a 1x1
 /// convolution and a batch norm when the shape changes), then relu.
-class BasicBlock : public Module {
+class BasicBlock : public Module, public RematGraphModule {
  public:
   static constexpr int64_t kExpansion = 1;
   BasicBlock(int64_t in_planes, int64_t planes, int64_t stride, Generator* gen);
   Tensor forward(const Tensor& input) override;
+  /// One step per op (convolutions and batch norms as modules; the shortcut's; add + relu last).
+  int64_t append_remat_steps(int64_t input, std::vector<remat::GraphStep>& steps) const override;
 
  private:
   std::shared_ptr<Module> conv1_, bn1_, conv2_, bn2_, downsample_;
@@ -24,11 +27,13 @@ class BasicBlock : public Module {
 
 /// conv1 1x1 → bn1 → relu → conv2 3x3 (stride) → bn2 → relu → conv3 1x1 (4x planes) → bn3, plus
 /// the shortcut, then relu (torchvision's ResNet v1.5 puts the stride on the 3x3 convolution).
-class Bottleneck : public Module {
+class Bottleneck : public Module, public RematGraphModule {
  public:
   static constexpr int64_t kExpansion = 4;
   Bottleneck(int64_t in_planes, int64_t planes, int64_t stride, Generator* gen);
   Tensor forward(const Tensor& input) override;
+  /// One step per op (convolutions and batch norms as modules; the shortcut's; add + relu last).
+  int64_t append_remat_steps(int64_t input, std::vector<remat::GraphStep>& steps) const override;
 
  private:
   std::shared_ptr<Module> conv1_, bn1_, conv2_, bn2_, conv3_, bn3_, downsample_;

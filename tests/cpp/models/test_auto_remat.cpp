@@ -25,6 +25,7 @@
 #include "models/zoo/vgg.h"
 #include "ops/binary.h"
 #include "ops/reduction.h"
+#include "ops/shape_ops.h"
 #include "ops/softmax_loss.h"
 #include "ops/unary.h"
 #include "tests/cpp/core/test_util.h"
@@ -125,8 +126,24 @@ void expect_agreement(std::size_t predicted, std::size_t measured, std::size_t f
 // StoreAll's measured activation peak: the gradients are StoreAll's bit for bit, the measured
 // peak is within the budget and agrees with the prediction; a budget below the minimum the
 // planner can reach is an error naming that minimum.
+// The graph RematSequential plans under Auto at `granularity` (Note [Auto graph execution]).
+remat::ChainGraph auto_graph(remat::AutoChain& probe, const ModuleList& chain, const Tensor& x,
+                             remat::AutoGranularity granularity) {
+  if (granularity == remat::AutoGranularity::Op) {
+    std::vector<remat::GraphStep> steps;
+    for (const auto& m : chain) nn::append_remat_steps(m, static_cast<int64_t>(steps.size()) - 1, steps);
+    return probe.build_graph(steps, x);
+  }
+  std::vector<remat::StepFn> steps;
+  for (const auto& m : chain) steps.push_back(nn::remat_step(m));
+  return probe.build_graph(steps, x);
+}
+
+// Sets *minimum_out to the graph's minimum budget and *full_out to StoreAll's measured peak.
 void check_auto(const char* label, Module& model, const ModuleList& chain, const Tensor& x, const Tensor& target,
-                const std::vector<double>& fractions = {1.0, 0.75, 0.5, 0.25, 0.125}) {
+                const std::vector<double>& fractions = {1.0, 0.75, 0.5, 0.25, 0.125},
+                remat::AutoGranularity granularity = remat::AutoGranularity::Op, std::size_t* minimum_out = nullptr,
+                std::size_t* full_out = nullptr) {
   StateDict frozen;
   for (const auto& [k, v] : model.state_dict()) frozen.emplace_back(k, v.clone());
   auto plain = [&](const Tensor& in) { return model.forward(in); };
@@ -136,13 +153,12 @@ void check_auto(const char* label, Module& model, const ModuleList& chain, const
   step_peak(model, x, target, [&](const Tensor& in) { return store_all.forward(in); });  // warm-up
   const std::size_t full = step_peak(model, x, target, [&](const Tensor& in) { return store_all.forward(in); });
   ASSERT_GT(full, 0u);
+  if (full_out != nullptr) *full_out = full;
   std::size_t minimum = 0;
   {
     // The model of StoreAll itself: every value a backward step reads kept, the others dropped.
     remat::AutoChain probe(full);
-    std::vector<remat::StepFn> steps;
-    for (const auto& m : chain) steps.push_back(nn::remat_step(m));
-    const remat::ChainGraph g = probe.build_graph(steps, x);
+    const remat::ChainGraph g = auto_graph(probe, chain, x, granularity);
     const auto windows = remat::value_windows(g.graph);
     std::vector<remat::Decision> store(windows.size(), remat::Decision::Keep);
     for (std::size_t v = 0; v < windows.size(); ++v)
@@ -154,11 +170,12 @@ void check_auto(const char* label, Module& model, const ModuleList& chain, const
                 label, g.graph.ops.size(), g.graph.values.size(), predicted_full, full, minimum,
                 100.0 * double(minimum) / double(full));
     expect_agreement(predicted_full, full, full);
+    if (minimum_out != nullptr) *minimum_out = minimum;
   }
   for (double f : fractions) {
     const auto budget = static_cast<std::size_t>(double(full) * f);
     SCOPED_TRACE(std::string(label) + " budget " + std::to_string(f));
-    nn::RematSequential seq(ChainPolicy::auto_budget(budget));
+    nn::RematSequential seq(ChainPolicy::auto_budget(budget, granularity));
     for (const auto& m : chain) seq.push_back(m);
     auto run = [&](const Tensor& in) { return seq.forward(in); };
     if (budget < minimum) {
@@ -188,6 +205,16 @@ void check_auto(const char* label, Module& model, const ModuleList& chain, const
     EXPECT_THAT(ac.explain(), HasSubstr("measured fast-tier peak since the last forward: " + std::to_string(measured)));
     expect_same(train_step(model, frozen, x, target, run), ref);  // the cached plan
   }
+}
+
+ModuleList resnet_chain(const std::shared_ptr<nn::zoo::ResNet>& net, std::size_t stages) {
+  ModuleList chain{net->child("conv1"), net->child("bn1"), net->child("relu")};
+  for (std::size_t s = 1; s <= stages; ++s)
+    for (auto& block : children_of(net->child("layer" + std::to_string(s)))) chain.push_back(block);
+  chain.push_back(net->child("avgpool"));
+  chain.push_back(std::make_shared<nn::Flatten>(1));
+  chain.push_back(net->child("fc"));
+  return chain;
 }
 
 TEST(AutoRemat, ZooMlp) {
@@ -224,20 +251,131 @@ TEST(AutoRemat, SmallVgg) {
   check_auto("vgg", *vgg, chain, x, target);
 }
 
+// Blocks as steps (one program point per block's forward and backward).
 TEST(AutoRemat, SmallResNet) {
   manual_seed(3);
   nn::zoo::ResNetOptions o = nn::zoo::cifar_resnet_options(110, 4);
   o.widths = {8, 16, 32};
   auto net = std::make_shared<nn::zoo::ResNet>(o);
-  ModuleList chain{net->child("conv1"), net->child("bn1"), net->child("relu")};
-  for (const char* stage : {"layer1", "layer2", "layer3"})
-    for (auto& block : children_of(net->child(stage))) chain.push_back(block);
-  chain.push_back(net->child("avgpool"));
-  chain.push_back(std::make_shared<nn::Flatten>(1));
-  chain.push_back(net->child("fc"));
   Tensor x = randn({16, 3, 16, 16});
   Tensor target = randint(0, 4, {16});
-  check_auto("resnet", *net, chain, x, target);
+  check_auto("resnet", *net, resnet_chain(net, 3), x, target, {1.0, 0.75, 0.5, 0.25, 0.125},
+             remat::AutoGranularity::Step);
+}
+
+// Blocks as their ops (Note [Auto graph execution]): the residual graph, the shortcut's
+// downsampling, pending skip gradients. Op granularity reaches a lower minimum than block steps.
+TEST(AutoRemat, OpLevelResNet) {
+  manual_seed(7);
+  nn::zoo::ResNetOptions o = nn::zoo::cifar_resnet_options(20, 4);
+  o.widths = {8, 16, 32};
+  auto net = std::make_shared<nn::zoo::ResNet>(o);
+  Tensor x = randn({16, 3, 16, 16});
+  Tensor target = randint(0, 4, {16});
+  const ModuleList chain = resnet_chain(net, 3);
+  std::size_t op_minimum = 0, full = 0;
+  check_auto("resnet op", *net, chain, x, target, {1.0, 0.75, 0.5, 0.25, 0.125}, remat::AutoGranularity::Op,
+             &op_minimum, &full);
+  ASSERT_GT(full, 0u);
+  remat::AutoChain probe(std::size_t{1} << 30);
+  const std::size_t step_minimum =
+      remat::minimum_budget(auto_graph(probe, chain, x, remat::AutoGranularity::Step).graph);
+  std::printf("[ auto remat ] minimum budget: %zu B per op, %zu B per block (%.1f %% / %.1f %% of StoreAll)\n",
+              op_minimum, step_minimum, 100.0 * double(op_minimum) / double(full),
+              100.0 * double(step_minimum) / double(full));
+  EXPECT_LT(op_minimum, step_minimum);
+}
+
+TEST(AutoRemat, OpLevelBottleneckResNet) {
+  manual_seed(8);
+  nn::zoo::ResNetOptions o;
+  o.bottleneck = true;
+  o.layers = {1, 2};
+  o.widths = {4, 8};
+  o.stem = "cifar";
+  o.num_classes = 3;
+  auto net = std::make_shared<nn::zoo::ResNet>(o);
+  Tensor x = randn({8, 3, 12, 12});
+  Tensor target = randint(0, 3, {8});
+  check_auto("bottleneck op", *net, resnet_chain(net, 2), x, target, {1.0, 0.5, 0.25});
+}
+
+// A graph of steps with far skips (step 8 reads steps 7, 0 and 1), a view step and the graph
+// input read twice: gradients equal the plain evaluation's bit for bit at every feasible budget,
+// the measured peak stays within it, and tight budgets stream or recompute.
+TEST(AutoRemat, GraphOfSteps) {
+  manual_seed(9);
+  using TL = autograd::TensorList;
+  auto sig = [](const TL& in) { return sigmoid(in[0]); };
+  std::vector<remat::GraphStep> steps(15);
+  steps[0] = {[](const TL& in) { return tanh(in[0]); }, {-1}, "tanh"};
+  steps[1] = {[](const TL& in) {
+                Tensor t = mul(in[0], in[0]);
+                return relu(t);
+              },
+              {0}, "sq+relu"};
+  for (int i = 2; i <= 7; ++i) steps[i] = {sig, {i - 1}, "sigmoid"};
+  steps[8] = {[](const TL& in) {
+                Tensor t = mul(in[0], in[1]);
+                return add(t, in[2]);
+              },
+              {7, 0, 1}, "mul+add"};
+  for (int i = 9; i <= 12; ++i) steps[i] = {sig, {i - 1}, "sigmoid"};
+  steps[13] = {[](const TL& in) { return reshape(in[0], {-1}); }, {12}, "flatten"};
+  steps[14] = {[](const TL& in) {
+                 Tensor t = mul(in[0], reshape(in[1], {-1}));
+                 return tanh(t);
+               },
+               {13, -1}, "mul+tanh"};
+  const Tensor x0 = randn({64, 256});
+  auto plain = [&](const Tensor& x) {
+    std::vector<Tensor> outs;
+    for (const auto& s : steps) {
+      TL in;
+      for (int64_t j : s.inputs) in.push_back(j < 0 ? x : outs[j]);
+      outs.push_back(s.fn(in));
+    }
+    return outs.back();
+  };
+  auto grad_of = [&](const std::function<Tensor(const Tensor&)>& f, std::size_t* peak) {
+    Tensor x = x0.detach().set_requires_grad();
+    const auto m = remat::measure_fast_peak([&] { sum(f(x)).backward(); });
+    if (peak != nullptr) *peak = m.step_peak_bytes();
+    return x.grad();
+  };
+  std::size_t full = 0;
+  grad_of(plain, &full);
+  const Tensor ref = grad_of(plain, &full);
+  remat::AutoChain probe(full);
+  const remat::ChainGraph g = probe.build_graph(steps, x0.detach().set_requires_grad());
+  ASSERT_EQ(g.graph.ops.size(), 15u);
+  EXPECT_EQ(g.input_values[8].size(), 3u);
+  EXPECT_EQ(g.output_value[13], g.output_value[12]);  // the view continues its input's value
+  const auto windows = remat::value_windows(g.graph);
+  const std::size_t minimum = remat::minimum_budget(g.graph);
+  int non_keep = 0;
+  for (double f : {1.0, 0.8, 0.65, 0.5, 0.4}) {
+    const auto budget = static_cast<std::size_t>(double(full) * f);
+    SCOPED_TRACE("budget " + std::to_string(f));
+    remat::AutoChain ac(budget);
+    auto run = [&](const Tensor& x) { return ac.run_graph(steps, x); };
+    if (budget < minimum) {
+      EXPECT_THAT(ERROR_MESSAGE(grad_of(run, nullptr)), HasSubstr("below the minimum peak"));
+      continue;
+    }
+    EXPECT_TRUE(same_bits(grad_of(run, nullptr), ref));
+    std::size_t measured = 0;
+    EXPECT_TRUE(same_bits(grad_of(run, &measured), ref));
+    EXPECT_LE(measured, budget) << ac.explain();
+    std::printf("[ auto remat ] graph of steps, budget %.0f %%: measured %zu B, predicted %zu B\n", 100 * f, measured,
+                ac.last_plan()->predicted.peak_bytes);
+    if (f < 1.0)  // values a backward step reads are streamed or recomputed
+      for (std::size_t v = 0; v < windows.size(); ++v)
+        non_keep += !windows[v].needs.empty() && ac.last_plan()->decisions[v] != remat::Decision::Keep;
+  }
+  std::printf("[ auto remat ] graph of steps: StoreAll %zu B, minimum %zu B (%.1f %%)\n", full, minimum,
+              100.0 * double(minimum) / double(full));
+  EXPECT_GT(non_keep, 0);
 }
 
 TEST(AutoRemat, ReplansWhenTheInputShapeChanges) {
@@ -341,6 +479,21 @@ TEST(AutoRemat, BadInput) {
   EXPECT_THAT(ERROR_MESSAGE(ac.build_graph({[](const Tensor& t) { return t; }}, ones({2}), {"a", "b"})),
               HasSubstr("2 step names for 1 steps"));
   EXPECT_EQ(ChainPolicy::auto_budget(1024).to_string(), "Auto(1024 bytes)");
+  EXPECT_EQ(ChainPolicy::auto_budget(1024, remat::AutoGranularity::Step).to_string(), "Auto(1024 bytes, per step)");
+  // Graphs of steps.
+  using TL = autograd::TensorList;
+  auto id = [](const TL& in) { return in[0]; };
+  auto run = [&](std::vector<remat::GraphStep> steps) { return ac.run_graph(steps, ones({2}).set_requires_grad()); };
+  EXPECT_THAT(ERROR_MESSAGE(run({})), HasSubstr("the chain has no steps"));
+  EXPECT_THAT(ERROR_MESSAGE(run({{id, {}, ""}})), HasSubstr("step 0 has no inputs"));
+  EXPECT_THAT(ERROR_MESSAGE(run({{id, {-1}, ""}, {id, {1}, ""}})),
+              HasSubstr("input 0 of step 1 is 1; expected -1 (the graph's input) or an earlier step"));
+  EXPECT_THAT(ERROR_MESSAGE(run({{id, {-2}, ""}})), HasSubstr("input 0 of step 0 is -2"));
+  EXPECT_THAT(ERROR_MESSAGE(run({{id, {-1}, ""}, {id, {0, 0}, ""}})), HasSubstr("step 1 reads input 0 twice"));
+  EXPECT_THAT(ERROR_MESSAGE(run({{id, {-1}, ""}, {id, {-1}, ""}})), HasSubstr("no step reads the output of step 0"));
+  EXPECT_THAT(ERROR_MESSAGE(run({{nullptr, {-1}, ""}})), HasSubstr("step 0 is empty"));
+  std::vector<remat::GraphStep> none;
+  EXPECT_THAT(ERROR_MESSAGE(nn::append_remat_steps(nullptr, -1, none)), HasSubstr("the module is null"));
 }
 
 }  // namespace
