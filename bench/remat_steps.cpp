@@ -181,6 +181,8 @@ struct Measured {
   std::size_t plan_ops = 0;
   int kept = 0, streamed = 0, recomputed = 0;
   double predicted_overhead = 0.0;
+  std::string plan_source;  // "ILP", "greedy" (the ILP timed out), ...
+  double solve_s = 0.0;
   double median() const { return bench::summarize(step_us).median; }
   /// Step time over StoreAll's (1 for StoreAll itself): the median of the per-pair ratios, each
   /// step over the StoreAll step run just before it (the two share the same second of a machine
@@ -210,7 +212,7 @@ class Runner {
   /// StoreAll), so both see the same machine: on a shared 2-core VM the speed drifts by tens of
   /// percent between minutes, and an overhead against a StoreAll timed earlier would measure that.
   Measured run(const Config& c) {
-    Measured m{c, {}, {}, 0, {}, 0, 0, 0, 0, 0.0};
+    Measured m{c, {}, {}, 0, {}, 0, 0, 0, 0, 0.0, {}, 0.0};
     const remat::ChainPolicy policy = c.family == "stream" ? remat::ChainPolicy::store_all()
                                       : c.family == "auto" ? remat::ChainPolicy::auto_budget(c.tile_bytes)
                                       : c.family == "auto_step"
@@ -252,6 +254,8 @@ class Runner {
         m.recomputed += plan.decisions[v] == remat::Decision::Recompute;
       }
       m.predicted_overhead = plan.predicted.step_time / plan.predicted.base_time;
+      m.plan_source = remat::to_string(plan.source);
+      m.solve_s = plan.solve_seconds;
     }
     return m;
   }
@@ -295,8 +299,8 @@ void print_row(const char* budget, const Measured& m) {
     std::printf("  overlap %.2f (stall %.1f ms of %.1f ms transfer)", m.stream.overlap(), m.stream.stall_s * 1e3,
                 m.stream.transfer_s() * 1e3);
   if (m.plan_ops > 0)
-    std::printf("  %zu ops; keep %d, stream %d, recompute %d; predicted %+.1f %%", m.plan_ops, m.kept, m.streamed,
-                m.recomputed, 100.0 * (m.predicted_overhead - 1.0));
+    std::printf("  %zu ops; keep %d, stream %d, recompute %d; predicted %+.1f %% (%s, %.2f s)", m.plan_ops, m.kept,
+                m.streamed, m.recomputed, 100.0 * (m.predicted_overhead - 1.0), m.plan_source.c_str(), m.solve_s);
   std::printf("\n");
   std::fflush(stdout);
 }
@@ -317,6 +321,7 @@ void json_measured(bench::Json& j, const Measured& m) {
   if (m.plan_ops > 0) {
     j.kv("plan_ops", static_cast<long long>(m.plan_ops)).kv("kept", m.kept).kv("streamed", m.streamed);
     j.kv("recomputed", m.recomputed).kv("predicted_overhead", m.predicted_overhead);
+    j.kv("plan_source", m.plan_source).kv("solve_s", m.solve_s);
   }
   j.end_object();
 }

@@ -4,6 +4,8 @@
 #include <any>
 #include <set>
 #include <sstream>
+#include <cstdlib>
+#include <thread>
 #include <utility>
 
 #include "autograd/engine.h"
@@ -12,6 +14,7 @@
 #include "core/allocator.h"
 #include "core/error.h"
 #include "core/factories.h"
+#include "core/threading.h"
 #include "memory/tiered_memory.h"
 
 namespace strata::remat {
@@ -450,7 +453,16 @@ ChainGraph AutoChain::build_graph(const std::vector<GraphStep>& steps, const Ten
   ChainGraph cg;
   PlanGraph& g = cg.graph;
   g.bandwidth = copy_bandwidth();
-  g.evict_lag = 1;
+  g.timed_moves = true;  // copies overlap the points their times need (Note [Auto planning model])
+  {
+    // The mover's copies take a core from the compute threads when those fill the machine, and
+    // the step loses all of the copy's CPU time (Note [Auto planning model]: measured).
+    const int threads = get_num_threads();
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    g.move_compute_share = threads >= cores ? 1.0 : 0.0;
+    if (std::getenv("XX_NOSHARE")) g.move_compute_share = 0;
+    if (std::getenv("XX_NOTIMED")) { g.timed_moves = false; g.evict_lag = 1; }
+  }
   cg.input_values.assign(static_cast<std::size_t>(m), {});
   cg.output_value.assign(static_cast<std::size_t>(m), -1);
   cg.internal_value.assign(static_cast<std::size_t>(m), -1);

@@ -24,7 +24,8 @@
 /// backward workspace = the seed gradient + the growth during autograd::grad w.r.t. x_i (input
 /// gradient, weight-gradient temporaries) + the chain's output, which the caller holds through the
 /// backward; times from OpProfiler (forward; forward + backward), cached by "name + input
-/// shape". The graph's evict_lag is 1 (an eviction overlaps the next step).
+/// shape". The graph has timed_moves: an eviction overlaps as many following points as its copy
+/// time needs, and a prefetch is issued as many points ahead (Note [Auto planning model]).
 /// Execution (per step, saved-tensor hooks route each saved value by its storage; a marker node
 /// on every step's output runs when the backward of that step begins):
 ///  - Keep: plain. Stream: the storage is evicted (TieredMemory::evict_async) after the value's

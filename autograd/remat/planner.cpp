@@ -46,6 +46,10 @@ void PlanGraph::validate() const {
     }
   }
   STRATA_CHECK(evict_lag >= 0, "PlanGraph: evict lag ", evict_lag, "; expected a number of points >= 0");
+  STRATA_CHECK(move_compute_share >= 0 && move_compute_share <= 1 && bandwidth.cpu_seconds_per_byte >= 0 &&
+                   std::isfinite(bandwidth.cpu_seconds_per_byte),
+               "PlanGraph: move compute share ", move_compute_share, " and copy CPU time ",
+               bandwidth.cpu_seconds_per_byte, " s/byte; expected a share in [0, 1] and a finite time >= 0");
   if (!values.empty()) {
     STRATA_CHECK(bandwidth.fast_to_slow > 0 && bandwidth.slow_to_fast > 0 && std::isfinite(bandwidth.fast_to_slow) &&
                      std::isfinite(bandwidth.slow_to_fast),
@@ -75,6 +79,8 @@ std::string PlanGraph::signature() const {
   }
   os << '#' << bandwidth.fast_to_slow << ',' << bandwidth.slow_to_fast;
   if (evict_lag != 0) os << '#' << evict_lag;
+  if (timed_moves) os << "#timed";
+  if (move_compute_share != 0.0) os << "#cpu" << move_compute_share << ',' << bandwidth.cpu_seconds_per_byte;
   return os.str();
 }
 
@@ -129,8 +135,27 @@ std::vector<ValueWindow> value_windows(const PlanGraph& graph) {
     for (int64_t t = v.last_forward_use + 1; t < w[i].first; ++t) window += graph.point_time(t);
     w[i].overlap_window = window;
     w[i].stream_cost = std::max(0.0, w[i].move_time - window);
-    w[i].evict_until = std::min(v.last_forward_use + graph.evict_lag, w[i].last);
-    w[i].stream_from = std::max(v.last_forward_use + 1 + graph.evict_lag, w[i].first - 1);
+    const double cpu_cost = graph.move_compute_share * bytes * graph.bandwidth.cpu_seconds_per_byte;
+    if (!graph.timed_moves) {
+      w[i].evict_until = std::min(v.last_forward_use + graph.evict_lag, w[i].last);
+      w[i].stream_from = std::max(v.last_forward_use + 1 + graph.evict_lag, w[i].first - 1);
+      if (w[i].evict_until + 1 < w[i].stream_from && w[i].evict_until + 1 <= w[i].last) w[i].stream_cost += cpu_cost;
+      continue;
+    }
+    // Timed moves: each copy overlaps the points its time needs.
+    const double t_out = bytes / graph.bandwidth.fast_to_slow, t_in = bytes / graph.bandwidth.slow_to_fast;
+    int64_t e = v.last_forward_use;
+    double out_window = 0.0;
+    while (e < w[i].last && (e == v.last_forward_use || out_window < t_out)) out_window += graph.point_time(++e);
+    int64_t s = w[i].first - 1;
+    double in_window = s > e ? graph.point_time(s) : 0.0;
+    while (s - 1 > e && in_window < t_in) in_window += graph.point_time(--s);
+    w[i].evict_until = e;
+    w[i].stream_from = std::max(s, e + 1);
+    w[i].overlap_window = out_window + in_window;
+    w[i].stream_cost = e + 1 >= w[i].stream_from || e + 1 > w[i].last
+                           ? 0.0
+                           : std::max(0.0, t_out - out_window) + std::max(0.0, t_in - in_window) + cpu_cost;
   }
   return w;
 }

@@ -36,7 +36,9 @@ class OpProfiler {
 /// The copy bandwidths of the default tiered memory, bytes per second: from the slow-tier model
 /// (memory/slow_tier_model.h) when it is on (write bandwidth fast->slow, read bandwidth
 /// slow->fast); otherwise measured by evicting and prefetching a `probe_bytes` tensor through the
-/// tiered memory's mover (TieredMemory::evict_async / prefetch_async), best of three. Throws
+/// tiered memory's mover (TieredMemory::evict_async / prefetch_async), best of three; the CPU
+/// time of those moves (the process's, while the caller waits) per byte moved both ways is
+/// `cpu_seconds_per_byte` in either case (least of three). Throws
 /// strata::Error when the default allocator is not the tiered memory or probe_bytes is 0.
 CopyBandwidth copy_bandwidth(std::size_t probe_bytes = std::size_t{8} << 20);
 

@@ -206,6 +206,7 @@ TEST(Planner, IlpEqualsOracleWithModelExtensions) {
     remat::PlanGraph g = random_graph(rng, n);
     const auto m = static_cast<int>(g.ops.size());
     g.evict_lag = uni(0, 2);
+    g.timed_moves = uni(0, 2) == 0;
     for (auto& op : g.ops)
       if (uni(0, 1)) op.backward_workspace_bytes = std::size_t(uni(0, 60));
     for (auto& v : g.values) {
