@@ -183,30 +183,33 @@ void check_auto(const char* label, Module& model, const ModuleList& chain, const
     nn::RematSequential seq(ChainPolicy::auto_budget(budget, granularity));
     for (const auto& m : chain) seq.push_back(m);
     auto run = [&](const Tensor& in) { return seq.forward(in); };
-    if (budget < minimum && !exact_minimum) {
-      // Below a bound that is not the exact minimum a plan may exist; when none is found the
-      // error names the bound. A plan that is found is checked like any other below.
-      std::string message;
-      try {
-        train_step(model, frozen, x, target, run);
-      } catch (const Error& e) {
-        message = e.what();
-      }
-      if (!message.empty()) {
-        std::printf("[ auto remat ] %-6s budget %5.1f %% = %9zu B: no plan (bound %zu B)\n", label, 100 * f, budget,
-                    minimum);
-        EXPECT_THAT(message, HasSubstr("below the minimum known peak of " + std::to_string(minimum) + " bytes"));
-        continue;
-      }
-    } else if (budget < minimum) {
-      std::printf("[ auto remat ] %-6s budget %5.1f %% = %9zu B: infeasible (minimum %zu B)\n", label, 100 * f, budget,
-                  minimum);
-      EXPECT_THAT(ERROR_MESSAGE(train_step(model, frozen, x, target, run)),
-                  HasSubstr("below the minimum peak of " + std::to_string(minimum) + " bytes"));
+    // The first step profiles and plans. The probe's graph above and the run's are profiled
+    // apart, and the model's move windows follow measured op times (timed_moves), so their minima
+    // may differ a little: within 10 % of the probe's minimum either outcome is accepted. An
+    // infeasible budget's error names a minimum above the budget; a bound that is not exact
+    // allows plans below it.
+    constexpr double kMargin = 0.1;
+    std::string message;
+    StepResult got;
+    try {
+      got = train_step(model, frozen, x, target, run);
+    } catch (const Error& e) {
+      message = e.what();
+    }
+    if (!message.empty()) {
+      const std::size_t at = message.find("peak of ");
+      const std::size_t named = at == std::string::npos ? 0 : std::stoull(message.substr(at + 8));
+      std::printf("[ auto remat ] %-6s budget %5.1f %% = %9zu B: infeasible (minimum %zu B; the probe's %zu B%s)\n",
+                  label, 100 * f, budget, named, minimum, exact_minimum ? "" : ", a bound");
+      EXPECT_THAT(message, HasSubstr("is below the minimum"));
+      EXPECT_GT(named, budget) << message;
+      EXPECT_LT(double(budget), double(minimum) * (1 + kMargin)) << "the probe's minimum fits this budget: " << message;
       continue;
     }
-    // First step profiles and plans; the gradients must equal StoreAll's nonetheless.
-    expect_same(train_step(model, frozen, x, target, run), ref);
+    if (exact_minimum)
+      EXPECT_GE(double(budget), double(minimum) * (1 - kMargin)) << "planned below the probe's exact minimum";
+    // The gradients equal StoreAll's.
+    expect_same(got, ref);
     const std::size_t measured = step_peak(model, x, target, run);
     const remat::AutoChain& ac = *seq.policy().auto_chain;
     ASSERT_NE(ac.last_plan(), nullptr);
@@ -379,11 +382,22 @@ TEST(AutoRemat, GraphOfSteps) {
     SCOPED_TRACE("budget " + std::to_string(f));
     remat::AutoChain ac(budget);
     auto run = [&](const Tensor& x) { return ac.run_graph(steps, x); };
-    if (budget < minimum) {
-      EXPECT_THAT(ERROR_MESSAGE(grad_of(run, nullptr)), HasSubstr("below the minimum peak"));
+    // The run's graph is profiled apart from the probe's, and move windows follow measured op
+    // times: within 10 % of the probe's minimum either outcome is accepted.
+    std::string message;
+    Tensor first;
+    try {
+      first = grad_of(run, nullptr);
+    } catch (const Error& e) {
+      message = e.what();
+    }
+    if (!message.empty()) {
+      EXPECT_THAT(message, HasSubstr("is below the minimum peak of"));
+      EXPECT_LT(double(budget), 1.1 * double(minimum)) << message;
       continue;
     }
-    EXPECT_TRUE(same_bits(grad_of(run, nullptr), ref));
+    EXPECT_GE(double(budget), 0.9 * double(minimum)) << "planned below the probe's minimum";
+    EXPECT_TRUE(same_bits(first, ref));
     std::size_t measured = 0;
     EXPECT_TRUE(same_bits(grad_of(run, &measured), ref));
     EXPECT_LE(measured, budget) << ac.explain();
