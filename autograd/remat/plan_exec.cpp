@@ -297,8 +297,8 @@ ChainGraph AutoChain::build_graph(const std::vector<GraphStep>& steps, const Ten
   auto current = [&] { return stats.snapshot().fast.current_bytes; };
   auto peak = [&] { return stats.snapshot().fast.peak_bytes; };
 
-  // The last step reading each step's output (-1: none), and the graph input's readers.
-  std::vector<int64_t> last_reader(static_cast<std::size_t>(m), -1), first_reader(static_cast<std::size_t>(m), m);
+  // The last step reading each step's output (-1: none), and the graph input's first and last readers.
+  std::vector<int64_t> last_reader(static_cast<std::size_t>(m), -1);
   int64_t input_first = m, input_last = -1;
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j : steps[i].inputs) {
@@ -306,7 +306,6 @@ ChainGraph AutoChain::build_graph(const std::vector<GraphStep>& steps, const Ten
         input_first = std::min(input_first, i);
         input_last = std::max(input_last, i);
       } else {
-        first_reader[j] = std::min(first_reader[j], i);
         last_reader[j] = std::max(last_reader[j], i);
       }
     }
