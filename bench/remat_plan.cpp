@@ -2,18 +2,24 @@
 // ResNet-50-size planning graphs (issue 8: "ILP solve time for ResNet-50-size graphs", target
 // under 10 s), at fast-tier budgets of 50 %, 25 % and 12.5 % of the StoreAll peak.
 //
-// Two planning graphs of torchvision's ResNet-50 (models/zoo/resnet.h) at --batch B, --image S:
+// Three planning graphs of torchvision's ResNet-50 (models/zoo/resnet.h) at --batch B, --image S:
 //  - "blocks": the executable chain graph (autograd/remat/plan_exec.h) of conv1, bn1, relu,
 //    maxpool, the 16 bottleneck blocks, avgpool, flatten and fc, profiled by
 //    AutoChain::build_graph (measured times, bytes and workspaces). Budgets are fractions of the
 //    measured StoreAll peak of one training step of that chain.
+//  - "steps": the executable op-level graph Auto plans by default (Note [Auto graph execution]):
+//    the same chain with every bottleneck block given as its ops (nn::append_remat_steps: conv,
+//    bn, relu, ..., downsample, add+relu), profiled and modelled exactly as
+//    RematSequential under auto_budget does (measured op times, timed moves, the copies' CPU
+//    cost). Budgets as for "blocks".
 //  - "ops": an op-level graph of one recorded forward (loss included): every autograd node is an
 //    op and its output a value (bytes from its storage when some node saves it, else from its
 //    shape); a value's backward uses are the nodes saving its storage, its deps the outputs of its
 //    producer's inputs; storages a node saves that no node output owns (batch norm's batch
 //    statistics) are that node's internal value. Per-node times are not profiled: forward =
 //    output bytes / 10 GB/s + 2 us, backward = twice that, so the graph's structure and bytes are
-//    real and its costs a proxy. Budgets are fractions of the model's StoreAll peak (every value a
+//    real and its costs a proxy; moves are modelled as the executor's are (timed moves, the
+//    copies' CPU cost). Budgets are fractions of the model's StoreAll peak (every value a
 //    backward step reads kept).
 // For each graph: the min-peak ILP (the smallest budget any plan reaches) and, per budget, the
 // plan ILP's status and time (--time-limit, default 60 s so that times above the 10 s target are
@@ -25,6 +31,7 @@
 // "seconds", "bytes"}, "budgets": [{"fraction", "budget_bytes", "status", "seconds", "columns",
 // "rows", "keep", "stream", "recompute", "predicted_peak_bytes", "predicted_extra_seconds"}]}]}.
 // --quick (smoke runs): batch 2, image 32, the ops graph only, time limit 20 s.
+// --graph picks one graph (default all three).
 
 #include <algorithm>
 #include <any>
@@ -33,6 +40,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -59,12 +67,12 @@ using remat::Decision;
 
 constexpr const char* kProg = "strata-bench-remat-plan";
 constexpr const char* kUsage =
-    "strata-bench-remat-plan [--batch B] [--image S] [--graph blocks|ops|both] [--time-limit SECONDS] "
+    "strata-bench-remat-plan [--batch B] [--image S] [--graph blocks|steps|ops|all] [--time-limit SECONDS] "
     "[--threads T] [--json FILE] [--quick]";
 
 struct Options {
   int64_t batch = 4, image = 128;
-  std::string graph = "both";
+  std::string graph = "all";
   double time_limit = 60.0;
   int threads = 0;
   std::string json;
@@ -85,8 +93,8 @@ Options parse(int argc, char** argv) {
       image_set = true;
     } else if (a == "--graph") {
       o.graph = cli.value(argc, argv, i);
-      if (o.graph != "blocks" && o.graph != "ops" && o.graph != "both")
-        cli.fail("--graph: expected blocks, ops or both, got '" + o.graph + "'");
+      if (o.graph != "blocks" && o.graph != "steps" && o.graph != "ops" && o.graph != "all")
+        cli.fail("--graph: expected blocks, steps, ops or all, got '" + o.graph + "'");
       graph_set = true;
     } else if (a == "--time-limit") {
       o.time_limit = cli.real(a, cli.value(argc, argv, i), 0.001, 1e6);
@@ -171,7 +179,11 @@ remat::PlanGraph op_level_graph(nn::Module& model, const Tensor& x, const Tensor
   }
   remat::PlanGraph g;
   g.bandwidth = remat::copy_bandwidth();
-  g.evict_lag = 1;
+  // The executor's model (AutoChain::build_graph): copies take the points their times need and
+  // cost the step their CPU time when the compute threads fill the cores.
+  g.timed_moves = true;
+  g.move_compute_share =
+      get_num_threads() >= static_cast<int>(std::max(1u, std::thread::hardware_concurrency())) ? 1.0 : 0.0;
   // Value k: node k's outputs; its deps are the outputs of the nodes it reads.
   std::vector<std::vector<int64_t>> reads(static_cast<std::size_t>(m));
   for (int64_t k = 0; k < m; ++k) {
@@ -361,22 +373,30 @@ int main(int argc, char** argv) try {
   for (auto& p : net->parameters()) p.set_grad(zeros_like(p));  // gradients are not activations
   std::vector<GraphResult> results;
 
-  if (o.graph == "blocks" || o.graph == "both") {
+  const bool all = o.graph == "all";
+  if (all || o.graph == "blocks" || o.graph == "steps") {
     const auto chain = resnet_chain(*net);
-    std::vector<remat::StepFn> steps;
     nn::RematSequential store_all;
-    for (const auto& m : chain) {
-      steps.push_back(nn::remat_step(m));
-      store_all.push_back(m);
-    }
+    for (const auto& m : chain) store_all.push_back(m);
     remat::measure_fast_peak([&] { cross_entropy(store_all.forward(x), target).backward(); });  // warm-up
     const std::size_t full =
         remat::measure_fast_peak([&] { cross_entropy(store_all.forward(x), target).backward(); }).step_peak_bytes();
     remat::AutoChain probe(full);
-    const remat::ChainGraph cg = probe.build_graph(steps, x);
-    results.push_back(plan_all("blocks", cg.graph, full, "measured", o.time_limit));
+    if (all || o.graph == "blocks") {
+      std::vector<remat::StepFn> steps;
+      for (const auto& m : chain) steps.push_back(nn::remat_step(m));
+      const remat::ChainGraph cg = probe.build_graph(steps, x);
+      results.push_back(plan_all("blocks", cg.graph, full, "measured", o.time_limit));
+    }
+    if (all || o.graph == "steps") {
+      std::vector<remat::GraphStep> steps;
+      int64_t last = -1;
+      for (const auto& m : chain) last = nn::append_remat_steps(m, last, steps);
+      const remat::ChainGraph cg = probe.build_graph(steps, x);
+      results.push_back(plan_all("steps", cg.graph, full, "measured", o.time_limit));
+    }
   }
-  if (o.graph == "ops" || o.graph == "both") {
+  if (all || o.graph == "ops") {
     const remat::PlanGraph g = op_level_graph(*net, x, target);
     const auto w = remat::value_windows(g);
     std::vector<Decision> store(g.values.size(), Decision::Keep);

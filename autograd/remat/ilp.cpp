@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <tuple>
 
 #include "core/error.h"
@@ -18,6 +19,49 @@ namespace {
 struct ProbDeleter {
   void operator()(glp_prob* p) const { glp_delete_prob(p); }
 };
+
+// The ILP's column vector (1-based, as glp_ios_heur_sol takes it) of the assignment `d`: k, s, r per
+// value, n_{v,a} the indicator of a in C(v), and the peak column (min-peak) at the largest memory
+// row. Empty when d is not a solution of this ILP: a closure member the pruning excluded, or a row
+// out of its bounds (a plan over the budget).
+template <class NCol>
+std::optional<std::vector<double>> start_columns(const PlanGraph& graph, const std::vector<Decision>& d, int ncols,
+                                                 int col_peak, const std::vector<std::vector<int64_t>>& anc,
+                                                 NCol&& n_col, const std::vector<int>& ia, const std::vector<int>& ja,
+                                                 const std::vector<double>& ar, const std::vector<double>& row_lo,
+                                                 const std::vector<double>& row_hi) {
+  const auto n = static_cast<int64_t>(graph.values.size());
+  std::vector<double> x(static_cast<std::size_t>(ncols) + 1, 0.0);
+  for (int64_t i = 0; i < n; ++i) x[static_cast<std::size_t>(3 * i + 1 + static_cast<int>(d[i]))] = 1.0;
+  static_assert(static_cast<int>(Decision::Keep) == 0 && static_cast<int>(Decision::Stream) == 1 &&
+                static_cast<int>(Decision::Recompute) == 2);
+  const std::vector<ValueWindow> w = value_windows(graph);
+  const std::vector<std::vector<int64_t>> closures = recompute_closures(graph, d);
+  for (int64_t v = 0; v < n; ++v) {
+    if (w[v].needs.empty()) continue;  // no closure variables
+    for (int64_t a : closures[v]) {
+      if (a == v) continue;
+      if (!std::binary_search(anc[v].begin(), anc[v].end(), a)) return std::nullopt;
+      x[static_cast<std::size_t>(n_col(v, a))] = 1.0;
+    }
+  }
+  const std::size_t rows = row_lo.size() - 1;
+  std::vector<double> activity(rows + 1, 0.0);
+  for (std::size_t e = 1; e < ia.size(); ++e) activity[ia[e]] += ar[e] * x[ja[e]];
+  if (col_peak > 0) {  // min-peak: T >= every memory row's bytes (rows read Σ - T <= -const)
+    double peak = 0.0;
+    for (std::size_t e = 1; e < ia.size(); ++e)
+      if (ja[e] == col_peak) peak = std::max(peak, activity[ia[e]] - row_hi[ia[e]]);
+    x[static_cast<std::size_t>(col_peak)] = peak;
+    for (std::size_t e = 1; e < ia.size(); ++e)
+      if (ja[e] == col_peak) activity[ia[e]] += ar[e] * peak;
+  }
+  for (std::size_t r = 1; r <= rows; ++r) {
+    const double tol = 1e-9 * std::max(1.0, std::abs(row_hi[r]) < 1e300 ? std::abs(row_hi[r]) : 1.0);
+    if (activity[r] < row_lo[r] - tol || activity[r] > row_hi[r] + tol) return std::nullopt;
+  }
+  return x;
+}
 
 // Builds and solves Note [Auto planning ILP]; min_peak selects the min-peak variant.
 IlpResult solve(const PlanGraph& graph, std::size_t budget_bytes, double time_limit_seconds, bool min_peak) {
@@ -158,11 +202,15 @@ IlpResult solve(const PlanGraph& graph, std::size_t budget_bytes, double time_li
 
   std::vector<int> ia{0}, ja{0};
   std::vector<double> ar{0.0};
+  std::vector<double> row_lo{0.0}, row_hi{0.0};  // per row; +-inf where the row has no such bound
   int row = 0;
   auto add_row = [&](int type, double lo, double hi) {
     glp_add_rows(lp.get(), 1);
     ++row;
     glp_set_row_bnds(lp.get(), row, type, lo, hi);
+    constexpr double inf = std::numeric_limits<double>::infinity();
+    row_lo.push_back(type == GLP_UP ? -inf : lo);
+    row_hi.push_back(type == GLP_LO ? inf : hi);
   };
   auto put = [&](int c, double a) {
     ia.push_back(row);
@@ -235,23 +283,89 @@ IlpResult solve(const PlanGraph& graph, std::size_t budget_bytes, double time_li
     result.seconds = elapsed();
     return result;  // TimedOut before solving
   }
+  // Without GLPK's MIP presolver, so that the starts' columns are the problem's: the root LP is
+  // solved here first, as glp_intopt then requires.
+  // GLPK's scaling, initial basis and cut generators print even with GLP_MSG_OFF.
+  struct TermOff {
+    int saved = glp_term_out(GLP_OFF);
+    ~TermOff() { glp_term_out(saved); }
+  } term_off;
+  bool presolve = false;
+  glp_smcp sm;
+  glp_init_smcp(&sm);
+  sm.msg_lev = GLP_MSG_OFF;
+  sm.tm_lim = static_cast<int>(std::clamp(remaining * 1e3, 1.0, 2.0e9));
+  if (ncols > 0) {
+    glp_scale_prob(lp.get(), GLP_SF_AUTO);  // rows in bytes, objective in scaled seconds
+    glp_adv_basis(lp.get(), 0);
+    const int sret = glp_simplex(lp.get(), &sm);
+    if (sret == GLP_ETMLIM || elapsed() > time_limit_seconds) {
+      result.seconds = elapsed();
+      return result;
+    }
+    // A numerical failure of the root LP (GLP_EFAIL, seen once before scaling) falls back to
+    // GLPK's MIP presolver, without the starts.
+    presolve = sret != 0;
+    if (!presolve && glp_get_status(lp.get()) == GLP_NOFEAS) {  // not even the relaxation fits
+      result.seconds = elapsed();
+      result.status = IlpStatus::Infeasible;
+      return result;
+    }
+  }
+  // Starting incumbents (Note [Auto planning ILP]): the feasible uniform plans and the greedy plan,
+  // as full column vectors, each checked against every row before GLPK sees it.
+  std::vector<std::vector<double>> starts;
+  if (ncols > 0 && !presolve) {
+    std::vector<std::vector<Decision>> candidates;
+    for (Decision d : {Decision::Keep, Decision::Stream, Decision::Recompute})
+      candidates.emplace_back(static_cast<std::size_t>(n), d);
+    if (!min_peak)
+      if (auto d = greedy_decisions(graph, budget_bytes)) candidates.push_back(std::move(*d));
+    for (const auto& d : candidates) {
+      if (auto x = start_columns(graph, d, ncols, col_peak, anc, n_col, ia, ja, ar, row_lo, row_hi))
+        starts.push_back(std::move(*x));
+    }
+  }
+  // Note [Auto planning ILP]: exact for the minimum peak and on small graphs; beyond 16 values the
+  // step-time ILP stops within 1 % of its bound on the extra time, or within 0.2 % of the step's
+  // compute time of it (an incumbent that close is as good as optimal for a plan of a measured step).
+  const bool gap = !min_peak && graph.values.size() > 16;
+  double base_time = 0.0;
+  for (int64_t t = 0; t < P; ++t) base_time += graph.point_time(t);
+  struct Starts {
+    const std::vector<std::vector<double>>* columns;
+    double abs_gap = 0.0;  // in the objective's scaled units; 0: none
+    bool given = false, stopped = false;
+  } start_info{&starts, gap ? 0.002 * base_time * obj_scale : 0.0};
   glp_iocp parm;
   glp_init_iocp(&parm);
-  parm.presolve = GLP_ON;
+  parm.presolve = presolve ? GLP_ON : GLP_OFF;
   parm.msg_lev = GLP_MSG_OFF;
-  // Note [Auto planning ILP]: exact for the minimum peak and on small graphs; beyond 16 values the
-  // step-time ILP stops within 1 % of its bound on the extra time.
-  const bool gap = !min_peak && graph.values.size() > 16;
+  parm.cb_info = &start_info;
+  if (!presolve) parm.cb_func = [](glp_tree* tree, void* info) {
+    auto* si = static_cast<Starts*>(info);
+    const int reason = glp_ios_reason(tree);
+    if (reason == GLP_IHEUR && !si->given) {
+      si->given = true;
+      for (const auto& x : *si->columns) glp_ios_heur_sol(tree, x.data());  // keeps the best
+    } else if ((reason == GLP_ISELECT || reason == GLP_IBINGO) && si->abs_gap > 0) {
+      glp_prob* mip = glp_ios_get_prob(tree);
+      const int best = glp_ios_best_node(tree);
+      if (glp_mip_status(mip) == GLP_FEAS && best != 0 &&
+          glp_mip_obj_val(mip) - glp_ios_node_bound(tree, best) <= si->abs_gap) {
+        si->stopped = true;
+        glp_ios_terminate(tree);
+      }
+    }
+  };
   parm.mip_gap = gap ? 0.01 : 0.0;
   // Cover and mixed-integer rounding cuts: the per-point budget rows are knapsacks; without them
   // GLPK's branch and bound did not close op-level and MLP plans in 10 s once streams cost CPU
   // time (Note [Auto planning ILP]); with them those solve in tens of milliseconds.
   parm.cov_cuts = GLP_ON;
   parm.mir_cuts = GLP_ON;
-  parm.tm_lim = static_cast<int>(std::clamp(remaining * 1e3, 1.0, 2.0e9));
-  const int terminal = glp_term_out(GLP_OFF);  // the cut generators print even with GLP_MSG_OFF
+  parm.tm_lim = static_cast<int>(std::clamp((time_limit_seconds - elapsed()) * 1e3, 1.0, 2.0e9));
   const int ret = ncols == 0 ? 0 : glp_intopt(lp.get(), &parm);
-  glp_term_out(terminal);
   result.seconds = elapsed();
   if (ret == GLP_ETMLIM || result.seconds > time_limit_seconds) return result;
   const int status = ncols == 0 ? GLP_OPT : glp_mip_status(lp.get());
@@ -265,7 +379,8 @@ IlpResult solve(const PlanGraph& graph, std::size_t budget_bytes, double time_li
     result.status = fits || min_peak ? IlpStatus::Optimal : IlpStatus::Infeasible;
     return result;
   }
-  STRATA_CHECK((ret == 0 && status == GLP_OPT) || (gap && ret == GLP_EMIPGAP && status == GLP_FEAS),
+  STRATA_CHECK((ret == 0 && status == GLP_OPT) ||
+                   (gap && (ret == GLP_EMIPGAP || (ret == GLP_ESTOP && start_info.stopped)) && status == GLP_FEAS),
                "solve_plan_ilp: GLPK failed (glp_intopt returned ", ret,
                ", MIP status ", status, ")");
   result.status = IlpStatus::Optimal;

@@ -37,9 +37,18 @@
 /// Gap: the min-peak ILP and graphs of up to 16 values are solved to optimality (mip_gap 0, so the
 /// ILP equals the exhaustive oracle); larger step-time ILPs stop once the incumbent is within 1 %
 /// of GLPK's bound on the extra time (recompute + exposed moves; the step's compute is a
-/// constant outside the objective), i.e. within 1 % of the overhead, not of the step. With the
-/// copies' CPU cost in the model (move_compute_share) every stream has a price, and the op-level
-/// ResNet-20 ILP did not close a zero gap in 10 s.
+/// constant outside the objective), i.e. within 1 % of the overhead, or within 0.2 % of the
+/// step's compute time of that bound (an absolute stop, checked in GLPK's callback; far below
+/// what a measured step resolves). With the copies' CPU cost in the model (move_compute_share)
+/// every stream has a price, and the op-level ResNet-20 ILP did not close a zero gap in 10 s; on
+/// the test ResNets and VGG the bound was within 1.5–3 % of the optimum while branch and bound
+/// ran out of time proving the 1 %.
+/// Starts: GLPK gets the feasible uniform plans (keep-, stream-, recompute-all) and, for the
+/// step-time ILP, greedy_decisions() (planner.h) as incumbents at the root, each checked against
+/// every row first. Its own heuristics found no incumbent near the bound on those graphs. The
+/// starts need the problem's own columns, so GLPK's MIP presolver is off: the problem is scaled and
+/// its root LP solved by glp_simplex (an infeasible relaxation is an infeasible budget), and only a
+/// numerical failure of that LP falls back to the presolver without starts.
 
 #include <cstddef>
 #include <vector>

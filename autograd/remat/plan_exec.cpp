@@ -459,8 +459,6 @@ ChainGraph AutoChain::build_graph(const std::vector<GraphStep>& steps, const Ten
     const int threads = get_num_threads();
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     g.move_compute_share = threads >= cores ? 1.0 : 0.0;
-    if (std::getenv("XX_NOSHARE")) g.move_compute_share = 0;
-    if (std::getenv("XX_NOTIMED")) { g.timed_moves = false; g.evict_lag = 1; }
   }
   cg.input_values.assign(static_cast<std::size_t>(m), {});
   cg.output_value.assign(static_cast<std::size_t>(m), -1);

@@ -184,11 +184,15 @@ std::vector<std::vector<int64_t>> recompute_closures(const PlanGraph& graph, con
 }
 
 Evaluation evaluate(const PlanGraph& graph, const std::vector<Decision>& decisions) {
+  return evaluate(graph, decisions, value_windows(graph));
+}
+
+Evaluation evaluate(const PlanGraph& graph, const std::vector<Decision>& decisions, const std::vector<ValueWindow>& w) {
   const std::size_t n = graph.values.size();
   STRATA_CHECK(decisions.size() == n, "evaluate: ", decisions.size(), " decisions for ", n, " saved values");
+  STRATA_CHECK(w.size() == n, "evaluate: ", w.size(), " value windows for ", n, " saved values");
   const int64_t P = graph.num_points();
   const auto m = static_cast<int64_t>(graph.ops.size());
-  const std::vector<ValueWindow> w = value_windows(graph);
   const auto closures = recompute_closures(graph, decisions);
   Evaluation e;
   e.point_bytes.assign(static_cast<std::size_t>(P), 0);
@@ -316,13 +320,13 @@ Plan oracle_plan(const PlanGraph& graph, std::size_t budget_bytes) {
   return best;
 }
 
-Plan greedy_plan(const PlanGraph& graph, std::size_t budget_bytes) {
+std::optional<std::vector<Decision>> greedy_decisions(const PlanGraph& graph, std::size_t budget_bytes,
+                                                      Evaluation* last) {
   graph.validate();
-  const auto t0 = std::chrono::steady_clock::now();
   const std::size_t n = graph.values.size();
   const std::vector<ValueWindow> w = value_windows(graph);
   std::vector<Decision> d(n, Decision::Keep);
-  Evaluation e = evaluate(graph, d);
+  Evaluation e = evaluate(graph, d, w);
   while (e.peak_bytes > budget_bytes) {
     const int64_t t = e.peak_point;
     int64_t pick = -1;
@@ -331,11 +335,14 @@ Plan greedy_plan(const PlanGraph& graph, std::size_t budget_bytes) {
     for (std::size_t i = 0; i < n; ++i) {
       const PlanValue& v = graph.values[i];
       if (d[i] != Decision::Keep || v.bytes == 0) continue;
+      // Only a value kept resident at t can lower t: a stream is resident on a subset of a
+      // keep's points, and a recompute only adds closures at need points.
+      if (t <= v.last_forward_use || t > w[i].last) continue;
       const double staleness = static_cast<double>(std::max<int64_t>(1, w[i].first - v.last_forward_use));
       for (Decision as : {Decision::Stream, Decision::Recompute}) {
         std::vector<Decision> trial = d;
         trial[i] = as;
-        const Evaluation te = evaluate(graph, trial);
+        const Evaluation te = evaluate(graph, trial, w);
         if (te.point_bytes[t] >= e.point_bytes[t]) continue;  // does not lower the peak point
         const double cost = te.step_time - e.step_time;
         // Zero-cost evictions tie on score 0: prefer the larger value.
@@ -348,14 +355,26 @@ Plan greedy_plan(const PlanGraph& graph, std::size_t budget_bytes) {
       }
     }
     if (pick < 0) {
-      const std::size_t minimum = minimum_budget(graph, 1.0);
-      throw_infeasible("greedy_plan", budget_bytes, std::min(minimum, e.peak_bytes), false);
+      if (last != nullptr) *last = std::move(e);
+      return std::nullopt;
     }
     d[pick] = pick_as;
-    e = evaluate(graph, d);
+    e = evaluate(graph, d, w);
+  }
+  if (last != nullptr) *last = std::move(e);
+  return d;
+}
+
+Plan greedy_plan(const PlanGraph& graph, std::size_t budget_bytes) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Evaluation e;
+  std::optional<std::vector<Decision>> d = greedy_decisions(graph, budget_bytes, &e);
+  if (!d) {
+    const std::size_t minimum = minimum_budget(graph, 1.0);
+    throw_infeasible("greedy_plan", budget_bytes, std::min(minimum, e.peak_bytes), false);
   }
   Plan p;
-  p.decisions = std::move(d);
+  p.decisions = std::move(*d);
   p.predicted = std::move(e);
   p.budget_bytes = budget_bytes;
   p.source = PlanSource::Greedy;

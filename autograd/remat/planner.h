@@ -162,6 +162,10 @@ struct Evaluation {
 /// The cost model of Note [Auto planning model]. Throws strata::Error if `decisions` does not have
 /// one entry per value.
 Evaluation evaluate(const PlanGraph& graph, const std::vector<Decision>& decisions);
+/// evaluate() with the graph's value_windows(graph) computed once by the caller (they do not
+/// depend on the decisions); throws strata::Error when `windows` has not one entry per value.
+Evaluation evaluate(const PlanGraph& graph, const std::vector<Decision>& decisions,
+                    const std::vector<ValueWindow>& windows);
 
 enum class PlanSource { Ilp, Greedy, Oracle, Cached };
 std::string to_string(PlanSource s);
@@ -186,6 +190,10 @@ Plan oracle_plan(const PlanGraph& graph, std::size_t budget_bytes);
 /// between its last forward use and first backward use) and streams or recomputes it, whichever
 /// is cheaper. Throws strata::Error naming the minimum budget if it cannot reach the budget.
 Plan greedy_plan(const PlanGraph& graph, std::size_t budget_bytes);
+/// greedy_plan's decisions, or nothing when it cannot reach the budget (no error, no minimum
+/// computed); `last`, when given, receives the evaluation of the last assignment it reached.
+std::optional<std::vector<Decision>> greedy_decisions(const PlanGraph& graph, std::size_t budget_bytes,
+                                                      Evaluation* last = nullptr);
 
 /// The smallest fast-tier peak any assignment reaches (by the ILP when it finishes within
 /// `time_limit_seconds`, else the smaller of the all-stream and all-recompute peaks, an upper

@@ -206,8 +206,9 @@ void check_auto(const char* label, Module& model, const ModuleList& chain, const
       EXPECT_LT(double(budget), double(minimum) * (1 + kMargin)) << "the probe's minimum fits this budget: " << message;
       continue;
     }
-    if (exact_minimum)
+    if (exact_minimum) {
       EXPECT_GE(double(budget), double(minimum) * (1 - kMargin)) << "planned below the probe's exact minimum";
+    }
     // The gradients equal StoreAll's.
     expect_same(got, ref);
     const std::size_t measured = step_peak(model, x, target, run);
