@@ -3,6 +3,7 @@
 
 #include <pybind11/stl.h>
 
+#include <cctype>
 #include <memory>
 #include <string>
 #include <utility>
@@ -19,6 +20,8 @@
 #include "models/module.h"
 #include "models/normalization.h"
 #include "models/pooling.h"
+#include "models/remat.h"
+#include "autograd/remat/plan_exec.h"
 
 // Note [Python modules]
 // _C.nn.Module is bound with py::smart_holder and the PyModuleT trampoline, with a __dict__:
@@ -675,6 +678,80 @@ void bind_containers(py::module_& nnm) {
       [](const py::args& args) { return fill_sequential(new nn::Sequential(), args); },
       [](const py::args& args) { return fill_sequential(new PyModuleT<nn::Sequential>(), args); }));
   bind_list_methods(seq, "Sequential");
+
+  // RematSequential(*modules, policy=None): a Sequential run under a chain policy (models/remat.h).
+  py::class_<nn::RematSequential, PyModuleT<nn::RematSequential>, nn::Sequential, py::smart_holder> rs(
+      nnm, "RematSequential",
+      "A Sequential whose forward runs its children under a rematerialization policy "
+      "(strata.remat): RematSequential(*modules, policy=strata.remat.auto(budget_bytes)).");
+  auto policy_arg = [](py::handle policy) -> remat::ChainPolicy {
+    if (!py::isinstance<remat::ChainPolicy>(policy))
+      throw BindingTypeError(msg("RematSequential: policy must be a strata.remat policy (strata.remat.auto(...), "
+                                 "strata.remat.every_k(...), ...), got ", tp_name(policy)));
+    return policy.cast<remat::ChainPolicy>();
+  };
+  rs.def(py::init(
+             [policy_arg](const py::args& args, py::handle policy) {
+               auto* s = fill_sequential(new nn::RematSequential(), args);
+               if (!policy.is_none()) s->set_policy(policy_arg(policy));
+               return s;
+             },
+             [policy_arg](const py::args& args, py::handle policy) {
+               auto* s = fill_sequential(new PyModuleT<nn::RematSequential>(), args);
+               if (!policy.is_none()) s->set_policy(policy_arg(policy));
+               return s;
+             }),
+         py::kw_only(), py::arg("policy") = py::none());
+  rs.def_property(
+      "policy", [](const nn::RematSequential& s) { return s.policy(); },
+      [policy_arg](nn::RematSequential& s, py::handle policy) { s.set_policy(policy_arg(policy)); });
+  auto auto_of = [](const nn::RematSequential& s, const char* what) -> const remat::AutoChain& {
+    if (!s.policy().auto_chain)
+      throw Error(msg("RematSequential.", what, ": the policy is ", s.policy().to_string(),
+                      "; only strata.remat.auto plans"));
+    return *s.policy().auto_chain;
+  };
+  rs.def(
+      "explain",
+      [auto_of](const nn::RematSequential& s) {
+        const remat::AutoChain& a = auto_of(s, "explain");
+        if (a.last_plan() == nullptr) throw Error("RematSequential.explain: no plan yet; run a forward first");
+        return a.explain();
+      },
+      "Auto only: per saved value its bytes, recompute cost and decision, the predicted peak and "
+      "time, and the measured peak of the last step.");
+  rs.def(
+      "last_plan",
+      [auto_of](const nn::RematSequential& s) -> py::object {
+        const remat::AutoChain& a = auto_of(s, "last_plan");
+        const remat::Plan* p = a.last_plan();
+        if (p == nullptr) return py::none();
+        int keep = 0, stream = 0, recompute = 0;
+        for (remat::Decision d : p->decisions) {
+          keep += d == remat::Decision::Keep;
+          stream += d == remat::Decision::Stream;
+          recompute += d == remat::Decision::Recompute;
+        }
+        py::dict out;
+        std::string source = remat::to_string(p->source);  // "ILP", "Greedy", ...: lower case in Python
+        for (char& c : source) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        out["source"] = source;
+        out["solve_seconds"] = p->solve_seconds;
+        out["ilp_timed_out"] = p->ilp_timed_out;
+        out["budget_bytes"] = p->budget_bytes;
+        out["points"] = a.last_graph()->graph.num_points();
+        out["values"] = p->decisions.size();
+        out["keep"] = keep;
+        out["stream"] = stream;
+        out["recompute"] = recompute;
+        out["predicted_peak_bytes"] = p->predicted.peak_bytes;
+        out["predicted_step_seconds"] = p->predicted.step_time;
+        out["predicted_base_seconds"] = p->predicted.base_time;
+        out["measured_peak_bytes"] = a.measured_peak_bytes();
+        out["plans_made"] = a.plans_made();
+        return out;
+      },
+      "Auto only: a summary of the plan of the last forward (None before the first).");
 
   py::class_<nn::ModuleList, PyModuleT<nn::ModuleList>, Module, py::smart_holder> ml(
       nnm, "ModuleList", "Holds modules in a list (torch.nn.ModuleList); it has no forward.");

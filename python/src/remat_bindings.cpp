@@ -1,5 +1,7 @@
 // strata._C._remat_checkpoint: the C++ activation checkpoint (autograd/remat/checkpoint.h, Note
-// [Checkpointed segments]) behind strata.utils.checkpoint (python/strata/utils/checkpoint.py).
+// [Checkpointed segments]) behind strata.utils.checkpoint (python/strata/utils/checkpoint.py), and
+// strata._C.remat: the chain policies (autograd/remat/chain.h) behind strata.remat and
+// strata.nn.RematSequential (bound in nn_bindings.cpp).
 
 #include <pybind11/stl.h>
 
@@ -7,7 +9,9 @@
 #include <optional>
 #include <utility>
 
+#include "autograd/remat/chain.h"
 #include "autograd/remat/checkpoint.h"
+#include "autograd/remat/plan_exec.h"
 #include "autograd/tape/stream.h"
 #include "bindings.h"
 
@@ -139,7 +143,90 @@ py::dict report_dict(const tape::StreamReport& r) {
 
 }  // namespace
 
+const char* kind_name(remat::RematPolicy k) {
+  switch (k) {
+    case remat::RematPolicy::StoreAll: return "store_all";
+    case remat::RematPolicy::RecomputeAll: return "recompute_all";
+    case remat::RematPolicy::EveryK: return "every_k";
+    case remat::RematPolicy::SqrtN: return "sqrt_n";
+    case remat::RematPolicy::Revolve: return "revolve";
+    case remat::RematPolicy::Auto: return "auto";
+  }
+  return "?";
+}
+
+// A positive int argument (bools and non-integers are TypeErrors, < 1 a ValueError).
+int64_t positive_arg(py::handle v, const char* fn, const char* what) {
+  const int64_t n = int_from_py(v, fn, what);
+  if (n < 1) throw BindingValueError(msg(fn, ": ", what, " must be >= 1, got ", n));
+  return n;
+}
+
+void bind_policies(py::module_& m) {
+  py::module_ rm = m.def_submodule("remat", "Chain policies for strata.nn.RematSequential (see strata.remat).");
+  py::class_<remat::ChainPolicy>(rm, "Policy",
+                                 "How a RematSequential treats the values its children save for backward "
+                                 "(autograd/remat/chain.h); make one with strata.remat's functions.")
+      .def_property_readonly("kind", [](const remat::ChainPolicy& p) { return kind_name(p.kind); })
+      .def_property_readonly("k", [](const remat::ChainPolicy& p) -> py::object {
+        return p.kind == remat::RematPolicy::EveryK ? py::object(py::int_(p.k)) : py::object(py::none());
+      })
+      .def_property_readonly("snapshots", [](const remat::ChainPolicy& p) -> py::object {
+        return p.kind == remat::RematPolicy::Revolve ? py::object(py::int_(p.snapshots)) : py::object(py::none());
+      })
+      .def_property_readonly("budget_bytes", [](const remat::ChainPolicy& p) -> py::object {
+        return p.auto_chain ? py::object(py::int_(p.auto_chain->budget_bytes())) : py::object(py::none());
+      })
+      .def_property_readonly("granularity", [](const remat::ChainPolicy& p) -> py::object {
+        if (p.kind != remat::RematPolicy::Auto) return py::none();
+        return py::str(p.granularity == remat::AutoGranularity::Op ? "op" : "step");
+      })
+      .def_property_readonly("preserve_rng_state", [](const remat::ChainPolicy& p) { return p.preserve_rng_state; })
+      .def("__repr__", [](const remat::ChainPolicy& p) { return "strata.remat." + p.to_string(); });
+
+  auto with_rng = [](remat::ChainPolicy p, bool preserve) {
+    p.preserve_rng_state = preserve;
+    return p;
+  };
+  rm.def("store_all", [] { return remat::ChainPolicy::store_all(); },
+         "Keep every saved value (the plain forward).");
+  rm.def("recompute_all", [with_rng](bool preserve) { return with_rng(remat::ChainPolicy::recompute_all(), preserve); },
+         py::kw_only(), py::arg("preserve_rng_state") = true,
+         "Checkpoint every child: every saved value is recomputed in backward.");
+  rm.def(
+      "every_k",
+      [with_rng](py::handle k, bool preserve) {
+        return with_rng(remat::ChainPolicy::every_k(positive_arg(k, "strata.remat.every_k", "k")), preserve);
+      },
+      py::arg("k"), py::kw_only(), py::arg("preserve_rng_state") = true,
+      "Checkpointed segments of k consecutive children (the last may be shorter).");
+  rm.def("sqrt_n", [with_rng](bool preserve) { return with_rng(remat::ChainPolicy::sqrt_n(), preserve); },
+         py::kw_only(), py::arg("preserve_rng_state") = true, "every_k with k = ceil(sqrt(number of children)).");
+  rm.def(
+      "revolve",
+      [with_rng](py::handle snapshots, bool preserve) {
+        return with_rng(
+            remat::ChainPolicy::revolve(positive_arg(snapshots, "strata.remat.revolve", "snapshots")), preserve);
+      },
+      py::arg("snapshots"), py::kw_only(), py::arg("preserve_rng_state") = true,
+      "Binomial checkpointing (Revolve) with `snapshots` stored states, the input included.");
+  rm.def(
+      "auto",
+      [](py::handle budget, const std::string& granularity) {
+        const int64_t b = positive_arg(budget, "strata.remat.auto", "budget_bytes");
+        if (granularity != "op" && granularity != "step")
+          throw BindingValueError(
+              msg("strata.remat.auto: granularity must be 'op' or 'step', got '", granularity, "'"));
+        return remat::ChainPolicy::auto_budget(
+            static_cast<std::size_t>(b), granularity == "op" ? remat::AutoGranularity::Op : remat::AutoGranularity::Step);
+      },
+      py::arg("budget_bytes"), py::kw_only(), py::arg("granularity") = "op",
+      "Keep, stream to the slow tier or recompute each saved value, planned (ILP) to minimize the "
+      "predicted step time under `budget_bytes` of fast-tier activation peak.");
+}
+
 void init_remat(py::module_& m) {
+  bind_policies(m);
   py::class_<PyTapeStream>(m, "_TapeStream")
       .def(py::init<py::handle, py::handle, py::handle, py::handle>(), py::arg("tape_budget_bytes"),
            py::arg("prefetch_distance"), py::arg("min_stream_bytes"), py::arg("stream_parameters"))

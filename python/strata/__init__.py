@@ -115,6 +115,7 @@ from . import models  # noqa: E402
 from . import optim  # noqa: E402
 from . import memory  # noqa: E402
 from . import utils  # noqa: E402
+from . import remat  # noqa: E402
 sim = _C.sim  # the simulated TapeFlow accelerator (ops/sim): strata.sim.session(), SimStep, backend()
 
 __version__ = "0.1.0"
@@ -215,4 +216,4 @@ __all__ = [
     "zeros",
     "zeros_like",
 ]
-__all__ += ["load_checkpoint", "models", "save_checkpoint"]
+__all__ += ["load_checkpoint", "models", "remat", "save_checkpoint"]
