@@ -489,7 +489,11 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
           gs.push_back(n.needs_input_grad(k) ? empty_output({0}, g[0].dtype()) : Tensor());
           continue;
         }
-        gs.push_back(n.needs_input_grad(k) ? g[0].narrow(d, off, lengths[k]) : Tensor());
+        // A fresh tensor, not a view of g[0]: a pending view would hold the whole concatenated
+        // gradient alive until its slot is consumed, and could not take later contributions in
+        // place (Note [In-place gradient accumulation]). DenseNet's blocks, whose features are
+        // read by every later concatenation, measured a feature map above Auto's predicted peak.
+        gs.push_back(n.needs_input_grad(k) ? g[0].narrow(d, off, lengths[k]).clone() : Tensor());
         off += lengths[k];
       }
       return gs;

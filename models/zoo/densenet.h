@@ -7,6 +7,7 @@
 
 #include "core/rng.h"
 #include "models/container.h"
+#include "models/remat.h"
 
 namespace strata::nn::zoo {
 
@@ -17,17 +18,24 @@ class DenseLayer : public Module {
   DenseLayer(int64_t in_features, int64_t growth_rate, int64_t bn_size, double drop_rate, Generator* gen);
   /// One input: the concatenated features so far.
   Tensor forward(const Tensor& input) override;
+  /// forward's ops as graph steps on step `input`'s output (DenseBlock::append_remat_steps).
+  int64_t append_layer_steps(int64_t input, std::vector<remat::GraphStep>& steps) const;
 
  private:
   std::shared_ptr<Module> norm1_, conv1_, norm2_, conv2_, dropout_;
 };
 
 /// denselayer1..denselayerN; returns the concatenation of its input and every layer's output.
-class DenseBlock : public Module {
+/// Auto plans it per op (Note [Auto graph execution]): per layer a concatenation of the features
+/// so far (none for the first), then norm1, relu, conv1, norm2, relu, conv2 [, dropout]; the last
+/// step concatenates everything. A concatenation is cheap to recompute and as large as all the
+/// features before it (the memory-efficient DenseNet's observation).
+class DenseBlock : public Module, public RematGraphModule {
  public:
   DenseBlock(int64_t num_layers, int64_t in_features, int64_t growth_rate, int64_t bn_size, double drop_rate,
              Generator* gen);
   Tensor forward(const Tensor& input) override;
+  int64_t append_remat_steps(int64_t input, std::vector<remat::GraphStep>& steps) const override;
 
  private:
   std::vector<std::shared_ptr<Module>> layers_;
