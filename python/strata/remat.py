@@ -18,6 +18,11 @@ treated per policy (autograd/remat/chain.h):
   ``strata.StrataError`` naming the minimum. ``RematSequential.explain()`` prints the plan and
   the measured peak; ``RematSequential.last_plan()`` summarizes it as a dict.
 
+The budget covers activations (what forward saves and backward's gradients of them), not
+parameters or their ``.grad``: the model treats parameter gradients as allocated before the step,
+so compare ``last_plan()["measured_peak_bytes"]`` with the budget on a step after
+``zero_grad(set_to_none=False)`` (the first step after ``zero_grad()`` also allocates them).
+
 Gradients are bitwise those of the plain forward for deterministic children, under every
 policy. Running statistics of batch norm are updated once per forward even when it is
 recomputed (Note [Module side effects under recomputation]). Auto needs the tiered memory (the

@@ -54,9 +54,11 @@ def strata_layers():
     ]
 
 
-def step(model, x, target):
-    """One training step's gradients: the loss, the input's and every parameter's gradient."""
-    model.zero_grad()
+def step(model, x, target, set_to_none=True):
+    """One training step's gradients: the loss, the input's and every parameter's gradient. Auto's
+    budget covers activations: with set_to_none=False a second step reuses the parameters'
+    gradients, and the measured peak holds no gradient allocation."""
+    model.zero_grad(set_to_none=set_to_none)
     xs = strata.tensor(x).requires_grad_()
     loss = strata.nn.functional.cross_entropy(model(xs), strata.tensor(target))
     loss.backward()
@@ -142,7 +144,10 @@ def test_auto_under_a_tight_budget(fraction):
     plain, rs, _ = pair(remat.auto(budget))
     x, target = data()
     want = step(plain, x, target)
+    state = {k: v.numpy().copy() for k, v in rs.state_dict().items()}
     got = step(rs, x, target)
+    rs.load_state_dict(state)
+    assert step(rs, x, target, set_to_none=False)[0] == got[0]  # measured without gradient allocations
     np.testing.assert_array_equal(got[1], want[1])
     for k in want[2]:
         np.testing.assert_array_equal(got[2][k], want[2][k], err_msg=k)
@@ -248,3 +253,44 @@ def test_bad_inputs():
         rs.explain()
     with pytest.raises(strata.StrataError, match=r"no modules to run"):
         nn.RematSequential(policy=remat.every_k(2))(strata.zeros([2, 2]))
+
+
+def resnet_chain(net):
+    """A zoo ResNet as the chain RematSequential runs: stem, blocks, pool, flatten, fc (the modules
+    are shared with `net`, so both see the same parameters)."""
+    chain = [net.conv1, net.bn1, net.relu]
+    for stage in (net.layer1, net.layer2, net.layer3):
+        chain.extend(m for _, m in stage.named_children())
+    return chain + [net.avgpool, nn.Flatten(1), net.fc]
+
+
+def test_auto_plans_zoo_resnet_blocks_per_op():
+    strata.manual_seed(5)
+    net = strata.models.cifar_resnet(8, num_classes=4)
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((8, 3, 16, 16)).astype(np.float32)
+    target = rng.integers(0, 4, 8).astype(np.int64)
+    state = {k: v.numpy().copy() for k, v in net.state_dict().items()}
+    want = step(net, x, target)
+    roomy = nn.RematSequential(*resnet_chain(net), policy=remat.auto(1 << 30))
+    net.load_state_dict(state)
+    step(roomy, x, target)
+    full = roomy.last_plan()["predicted_peak_bytes"]
+    per_block = nn.RematSequential(*resnet_chain(net), policy=remat.auto(1 << 30, granularity="step"))
+    net.load_state_dict(state)
+    step(per_block, x, target)
+    assert roomy.last_plan()["points"] > per_block.last_plan()["points"]  # blocks gave their ops
+    tight = nn.RematSequential(*resnet_chain(net), policy=remat.auto(int(full * 0.6)))
+    net.load_state_dict(state)
+    got = step(tight, x, target)
+    net.load_state_dict(state)
+    assert step(tight, x, target, set_to_none=False)[0] == got[0]  # the cached plan, gradients kept
+    plan = tight.last_plan()
+    assert plan["stream"] + plan["recompute"] > 0
+    assert plan["measured_peak_bytes"] <= int(full * 0.6)
+    assert got[0] == want[0]
+    np.testing.assert_array_equal(got[1], want[1])
+    names = [n for n, _ in net.named_parameters()]
+    assert len(names) == len(got[2])
+    for (k, g), n in zip(got[2].items(), names):  # same parameters, in the same order
+        np.testing.assert_array_equal(g, want[2][n], err_msg=f"{k} / {n}")
