@@ -2,11 +2,13 @@
 
 #include <cstring>
 #include <typeinfo>
+#include <utility>
 #include <vector>
 
 #include "autograd/grad_mode.h"
 #include "core/error.h"
 #include "core/pin_set.h"
+#include "ops/unary.h"
 
 namespace strata::nn {
 
@@ -68,6 +70,16 @@ int64_t append_remat_steps(const std::shared_ptr<Module>& module, int64_t input,
   step.name = module->to_string();
   steps.push_back(std::move(step));
   return static_cast<int64_t>(steps.size()) - 1;
+}
+
+int64_t append_remat_step(std::function<Tensor(const autograd::TensorList&)> fn, std::vector<int64_t> inputs,
+                          std::string name, std::vector<remat::GraphStep>& steps) {
+  steps.push_back({std::move(fn), std::move(inputs), std::move(name)});
+  return static_cast<int64_t>(steps.size()) - 1;
+}
+
+int64_t append_relu_step(int64_t input, std::vector<remat::GraphStep>& steps) {
+  return append_remat_step([](const autograd::TensorList& in) { return relu(in[0]); }, {input}, "relu", steps);
 }
 
 Tensor checkpoint_sequential(Sequential& sequential, int64_t segments, const Tensor& input, bool preserve_rng_state) {

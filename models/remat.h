@@ -14,8 +14,11 @@
 /// batch norm saved is still valid).
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "autograd/remat/chain.h"
 #include "autograd/remat/plan_exec.h"
@@ -41,6 +44,13 @@ class RematGraphModule {
 /// a plain Sequential's children's steps in order, any other module one step running it (as
 /// remat_step). Throws strata::Error for a null module.
 int64_t append_remat_steps(const std::shared_ptr<Module>& module, int64_t input, std::vector<remat::GraphStep>& steps);
+
+/// Appends the step fn(inputs) named `name` and returns its index (for RematGraphModule
+/// implementations: joins, concatenations, functional ops).
+int64_t append_remat_step(std::function<Tensor(const autograd::TensorList&)> fn, std::vector<int64_t> inputs,
+                          std::string name, std::vector<remat::GraphStep>& steps);
+/// Appends relu(step `input`'s output) as a step named "relu" and returns its index.
+int64_t append_relu_step(int64_t input, std::vector<remat::GraphStep>& steps);
 
 /// torch.utils.checkpoint.checkpoint_sequential over the children of `sequential`: `segments`
 /// segments of size() / segments children, each but the last checkpointed (the last takes the

@@ -1,8 +1,5 @@
 #include "models/zoo/densenet.h"
 
-#include <functional>
-#include <utility>
-
 #include "core/error.h"
 #include "models/activation.h"
 #include "models/conv.h"
@@ -42,26 +39,12 @@ Tensor DenseLayer::forward(const Tensor& input) {
   return dropout_ ? dropout_->forward(y) : y;
 }
 
-namespace {
-
-int64_t append_fn_step(std::function<Tensor(const autograd::TensorList&)> fn, std::vector<int64_t> inputs,
-                       const char* name, std::vector<remat::GraphStep>& steps) {
-  steps.push_back({std::move(fn), std::move(inputs), name});
-  return static_cast<int64_t>(steps.size()) - 1;
-}
-
-int64_t append_relu(int64_t input, std::vector<remat::GraphStep>& steps) {
-  return append_fn_step([](const autograd::TensorList& in) { return relu(in[0]); }, {input}, "relu", steps);
-}
-
-}  // namespace
-
 int64_t DenseLayer::append_layer_steps(int64_t input, std::vector<remat::GraphStep>& steps) const {
   int64_t x = nn::append_remat_steps(norm1_, input, steps);
-  x = append_relu(x, steps);
+  x = nn::append_relu_step(x, steps);
   x = nn::append_remat_steps(conv1_, x, steps);
   x = nn::append_remat_steps(norm2_, x, steps);
-  x = append_relu(x, steps);
+  x = nn::append_relu_step(x, steps);
   x = nn::append_remat_steps(conv2_, x, steps);
   return dropout_ ? nn::append_remat_steps(dropout_, x, steps) : x;
 }
@@ -85,10 +68,10 @@ int64_t DenseBlock::append_remat_steps(int64_t input, std::vector<remat::GraphSt
   auto concat = [](const autograd::TensorList& in) { return cat(in, 1); };
   std::vector<int64_t> features{input};
   for (const auto& layer : layers_) {
-    const int64_t x = features.size() == 1 ? input : append_fn_step(concat, features, "cat", steps);
+    const int64_t x = features.size() == 1 ? input : nn::append_remat_step(concat, features, "cat", steps);
     features.push_back(static_cast<const DenseLayer&>(*layer).append_layer_steps(x, steps));
   }
-  return append_fn_step(concat, features, "cat", steps);
+  return nn::append_remat_step(concat, features, "cat", steps);
 }
 
 DenseNet::DenseNet(const DenseNetOptions& o, Generator* gen) : Module("DenseNet"), options_(o) {

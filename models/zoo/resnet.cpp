@@ -52,24 +52,12 @@ namespace {
 
 // The residual join of both blocks as one step: relu(main + shortcut) (add saves nothing).
 int64_t append_join(int64_t main, int64_t shortcut, std::vector<remat::GraphStep>& steps) {
-  remat::GraphStep join;
-  join.fn = [](const autograd::TensorList& in) -> Tensor {
-    Tensor out = add(in[0], in[1]);
-    return relu(out);
-  };
-  join.inputs = {main, shortcut};
-  join.name = "add+relu";
-  steps.push_back(std::move(join));
-  return static_cast<int64_t>(steps.size()) - 1;
-}
-
-int64_t append_relu(int64_t input, std::vector<remat::GraphStep>& steps) {
-  remat::GraphStep step;
-  step.fn = [](const autograd::TensorList& in) -> Tensor { return relu(in[0]); };
-  step.inputs = {input};
-  step.name = "relu";
-  steps.push_back(std::move(step));
-  return static_cast<int64_t>(steps.size()) - 1;
+  return nn::append_remat_step(
+      [](const autograd::TensorList& in) -> Tensor {
+        Tensor out = add(in[0], in[1]);
+        return relu(out);
+      },
+      {main, shortcut}, "add+relu", steps);
 }
 
 }  // namespace
@@ -77,7 +65,7 @@ int64_t append_relu(int64_t input, std::vector<remat::GraphStep>& steps) {
 int64_t BasicBlock::append_remat_steps(int64_t input, std::vector<remat::GraphStep>& steps) const {
   int64_t x = nn::append_remat_steps(conv1_, input, steps);
   x = nn::append_remat_steps(bn1_, x, steps);
-  x = append_relu(x, steps);
+  x = nn::append_relu_step(x, steps);
   x = nn::append_remat_steps(conv2_, x, steps);
   x = nn::append_remat_steps(bn2_, x, steps);
   const int64_t s = downsample_ ? nn::append_remat_steps(downsample_, input, steps) : input;
@@ -87,10 +75,10 @@ int64_t BasicBlock::append_remat_steps(int64_t input, std::vector<remat::GraphSt
 int64_t Bottleneck::append_remat_steps(int64_t input, std::vector<remat::GraphStep>& steps) const {
   int64_t x = nn::append_remat_steps(conv1_, input, steps);
   x = nn::append_remat_steps(bn1_, x, steps);
-  x = append_relu(x, steps);
+  x = nn::append_relu_step(x, steps);
   x = nn::append_remat_steps(conv2_, x, steps);
   x = nn::append_remat_steps(bn2_, x, steps);
-  x = append_relu(x, steps);
+  x = nn::append_relu_step(x, steps);
   x = nn::append_remat_steps(conv3_, x, steps);
   x = nn::append_remat_steps(bn3_, x, steps);
   const int64_t s = downsample_ ? nn::append_remat_steps(downsample_, input, steps) : input;
