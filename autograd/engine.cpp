@@ -9,6 +9,12 @@
 
 namespace strata::autograd {
 
+bool reusable_gradient(const Tensor& t) {
+  return t.defined() && t.use_count() == 1 && t.storage().use_count() == 1 && t.is_contiguous() && t.offset() == 0 &&
+         t.nbytes() == t.storage().nbytes() &&
+         dynamic_cast<const ExternalAllocation*>(t.storage().allocation()) == nullptr;
+}
+
 namespace {
 
 // AccumulateGrad nodes go first once ready (PyTorch gives them the highest priority too): a leaf's
@@ -31,11 +37,6 @@ struct BySequence {
 // value or a tile: all are seen by someone else and get a new sum instead. In place saves a
 // gradient-sized allocation at every residual join, which is what bounds the backward's peak
 // under tape streaming. Addition commutes, so the bits are those of the out-of-place sum.
-bool private_gradient(const Tensor& t) {
-  return t.use_count() == 1 && t.storage().use_count() == 1 && t.is_contiguous() && t.offset() == 0 &&
-         t.nbytes() == t.storage().nbytes() &&
-         dynamic_cast<const ExternalAllocation*>(t.storage().allocation()) == nullptr;
-}
 
 void add_to_slot(TensorList& buffer, std::size_t slot, Tensor g) {
   if (buffer.size() <= slot) buffer.resize(slot + 1);
@@ -44,9 +45,9 @@ void add_to_slot(TensorList& buffer, std::size_t slot, Tensor g) {
     b = std::move(g);
   } else if (b.sizes() != g.sizes() || b.dtype() != g.dtype()) {
     b = detail::sum_gradients(b, g);  // reports the mismatch
-  } else if (private_gradient(b)) {
+  } else if (reusable_gradient(b)) {
     detail::accumulate_into(b, g);
-  } else if (private_gradient(g)) {
+  } else if (reusable_gradient(g)) {
     detail::accumulate_into(g, b);
     b = std::move(g);
   } else {
@@ -61,11 +62,13 @@ struct Capture {
 
 // Runs the graph below `root_edges` (Note [Engine order]). With `captures`, no AccumulateGrad runs,
 // only nodes leading to a capture target run, and the gradient arriving at each target is returned.
-TensorList run_graph(const std::vector<Edge>& root_edges, const TensorList& root_grads, bool retain_graph,
+// The root gradients are moved into the buffers (Note [In-place backward]).
+TensorList run_graph(const std::vector<Edge>& root_edges, TensorList root_grads, bool retain_graph,
                      const std::vector<Capture>* captures) {
   std::unordered_map<Node*, TensorList> buffers;
   for (std::size_t i = 0; i < root_edges.size(); ++i)
-    add_to_slot(buffers[root_edges[i].node.get()], root_edges[i].input_nr, root_grads[i]);
+    add_to_slot(buffers[root_edges[i].node.get()], root_edges[i].input_nr, std::move(root_grads[i]));
+  root_grads.clear();
 
   // Which nodes run: all of them for backward(); for grad(), those from which a target is reachable
   // through at least one edge (a target itself runs only if something below it is needed too).
@@ -156,7 +159,8 @@ TensorList run_graph(const std::vector<Edge>& root_edges, const TensorList& root
   return result;
 }
 
-void prepare_roots(const char* op, const TensorList& roots, const TensorList& grad_roots, std::vector<Edge>& edges,
+// Takes the root gradients over (a caller that keeps its list passes a copy).
+void prepare_roots(const char* op, const TensorList& roots, TensorList grad_roots, std::vector<Edge>& edges,
                    TensorList& grads) {
   STRATA_CHECK(!roots.empty(), op, ": no tensors to differentiate");
   STRATA_CHECK(grad_roots.empty() || grad_roots.size() == roots.size(), op, ": got ", grad_roots.size(),
@@ -167,7 +171,7 @@ void prepare_roots(const char* op, const TensorList& roots, const TensorList& gr
     Edge e = gradient_edge(r);
     STRATA_CHECK(e.valid(), op, ": element ", i, " of tensors (", r.describe(),
                  ") does not require grad and does not have a grad_fn");
-    Tensor g = grad_roots.empty() ? Tensor() : grad_roots[i];
+    Tensor g = grad_roots.empty() ? Tensor() : std::move(grad_roots[i]);
     if (!g.defined()) {
       STRATA_CHECK(r.numel() == 1, op, ": grad can be implicitly created only for one-element outputs; ", r.describe(),
                    " needs an explicit gradient of the same shape");
@@ -187,14 +191,19 @@ void backward(const TensorList& roots, const TensorList& grad_roots, bool retain
   std::vector<Edge> edges;
   TensorList grads;
   prepare_roots("backward", roots, grad_roots, edges, grads);
-  run_graph(edges, grads, retain_graph, nullptr);
+  run_graph(edges, std::move(grads), retain_graph, nullptr);
 }
 
 TensorList grad(const TensorList& outputs, const TensorList& inputs, const TensorList& grad_outputs, bool retain_graph,
                 bool allow_unused) {
+  return grad_consuming(outputs, inputs, TensorList(grad_outputs), retain_graph, allow_unused);
+}
+
+TensorList grad_consuming(const TensorList& outputs, const TensorList& inputs, TensorList grad_outputs,
+                          bool retain_graph, bool allow_unused) {
   std::vector<Edge> edges;
   TensorList grads;
-  prepare_roots("grad", outputs, grad_outputs, edges, grads);
+  prepare_roots("grad", outputs, std::move(grad_outputs), edges, grads);
   STRATA_CHECK(!inputs.empty(), "grad: no inputs to differentiate with respect to");
   std::vector<Capture> captures;
   std::vector<Edge> keep;  // holds AccumulateGrad nodes made for leaves alive during the run
@@ -205,7 +214,7 @@ TensorList grad(const TensorList& outputs, const TensorList& inputs, const Tenso
     captures.push_back({e.node.get(), e.input_nr});
     keep.push_back(std::move(e));
   }
-  TensorList result = run_graph(edges, grads, retain_graph, &captures);
+  TensorList result = run_graph(edges, std::move(grads), retain_graph, &captures);
   for (std::size_t i = 0; i < result.size(); ++i) {
     STRATA_CHECK(result[i].defined() || allow_unused, "grad: input ", i, " (", inputs[i].describe(),
                  ") was not used to compute the outputs; pass allow_unused=true to get an undefined gradient");

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <vector>
 
+#include "autograd/engine.h"
 #include "ops/cpu/norm_loss_math.h"
 #include "ops/op_util.h"
 
@@ -140,12 +141,16 @@ T* elem(const Tensor& t, int64_t c) {
 
 /// Gradients of batch_norm: {grad_x, grad_weight, grad_bias} (undefined where not needed).
 /// `x` is the contiguous input saved by forward; `mean` / `invstd` are what forward normalized with.
+/// grad_x is written over `grad` when autograd::reusable_gradient(grad) (Note [In-place backward]):
+/// the channel sums read all of grad first, and the last pass reads each element before writing it.
 TensorList batch_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& weight, const Tensor& mean,
                                const Tensor& invstd, bool training, bool need_gx, bool need_gw, bool need_gb) {
+  const bool in_place = need_gx && autograd::reusable_gradient(grad) && grad.dtype() == x.dtype() &&
+                        IntArrayRef(grad.sizes()) == IntArrayRef(x.sizes());
   const Tensor g = grad.contiguous();
   const Layout l = layout_of(x);
   const DType dt = x.dtype();
-  Tensor gx = need_gx ? empty_output(x.sizes(), dt) : Tensor();
+  Tensor gx = in_place ? g : need_gx ? empty_output(x.sizes(), dt) : Tensor();
   Tensor gw = need_gw ? empty_output({l.C}, dt) : Tensor();
   Tensor gb = need_gb ? empty_output({l.C}, dt) : Tensor();
   PinSet pins;

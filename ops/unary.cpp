@@ -11,6 +11,7 @@
 #include <limits>
 #include <numbers>
 
+#include "autograd/engine.h"
 #include "ops/cpu/elementwise.h"
 #include "ops/cpu/vec_math.h"
 #include "ops/op_util.h"
@@ -41,9 +42,36 @@ Tensor unary_kernel(const Tensor& x, F f, int64_t grain = kCheapGrain) {
   return y;
 }
 
-/// out = f(g, s) for a gradient g and a saved value s of the same shape.
+/// g = f(g, s) in place, for the incoming gradient g of a backward function when
+/// autograd::reusable_gradient(g) (Note [In-place backward] in autograd/engine.h) and s is
+/// contiguous with g's shape and dtype; returns false (and touches nothing) otherwise. Each element
+/// reads its own g before writing it, so the values are grad_kernel's.
 template <typename F>
-Tensor grad_kernel(const Tensor& g, const Tensor& s, F f, int64_t grain = kCheapGrain) {
+bool grad_in_place(const Tensor& g, const Tensor& s, F f, int64_t grain) {
+  if (!autograd::reusable_gradient(g) || !s.is_contiguous() || IntArrayRef(s.sizes()) != IntArrayRef(g.sizes()) ||
+      s.dtype() != g.dtype())
+    return false;
+  PinSet pins;
+  pins.add(g, AccessMode::Write).add(s, AccessMode::Read);
+  pins.acquire();
+  dispatch_float(g.dtype(), [&](auto t) {
+    using T = decltype(t);
+    T* gp = g.data<T>();
+    const T* sp = s.data<T>();
+    parallel_for(g.numel(), grain, [gp, sp, f](int64_t b, int64_t e) {
+      const F fn = f;  // a local copy keeps the loop vectorized (ops/cpu/elementwise.h)
+      for (int64_t i = b; i < e; ++i) gp[i] = fn(gp[i], sp[i]);
+    });
+  });
+  return true;
+}
+
+/// out = f(g, s) for a gradient g and a saved value s of the same shape; with `in_place`, into g
+/// when grad_in_place can (the caller passes in_place only for a backward function's incoming
+/// gradient).
+template <typename F>
+Tensor grad_kernel(const Tensor& g, const Tensor& s, F f, int64_t grain = kCheapGrain, bool in_place = false) {
+  if (in_place && grad_in_place(g, s, f, grain)) return g;
   Tensor out = empty_output(g.sizes(), g.dtype());
   PinSet pins;
   pins.add(g, AccessMode::Read).add(s, AccessMode::Read).add(out, AccessMode::Write);
@@ -75,12 +103,13 @@ Tensor unary_vec(const Tensor& x, ops::cpu::vec::UnaryFn k, F f) {
 
 /// out = f(g, s) like grad_kernel, through the f32 array kernel `k` when g and s are f32,
 /// contiguous and of one shape.
+/// `in_place` as for grad_kernel (the array kernels read each element of g before writing it).
 template <typename F>
-Tensor grad_vec(const Tensor& g, const Tensor& s, ops::cpu::vec::GradFn k, F f) {
+Tensor grad_vec(const Tensor& g, const Tensor& s, ops::cpu::vec::GradFn k, F f, bool in_place = false) {
   if (g.dtype() != DType::f32 || s.dtype() != DType::f32 || !g.is_contiguous() || !s.is_contiguous() ||
       IntArrayRef(g.sizes()) != IntArrayRef(s.sizes()))
-    return grad_kernel(g, s, f, kCostlyGrain);
-  Tensor out = empty_output(g.sizes(), g.dtype());
+    return grad_kernel(g, s, f, kCostlyGrain, in_place);
+  Tensor out = in_place && autograd::reusable_gradient(g) ? g : empty_output(g.sizes(), g.dtype());
   PinSet pins;
   pins.add(g, AccessMode::Read).add(s, AccessMode::Read).add(out, AccessMode::Write);
   pins.acquire();
@@ -91,13 +120,13 @@ Tensor grad_vec(const Tensor& g, const Tensor& s, ops::cpu::vec::GradFn k, F f) 
   return out;
 }
 
-/// Records a node whose backward is grad_kernel(g, saved, df).
+/// Records a node whose backward is grad_kernel(g, saved, df), in place when it can be.
 template <typename DF>
 void record_pointwise(const char* name, const Tensor& x, Tensor& y, const Tensor& saved, DF df,
                       int64_t grain = kCheapGrain) {
   if (!autograd::needs_grad({&x})) return;
   auto node = autograd::make_node(name, {&x}, [df, grain](autograd::Node& n, const TensorList& g) -> TensorList {
-    return {grad_kernel(g[0], n.saved(0), df, grain)};
+    return {grad_kernel(g[0], n.saved(0), df, grain, /*in_place=*/true)};
   });
   node->save(saved);
   autograd::set_history({&y}, node);
@@ -248,7 +277,7 @@ Tensor gelu(const Tensor& x, bool tanh_approximation) {
           const T cdf = T(0.5) * one_plus_erf_t(v);
           const T pdf = T(kInvSqrt2Pi) * exp_neg_half_sq_t(v);
           return gr * (cdf + v * pdf);
-        })};
+        }, /*in_place=*/true)};
       });
       node->save(x);
       autograd::set_history({&y}, node);

@@ -58,7 +58,15 @@ struct StepProfile {
   std::vector<char> internal_saves;
   std::size_t internal_bytes = 0;
   std::size_t out_storage_bytes = 0, out_nbytes = 0;
-  std::size_t forward_peak = 0, backward_growth = 0, nograd_peak = 0;
+  std::size_t forward_peak = 0, nograd_peak = 0;
+  // Backward growth, and per input whether the gradient the step returns for it is reusable
+  // (Note [In-place backward]), when the incoming gradient is reusable ([0]) or held elsewhere ([1]).
+  std::size_t backward_growth[2] = {0, 0};
+  std::vector<char> grad_reusable[2];
+  // Per input: another input position whose returned gradient is the same buffer (add hands one
+  // tensor to both operands), or -1.
+  std::vector<int64_t> grad_alias[2];
+  std::vector<char> grad_input;  // per input: the step's backward returns a gradient for it
   bool has_backward = false;
   double forward_time = 0, backward_time = 0;
 };
@@ -402,12 +410,44 @@ ChainGraph AutoChain::build_graph(const std::vector<GraphStep>& steps, const Ten
     };
     const TensorList wrt = grad_inputs(in, out);
     P.has_backward = !wrt.empty();
+    for (const Tensor& t : in) P.grad_input.push_back(differentiable(t, out) ? 1 : 0);
     if (P.has_backward) {
-      Tensor seed = ones_like(out);
-      stats.reset_peaks();
-      before = current();
-      autograd::grad({out}, wrt, {seed}, false, true);
-      P.backward_growth = above(peak(), before);
+      // Twice: the step's own backward may work in place on its incoming gradient when nothing
+      // else holds that (Note [In-place backward]); which case applies is resolved per step below.
+      // The second measurement runs on a fresh forward (retaining A's graph would keep saved
+      // values alive that a backward frees as it goes).
+      auto measure = [&](int held, const Tensor& y, const TensorList& ins) {
+        const TensorList w = grad_inputs(ins, y);
+        TensorList seeds;
+        seeds.push_back(ones_like(y));
+        const Tensor holder = held ? seeds[0] : Tensor();
+        stats.reset_peaks();
+        const std::size_t at = current();
+        const TensorList g = autograd::grad_consuming({y}, w, std::move(seeds), false, true);
+        P.backward_growth[held] = above(peak(), at);
+        P.grad_reusable[held].assign(k_in, 0);
+        P.grad_alias[held].assign(k_in, -1);
+        std::vector<const Allocation*> buf(k_in, nullptr);
+        for (std::size_t k = 0, n = 0; k < k_in; ++k) {
+          if (!differentiable(ins[k], y)) continue;
+          const Tensor& gk = g[n++];
+          P.grad_reusable[held][k] = autograd::reusable_gradient(gk);
+          if (!gk.defined()) continue;
+          buf[k] = gk.storage().allocation();
+          for (std::size_t a = 0; a < k; ++a)
+            if (buf[a] == buf[k]) P.grad_alias[held][k] = static_cast<int64_t>(a), P.grad_alias[held][a] = static_cast<int64_t>(k);
+        }
+      };
+      measure(0, out, in);
+      rng.restore();
+      TensorList xi = fresh();
+      Tensor y;
+      {
+        detail::RecomputeScope scope;
+        autograd::EnableGradGuard grad_on;
+        y = step.fn(xi);
+      }
+      measure(1, y, xi);
     }
     // Run C, no-grad (what a recompute of the output runs).
     rng.restore();
@@ -527,12 +567,55 @@ ChainGraph AutoChain::build_graph(const std::vector<GraphStep>& steps, const Ten
   // its gradient pending from that reader's backward to its own (Note [Auto graph execution]):
   // the backward points strictly between hold it, whatever the plan.
   const std::size_t held_output = prof[m - 1].view_of >= 0 ? 0 : prof[m - 1].out_storage_bytes;
+  // What the caller holds through the backward besides the output (a scalar loss and its gradient,
+  // whatever their dtype) counts against the budget too (Note [Auto chain execution]).
+  constexpr std::size_t kCallerLossBytes = 64;
   std::vector<std::size_t> pending(static_cast<std::size_t>(m), 0);
   for (int64_t j = 0; j + 1 < m; ++j)
     if (prof[j].has_backward)
       for (int64_t k = j + 1; k < last_reader[j]; ++k) pending[k] += prof[j].out_nbytes;
   if (input.requires_grad() && is_floating(input.dtype()))
     for (int64_t k = input_first + 1; k < input_last; ++k) pending[k] += input.nbytes();
+  // Whether each step's incoming gradient is reusable in the whole backward (Note [In-place
+  // backward]), so its backward works in place: one contribution decides by what its reader's
+  // backward returned (itself given a reusable gradient or not), two or more are summed into one
+  // the engine owns. The last step's comes from the caller: assumed held (the larger growth).
+  std::vector<char> incoming_reusable(static_cast<std::size_t>(m), 0);
+  std::vector<int> contributions_to(static_cast<std::size_t>(m), 0);
+  for (int64_t i = m - 2; i >= 0; --i) {
+    int contributions = 0;
+    bool reusable = false;
+    for (int64_t r = i + 1; r < m; ++r) {
+      const StepProfile& R = prof[r];
+      if (!R.has_backward) continue;
+      const std::vector<char>& ret = R.grad_reusable[incoming_reusable[r] ? 0 : 1];
+      for (std::size_t k = 0; k < steps[r].inputs.size(); ++k)
+        if (steps[r].inputs[k] == i && R.grad_input[k]) {
+          ++contributions;
+          reusable = ret[k] != 0;
+        }
+    }
+    incoming_reusable[i] = contributions >= 2 || (contributions == 1 && reusable);
+    contributions_to[i] = contributions;
+  }
+  // A pending gradient that is the very buffer the step it is pending across receives (the last
+  // reader r handed one tensor to both the pending input j and the input a, and a's gradient has
+  // no other contribution; no reader of j between a and r added to it) is counted once there.
+  for (int64_t j = 0; j + 1 < m; ++j) {
+    const int64_t r = last_reader[j];
+    if (!prof[j].has_backward || r < 0 || !prof[r].has_backward) continue;
+    const std::vector<int64_t>& alias = prof[r].grad_alias[incoming_reusable[r] ? 0 : 1];
+    for (std::size_t kb = 0; kb < steps[r].inputs.size(); ++kb) {
+      if (steps[r].inputs[kb] != j || alias[kb] < 0) continue;
+      const int64_t a = steps[r].inputs[static_cast<std::size_t>(alias[kb])];
+      if (a <= j || a >= r || contributions_to[a] != 1) continue;
+      bool added_between = false;
+      for (int64_t q = a + 1; q < r; ++q)
+        for (int64_t in : steps[q].inputs) added_between = added_between || (in == j && prof[q].grad_input.size() > 0);
+      if (!added_between && pending[a] >= prof[j].out_nbytes) pending[a] -= prof[j].out_nbytes;
+      break;
+    }
+  }
   for (int64_t i = 0; i < m; ++i) {
     const StepProfile& P = prof[i];
     PlanOp op;
@@ -542,7 +625,8 @@ ChainGraph AutoChain::build_graph(const std::vector<GraphStep>& steps, const Ten
     op.backward_time = P.backward_time;
     const std::size_t output_value_bytes = (i + 1 < m && P.view_of < 0) ? P.out_storage_bytes : 0;
     op.workspace_bytes = above(P.forward_peak, output_value_bytes + P.internal_bytes);
-    op.backward_workspace_bytes = (P.has_backward ? P.out_nbytes + P.backward_growth : 0) + held_output + pending[i];
+    const std::size_t growth = P.backward_growth[incoming_reusable[i] ? 0 : 1];
+    op.backward_workspace_bytes = (P.has_backward ? P.out_nbytes + growth : 0) + held_output + kCallerLossBytes + pending[i];
     g.ops.push_back(op);
   }
   g.validate();

@@ -23,7 +23,14 @@
 /// default generator put back): forward workspace = forward peak - output - internals;
 /// backward workspace = the seed gradient + the growth during autograd::grad w.r.t. x_i (input
 /// gradient, weight-gradient temporaries) + the chain's output, which the caller holds through the
-/// backward; times from OpProfiler (forward; forward + backward), cached by "name + input
+/// backward, + 64 bytes for the caller's scalar loss and its gradient. The growth is measured twice,
+/// with a seed nothing else holds and with one held elsewhere, since a step whose backward works in
+/// place (Note [In-place backward] in autograd/engine.h) allocates no input gradient in the first
+/// case; the run decides which applies per step, in backward order: a step's incoming gradient is
+/// reusable when two or more readers' gradients are summed into it, or when its single reader's
+/// backward returned a reusable one (itself measured under that reader's case); the last step's is
+/// the caller's and counted as held. A gradient pending across a step that is the very buffer the
+/// step receives (add hands one tensor to both operands) is counted once there. Times from OpProfiler (forward; forward + backward), cached by "name + input
 /// shape". The graph has timed_moves: an eviction overlaps as many following points as its copy
 /// time needs, and a prefetch is issued as many points ahead (Note [Auto planning model]).
 /// Execution (per step, saved-tensor hooks route each saved value by its storage; a marker node

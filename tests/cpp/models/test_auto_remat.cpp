@@ -176,7 +176,12 @@ void check_auto(const char* label, Module& model, const ModuleList& chain, const
                 "budget %zu B (%.1f %%%s)\n",
                 label, g.graph.ops.size(), g.graph.values.size(), predicted_full, full, minimum,
                 100.0 * double(minimum) / double(full), exact_minimum ? "" : ", an upper bound");
-    expect_agreement(predicted_full, full, full);
+    // The plain run frees a step's input inside the step (add's operand once the sum exists), where
+    // Auto's executor holds step outputs until their last reader returns: the model of StoreAll
+    // is the executor's and may exceed the plain run by more than kOverTolerance (the 100 %
+    // budget below checks it against the executor both ways); it must never fall below it.
+    EXPECT_LE(double(full), double(predicted_full) + kUnderTolerance * double(full))
+        << "measured StoreAll peak " << full << " B above the predicted " << predicted_full << " B";
     if (minimum_out != nullptr) *minimum_out = minimum;
   }
   for (double f : fractions) {

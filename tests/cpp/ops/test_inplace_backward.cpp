@@ -1,0 +1,120 @@
+// Note [In-place backward] (autograd/engine.h): pointwise unary ops and batch norm write their
+// input gradient over the incoming one when nothing else holds it. Checked here: in place happens
+// then (the input gradient is the seed's buffer), the bits equal the out-of-place backward's, and
+// a gradient someone else holds — a root the caller passes, one add hands to two operands — is
+// never overwritten.
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "autograd/engine.h"
+#include "core/factories.h"
+#include "ops/binary.h"
+#include "ops/normalization.h"
+#include "ops/unary.h"
+#include "tests/cpp/bitwise.h"
+
+namespace strata {
+namespace {
+
+using autograd::TensorList;
+using testing_util::same_bits;
+
+struct Case {
+  std::string name;
+  std::function<Tensor(const Tensor&)> f;
+};
+
+std::vector<Case> cases() {
+  Tensor rm = zeros({6}), rv = ones({6}), w = randn({6}), b = randn({6});
+  return {
+      {"relu", [](const Tensor& x) { return relu(x); }},
+      {"leaky_relu", [](const Tensor& x) { return leaky_relu(x, 0.1); }},
+      {"sigmoid", [](const Tensor& x) { return sigmoid(x); }},
+      {"tanh", [](const Tensor& x) { return tanh(x); }},
+      {"gelu", [](const Tensor& x) { return gelu(x); }},
+      {"exp", [](const Tensor& x) { return exp(x); }},
+      {"batch_norm", [=](const Tensor& x) { return batch_norm(x, rm.clone(), rv.clone(), w, b, true); }},
+  };
+}
+
+// d f(x) / dx · seed, with the seed handed over (and nothing else holding it) or held by the caller.
+TensorList input_grad(const Case& c, const Tensor& x0, const Tensor& seed_values, bool hand_over, Tensor* held,
+                      const void** seed_data) {
+  Tensor x = x0.detach().set_requires_grad();
+  Tensor y = c.f(x);
+  TensorList seeds;
+  seeds.push_back(seed_values.clone());
+  *seed_data = seeds[0].data_ptr();
+  if (!hand_over) {
+    *held = seeds[0];
+    return autograd::grad({y}, {x}, seeds);
+  }
+  return autograd::grad_consuming({y}, {x}, std::move(seeds));
+}
+
+TEST(InPlaceBackward, ReusesAHandedOverGradientWithTheSameBits) {
+  const Tensor x0 = randn({4, 6, 5, 3});
+  const Tensor seed = randn({4, 6, 5, 3});
+  for (const Case& c : cases()) {
+    SCOPED_TRACE(c.name);
+    Tensor held;
+    const void* data = nullptr;
+    const TensorList in_place = input_grad(c, x0, seed, true, &held, &data);
+    EXPECT_EQ(in_place[0].data_ptr(), data) << "the input gradient is not the handed-over seed's buffer";
+    const TensorList out_of_place = input_grad(c, x0, seed, false, &held, &data);
+    EXPECT_NE(out_of_place[0].data_ptr(), data) << "a seed the caller holds was written over";
+    EXPECT_TRUE(same_bits(held, seed)) << "a seed the caller holds changed";
+    EXPECT_TRUE(same_bits(in_place[0], out_of_place[0]));
+  }
+}
+
+TEST(InPlaceBackward, RootGradientsPassedToBackwardAreNeverOverwritten) {
+  for (const Case& c : cases()) {
+    SCOPED_TRACE(c.name);
+    Tensor x = randn({4, 6, 5, 3}).set_requires_grad();
+    Tensor g = randn({4, 6, 5, 3});
+    const Tensor before = g.clone();
+    c.f(x).backward(g);
+    EXPECT_TRUE(same_bits(g, before));
+    // A temporary root list: the caller's braced list still holds the tensor during the call.
+    Tensor x2 = x.detach().set_requires_grad();
+    autograd::backward({c.f(x2)}, {g});
+    EXPECT_TRUE(same_bits(g, before));
+    EXPECT_TRUE(same_bits(x.grad(), x2.grad()));
+  }
+}
+
+TEST(InPlaceBackward, AGradientAddSharesIsNotOverwrittenByTheFirstConsumer) {
+  // y = relu(a) + b·1 where both operands of the add get the add's one incoming gradient: relu's
+  // backward must not write over it while b's path still has to read it.
+  const Tensor a0 = randn({64, 32}), b0 = randn({64, 32}), seed = randn({64, 32});
+  auto run = [&](bool hand_over) {
+    Tensor a = a0.detach().set_requires_grad(), b = b0.detach().set_requires_grad();
+    Tensor y = add(relu(a), mul(b, 1.0));
+    TensorList seeds{seed.clone()};
+    Tensor held = hand_over ? Tensor() : seeds[0];
+    return hand_over ? autograd::grad_consuming({y}, {a, b}, std::move(seeds)) : autograd::grad({y}, {a, b}, seeds);
+  };
+  const TensorList shared = run(true), reference = run(false);
+  EXPECT_TRUE(same_bits(shared[0], reference[0]));
+  EXPECT_TRUE(same_bits(shared[1], reference[1]));
+  EXPECT_TRUE(same_bits(shared[1], seed)) << "b's gradient (seed · 1) was overwritten by relu's backward";
+}
+
+TEST(InPlaceBackward, ChainsReuseOneBufferAcrossSteps) {
+  // relu → sigmoid → tanh → batch norm: every backward step works in place on the one seed buffer.
+  Tensor rm = zeros({6}), rv = ones({6});
+  Tensor x = randn({4, 6, 8, 8}).set_requires_grad();
+  Tensor y = tanh(sigmoid(relu(batch_norm(x, rm, rv, Tensor(), Tensor(), true))));
+  TensorList seeds{randn({4, 6, 8, 8})};
+  const void* data = seeds[0].data_ptr();
+  const TensorList g = autograd::grad_consuming({y}, {x}, std::move(seeds));
+  EXPECT_EQ(g[0].data_ptr(), data);
+}
+
+}  // namespace
+}  // namespace strata
