@@ -662,6 +662,7 @@ Tensor AutoChain::run_graph(const std::vector<GraphStep>& steps, const Tensor& i
     auto entry = std::make_shared<Entry>();
     entry->chain = build_graph(steps, input);
     entry->plan = planner_.plan(entry->chain.graph, budget_);
+    entry->chain.graph.sync_prefetch = entry->plan.sync_prefetch;  // the variant the plan is for
     // The schedule of the moves (Note [Auto chain execution]).
     const PlanGraph& g = entry->chain.graph;
     const std::vector<ValueWindow> w = value_windows(g);

@@ -46,6 +46,7 @@ void PlanGraph::validate() const {
     }
   }
   STRATA_CHECK(evict_lag >= 0, "PlanGraph: evict lag ", evict_lag, "; expected a number of points >= 0");
+  STRATA_CHECK(!sync_prefetch || timed_moves, "PlanGraph: sync_prefetch needs timed_moves");
   STRATA_CHECK(move_compute_share >= 0 && move_compute_share <= 1 && bandwidth.cpu_seconds_per_byte >= 0 &&
                    std::isfinite(bandwidth.cpu_seconds_per_byte),
                "PlanGraph: move compute share ", move_compute_share, " and copy CPU time ",
@@ -80,6 +81,7 @@ std::string PlanGraph::signature() const {
   os << '#' << bandwidth.fast_to_slow << ',' << bandwidth.slow_to_fast;
   if (evict_lag != 0) os << '#' << evict_lag;
   if (timed_moves) os << "#timed";
+  if (sync_prefetch) os << "#sync";
   if (move_compute_share != 0.0) os << "#cpu" << move_compute_share << ',' << bandwidth.cpu_seconds_per_byte;
   return os.str();
 }
@@ -150,6 +152,10 @@ std::vector<ValueWindow> value_windows(const PlanGraph& graph) {
     int64_t s = w[i].first - 1;
     double in_window = s > e ? graph.point_time(s) : 0.0;
     while (s - 1 > e && in_window < t_in) in_window += graph.point_time(--s);
+    if (graph.sync_prefetch) {  // fetched at the need point, the whole copy exposed
+      s = w[i].first;
+      in_window = 0.0;
+    }
     w[i].evict_until = e;
     w[i].stream_from = std::max(s, e + 1);
     w[i].overlap_window = out_window + in_window;
@@ -382,13 +388,35 @@ Plan greedy_plan(const PlanGraph& graph, std::size_t budget_bytes) {
   return p;
 }
 
-std::size_t minimum_budget(const PlanGraph& graph, double time_limit_seconds) {
-  graph.validate();
+PlanGraph with_sync_prefetch(PlanGraph graph) {
+  graph.sync_prefetch = true;
+  return graph;
+}
+
+namespace {
+
+// minimum_budget of the graph as it is (no sync_prefetch fallback).
+std::size_t own_minimum(const PlanGraph& graph, double time_limit_seconds) {
   if (time_limit_seconds > 0) {
     IlpResult r = solve_min_peak_ilp(graph, time_limit_seconds);
     if (r.status == IlpStatus::Optimal) return evaluate(graph, r.decisions).peak_bytes;
   }
   return std::min(uniform_peak(graph, Decision::Stream), uniform_peak(graph, Decision::Recompute));
+}
+
+}  // namespace
+
+std::size_t minimum_budget(const PlanGraph& graph, double time_limit_seconds) {
+  graph.validate();
+  return own_minimum(graph, time_limit_seconds);
+}
+
+std::size_t lowest_budget(const PlanGraph& graph, double time_limit_seconds) {
+  graph.validate();
+  std::size_t m = own_minimum(graph, time_limit_seconds);
+  if (graph.timed_moves && !graph.sync_prefetch)
+    m = std::min(m, own_minimum(with_sync_prefetch(graph), time_limit_seconds));
+  return m;
 }
 
 Plan Planner::plan(const PlanGraph& graph, std::size_t budget_bytes) {
@@ -409,6 +437,13 @@ Plan Planner::plan(const PlanGraph& graph, std::size_t budget_bytes) {
     prefer_keep(graph, p.decisions, budget_bytes);
     p.predicted = evaluate(graph, p.decisions);
     p.source = PlanSource::Ilp;
+  } else if (r.status == IlpStatus::Infeasible && graph.timed_moves && !graph.sync_prefetch) {
+    // Asynchronous prefetches cannot reach the budget: fetch at the need points instead (Note
+    // [Auto planning model]); that variant's error names the minimum if it cannot either.
+    p = plan(with_sync_prefetch(graph), budget_bytes);
+    p.source = p.source == PlanSource::Cached ? PlanSource::Ilp : p.source;
+    cache_.emplace(key, p);
+    return p;
   } else if (r.status == IlpStatus::Infeasible) {
     IlpResult mp = solve_min_peak_ilp(graph, options_.time_limit_seconds);
     const bool exact = mp.status == IlpStatus::Optimal;
@@ -423,6 +458,7 @@ Plan Planner::plan(const PlanGraph& graph, std::size_t budget_bytes) {
   }
   p.budget_bytes = budget_bytes;
   p.solve_seconds = seconds_since(t0);
+  p.sync_prefetch = graph.sync_prefetch;
   cache_.emplace(key, p);
   return p;
 }
@@ -446,7 +482,8 @@ std::string explain(const PlanGraph& graph, const Plan& plan) {
   os << "predicted peak " << e.peak_bytes << " bytes (budget " << plan.budget_bytes << ") at point " << e.peak_point
      << "; predicted step time " << e.step_time << " s (compute " << e.base_time << ", recompute "
      << e.recompute_time << ", exposed moves " << e.move_time << "); plan by " << to_string(plan.source)
-     << (plan.ilp_timed_out ? " (ILP timed out)" : "") << " in " << plan.solve_seconds << " s\n";
+     << (plan.ilp_timed_out ? " (ILP timed out)" : "") << " in " << plan.solve_seconds << " s"
+     << (graph.sync_prefetch ? "; streamed values are fetched at their need points (synchronous)" : "") << "\n";
   return os.str();
 }
 

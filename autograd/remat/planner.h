@@ -57,6 +57,12 @@
 ///    its time beyond the compute of its own points; with E+1 >= S nothing moves (the value stays
 ///    resident, cost 0). Short ops (op-level graphs) thus neither hide a long copy behind one
 ///    point nor assume a prefetch issued one point ahead has finished.
+///  - The graph's `sync_prefetch` (with timed_moves): a streamed value is fetched at the start of
+///    its first need point and that point waits for the copy: resident on [first(v), last(v)]
+///    after the eviction, its whole fetch time bytes/bw_in exposed. Two adjacent backward steps
+///    that each read a large value (batch norm's input, then the next conv's input) otherwise hold
+///    both at the first of them, which bounds how low the peak can go. Planner::plan falls back to
+///    this variant when a budget is below what asynchronous prefetches reach.
 ///  - The graph's `move_compute_share` s: a value that moves adds s x bytes x
 ///    bandwidth.cpu_seconds_per_byte to its stream cost however well the copies overlap. With no
 ///    copy engine, the mover thread's copying takes a core the compute threads would use. The
@@ -113,6 +119,7 @@ struct PlanGraph {
   CopyBandwidth bandwidth;
   int64_t evict_lag = 0;  ///< points a streamed value stays resident after its last forward use
   bool timed_moves = false;  ///< copies take the points their time needs (Note [Auto planning model])
+  bool sync_prefetch = false;  ///< with timed_moves: fetches wait at the need point (Note [Auto planning model])
   /// Share of the copies' CPU time the step loses even when they overlap compute (0: copies cost
   /// the compute nothing, AutoTM's copy engine; Note [Auto planning model]).
   double move_compute_share = 0.0;
@@ -177,7 +184,13 @@ struct Plan {
   PlanSource source = PlanSource::Ilp;
   double solve_seconds = 0.0;
   bool ilp_timed_out = false;  ///< the ILP hit its time limit and the greedy plan was used
+  /// The plan is for the graph's sync_prefetch variant (Planner::plan's fallback): evaluate and
+  /// execute it on that variant (with_sync_prefetch).
+  bool sync_prefetch = false;
 };
+
+/// `graph` with sync_prefetch set.
+PlanGraph with_sync_prefetch(PlanGraph graph);
 
 /// Enumerates all 3^n assignments (n <= 14) and returns the fastest whose peak fits `budget_bytes`
 /// (ties: the first in enumeration order, value 0 varying slowest with Keep < Stream < Recompute).
@@ -199,6 +212,9 @@ std::optional<std::vector<Decision>> greedy_decisions(const PlanGraph& graph, st
 /// `time_limit_seconds`, else the smaller of the all-stream and all-recompute peaks, an upper
 /// bound) — the number an infeasible budget's error names.
 std::size_t minimum_budget(const PlanGraph& graph, double time_limit_seconds = 10.0);
+/// The smallest budget Planner::plan meets: minimum_budget of the graph, or of its sync_prefetch
+/// variant when that is lower (timed_moves graphs; Note [Auto planning model]).
+std::size_t lowest_budget(const PlanGraph& graph, double time_limit_seconds = 10.0);
 
 struct PlannerOptions {
   double time_limit_seconds = 10.0;  ///< ILP time limit; beyond it the greedy plan is used
@@ -212,8 +228,10 @@ class Planner {
   /// The plan for `graph` under `budget_bytes`; a graph with a signature seen before (same budget)
   /// returns the cached plan (source Cached). Values with no backward use that no recompute reads
   /// are set to Recompute (dropped after their forward: no cost, no bytes), and a streamed value
-  /// is kept instead when the budget allows it at no extra predicted time. Throws strata::Error
-  /// for an invalid graph or when the budget is below the minimum budget (the message names it).
+  /// is kept instead when the budget allows it at no extra predicted time. A timed_moves graph
+  /// whose asynchronous prefetches cannot reach the budget is planned as its sync_prefetch
+  /// variant (the plan says so). Throws strata::Error for an invalid graph or when the budget is
+  /// below the minimum budget (the message names it).
   Plan plan(const PlanGraph& graph, std::size_t budget_bytes);
   std::size_t cache_size() const { return cache_.size(); }
   int64_t solves() const { return solves_; }

@@ -365,6 +365,52 @@ TEST(Planner, CachesPlansByGraphSignature) {
   EXPECT_EQ(planner.cache_size(), 2u);
 }
 
+// Two adjacent backward steps each reading a large value (a batch norm's input, then the next
+// conv's input): an asynchronous prefetch of the second is resident during the first, so both are
+// held there; fetched at its need point (sync_prefetch), only one is. Planner::plan falls back to
+// that variant below the asynchronous minimum, and the fetch's whole time is then exposed.
+TEST(Planner, SyncPrefetchLowersTheMinimumAndThePlannerFallsBackToIt) {
+  remat::PlanGraph g;
+  // Points: 0 A, 1 S, 2 C, 3 D, 4 E | 5 E', 6 D', 7 C', 8 S', 9 A'. x0 (A's output, 100 bytes)
+  // is read by S' (point 8), x1 (C's output, 100 bytes) by C' (point 7); every backward step holds
+  // a 10-byte gradient; re-running either producer needs 200 bytes, so neither is recomputed.
+  for (const char* name : {"A", "S", "C", "D", "E"}) g.ops.push_back({name, name, 1, 1, 0, 10});
+  g.values = {{"x0", 100, 0, 0, 1, {}, {}, 200}, {"x1", 100, 2, 2, 2, {}, {}, 200}};
+  g.bandwidth = {1000.0, 1000.0};  // a copy takes 0.1: one point hides it
+  g.timed_moves = true;
+  const std::vector<Decision> stream(2, Decision::Stream);
+  const remat::Evaluation async = remat::evaluate(g, stream);
+  EXPECT_EQ(async.point_bytes[7], 210u);  // x1 read at C' while x0's prefetch is under way
+  EXPECT_EQ(async.peak_bytes, 210u);
+  const remat::PlanGraph sync = remat::with_sync_prefetch(g);
+  EXPECT_NE(sync.signature(), g.signature());
+  const auto w = remat::value_windows(sync);
+  EXPECT_EQ(w[0].stream_from, 8);  // x0 arrives at S' itself
+  EXPECT_DOUBLE_EQ(w[0].stream_cost, 0.1);  // its fetch is exposed; its eviction hides behind S
+  const remat::Evaluation e = remat::evaluate(sync, stream);
+  EXPECT_EQ(e.point_bytes[7], 110u);
+  EXPECT_EQ(e.peak_bytes, 110u);
+  EXPECT_NEAR(e.move_time, 0.2, 1e-12);
+  EXPECT_EQ(remat::minimum_budget(g), 210u);
+  EXPECT_EQ(remat::minimum_budget(sync), 110u);
+  EXPECT_EQ(remat::lowest_budget(g), 110u);
+  // Between the two minima only the fallback plans; from the asynchronous minimum up it is not used.
+  remat::Planner planner;
+  const remat::Plan fallback = planner.plan(g, 150);
+  EXPECT_TRUE(fallback.sync_prefetch);
+  // x1 stays (prefer_keep: keeping it costs nothing and fits); x0 is fetched at S'.
+  const std::vector<Decision> expected{Decision::Stream, Decision::Keep};
+  EXPECT_EQ(fallback.decisions, expected);
+  EXPECT_EQ(fallback.predicted.peak_bytes, 110u);
+  EXPECT_THAT(remat::explain(sync, fallback), HasSubstr("synchronous"));
+  EXPECT_EQ(planner.plan(g, 150).decisions, expected);  // cached
+  EXPECT_FALSE(planner.plan(g, 210).sync_prefetch);
+  EXPECT_THAT(ERROR_MESSAGE(planner.plan(g, 109)), HasSubstr("minimum peak of 110 bytes"));
+  remat::PlanGraph untimed = sync;
+  untimed.timed_moves = false;
+  EXPECT_THAT(ERROR_MESSAGE(untimed.validate()), HasSubstr("sync_prefetch needs timed_moves"));
+}
+
 TEST(Planner, InfeasibleBudgetNamesTheMinimum) {
   const remat::PlanGraph g = three_ops();
   // The forward alone holds x0 and x1 at B: 30 bytes whatever the plan.

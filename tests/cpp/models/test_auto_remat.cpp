@@ -169,9 +169,14 @@ void check_auto(const char* label, Module& model, const ModuleList& chain, const
       if (windows[v].needs.empty()) store[v] = remat::Decision::Recompute;
     const std::size_t predicted_full = remat::evaluate(g.graph, store).peak_bytes;
     // The exact minimum when the min-peak ILP closes in time, else minimum_budget's upper bound.
+    // Planner::plan falls back to synchronous fetches below what asynchronous ones reach.
+    const remat::PlanGraph sync = remat::with_sync_prefetch(g.graph);
     const remat::IlpResult mp = remat::solve_min_peak_ilp(g.graph, 10.0);
-    exact_minimum = mp.status == remat::IlpStatus::Optimal;
-    minimum = exact_minimum ? remat::evaluate(g.graph, mp.decisions).peak_bytes : remat::minimum_budget(g.graph, 0);
+    const remat::IlpResult mps = remat::solve_min_peak_ilp(sync, 10.0);
+    exact_minimum = mp.status == remat::IlpStatus::Optimal && mps.status == remat::IlpStatus::Optimal;
+    minimum = exact_minimum ? std::min(remat::evaluate(g.graph, mp.decisions).peak_bytes,
+                                       remat::evaluate(sync, mps.decisions).peak_bytes)
+                            : remat::lowest_budget(g.graph, 0);
     std::printf("[ auto remat ] %-6s %zu steps, %zu values; StoreAll: predicted %zu B, measured %zu B; minimum "
                 "budget %zu B (%.1f %%%s)\n",
                 label, g.graph.ops.size(), g.graph.values.size(), predicted_full, full, minimum,
@@ -310,11 +315,46 @@ TEST(AutoRemat, OpLevelResNet) {
   ASSERT_GT(full, 0u);
   remat::AutoChain probe(std::size_t{1} << 30);
   const std::size_t step_minimum =
-      remat::minimum_budget(auto_graph(probe, chain, x, remat::AutoGranularity::Step).graph);
+      remat::lowest_budget(auto_graph(probe, chain, x, remat::AutoGranularity::Step).graph);
   std::printf("[ auto remat ] minimum budget: %zu B per op, %zu B per block (%.1f %% / %.1f %% of StoreAll)\n",
               op_minimum, step_minimum, 100.0 * double(op_minimum) / double(full),
               100.0 * double(step_minimum) / double(full));
   EXPECT_LT(op_minimum, step_minimum);
+}
+
+// A budget between the synchronous-fetch minimum and the asynchronous one (ResNet blocks as
+// steps: the next block's input prefetched while the current block's backward holds its own)
+// plans with fetches at the need points, runs within the budget, and changes no gradient bit.
+TEST(AutoRemat, SynchronousFetchesBelowTheAsynchronousMinimum) {
+  manual_seed(7);
+  nn::zoo::ResNetOptions o = nn::zoo::cifar_resnet_options(20, 4);
+  o.widths = {8, 16, 32};
+  auto net = std::make_shared<nn::zoo::ResNet>(o);
+  Tensor x = randn({16, 3, 16, 16});
+  Tensor target = randint(0, 4, {16});
+  const ModuleList chain = resnet_chain(net, 3);
+  StateDict frozen;
+  for (const auto& [k, v] : net->state_dict()) frozen.emplace_back(k, v.clone());
+  const StepResult ref = train_step(*net, frozen, x, target, [&](const Tensor& in) { return net->forward(in); });
+  remat::AutoChain probe(std::size_t{1} << 30);
+  const remat::PlanGraph g = auto_graph(probe, chain, x, remat::AutoGranularity::Step).graph;
+  const std::size_t async_min = remat::minimum_budget(g), low = remat::lowest_budget(g);
+  std::printf("[ auto remat ] resnet blocks: minimum %zu B with asynchronous fetches, %zu B with synchronous ones\n",
+              async_min, low);
+  ASSERT_LT(low, async_min);
+  const std::size_t budget = low + (async_min - low) / 4;
+  ChainPolicy policy = ChainPolicy::auto_budget(budget, remat::AutoGranularity::Step);
+  nn::RematSequential seq(policy);
+  for (const auto& m : chain) seq.push_back(m);
+  auto run = [&](const Tensor& in) { return seq.forward(in); };
+  expect_same(train_step(*net, frozen, x, target, run), ref);
+  ASSERT_NE(policy.auto_chain->last_plan(), nullptr);
+  EXPECT_TRUE(policy.auto_chain->last_plan()->sync_prefetch);
+  EXPECT_THAT(policy.auto_chain->explain(), HasSubstr("fetched at their need points"));
+  const std::size_t measured = step_peak(*net, x, target, run);
+  EXPECT_LE(measured, budget) << policy.auto_chain->explain();
+  const std::size_t full = step_peak(*net, x, target, [&](const Tensor& in) { return net->forward(in); });
+  expect_agreement(policy.auto_chain->last_plan()->predicted.peak_bytes, measured, full);
 }
 
 TEST(AutoRemat, OpLevelBottleneckResNet) {
@@ -370,7 +410,7 @@ GraphBudgetRuns check_graph_budgets(const std::vector<remat::GraphStep>& steps, 
   grad_of(plain, &r.full);  // warm-up
   const Tensor ref = grad_of(plain, &r.full);
   remat::AutoChain probe(r.full);
-  r.minimum = remat::minimum_budget(probe.build_graph(steps, x0.detach().set_requires_grad()).graph);
+  r.minimum = remat::lowest_budget(probe.build_graph(steps, x0.detach().set_requires_grad()).graph);
   for (double f : fractions) {
     const std::size_t budget = budget_of(r.full, r.minimum, f);
     SCOPED_TRACE(std::string(label) + " budget " + std::to_string(budget));
