@@ -203,10 +203,85 @@ void check_unary(const char* op, OpKind kind, const Tensor& x) {
 
 }  // namespace
 
+// Note [ReLU saves a bit mask]
+// relu's backward needs only where its output is positive: it saves one bit per element (a u8
+// tensor of ceil(n / 8) bytes, bit b of byte j for element 8j + b), 1/32 of an f32 output, instead
+// of the output itself. The output then lives only as long as its readers need it (a following
+// conv saves it as its input; max pooling saves indices), so a conv's input can leave the fast tier
+// once the conv's backward is done with it, and relu → pool chains save a bit per element where
+// they saved a float. The gradient is g where the bit is set and 0 elsewhere: exactly what
+// comparing the saved output with 0 gave (relu's output is never NaN or negative), so gradients are
+// bitwise the same. Forward computes the output and the mask in one pass (8 elements per byte,
+// bytes split between threads).
+
+/// ceil(n / 8) bytes of mask for n elements.
+int64_t mask_bytes(int64_t n) { return (n + 7) / 8; }
+
+/// y = relu(x) over a contiguous x, and the bit mask of y > 0.
+template <typename T>
+void relu_with_mask(const T* x, T* y, uint8_t* mask, int64_t n) {
+  parallel_for(mask_bytes(n), kVecGrain / 8, [=](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      const int64_t i0 = 8 * b, i1 = std::min(n, i0 + 8);
+      unsigned bits = 0;
+      for (int64_t i = i0; i < i1; ++i) {
+        const T v = x[i] > T(0) ? x[i] : T(0);
+        y[i] = v;
+        bits |= static_cast<unsigned>(v > T(0)) << (i - i0);
+      }
+      mask[b] = static_cast<uint8_t>(bits);
+    }
+  });
+}
+
+/// out = g where the mask bit is set, 0 elsewhere (out may be g itself).
+template <typename T>
+void mask_gradient(const T* g, const uint8_t* mask, T* out, int64_t n) {
+  parallel_for(mask_bytes(n), kVecGrain / 8, [=](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      const int64_t i0 = 8 * b, i1 = std::min(n, i0 + 8);
+      const unsigned bits = mask[b];
+      for (int64_t i = i0; i < i1; ++i) out[i] = (bits >> (i - i0)) & 1u ? g[i] : T(0);
+    }
+  });
+}
+
 Tensor relu(const Tensor& x) {
   check_unary("relu", OpKind::relu, x);
-  Tensor y = unary_kernel(x, [](auto v) { return v > decltype(v)(0) ? v : decltype(v)(0); });
-  record_pointwise("ReluBackward", x, y, y, [](auto g, auto out) { return out > decltype(out)(0) ? g : decltype(g)(0); });
+  const bool grad = autograd::needs_grad({&x});
+  if (!grad) {
+    Tensor y = unary_kernel(x, [](auto v) { return v > decltype(v)(0) ? v : decltype(v)(0); });
+    if (OpRecorder* rec = op_recorder()) rec->relu(x, y);  // Note [Op recording hook]
+    return y;
+  }
+  const Tensor xc = x.contiguous();
+  Tensor y = empty_output(x.sizes(), x.dtype());
+  Tensor mask = empty_output({mask_bytes(x.numel())}, DType::u8);
+  {
+    PinSet pins;
+    pins.add(xc, AccessMode::Read).add(y, AccessMode::Write).add(mask, AccessMode::Write);
+    pins.acquire();
+    dispatch_float(x.dtype(), [&](auto t) {
+      using T = decltype(t);
+      relu_with_mask<T>(xc.data<T>(), y.data<T>(), mask.data<uint8_t>(), x.numel());
+    });
+  }
+  auto node = autograd::make_node("ReluBackward", {&x}, [](autograd::Node& n, const TensorList& g) -> TensorList {
+    const Tensor m = n.saved(0);
+    const bool in_place = autograd::reusable_gradient(g[0]);  // Note [In-place backward]
+    const Tensor gc = g[0].contiguous();
+    Tensor out = in_place ? g[0] : empty_output(g[0].sizes(), g[0].dtype());
+    PinSet pins;
+    pins.add(gc, AccessMode::Read).add(m, AccessMode::Read).add(out, AccessMode::Write);
+    pins.acquire();
+    dispatch_float(out.dtype(), [&](auto t) {
+      using T = decltype(t);
+      mask_gradient<T>(gc.data<T>(), m.data<uint8_t>(), out.data<T>(), out.numel());
+    });
+    return {out};
+  });
+  node->save(mask);
+  autograd::set_history({&y}, node);
   if (OpRecorder* rec = op_recorder()) rec->relu(x, y);  // Note [Op recording hook]
   return y;
 }

@@ -71,7 +71,7 @@ TEST(SavedTensorHooks, SeeEverySavedValueIncludingBuiltInOps) {
   {
     autograd::SavedTensorHooksGuard guard(hooks);
     Tensor a = tmul(x, w);     // saves 2
-    Tensor r = relu(a);        // built-in op: saves its output
+    Tensor r = relu(a);        // built-in op: saves a bit mask of its output (1 byte for 3 elements)
     y = tmul(r, r);            // saves 2
   }
   EXPECT_EQ(hooks->packs, 5);
@@ -83,7 +83,7 @@ TEST(SavedTensorHooks, SeeEverySavedValueIncludingBuiltInOps) {
       ++listed;
     }
   EXPECT_EQ(listed, 5u);
-  EXPECT_EQ(hooks->packed_bytes, 5 * 3 * sizeof(double));
+  EXPECT_EQ(hooks->packed_bytes, 4 * 3 * sizeof(double) + 1);
   y.backward(f64({1, 1, 1}));
   EXPECT_EQ(hooks->unpacks, 5);
   // y = (2x)^2 where 2x > 0, else 0 → 8x or 0
@@ -152,10 +152,11 @@ TEST(SavedTensor, SavedValuesAreReleasedAsTheirNodesRunAndMemoryReturnsToBaselin
     for (int i = 0; i < 8; ++i) h = relu(tmul(h, w));
     y = h;
   }
-  // Each step saves h and w (TMul) and relu's output; the relu outputs are what stays allocated
-  // (the products die once relu has consumed them).
-  EXPECT_EQ(autograd::saved_bytes({y}), 8 * 3 * 4096 * sizeof(double));
-  EXPECT_EQ(bytes_in_use(), baseline + 8 * 4096 * sizeof(double));
+  // Each step saves h and w (TMul) and relu's bit mask (4096 bits: Note [ReLU saves a bit mask]);
+  // the relu outputs (the next step's h, and y) and the masks are what stays allocated (the
+  // products die once relu has consumed them).
+  EXPECT_EQ(autograd::saved_bytes({y}), 8 * (2 * 4096 * sizeof(double) + 4096 / 8));
+  EXPECT_EQ(bytes_in_use(), baseline + 8 * (4096 * sizeof(double) + 4096 / 8));
   y.backward(f64(std::vector<double>(4096, 1.0)));
   // The graph is still reachable from y, but every saved value has been released.
   EXPECT_EQ(autograd::saved_bytes({y}), 0u);
@@ -186,7 +187,7 @@ TEST(Tape, IntrospectionListsNodesInRecordingOrderWithSavedValues) {
   EXPECT_EQ(nodes[2].saved.size(), 0u);
   const std::string table = autograd::format_saved_residuals({c});
   EXPECT_THAT(table, HasSubstr("ReluBackward"));
-  EXPECT_THAT(table, HasSubstr("3 nodes, 3 saved values held, 72 bytes"));
+  EXPECT_THAT(table, HasSubstr("3 nodes, 3 saved values held, 49 bytes"));  // relu's mask: 1 byte
   c.backward(f64({1, 1, 1}));
   EXPECT_THAT(autograd::format_saved_residuals({c}), HasSubstr("released"));
 }

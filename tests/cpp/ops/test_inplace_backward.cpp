@@ -7,15 +7,19 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "autograd/engine.h"
+#include "autograd/tape.h"
 #include "core/factories.h"
 #include "ops/binary.h"
 #include "ops/normalization.h"
+#include "ops/shape_ops.h"
 #include "ops/unary.h"
 #include "tests/cpp/bitwise.h"
+#include "tests/cpp/ops/harness/op_harness.h"
 
 namespace strata {
 namespace {
@@ -114,6 +118,36 @@ TEST(InPlaceBackward, ChainsReuseOneBufferAcrossSteps) {
   const void* data = seeds[0].data_ptr();
   const TensorList g = autograd::grad_consuming({y}, {x}, std::move(seeds));
   EXPECT_EQ(g[0].data_ptr(), data);
+}
+
+// Note [ReLU saves a bit mask]: one bit per element, and the gradient is g where the output is
+// positive — also at -0, 0, NaN and ±inf inputs, for a length that is not a multiple of 8, a
+// non-contiguous input and both float dtypes relu takes.
+TEST(ReluMask, SavesOneBitPerElementAndGivesTheSameGradient) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> xs{1.5f, -0.0f, 0.0f, nan, inf, -inf, -2.0f, 3.0f, 1e-30f, -1e-30f, 7.0f, -7.0f, 0.25f};
+  const std::vector<float> gs{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13};
+  for (DType dt : {DType::f32, DType::f64}) {
+    SCOPED_TRACE(std::string(dtype_name(dt)));
+    Tensor x = tensor<float>(xs, IntArrayRef{13}).to(dt).set_requires_grad();
+    Tensor y = relu(x);
+    const auto nodes = autograd::recorded_nodes({y});
+    ASSERT_EQ(nodes.size(), 1u);
+    ASSERT_EQ(nodes[0].saved.size(), 1u);
+    EXPECT_EQ(nodes[0].saved[0].dtype, DType::u8);
+    EXPECT_EQ(nodes[0].saved[0].bytes, 2u);  // 13 bits
+    y.backward(tensor<float>(gs, IntArrayRef{13}).to(dt));
+    const std::vector<double> got = testing::values_of(x.grad());
+    for (std::size_t i = 0; i < xs.size(); ++i) EXPECT_EQ(got[i], xs[i] > 0 ? gs[i] : 0.0) << "element " << i;
+  }
+  // A transposed (non-contiguous) input: the mask follows the output's (row-major) order.
+  Tensor base = randn({5, 7});
+  Tensor xt = base.detach().set_requires_grad();
+  Tensor g = randn({7, 5});
+  relu(transpose(xt, 0, 1)).backward(g);
+  Tensor xr = base.detach().set_requires_grad();
+  relu(mul(transpose(xr, 0, 1), 1.0)).backward(g);  // a contiguous copy
+  EXPECT_TRUE(same_bits(xt.grad(), xr.grad()));
 }
 
 }  // namespace
