@@ -40,14 +40,37 @@ Conv2d::Conv2d(int64_t in_channels, int64_t out_channels, Size2 kernel_size, Siz
   register_parameter("bias", bias ? uniform({out_channels}, -bound, bound, {}, gen) : Tensor());
 }
 
-Tensor Conv2d::forward(const Tensor& input) {
+void Conv2d::check_input(const Tensor& input) const {
   STRATA_CHECK(input.defined(), "Conv2d: the input is undefined");
   const bool ok = (input.dim() == 4 && input.size(1) == in_channels_) ||
                   (input.dim() == 3 && input.size(0) == in_channels_);
   STRATA_CHECK(ok, "Conv2d: expected a 4-D input [N, C, H, W] (or 3-D [C, H, W]) with C = ", in_channels_, ", got ",
                input.sizes());
+}
+
+Tensor Conv2d::forward(const Tensor& input) {
+  check_input(input);
   return conv2d(input, parameter("weight"), parameter("bias"), stride_.vec(), padding_.vec(), dilation_.vec(),
                 groups_);
+}
+
+int64_t Conv2d::append_remat_steps(int64_t input, std::vector<remat::GraphStep>& steps) const {
+  // Note [Conv backward in two steps]: the data step, then the weight step reading its output and
+  // the conv's input.
+  auto self = std::static_pointer_cast<const Conv2d>(shared_from_this());
+  const int64_t y = append_remat_step(
+      [self](const autograd::TensorList& in) -> Tensor {
+        self->check_input(in[0]);
+        return conv2d_data_step(in[0], self->parameter("weight"), self->parameter("bias"), self->stride_.vec(),
+                                self->padding_.vec(), self->dilation_.vec(), self->groups_);
+      },
+      {input}, to_string() + " data", steps);
+  return append_remat_step(
+      [self](const autograd::TensorList& in) -> Tensor {
+        return conv2d_weight_step(in[0], in[1], self->parameter("weight"), self->parameter("bias"), self->stride_.vec(),
+                                  self->padding_.vec(), self->dilation_.vec(), self->groups_);
+      },
+      {y, input}, to_string() + " weight", steps);
 }
 
 std::string Conv2d::extra_repr() const {

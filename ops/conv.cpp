@@ -527,8 +527,10 @@ bool conv2d_uses_primitives(const Tensor& x, const Tensor& weight, IntArrayRef s
 }
 }  // namespace ops
 
-Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntArrayRef stride, IntArrayRef padding,
-              IntArrayRef dilation, int64_t groups) {
+namespace {
+
+Geom checked_geom(const Tensor& x, const Tensor& weight, const Tensor& bias, IntArrayRef stride, IntArrayRef padding,
+                  IntArrayRef dilation, int64_t groups) {
   check_backend(OpKind::conv2d);
   check_float(kOp, x, "input");
   check_float(kOp, weight, "weight");
@@ -540,6 +542,60 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntArra
     STRATA_CHECK(bias.dim() == 1 && bias.size(0) == g.O, kOp, ": bias must be 1-D with ", g.O,
                  " elements (the output channels of weight ", weight.describe(), "), got ", bias.describe());
   }
+  return g;
+}
+
+}  // namespace
+
+Tensor conv2d_data_step(const Tensor& x, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
+                        IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
+  const Geom g = checked_geom(x, weight, bias, stride, padding, dilation, groups);
+  Tensor y = forward(x, weight, bias, g, x.dim() == 4);
+  if (autograd::needs_grad({&x})) {
+    const Dims x_sizes = x.sizes();
+    auto node = autograd::make_node("Conv2DInputBackward", {&x},
+                                    [g, x_sizes](autograd::Node& n, const TensorList& grads) -> TensorList {
+                                      return {backward_input(grads[0], n.saved(0), g, x_sizes)};
+                                    });
+    node->save(weight);
+    autograd::set_history({&y}, node);
+  }
+  if (OpRecorder* rec = op_recorder())  // Note [Op recording hook]
+    rec->conv2d(x, weight, bias, stride, padding, dilation, groups, y);
+  return y;
+}
+
+Tensor conv2d_weight_step(const Tensor& y, const Tensor& x, const Tensor& weight, const Tensor& bias,
+                          IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
+  const Geom g = checked_geom(x, weight, bias, stride, padding, dilation, groups);
+  STRATA_CHECK(y.defined(), "conv2d_weight_step: the output is undefined");
+  const Dims expected = x.dim() == 4 ? Dims{g.N, g.O, g.OH, g.OW} : Dims{g.O, g.OH, g.OW};
+  STRATA_CHECK(y.sizes() == expected && y.dtype() == x.dtype(), "conv2d_weight_step: the output ", y.describe(),
+               " is not conv2d's for input ", x.describe(), " and weight ", weight.describe(), " (expected shape ",
+               IntArrayRef(expected), ")");
+  if (!autograd::needs_grad({&weight, &bias})) return y;  // nothing to compute: x is not kept
+  Tensor out = y.detach();  // y's storage, with this step's history
+  {
+    const Dims w_sizes = weight.sizes();
+    auto node = autograd::make_node(
+        "Conv2DWeightBackward", {&y, &weight, &bias},
+        [g, w_sizes](autograd::Node& n, const TensorList& grads) -> TensorList {
+          TensorList out(3);
+          if (n.needs_input_grad(1) || n.needs_input_grad(2))
+            backward_weight(grads[0], n.saved(0), g, n.needs_input_grad(1) ? &out[1] : nullptr,
+                            n.needs_input_grad(2) ? &out[2] : nullptr, w_sizes);
+          if (n.needs_input_grad(0)) out[0] = grads[0];
+          return out;
+        });
+    node->save(x);
+    autograd::set_history({&out}, node);
+  }
+  return out;
+}
+
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntArrayRef stride, IntArrayRef padding,
+              IntArrayRef dilation, int64_t groups) {
+  const Geom g = checked_geom(x, weight, bias, stride, padding, dilation, groups);
   const bool batched = x.dim() == 4;
   Tensor y = forward(x, weight, bias, g, batched);
   if (autograd::needs_grad({&x, &weight, &bias})) {

@@ -18,6 +18,25 @@ namespace strata {
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), IntArrayRef stride = {1, 1},
               IntArrayRef padding = {0, 0}, IntArrayRef dilation = {1, 1}, int64_t groups = 1);
 
+/// Note [Conv backward in two steps]
+/// conv2d as two ops, for rematerialization graphs (models/conv.h: Conv2d::append_remat_steps):
+/// conv2d_data_step computes conv2d(x, weight, bias) and records a node that returns only the
+/// gradient w.r.t. x (it saves the weight, not x); conv2d_weight_step(y, x, ...) returns y again
+/// (a tensor sharing y's storage) and records a node that passes y's gradient through and returns
+/// the weight's and bias's gradients, computed from the x it saves. The backward runs the weight
+/// step first, then the data step: x is read only by the first, so a planner can let it leave the
+/// fast tier before the input gradient is allocated (where one conv2d backward holds x, the output
+/// gradient and the input gradient at once). The kernels are conv2d's backward's, on the same
+/// operands: gradients are bitwise conv2d's. Same arguments and checks as conv2d.
+Tensor conv2d_data_step(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
+                        IntArrayRef stride = {1, 1}, IntArrayRef padding = {0, 0}, IntArrayRef dilation = {1, 1},
+                        int64_t groups = 1);
+/// The weight half of Note [Conv backward in two steps]: `y` must be conv2d_data_step's output for
+/// these arguments (checked by shape).
+Tensor conv2d_weight_step(const Tensor& y, const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
+                          IntArrayRef stride = {1, 1}, IntArrayRef padding = {0, 0}, IntArrayRef dilation = {1, 1},
+                          int64_t groups = 1);
+
 namespace ops {
 /// Which implementation conv2d picks for an f32 problem of this size under the current
 /// `dnnl_primitives_mode()` (true: oneDNN primitives). For tests and benchmarks.

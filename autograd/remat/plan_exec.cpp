@@ -305,18 +305,11 @@ ChainGraph AutoChain::build_graph(const std::vector<GraphStep>& steps, const Ten
   auto current = [&] { return stats.snapshot().fast.current_bytes; };
   auto peak = [&] { return stats.snapshot().fast.peak_bytes; };
 
-  // The last step reading each step's output (-1: none), and the graph input's first and last readers.
+  // The last step reading each step's output (-1: none).
   std::vector<int64_t> last_reader(static_cast<std::size_t>(m), -1);
-  int64_t input_first = m, input_last = -1;
   for (int64_t i = 0; i < m; ++i)
-    for (int64_t j : steps[i].inputs) {
-      if (j < 0) {
-        input_first = std::min(input_first, i);
-        input_last = std::max(input_last, i);
-      } else {
-        last_reader[j] = std::max(last_reader[j], i);
-      }
-    }
+    for (int64_t j : steps[i].inputs)
+      if (j >= 0) last_reader[j] = std::max(last_reader[j], i);
 
   std::vector<StepProfile> prof(static_cast<std::size_t>(m));
   std::vector<std::string> sigs(static_cast<std::size_t>(m));
@@ -570,12 +563,27 @@ ChainGraph AutoChain::build_graph(const std::vector<GraphStep>& steps, const Ten
   // What the caller holds through the backward besides the output (a scalar loss and its gradient,
   // whatever their dtype) counts against the budget too (Note [Auto chain execution]).
   constexpr std::size_t kCallerLossBytes = 64;
+  // Only readers whose backward returns a gradient for a value start its gradient (a conv's weight
+  // step reads the conv's input but returns none for it: Note [Conv backward in two steps]).
+  std::vector<int64_t> last_grad_reader(static_cast<std::size_t>(m), -1);
+  int64_t input_first_grad = m, input_last_grad = -1;
+  for (int64_t r = 0; r < m; ++r)
+    for (std::size_t k = 0; k < steps[r].inputs.size(); ++k) {
+      if (!prof[r].has_backward || !prof[r].grad_input[k]) continue;
+      const int64_t j = steps[r].inputs[k];
+      if (j >= 0) {
+        last_grad_reader[j] = std::max(last_grad_reader[j], r);
+      } else {
+        input_first_grad = std::min(input_first_grad, r);
+        input_last_grad = std::max(input_last_grad, r);
+      }
+    }
   std::vector<std::size_t> pending(static_cast<std::size_t>(m), 0);
   for (int64_t j = 0; j + 1 < m; ++j)
     if (prof[j].has_backward)
-      for (int64_t k = j + 1; k < last_reader[j]; ++k) pending[k] += prof[j].out_nbytes;
+      for (int64_t k = j + 1; k < last_grad_reader[j]; ++k) pending[k] += prof[j].out_nbytes;
   if (input.requires_grad() && is_floating(input.dtype()))
-    for (int64_t k = input_first + 1; k < input_last; ++k) pending[k] += input.nbytes();
+    for (int64_t k = input_first_grad + 1; k < input_last_grad; ++k) pending[k] += input.nbytes();
   // Whether each step's incoming gradient is reusable in the whole backward (Note [In-place
   // backward]), so its backward works in place: one contribution decides by what its reader's
   // backward returned (itself given a reusable gradient or not), two or more are summed into one
@@ -602,8 +610,8 @@ ChainGraph AutoChain::build_graph(const std::vector<GraphStep>& steps, const Ten
   // reader r handed one tensor to both the pending input j and the input a, and a's gradient has
   // no other contribution; no reader of j between a and r added to it) is counted once there.
   for (int64_t j = 0; j + 1 < m; ++j) {
-    const int64_t r = last_reader[j];
-    if (!prof[j].has_backward || r < 0 || !prof[r].has_backward) continue;
+    const int64_t r = last_grad_reader[j];
+    if (!prof[j].has_backward || r < 0) continue;
     const std::vector<int64_t>& alias = prof[r].grad_alias[incoming_reusable[r] ? 0 : 1];
     for (std::size_t kb = 0; kb < steps[r].inputs.size(); ++kb) {
       if (steps[r].inputs[kb] != j || alias[kb] < 0) continue;

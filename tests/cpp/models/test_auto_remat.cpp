@@ -322,26 +322,36 @@ TEST(AutoRemat, OpLevelResNet) {
   EXPECT_LT(op_minimum, step_minimum);
 }
 
-// A budget between the synchronous-fetch minimum and the asynchronous one (ResNet blocks as
-// steps: the next block's input prefetched while the current block's backward holds its own)
-// plans with fetches at the need points, runs within the budget, and changes no gradient bit.
+// A budget between the synchronous-fetch minimum and the asynchronous one (DenseNet blocks as
+// steps: the next block's saved values prefetched while a block's backward holds its own) plans
+// with fetches at the need points, runs within the budget, and changes no gradient bit.
 TEST(AutoRemat, SynchronousFetchesBelowTheAsynchronousMinimum) {
-  manual_seed(7);
-  nn::zoo::ResNetOptions o = nn::zoo::cifar_resnet_options(20, 4);
-  o.widths = {8, 16, 32};
-  auto net = std::make_shared<nn::zoo::ResNet>(o);
-  Tensor x = randn({16, 3, 16, 16});
-  Tensor target = randint(0, 4, {16});
-  const ModuleList chain = resnet_chain(net, 3);
+  manual_seed(4);
+  nn::zoo::DenseNetOptions o;
+  o.growth_rate = 8;
+  o.block_config = {3, 3};
+  o.num_init_features = 16;
+  o.bn_size = 2;
+  o.num_classes = 3;
+  o.stem = "cifar";
+  auto net = std::make_shared<nn::zoo::DenseNet>(o);
+  ModuleList chain = children_of(net->child("features"));
+  chain.push_back(std::make_shared<nn::ReLU>());
+  chain.push_back(std::make_shared<nn::AdaptiveAvgPool2d>(1));
+  chain.push_back(std::make_shared<nn::Flatten>(1));
+  chain.push_back(net->child("classifier"));
+  Tensor x = randn({8, 3, 16, 16});
+  Tensor target = randint(0, 3, {8});
   StateDict frozen;
   for (const auto& [k, v] : net->state_dict()) frozen.emplace_back(k, v.clone());
-  const StepResult ref = train_step(*net, frozen, x, target, [&](const Tensor& in) { return net->forward(in); });
+  auto plain = [&](const Tensor& in) { return net->forward(in); };
+  const StepResult ref = train_step(*net, frozen, x, target, plain);
   remat::AutoChain probe(std::size_t{1} << 30);
   const remat::PlanGraph g = auto_graph(probe, chain, x, remat::AutoGranularity::Step).graph;
   const std::size_t async_min = remat::minimum_budget(g), low = remat::lowest_budget(g);
-  std::printf("[ auto remat ] resnet blocks: minimum %zu B with asynchronous fetches, %zu B with synchronous ones\n",
+  std::printf("[ auto remat ] dense blocks: minimum %zu B with asynchronous fetches, %zu B with synchronous ones\n",
               async_min, low);
-  ASSERT_LT(low, async_min);
+  ASSERT_LT(double(low), 0.97 * double(async_min));
   const std::size_t budget = low + (async_min - low) / 4;
   ChainPolicy policy = ChainPolicy::auto_budget(budget, remat::AutoGranularity::Step);
   nn::RematSequential seq(policy);
@@ -353,8 +363,10 @@ TEST(AutoRemat, SynchronousFetchesBelowTheAsynchronousMinimum) {
   EXPECT_THAT(policy.auto_chain->explain(), HasSubstr("fetched at their need points"));
   const std::size_t measured = step_peak(*net, x, target, run);
   EXPECT_LE(measured, budget) << policy.auto_chain->explain();
-  const std::size_t full = step_peak(*net, x, target, [&](const Tensor& in) { return net->forward(in); });
-  expect_agreement(policy.auto_chain->last_plan()->predicted.peak_bytes, measured, full);
+  // The model never under-predicts; a block step frees its saved values as its nodes run where
+  // the model holds them through the whole point, so it may over-predict by more than at op level.
+  const std::size_t predicted = policy.auto_chain->last_plan()->predicted.peak_bytes;
+  EXPECT_LE(double(measured), double(predicted) + kUnderTolerance * double(step_peak(*net, x, target, plain)));
 }
 
 TEST(AutoRemat, OpLevelBottleneckResNet) {

@@ -1,6 +1,7 @@
 // conv2d and pooling beyond the harness: both conv2d implementations (oneDNN primitives and the
 // own im2col + GEMM kernels) on every harness case, the size dispatch, empty batches.
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -10,6 +11,8 @@
 #include "ops/conv.h"
 #include "ops/cpu/dnnl_engine.h"
 #include "ops/pooling.h"
+#include "tests/cpp/bitwise.h"
+#include "tests/cpp/core/test_util.h"
 #include "tests/cpp/ops/harness/op_harness.h"
 
 namespace strata::testing {
@@ -142,6 +145,48 @@ TEST(Pooling, EmptyBatch) {
   EXPECT_EQ(max_pool2d(x, {2}).sizes(), (Dims{0, 3, 2, 2}));
   EXPECT_EQ(avg_pool2d(x, {2}).sizes(), (Dims{0, 3, 2, 2}));
   EXPECT_EQ(adaptive_avg_pool2d(x, {1}).sizes(), (Dims{0, 3, 1, 1}));
+}
+
+// Note [Conv backward in two steps]: the data step and the weight step give conv2d's output and
+// gradients bit for bit (the same kernels on the same operands), on the oneDNN path and the own
+// one; a weight step with nothing to differentiate returns its input and keeps nothing.
+using testing_util::same_bits;
+
+TEST(Conv2dSplit, StepsEqualConv2dBitwise) {
+  for (bool big : {true, false}) {
+    SCOPED_TRACE(big ? "oneDNN-sized" : "small");
+    const Dims xs = big ? Dims{8, 32, 16, 16} : Dims{2, 4, 5, 5};
+    const Dims ws = big ? Dims{32, 32, 3, 3} : Dims{3, 4, 3, 3};
+    Tensor x0 = randn(xs), w0 = randn(ws), b0 = randn({ws[0]});
+    auto run = [&](bool split) {
+      Tensor x = x0.detach().set_requires_grad(), w = w0.detach().set_requires_grad(),
+             b = b0.detach().set_requires_grad();
+      Tensor y = split ? conv2d_weight_step(conv2d_data_step(x, w, b, {1}, {1}), x, w, b, {1}, {1})
+                       : conv2d(x, w, b, {1}, {1});
+      Generator gen(11);  // the same output gradient for both
+      Tensor g = randn(y.sizes(), {}, &gen);
+      y.backward(g);
+      return TensorList{y.detach(), x.grad(), w.grad(), b.grad()};
+    };
+    const TensorList plain = run(false), split = run(true);
+    for (std::size_t i = 0; i < plain.size(); ++i) EXPECT_TRUE(same_bits(plain[i], split[i])) << "tensor " << i;
+  }
+  // Frozen weights: the weight step is the identity on y and records nothing.
+  Tensor x = randn({2, 4, 5, 5}).set_requires_grad();
+  Tensor w = randn({3, 4, 3, 3}), b = randn({3});
+  Tensor y = conv2d_data_step(x, w, b, {1}, {1});
+  Tensor z = conv2d_weight_step(y, x, w, b, {1}, {1});
+  EXPECT_EQ(z.grad_fn(), y.grad_fn());
+  EXPECT_EQ(z.data_ptr(), y.data_ptr());
+}
+
+TEST(Conv2dSplit, BadInput) {
+  Tensor x = randn({2, 4, 5, 5}), w = randn({3, 4, 3, 3});
+  Tensor y = conv2d_data_step(x, w, Tensor(), {1}, {1});
+  EXPECT_THAT(ERROR_MESSAGE(conv2d_weight_step(y, x, w, Tensor(), {1}, {0})),
+              ::testing::HasSubstr("is not conv2d's for input"));
+  EXPECT_THAT(ERROR_MESSAGE(conv2d_weight_step(Tensor(), x, w)), ::testing::HasSubstr("the output is undefined"));
+  EXPECT_THAT(ERROR_MESSAGE(conv2d_data_step(x, randn({3, 5, 3, 3}))), ::testing::HasSubstr("conv2d"));
 }
 
 }  // namespace

@@ -45,9 +45,11 @@ Tensor conv_reference(const Tensor& x, const Tensor& w, const Tensor& b, const C
   return from_values(y, batched ? Dims{N, O, OH, OW} : Dims{O, OH, OW});
 }
 
-/// A conv2d case: inputs x, w and (if `bias`) b.
+/// A conv2d case: inputs x, w and (if `bias`) b. With `split`, the op is conv2d as its two
+/// rematerialization steps (Note [Conv backward in two steps]): conv2d_data_step, then
+/// conv2d_weight_step on its output.
 OpCase conv_case(std::string name, Dims xs, Dims ws, ConvAttrs a, bool bias,
-                 std::function<TensorList(Generator&)> bench = nullptr) {
+                 std::function<TensorList(Generator&)> bench = nullptr, bool split = false) {
   const int64_t O = ws[0];
   OpCase c{
       .name = std::move(name),
@@ -59,9 +61,13 @@ OpCase conv_case(std::string name, Dims xs, Dims ws, ConvAttrs a, bool bias,
             return in;
           },
       .run =
-          [a](const TensorList& in) {
-            return TensorList{conv2d(in[0], in[1], in.size() > 2 ? in[2] : Tensor(), a.stride, a.padding, a.dilation,
-                                     a.groups)};
+          [a, split](const TensorList& in) {
+            const Tensor b = in.size() > 2 ? in[2] : Tensor();
+            if (split) {
+              const Tensor y = conv2d_data_step(in[0], in[1], b, a.stride, a.padding, a.dilation, a.groups);
+              return TensorList{conv2d_weight_step(y, in[0], in[1], b, a.stride, a.padding, a.dilation, a.groups)};
+            }
+            return TensorList{conv2d(in[0], in[1], b, a.stride, a.padding, a.dilation, a.groups)};
           },
       .reference =
           [a](const TensorList& in) {
@@ -98,6 +104,12 @@ STRATA_REGISTER_CASE(conv_case("conv2d/depthwise", {2, 4, 5, 5}, {4, 1, 3, 3}, {
 STRATA_REGISTER_CASE(conv_case("conv2d/pointwise", {2, 4, 5, 5}, {6, 4, 1, 1}, {}, true));
 STRATA_REGISTER_CASE(conv_case("conv2d/pointwise_stride2", {2, 4, 5, 5}, {3, 4, 1, 1}, {.stride = {2, 2}}, false));
 STRATA_REGISTER_CASE(conv_case("conv2d/unbatched", {3, 5, 5}, {4, 3, 3, 3}, {.padding = {1, 1}}, true));
+STRATA_REGISTER_CASE(conv_case("conv2d/split_steps", {2, 4, 5, 5}, {3, 4, 3, 3}, {.padding = {1, 1}}, true, nullptr,
+                               true));
+STRATA_REGISTER_CASE(conv_case("conv2d/split_steps_groups_stride", {2, 4, 7, 7}, {6, 2, 3, 3},
+                               {.stride = {2, 2}, .padding = {1, 1}, .groups = 2}, false, nullptr, true));
+STRATA_REGISTER_CASE(conv_case("conv2d/split_steps_unbatched", {3, 5, 5}, {4, 3, 3, 3}, {.padding = {1, 1}}, true,
+                               nullptr, true));
 
 // One-element attribute lists mean "both dims".
 STRATA_REGISTER_CASE(OpCase{
