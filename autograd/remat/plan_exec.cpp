@@ -66,7 +66,7 @@ struct StepProfile {
   // Per input: another input position whose returned gradient is the same buffer (add hands one
   // tensor to both operands), or -1.
   std::vector<int64_t> grad_alias[2];
-  std::vector<char> grad_input;  // per input: the step's backward returns a gradient for it
+  std::vector<char> grad_input;  // per input: the step's backward returns a gradient for it (measured)
   bool has_backward = false;
   double forward_time = 0, backward_time = 0;
 };
@@ -425,7 +425,10 @@ ChainGraph AutoChain::build_graph(const std::vector<GraphStep>& steps, const Ten
           if (!differentiable(ins[k], y)) continue;
           const Tensor& gk = g[n++];
           P.grad_reusable[held][k] = autograd::reusable_gradient(gk);
-          if (!gk.defined()) continue;
+          if (!gk.defined()) {  // not reachable from the output (a conv's weight step and its input)
+            P.grad_input[k] = 0;
+            continue;
+          }
           buf[k] = gk.storage().allocation();
           for (std::size_t a = 0; a < k; ++a)
             if (buf[a] == buf[k]) P.grad_alias[held][k] = static_cast<int64_t>(a), P.grad_alias[held][a] = static_cast<int64_t>(k);

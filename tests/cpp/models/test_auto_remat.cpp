@@ -17,6 +17,7 @@
 #include "core/factories.h"
 #include "core/pin_set.h"
 #include "core/rng.h"
+#include "models/conv.h"
 #include "models/activation.h"
 #include "models/container.h"
 #include "models/linear.h"
@@ -367,6 +368,25 @@ TEST(AutoRemat, SynchronousFetchesBelowTheAsynchronousMinimum) {
   // the model holds them through the whole point, so it may over-predict by more than at op level.
   const std::size_t predicted = policy.auto_chain->last_plan()->predicted.peak_bytes;
   EXPECT_LE(double(measured), double(predicted) + kUnderTolerance * double(step_peak(*net, x, target, plain)));
+}
+
+// Note [Conv backward in two steps]: the weight step reads the conv's input but returns no gradient
+// for it, so no gradient of that input is pending across the data step's backward.
+TEST(AutoRemat, ConvWeightStepAddsNoPendingGradient) {
+  manual_seed(9);
+  auto conv = std::make_shared<nn::Conv2d>(8, 8, 3, 1, 1);
+  std::vector<remat::GraphStep> steps;
+  const int64_t r = nn::append_relu_step(-1, steps);
+  const int64_t y = nn::append_remat_steps(conv, r, steps);
+  ASSERT_EQ(y, 2);  // relu, conv data, conv weight
+  EXPECT_EQ(steps[2].inputs, (std::vector<int64_t>{1, 0}));
+  remat::AutoChain probe(std::size_t{1} << 30);
+  const Tensor x = randn({4, 8, 16, 16}).set_requires_grad();
+  const remat::ChainGraph g = probe.build_graph(steps, x);
+  const std::size_t tensor = x.nbytes();
+  // dY and dX (and the caller's loss reserve): no third tensor for the relu output's gradient.
+  EXPECT_LT(g.graph.ops[1].backward_workspace(), 3 * tensor);
+  EXPECT_GE(g.graph.ops[1].backward_workspace(), 2 * tensor);
 }
 
 TEST(AutoRemat, OpLevelBottleneckResNet) {
