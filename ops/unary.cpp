@@ -217,32 +217,34 @@ void check_unary(const char* op, OpKind kind, const Tensor& x) {
 /// ceil(n / 8) bytes of mask for n elements.
 int64_t mask_bytes(int64_t n) { return (n + 7) / 8; }
 
+/// f(b, i0, i1) for every mask byte b of n elements (elements [i0, i1)), bytes split between threads.
+template <typename F>
+void for_each_mask_byte(int64_t n, F f) {
+  parallel_for(mask_bytes(n), kVecGrain / 8, [=](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) f(b, 8 * b, std::min(n, 8 * b + 8));
+  });
+}
+
 /// y = relu(x) over a contiguous x, and the bit mask of y > 0.
 template <typename T>
 void relu_with_mask(const T* x, T* y, uint8_t* mask, int64_t n) {
-  parallel_for(mask_bytes(n), kVecGrain / 8, [=](int64_t b0, int64_t b1) {
-    for (int64_t b = b0; b < b1; ++b) {
-      const int64_t i0 = 8 * b, i1 = std::min(n, i0 + 8);
-      unsigned bits = 0;
-      for (int64_t i = i0; i < i1; ++i) {
-        const T v = x[i] > T(0) ? x[i] : T(0);
-        y[i] = v;
-        bits |= static_cast<unsigned>(v > T(0)) << (i - i0);
-      }
-      mask[b] = static_cast<uint8_t>(bits);
+  for_each_mask_byte(n, [=](int64_t b, int64_t i0, int64_t i1) {
+    unsigned bits = 0;
+    for (int64_t i = i0; i < i1; ++i) {
+      const T v = x[i] > T(0) ? x[i] : T(0);
+      y[i] = v;
+      bits |= static_cast<unsigned>(v > T(0)) << (i - i0);
     }
+    mask[b] = static_cast<uint8_t>(bits);
   });
 }
 
 /// out = g where the mask bit is set, 0 elsewhere (out may be g itself).
 template <typename T>
 void mask_gradient(const T* g, const uint8_t* mask, T* out, int64_t n) {
-  parallel_for(mask_bytes(n), kVecGrain / 8, [=](int64_t b0, int64_t b1) {
-    for (int64_t b = b0; b < b1; ++b) {
-      const int64_t i0 = 8 * b, i1 = std::min(n, i0 + 8);
-      const unsigned bits = mask[b];
-      for (int64_t i = i0; i < i1; ++i) out[i] = (bits >> (i - i0)) & 1u ? g[i] : T(0);
-    }
+  for_each_mask_byte(n, [=](int64_t b, int64_t i0, int64_t i1) {
+    const unsigned bits = mask[b];
+    for (int64_t i = i0; i < i1; ++i) out[i] = (bits >> (i - i0)) & 1u ? g[i] : T(0);
   });
 }
 

@@ -323,24 +323,33 @@ TEST(AutoRemat, OpLevelResNet) {
   EXPECT_LT(op_minimum, step_minimum);
 }
 
-// A budget between the synchronous-fetch minimum and the asynchronous one (DenseNet blocks as
-// steps: the next block's saved values prefetched while a block's backward holds its own) plans
-// with fetches at the need points, runs within the budget, and changes no gradient bit.
-TEST(AutoRemat, SynchronousFetchesBelowTheAsynchronousMinimum) {
-  manual_seed(4);
+// The small CIFAR DenseNet both DenseNet tests plan (dropout `drop_rate`) and the chain of its
+// features, final relu, pool, flatten and classifier.
+std::shared_ptr<nn::zoo::DenseNet> small_densenet(double drop_rate, ModuleList& chain) {
   nn::zoo::DenseNetOptions o;
   o.growth_rate = 8;
   o.block_config = {3, 3};
   o.num_init_features = 16;
   o.bn_size = 2;
+  o.drop_rate = drop_rate;
   o.num_classes = 3;
   o.stem = "cifar";
   auto net = std::make_shared<nn::zoo::DenseNet>(o);
-  ModuleList chain = children_of(net->child("features"));
+  chain = children_of(net->child("features"));
   chain.push_back(std::make_shared<nn::ReLU>());
   chain.push_back(std::make_shared<nn::AdaptiveAvgPool2d>(1));
   chain.push_back(std::make_shared<nn::Flatten>(1));
   chain.push_back(net->child("classifier"));
+  return net;
+}
+
+// A budget between the synchronous-fetch minimum and the asynchronous one (DenseNet blocks as
+// steps: the next block's saved values prefetched while a block's backward holds its own) plans
+// with fetches at the need points, runs within the budget, and changes no gradient bit.
+TEST(AutoRemat, SynchronousFetchesBelowTheAsynchronousMinimum) {
+  manual_seed(4);
+  ModuleList chain;
+  auto net = small_densenet(0.0, chain);
   Tensor x = randn({8, 3, 16, 16});
   Tensor target = randint(0, 3, {8});
   StateDict frozen;
@@ -525,20 +534,8 @@ TEST(AutoRemat, GraphOfSteps) {
 // the minimum is 87 % of StoreAll here; per op 35 %.
 TEST(AutoRemat, SmallDenseNet) {
   manual_seed(4);
-  nn::zoo::DenseNetOptions o;
-  o.growth_rate = 8;
-  o.block_config = {3, 3};
-  o.num_init_features = 16;
-  o.bn_size = 2;
-  o.drop_rate = 0.2;
-  o.num_classes = 3;
-  o.stem = "cifar";
-  auto net = std::make_shared<nn::zoo::DenseNet>(o);
-  ModuleList chain = children_of(net->child("features"));
-  chain.push_back(std::make_shared<nn::ReLU>());
-  chain.push_back(std::make_shared<nn::AdaptiveAvgPool2d>(1));
-  chain.push_back(std::make_shared<nn::Flatten>(1));
-  chain.push_back(net->child("classifier"));
+  ModuleList chain;
+  auto net = small_densenet(0.2, chain);
   Tensor x = randn({8, 3, 16, 16});
   Tensor target = randint(0, 3, {8});
   std::size_t op_minimum = 0, block_minimum = 0;
