@@ -158,6 +158,8 @@ def test_auto_under_a_tight_budget(fraction):
     assert plan["predicted_peak_bytes"] <= budget
     assert 0 < plan["measured_peak_bytes"] <= budget
     assert plan["source"] in ("ilp", "greedy", "cached")
+    assert isinstance(plan["sync_prefetch"], bool)
+    assert ("fetched at their need points" in rs.explain()) == plan["sync_prefetch"]
     assert plan["predicted_step_seconds"] >= plan["predicted_base_seconds"] > 0
     text = rs.explain()
     assert "measured" in text and str(budget) in text.replace(",", "")
