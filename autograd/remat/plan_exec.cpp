@@ -403,7 +403,7 @@ ChainGraph AutoChain::build_graph(const std::vector<GraphStep>& steps, const Ten
     };
     const TensorList wrt = grad_inputs(in, out);
     P.has_backward = !wrt.empty();
-    for (const Tensor& t : in) P.grad_input.push_back(differentiable(t, out) ? 1 : 0);
+    P.grad_input.assign(k_in, 0);  // set by the measurement below
     if (P.has_backward) {
       // Twice: the step's own backward may work in place on its incoming gradient when nothing
       // else holds that (Note [In-place backward]); which case applies is resolved per step below.
@@ -425,10 +425,10 @@ ChainGraph AutoChain::build_graph(const std::vector<GraphStep>& steps, const Ten
           if (!differentiable(ins[k], y)) continue;
           const Tensor& gk = g[n++];
           P.grad_reusable[held][k] = autograd::reusable_gradient(gk);
-          if (!gk.defined()) {  // not reachable from the output (a conv's weight step and its input)
-            P.grad_input[k] = 0;
-            continue;
-          }
+          // Undefined when the input is not reachable from the output (a conv's weight step and
+          // the conv's input: it reads it, returns no gradient for it).
+          P.grad_input[k] = gk.defined();
+          if (!gk.defined()) continue;
           buf[k] = gk.storage().allocation();
           for (std::size_t a = 0; a < k; ++a)
             if (buf[a] == buf[k]) P.grad_alias[held][k] = static_cast<int64_t>(a), P.grad_alias[held][a] = static_cast<int64_t>(k);
@@ -622,7 +622,8 @@ ChainGraph AutoChain::build_graph(const std::vector<GraphStep>& steps, const Ten
       if (a <= j || a >= r || contributions_to[a] != 1) continue;
       bool added_between = false;
       for (int64_t q = a + 1; q < r; ++q)
-        for (int64_t in : steps[q].inputs) added_between = added_between || (in == j && prof[q].grad_input.size() > 0);
+        for (std::size_t k = 0; k < steps[q].inputs.size(); ++k)
+          added_between = added_between || (steps[q].inputs[k] == j && prof[q].grad_input[k]);
       if (!added_between && pending[a] >= prof[j].out_nbytes) pending[a] -= prof[j].out_nbytes;
       break;
     }
