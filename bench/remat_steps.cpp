@@ -23,7 +23,9 @@
 // Samples are per-step microseconds of the timed steps after --warmup; the peak is measured on a
 // separate step. Each configuration's steps alternate with StoreAll steps, and its overhead is the
 // median over the pairs of (step / the StoreAll step just before it) ("overhead"; the StoreAll
-// samples are "store_all_us", the ratio of the two medians "overhead_of_medians").
+// samples are "store_all_us", the ratio of the two medians "overhead_of_medians"). After StoreAll
+// the forward without autograd is measured: the whole-tensor floor ("forward_floor_bytes"), below
+// which no plan that keeps tensors whole can run.
 
 #include <chrono>
 #include <cstdio>
@@ -34,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/grad_mode.h"
 #include "autograd/remat/chain.h"
 #include "autograd/remat/peak.h"
 #include "autograd/remat/plan_exec.h"
@@ -262,6 +265,17 @@ class Runner {
 
   std::size_t chain_length() const { return net_.chain->size(); }
 
+  /// The fast-tier peak of the forward alone without autograd: every op's input and output
+  /// at once, nothing saved. A plan that keeps tensors whole runs every forward op at least once
+  /// with its input and output in the fast tier, so no budget below this can be met by one.
+  std::size_t forward_floor() {
+    net_.chain->set_policy(remat::ChainPolicy::store_all());
+    return remat::measure_fast_peak([&] {
+             autograd::NoGradGuard no_grad;
+             (void)net_.chain->forward(x_);
+           }).step_peak_bytes();
+  }
+
  private:
   void step(const Config& c, tape::StreamReport* report) {
     opt_.zero_grad();
@@ -344,6 +358,9 @@ int main(int argc, char** argv) try {
 
   const Measured base = runner.run({"store_all", remat::ChainPolicy::store_all(), 0});
   print_row("100 %", base);
+  const std::size_t floor = runner.forward_floor();
+  std::printf("  whole-tensor floor: the forward without autograd peaks at %.2f MiB = %.1f %% of StoreAll's\n",
+              static_cast<double>(floor) / (1 << 20), 100.0 * static_cast<double>(floor) / static_cast<double>(base.peak));
 
   // Every checkpoint configuration once (its peak does not depend on the budget).
   const int64_t n = static_cast<int64_t>(runner.chain_length());
@@ -361,6 +378,7 @@ int main(int argc, char** argv) try {
   j.kv("batch", static_cast<long long>(shape[0])).kv("slow_tier", slow_mode);
   j.key("store_all");
   json_measured(j, base);
+  j.kv("forward_floor_bytes", static_cast<long long>(floor));
   j.key("budgets").begin_array();
   for (double f : o.fractions) {
     const std::size_t budget = static_cast<std::size_t>(f * static_cast<double>(base.peak));
