@@ -213,13 +213,11 @@ void ManagedTable::fill(std::span<const int64_t> hot_rows, uint64_t seed) {
 void ManagedTable::before_lookup(std::span<const int64_t> indices) {
   if (policy_ != EmbeddingPolicy::Auto) return;
   const int64_t n = table_->nvectors();
-  for (std::size_t i = 0; i < indices.size(); ++i)
-    STRATA_CHECK(indices[i] >= 0 && indices[i] < n, "embedding ", table_->name(), ": index ", indices[i],
-                 " at position ", i, " is out of range [0, ", n, ")");
   // Without skew, and with repeats taking only free slots (step 4), a batch can change nothing but
-  // the counts: then (after the first kCountedFirst batches) only every kSampleEvery-th batch is counted, enough to notice skew when it
-  // appears, and the others cost just the range check above. Their admission rule admits nothing
-  // (no flag carries epoch 0; no count reaches 256).
+  // the counts: then (after the first kCountedFirst batches) only every kSampleEvery-th batch is
+  // counted, enough to notice skew when it appears. The others do not read their indices at all
+  // (the lookup kernel range-checks every index itself); their admission rule admits nothing (no
+  // flag carries epoch 0; no count reaches 256).
   if (!skewed_ && repeats_need_cheap_writes_ && counted_ >= kCountedFirst && ++unsampled_ % kSampleEvery != 0) {
     admit_min_ = 256;
     const std::uint8_t epoch = epoch_;
@@ -228,13 +226,18 @@ void ManagedTable::before_lookup(std::span<const int64_t> indices) {
     epoch_ = epoch;
     return;
   }
+  // The whole batch is range-checked before anything is counted; large batches are checked in
+  // the pass that groups them by row partition.
+  const bool grouped = indices.size() >= kParallelIndices;
+  if (grouped) group_by_part(indices);
+  else check_range(indices);
   if (epoch_ == kMaxEpoch) {  // flags of 63 batches ago would alias: clear them all
     for (int64_t r = 0; r < n; ++r) flag_of(r) = 0;
     epoch_ = 0;
   }
   ++epoch_;
   ++counted_;
-  auto_count(indices);
+  auto_count(indices, grouped);
 
   // The skew test (Note [Auto embedding policy], step 3).
   const double lambda = static_cast<double>(count_sum_) / static_cast<double>(n);
@@ -265,24 +268,42 @@ void ManagedTable::auto_rule() {
 // One pass over the batch: counts, epoch flags, the distinct rows, and the uncached repeating rows.
 // Large batches are grouped by row partition and the partitions counted in parallel; marked_ then
 // lists the partitions' first occurrences one partition after the other (deterministic).
-void ManagedTable::auto_count(std::span<const int64_t> indices) {
+void ManagedTable::check_range(std::span<const int64_t> indices) const {
+  const int64_t n = table_->nvectors();
+  for (std::size_t i = 0; i < indices.size(); ++i)
+    STRATA_CHECK(indices[i] >= 0 && indices[i] < n, "embedding ", table_->name(), ": index ", indices[i],
+                 " at position ", i, " is out of range [0, ", n, ")");
+}
+
+void ManagedTable::group_by_part(std::span<const int64_t> indices) {
+  static_assert(std::tuple_size_v<decltype(part_start_)> == kParts + 1);
+  const auto n = static_cast<uint64_t>(table_->nvectors());
+  part_start_.fill(0);
+  bool bad = false;  // part_of takes any value, so the check can wait for the end of the pass
+  for (int64_t r : indices) {
+    bad |= static_cast<uint64_t>(r) >= n;
+    ++part_start_[static_cast<std::size_t>(part_of(r)) + 1];
+  }
+  if (bad) check_range(indices);  // throws, naming the first bad index and its position
+  for (int p = 0; p < kParts; ++p) part_start_[p + 1] += part_start_[p];
+  bucketed_.resize(indices.size());
+  std::array<std::size_t, kParts> pos;
+  std::copy(part_start_.begin(), part_start_.begin() + kParts, pos.begin());
+  for (int64_t r : indices) bucketed_[pos[static_cast<std::size_t>(part_of(r))]++] = r;
+}
+
+void ManagedTable::auto_count(std::span<const int64_t> indices, bool grouped) {
   if (parts_.empty())
     for (int p = 0; p < kParts; ++p) parts_.push_back(std::make_unique<CountPart>());
   const std::size_t size = indices.size();
   int used = 1;
-  if (size < kParallelIndices) {
+  if (!grouped) {
     count_part(indices, *parts_[0]);
   } else {
-    std::array<std::size_t, kParts + 1> start{};
-    for (int64_t r : indices) ++start[static_cast<std::size_t>(part_of(r)) + 1];
-    for (int p = 0; p < kParts; ++p) start[p + 1] += start[p];
-    bucketed_.resize(size);
-    std::array<std::size_t, kParts> pos;
-    std::copy(start.begin(), start.begin() + kParts, pos.begin());
-    for (int64_t r : indices) bucketed_[pos[static_cast<std::size_t>(part_of(r))]++] = r;
     parallel_for(kParts, 1, [&](int64_t b, int64_t e) {
       for (int64_t p = b; p < e; ++p)
-        count_part(std::span<const int64_t>(bucketed_.data() + start[p], start[p + 1] - start[p]), *parts_[p]);
+        count_part(std::span<const int64_t>(bucketed_.data() + part_start_[p], part_start_[p + 1] - part_start_[p]),
+                   *parts_[p]);
     });
     used = kParts;
   }

@@ -60,6 +60,7 @@
 /// batch; with skew its content approaches the static optimum (the hottest rows), where
 /// Dynamic's FIFO pages lose several points.
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -126,7 +127,9 @@ class ManagedTable {
   /// Hook before the lookup of a batch, with all of this table's indices of the batch (between
   /// phases). Auto counts them (throwing strata::Error naming the table, position and row for an
   /// index out of [0, nvectors), before counting anything), decides which rows the lookup may
-  /// cache and may retire pages to make room; the others do nothing.
+  /// cache and may retire pages to make room; the others do nothing. A batch Auto does not count
+  /// (no skew and repeats not worth evictions: three batches in four) is not read, so its bad
+  /// indices are reported by the lookup instead.
   void before_lookup(std::span<const int64_t> indices);
   /// Hook after the update of a batch (between phases): Dynamic flushes the oldest page when the
   /// cache is full; every cached policy settles its pending slow-tier charges.
@@ -152,7 +155,9 @@ class ManagedTable {
   ManagedTable() = default;
   void fill(std::span<const int64_t> hot_rows, uint64_t seed);
   struct CountPart;
-  void auto_count(std::span<const int64_t> indices);
+  void check_range(std::span<const int64_t> indices) const;
+  void group_by_part(std::span<const int64_t> indices);
+  void auto_count(std::span<const int64_t> indices, bool grouped);
   void count_part(std::span<const int64_t> rows, CountPart& part);
   void auto_age();
   void auto_plan();
@@ -177,6 +182,7 @@ class ManagedTable {
   int64_t wanted_ = 0;           // uncached repeating rows of the coming batch
   std::vector<int64_t> marked_;  // distinct rows of the coming batch
   std::vector<int64_t> bucketed_;            // the batch's indices grouped by row partition
+  std::array<std::size_t, 9> part_start_{};  // bucketed_ offset of each partition (kParts + 1 entries)
   std::vector<std::unique_ptr<CountPart>> parts_;
   std::vector<std::size_t> marked_ends_;     // marked_ segment of each partition
   std::vector<uint64_t> histogram_;  // rows per count value 0..255

@@ -243,6 +243,16 @@ TEST(EmbeddingPolicy, BadInputGetsClearErrors) {
   EXPECT_THAT(message_of([&] { m->before_lookup(std::vector<int64_t>{-1}); }),
               HasSubstr("index -1 at position 0 is out of range"));
   for (int64_t r = 0; r < 10; ++r) EXPECT_EQ(m->access_count(r), 0) << r;
+  // A large batch (counted in parallel) is checked in the pass that groups it, still before
+  // anything is counted.
+  std::vector<int64_t> large(20000, 5);
+  large.back() = -7;
+  EXPECT_THAT(message_of([&] { m->before_lookup(large); }),
+              HasSubstr("embedding table 4: index -7 at position 19999 is out of range [0, 10)"));
+  large.back() = 10;
+  large[12345] = 11;
+  EXPECT_THAT(message_of([&] { m->before_lookup(large); }), HasSubstr("index 11 at position 12345 is out of range"));
+  for (int64_t r = 0; r < 10; ++r) EXPECT_EQ(m->access_count(r), 0) << r;
   m->before_lookup(std::vector<int64_t>{3, 3, 4});
   EXPECT_EQ(m->access_count(3), 2);
   EXPECT_EQ(m->access_count(4), 1);
@@ -372,6 +382,22 @@ TEST(EmbeddingPolicy, AutoDoesNotEvictForRepeatsWhenWritesAreDearer) {
   EXPECT_EQ(a.rows_evicted, 0u);
   EXPECT_EQ(a.cache.rows_cached, 0u);
   EXPECT_EQ(a.cache.hit_rate(), s.cache.hit_rate());  // the same random fill, the same hits
+  // Sampling: of four batches in this state one is counted and three are not read at all, so a
+  // bad index is the hook's error only in the counted one; the lookup reports it in every batch.
+  const std::vector<int64_t> bad = {1, n};
+  const std::vector<int64_t> offsets = {0, 2};
+  int hook_errors = 0;
+  for (int b = 0; b < 4; ++b) {
+    const std::string hook = message_of([&] { m->before_lookup(bad); });
+    if (hook != "(no error)") {
+      ++hook_errors;
+      EXPECT_THAT(hook, HasSubstr("index 20000 at position 1 is out of range [0, 20000)"));
+    }
+    std::vector<float> out(d);
+    EXPECT_THAT(message_of([&] { lookup(m->table(), {bad, offsets}, Pooling::Sum, {out.data(), d}); }),
+                HasSubstr("bag 0, position 1 (index 1): row 20000 is out of range [0, 20000)"));
+  }
+  EXPECT_EQ(hook_errors, 1);
   // With equal read and write costs (the other tests' throttle) the same input admits repeats.
   const PolicyRun cheap = run_policy(EmbeddingPolicy::Auto, batches, n, d, 0.1);
   EXPECT_GT(cheap.stats.cache.rows_cached, 0u);
