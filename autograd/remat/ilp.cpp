@@ -27,15 +27,19 @@ struct ProbDeleter {
 template <class NCol>
 std::optional<std::vector<double>> start_columns(const PlanGraph& graph, const std::vector<Decision>& d, int ncols,
                                                  int col_peak, const std::vector<std::vector<int64_t>>& anc,
-                                                 NCol&& n_col, const std::vector<int>& ia, const std::vector<int>& ja,
+                                                 NCol&& n_col, const std::vector<int>& own_col,
+                                                 const std::vector<int>& ia, const std::vector<int>& ja,
                                                  const std::vector<double>& ar, const std::vector<double>& row_lo,
                                                  const std::vector<double>& row_hi) {
   const auto n = static_cast<int64_t>(graph.values.size());
   std::vector<double> x(static_cast<std::size_t>(ncols) + 1, 0.0);
-  for (int64_t i = 0; i < n; ++i) x[static_cast<std::size_t>(3 * i + 1 + static_cast<int>(d[i]))] = 1.0;
   static_assert(static_cast<int>(Decision::Keep) == 0 && static_cast<int>(Decision::Stream) == 1 &&
                 static_cast<int>(Decision::Recompute) == 2);
   const std::vector<ValueWindow> w = value_windows(graph);
+  for (int64_t i = 0; i < n; ++i) {
+    const bool own = own_col[i] > 0 && d[i] != Decision::Recompute && !uses_hull(w[i], d);
+    x[static_cast<std::size_t>(own ? own_col[i] + static_cast<int>(d[i]) : 3 * i + 1 + static_cast<int>(d[i]))] = 1.0;
+  }
   const std::vector<std::vector<int64_t>> closures = recompute_closures(graph, d);
   for (int64_t v = 0; v < n; ++v) {
     if (w[v].needs.empty()) continue;  // no closure variables
@@ -160,7 +164,9 @@ IlpResult solve(const PlanGraph& graph, std::size_t budget_bytes, double time_li
 
   std::unique_ptr<glp_prob, ProbDeleter> lp(glp_create_prob());
   glp_set_obj_dir(lp.get(), GLP_MIN);
-  // Columns: k_i, s_i, r_i for every value, then n_{v,a}, then (min-peak) the peak T.
+  // Columns: k_i, s_i, r_i for every value, then n_{v,a}, then k'_i, s'_i (keep or stream on the
+  // value's own window: Note [Auto planning ILP]) for the values some dependent widens, then
+  // (min-peak) the peak T.
   auto col_k = [](int64_t i) { return static_cast<int>(3 * i + 1); };
   auto col_s = [](int64_t i) { return static_cast<int>(3 * i + 2); };
   auto col_r = [](int64_t i) { return static_cast<int>(3 * i + 3); };
@@ -168,10 +174,19 @@ IlpResult solve(const PlanGraph& graph, std::size_t budget_bytes, double time_li
   int ncols = static_cast<int>(3 * n);
   for (int64_t v = 0; v < n; ++v)
     for (std::size_t j = 0; j < anc[v].size(); ++j) ncol[v].push_back(++ncols);
+  std::vector<int> own_col(static_cast<std::size_t>(n), 0);  // k'_i; s'_i is the next column
+  for (int64_t i = 0; i < n; ++i)
+    if (!w[i].widened_by.empty()) {
+      own_col[i] = ncols + 1;
+      ncols += 2;
+    }
   const int col_peak = min_peak ? ++ncols : 0;
   if (ncols > 0) glp_add_cols(lp.get(), ncols);
-  for (int64_t i = 0; i < n; ++i)
+  for (int64_t i = 0; i < n; ++i) {
     for (int c : {col_k(i), col_s(i), col_r(i)}) glp_set_col_kind(lp.get(), c, GLP_BV);
+    if (own_col[i] > 0)
+      for (int c : {own_col[i], own_col[i] + 1}) glp_set_col_kind(lp.get(), c, GLP_BV);
+  }
   for (int64_t v = 0; v < n; ++v)
     for (int c : ncol[v]) glp_set_col_bnds(lp.get(), c, GLP_DB, 0.0, 1.0);
   if (min_peak) glp_set_col_bnds(lp.get(), col_peak, GLP_LO, 0.0, 0.0);
@@ -186,7 +201,10 @@ IlpResult solve(const PlanGraph& graph, std::size_t budget_bytes, double time_li
   // Objective, scaled so the largest coefficient is 1e3 (times may be tiny in seconds).
   std::vector<double> obj(static_cast<std::size_t>(ncols) + 1, 0.0);
   if (!min_peak) {
-    for (int64_t i = 0; i < n; ++i) obj[col_s(i)] = w[i].stream_cost;
+    for (int64_t i = 0; i < n; ++i) {
+      obj[col_s(i)] = w[i].stream_cost;
+      if (own_col[i] > 0) obj[own_col[i] + 1] = w[i].own.stream_cost;
+    }
     for (int64_t v = 0; v < n; ++v) {  // the closure re-runs at every need point of v
       const auto uses = static_cast<double>(w[v].needs.size());
       obj[col_r(v)] += uses * graph.ops[graph.values[v].producer].forward_time;
@@ -218,11 +236,26 @@ IlpResult solve(const PlanGraph& graph, std::size_t budget_bytes, double time_li
     ar.push_back(a);
   };
 
-  for (int64_t i = 0; i < n; ++i) {  // k + s + r = 1
+  for (int64_t i = 0; i < n; ++i) {  // k + s + r (+ k' + s') = 1
     add_row(GLP_FX, 1.0, 1.0);
     put(col_k(i), 1.0);
     put(col_s(i), 1.0);
     put(col_r(i), 1.0);
+    if (own_col[i] == 0) continue;
+    put(own_col[i], 1.0);
+    put(own_col[i] + 1, 1.0);
+    // The hull only when a dependent that widens it is recomputed: k + s - Σ r_w <= 0; the own
+    // window only when none is: k' + s' + r_w <= 1 for each.
+    add_row(GLP_UP, 0.0, 0.0);
+    put(col_k(i), 1.0);
+    put(col_s(i), 1.0);
+    for (int64_t d : w[i].widened_by) put(col_r(d), -1.0);
+    for (int64_t d : w[i].widened_by) {
+      add_row(GLP_UP, 0.0, 1.0);
+      put(own_col[i], 1.0);
+      put(own_col[i] + 1, 1.0);
+      put(col_r(d), 1.0);
+    }
   }
   auto is_candidate = [&](int64_t v, int64_t a) { return a == v || std::binary_search(anc[v].begin(), anc[v].end(), a); };
   for (int64_t v = 0; v < n; ++v) {  // n_{v,u} - n_{v,w} - r_u >= -1
@@ -252,6 +285,12 @@ IlpResult solve(const PlanGraph& graph, std::size_t budget_bytes, double time_li
       for (int64_t t = v.last_forward_use + 1; t <= w[i].last; ++t) terms[t].emplace_back(col_k(i), b);
       for (int64_t t = v.last_forward_use + 1; t <= w[i].evict_until; ++t) terms[t].emplace_back(col_s(i), b);
       for (int64_t t = w[i].stream_from; t <= w[i].last; ++t) terms[t].emplace_back(col_s(i), b);
+      if (own_col[i] > 0) {
+        const WindowSpan& o = w[i].own;
+        for (int64_t t = v.last_forward_use + 1; t <= o.last; ++t) terms[t].emplace_back(own_col[i], b);
+        for (int64_t t = v.last_forward_use + 1; t <= o.evict_until; ++t) terms[t].emplace_back(own_col[i] + 1, b);
+        for (int64_t t = o.stream_from; t <= o.last; ++t) terms[t].emplace_back(own_col[i] + 1, b);
+      }
     }
     for (int64_t t : w[i].needs) {
       if (recompute_bytes(i) > 0) terms[t].emplace_back(col_r(i), recompute_bytes(i));
@@ -322,7 +361,7 @@ IlpResult solve(const PlanGraph& graph, std::size_t budget_bytes, double time_li
     if (!min_peak)
       if (auto d = greedy_decisions(graph, budget_bytes)) candidates.push_back(std::move(*d));
     for (const auto& d : candidates) {
-      if (auto x = start_columns(graph, d, ncols, col_peak, anc, n_col, ia, ja, ar, row_lo, row_hi))
+      if (auto x = start_columns(graph, d, ncols, col_peak, anc, n_col, own_col, ia, ja, ar, row_lo, row_hi))
         starts.push_back(std::move(*x));
     }
   }
@@ -386,7 +425,8 @@ IlpResult solve(const PlanGraph& graph, std::size_t budget_bytes, double time_li
   result.status = IlpStatus::Optimal;
   result.decisions.resize(static_cast<std::size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
-    if (glp_mip_col_val(lp.get(), col_s(i)) > 0.5) result.decisions[i] = Decision::Stream;
+    const bool own_stream = own_col[i] > 0 && glp_mip_col_val(lp.get(), own_col[i] + 1) > 0.5;
+    if (own_stream || glp_mip_col_val(lp.get(), col_s(i)) > 0.5) result.decisions[i] = Decision::Stream;
     else if (glp_mip_col_val(lp.get(), col_r(i)) > 0.5) result.decisions[i] = Decision::Recompute;
     else result.decisions[i] = Decision::Keep;
   }

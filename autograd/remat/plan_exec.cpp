@@ -675,6 +675,7 @@ Tensor AutoChain::run_graph(const std::vector<GraphStep>& steps, const Tensor& i
     entry->chain = build_graph(steps, input);
     entry->plan = planner_.plan(entry->chain.graph, budget_);
     entry->chain.graph.sync_prefetch = entry->plan.sync_prefetch;  // the variant the plan is for
+    entry->chain.graph.sync_evict = entry->plan.sync_evict;
     // The schedule of the moves (Note [Auto chain execution]).
     const PlanGraph& g = entry->chain.graph;
     const std::vector<ValueWindow> w = value_windows(g);
@@ -685,13 +686,14 @@ Tensor AutoChain::run_graph(const std::vector<GraphStep>& steps, const Tensor& i
     entry->wait_evict_at.assign(static_cast<std::size_t>(P), {});
     entry->prefetch_at.assign(static_cast<std::size_t>(P), {});
     for (std::size_t v = 0; v < n; ++v) {
-      if (entry->plan.decisions[v] != Decision::Stream || w[v].first < 0) continue;
-      const int64_t gap = w[v].evict_until + 1;
-      if (gap >= w[v].stream_from || gap > w[v].last) continue;  // resident throughout: nothing to move
+      const WindowSpan& span = span_under(w[v], entry->plan.decisions);  // the hull or its own window
+      if (entry->plan.decisions[v] != Decision::Stream || span.first < 0) continue;
+      const int64_t gap = span.evict_until + 1;
+      if (gap >= span.stream_from || gap > span.last) continue;  // resident throughout: nothing to move
       entry->moves[v] = 1;
       entry->evict_after[g.values[v].last_forward_use].push_back(static_cast<int64_t>(v));
       entry->wait_evict_at[gap].push_back(static_cast<int64_t>(v));
-      entry->prefetch_at[w[v].stream_from].push_back(static_cast<int64_t>(v));
+      entry->prefetch_at[span.stream_from].push_back(static_cast<int64_t>(v));
     }
     ++plans_made_;
     it = cache_.emplace(key, std::move(entry)).first;

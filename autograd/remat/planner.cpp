@@ -5,6 +5,7 @@
 #include <cmath>
 #include <iomanip>
 #include <limits>
+#include <numeric>
 #include <sstream>
 
 #include "autograd/remat/ilp.h"
@@ -47,6 +48,7 @@ void PlanGraph::validate() const {
   }
   STRATA_CHECK(evict_lag >= 0, "PlanGraph: evict lag ", evict_lag, "; expected a number of points >= 0");
   STRATA_CHECK(!sync_prefetch || timed_moves, "PlanGraph: sync_prefetch needs timed_moves");
+  STRATA_CHECK(!sync_evict || timed_moves, "PlanGraph: sync_evict needs timed_moves");
   STRATA_CHECK(move_compute_share >= 0 && move_compute_share <= 1 && bandwidth.cpu_seconds_per_byte >= 0 &&
                    std::isfinite(bandwidth.cpu_seconds_per_byte),
                "PlanGraph: move compute share ", move_compute_share, " and copy CPU time ",
@@ -82,6 +84,7 @@ std::string PlanGraph::signature() const {
   if (evict_lag != 0) os << '#' << evict_lag;
   if (timed_moves) os << "#timed";
   if (sync_prefetch) os << "#sync";
+  if (sync_evict) os << "#sync_evict";
   if (move_compute_share != 0.0) os << "#cpu" << move_compute_share << ',' << bandwidth.cpu_seconds_per_byte;
   return os.str();
 }
@@ -105,6 +108,54 @@ std::string to_string(PlanSource s) {
   return "?";
 }
 
+namespace {
+
+// The residency of a kept or streamed value over the window [span.first, span.last] (set by the
+// caller; first < 0: never needed after its forward).
+void fill_span(const PlanGraph& graph, const PlanValue& v, WindowSpan& span) {
+  span.move_time = span.overlap_window = span.stream_cost = 0.0;
+  if (span.first < 0) {  // never needed again: dead after its forward, nothing to move
+    span.evict_until = v.last_forward_use;
+    span.stream_from = v.last_forward_use + 1;
+    return;
+  }
+  const auto bytes = static_cast<double>(v.bytes);
+  span.move_time = bytes / graph.bandwidth.fast_to_slow + bytes / graph.bandwidth.slow_to_fast;
+  double window = 0.0;
+  for (int64_t t = v.last_forward_use + 1; t < span.first; ++t) window += graph.point_time(t);
+  span.overlap_window = window;
+  span.stream_cost = std::max(0.0, span.move_time - window);
+  const double cpu_cost = graph.move_compute_share * bytes * graph.bandwidth.cpu_seconds_per_byte;
+  if (!graph.timed_moves) {
+    span.evict_until = std::min(v.last_forward_use + graph.evict_lag, span.last);
+    span.stream_from = std::max(v.last_forward_use + 1 + graph.evict_lag, span.first - 1);
+    if (span.evict_until + 1 < span.stream_from && span.evict_until + 1 <= span.last) span.stream_cost += cpu_cost;
+    return;
+  }
+  // Timed moves: each copy overlaps the points its time needs.
+  const double t_out = bytes / graph.bandwidth.fast_to_slow, t_in = bytes / graph.bandwidth.slow_to_fast;
+  int64_t e = v.last_forward_use;
+  double out_window = 0.0;
+  // sync_evict: the point after the last forward use waits for the whole eviction.
+  while (!graph.sync_evict && e < span.last && (e == v.last_forward_use || out_window < t_out))
+    out_window += graph.point_time(++e);
+  int64_t s = span.first - 1;
+  double in_window = s > e ? graph.point_time(s) : 0.0;
+  while (s - 1 > e && in_window < t_in) in_window += graph.point_time(--s);
+  if (graph.sync_prefetch) {  // fetched at the need point, the whole copy exposed
+    s = span.first;
+    in_window = 0.0;
+  }
+  span.evict_until = e;
+  span.stream_from = std::max(s, e + 1);
+  span.overlap_window = out_window + in_window;
+  span.stream_cost = e + 1 >= span.stream_from || e + 1 > span.last
+                         ? 0.0
+                         : std::max(0.0, t_out - out_window) + std::max(0.0, t_in - in_window) + cpu_cost;
+}
+
+}  // namespace
+
 std::vector<ValueWindow> value_windows(const PlanGraph& graph) {
   const std::size_t n = graph.values.size();
   std::vector<ValueWindow> w(n);
@@ -116,54 +167,64 @@ std::vector<ValueWindow> value_windows(const PlanGraph& graph) {
     w[i].needs.erase(std::unique(w[i].needs.begin(), w[i].needs.end()), w[i].needs.end());
     w[i].need = w[i].first = w[i].needs.empty() ? -1 : w[i].needs.front();
     w[i].last = w[i].needs.empty() ? -1 : w[i].needs.back();
+    w[i].own.first = w[i].first;
+    w[i].own.last = w[i].last;
   }
   auto widen = [](ValueWindow& x, int64_t point) {
     x.first = x.first < 0 ? point : std::min(x.first, point);
     x.last = std::max(x.last, point);
   };
+  // Who may read a value in a recompute: a value with need points itself; an idle one (no need
+  // point) only inside the recompute closure of a value that reads it, so its readers' readers, and
+  // so on (its recompute then reads its own deps at their need points).
+  std::vector<std::vector<int64_t>> dependents(n), readers(n);
   for (std::size_t i = 0; i < n; ++i)
-    for (int64_t d : graph.values[i].deps)
-      for (int64_t t : w[i].needs) widen(w[d], t);
+    for (int64_t d : graph.values[i].deps) dependents[d].push_back(static_cast<int64_t>(i));
+  std::vector<std::size_t> order(n);
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return graph.values[a].producer != graph.values[b].producer ? graph.values[a].producer > graph.values[b].producer
+                                                                : a > b;
+  });
+  for (std::size_t i : order) {  // dependents before the values they read (deps point to lower producers)
+    if (!w[i].needs.empty()) {
+      readers[i] = {static_cast<int64_t>(i)};
+      continue;
+    }
+    for (int64_t u : dependents[i]) readers[i].insert(readers[i].end(), readers[u].begin(), readers[u].end());
+    std::sort(readers[i].begin(), readers[i].end());
+    readers[i].erase(std::unique(readers[i].begin(), readers[i].end()), readers[i].end());
+  }
+  for (std::size_t d = 0; d < n; ++d) {
+    ValueWindow& x = w[d];
+    for (int64_t dep : dependents[d])
+      for (int64_t u : readers[dep]) {
+        bool outside = false;
+        for (int64_t t : w[u].needs) {
+          outside = outside || x.own.first < 0 || t < x.own.first || t > x.own.last;
+          widen(x, t);
+        }
+        if (outside) x.widened_by.push_back(u);
+      }
+    std::sort(x.widened_by.begin(), x.widened_by.end());
+    x.widened_by.erase(std::unique(x.widened_by.begin(), x.widened_by.end()), x.widened_by.end());
+  }
   for (std::size_t i = 0; i < n; ++i) {
-    const PlanValue& v = graph.values[i];
-    if (w[i].first < 0) {  // never needed again: dead after its forward, nothing to move
-      w[i].evict_until = v.last_forward_use;
-      w[i].stream_from = v.last_forward_use + 1;
-      continue;
-    }
-    const auto bytes = static_cast<double>(v.bytes);
-    w[i].move_time = bytes / graph.bandwidth.fast_to_slow + bytes / graph.bandwidth.slow_to_fast;
-    double window = 0.0;
-    for (int64_t t = v.last_forward_use + 1; t < w[i].first; ++t) window += graph.point_time(t);
-    w[i].overlap_window = window;
-    w[i].stream_cost = std::max(0.0, w[i].move_time - window);
-    const double cpu_cost = graph.move_compute_share * bytes * graph.bandwidth.cpu_seconds_per_byte;
-    if (!graph.timed_moves) {
-      w[i].evict_until = std::min(v.last_forward_use + graph.evict_lag, w[i].last);
-      w[i].stream_from = std::max(v.last_forward_use + 1 + graph.evict_lag, w[i].first - 1);
-      if (w[i].evict_until + 1 < w[i].stream_from && w[i].evict_until + 1 <= w[i].last) w[i].stream_cost += cpu_cost;
-      continue;
-    }
-    // Timed moves: each copy overlaps the points its time needs.
-    const double t_out = bytes / graph.bandwidth.fast_to_slow, t_in = bytes / graph.bandwidth.slow_to_fast;
-    int64_t e = v.last_forward_use;
-    double out_window = 0.0;
-    while (e < w[i].last && (e == v.last_forward_use || out_window < t_out)) out_window += graph.point_time(++e);
-    int64_t s = w[i].first - 1;
-    double in_window = s > e ? graph.point_time(s) : 0.0;
-    while (s - 1 > e && in_window < t_in) in_window += graph.point_time(--s);
-    if (graph.sync_prefetch) {  // fetched at the need point, the whole copy exposed
-      s = w[i].first;
-      in_window = 0.0;
-    }
-    w[i].evict_until = e;
-    w[i].stream_from = std::max(s, e + 1);
-    w[i].overlap_window = out_window + in_window;
-    w[i].stream_cost = e + 1 >= w[i].stream_from || e + 1 > w[i].last
-                           ? 0.0
-                           : std::max(0.0, t_out - out_window) + std::max(0.0, t_in - in_window) + cpu_cost;
+    fill_span(graph, graph.values[i], w[i]);
+    if (w[i].widened_by.empty()) w[i].own = static_cast<const WindowSpan&>(w[i]);
+    else fill_span(graph, graph.values[i], w[i].own);
   }
   return w;
+}
+
+bool uses_hull(const ValueWindow& w, const std::vector<Decision>& decisions) {
+  for (int64_t d : w.widened_by)
+    if (decisions[static_cast<std::size_t>(d)] == Decision::Recompute) return true;
+  return false;
+}
+
+const WindowSpan& span_under(const ValueWindow& w, const std::vector<Decision>& decisions) {
+  return uses_hull(w, decisions) ? static_cast<const WindowSpan&>(w) : w.own;
 }
 
 std::vector<std::vector<int64_t>> recompute_closures(const PlanGraph& graph, const std::vector<Decision>& decisions) {
@@ -211,14 +272,15 @@ Evaluation evaluate(const PlanGraph& graph, const std::vector<Decision>& decisio
   for (std::size_t i = 0; i < n; ++i) {
     const PlanValue& v = graph.values[i];
     for (int64_t t = v.producer; t <= v.last_forward_use; ++t) e.point_bytes[t] += v.bytes;
+    const WindowSpan& span = span_under(w[i], decisions);
     switch (decisions[i]) {
       case Decision::Keep:
-        for (int64_t t = v.last_forward_use + 1; t <= w[i].last; ++t) e.point_bytes[t] += v.bytes;
+        for (int64_t t = v.last_forward_use + 1; t <= span.last; ++t) e.point_bytes[t] += v.bytes;
         break;
       case Decision::Stream:
-        for (int64_t t = v.last_forward_use + 1; t <= w[i].evict_until; ++t) e.point_bytes[t] += v.bytes;
-        for (int64_t t = w[i].stream_from; t <= w[i].last; ++t) e.point_bytes[t] += v.bytes;
-        e.move_time += w[i].stream_cost;
+        for (int64_t t = v.last_forward_use + 1; t <= span.evict_until; ++t) e.point_bytes[t] += v.bytes;
+        for (int64_t t = span.stream_from; t <= span.last; ++t) e.point_bytes[t] += v.bytes;
+        e.move_time += span.stream_cost;
         break;
       case Decision::Recompute: {
         std::size_t closure_bytes = 0;
@@ -261,17 +323,21 @@ std::size_t uniform_peak(const PlanGraph& graph, Decision d) {
   throw;  // unreachable
 }
 
-// A value no backward step consumes (empty N(v)) that no recompute reads from — no member of a
-// recompute closure depends on it — is held for nothing when kept or streamed: dropping it
+// A value no backward step consumes (empty N(v)) that no recompute reads from — no member of the
+// recompute closure of a value with a backward use depends on it — is held for nothing when kept
+// or streamed (and a kept one would be held by the recipe of an idle dependent in the forward, where
+// the model frees it after its last forward use): dropping it
 // (Recompute, which then re-runs nothing) costs no time and lowers the bytes at some points. The
 // ILP is indifferent between the three; the executor should not keep such a value alive.
 void drop_idle_values(const PlanGraph& graph, std::vector<Decision>& decisions) {
   const std::vector<ValueWindow> w = value_windows(graph);
   const auto closures = recompute_closures(graph, decisions);
   std::vector<char> read(graph.values.size(), 0);
-  for (const auto& closure : closures)
-    for (int64_t a : closure)
+  for (std::size_t v = 0; v < closures.size(); ++v) {
+    if (w[v].needs.empty()) continue;  // an idle value's closure never re-runs
+    for (int64_t a : closures[v])
       for (int64_t u : graph.values[a].deps) read[u] = 1;
+  }
   for (std::size_t i = 0; i < graph.values.size(); ++i)
     if (w[i].needs.empty() && !read[i]) decisions[i] = Decision::Recompute;
 }
@@ -393,6 +459,19 @@ PlanGraph with_sync_prefetch(PlanGraph graph) {
   return graph;
 }
 
+PlanGraph with_sync_moves(PlanGraph graph) {
+  graph.sync_prefetch = graph.sync_evict = true;
+  return graph;
+}
+
+std::vector<PlanGraph> fallback_variants(const PlanGraph& graph) {
+  std::vector<PlanGraph> out{graph};
+  if (!graph.timed_moves) return out;
+  if (!graph.sync_prefetch) out.push_back(with_sync_prefetch(graph));
+  if (!graph.sync_evict) out.push_back(with_sync_moves(graph));
+  return out;
+}
+
 namespace {
 
 // minimum_budget of the graph as it is (no sync_prefetch fallback).
@@ -413,9 +492,8 @@ std::size_t minimum_budget(const PlanGraph& graph, double time_limit_seconds) {
 
 std::size_t lowest_budget(const PlanGraph& graph, double time_limit_seconds) {
   graph.validate();
-  std::size_t m = own_minimum(graph, time_limit_seconds);
-  if (graph.timed_moves && !graph.sync_prefetch)
-    m = std::min(m, own_minimum(with_sync_prefetch(graph), time_limit_seconds));
+  std::size_t m = std::numeric_limits<std::size_t>::max();
+  for (const PlanGraph& g : fallback_variants(graph)) m = std::min(m, own_minimum(g, time_limit_seconds));
   return m;
 }
 
@@ -437,10 +515,12 @@ Plan Planner::plan(const PlanGraph& graph, std::size_t budget_bytes) {
     prefer_keep(graph, p.decisions, budget_bytes);
     p.predicted = evaluate(graph, p.decisions);
     p.source = PlanSource::Ilp;
-  } else if (r.status == IlpStatus::Infeasible && graph.timed_moves && !graph.sync_prefetch) {
-    // Asynchronous prefetches cannot reach the budget: fetch at the need points instead (Note
-    // [Auto planning model]); that variant's error names the minimum if it cannot either.
-    p = plan(with_sync_prefetch(graph), budget_bytes);
+  } else if (const std::vector<PlanGraph> next = fallback_variants(graph);
+             r.status == IlpStatus::Infeasible && next.size() > 1) {
+    // Asynchronous moves cannot reach the budget: fetch at the need points instead, and then
+    // also wait for evictions (Note [Auto planning model]); the last variant's error names the
+    // minimum if none can.
+    p = plan(next[1], budget_bytes);
     p.source = p.source == PlanSource::Cached ? PlanSource::Ilp : p.source;
     cache_.emplace(key, p);
     return p;
@@ -459,6 +539,7 @@ Plan Planner::plan(const PlanGraph& graph, std::size_t budget_bytes) {
   p.budget_bytes = budget_bytes;
   p.solve_seconds = seconds_since(t0);
   p.sync_prefetch = graph.sync_prefetch;
+  p.sync_evict = graph.sync_evict;
   cache_.emplace(key, p);
   return p;
 }
@@ -476,14 +557,16 @@ std::string explain(const PlanGraph& graph, const Plan& plan) {
     const double rc = plan.decisions[i] == Decision::Recompute ? e.value_recompute_cost[i]
                                                                 : graph.ops[v.producer].forward_time;
     os << std::left << std::setw(24) << (v.name.empty() ? "v" + std::to_string(i) : v.name) << std::right
-       << std::setw(14) << v.bytes << std::setw(16) << std::setprecision(6) << rc << std::setw(16) << w[i].stream_cost
+       << std::setw(14) << v.bytes << std::setw(16) << std::setprecision(6) << rc << std::setw(16)
+       << span_under(w[i], plan.decisions).stream_cost
        << "  " << to_string(plan.decisions[i]) << "\n";
   }
   os << "predicted peak " << e.peak_bytes << " bytes (budget " << plan.budget_bytes << ") at point " << e.peak_point
      << "; predicted step time " << e.step_time << " s (compute " << e.base_time << ", recompute "
      << e.recompute_time << ", exposed moves " << e.move_time << "); plan by " << to_string(plan.source)
      << (plan.ilp_timed_out ? " (ILP timed out)" : "") << " in " << plan.solve_seconds << " s"
-     << (graph.sync_prefetch ? "; streamed values are fetched at their need points (synchronous)" : "") << "\n";
+     << (graph.sync_prefetch ? "; streamed values are fetched at their need points (synchronous)" : "")
+     << (graph.sync_evict ? "; each eviction finishes before the next op runs (synchronous)" : "") << "\n";
   return os.str();
 }
 

@@ -10,8 +10,14 @@
 /// forward (t < m) or backward time. A saved value v has `bytes`, a `producer` op, a
 /// `last_forward_use` op (>= producer) and a `backward_use` op whose backward step consumes it, and
 /// `deps`: the saved values its producer reads (what a recompute of v needs). Let need(v) be the
-/// point of v's backward use and [first(v), last(v)] the hull of need(v) and need(w) for every w
-/// with v in deps(w) (a kept or streamed v may serve the recompute of w). Residency in the fast
+/// point of v's backward use and [first(v), last(v)] v's window: when some w with v in deps(w) is
+/// recomputed, the hull of need(v) and need(w) for every such w (a kept or streamed v serves the
+/// recompute of w; the hull takes them all, recomputed or not, which keeps the ILP linear), else
+/// v's own [need(v), need(v)]. A w that no backward step reads is re-run only inside the
+/// closures of its own readers, so it passes them on: v's window widens by their need points.
+/// (Before, the hull applied whatever the decisions, and held VGG's relu outputs through the
+/// next batch norm's backward for a recompute that never ran; and it missed the readers behind
+/// idle values, under-predicting plans near 10 % of SmallVgg's peak by 128 KiB.) Residency in the fast
 /// tier, per decision (every value is resident on [producer, last_forward_use] whatever it is):
 ///  - Keep: resident from its producer to last(v).
 ///  - Stream: evicted after its last forward use, prefetched at point first(v)-1 (one step ahead),
@@ -63,6 +69,13 @@
 ///    that each read a large value (batch norm's input, then the next conv's input) otherwise hold
 ///    both at the first of them, which bounds how low the peak can go. Planner::plan falls back to
 ///    this variant when a budget is below what asynchronous prefetches reach.
+///  - The graph's `sync_evict` (with timed_moves): a streamed value's eviction starts after its
+///    last forward use and the next point waits for it: resident only on [producer, lfu] in the
+///    forward, its whole eviction time bytes/bw_out exposed. An asynchronous eviction keeps the
+///    value while the next points write their outputs (VGG's first block: an 8 MiB batch-norm
+///    input held for the ~1.8 ms its eviction takes while the batch norm and relu write two more
+///    8 MiB tensors). Planner::plan falls back to sync_prefetch + sync_evict when a budget is
+///    below what sync_prefetch alone reaches.
 ///  - The graph's `move_compute_share` s: a value that moves adds s x bytes x
 ///    bandwidth.cpu_seconds_per_byte to its stream cost however well the copies overlap. With no
 ///    copy engine, the mover thread's copying takes a core the compute threads would use. The
@@ -120,6 +133,7 @@ struct PlanGraph {
   int64_t evict_lag = 0;  ///< points a streamed value stays resident after its last forward use
   bool timed_moves = false;  ///< copies take the points their time needs (Note [Auto planning model])
   bool sync_prefetch = false;  ///< with timed_moves: fetches wait at the need point (Note [Auto planning model])
+  bool sync_evict = false;     ///< with timed_moves: evictions finish before the next point (same Note)
   /// Share of the copies' CPU time the step loses even when they overlap compute (0: copies cost
   /// the compute nothing, AutoTM's copy engine; Note [Auto planning model]).
   double move_compute_share = 0.0;
@@ -138,18 +152,35 @@ struct PlanGraph {
 enum class Decision { Keep, Stream, Recompute };
 std::string to_string(Decision d);
 
-/// Per-value quantities of the cost model that do not depend on other decisions.
-struct ValueWindow {
-  std::vector<int64_t> needs;             ///< N(v), ascending (empty: no backward use)
-  int64_t need = 0, first = 0, last = 0;  ///< points (Note [Auto planning model]); need = min N(v);
-                                          ///< -1 when there is none (first/last: no need, no dependent)
-  int64_t evict_until = 0;                ///< a streamed value is resident on [lfu+1, evict_until] (evict_lag)
-  double move_time = 0.0;                 ///< both copies
-  double overlap_window = 0.0;            ///< compute time the copies can hide behind
-  double stream_cost = 0.0;               ///< max(0, move_time - overlap_window)
-  int64_t stream_from = 0;                ///< first point a streamed value is resident again
+/// Where a kept or streamed value is resident, for one window [first, last] of backward points.
+struct WindowSpan {
+  int64_t first = 0, last = 0;  ///< points (Note [Auto planning model]); -1 when there is none
+  int64_t evict_until = 0;      ///< a streamed value is resident on [lfu+1, evict_until] (evict_lag)
+  double move_time = 0.0;       ///< both copies
+  double overlap_window = 0.0;  ///< compute time the copies can hide behind
+  double stream_cost = 0.0;     ///< max(0, move_time - overlap_window)
+  int64_t stream_from = 0;      ///< first point a streamed value is resident again
+};
+
+/// Per-value quantities of the cost model. The WindowSpan base is the hull: the value's own need
+/// points and those of every value w with it in deps(w) (it serves their recomputes). `own` is the
+/// window of its own need points; a value uses it when none of `widened_by` is recomputed
+/// (uses_hull; Note [Auto planning model]).
+struct ValueWindow : WindowSpan {
+  std::vector<int64_t> needs;  ///< N(v), ascending (empty: no backward use)
+  int64_t need = 0;            ///< min N(v), -1 when empty
+  /// The values that may read this one in a recompute and have a need point outside `own`
+  /// (ascending): its dependents with need points and, through dependents with none (idle values,
+  /// re-run only inside their readers' closures), those dependents' readers, transitively.
+  std::vector<int64_t> widened_by;
+  WindowSpan own;  ///< the window of N(v) alone (the hull itself when widened_by is empty)
 };
 std::vector<ValueWindow> value_windows(const PlanGraph& graph);
+/// True when `w`'s value must be resident on its hull under `decisions`: a value that widens its
+/// window is recomputed (its recompute reads this value at its need points).
+bool uses_hull(const ValueWindow& w, const std::vector<Decision>& decisions);
+/// The span `w`'s value follows under `decisions` (the hull or its own).
+const WindowSpan& span_under(const ValueWindow& w, const std::vector<Decision>& decisions);
 
 /// The recompute closure of each value under `decisions` (indices, v first): v and, transitively,
 /// its recomputed deps. Empty for values that are not recomputed.
@@ -184,13 +215,20 @@ struct Plan {
   PlanSource source = PlanSource::Ilp;
   double solve_seconds = 0.0;
   bool ilp_timed_out = false;  ///< the ILP hit its time limit and the greedy plan was used
-  /// The plan is for the graph's sync_prefetch variant (Planner::plan's fallback): evaluate and
-  /// execute it on that variant (with_sync_prefetch).
+  /// The plan is for the graph's sync_prefetch (and sync_evict) variant (Planner::plan's
+  /// fallbacks): evaluate and execute it on that variant (with_sync_prefetch, with_sync_moves).
   bool sync_prefetch = false;
+  bool sync_evict = false;
 };
 
 /// `graph` with sync_prefetch set.
 PlanGraph with_sync_prefetch(PlanGraph graph);
+/// `graph` with sync_prefetch and sync_evict set.
+PlanGraph with_sync_moves(PlanGraph graph);
+/// The variants Planner::plan tries in turn, each reaching lower budgets at a higher exposed
+/// move cost: the graph itself and, for a timed_moves graph, with_sync_prefetch and then
+/// with_sync_moves (those it does not set already).
+std::vector<PlanGraph> fallback_variants(const PlanGraph& graph);
 
 /// Enumerates all 3^n assignments (n <= 14) and returns the fastest whose peak fits `budget_bytes`
 /// (ties: the first in enumeration order, value 0 varying slowest with Keep < Stream < Recompute).
@@ -212,8 +250,8 @@ std::optional<std::vector<Decision>> greedy_decisions(const PlanGraph& graph, st
 /// `time_limit_seconds`, else the smaller of the all-stream and all-recompute peaks, an upper
 /// bound) — the number an infeasible budget's error names.
 std::size_t minimum_budget(const PlanGraph& graph, double time_limit_seconds = 10.0);
-/// The smallest budget Planner::plan meets: minimum_budget of the graph, or of its sync_prefetch
-/// variant when that is lower (timed_moves graphs; Note [Auto planning model]).
+/// The smallest budget Planner::plan meets: the lowest minimum_budget of fallback_variants(graph)
+/// (Note [Auto planning model]).
 std::size_t lowest_budget(const PlanGraph& graph, double time_limit_seconds = 10.0);
 
 struct PlannerOptions {
@@ -229,8 +267,9 @@ class Planner {
   /// returns the cached plan (source Cached). Values with no backward use that no recompute reads
   /// are set to Recompute (dropped after their forward: no cost, no bytes), and a streamed value
   /// is kept instead when the budget allows it at no extra predicted time. A timed_moves graph
-  /// whose asynchronous prefetches cannot reach the budget is planned as its sync_prefetch
-  /// variant (the plan says so). Throws strata::Error for an invalid graph or when the budget is
+  /// whose asynchronous moves cannot reach the budget is planned as its sync_prefetch variant,
+  /// and below that one's minimum as its sync_prefetch + sync_evict variant (the plan says which:
+  /// fallback_variants). Throws strata::Error for an invalid graph or when the budget is
   /// below the minimum budget (the message names it).
   Plan plan(const PlanGraph& graph, std::size_t budget_bytes);
   std::size_t cache_size() const { return cache_.size(); }

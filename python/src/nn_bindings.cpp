@@ -739,6 +739,7 @@ void bind_containers(py::module_& nnm) {
         out["solve_seconds"] = p->solve_seconds;
         out["ilp_timed_out"] = p->ilp_timed_out;
         out["sync_prefetch"] = p->sync_prefetch;  // streamed values fetched at their need points
+        out["sync_evict"] = p->sync_evict;        // evictions finish before the next op runs
         out["budget_bytes"] = p->budget_bytes;
         out["points"] = a.last_graph()->graph.num_points();
         out["values"] = p->decisions.size();

@@ -148,12 +148,27 @@ TEST(Planner, ModelExtensionsByHand) {
   EXPECT_EQ(w[1].stream_from, 4);  // max(lfu + 1 + lag, first - 1)
   EXPECT_EQ(w[2].evict_until, 4);
   EXPECT_EQ(w[2].stream_from, 5);  // the lag reaches D'; no gap left: resident on [4, 4] then from 5 (last 4)
+  // Those are the hulls; each value's own window ignores its dependents' need points.
+  EXPECT_EQ(w[0].widened_by, std::vector<int64_t>{1});
+  EXPECT_EQ(w[0].own.first, -1);  // no backward use of its own: dead after B unless x1 is recomputed
+  EXPECT_EQ(w[1].widened_by, std::vector<int64_t>{2});
+  EXPECT_EQ(w[1].own.first, 5);
+  EXPECT_EQ(w[1].own.last, 6);
+  EXPECT_EQ(w[1].own.stream_from, 4);  // max(lfu + 1 + lag, own first - 1)
+  EXPECT_TRUE(w[2].widened_by.empty());
+  EXPECT_EQ(w[2].own.first, w[2].first);
 
   const std::vector<Decision> keep(3, Decision::Keep);
   // Workspaces: 5 0 0 0 | D' 400, C' 0, B' 200, A' 100. Forward lifetimes: x0 [0,1], x1 [1,2], x2 [2,3].
-  // Kept: x0 until 6, x1 until 6, x2 until 4.
+  // Kept, nothing recomputed, so each on its own window: x0 dead after B, x1 until 6, x2 until 4.
   EXPECT_EQ(remat::evaluate(g, keep).point_bytes,
-            (std::vector<std::size_t>{15, 30, 70, 70, 470, 30, 230, 100}));
+            (std::vector<std::size_t>{15, 30, 60, 60, 460, 20, 220, 100}));
+  // With x1 recomputed (at C' and B', reading x0), a kept x0 is held on its hull, until B'.
+  const std::vector<Decision> krk = {Decision::Keep, Decision::Recompute, Decision::Keep};
+  EXPECT_TRUE(remat::uses_hull(w[0], krk));
+  EXPECT_FALSE(remat::uses_hull(w[0], keep));
+  EXPECT_EQ(remat::evaluate(g, krk).point_bytes,
+            (std::vector<std::size_t>{15, 30, 70, 10 + 40, 450, 10 + 23, 210 + 23, 100}));
   // Recompute everything: x0 dead after B; x1 re-run (with x0) at C' and at B': 20+3 + 10+1 each;
   // x2 re-run at D' with x1 and x0: 40 + 23 + 11.
   const std::vector<Decision> rr(3, Decision::Recompute);
@@ -342,7 +357,16 @@ TEST(Planner, FallsBackToGreedyWhenTheSolverTimesOut) {
   const remat::Plan p = planner.plan(g, budget);
   EXPECT_TRUE(p.ilp_timed_out);
   EXPECT_EQ(p.source, remat::PlanSource::Greedy);
-  EXPECT_EQ(p.decisions, remat::greedy_plan(g, budget).decisions);
+  // The greedy plan, after Planner::plan's clean-ups: idle values dropped, and streamed values
+  // kept where that fits at no extra time.
+  const remat::Plan greedy = remat::greedy_plan(g, budget);
+  const auto w = remat::value_windows(g);
+  for (std::size_t i = 0; i < 8; ++i)
+    if (p.decisions[i] != greedy.decisions[i])
+      EXPECT_TRUE((greedy.decisions[i] == Decision::Stream && p.decisions[i] == Decision::Keep) ||
+                  (w[i].needs.empty() && p.decisions[i] == Decision::Recompute))
+          << i;
+  EXPECT_LE(p.predicted.step_time, greedy.predicted.step_time);
   EXPECT_LE(p.predicted.peak_bytes, budget);
 }
 
@@ -409,6 +433,90 @@ TEST(Planner, SyncPrefetchLowersTheMinimumAndThePlannerFallsBackToIt) {
   remat::PlanGraph untimed = sync;
   untimed.timed_moves = false;
   EXPECT_THAT(ERROR_MESSAGE(untimed.validate()), HasSubstr("sync_prefetch needs timed_moves"));
+}
+
+// A value no backward step reads (a batch norm's output, which the relu after it saves as a mask)
+// is read only inside the recompute closure of its readers (the relu output, which the next
+// conv's weight step reads): recomputing that reader re-runs the batch norm on its input, so the
+// input's window widens by the reader's need point, not only by its direct dependent's (none).
+// Found by AutoRemat.SmallVgg at budgets near 10 %, where the executor held the input 128 KiB
+// above the prediction.
+TEST(Planner, IdleValuesPassTheirReadersOnToTheWindowsOfTheirDeps) {
+  remat::PlanGraph g;
+  // Points: 0 N, 1 R, 2 W | 3 W', 4 R', 5 N'. 100 bytes each: x, which N' reads (the batch
+  // norm's input); y, made from x and read by no backward step (its output); z, made from y by R
+  // and read by W' at point 3 (the relu output the next conv's weight step reads).
+  for (const char* name : {"N", "R", "W"}) g.ops.push_back({name, name, 1, 1, 0, 0});
+  g.values = {{"x", 100, 0, 0, 0, {}, {}, 0}, {"y", 100, 0, 1, -1, {0}, {}, 0}, {"z", 100, 1, 2, 2, {1}, {}, 0}};
+  g.bandwidth = {1e9, 1e9};
+  const auto w = remat::value_windows(g);
+  EXPECT_TRUE(w[1].needs.empty());
+  EXPECT_EQ(w[0].widened_by, std::vector<int64_t>{2});  // z, through y
+  EXPECT_EQ(w[0].first, 3);
+  EXPECT_EQ(w[0].own.first, 5);
+  EXPECT_EQ(w[1].widened_by, std::vector<int64_t>{2});
+  // x streamed; y and z recomputed: at W' z is re-run from y, re-run from x, so x is resident.
+  const std::vector<Decision> d = {Decision::Stream, Decision::Recompute, Decision::Recompute};
+  EXPECT_TRUE(remat::uses_hull(w[0], d));
+  EXPECT_EQ(remat::evaluate(g, d).point_bytes[3], 300u);  // x, y, z
+  // With z kept, x only needs its own window: streamed, it is away at W'.
+  const std::vector<Decision> e = {Decision::Stream, Decision::Recompute, Decision::Keep};
+  EXPECT_FALSE(remat::uses_hull(w[0], e));
+  EXPECT_EQ(remat::evaluate(g, e).point_bytes[3], 100u);  // z
+}
+
+// A value's asynchronous eviction keeps it resident while the next op writes its output (VGG's
+// batch-norm input during the batch norm); with sync_evict that op waits for the eviction
+// instead. Planner::plan tries sync_prefetch first, then sync_prefetch + sync_evict.
+TEST(Planner, SyncEvictLowersTheMinimumBelowSyncPrefetch) {
+  remat::PlanGraph g;
+  // Points: 0 A, 1 B, 2 C | 3 C', 4 B', 5 A'. x0 (A's output) is read by A', x1 (B's output) by
+  // B'; 100 bytes each, re-running either needs 200 more, so neither is recomputed; every backward
+  // step holds a 10-byte gradient. A copy takes 0.1, a point 1.
+  for (const char* name : {"A", "B", "C"}) g.ops.push_back({name, name, 1, 1, 0, 10});
+  g.values = {{"x0", 100, 0, 0, 0, {}, {}, 200}, {"x1", 100, 1, 1, 1, {}, {}, 200}};
+  g.bandwidth = {1000.0, 1000.0};
+  g.timed_moves = true;
+  const std::vector<Decision> stream(2, Decision::Stream);
+  // Asynchronous: x0 leaves during B, which writes x1 (200 at B); x0's prefetch runs during B'
+  // (210 there).
+  EXPECT_EQ(remat::minimum_budget(g), 210u);
+  EXPECT_EQ(remat::minimum_budget(remat::with_sync_prefetch(g)), 200u);
+  const remat::PlanGraph moves = remat::with_sync_moves(g);
+  EXPECT_TRUE(moves.sync_prefetch && moves.sync_evict);
+  EXPECT_NE(moves.signature(), remat::with_sync_prefetch(g).signature());
+  const auto w = remat::value_windows(moves);
+  EXPECT_EQ(w[0].evict_until, 0);  // gone before B runs
+  EXPECT_EQ(w[0].stream_from, 5);
+  EXPECT_DOUBLE_EQ(w[0].stream_cost, 0.2);  // both copies exposed
+  const remat::Evaluation e = remat::evaluate(moves, stream);
+  EXPECT_EQ(e.point_bytes, (std::vector<std::size_t>{100, 100, 0, 10, 110, 110}));  // x1 gone before C
+  EXPECT_EQ(remat::minimum_budget(moves), 110u);
+  EXPECT_EQ(remat::lowest_budget(g), 110u);
+  const std::vector<remat::PlanGraph> variants = remat::fallback_variants(g);
+  ASSERT_EQ(variants.size(), 3u);
+  EXPECT_TRUE(variants[1].sync_prefetch && !variants[1].sync_evict);
+  EXPECT_TRUE(variants[2].sync_prefetch && variants[2].sync_evict);
+  EXPECT_EQ(remat::fallback_variants(moves).size(), 1u);
+  remat::PlanGraph untimed_graph = g;
+  untimed_graph.timed_moves = false;
+  EXPECT_EQ(remat::fallback_variants(untimed_graph).size(), 1u);
+
+  remat::Planner planner;
+  const remat::Plan p = planner.plan(g, 150);
+  EXPECT_TRUE(p.sync_prefetch);
+  EXPECT_TRUE(p.sync_evict);
+  EXPECT_LE(p.predicted.peak_bytes, 150u);
+  EXPECT_THAT(remat::explain(moves, p), HasSubstr("each eviction finishes before the next op runs"));
+  const remat::Plan q = planner.plan(g, 205);
+  EXPECT_TRUE(q.sync_prefetch);
+  EXPECT_FALSE(q.sync_evict);
+  EXPECT_FALSE(planner.plan(g, 210).sync_prefetch);
+  EXPECT_THAT(ERROR_MESSAGE(planner.plan(g, 109)), HasSubstr("minimum peak of 110 bytes"));
+  remat::PlanGraph untimed = moves;
+  untimed.timed_moves = false;
+  untimed.sync_prefetch = false;
+  EXPECT_THAT(ERROR_MESSAGE(untimed.validate()), HasSubstr("sync_evict needs timed_moves"));
 }
 
 TEST(Planner, InfeasibleBudgetNamesTheMinimum) {
