@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <iomanip>
+#include <iterator>
 #include <limits>
 #include <numeric>
 #include <sstream>
@@ -174,10 +175,15 @@ std::vector<ValueWindow> value_windows(const PlanGraph& graph) {
     x.first = x.first < 0 ? point : std::min(x.first, point);
     x.last = std::max(x.last, point);
   };
-  // Who may read a value in a recompute: a value with need points itself; an idle one (no need
-  // point) only inside the recompute closure of a value that reads it, so its readers' readers, and
-  // so on (its recompute then reads its own deps at their need points).
-  std::vector<std::vector<int64_t>> dependents(n), readers(n);
+  // A recompute of u re-runs its closure, whose members read their deps at u's need points: v is
+  // read there when some direct dependent a of v lies in the closure of a transitive dependent u
+  // of a (u = a included). v's hull therefore takes the need points of every transitive
+  // dependent with need points (`reach`), and it applies when one of `readers` is recomputed:
+  // a itself when it has need points (a is then recomputed whenever such a chain is), else the
+  // readers behind it (a value with no need point is re-run only inside its readers' closures).
+  // A superset of the exact condition (every link of the chain recomputed), so the model never
+  // holds less than the executor.
+  std::vector<std::vector<int64_t>> dependents(n), readers(n), reach(n);
   for (std::size_t i = 0; i < n; ++i)
     for (int64_t d : graph.values[i].deps) dependents[d].push_back(static_cast<int64_t>(i));
   std::vector<std::size_t> order(n);
@@ -186,28 +192,37 @@ std::vector<ValueWindow> value_windows(const PlanGraph& graph) {
     return graph.values[a].producer != graph.values[b].producer ? graph.values[a].producer > graph.values[b].producer
                                                                 : a > b;
   });
+  auto merge_into = [](std::vector<int64_t>& into, const std::vector<int64_t>& from) {
+    std::vector<int64_t> out;
+    out.reserve(into.size() + from.size());
+    std::set_union(into.begin(), into.end(), from.begin(), from.end(), std::back_inserter(out));
+    into.swap(out);
+  };
   for (std::size_t i : order) {  // dependents before the values they read (deps point to lower producers)
-    if (!w[i].needs.empty()) {
+    const bool has_needs = !w[i].needs.empty();
+    if (has_needs) {
       readers[i] = {static_cast<int64_t>(i)};
-      continue;
+      reach[i] = {static_cast<int64_t>(i)};
     }
-    for (int64_t u : dependents[i]) readers[i].insert(readers[i].end(), readers[u].begin(), readers[u].end());
-    std::sort(readers[i].begin(), readers[i].end());
-    readers[i].erase(std::unique(readers[i].begin(), readers[i].end()), readers[i].end());
+    for (int64_t u : dependents[i]) {
+      if (!has_needs) merge_into(readers[i], readers[u]);
+      merge_into(reach[i], reach[u]);
+    }
   }
   for (std::size_t d = 0; d < n; ++d) {
     ValueWindow& x = w[d];
-    for (int64_t dep : dependents[d])
-      for (int64_t u : readers[dep]) {
-        bool outside = false;
+    std::vector<int64_t> direct = dependents[d];
+    std::sort(direct.begin(), direct.end());
+    direct.erase(std::unique(direct.begin(), direct.end()), direct.end());
+    for (int64_t a : direct) {
+      bool outside = false;
+      for (int64_t u : reach[a])
         for (int64_t t : w[u].needs) {
           outside = outside || x.own.first < 0 || t < x.own.first || t > x.own.last;
           widen(x, t);
         }
-        if (outside) x.widened_by.push_back(u);
-      }
-    std::sort(x.widened_by.begin(), x.widened_by.end());
-    x.widened_by.erase(std::unique(x.widened_by.begin(), x.widened_by.end()), x.widened_by.end());
+      if (outside) merge_into(x.widened_by, readers[a]);
+    }
   }
   for (std::size_t i = 0; i < n; ++i) {
     fill_span(graph, graph.values[i], w[i]);

@@ -139,7 +139,7 @@ TEST(Planner, ModelExtensionsByHand) {
   const auto w = remat::value_windows(g);
   EXPECT_EQ(w[0].needs, std::vector<int64_t>{});
   EXPECT_EQ(w[0].need, -1);
-  EXPECT_EQ(w[0].first, 5);  // x1's recomputes read x0 at C' and B'
+  EXPECT_EQ(w[0].first, 4);  // x1's recomputes read x0 at C' and B', and at D' inside x2's closure
   EXPECT_EQ(w[0].last, 6);
   EXPECT_EQ(w[1].needs, (std::vector<int64_t>{5, 6}));
   EXPECT_EQ(w[1].first, 4);  // x2's recompute reads x1 at D'
