@@ -24,6 +24,13 @@
 ///                + Σ_{v: t ∈ N(v)} Σ_{a ∈ {v} ∪ anc(v)} (bytes_a + recompute_workspace_a) n_{v,a}  <=  budget
 ///    where const_t is the workspace of the op at t (its backward workspace at a backward point)
 ///    plus the bytes of values in their forward lifetime [producer, last_forward_use].
+///  - Windows: last, evict_until and stream_from above are the hull's (ValueWindow). A value whose
+///    own window differs (widened_by(i) non-empty) also has binaries k'_i, s'_i that keep or
+///    stream it on its own window (the same memory terms with ValueWindow::own, its own stream
+///    cost), with k_i + s_i + r_i + k'_i + s'_i = 1, and
+///        k_i + s_i <= Σ_{w ∈ widened_by(i)} r_w      (the hull only when a reader is recomputed)
+///        k'_i + s'_i + r_w <= 1  for w ∈ widened_by(i) (its own window only when none is)
+///    so every assignment has exactly the residency evaluate() gives it.
 /// The min-peak variant (minimum_budget) adds DaCe AD's auxiliary t >= m_t for all points and
 /// minimizes t.
 /// Pruning (exact: it only removes plans that are infeasible or worse than a known plan). A value

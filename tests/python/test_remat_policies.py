@@ -160,6 +160,8 @@ def test_auto_under_a_tight_budget(fraction):
     assert plan["source"] in ("ilp", "greedy", "cached")
     assert isinstance(plan["sync_prefetch"], bool)
     assert ("fetched at their need points" in rs.explain()) == plan["sync_prefetch"]
+    assert isinstance(plan["sync_evict"], bool)
+    assert ("each eviction finishes before the next op runs" in rs.explain()) == plan["sync_evict"]
     assert plan["predicted_step_seconds"] >= plan["predicted_base_seconds"] > 0
     text = rs.explain()
     assert "measured" in text and str(budget) in text.replace(",", "")

@@ -268,24 +268,33 @@ TEST(AutoRemat, ZooMlp) {
   check_auto("mlp", *mlp, children_of(mlp), x, target);
 }
 
-TEST(AutoRemat, SmallVgg) {
-  manual_seed(2);
+// A CIFAR-style VGG with batch norm (torchvision's structure; pool_size 1) and the chain of its
+// features, pool, flatten and classifier.
+std::shared_ptr<nn::zoo::VGG> small_vgg(std::vector<int64_t> config, int64_t classes, int64_t hidden, double dropout,
+                                        ModuleList& chain) {
   nn::zoo::VGGOptions o;
-  o.config = {};
-  for (int i = 0; i < 16; ++i) o.config.push_back(16);
-  o.config.push_back(0);
-  for (int i = 0; i < 4; ++i) o.config.push_back(32);
-  o.config.push_back(0);
+  o.config = std::move(config);
   o.batch_norm = true;
-  o.num_classes = 5;
+  o.num_classes = classes;
   o.pool_size = 1;
-  o.hidden = 16;
-  o.dropout = 0.5;
+  o.hidden = hidden;
+  o.dropout = dropout;
   auto vgg = std::make_shared<nn::zoo::VGG>(o);
-  ModuleList chain = children_of(vgg->child("features"));
+  chain = children_of(vgg->child("features"));
   chain.push_back(vgg->child("avgpool"));
   chain.push_back(std::make_shared<nn::Flatten>(1));
   for (auto& m : children_of(vgg->child("classifier"))) chain.push_back(m);
+  return vgg;
+}
+
+TEST(AutoRemat, SmallVgg) {
+  manual_seed(2);
+  std::vector<int64_t> config(16, 16);
+  config.push_back(0);
+  for (int i = 0; i < 4; ++i) config.push_back(32);
+  config.push_back(0);
+  ModuleList chain;
+  auto vgg = small_vgg(config, 5, 16, 0.5, chain);
   Tensor x = randn({8, 3, 16, 16});
   Tensor target = randint(0, 5, {8});
   check_auto("vgg", *vgg, chain, x, target);
@@ -390,18 +399,8 @@ TEST(AutoRemat, SynchronousFetchesBelowTheAsynchronousMinimum) {
 // runs within the budget and changes no gradient bit.
 TEST(AutoRemat, VggBlockReachesTwoTensorsWithSynchronousEvictions) {
   manual_seed(12);
-  nn::zoo::VGGOptions o;
-  o.config = {16, 16, 0};
-  o.batch_norm = true;
-  o.num_classes = 3;
-  o.pool_size = 1;
-  o.hidden = 8;
-  o.dropout = 0.0;
-  auto vgg = std::make_shared<nn::zoo::VGG>(o);
-  ModuleList chain = children_of(vgg->child("features"));
-  chain.push_back(vgg->child("avgpool"));
-  chain.push_back(std::make_shared<nn::Flatten>(1));
-  for (auto& m : children_of(vgg->child("classifier"))) chain.push_back(m);
+  ModuleList chain;
+  auto vgg = small_vgg({16, 16, 0}, 3, 8, 0.0, chain);
   Tensor x = randn({8, 3, 32, 32});
   Tensor target = randint(0, 3, {8});
   const std::size_t tensor = std::size_t{8} * 16 * 32 * 32 * sizeof(float);
