@@ -361,11 +361,12 @@ void drop_idle_values(const PlanGraph& graph, std::vector<Decision>& decisions) 
 // indifferent between keeping and streaming it; the moves still take copy bandwidth. A streamed
 // value is kept instead when that keeps the plan within the budget and no slower.
 void prefer_keep(const PlanGraph& graph, std::vector<Decision>& decisions, std::size_t budget_bytes) {
-  Evaluation e = evaluate(graph, decisions);
+  const std::vector<ValueWindow> w = value_windows(graph);  // O(n^2) in the values: once
+  Evaluation e = evaluate(graph, decisions, w);
   for (std::size_t i = 0; i < decisions.size(); ++i) {
     if (decisions[i] != Decision::Stream) continue;
     decisions[i] = Decision::Keep;
-    Evaluation trial = evaluate(graph, decisions);
+    Evaluation trial = evaluate(graph, decisions, w);
     if (trial.peak_bytes <= budget_bytes && trial.step_time <= e.step_time) e = std::move(trial);
     else decisions[i] = Decision::Stream;
   }
@@ -379,11 +380,12 @@ Plan oracle_plan(const PlanGraph& graph, std::size_t budget_bytes) {
   STRATA_CHECK(n <= 14, "oracle_plan: ", n, " saved values; the exhaustive oracle enumerates 3^n plans, n <= 14");
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<Decision> d(n, Decision::Keep);
+  const std::vector<ValueWindow> w = value_windows(graph);
   Plan best;
   bool found = false;
   std::size_t min_peak = std::numeric_limits<std::size_t>::max();
   while (true) {
-    Evaluation e = evaluate(graph, d);
+    Evaluation e = evaluate(graph, d, w);
     min_peak = std::min(min_peak, e.peak_bytes);
     if (e.peak_bytes <= budget_bytes && (!found || e.step_time < best.predicted.step_time)) {
       best.decisions = d;
