@@ -15,6 +15,7 @@
 #include "autograd/tape.h"
 #include "core/factories.h"
 #include "ops/binary.h"
+#include "ops/conv.h"
 #include "ops/normalization.h"
 #include "ops/shape_ops.h"
 #include "ops/unary.h"
@@ -118,6 +119,59 @@ TEST(InPlaceBackward, ChainsReuseOneBufferAcrossSteps) {
   const void* data = seeds[0].data_ptr();
   const TensorList g = autograd::grad_consuming({y}, {x}, std::move(seeds));
   EXPECT_EQ(g[0].data_ptr(), data);
+}
+
+// Note [Conv input gradient in place]: conv2d's backward (and the data step's) writes the input
+// gradient over a handed-over output gradient of the input's shape, chunk by chunk through a
+// staging buffer, with the bits of the batched out-of-place call — on the oneDNN path and the own
+// one, for batches that the chunks divide and that they do not, with and without the split steps.
+// A held output gradient is left alone, and shapes that differ (a strided conv) never go in place.
+TEST(InPlaceBackward, ConvInputGradientOverwritesTheOutputGradientWithTheBatchedBits) {
+  struct Shape {
+    const char* name;
+    Dims x, w;
+    int64_t stride, pad;
+  };
+  const Shape shapes[] = {
+      {"oneDNN-sized, 10 images", {10, 32, 16, 16}, {32, 32, 3, 3}, 1, 1},
+      {"oneDNN-sized, 8 images", {8, 16, 16, 16}, {16, 16, 3, 3}, 1, 1},
+      {"own kernel, 3 images", {3, 4, 5, 5}, {4, 4, 3, 3}, 1, 1},
+      {"pointwise, 9 images", {9, 8, 6, 6}, {8, 8, 1, 1}, 1, 0},
+      {"strided (shapes differ)", {4, 8, 8, 8}, {8, 8, 3, 3}, 2, 1},
+  };
+  for (const Shape& sh : shapes) {
+    for (bool split : {false, true}) {
+      SCOPED_TRACE(std::string(sh.name) + (split ? ", split steps" : ", conv2d"));
+      const Tensor x0 = randn(sh.x), w0 = randn(sh.w), b0 = randn({sh.w[0]});
+      SCOPED_TRACE(ops::conv2d_uses_primitives(x0, w0, {sh.stride}, {sh.pad}) ? "oneDNN" : "own kernel");
+      auto run = [&](bool hand_over, Tensor* held, const void** seed_data) {
+        Tensor x = x0.detach().set_requires_grad(), w = w0.detach().set_requires_grad(),
+               b = b0.detach().set_requires_grad();
+        Tensor y = split ? conv2d_weight_step(conv2d_data_step(x, w, b, {sh.stride}, {sh.pad}), x, w, b,
+                                              {sh.stride}, {sh.pad})
+                         : conv2d(x, w, b, {sh.stride}, {sh.pad});
+        Generator gen(5);
+        TensorList seeds{randn(y.sizes(), {}, &gen)};
+        *seed_data = seeds[0].data_ptr();
+        if (!hand_over) {
+          *held = seeds[0];
+          return autograd::grad({y}, {x, w, b}, seeds);
+        }
+        return autograd::grad_consuming({y}, {x, w, b}, std::move(seeds));
+      };
+      Tensor held;
+      const void* data = nullptr;
+      const TensorList in_place = run(true, &held, &data);
+      const bool same_shape = sh.stride == 1;
+      if (same_shape) EXPECT_EQ(in_place[0].data_ptr(), data) << "the input gradient is not the seed's buffer";
+      else EXPECT_NE(in_place[0].data_ptr(), data);
+      const TensorList out_of_place = run(false, &held, &data);
+      EXPECT_NE(out_of_place[0].data_ptr(), data) << "a seed the caller holds was written over";
+      Generator gen(5);
+      EXPECT_TRUE(same_bits(held, randn(held.sizes(), {}, &gen))) << "a seed the caller holds changed";
+      for (std::size_t i = 0; i < 3; ++i) EXPECT_TRUE(same_bits(in_place[i], out_of_place[i])) << "gradient " << i;
+    }
+  }
 }
 
 // Note [ReLU saves a bit mask]: one bit per element, and the gradient is g where the output is
