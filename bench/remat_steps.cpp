@@ -182,7 +182,7 @@ struct Measured {
   // Auto only: the plan's program points (ops), its decisions over the values a backward step
   // reads, and the predicted step time over the predicted plain step (the cost model's overhead).
   std::size_t plan_ops = 0;
-  int kept = 0, streamed = 0, recomputed = 0;
+  int kept = 0, streamed = 0, recomputed = 0, slow = 0;  // slow: every value placed there
   double predicted_overhead = 0.0;
   std::string plan_source;  // "ILP", "greedy" (the ILP timed out), ...
   double solve_s = 0.0;
@@ -215,7 +215,7 @@ class Runner {
   /// StoreAll), so both see the same machine: on a shared 2-core VM the speed drifts by tens of
   /// percent between minutes, and an overhead against a StoreAll timed earlier would measure that.
   Measured run(const Config& c) {
-    Measured m{c, {}, {}, 0, {}, 0, 0, 0, 0, 0.0, {}, 0.0};
+    Measured m{c, {}, {}, 0, {}, 0, 0, 0, 0, 0, 0.0, {}, 0.0};
     const remat::ChainPolicy policy = c.family == "stream" ? remat::ChainPolicy::store_all()
                                       : c.family == "auto" ? remat::ChainPolicy::auto_budget(c.tile_bytes)
                                       : c.family == "auto_step"
@@ -251,6 +251,7 @@ class Runner {
       const auto windows = remat::value_windows(g);
       m.plan_ops = g.ops.size();
       for (std::size_t v = 0; v < windows.size(); ++v) {
+        m.slow += plan.decisions[v] == remat::Decision::Slow;
         if (windows[v].needs.empty()) continue;
         m.kept += plan.decisions[v] == remat::Decision::Keep;
         m.streamed += plan.decisions[v] == remat::Decision::Stream;
@@ -313,8 +314,9 @@ void print_row(const char* budget, const Measured& m) {
     std::printf("  overlap %.2f (stall %.1f ms of %.1f ms transfer)", m.stream.overlap(), m.stream.stall_s * 1e3,
                 m.stream.transfer_s() * 1e3);
   if (m.plan_ops > 0)
-    std::printf("  %zu ops; keep %d, stream %d, recompute %d; predicted %+.1f %% (%s, %.2f s)", m.plan_ops, m.kept,
-                m.streamed, m.recomputed, 100.0 * (m.predicted_overhead - 1.0), m.plan_source.c_str(), m.solve_s);
+    std::printf("  %zu ops; keep %d, stream %d, recompute %d, slow %d; predicted %+.1f %% (%s, %.2f s)", m.plan_ops,
+                m.kept, m.streamed, m.recomputed, m.slow, 100.0 * (m.predicted_overhead - 1.0), m.plan_source.c_str(),
+                m.solve_s);
   std::printf("\n");
   std::fflush(stdout);
 }
@@ -334,7 +336,7 @@ void json_measured(bench::Json& j, const Measured& m) {
   }
   if (m.plan_ops > 0) {
     j.kv("plan_ops", static_cast<long long>(m.plan_ops)).kv("kept", m.kept).kv("streamed", m.streamed);
-    j.kv("recomputed", m.recomputed).kv("predicted_overhead", m.predicted_overhead);
+    j.kv("recomputed", m.recomputed).kv("slow", m.slow).kv("predicted_overhead", m.predicted_overhead);
     j.kv("plan_source", m.plan_source).kv("solve_s", m.solve_s);
   }
   j.end_object();

@@ -289,8 +289,17 @@ std::string TieredMemory::slow_tier_mode_text() const {
 
 TieredMemory::~TieredMemory() = default;
 
+namespace {
+thread_local std::size_t t_slow_placement_bytes = 0;  // Note [Slow placement]
+}  // namespace
+
+SlowPlacement::SlowPlacement(std::size_t bytes) : previous_(t_slow_placement_bytes) { t_slow_placement_bytes = bytes; }
+SlowPlacement::~SlowPlacement() { t_slow_placement_bytes = previous_; }
+std::size_t SlowPlacement::current() { return t_slow_placement_bytes; }
+
 std::unique_ptr<Allocation> TieredMemory::allocate(std::size_t nbytes) {
-  Object* o = policy_->alloc_fast(nbytes, true);
+  Object* o = nbytes != 0 && nbytes == t_slow_placement_bytes ? policy_->alloc_slow(nbytes)  // Note [Slow placement]
+                                                               : policy_->alloc_fast(nbytes, true);
   if (o == nullptr) o = policy_->alloc_slow(nbytes);  // larger than the fast tier, or all of it pinned
   return std::make_unique<ObjectAllocation>(*this, o);
 }

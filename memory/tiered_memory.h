@@ -99,6 +99,30 @@ class TieredMemory final : public Allocator {
   Mover mover_;  // last: drained and joined first, while the manager still exists
 };
 
+/// Note [Slow placement]
+/// While a SlowPlacement(bytes) is open on a thread, the allocations of exactly `bytes` that thread
+/// makes through a TieredMemory are placed in the slow tier instead of the fast one; other sizes,
+/// other threads and the time after the scope are unaffected (scopes nest; the inner one rules).
+/// The kernels that then read and write such a tensor do it in place in the slow tier, counted
+/// and charged by PinSet (Note [Pinning kernel operands]) — AutoTM's tensors placed in PM and
+/// used there (dissertation ch. 3). The Auto rematerialization planner uses it for a step output
+/// it decides to place in the slow tier (Decision::Slow, autograd/remat/planner.h): the executor
+/// opens the scope with that output's size around the step, since an op allocates its output
+/// itself. A temporary of the same size allocated inside the step lands there too, which only
+/// lowers the fast tier's bytes.
+class SlowPlacement {
+ public:
+  explicit SlowPlacement(std::size_t bytes);
+  ~SlowPlacement();
+  SlowPlacement(const SlowPlacement&) = delete;
+  SlowPlacement& operator=(const SlowPlacement&) = delete;
+  /// The size the innermost open scope of this thread places in the slow tier (0: none).
+  static std::size_t current();
+
+ private:
+  std::size_t previous_;
+};
+
 /// The process-wide tiered memory, created from TieredConfig::from_env() on first use (unless
 /// configure_tiered_memory() created it before).
 TieredMemory& tiered_memory();

@@ -17,10 +17,10 @@ ChainPolicy ChainPolicy::recompute_all() { return {RematPolicy::RecomputeAll, 0,
 ChainPolicy ChainPolicy::every_k(int64_t k) { return {RematPolicy::EveryK, k, 0, true, nullptr}; }
 ChainPolicy ChainPolicy::sqrt_n() { return {RematPolicy::SqrtN, 0, 0, true, nullptr}; }
 ChainPolicy ChainPolicy::revolve(int64_t snapshots) { return {RematPolicy::Revolve, 0, snapshots, true, nullptr}; }
-ChainPolicy ChainPolicy::auto_budget(std::size_t budget_bytes, AutoGranularity granularity) {
+ChainPolicy ChainPolicy::auto_budget(std::size_t budget_bytes, AutoGranularity granularity, PlannerOptions options) {
   ChainPolicy p;
   p.kind = RematPolicy::Auto;
-  p.auto_chain = std::make_shared<AutoChain>(budget_bytes);
+  p.auto_chain = std::make_shared<AutoChain>(budget_bytes, options);
   p.granularity = granularity;
   return p;
 }

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "autograd/remat/checkpoint.h"
+#include "autograd/remat/planner.h"
 
 namespace strata::remat {
 
@@ -59,9 +60,12 @@ struct ChainPolicy {
   static ChainPolicy sqrt_n();
   /// Binomial checkpointing with `snapshots` stored states (Note [Revolve execution]).
   static ChainPolicy revolve(int64_t snapshots);
-  /// Keep / stream / recompute per saved value, planned under `budget_bytes` of fast-tier
-  /// activation peak (Note [Auto chain execution]) at step or op granularity. Throws strata::Error when budget_bytes is 0.
-  static ChainPolicy auto_budget(std::size_t budget_bytes, AutoGranularity granularity = AutoGranularity::Op);
+  /// Keep / stream / recompute / place in the slow tier per saved value, planned under
+  /// `budget_bytes` of fast-tier activation peak (Note [Auto chain execution]) at step or op
+  /// granularity; `options.slow_placement` false plans without slow-tier placement. Throws
+  /// strata::Error when budget_bytes is 0.
+  static ChainPolicy auto_budget(std::size_t budget_bytes, AutoGranularity granularity = AutoGranularity::Op,
+                                 PlannerOptions options = {});
 
   /// "StoreAll", "EveryK(4)", "Revolve(3)", "Auto(1048576 bytes)", ...
   std::string to_string() const;

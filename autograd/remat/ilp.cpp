@@ -28,7 +28,7 @@ template <class NCol>
 std::optional<std::vector<double>> start_columns(const PlanGraph& graph, const std::vector<Decision>& d, int ncols,
                                                  int col_peak, const std::vector<std::vector<int64_t>>& anc,
                                                  NCol&& n_col, const std::vector<int>& own_col,
-                                                 const std::vector<int>& ia, const std::vector<int>& ja,
+                                                 const std::vector<int>& slow_col, const std::vector<int>& ia, const std::vector<int>& ja,
                                                  const std::vector<double>& ar, const std::vector<double>& row_lo,
                                                  const std::vector<double>& row_hi) {
   const auto n = static_cast<int64_t>(graph.values.size());
@@ -37,6 +37,11 @@ std::optional<std::vector<double>> start_columns(const PlanGraph& graph, const s
                 static_cast<int>(Decision::Recompute) == 2);
   const std::vector<ValueWindow> w = value_windows(graph);
   for (int64_t i = 0; i < n; ++i) {
+    if (d[i] == Decision::Slow) {
+      if (slow_col[i] == 0) return std::nullopt;  // not slow_ok
+      x[static_cast<std::size_t>(slow_col[i])] = 1.0;
+      continue;
+    }
     const bool own = own_col[i] > 0 && d[i] != Decision::Recompute && !uses_hull(w[i], d);
     x[static_cast<std::size_t>(own ? own_col[i] + static_cast<int>(d[i]) : 3 * i + 1 + static_cast<int>(d[i]))] = 1.0;
   }
@@ -180,12 +185,16 @@ IlpResult solve(const PlanGraph& graph, std::size_t budget_bytes, double time_li
       own_col[i] = ncols + 1;
       ncols += 2;
     }
+  std::vector<int> slow_col(static_cast<std::size_t>(n), 0);  // p_i: placed in the slow tier (slow_ok values)
+  for (int64_t i = 0; i < n; ++i)
+    if (graph.values[i].slow_ok) slow_col[i] = ++ncols;
   const int col_peak = min_peak ? ++ncols : 0;
   if (ncols > 0) glp_add_cols(lp.get(), ncols);
   for (int64_t i = 0; i < n; ++i) {
     for (int c : {col_k(i), col_s(i), col_r(i)}) glp_set_col_kind(lp.get(), c, GLP_BV);
     if (own_col[i] > 0)
       for (int c : {own_col[i], own_col[i] + 1}) glp_set_col_kind(lp.get(), c, GLP_BV);
+    if (slow_col[i] > 0) glp_set_col_kind(lp.get(), slow_col[i], GLP_BV);
   }
   for (int64_t v = 0; v < n; ++v)
     for (int c : ncol[v]) glp_set_col_bnds(lp.get(), c, GLP_DB, 0.0, 1.0);
@@ -204,6 +213,7 @@ IlpResult solve(const PlanGraph& graph, std::size_t budget_bytes, double time_li
     for (int64_t i = 0; i < n; ++i) {
       obj[col_s(i)] = w[i].stream_cost;
       if (own_col[i] > 0) obj[own_col[i] + 1] = w[i].own.stream_cost;
+      if (slow_col[i] > 0) obj[slow_col[i]] = slow_access_time(graph, graph.values[i]);
     }
     for (int64_t v = 0; v < n; ++v) {  // the closure re-runs at every need point of v
       const auto uses = static_cast<double>(w[v].needs.size());
@@ -236,11 +246,12 @@ IlpResult solve(const PlanGraph& graph, std::size_t budget_bytes, double time_li
     ar.push_back(a);
   };
 
-  for (int64_t i = 0; i < n; ++i) {  // k + s + r (+ k' + s') = 1
+  for (int64_t i = 0; i < n; ++i) {  // k + s + r (+ k' + s') (+ p) = 1
     add_row(GLP_FX, 1.0, 1.0);
     put(col_k(i), 1.0);
     put(col_s(i), 1.0);
     put(col_r(i), 1.0);
+    if (slow_col[i] > 0) put(slow_col[i], 1.0);
     if (own_col[i] == 0) continue;
     put(own_col[i], 1.0);
     put(own_col[i] + 1, 1.0);
@@ -281,6 +292,9 @@ IlpResult solve(const PlanGraph& graph, std::size_t budget_bytes, double time_li
   for (int64_t i = 0; i < n; ++i) {
     const PlanValue& v = graph.values[i];
     const auto b = static_cast<double>(v.bytes);
+    // Placed in the slow tier, it is not resident even in its forward lifetime (in `constant`).
+    if (slow_col[i] > 0 && v.bytes > 0)
+      for (int64_t t = v.producer; t <= v.last_forward_use; ++t) terms[t].emplace_back(slow_col[i], -b);
     if (v.bytes > 0) {
       for (int64_t t = v.last_forward_use + 1; t <= w[i].last; ++t) terms[t].emplace_back(col_k(i), b);
       for (int64_t t = v.last_forward_use + 1; t <= w[i].evict_until; ++t) terms[t].emplace_back(col_s(i), b);
@@ -361,7 +375,7 @@ IlpResult solve(const PlanGraph& graph, std::size_t budget_bytes, double time_li
     if (!min_peak)
       if (auto d = greedy_decisions(graph, budget_bytes)) candidates.push_back(std::move(*d));
     for (const auto& d : candidates) {
-      if (auto x = start_columns(graph, d, ncols, col_peak, anc, n_col, own_col, ia, ja, ar, row_lo, row_hi))
+      if (auto x = start_columns(graph, d, ncols, col_peak, anc, n_col, own_col, slow_col, ia, ja, ar, row_lo, row_hi))
         starts.push_back(std::move(*x));
     }
   }
@@ -426,7 +440,8 @@ IlpResult solve(const PlanGraph& graph, std::size_t budget_bytes, double time_li
   result.decisions.resize(static_cast<std::size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     const bool own_stream = own_col[i] > 0 && glp_mip_col_val(lp.get(), own_col[i] + 1) > 0.5;
-    if (own_stream || glp_mip_col_val(lp.get(), col_s(i)) > 0.5) result.decisions[i] = Decision::Stream;
+    if (slow_col[i] > 0 && glp_mip_col_val(lp.get(), slow_col[i]) > 0.5) result.decisions[i] = Decision::Slow;
+    else if (own_stream || glp_mip_col_val(lp.get(), col_s(i)) > 0.5) result.decisions[i] = Decision::Stream;
     else if (glp_mip_col_val(lp.get(), col_r(i)) > 0.5) result.decisions[i] = Decision::Recompute;
     else result.decisions[i] = Decision::Keep;
   }

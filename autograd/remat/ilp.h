@@ -6,7 +6,10 @@
 /// Over the model of Note [Auto planning model] (planner.h), for saved values i = 1..n:
 ///  - Binary k_i, s_i, r_i (keep, stream, recompute) with k_i + s_i + r_i = 1. DaCe AD (§IV-A b)
 ///    has one binary v_i per array (store = 1, recompute = 0); the stream option and its cost are
-///    AutoTM's (ch. 3, eqs. 3.5 and 3.8).
+///    AutoTM's (ch. 3, eqs. 3.5 and 3.8). A slow_ok value also has p_i (placed in the slow tier,
+///    AutoTM's PM-resident tensor), in the same sum, with objective coefficient
+///    slow_access_time(i) and coefficient -bytes_i in the memory rows of its forward lifetime
+///    (whose bytes are in const_t): placed there, it is resident at no point.
 ///  - Continuous n_{v,a} in [0, 1] for every transitive dep a of v ("a is re-run when v is
 ///    recomputed"), n_{v,v} := r_v, and for every w in {v} ∪ anc(v) and every u in deps(w):
 ///        n_{v,u} >= n_{v,w} + r_u - 1

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <any>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <cstdlib>
@@ -130,7 +131,8 @@ struct Boundary {
 
   Tensor get() {
     switch (decision) {
-      case Decision::Keep: return value;
+      case Decision::Keep:
+      case Decision::Slow: return value;  // in the slow tier: its readers access it there
       case Decision::Stream:
         if (streamed) streamed->wait_resident();
         return value;
@@ -178,7 +180,8 @@ struct Packed {
 
 void route(Packed& p, Tensor v, const std::shared_ptr<Boundary>& b) {  // v by value: it may be p.value
   p.routed = true;
-  if (!b || b->decision == Decision::Keep || (b->decision == Decision::Stream && !b->moves)) {
+  if (!b || b->decision == Decision::Keep || b->decision == Decision::Slow ||
+      (b->decision == Decision::Stream && !b->moves)) {
     p.value = v;
     return;
   }
@@ -532,6 +535,8 @@ ChainGraph AutoChain::build_graph(const std::vector<GraphStep>& steps, const Ten
         v.last_forward_use = i + 1;
         v.deps = deps;
         v.recompute_workspace_bytes = above(P.nograd_peak, P.out_storage_bytes);
+        v.slow_ok = true;  // the executor can place a step's output (memory::SlowPlacement)
+        v.forward_reads = 0;  // counted below
         cg.output_value[i] = static_cast<int64_t>(g.values.size());
         g.values.push_back(v);
         boundary.push_back(1);
@@ -546,6 +551,7 @@ ChainGraph AutoChain::build_graph(const std::vector<GraphStep>& steps, const Ten
       const int64_t vin = cg.input_values[i][k];
       if (vin < 0) continue;
       g.values[vin].last_forward_use = std::max(g.values[vin].last_forward_use, i);
+      ++g.values[vin].forward_reads;
       if (P.saves_input[k]) uses[vin].push_back(i);
     }
     if (P.saves_output && cg.output_value[i] >= 0) uses[cg.output_value[i]].push_back(i);
@@ -750,9 +756,16 @@ Tensor AutoChain::run_graph(const std::vector<GraphStep>& steps, const Tensor& i
           return p;
         },
         [](std::any& packed) -> Tensor { return unpack(std::any_cast<std::shared_ptr<Packed>>(packed)); });
+    // The output's value (a new one unless the step returns a view of an input's).
+    const int64_t vout = cg.output_value[i];
+    const bool new_value =
+        vout >= 0 && std::find(cg.input_values[i].begin(), cg.input_values[i].end(), vout) == cg.input_values[i].end();
     Tensor y;
     {
       autograd::SavedTensorHooksGuard guard(hooks);
+      // Placed in the slow tier: the step allocates its output there (Note [Slow placement]).
+      std::optional<memory::SlowPlacement> placement;
+      if (new_value && d[vout] == Decision::Slow) placement.emplace(cg.graph.values[vout].bytes);
       if (internal_decision == Decision::Recompute) {
         auto f = step.fn;
         y = checkpoint([f](const TensorList& in) -> TensorList { return {f(in)}; }, x)[0];
@@ -761,10 +774,6 @@ Tensor AutoChain::run_graph(const std::vector<GraphStep>& steps, const Tensor& i
       }
     }
     STRATA_CHECK(y.defined(), "AutoChain: step ", i, " returned an undefined tensor");
-    // The output's value.
-    const int64_t vout = cg.output_value[i];
-    const bool new_value =
-        vout >= 0 && std::find(cg.input_values[i].begin(), cg.input_values[i].end(), vout) == cg.input_values[i].end();
     if (new_value) {
       auto b = std::make_shared<Boundary>();
       b->decision = d[vout];

@@ -44,6 +44,10 @@
 ///    no-grad (in_recompute() true, the default generator as at the first run) on its source
 ///    value (kept, streamed, or itself recomputed, recursively: the recompute closure) and
 ///    rebuilds the saved view over the new storage; nothing is memoized (as the model assumes).
+///    Slow (boundary values only: slow_ok, forward_reads counted over the steps reading them): the
+///    producer runs inside memory::SlowPlacement for the value's size (Note [Slow placement]), so
+///    its output is allocated in the slow tier; its readers, forward and backward, pin it there
+///    and use it in place (charged as direct slow-tier accesses); it is never moved.
 /// The model is conservative by construction where the run may do less: recompute closures are
 /// summed though re-runs are sequential, a value is held for its whole backward point, and the
 /// seed gradient is held through the whole backward step. Parameter gradients must be allocated

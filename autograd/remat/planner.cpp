@@ -41,6 +41,8 @@ void PlanGraph::validate() const {
     for (int64_t u : v.extra_backward_uses)
       STRATA_CHECK(u >= 0 && u < m, "PlanGraph: value ", i, " (", v.name, ") has an extra backward use ", u,
                    "; expected an op index in [0, ", m, ")");
+    STRATA_CHECK(v.forward_reads >= 0, "PlanGraph: value ", i, " (", v.name, ") has ", v.forward_reads,
+                 " forward reads; expected a count >= 0");
     for (int64_t d : v.deps) {
       STRATA_CHECK(d >= 0 && d < static_cast<int64_t>(values.size()) && values[d].producer < v.producer,
                    "PlanGraph: value ", i, " (", v.name, ") depends on value ", d,
@@ -79,6 +81,7 @@ std::string PlanGraph::signature() const {
       for (int64_t u : v.extra_backward_uses) os << u << ',';
       os << 'w' << v.recompute_workspace_bytes;
     }
+    if (v.slow_ok) os << "+slow" << v.forward_reads;
     os << ';';
   }
   os << '#' << bandwidth.fast_to_slow << ',' << bandwidth.slow_to_fast;
@@ -95,6 +98,7 @@ std::string to_string(Decision d) {
     case Decision::Keep: return "keep";
     case Decision::Stream: return "stream";
     case Decision::Recompute: return "recompute";
+    case Decision::Slow: return "slow";
   }
   return "?";
 }
@@ -265,6 +269,14 @@ std::vector<std::vector<int64_t>> recompute_closures(const PlanGraph& graph, con
   return out;
 }
 
+double slow_access_time(const PlanGraph& graph, const PlanValue& v) {
+  int64_t backward_reads = v.backward_use >= 0 ? 1 : 0;
+  for (int64_t u : v.extra_backward_uses) backward_reads += u != v.backward_use;
+  const auto bytes = static_cast<double>(v.bytes);
+  return bytes / graph.bandwidth.fast_to_slow +
+         static_cast<double>(v.forward_reads + backward_reads) * bytes / graph.bandwidth.slow_to_fast;
+}
+
 Evaluation evaluate(const PlanGraph& graph, const std::vector<Decision>& decisions) {
   return evaluate(graph, decisions, value_windows(graph));
 }
@@ -286,6 +298,12 @@ Evaluation evaluate(const PlanGraph& graph, const std::vector<Decision>& decisio
   }
   for (std::size_t i = 0; i < n; ++i) {
     const PlanValue& v = graph.values[i];
+    STRATA_CHECK(decisions[i] != Decision::Slow || v.slow_ok, "evaluate: value ", i, " (", v.name,
+                 ") is placed in the slow tier but is not slow_ok");
+    if (decisions[i] == Decision::Slow) {  // resident at no point; its kernels access it in place
+      e.slow_time += slow_access_time(graph, v);
+      continue;
+    }
     for (int64_t t = v.producer; t <= v.last_forward_use; ++t) e.point_bytes[t] += v.bytes;
     const WindowSpan& span = span_under(w[i], decisions);
     switch (decisions[i]) {
@@ -309,9 +327,10 @@ Evaluation evaluate(const PlanGraph& graph, const std::vector<Decision>& decisio
         e.recompute_time += e.value_recompute_cost[i];
         break;
       }
+      case Decision::Slow: break;  // handled above
     }
   }
-  e.step_time = e.base_time + e.recompute_time + e.move_time;
+  e.step_time = e.base_time + e.recompute_time + e.move_time + e.slow_time;
   for (int64_t t = 0; t < P; ++t)
     if (e.point_bytes[t] > e.peak_bytes) {
       e.peak_bytes = e.point_bytes[t];
@@ -332,7 +351,7 @@ std::size_t uniform_peak(const PlanGraph& graph, Decision d) {
 
 [[noreturn]] void throw_infeasible(const char* who, std::size_t budget, std::size_t minimum, bool exact) {
   STRATA_CHECK(false, who, ": the fast-tier budget of ", budget, " bytes is below the minimum ",
-               exact ? "" : "known ", "peak of ", minimum, " bytes any keep/stream/recompute plan reaches",
+               exact ? "" : "known ", "peak of ", minimum, " bytes any plan reaches",
                exact ? "" : " (an upper bound: the exact minimum was not found in time)",
                "; raise the budget to at least ", minimum, " bytes");
   throw;  // unreachable
@@ -354,21 +373,30 @@ void drop_idle_values(const PlanGraph& graph, std::vector<Decision>& decisions) 
       for (int64_t u : graph.values[a].deps) read[u] = 1;
   }
   for (std::size_t i = 0; i < graph.values.size(); ++i)
-    if (w[i].needs.empty() && !read[i]) decisions[i] = Decision::Recompute;
+    if (w[i].needs.empty() && !read[i] && decisions[i] != Decision::Slow) decisions[i] = Decision::Recompute;
 }
 
 // Streaming a value whose moves hide behind compute costs nothing in the model, so the solver is
 // indifferent between keeping and streaming it; the moves still take copy bandwidth. A streamed
-// value is kept instead when that keeps the plan within the budget and no slower.
+// value is kept instead when that keeps the plan within the budget and no slower. Likewise a value
+// placed in the slow tier (which the ILP's gap may leave where the budget no longer needs it) is
+// kept, or else streamed, when that fits and is no slower.
 void prefer_keep(const PlanGraph& graph, std::vector<Decision>& decisions, std::size_t budget_bytes) {
   const std::vector<ValueWindow> w = value_windows(graph);  // O(n^2) in the values: once
   Evaluation e = evaluate(graph, decisions, w);
   for (std::size_t i = 0; i < decisions.size(); ++i) {
-    if (decisions[i] != Decision::Stream) continue;
-    decisions[i] = Decision::Keep;
-    Evaluation trial = evaluate(graph, decisions, w);
-    if (trial.peak_bytes <= budget_bytes && trial.step_time <= e.step_time) e = std::move(trial);
-    else decisions[i] = Decision::Stream;
+    const Decision was = decisions[i];
+    if (was != Decision::Stream && was != Decision::Slow) continue;
+    for (Decision instead : {Decision::Keep, Decision::Stream}) {
+      if (instead == was) break;
+      decisions[i] = instead;
+      Evaluation trial = evaluate(graph, decisions, w);
+      if (trial.peak_bytes <= budget_bytes && trial.step_time <= e.step_time) {
+        e = std::move(trial);
+        break;
+      }
+      decisions[i] = was;
+    }
   }
 }
 
@@ -377,7 +405,15 @@ void prefer_keep(const PlanGraph& graph, std::vector<Decision>& decisions, std::
 Plan oracle_plan(const PlanGraph& graph, std::size_t budget_bytes) {
   graph.validate();
   const std::size_t n = graph.values.size();
-  STRATA_CHECK(n <= 14, "oracle_plan: ", n, " saved values; the exhaustive oracle enumerates 3^n plans, n <= 14");
+  double plans = 1.0;
+  int64_t slow_ok = 0;
+  for (const PlanValue& v : graph.values) {
+    plans *= v.slow_ok ? 4.0 : 3.0;
+    slow_ok += v.slow_ok;
+  }
+  STRATA_CHECK(plans <= 4782969.0, "oracle_plan: ", n, " saved values (", slow_ok,
+               " of them slow_ok: 4 decisions each, the others 3) give more than 3^14 = 4782969 plans, the most "
+               "the exhaustive oracle enumerates");
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<Decision> d(n, Decision::Keep);
   const std::vector<ValueWindow> w = value_windows(graph);
@@ -397,7 +433,7 @@ Plan oracle_plan(const PlanGraph& graph, std::size_t budget_bytes) {
     bool carry = true;
     while (carry && i > 0) {
       --i;
-      carry = d[i] == Decision::Recompute;
+      carry = d[i] == (graph.values[i].slow_ok ? Decision::Slow : Decision::Recompute);
       d[i] = carry ? Decision::Keep : static_cast<Decision>(static_cast<int>(d[i]) + 1);
     }
     if (carry) break;  // wrapped around (or n == 0): every assignment was seen
@@ -425,10 +461,14 @@ std::optional<std::vector<Decision>> greedy_decisions(const PlanGraph& graph, st
       const PlanValue& v = graph.values[i];
       if (d[i] != Decision::Keep || v.bytes == 0) continue;
       // Only a value kept resident at t can lower t: a stream is resident on a subset of a
-      // keep's points, and a recompute only adds closures at need points.
-      if (t <= v.last_forward_use || t > w[i].last) continue;
-      const double staleness = static_cast<double>(std::max<int64_t>(1, w[i].first - v.last_forward_use));
-      for (Decision as : {Decision::Stream, Decision::Recompute}) {
+      // keep's points, and a recompute only adds closures at need points. In its forward
+      // lifetime only placing it in the slow tier lowers it.
+      const bool forward = t >= v.producer && t <= v.last_forward_use;
+      if (!(forward && v.slow_ok) && (t <= v.last_forward_use || t > w[i].last)) continue;
+      const double staleness =
+          forward ? 1.0 : static_cast<double>(std::max<int64_t>(1, w[i].first - v.last_forward_use));
+      for (Decision as : {Decision::Stream, Decision::Recompute, Decision::Slow}) {
+        if (as == Decision::Slow ? !v.slow_ok : forward) continue;
         std::vector<Decision> trial = d;
         trial[i] = as;
         const Evaluation te = evaluate(graph, trial, w);
@@ -516,6 +556,12 @@ std::size_t lowest_budget(const PlanGraph& graph, double time_limit_seconds) {
 
 Plan Planner::plan(const PlanGraph& graph, std::size_t budget_bytes) {
   graph.validate();
+  if (!options_.slow_placement && std::any_of(graph.values.begin(), graph.values.end(),
+                                              [](const PlanValue& v) { return v.slow_ok; })) {
+    PlanGraph without = graph;
+    for (PlanValue& v : without.values) v.slow_ok = false;
+    return plan(without, budget_bytes);
+  }
   const auto key = std::make_pair(graph.signature(), budget_bytes);
   if (auto it = cache_.find(key); it != cache_.end()) {
     Plan p = it->second;
@@ -573,14 +619,16 @@ std::string explain(const PlanGraph& graph, const Plan& plan) {
     const PlanValue& v = graph.values[i];
     const double rc = plan.decisions[i] == Decision::Recompute ? e.value_recompute_cost[i]
                                                                 : graph.ops[v.producer].forward_time;
+    // The move column: the exposed copies of a stream, the direct accesses of a slow placement.
+    const double mc = plan.decisions[i] == Decision::Slow ? slow_access_time(graph, v)
+                                                         : span_under(w[i], plan.decisions).stream_cost;
     os << std::left << std::setw(24) << (v.name.empty() ? "v" + std::to_string(i) : v.name) << std::right
-       << std::setw(14) << v.bytes << std::setw(16) << std::setprecision(6) << rc << std::setw(16)
-       << span_under(w[i], plan.decisions).stream_cost
-       << "  " << to_string(plan.decisions[i]) << "\n";
+       << std::setw(14) << v.bytes << std::setw(16) << std::setprecision(6) << rc << std::setw(16) << mc << "  "
+       << to_string(plan.decisions[i]) << "\n";
   }
   os << "predicted peak " << e.peak_bytes << " bytes (budget " << plan.budget_bytes << ") at point " << e.peak_point
      << "; predicted step time " << e.step_time << " s (compute " << e.base_time << ", recompute "
-     << e.recompute_time << ", exposed moves " << e.move_time << "); plan by " << to_string(plan.source)
+     << e.recompute_time << ", exposed moves " << e.move_time << ", slow-tier accesses " << e.slow_time << "); plan by " << to_string(plan.source)
      << (plan.ilp_timed_out ? " (ILP timed out)" : "") << " in " << plan.solve_seconds << " s"
      << (graph.sync_prefetch ? "; streamed values are fetched at their need points (synchronous)" : "")
      << (graph.sync_evict ? "; each eviction finishes before the next op runs (synchronous)" : "") << "\n";

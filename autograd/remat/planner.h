@@ -84,6 +84,17 @@
 ///    (16 ms per step for ~13 ms of copying; a barrier-synchronized op waits for the thread the
 ///    copy displaced, and the copy competes for memory bandwidth), and plans made with s = 1
 ///    predicted their measured overheads within 3 points where s = 0.5 predicted +3.9 % for +15 %.
+///  - A value with `slow_ok` may also be placed in the slow tier (Slow, AutoTM's tensors placed in
+///    PM and used there, dissertation ch. 3): its producer writes it into the slow tier and every
+///    kernel that reads it (its `forward_reads` forward readers, its backward steps, recomputes of
+///    its dependents) reads it there, in place. It is resident in the fast tier at no point, not
+///    even on [producer, last_forward_use] — the only decision that lowers the forward's whole-
+///    tensor floor (a conv's input and output both resident). Its cost, exposed (a kernel waits
+///    for its slow operand): bytes / bw_out for the write plus (forward_reads + |N(v)|) x bytes /
+///    bw_in for the reads (slow_access_time; the copies' bandwidths stand for the direct
+///    accesses': equal under the slow-tier model, an over-estimate on a DRAM-backed slow tier
+///    without it). Reads by recomputes of dependents are not counted. The executor places only
+///    step outputs (boundary values), through memory::SlowPlacement.
 
 #include <cstddef>
 #include <cstdint>
@@ -116,6 +127,9 @@ struct PlanValue {
   std::vector<int64_t> deps;  ///< indices of earlier saved values the producer reads
   std::vector<int64_t> extra_backward_uses;    ///< further ops whose backward steps consume it
   std::size_t recompute_workspace_bytes = 0;  ///< transient bytes beyond the value while its producer re-runs
+  /// The value may be placed in the slow tier (Decision::Slow; Note [Auto planning model]).
+  bool slow_ok = false;
+  int64_t forward_reads = 1;  ///< forward ops that read it (for the cost of Slow)
 };
 
 /// Copy bandwidths between the tiers, bytes per second (per the cost unit).
@@ -149,7 +163,7 @@ struct PlanGraph {
   std::string signature() const;
 };
 
-enum class Decision { Keep, Stream, Recompute };
+enum class Decision { Keep, Stream, Recompute, Slow };
 std::string to_string(Decision d);
 
 /// Where a kept or streamed value is resident, for one window [first, last] of backward points.
@@ -186,12 +200,17 @@ const WindowSpan& span_under(const ValueWindow& w, const std::vector<Decision>& 
 /// its recomputed deps. Empty for values that are not recomputed.
 std::vector<std::vector<int64_t>> recompute_closures(const PlanGraph& graph, const std::vector<Decision>& decisions);
 
+/// The exposed time of placing `value` in the slow tier (Decision::Slow; Note [Auto planning
+/// model]): one write and forward_reads + |N(v)| reads of its bytes at the copy bandwidths.
+double slow_access_time(const PlanGraph& graph, const PlanValue& value);
+
 /// What the cost model predicts for one assignment.
 struct Evaluation {
   double step_time = 0.0;       ///< base + recompute + exposed moves
   double base_time = 0.0;       ///< sum of forward and backward times
   double recompute_time = 0.0;
   double move_time = 0.0;       ///< exposed part of the moves
+  double slow_time = 0.0;       ///< direct slow-tier accesses of the values placed there (Slow)
   std::size_t peak_bytes = 0;
   int64_t peak_point = 0;
   std::vector<std::size_t> point_bytes;  ///< fast-tier bytes at every program point
@@ -230,16 +249,18 @@ PlanGraph with_sync_moves(PlanGraph graph);
 /// with_sync_moves (those it does not set already).
 std::vector<PlanGraph> fallback_variants(const PlanGraph& graph);
 
-/// Enumerates all 3^n assignments (n <= 14) and returns the fastest whose peak fits `budget_bytes`
-/// (ties: the first in enumeration order, value 0 varying slowest with Keep < Stream < Recompute).
-/// Throws strata::Error when n > 14 or when no assignment fits (naming the minimum budget).
+/// Enumerates all assignments (3 decisions per value, 4 for a slow_ok one; at most 3^14 of them)
+/// and returns the fastest whose peak fits `budget_bytes` (ties: the first in enumeration order,
+/// value 0 varying slowest with Keep < Stream < Recompute < Slow). Throws strata::Error when there
+/// are more than 3^14 assignments or when none fits (naming the minimum budget).
 Plan oracle_plan(const PlanGraph& graph, std::size_t budget_bytes);
 
 /// DTR-style greedy: starting from keep-all, while the peak exceeds the budget, takes among the
 /// kept values resident at the peak point the one with the smallest cost / (bytes x staleness)
-/// (cost: the cheaper of streaming and recomputing it, staleness: the points it would sit idle
-/// between its last forward use and first backward use) and streams or recomputes it, whichever
-/// is cheaper. Throws strata::Error naming the minimum budget if it cannot reach the budget.
+/// (cost: the cheapest of streaming, recomputing and, for a slow_ok value, placing it in the slow
+/// tier, among those that lower that point; staleness: the points it would sit idle between its
+/// last forward use and first backward use, 1 in its forward lifetime, where only Slow helps) and
+/// applies that decision. Throws strata::Error naming the minimum budget if it cannot reach the budget.
 Plan greedy_plan(const PlanGraph& graph, std::size_t budget_bytes);
 /// greedy_plan's decisions, or nothing when it cannot reach the budget (no error, no minimum
 /// computed); `last`, when given, receives the evaluation of the last assignment it reached.
@@ -256,6 +277,9 @@ std::size_t lowest_budget(const PlanGraph& graph, double time_limit_seconds = 10
 
 struct PlannerOptions {
   double time_limit_seconds = 10.0;  ///< ILP time limit; beyond it the greedy plan is used
+  /// Values marked slow_ok may be placed in the slow tier (Decision::Slow); false plans every
+  /// graph as if none were.
+  bool slow_placement = true;
 };
 
 /// Plans by ILP (autograd/remat/ilp.h) with the greedy fallback, caching plans by graph signature
@@ -265,8 +289,9 @@ class Planner {
   explicit Planner(PlannerOptions options = {}) : options_(options) {}
   /// The plan for `graph` under `budget_bytes`; a graph with a signature seen before (same budget)
   /// returns the cached plan (source Cached). Values with no backward use that no recompute reads
-  /// are set to Recompute (dropped after their forward: no cost, no bytes), and a streamed value
-  /// is kept instead when the budget allows it at no extra predicted time. A timed_moves graph
+  /// and not placed in the slow tier are set to Recompute (dropped after their forward: no cost,
+  /// no bytes), and a streamed value, or one placed in the slow tier, is kept (or the latter
+  /// streamed) instead when the budget allows it at no extra predicted time. A timed_moves graph
   /// whose asynchronous moves cannot reach the budget is planned as its sync_prefetch variant,
   /// and below that one's minimum as its sync_prefetch + sync_evict variant (the plan says which:
   /// fallback_variants). Throws strata::Error for an invalid graph or when the budget is

@@ -726,11 +726,12 @@ void bind_containers(py::module_& nnm) {
         const remat::AutoChain& a = auto_of(s, "last_plan");
         const remat::Plan* p = a.last_plan();
         if (p == nullptr) return py::none();
-        int keep = 0, stream = 0, recompute = 0;
+        int keep = 0, stream = 0, recompute = 0, slow = 0;
         for (remat::Decision d : p->decisions) {
           keep += d == remat::Decision::Keep;
           stream += d == remat::Decision::Stream;
           recompute += d == remat::Decision::Recompute;
+          slow += d == remat::Decision::Slow;  // placed in the slow tier, used there
         }
         py::dict out;
         std::string source = remat::to_string(p->source);  // "ILP", "Greedy", ...: lower case in Python
@@ -746,6 +747,7 @@ void bind_containers(py::module_& nnm) {
         out["keep"] = keep;
         out["stream"] = stream;
         out["recompute"] = recompute;
+        out["slow"] = slow;
         out["predicted_peak_bytes"] = p->predicted.peak_bytes;
         out["predicted_step_seconds"] = p->predicted.step_time;
         out["predicted_base_seconds"] = p->predicted.base_time;

@@ -212,16 +212,23 @@ void bind_policies(py::module_& m) {
       "Binomial checkpointing (Revolve) with `snapshots` stored states, the input included.");
   rm.def(
       "auto",
-      [](py::handle budget, const std::string& granularity) {
+      [](py::handle budget, const std::string& granularity, py::handle slow_placement) {
         const int64_t b = positive_arg(budget, "strata.remat.auto", "budget_bytes");
         if (granularity != "op" && granularity != "step")
           throw BindingValueError(
               msg("strata.remat.auto: granularity must be 'op' or 'step', got '", granularity, "'"));
+        if (!py::isinstance<py::bool_>(slow_placement))
+          throw BindingTypeError(
+              msg("strata.remat.auto: slow_placement must be a bool, got ", Py_TYPE(slow_placement.ptr())->tp_name));
+        remat::PlannerOptions options;
+        options.slow_placement = slow_placement.cast<bool>();
         return remat::ChainPolicy::auto_budget(
-            static_cast<std::size_t>(b), granularity == "op" ? remat::AutoGranularity::Op : remat::AutoGranularity::Step);
+            static_cast<std::size_t>(b), granularity == "op" ? remat::AutoGranularity::Op : remat::AutoGranularity::Step,
+            options);
       },
-      py::arg("budget_bytes"), py::kw_only(), py::arg("granularity") = "op",
-      "Keep, stream to the slow tier or recompute each saved value, planned (ILP) to minimize the "
+      py::arg("budget_bytes"), py::kw_only(), py::arg("granularity") = "op", py::arg("slow_placement") = true,
+      "Keep, stream to the slow tier, recompute, or place in the slow tier (its kernels then use it "
+      "there; slow_placement=False plans without) each saved value, planned (ILP) to minimize the "
       "predicted step time under `budget_bytes` of fast-tier activation peak.");
 }
 

@@ -9,10 +9,13 @@ treated per policy (autograd/remat/chain.h):
   idea with a segment length instead of a count); ``sqrt_n()`` takes ``k = ceil(sqrt(n))``.
 - ``revolve(snapshots)``: binomial checkpointing (Griewank's Revolve) with ``snapshots`` stored
   states, the input included.
-- ``auto(budget_bytes, granularity="op")``: for every saved value keep it in the fast tier, stream it
-  to the slow tier and back, or recompute it, chosen by an ILP (GLPK) to minimize the predicted step
-  time while the fast-tier activation peak stays within ``budget_bytes`` (DESIGN.md §3 autograd,
-  Note [Auto planning model]). Costs come from profiling each child (op) once per input shape;
+- ``auto(budget_bytes, granularity="op", slow_placement=True)``: for every saved value keep it in
+  the fast tier, stream it to the slow tier and back, recompute it, or place it in the slow tier
+  (the child writes its output there and every kernel reading it uses it in place, as AutoTM
+  places tensors in PM; ``slow_placement=False`` plans without), chosen by an ILP (GLPK) to
+  minimize the predicted step time while the fast-tier activation peak stays within
+  ``budget_bytes`` (DESIGN.md §3 autograd, Note [Auto planning model]). Placement is what reaches
+  budgets below a child's input plus its output. Costs come from profiling each child (op) once per input shape;
   a new shape re-plans. ``granularity="op"`` plans ResNet blocks and nested Sequentials per op,
   ``"step"`` one program point per child. A budget below what any plan reaches raises
   ``strata.StrataError`` naming the minimum. ``RematSequential.explain()`` prints the plan and

@@ -153,8 +153,8 @@ def test_auto_under_a_tight_budget(fraction):
         np.testing.assert_array_equal(got[2][k], want[2][k], err_msg=k)
     plan = rs.last_plan()
     assert plan["budget_bytes"] == budget
-    assert plan["stream"] + plan["recompute"] > 0  # something had to leave the fast tier
-    assert plan["keep"] + plan["stream"] + plan["recompute"] == plan["values"]
+    assert plan["stream"] + plan["recompute"] + plan["slow"] > 0  # something had to leave the fast tier
+    assert plan["keep"] + plan["stream"] + plan["recompute"] + plan["slow"] == plan["values"]
     assert plan["predicted_peak_bytes"] <= budget
     assert 0 < plan["measured_peak_bytes"] <= budget
     assert plan["source"] in ("ilp", "greedy", "cached")
@@ -166,6 +166,37 @@ def test_auto_under_a_tight_budget(fraction):
     text = rs.explain()
     assert "measured" in text and str(budget) in text.replace(",", "")
     assert rs.policy.kind == "auto" and rs.policy.budget_bytes == budget and rs.policy.granularity == "op"
+
+
+def test_auto_places_values_in_the_slow_tier_below_what_whole_fast_tensors_reach():
+    """Below the lowest budget of plans that keep every tensor in the fast tier (the error of
+    slow_placement=False names it), Auto places step outputs in the slow tier, where their readers
+    use them in place: the plan says how many, the measured peak stays within the budget and the
+    gradients are bitwise the plain Sequential's."""
+    _, fast_only, _ = pair(remat.auto(1, slow_placement=False))
+    with pytest.raises(strata.StrataError, match="below the minimum") as err:
+        step(fast_only, *data())
+    whole = int(re.search(r"at least (\d+) bytes", str(err.value)).group(1))
+    least = minimum_budget()
+    assert least < whole
+    budget = (least + whole) // 2
+    plain, rs, _ = pair(remat.auto(budget))
+    x, target = data()
+    want = step(plain, x, target)
+    state = {k: v.numpy().copy() for k, v in rs.state_dict().items()}
+    got = step(rs, x, target)
+    np.testing.assert_array_equal(got[1], want[1])
+    for k in want[2]:
+        np.testing.assert_array_equal(got[2][k], want[2][k], err_msg=k)
+    rs.load_state_dict(state)
+    step(rs, x, target, set_to_none=False)
+    plan = rs.last_plan()
+    assert plan["slow"] > 0
+    assert 0 < plan["measured_peak_bytes"] <= budget
+    assert "slow" in rs.explain()
+    _, no_slow, _ = pair(remat.auto(budget, slow_placement=False))
+    with pytest.raises(strata.StrataError, match="below the minimum"):
+        step(no_slow, x, target)
 
 
 def test_auto_replans_on_a_new_input_shape():
@@ -242,6 +273,8 @@ def test_bad_inputs():
         remat.auto(0)
     with pytest.raises(ValueError, match=r"granularity must be 'op' or 'step', got 'layer'"):
         remat.auto(1 << 20, granularity="layer")
+    with pytest.raises(TypeError, match="slow_placement must be a bool"):
+        remat.auto(1 << 20, slow_placement=1)
     with pytest.raises(TypeError, match=r"policy must be a strata.remat policy.*got str"):
         nn.RematSequential(nn.ReLU(), policy="auto")
     rs = nn.RematSequential(nn.ReLU())

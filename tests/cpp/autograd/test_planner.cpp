@@ -249,6 +249,88 @@ TEST(Planner, IlpEqualsOracleWithModelExtensions) {
   EXPECT_EQ(compared, 180);
 }
 
+// Decision::Slow (Note [Auto planning model]): a value placed in the slow tier is resident at no
+// point, its forward lifetime included, and costs one write and a read per forward reader and
+// backward step at the copy bandwidths; only slow_ok values may take it.
+TEST(Planner, SlowPlacementByHand) {
+  remat::PlanGraph g = three_ops();
+  g.values[1].slow_ok = true;
+  g.values[1].forward_reads = 1;  // C reads x1
+  EXPECT_DOUBLE_EQ(remat::slow_access_time(g, g.values[1]), 20.0 / 10 + 2 * 20.0 / 10);
+  const remat::Evaluation ks = remat::evaluate(g, {Decision::Keep, Decision::Slow});
+  EXPECT_EQ(ks.point_bytes, (std::vector<std::size_t>{10, 10, 10, 10, 10, 0}));
+  EXPECT_DOUBLE_EQ(ks.slow_time, 6.0);
+  EXPECT_DOUBLE_EQ(ks.step_time, 18.0 + 6.0);
+  // x1's recompute would read x0; placed in the slow tier, x1 reads nothing later, so x0 keeps
+  // its own window.
+  const remat::Evaluation rs = remat::evaluate(g, {Decision::Recompute, Decision::Slow});
+  EXPECT_EQ(rs.point_bytes, (std::vector<std::size_t>{10, 10, 0, 0, 10, 0}));
+  // The minimum peak drops below keep/stream/recompute's (x1's forward lifetime binds at 30).
+  remat::PlanGraph plain = three_ops();
+  EXPECT_EQ(remat::minimum_budget(plain), 30u);
+  EXPECT_EQ(remat::minimum_budget(g), 10u);
+  // Only where needed: at a budget keep-all meets, nothing goes to the slow tier.
+  remat::Planner planner;
+  for (Decision d : planner.plan(g, 30).decisions) EXPECT_NE(d, Decision::Slow);
+  const remat::Plan low = planner.plan(g, 10);
+  EXPECT_EQ(low.decisions[1], Decision::Slow);
+  EXPECT_LE(low.predicted.peak_bytes, 10u);
+  EXPECT_THAT(remat::explain(g, low), HasSubstr("slow"));
+  EXPECT_THAT(remat::explain(g, low), HasSubstr("slow-tier accesses 6"));
+}
+
+// The ILP (and the greedy) with slow_ok values against the exhaustive oracle, over the model's
+// extensions; placing values in the slow tier never raises the minimum.
+TEST(Planner, IlpEqualsOracleWithSlowPlacement) {
+  std::mt19937 rng(31);
+  auto uni = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  int compared = 0, used_slow = 0, greedy_planned = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    const int n = 1 + trial % 8;
+    remat::PlanGraph g = random_graph(rng, n);
+    const auto m = static_cast<int>(g.ops.size());
+    g.timed_moves = uni(0, 1) == 0;
+    if (g.timed_moves && uni(0, 2) == 0) g.sync_prefetch = g.sync_evict = true;
+    for (auto& v : g.values) {
+      v.slow_ok = uni(0, 2) != 0;
+      v.forward_reads = uni(0, 3);
+      if (uni(0, 3) == 0) v.backward_use = -1;
+      if (uni(0, 3) == 0) v.extra_backward_uses = {uni(0, m - 1)};
+    }
+    remat::PlanGraph plain = g;
+    for (auto& v : plain.values) v.slow_ok = false;
+    const std::size_t hi = remat::evaluate(g, std::vector<Decision>(n, Decision::Keep)).peak_bytes;
+    const std::size_t lo = remat::minimum_budget(g);
+    EXPECT_LE(lo, remat::minimum_budget(plain)) << "trial " << trial;
+    for (double f : {0.0, 0.5, 1.0}) {
+      const auto budget = static_cast<std::size_t>(double(lo) + f * double(hi - std::min(hi, lo)));
+      const remat::Plan oracle = remat::oracle_plan(g, budget);
+      const remat::IlpResult ilp = remat::solve_plan_ilp(g, budget, 60.0);
+      ASSERT_EQ(ilp.status, remat::IlpStatus::Optimal) << "trial " << trial << " budget " << budget;
+      EXPECT_LE(remat::evaluate(g, ilp.decisions).peak_bytes, budget) << "trial " << trial;
+      EXPECT_NEAR(ilp.objective, oracle.predicted.step_time, 1e-9) << "trial " << trial << " budget " << budget;
+      for (std::size_t i = 0; i < ilp.decisions.size(); ++i) {
+        if (ilp.decisions[i] == Decision::Slow) EXPECT_TRUE(g.values[i].slow_ok);
+        used_slow += ilp.decisions[i] == Decision::Slow;
+      }
+      if (auto d = remat::greedy_decisions(g, budget)) {
+        const remat::Evaluation e = remat::evaluate(g, *d);
+        EXPECT_LE(e.peak_bytes, budget);
+        EXPECT_GE(e.step_time + 1e-9, oracle.predicted.step_time);
+        ++greedy_planned;
+      }
+      ++compared;
+    }
+    if (lo > 0) {
+      EXPECT_EQ(remat::solve_plan_ilp(g, lo - 1, 60.0).status, remat::IlpStatus::Infeasible);
+      EXPECT_THROW(remat::oracle_plan(g, lo - 1), Error);
+    }
+  }
+  EXPECT_EQ(compared, 180);
+  EXPECT_GT(used_slow, 20);
+  EXPECT_GT(greedy_planned, 90);
+}
+
 TEST(Planner, OracleAgreesWithIlpAtTwelveValues) {
   std::mt19937 rng(12);
   for (int trial = 0; trial < 3; ++trial) {
@@ -564,7 +646,15 @@ TEST(Planner, BadInputs) {
   EXPECT_THAT(ERROR_MESSAGE(remat::evaluate(g, {Decision::Keep})), HasSubstr("1 decisions for 2 saved values"));
   EXPECT_THAT(ERROR_MESSAGE(remat::solve_plan_ilp(g, 100, 0.0)), HasSubstr("expected a positive number of seconds"));
   std::mt19937 rng(1);
-  EXPECT_THAT(ERROR_MESSAGE(remat::oracle_plan(random_graph(rng, 15), 1000)), HasSubstr("n <= 14"));
+  EXPECT_THAT(ERROR_MESSAGE(remat::oracle_plan(random_graph(rng, 15), 1000)), HasSubstr("more than 3^14"));
+  remat::PlanGraph eleven_slow = random_graph(rng, 12);  // 4^12 plans
+  for (auto& v : eleven_slow.values) v.slow_ok = true;
+  EXPECT_THAT(ERROR_MESSAGE(remat::oracle_plan(eleven_slow, 1000)), HasSubstr("12 of them slow_ok"));
+  EXPECT_THAT(ERROR_MESSAGE(remat::evaluate(g, {Decision::Keep, Decision::Slow})), HasSubstr("is not slow_ok"));
+  g.values[1].slow_ok = true;
+  g.values[1].forward_reads = -1;
+  EXPECT_THAT(ERROR_MESSAGE(g.validate()), HasSubstr("-1 forward reads"));
+  g = three_ops();
   remat::Plan p;
   EXPECT_THAT(ERROR_MESSAGE(remat::explain(g, p)), HasSubstr("0 decisions for a graph of 2 saved values"));
 }

@@ -70,6 +70,43 @@ TEST(TieredMemory, TensorsLargerThanTheFastTierLiveInTheSlowTier) {
   EXPECT_EQ(big.at({(1 << 20) - 1}), (1 << 20) - 1);
 }
 
+// Note [Slow placement]: inside the scope, allocations of exactly its size on this thread go to the
+// slow tier (a kernel then writes and reads them there, charged as direct accesses); other sizes,
+// another thread, and everything after the scope stay fast-first; an inner scope rules, the outer
+// one comes back when it closes.
+TEST(TieredMemory, SlowPlacementPlacesAllocationsOfItsSizeInTheSlowTier) {
+  TieredMemory mem(small_config(1 << 20, 64 << 20));
+  TensorOptions opts{DType::f32, &mem};
+  auto in_fast = [&](const Tensor& t) { return mem.policy().in_fast(mem.object_of(t.storage().allocation())); };
+  const std::size_t before = mem.manager().stats().snapshot().direct_slow_write_bytes;
+  Tensor placed, other, inner, after_inner, from_thread;
+  {
+    SlowPlacement scope(64 * 64 * sizeof(float));
+    EXPECT_EQ(SlowPlacement::current(), 64u * 64u * sizeof(float));
+    placed = full({64, 64}, 3.0, opts);
+    other = full({32, 64}, 4.0, opts);
+    std::thread([&] { from_thread = full({64, 64}, 5.0, opts); }).join();
+    {
+      SlowPlacement nested(32 * 64 * sizeof(float));
+      inner = full({32, 64}, 6.0, opts);
+      EXPECT_TRUE(in_fast(full({64, 64}, 7.0, opts)));
+    }
+    after_inner = full({64, 64}, 8.0, opts);
+  }
+  EXPECT_EQ(SlowPlacement::current(), 0u);
+  EXPECT_FALSE(in_fast(placed));
+  EXPECT_TRUE(in_fast(other));
+  EXPECT_TRUE(in_fast(from_thread));
+  EXPECT_FALSE(in_fast(inner));
+  EXPECT_FALSE(in_fast(after_inner));
+  EXPECT_TRUE(in_fast(full({64, 64}, 9.0, opts)));
+  // The fills wrote the placed tensors in place in the slow tier, and their values read back.
+  EXPECT_GE(mem.manager().stats().snapshot().direct_slow_write_bytes - before, 3u * 32 * 64 * sizeof(float));
+  EXPECT_EQ(placed.at({63, 63}), 3.0);
+  EXPECT_EQ(inner.at({31, 0}), 6.0);
+  EXPECT_EQ(placed.clone().at({5, 5}), 3.0);
+}
+
 TEST(TieredMemory, FreedTensorsReturnTheirSpace) {
   TieredMemory mem(small_config(1 << 20, 8 << 20));
   {

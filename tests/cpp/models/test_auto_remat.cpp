@@ -18,6 +18,7 @@
 #include "core/factories.h"
 #include "core/pin_set.h"
 #include "core/rng.h"
+#include "memory/tiered_memory.h"
 #include "models/conv.h"
 #include "models/activation.h"
 #include "models/container.h"
@@ -231,7 +232,8 @@ void check_auto(const char* label, Module& model, const ModuleList& chain, const
     const remat::AutoChain& ac = *seq.policy().auto_chain;
     ASSERT_NE(ac.last_plan(), nullptr);
     std::string decisions;
-    for (remat::Decision d : ac.last_plan()->decisions) decisions += remat::to_string(d)[0];
+    for (remat::Decision d : ac.last_plan()->decisions)  // k, s, r; p: placed in the slow tier
+      decisions += d == remat::Decision::Slow ? 'p' : remat::to_string(d)[0];
     const std::size_t predicted = ac.last_plan()->predicted.peak_bytes;
     std::printf("[ auto remat ] %-6s budget %5.1f %% = %9zu B: predicted %9zu B, measured %9zu B (%+.2f %% of "
                 "StoreAll); %s in %.3f s: %s\n",
@@ -408,8 +410,12 @@ TEST(AutoRemat, VggBlockReachesTwoTensorsWithSynchronousEvictions) {
   for (const auto& [k, v] : vgg->state_dict()) frozen.emplace_back(k, v.clone());
   auto plain = [&](const Tensor& in) { return vgg->forward(in); };
   const StepResult ref = train_step(*vgg, frozen, x, target, plain);
-  remat::AutoChain probe(std::size_t{1} << 30);
-  const remat::PlanGraph g = auto_graph(probe, chain, x, remat::AutoGranularity::Op).graph;
+  // Without placing values in the slow tier (which reaches lower still: the next test).
+  remat::PlannerOptions whole;
+  whole.slow_placement = false;
+  remat::AutoChain probe(std::size_t{1} << 30, whole);
+  remat::PlanGraph g = auto_graph(probe, chain, x, remat::AutoGranularity::Op).graph;
+  for (remat::PlanValue& v : g.values) v.slow_ok = false;
   const std::size_t sync_fetch_min = remat::minimum_budget(remat::with_sync_prefetch(g)),
                     low = remat::lowest_budget(g);
   std::printf("[ auto remat ] vgg block: block tensor %zu B; minimum %zu B asynchronous, %zu B with synchronous "
@@ -419,6 +425,7 @@ TEST(AutoRemat, VggBlockReachesTwoTensorsWithSynchronousEvictions) {
   ASSERT_LT(low, sync_fetch_min);
   const std::size_t budget = low + (sync_fetch_min - low) / 4;
   ChainPolicy policy = ChainPolicy::auto_budget(budget);
+  policy.auto_chain = std::make_shared<remat::AutoChain>(budget, whole);
   nn::RematSequential seq(policy);
   for (const auto& m : chain) seq.push_back(m);
   auto run = [&](const Tensor& in) { return seq.forward(in); };
@@ -430,6 +437,55 @@ TEST(AutoRemat, VggBlockReachesTwoTensorsWithSynchronousEvictions) {
   EXPECT_LE(measured, budget) << policy.auto_chain->explain();
   expect_agreement(policy.auto_chain->last_plan()->predicted.peak_bytes, measured,
                    step_peak(*vgg, x, target, plain));
+}
+
+// Decision::Slow (Note [Auto planning model], Note [Slow placement]): placing step outputs in the
+// slow tier, where their readers use them in place, takes the VGG block below the whole-tensor
+// floor that any plan of fast-resident tensors has (the second conv's input and output: two block
+// tensors). A budget below two block tensors plans slow placements, runs within the budget as
+// predicted, and changes no gradient bit; the placed tensors really are in the slow tier (the
+// kernels' direct slow-tier reads and writes grow).
+TEST(AutoRemat, VggBlockBelowTheWholeTensorFloorPlacesValuesInTheSlowTier) {
+  manual_seed(12);
+  ModuleList chain;
+  auto vgg = small_vgg({16, 16, 0}, 3, 8, 0.0, chain);
+  Tensor x = randn({8, 3, 32, 32});
+  Tensor target = randint(0, 3, {8});
+  const std::size_t tensor = std::size_t{8} * 16 * 32 * 32 * sizeof(float);
+  StateDict frozen;
+  for (const auto& [k, v] : vgg->state_dict()) frozen.emplace_back(k, v.clone());
+  auto plain = [&](const Tensor& in) { return vgg->forward(in); };
+  const StepResult ref = train_step(*vgg, frozen, x, target, plain);
+  remat::AutoChain probe(std::size_t{1} << 30);
+  remat::PlanGraph g = auto_graph(probe, chain, x, remat::AutoGranularity::Op).graph;
+  const std::size_t with_slow = remat::lowest_budget(g);
+  for (remat::PlanValue& v : g.values) v.slow_ok = false;
+  const std::size_t whole = remat::lowest_budget(g);
+  std::printf("[ auto remat ] vgg block: lowest budget %zu B with slow placement, %zu B without (block tensor %zu B)\n",
+              with_slow, whole, tensor);
+  EXPECT_GE(double(whole), 2.0 * double(tensor));
+  ASSERT_LT(with_slow, 2 * tensor);
+  const std::size_t budget = with_slow + (2 * tensor - with_slow) / 2;  // below the floor
+  ChainPolicy policy = ChainPolicy::auto_budget(budget);
+  nn::RematSequential seq(policy);
+  for (const auto& m : chain) seq.push_back(m);
+  auto run = [&](const Tensor& in) { return seq.forward(in); };
+  memory::MemoryStats& stats = memory::tiered_memory().manager().stats();
+  const memory::MemoryStatsSnapshot before = stats.snapshot();
+  expect_same(train_step(*vgg, frozen, x, target, run), ref);
+  const memory::MemoryStatsSnapshot after = stats.snapshot();
+  const remat::Plan* plan = policy.auto_chain->last_plan();
+  ASSERT_NE(plan, nullptr);
+  std::size_t placed = 0;
+  for (remat::Decision d : plan->decisions) placed += d == remat::Decision::Slow;
+  EXPECT_GE(placed, 1u) << policy.auto_chain->explain();
+  EXPECT_THAT(policy.auto_chain->explain(), HasSubstr("slow"));
+  EXPECT_GT(plan->predicted.slow_time, 0.0);
+  EXPECT_GE(after.direct_slow_write_bytes - before.direct_slow_write_bytes, tensor);
+  EXPECT_GE(after.direct_slow_read_bytes - before.direct_slow_read_bytes, tensor);
+  const std::size_t measured = step_peak(*vgg, x, target, run);
+  EXPECT_LE(measured, budget) << policy.auto_chain->explain();
+  expect_agreement(plan->predicted.peak_bytes, measured, step_peak(*vgg, x, target, plain));
 }
 
 // Note [Conv backward in two steps]: the weight step reads the conv's input but returns no gradient
