@@ -23,13 +23,13 @@
 //    backward step reads kept).
 // For each graph: the min-peak ILP (the smallest budget any plan reaches) and, per budget, the
 // plan ILP's status and time (--time-limit, default 60 s so that times above the 10 s target are
-// seen), its size, the decisions (keep / stream / recompute counts) and the predicted peak and
+// seen), its size, the decisions (keep / stream / recompute / slow counts) and the predicted peak and
 // extra time. Nothing is executed but the profiling runs.
 //
 // --json FILE writes {"binary", "threads", "dtype", "library", "params", "graphs": [{"graph",
 // "ops", "values", "storeall_peak_bytes", "storeall_peak_source", "min_peak": {"status",
 // "seconds", "bytes"}, "budgets": [{"fraction", "budget_bytes", "status", "seconds", "columns",
-// "rows", "keep", "stream", "recompute", "predicted_peak_bytes", "predicted_extra_seconds"}]}]}.
+// "rows", "keep", "stream", "recompute", "slow", "predicted_peak_bytes", "predicted_extra_seconds"}]}]}.
 // --quick (smoke runs): batch 2, image 32, the ops graph only, time limit 20 s.
 // --graph picks one graph (default all three).
 
@@ -295,7 +295,7 @@ struct BudgetResult {
   double fraction = 0;
   std::size_t budget = 0;
   remat::IlpResult ilp;
-  int keep = 0, stream = 0, recompute = 0;
+  int keep = 0, stream = 0, recompute = 0, slow = 0;  // slow: placed in the slow tier
   std::size_t predicted_peak = 0;
   double predicted_extra = 0;
 };
@@ -327,18 +327,19 @@ GraphResult plan_all(const std::string& name, const remat::PlanGraph& g, std::si
   if (r.min_peak_bytes > 0)
     std::printf(": minimum budget %zu B = %.1f %% of StoreAll", r.min_peak_bytes,
                 100.0 * static_cast<double>(r.min_peak_bytes) / static_cast<double>(storeall));
-  std::printf("\n  %8s %12s %11s %9s %7s %7s %6s %6s %6s %12s %10s\n", "budget", "bytes", "status", "seconds",
-              "cols", "rows", "keep", "stream", "recomp", "pred. peak", "extra s");
+  std::printf("\n  %8s %12s %11s %9s %7s %7s %6s %6s %6s %6s %12s %10s\n", "budget", "bytes", "status", "seconds",
+              "cols", "rows", "keep", "stream", "recomp", "slow", "pred. peak", "extra s");
   for (double f : {0.5, 0.25, 0.125}) {
     BudgetResult b;
     b.fraction = f;
     b.budget = static_cast<std::size_t>(static_cast<double>(storeall) * f);
     b.ilp = remat::solve_plan_ilp(g, b.budget, time_limit);
-    if (b.ilp.status == remat::IlpStatus::Optimal) {
+    if (!b.ilp.decisions.empty()) {  // optimal, or the incumbent of a timed-out solve
       for (Decision d : b.ilp.decisions) {
         b.keep += d == Decision::Keep;
         b.stream += d == Decision::Stream;
         b.recompute += d == Decision::Recompute;
+        b.slow += d == Decision::Slow;
       }
       const remat::Evaluation e = remat::evaluate(g, b.ilp.decisions);
       b.predicted_peak = e.peak_bytes;
@@ -346,8 +347,9 @@ GraphResult plan_all(const std::string& name, const remat::PlanGraph& g, std::si
     }
     std::printf("  %7.1f%% %12zu %11s %9.3f %7d %7d", 100 * f, b.budget, status_name(b.ilp.status), b.ilp.seconds,
                 b.ilp.num_columns, b.ilp.num_rows);
-    if (b.ilp.status == remat::IlpStatus::Optimal)
-      std::printf(" %6d %6d %6d %12zu %10.6f\n", b.keep, b.stream, b.recompute, b.predicted_peak, b.predicted_extra);
+    if (!b.ilp.decisions.empty())
+      std::printf(" %6d %6d %6d %6d %12zu %10.6f\n", b.keep, b.stream, b.recompute, b.slow, b.predicted_peak,
+                  b.predicted_extra);
     else
       std::printf("\n");
     r.budgets.push_back(std::move(b));
@@ -428,7 +430,7 @@ int main(int argc, char** argv) try {
         j.kv("fraction", b.fraction).kv("budget_bytes", static_cast<long long>(b.budget));
         j.kv("status", status_name(b.ilp.status)).kv("seconds", b.ilp.seconds);
         j.kv("columns", b.ilp.num_columns).kv("rows", b.ilp.num_rows);
-        j.kv("keep", b.keep).kv("stream", b.stream).kv("recompute", b.recompute);
+        j.kv("keep", b.keep).kv("stream", b.stream).kv("recompute", b.recompute).kv("slow", b.slow);
         j.kv("predicted_peak_bytes", static_cast<long long>(b.predicted_peak));
         j.kv("predicted_extra_seconds", b.predicted_extra);
         j.end_object();

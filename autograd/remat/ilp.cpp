@@ -72,6 +72,23 @@ std::optional<std::vector<double>> start_columns(const PlanGraph& graph, const s
   return x;
 }
 
+// The uniform assignments (Note [Auto planning ILP]: bounds and starting incumbents): keep-,
+// stream- and recompute-all and, when some values are slow_ok, those placed in the slow tier with
+// the others streamed, or recomputed.
+std::vector<std::vector<Decision>> uniform_plans(const PlanGraph& graph) {
+  const std::size_t n = graph.values.size();
+  std::vector<std::vector<Decision>> out;
+  for (Decision d : {Decision::Keep, Decision::Stream, Decision::Recompute}) out.emplace_back(n, d);
+  if (std::none_of(graph.values.begin(), graph.values.end(), [](const PlanValue& v) { return v.slow_ok; })) return out;
+  for (Decision d : {Decision::Stream, Decision::Recompute}) {
+    std::vector<Decision> x(n, d);
+    for (std::size_t i = 0; i < n; ++i)
+      if (graph.values[i].slow_ok) x[i] = Decision::Slow;
+    out.push_back(std::move(x));
+  }
+  return out;
+}
+
 // Builds and solves Note [Auto planning ILP]; min_peak selects the min-peak variant.
 IlpResult solve(const PlanGraph& graph, std::size_t budget_bytes, double time_limit_seconds, bool min_peak) {
   graph.validate();
@@ -96,21 +113,33 @@ IlpResult solve(const PlanGraph& graph, std::size_t budget_bytes, double time_li
   };
   // The bound closures are pruned against (Note [Auto planning ILP]): the budget, or for the
   // min-peak variant the peak of the best uniform assignment (the optimum is not above it).
+  const std::vector<std::vector<Decision>> uniform = uniform_plans(graph);
   double bound = static_cast<double>(budget_bytes);
   if (min_peak) {
     std::size_t best = std::numeric_limits<std::size_t>::max();
-    for (Decision d : {Decision::Keep, Decision::Stream, Decision::Recompute})
-      best = std::min(best, evaluate(graph, std::vector<Decision>(static_cast<std::size_t>(n), d)).peak_bytes);
+    for (const auto& d : uniform) best = std::min(best, evaluate(graph, d, w).peak_bytes);
     bound = static_cast<double>(best);
   }
 
   // For the time-minimizing ILP, the extra time (recompute and exposed moves) of the best
   // feasible uniform plan bounds the optimum's: a closure costing more is never optimal.
   double time_bound = std::numeric_limits<double>::infinity();
+  std::vector<Decision> improved;
   if (!min_peak) {
-    for (Decision d : {Decision::Keep, Decision::Stream, Decision::Recompute}) {
-      const Evaluation e = evaluate(graph, std::vector<Decision>(static_cast<std::size_t>(n), d));
-      if (e.peak_bytes <= budget_bytes) time_bound = std::min(time_bound, e.step_time - e.base_time);
+    // ... and of the best of them improved by local search (also a start below): at budgets the
+    // greedy cannot reach, the uniform plans are far from the optimum.
+    const std::vector<Decision>* best_uniform = nullptr;
+    for (const auto& d : uniform) {
+      const Evaluation e = evaluate(graph, d, w);
+      if (e.peak_bytes <= budget_bytes && e.step_time - e.base_time < time_bound) {
+        time_bound = e.step_time - e.base_time;
+        best_uniform = &d;
+      }
+    }
+    if (best_uniform != nullptr) {
+      improved = improve_decisions(graph, *best_uniform, budget_bytes);
+      const Evaluation e = evaluate(graph, improved, w);
+      time_bound = std::min(time_bound, e.step_time - e.base_time);
     }
     time_bound = time_bound * (1 + 1e-9) + 1e-300;  // never cut a plan that reaches the bound
   }
@@ -369,9 +398,8 @@ IlpResult solve(const PlanGraph& graph, std::size_t budget_bytes, double time_li
   // as full column vectors, each checked against every row before GLPK sees it.
   std::vector<std::vector<double>> starts;
   if (ncols > 0 && !presolve) {
-    std::vector<std::vector<Decision>> candidates;
-    for (Decision d : {Decision::Keep, Decision::Stream, Decision::Recompute})
-      candidates.emplace_back(static_cast<std::size_t>(n), d);
+    std::vector<std::vector<Decision>> candidates = uniform;
+    if (!improved.empty()) candidates.push_back(improved);
     if (!min_peak)
       if (auto d = greedy_decisions(graph, budget_bytes)) candidates.push_back(std::move(*d));
     for (const auto& d : candidates) {
@@ -420,7 +448,23 @@ IlpResult solve(const PlanGraph& graph, std::size_t budget_bytes, double time_li
   parm.tm_lim = static_cast<int>(std::clamp((time_limit_seconds - elapsed()) * 1e3, 1.0, 2.0e9));
   const int ret = ncols == 0 ? 0 : glp_intopt(lp.get(), &parm);
   result.seconds = elapsed();
-  if (ret == GLP_ETMLIM || result.seconds > time_limit_seconds) return result;
+  auto read_decisions = [&] {
+    result.decisions.resize(static_cast<std::size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      const bool own_stream = own_col[i] > 0 && glp_mip_col_val(lp.get(), own_col[i] + 1) > 0.5;
+      if (slow_col[i] > 0 && glp_mip_col_val(lp.get(), slow_col[i]) > 0.5) result.decisions[i] = Decision::Slow;
+      else if (own_stream || glp_mip_col_val(lp.get(), col_s(i)) > 0.5) result.decisions[i] = Decision::Stream;
+      else if (glp_mip_col_val(lp.get(), col_r(i)) > 0.5) result.decisions[i] = Decision::Recompute;
+      else result.decisions[i] = Decision::Keep;
+    }
+    const Evaluation e = evaluate(graph, result.decisions);
+    result.objective = min_peak ? static_cast<double>(e.peak_bytes) : e.step_time;
+  };
+  if (ret == GLP_ETMLIM || result.seconds > time_limit_seconds) {
+    // Timed out: the best assignment found so far (at least as good as the starts), if any.
+    if (ncols > 0 && (ret == 0 || ret == GLP_ETMLIM) && glp_mip_status(lp.get()) == GLP_FEAS) read_decisions();
+    return result;
+  }
   const int status = ncols == 0 ? GLP_OPT : glp_mip_status(lp.get());
   if (ret == GLP_ENOPFS || ret == GLP_ENODFS || status == GLP_NOFEAS) {
     result.status = IlpStatus::Infeasible;
@@ -437,16 +481,7 @@ IlpResult solve(const PlanGraph& graph, std::size_t budget_bytes, double time_li
                "solve_plan_ilp: GLPK failed (glp_intopt returned ", ret,
                ", MIP status ", status, ")");
   result.status = IlpStatus::Optimal;
-  result.decisions.resize(static_cast<std::size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    const bool own_stream = own_col[i] > 0 && glp_mip_col_val(lp.get(), own_col[i] + 1) > 0.5;
-    if (slow_col[i] > 0 && glp_mip_col_val(lp.get(), slow_col[i]) > 0.5) result.decisions[i] = Decision::Slow;
-    else if (own_stream || glp_mip_col_val(lp.get(), col_s(i)) > 0.5) result.decisions[i] = Decision::Stream;
-    else if (glp_mip_col_val(lp.get(), col_r(i)) > 0.5) result.decisions[i] = Decision::Recompute;
-    else result.decisions[i] = Decision::Keep;
-  }
-  const Evaluation e = evaluate(graph, result.decisions);
-  result.objective = min_peak ? static_cast<double>(e.peak_bytes) : e.step_time;
+  read_decisions();
   return result;
 }
 

@@ -41,8 +41,7 @@
 /// some dep path v -> ... -> a fits: the bytes + recompute workspaces of its members fit in the
 /// room the budget leaves at v's need points beyond their constants (for the min-peak variant the
 /// budget is the peak of the best uniform plan), and its members' re-runs (|N(v)| times each)
-/// cost no more than the extra time of the best feasible uniform plan (keep-, stream- or
-/// recompute-all). For a non-candidate u that is a dep of a candidate x: n_{v,x} + r_u <= 1. On
+/// cost no more than the extra time of the best feasible uniform plan (those of the starts below). For a non-candidate u that is a dep of a candidate x: n_{v,x} + r_u <= 1. On
 /// chains this turns the O(n^2) closure variables into O(n k), k the longest affordable closure.
 /// Gap: the min-peak ILP and graphs of up to 16 values are solved to optimality (mip_gap 0, so the
 /// ILP equals the exhaustive oracle); larger step-time ILPs stop once the incumbent is within 1 %
@@ -53,7 +52,9 @@
 /// every stream has a price, and the op-level ResNet-20 ILP did not close a zero gap in 10 s; on
 /// the test ResNets and VGG the bound was within 1.5–3 % of the optimum while branch and bound
 /// ran out of time proving the 1 %.
-/// Starts: GLPK gets the feasible uniform plans (keep-, stream-, recompute-all) and, for the
+/// Starts: GLPK gets the feasible uniform plans (keep-, stream-, recompute-all; with slow_ok
+/// values also those placed in the slow tier and the rest streamed, or recomputed — which also
+/// bound the pruning above) and, for the
 /// step-time ILP, greedy_decisions() (planner.h) as incumbents at the root, each checked against
 /// every row first. Its own heuristics found no incumbent near the bound on those graphs. The
 /// starts need the problem's own columns, so GLPK's MIP presolver is off: the problem is scaled and
@@ -71,14 +72,16 @@ enum class IlpStatus { Optimal, Infeasible, TimedOut };
 
 struct IlpResult {
   IlpStatus status = IlpStatus::TimedOut;
-  std::vector<Decision> decisions;  ///< when Optimal
+  std::vector<Decision> decisions;  ///< when Optimal; when TimedOut, the best assignment found (if any)
   double objective = 0.0;           ///< predicted step time (or the minimal peak in bytes, min-peak ILP)
   double seconds = 0.0;             ///< model building and solving
   int num_columns = 0, num_rows = 0;
 };
 
 /// Solves Note [Auto planning ILP] for `budget_bytes`. TimedOut when GLPK stops at its time limit
-/// or the whole call took longer than `time_limit_seconds` (so a tiny limit always times out).
+/// or the whole call took longer than `time_limit_seconds` (so a tiny limit always times out);
+/// `decisions` then hold GLPK's incumbent when it has one (a feasible plan, at least as fast as
+/// the starts), else stay empty.
 /// Throws strata::Error for an invalid graph or a non-positive time limit.
 IlpResult solve_plan_ilp(const PlanGraph& graph, std::size_t budget_bytes, double time_limit_seconds);
 

@@ -494,6 +494,35 @@ std::optional<std::vector<Decision>> greedy_decisions(const PlanGraph& graph, st
   return d;
 }
 
+std::vector<Decision> improve_decisions(const PlanGraph& graph, std::vector<Decision> d, std::size_t budget_bytes,
+                                        int max_passes) {
+  graph.validate();
+  const std::vector<ValueWindow> w = value_windows(graph);
+  Evaluation e = evaluate(graph, d, w);
+  STRATA_CHECK(e.peak_bytes <= budget_bytes, "improve_decisions: the starting assignment peaks at ", e.peak_bytes,
+               " bytes, above the budget of ", budget_bytes);
+  for (int pass = 0; pass < max_passes; ++pass) {
+    bool changed = false;
+    for (std::size_t i = 0; i < d.size(); ++i) {
+      const Decision was = d[i];
+      Decision best = was;
+      for (Decision as : {Decision::Keep, Decision::Stream, Decision::Recompute, Decision::Slow}) {
+        if (as == was || (as == Decision::Slow && !graph.values[i].slow_ok)) continue;
+        d[i] = as;
+        Evaluation trial = evaluate(graph, d, w);
+        if (trial.peak_bytes <= budget_bytes && trial.step_time < e.step_time) {
+          e = std::move(trial);
+          best = as;
+        }
+      }
+      d[i] = best;
+      changed = changed || best != was;
+    }
+    if (!changed) break;
+  }
+  return d;
+}
+
 Plan greedy_plan(const PlanGraph& graph, std::size_t budget_bytes) {
   const auto t0 = std::chrono::steady_clock::now();
   Evaluation e;
@@ -593,7 +622,12 @@ Plan Planner::plan(const PlanGraph& graph, std::size_t budget_bytes) {
     throw_infeasible("Planner", budget_bytes, exact ? evaluate(graph, mp.decisions).peak_bytes : minimum_budget(graph, 0),
                      exact);
   } else {
-    p = greedy_plan(graph, budget_bytes);
+    // Timed out: GLPK's incumbent when it has one (its starts include the greedy plan, so it is
+    // at least as fast), else the greedy plan.
+    const bool incumbent = !r.decisions.empty();
+    p = incumbent ? Plan{} : greedy_plan(graph, budget_bytes);
+    if (incumbent) p.decisions = std::move(r.decisions);
+    p.source = incumbent ? PlanSource::Ilp : PlanSource::Greedy;
     drop_idle_values(graph, p.decisions);
     prefer_keep(graph, p.decisions, budget_bytes);
     p.predicted = evaluate(graph, p.decisions);

@@ -233,7 +233,9 @@ struct Plan {
   std::size_t budget_bytes = 0;
   PlanSource source = PlanSource::Ilp;
   double solve_seconds = 0.0;
-  bool ilp_timed_out = false;  ///< the ILP hit its time limit and the greedy plan was used
+  /// The ILP hit its time limit: the plan is its incumbent (source Ilp) or, without one, the
+  /// greedy plan (source Greedy).
+  bool ilp_timed_out = false;
   /// The plan is for the graph's sync_prefetch (and sync_evict) variant (Planner::plan's
   /// fallbacks): evaluate and execute it on that variant (with_sync_prefetch, with_sync_moves).
   bool sync_prefetch = false;
@@ -267,6 +269,14 @@ Plan greedy_plan(const PlanGraph& graph, std::size_t budget_bytes);
 std::optional<std::vector<Decision>> greedy_decisions(const PlanGraph& graph, std::size_t budget_bytes,
                                                       Evaluation* last = nullptr);
 
+/// Local search from a feasible assignment: passes over the values, each value taking the
+/// decision (keep, stream, recompute, or slow when slow_ok) that lowers the predicted step time
+/// most while the peak stays within `budget_bytes`, until a pass changes nothing (at most
+/// `max_passes`). `decisions` must fit the budget; the result fits it and is never slower. The
+/// ILP starts from it (Note [Auto planning ILP]).
+std::vector<Decision> improve_decisions(const PlanGraph& graph, std::vector<Decision> decisions,
+                                        std::size_t budget_bytes, int max_passes = 3);
+
 /// The smallest fast-tier peak any assignment reaches (by the ILP when it finishes within
 /// `time_limit_seconds`, else the smaller of the all-stream and all-recompute peaks, an upper
 /// bound) — the number an infeasible budget's error names.
@@ -282,8 +292,8 @@ struct PlannerOptions {
   bool slow_placement = true;
 };
 
-/// Plans by ILP (autograd/remat/ilp.h) with the greedy fallback, caching plans by graph signature
-/// and budget.
+/// Plans by ILP (autograd/remat/ilp.h) — its incumbent when it times out, the greedy plan when it
+/// has none — caching plans by graph signature and budget.
 class Planner {
  public:
   explicit Planner(PlannerOptions options = {}) : options_(options) {}

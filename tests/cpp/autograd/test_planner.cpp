@@ -429,6 +429,36 @@ TEST(Planner, GappedIlpIsNeverWorseThanItsStarts) {
   EXPECT_EQ(solved, 12);
 }
 
+// A solve that times out hands back GLPK's incumbent when it has one (feasible, at least as fast as
+// the greedy start), and Planner::plan uses it; without one the plan is the greedy's. Several time
+// limits on a large graph: whichever way each ends, the invariants hold.
+TEST(Planner, TimedOutSolvesReturnTheirIncumbent) {
+  std::mt19937 rng(17);
+  remat::PlanGraph g = random_graph(rng, 120);
+  for (std::size_t i = 0; i < g.values.size(); i += 3) g.values[i].slow_ok = true;
+  const std::size_t hi = remat::evaluate(g, std::vector<Decision>(g.values.size(), Decision::Keep)).peak_bytes;
+  const std::size_t budget = hi / 3;
+  int incumbents = 0;
+  for (double limit : {0.02, 0.05, 0.1, 0.3}) {
+    const remat::IlpResult r = remat::solve_plan_ilp(g, budget, limit);
+    if (r.decisions.empty()) continue;
+    ASSERT_EQ(r.decisions.size(), g.values.size());
+    const remat::Evaluation e = remat::evaluate(g, r.decisions);
+    EXPECT_LE(e.peak_bytes, budget) << "limit " << limit;
+    EXPECT_DOUBLE_EQ(r.objective, e.step_time);
+    if (auto greedy = remat::greedy_decisions(g, budget)) {
+      EXPECT_LE(e.step_time, remat::evaluate(g, *greedy).step_time * (1 + 1e-12)) << "limit " << limit;
+    }
+    if (r.status != remat::IlpStatus::TimedOut) continue;
+    ++incumbents;
+    remat::Planner planner({limit});
+    const remat::Plan p = planner.plan(g, budget);
+    EXPECT_TRUE(p.ilp_timed_out || p.source == remat::PlanSource::Ilp);
+    EXPECT_LE(p.predicted.peak_bytes, budget);
+  }
+  std::printf("[ planner ] %d of 4 time limits ended with an incumbent\n", incumbents);
+}
+
 TEST(Planner, FallsBackToGreedyWhenTheSolverTimesOut) {
   std::mt19937 rng(5);
   const remat::PlanGraph g = random_graph(rng, 8);
