@@ -211,6 +211,18 @@ TEST(Planner, ModelExtensionsBadInput) {
   EXPECT_THAT(ERROR_MESSAGE(g.validate()), HasSubstr("evict lag -1"));
 }
 
+// Solves the plan ILP for `budget` and checks it against the oracle's plan: optimal, within the
+// budget, the same predicted step time.
+remat::IlpResult ilp_matching_oracle(const remat::PlanGraph& g, std::size_t budget, const remat::Plan& oracle,
+                                     int trial) {
+  remat::IlpResult ilp = remat::solve_plan_ilp(g, budget, 60.0);
+  EXPECT_EQ(ilp.status, remat::IlpStatus::Optimal) << "trial " << trial << " budget " << budget;
+  if (ilp.status != remat::IlpStatus::Optimal) return ilp;
+  EXPECT_LE(remat::evaluate(g, ilp.decisions).peak_bytes, budget) << "trial " << trial;
+  EXPECT_NEAR(ilp.objective, oracle.predicted.step_time, 1e-9) << "trial " << trial << " budget " << budget;
+  return ilp;
+}
+
 // Random DAGs using every extension: the ILP still equals the exhaustive optimum.
 TEST(Planner, IlpEqualsOracleWithModelExtensions) {
   std::mt19937 rng(21);
@@ -236,10 +248,7 @@ TEST(Planner, IlpEqualsOracleWithModelExtensions) {
     for (double f : {0.0, 0.5, 1.0}) {
       const auto budget = static_cast<std::size_t>(double(lo) + f * double(hi - std::min(hi, lo)));
       const remat::Plan oracle = remat::oracle_plan(g, budget);
-      const remat::IlpResult ilp = remat::solve_plan_ilp(g, budget, 60.0);
-      ASSERT_EQ(ilp.status, remat::IlpStatus::Optimal) << "trial " << trial << " budget " << budget;
-      EXPECT_LE(remat::evaluate(g, ilp.decisions).peak_bytes, budget) << "trial " << trial;
-      EXPECT_NEAR(ilp.objective, oracle.predicted.step_time, 1e-9) << "trial " << trial << " budget " << budget;
+      ilp_matching_oracle(g, budget, oracle, trial);
       ++compared;
     }
     if (lo > 0) {
@@ -305,10 +314,7 @@ TEST(Planner, IlpEqualsOracleWithSlowPlacement) {
     for (double f : {0.0, 0.5, 1.0}) {
       const auto budget = static_cast<std::size_t>(double(lo) + f * double(hi - std::min(hi, lo)));
       const remat::Plan oracle = remat::oracle_plan(g, budget);
-      const remat::IlpResult ilp = remat::solve_plan_ilp(g, budget, 60.0);
-      ASSERT_EQ(ilp.status, remat::IlpStatus::Optimal) << "trial " << trial << " budget " << budget;
-      EXPECT_LE(remat::evaluate(g, ilp.decisions).peak_bytes, budget) << "trial " << trial;
-      EXPECT_NEAR(ilp.objective, oracle.predicted.step_time, 1e-9) << "trial " << trial << " budget " << budget;
+      const remat::IlpResult ilp = ilp_matching_oracle(g, budget, oracle, trial);
       for (std::size_t i = 0; i < ilp.decisions.size(); ++i) {
         if (ilp.decisions[i] == Decision::Slow) EXPECT_TRUE(g.values[i].slow_ok);
         used_slow += ilp.decisions[i] == Decision::Slow;

@@ -393,6 +393,25 @@ TEST(AutoRemat, SynchronousFetchesBelowTheAsynchronousMinimum) {
   EXPECT_LE(double(measured), double(predicted) + kUnderTolerance * double(step_peak(*net, x, target, plain)));
 }
 
+// The VGG block of the two tests below: the first block of a small VGG at op granularity (two
+// 16-channel convs at 32x32, batch 8), its plain step's results and the size of one block tensor.
+struct VggBlock {
+  ModuleList chain;
+  std::shared_ptr<nn::zoo::VGG> vgg;
+  Tensor x, target;
+  std::size_t tensor = std::size_t{8} * 16 * 32 * 32 * sizeof(float);
+  StateDict frozen;
+  StepResult ref;
+  VggBlock() {
+    manual_seed(12);
+    vgg = small_vgg({16, 16, 0}, 3, 8, 0.0, chain);
+    x = randn({8, 3, 32, 32});
+    target = randint(0, 3, {8});
+    for (const auto& [k, v] : vgg->state_dict()) frozen.emplace_back(k, v.clone());
+    ref = train_step(*vgg, frozen, x, target, [&](const Tensor& in) { return vgg->forward(in); });
+  }
+};
+
 // VGG's first block at op granularity (Note [Auto planning model]): a relu output the next conv
 // reads is held for the batch norm's backward only when that conv's output is recomputed from it,
 // and evictions may wait (sync_evict), so the minimum is about two block tensors (the forward of
@@ -400,16 +419,9 @@ TEST(AutoRemat, SynchronousFetchesBelowTheAsynchronousMinimum) {
 // minimum with synchronous fetches alone and the lowest one plans with synchronous evictions,
 // runs within the budget and changes no gradient bit.
 TEST(AutoRemat, VggBlockReachesTwoTensorsWithSynchronousEvictions) {
-  manual_seed(12);
-  ModuleList chain;
-  auto vgg = small_vgg({16, 16, 0}, 3, 8, 0.0, chain);
-  Tensor x = randn({8, 3, 32, 32});
-  Tensor target = randint(0, 3, {8});
-  const std::size_t tensor = std::size_t{8} * 16 * 32 * 32 * sizeof(float);
-  StateDict frozen;
-  for (const auto& [k, v] : vgg->state_dict()) frozen.emplace_back(k, v.clone());
+  VggBlock b;
+  auto& [chain, vgg, x, target, tensor, frozen, ref] = b;
   auto plain = [&](const Tensor& in) { return vgg->forward(in); };
-  const StepResult ref = train_step(*vgg, frozen, x, target, plain);
   // Without placing values in the slow tier (which reaches lower still: the next test).
   remat::PlannerOptions whole;
   whole.slow_placement = false;
@@ -446,16 +458,9 @@ TEST(AutoRemat, VggBlockReachesTwoTensorsWithSynchronousEvictions) {
 // predicted, and changes no gradient bit; the placed tensors really are in the slow tier (the
 // kernels' direct slow-tier reads and writes grow).
 TEST(AutoRemat, VggBlockBelowTheWholeTensorFloorPlacesValuesInTheSlowTier) {
-  manual_seed(12);
-  ModuleList chain;
-  auto vgg = small_vgg({16, 16, 0}, 3, 8, 0.0, chain);
-  Tensor x = randn({8, 3, 32, 32});
-  Tensor target = randint(0, 3, {8});
-  const std::size_t tensor = std::size_t{8} * 16 * 32 * 32 * sizeof(float);
-  StateDict frozen;
-  for (const auto& [k, v] : vgg->state_dict()) frozen.emplace_back(k, v.clone());
+  VggBlock b;
+  auto& [chain, vgg, x, target, tensor, frozen, ref] = b;
   auto plain = [&](const Tensor& in) { return vgg->forward(in); };
-  const StepResult ref = train_step(*vgg, frozen, x, target, plain);
   remat::AutoChain probe(std::size_t{1} << 30);
   remat::PlanGraph g = auto_graph(probe, chain, x, remat::AutoGranularity::Op).graph;
   const std::size_t with_slow = remat::lowest_budget(g);
