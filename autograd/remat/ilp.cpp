@@ -28,7 +28,8 @@ template <class NCol>
 std::optional<std::vector<double>> start_columns(const PlanGraph& graph, const std::vector<Decision>& d, int ncols,
                                                  int col_peak, const std::vector<std::vector<int64_t>>& anc,
                                                  NCol&& n_col, const std::vector<int>& own_col,
-                                                 const std::vector<int>& slow_col, const std::vector<int>& ia, const std::vector<int>& ja,
+                                                 const std::vector<int>& slow_col, const std::vector<int>& ia,
+                                                 const std::vector<int>& ja,
                                                  const std::vector<double>& ar, const std::vector<double>& row_lo,
                                                  const std::vector<double>& row_hi) {
   const auto n = static_cast<int64_t>(graph.values.size());

@@ -41,7 +41,8 @@
 /// some dep path v -> ... -> a fits: the bytes + recompute workspaces of its members fit in the
 /// room the budget leaves at v's need points beyond their constants (for the min-peak variant the
 /// budget is the peak of the best uniform plan), and its members' re-runs (|N(v)| times each)
-/// cost no more than the extra time of the best feasible uniform plan (those of the starts below). For a non-candidate u that is a dep of a candidate x: n_{v,x} + r_u <= 1. On
+/// cost no more than the extra time of the best feasible uniform plan (those of the starts below).
+/// For a non-candidate u that is a dep of a candidate x: n_{v,x} + r_u <= 1. On
 /// chains this turns the O(n^2) closure variables into O(n k), k the longest affordable closure.
 /// Gap: the min-peak ILP and graphs of up to 16 values are solved to optimality (mip_gap 0, so the
 /// ILP equals the exhaustive oracle); larger step-time ILPs stop once the incumbent is within 1 %

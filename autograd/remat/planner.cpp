@@ -662,7 +662,8 @@ std::string explain(const PlanGraph& graph, const Plan& plan) {
   }
   os << "predicted peak " << e.peak_bytes << " bytes (budget " << plan.budget_bytes << ") at point " << e.peak_point
      << "; predicted step time " << e.step_time << " s (compute " << e.base_time << ", recompute "
-     << e.recompute_time << ", exposed moves " << e.move_time << ", slow-tier accesses " << e.slow_time << "); plan by " << to_string(plan.source)
+     << e.recompute_time << ", exposed moves " << e.move_time << ", slow-tier accesses " << e.slow_time
+     << "); plan by " << to_string(plan.source)
      << (plan.ilp_timed_out ? " (ILP timed out)" : "") << " in " << plan.solve_seconds << " s"
      << (graph.sync_prefetch ? "; streamed values are fetched at their need points (synchronous)" : "")
      << (graph.sync_evict ? "; each eviction finishes before the next op runs (synchronous)" : "") << "\n";

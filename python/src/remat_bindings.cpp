@@ -222,9 +222,8 @@ void bind_policies(py::module_& m) {
               msg("strata.remat.auto: slow_placement must be a bool, got ", Py_TYPE(slow_placement.ptr())->tp_name));
         remat::PlannerOptions options;
         options.slow_placement = slow_placement.cast<bool>();
-        return remat::ChainPolicy::auto_budget(
-            static_cast<std::size_t>(b), granularity == "op" ? remat::AutoGranularity::Op : remat::AutoGranularity::Step,
-            options);
+        const auto g = granularity == "op" ? remat::AutoGranularity::Op : remat::AutoGranularity::Step;
+        return remat::ChainPolicy::auto_budget(static_cast<std::size_t>(b), g, options);
       },
       py::arg("budget_bytes"), py::kw_only(), py::arg("granularity") = "op", py::arg("slow_placement") = true,
       "Keep, stream to the slow tier, recompute, or place in the slow tier (its kernels then use it "
