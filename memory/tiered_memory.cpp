@@ -291,13 +291,19 @@ TieredMemory::~TieredMemory() = default;
 
 namespace {
 thread_local std::size_t t_slow_placement_bytes = 0;  // Note [Slow placement]
+thread_local AllocationLog* t_allocation_log = nullptr;
 }  // namespace
+
+AllocationLog::AllocationLog() : previous_(t_allocation_log) { t_allocation_log = this; }
+AllocationLog::~AllocationLog() { t_allocation_log = previous_; }
+AllocationLog* AllocationLog::current() { return t_allocation_log; }
 
 SlowPlacement::SlowPlacement(std::size_t bytes) : previous_(t_slow_placement_bytes) { t_slow_placement_bytes = bytes; }
 SlowPlacement::~SlowPlacement() { t_slow_placement_bytes = previous_; }
 std::size_t SlowPlacement::current() { return t_slow_placement_bytes; }
 
 std::unique_ptr<Allocation> TieredMemory::allocate(std::size_t nbytes) {
+  if (t_allocation_log != nullptr) t_allocation_log->record(nbytes);
   Object* o = nbytes != 0 && nbytes == t_slow_placement_bytes ? policy_->alloc_slow(nbytes)  // Note [Slow placement]
                                                                : policy_->alloc_fast(nbytes, true);
   if (o == nullptr) o = policy_->alloc_slow(nbytes);  // larger than the fast tier, or all of it pinned

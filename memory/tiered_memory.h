@@ -22,6 +22,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/allocator.h"
 #include "core/storage.h"
@@ -108,8 +109,8 @@ class TieredMemory final : public Allocator {
 /// used there (dissertation ch. 3). The Auto rematerialization planner uses it for a step output
 /// it decides to place in the slow tier (Decision::Slow, autograd/remat/planner.h): the executor
 /// opens the scope with that output's size around the step, since an op allocates its output
-/// itself. A temporary of the same size allocated inside the step lands there too, which only
-/// lowers the fast tier's bytes.
+/// itself; a step that allocates anything else of that size (an AllocationLog of its profiling
+/// run tells) is never placed, so the scope places exactly its output.
 class SlowPlacement {
  public:
   explicit SlowPlacement(std::size_t bytes);
@@ -121,6 +122,26 @@ class SlowPlacement {
 
  private:
   std::size_t previous_;
+};
+
+/// Records the sizes of the allocations this thread makes through a TieredMemory while it is open
+/// (scopes nest: the innermost records). The Auto planner's profiler uses it to place a step's
+/// output in the slow tier only when nothing else the step allocates has its size (Note [Slow
+/// placement]).
+class AllocationLog {
+ public:
+  AllocationLog();
+  ~AllocationLog();
+  AllocationLog(const AllocationLog&) = delete;
+  AllocationLog& operator=(const AllocationLog&) = delete;
+  const std::vector<std::size_t>& sizes() const { return sizes_; }
+  /// The innermost open log of this thread, or null.
+  static AllocationLog* current();
+  void record(std::size_t bytes) { sizes_.push_back(bytes); }
+
+ private:
+  std::vector<std::size_t> sizes_;
+  AllocationLog* previous_;
 };
 
 /// The process-wide tiered memory, created from TieredConfig::from_env() on first use (unless

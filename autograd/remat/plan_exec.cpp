@@ -59,6 +59,9 @@ struct StepProfile {
   std::vector<char> internal_saves;
   std::size_t internal_bytes = 0;
   std::size_t out_storage_bytes = 0, out_nbytes = 0;
+  // Allocations of the forward of the output's storage size (memory::AllocationLog): the output
+  // can be placed in the slow tier (memory::SlowPlacement, by size) only when it is the one.
+  int64_t out_size_allocations = 0;
   std::size_t forward_peak = 0, nograd_peak = 0;
   // Backward growth, and per input whether the gradient the step returns for it is reusable
   // (Note [In-place backward]), when the incoming gradient is reusable ([0]) or held elsewhere ([1]).
@@ -354,14 +357,18 @@ ChainGraph AutoChain::build_graph(const std::vector<GraphStep>& steps, const Ten
     Tensor out;
     stats.reset_peaks();
     std::size_t before = current();
+    std::vector<std::size_t> allocated;
     {
       detail::RecomputeScope scope;  // modules put their buffers back (models/remat.h)
       autograd::EnableGradGuard grad_on;
       autograd::SavedTensorHooksGuard guard(record);
+      memory::AllocationLog log;
       out = step.fn(in);
+      allocated = log.sizes();
     }
     P.forward_peak = above(peak(), before);
     STRATA_CHECK(out.defined(), "AutoChain: step ", i, " returned an undefined tensor");
+    P.out_size_allocations = std::count(allocated.begin(), allocated.end(), out.storage().nbytes());
     // Run B while A's storages are alive (no address reuse): a storage both runs saved existed
     // before the step (a parameter or buffer), not an activation.
     rng.restore();
@@ -535,7 +542,9 @@ ChainGraph AutoChain::build_graph(const std::vector<GraphStep>& steps, const Ten
         v.last_forward_use = i + 1;
         v.deps = deps;
         v.recompute_workspace_bytes = above(P.nograd_peak, P.out_storage_bytes);
-        v.slow_ok = true;  // the executor can place a step's output (memory::SlowPlacement)
+        // The executor can place the output in the slow tier (memory::SlowPlacement, which goes
+        // by size) when the step allocates nothing else of its size.
+        v.slow_ok = P.out_size_allocations == 1;
         v.forward_reads = 0;  // counted below
         cg.output_value[i] = static_cast<int64_t>(g.values.size());
         g.values.push_back(v);

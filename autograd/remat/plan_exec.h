@@ -44,7 +44,8 @@
 ///    no-grad (in_recompute() true, the default generator as at the first run) on its source
 ///    value (kept, streamed, or itself recomputed, recursively: the recompute closure) and
 ///    rebuilds the saved view over the new storage; nothing is memoized (as the model assumes).
-///    Slow (boundary values only: slow_ok, forward_reads counted over the steps reading them): the
+///    Slow (boundary values only: slow_ok when the profiling run's memory::AllocationLog shows no
+///    other allocation of the output's size, forward_reads counted over the steps reading them): the
 ///    producer runs inside memory::SlowPlacement for the value's size (Note [Slow placement]), so
 ///    its output is allocated in the slow tier; its readers, forward and backward, pin it there
 ///    and use it in place (charged as direct slow-tier accesses); it is never moved.

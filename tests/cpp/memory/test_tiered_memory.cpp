@@ -105,6 +105,20 @@ TEST(TieredMemory, SlowPlacementPlacesAllocationsOfItsSizeInTheSlowTier) {
   EXPECT_EQ(placed.at({63, 63}), 3.0);
   EXPECT_EQ(inner.at({31, 0}), 6.0);
   EXPECT_EQ(placed.clone().at({5, 5}), 3.0);
+  // AllocationLog records this thread's allocation sizes while open (the innermost log).
+  {
+    AllocationLog outer;
+    Tensor a = zeros({16}, opts);
+    {
+      AllocationLog inner;
+      Tensor b = zeros({8}, opts), c = zeros({8}, opts);
+      EXPECT_EQ(inner.sizes(), (std::vector<std::size_t>{32, 32}));
+      EXPECT_EQ(AllocationLog::current(), &inner);
+    }
+    std::thread([&] { Tensor d = zeros({4}, opts); }).join();
+    EXPECT_EQ(outer.sizes(), (std::vector<std::size_t>{64}));
+  }
+  EXPECT_EQ(AllocationLog::current(), nullptr);
 }
 
 TEST(TieredMemory, FreedTensorsReturnTheirSpace) {
