@@ -316,7 +316,9 @@ TEST(Planner, IlpEqualsOracleWithSlowPlacement) {
       const remat::Plan oracle = remat::oracle_plan(g, budget);
       const remat::IlpResult ilp = ilp_matching_oracle(g, budget, oracle, trial);
       for (std::size_t i = 0; i < ilp.decisions.size(); ++i) {
-        if (ilp.decisions[i] == Decision::Slow) EXPECT_TRUE(g.values[i].slow_ok);
+        if (ilp.decisions[i] == Decision::Slow) {
+          EXPECT_TRUE(g.values[i].slow_ok);
+        }
         used_slow += ilp.decisions[i] == Decision::Slow;
       }
       if (auto d = remat::greedy_decisions(g, budget)) {
