@@ -18,6 +18,7 @@
 #include "core/threading.h"
 #include "embeddings/criteo.h"
 #include "memory/copy_engine.h"
+#include "memory/tiered_memory.h"
 #include "models/linear.h"
 #include "models/optim/adagrad.h"
 #include "models/optim/sgd.h"
@@ -195,6 +196,21 @@ constexpr std::size_t kHeapSlackPerTable = std::size_t{1} << 12;  // a few 64-by
 
 // ---- data ---------------------------------------------------------------------------------------------
 
+void configure_process_memory(const DLRMConfig& c) {
+  if (memory::tiered_memory_created()) return;
+  memory::TieredConfig t = memory::TieredConfig::from_env();
+  if (std::getenv("STRATA_SLOW_DIR") == nullptr) {
+    t.slow_dir = c.slow_dir;
+    if (std::getenv("STRATA_SLOW_BYTES") == nullptr) t.slow_bytes = memory::TieredConfig::default_slow_bytes(t.slow_dir);
+  }
+  try {
+    memory::configure_tiered_memory(t);
+  } catch (const Error& e) {
+    STRATA_CHECK(false, std::getenv("STRATA_SLOW_DIR") == nullptr ? "--slow-dir" : "STRATA_SLOW_DIR",
+                 ": cannot create the tiered memory of the dense layers' tensors: ", e.what());
+  }
+}
+
 std::unique_ptr<IndexSource> make_index_source(const DLRMConfig& c) {
   const std::vector<int64_t> rows = c.table_rows();
   const int64_t dense = c.arch_mlp_bot.front();
@@ -280,11 +296,12 @@ EmbeddingTiers::EmbeddingTiers(std::size_t fast_budget, std::size_t slow_bytes, 
   }
   if (slow_bytes > 0) {
     const std::size_t avail = free_bytes(slow_dir);
-    STRATA_CHECK(avail == 0 || slow_bytes <= avail, "--scale-rows: the embedding tables need ",
-                 format_bytes(static_cast<double>(slow_bytes)), " in the slow tier but --slow-dir ", slow_dir,
-                 " has ", format_bytes(static_cast<double>(avail)), " free; scale the rows down (--scale-rows ",
-                 std::floor(100.0 * static_cast<double>(avail) / static_cast<double>(slow_bytes)) / 100.0,
-                 " or less) or choose another --slow-dir");
+    STRATA_CHECK(avail == 0 || slow_bytes <= avail, "--slow-dir: the embedding tables need ",
+                 format_bytes(static_cast<double>(slow_bytes)), " in the slow tier but '", slow_dir, "' has ",
+                 format_bytes(static_cast<double>(avail)), " free; free space there, choose another --slow-dir, or "
+                 "scale the tables down (--scale-rows) to at most ",
+                 std::floor(1000.0 * static_cast<double>(avail) / static_cast<double>(slow_bytes)) / 10.0,
+                 "% of their size");
     try {
       slow_ = std::make_unique<memory::PmHeap>(memory::PmHeapOptions{.capacity = slow_bytes, .dir = slow_dir});
     } catch (const Error& e) {

@@ -117,6 +117,12 @@ struct DLRMTierCounters {
 /// strata::Error naming the flag (or the file) when the source cannot be built.
 std::unique_ptr<IndexSource> make_index_source(const DLRMConfig& config);
 
+/// Creates the process-wide tiered memory (where the MLPs' tensors live) in --slow-dir, unless
+/// STRATA_SLOW_DIR names another directory, the other settings from the STRATA_* variables; both
+/// heaps grow on demand (Note [Heaps grow on demand]). Does nothing when it exists already.
+/// strata-dlrm calls it before the first tensor.
+void configure_process_memory(const DLRMConfig& config);
+
 class TieredDLRM {
  public:
   /// Builds the model of `config` (validated first): MLPs initialized like the reference from

@@ -10,10 +10,37 @@ Arena::Arena(std::size_t capacity, std::size_t granularity)
     : granularity_(granularity), capacity_(capacity / granularity * granularity) {
   STRATA_CHECK(granularity > 0 && (granularity & (granularity - 1)) == 0,
                "Arena: granularity must be a power of two, got ", granularity);
-  STRATA_CHECK(capacity_ > 0, "Arena: capacity ", capacity, " is smaller than one unit of ", granularity,
+  STRATA_CHECK(capacity_.load(std::memory_order_relaxed) > 0, "Arena: capacity ", capacity, " is smaller than one unit of ", granularity,
                " bytes");
-  blocks_.emplace(0, Entry{capacity_, true, nullptr});
-  free_by_size_.emplace(capacity_, 0);
+  const std::size_t cap = capacity_.load(std::memory_order_relaxed);
+  blocks_.emplace(0, Entry{cap, true, nullptr});
+  free_by_size_.emplace(cap, 0);
+  segment_starts_.insert(0);
+  largest_segment_ = cap;
+}
+
+std::size_t Arena::extend(std::size_t bytes) {
+  const std::size_t size = bytes / granularity_ * granularity_;
+  STRATA_CHECK(size > 0, "Arena::extend: a segment of ", bytes, " bytes is smaller than one unit of ", granularity_,
+               " bytes");
+  std::lock_guard<std::mutex> lock(mutex_);
+  const std::size_t offset = capacity_.load(std::memory_order_relaxed);
+  blocks_.emplace(offset, Entry{size, true, nullptr});
+  add_free(offset, size);
+  segment_starts_.insert(offset);
+  largest_segment_ = std::max(largest_segment_, size);
+  capacity_.store(offset + size, std::memory_order_release);
+  return offset;
+}
+
+bool Arena::is_segment_start(std::size_t offset) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return segment_starts_.count(offset) != 0;
+}
+
+std::size_t Arena::largest_segment() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return largest_segment_;
 }
 
 std::size_t Arena::round(std::size_t bytes) const {
@@ -35,7 +62,7 @@ void Arena::remove_free(std::size_t offset, std::size_t size) {
 }
 
 std::optional<std::size_t> Arena::allocate(std::size_t bytes, void* owner) {
-  if (bytes > capacity_) return std::nullopt;
+  if (bytes > capacity()) return std::nullopt;
   const std::size_t need = round(bytes);
   std::lock_guard<std::mutex> lock(mutex_);
   auto fit = free_by_size_.lower_bound(need);
@@ -63,15 +90,14 @@ void Arena::free(std::size_t offset) {
   used_ -= it->second.size;
   it->second.free = true;
   it->second.owner = nullptr;
-  // Coalesce with the next block.
+  // Coalesce with the next block, and then the previous one, within the segment.
   auto next = std::next(it);
-  if (next != blocks_.end() && next->second.free) {
+  if (next != blocks_.end() && next->second.free && segment_starts_.count(next->first) == 0) {
     remove_free(next->first, next->second.size);
     it->second.size += next->second.size;
     blocks_.erase(next);
   }
-  // Coalesce with the previous block.
-  if (it != blocks_.begin()) {
+  if (it != blocks_.begin() && segment_starts_.count(it->first) == 0) {
     auto prev = std::prev(it);
     if (prev->second.free) {
       remove_free(prev->first, prev->second.size);
@@ -92,7 +118,7 @@ void Arena::set_owner(std::size_t offset, void* owner) {
 
 Arena::Block Arena::block_containing(std::size_t offset) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  STRATA_ASSERT(offset < capacity_, "Arena::block_containing: offset ", offset, " beyond capacity ", capacity_);
+  STRATA_ASSERT(offset < capacity(), "Arena::block_containing: offset ", offset, " beyond capacity ", capacity());
   auto it = blocks_.upper_bound(offset);
   --it;  // the block starting at or before offset; block 0 always exists
   return Block{it->first, it->second.size, it->second.free, it->second.owner};

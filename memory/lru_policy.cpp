@@ -75,9 +75,8 @@ void LruPolicy::evict_locked(Object* object, std::unique_lock<std::mutex>* lock)
   bool allocated = false;
   if (y == nullptr) {
     y = dm_.allocate(dm_.slow(), dm_.size_of(x), object);
-    STRATA_CHECK(y != nullptr, "evict: the slow tier '", dm_.slow().name(), "' is full (", dm_.slow().used(),
-                 " of ", dm_.slow().capacity(), " bytes used) and cannot take an object of ", dm_.size_of(x),
-                 " bytes");
+    STRATA_CHECK(y != nullptr, "evict: the slow tier is full and cannot take an object of ", dm_.size_of(x), " bytes: ",
+                 dm_.slow().no_room_message(dm_.size_of(x)));
     allocated = true;
   }
   // A clean fast copy (prefetched and only read since) equals its slow sibling: elide the copy.
@@ -111,7 +110,8 @@ bool LruPolicy::make_room(std::size_t bytes) {
 
 Region* LruPolicy::allocate_fast(std::size_t bytes, bool force) {
   Region* r = dm_.allocate(dm_.fast(), bytes);
-  if (r == nullptr && force && bytes <= dm_.fast().capacity() && make_room(bytes)) r = dm_.allocate(dm_.fast(), bytes);
+  if (r == nullptr && force && bytes <= dm_.fast().largest_possible() && make_room(bytes))
+    r = dm_.allocate(dm_.fast(), bytes);
   return r;
 }
 
@@ -129,9 +129,7 @@ Object* LruPolicy::alloc_fast(std::size_t bytes, bool force) {
 Object* LruPolicy::alloc_slow(std::size_t bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
   Region* r = dm_.allocate(dm_.slow(), bytes);
-  STRATA_CHECK(r != nullptr, "alloc_slow: the slow tier '", dm_.slow().name(), "' has no room for ", bytes,
-               " bytes (", dm_.slow().used(), " of ", dm_.slow().capacity(), " used, largest free block ",
-               dm_.slow().largest_free(), ")");
+  STRATA_CHECK(r != nullptr, "alloc_slow: ", dm_.slow().no_room_message(bytes));
   return dm_.new_object(r);
 }
 

@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "memory/heap.h"
 
 namespace strata::memory {
 
@@ -134,12 +135,6 @@ void append_json_string(std::string& out, std::string_view s) {
     }
   }
   out += '"';
-}
-
-std::string mib(std::uint64_t bytes) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
-  return buf;
 }
 
 // Writes `content` to `path` atomically: `path.tmp`, fsync, rename. Leaves no file behind on error.
@@ -623,22 +618,22 @@ std::string MemoryStats::describe() const {
   out += '\n';
   for (Tier tier : {Tier::Fast, Tier::Slow}) {
     const TierCounters& h = s.heap(tier);
-    out += "  " + std::string(tier_name(tier)) + " heap: " + mib(h.current_bytes) + " in use, peak " +
-           mib(h.peak_bytes) + " (" + std::to_string(h.allocations) + " allocations, " +
+    out += "  " + std::string(tier_name(tier)) + " heap: " + format_mib(h.current_bytes) + " in use, peak " +
+           format_mib(h.peak_bytes) + " (" + std::to_string(h.allocations) + " allocations, " +
            std::to_string(h.frees) + " frees)\n";
   }
   const auto moves = [&](const char* what, const CountedBytes& c) {
-    out += std::string("  ") + what + mib(c.bytes) + " in " + std::to_string(c.count) +
+    out += std::string("  ") + what + format_mib(c.bytes) + " in " + std::to_string(c.count) +
            (c.count == 1 ? " move\n" : " moves\n");
   };
   moves("moved fast -> slow: ", s.moved_to_slow);
   moves("moved slow -> fast: ", s.moved_to_fast);
   out += "  copies elided (clean evictions): " + std::to_string(s.copies_elided.count) + ", " +
-         mib(s.copies_elided.bytes) + "\n";
+         format_mib(s.copies_elided.bytes) + "\n";
   out += "  write-backs avoided (freed while fast): " + std::to_string(s.writebacks_avoided.count) +
-         ", " + mib(s.writebacks_avoided.bytes) + "\n";
-  out += "  direct slow-tier reads: " + mib(s.direct_slow_read_bytes) + ", writes: " +
-         mib(s.direct_slow_write_bytes) + "\n";
+         ", " + format_mib(s.writebacks_avoided.bytes) + "\n";
+  out += "  direct slow-tier reads: " + format_mib(s.direct_slow_read_bytes) + ", writes: " +
+         format_mib(s.direct_slow_write_bytes) + "\n";
   return out;
 }
 

@@ -26,14 +26,6 @@ std::size_t physical_memory() {
   return phys > 0 ? phys : (8ull << 30);
 }
 
-std::string mib(std::size_t bytes) {
-  std::ostringstream os;
-  os.setf(std::ios::fixed);
-  os.precision(1);
-  os << static_cast<double>(bytes) / (1024.0 * 1024.0) << " MiB";
-  return os.str();
-}
-
 const char* backend_name(PmBackend b) {
   switch (b) {
     case PmBackend::Auto: return "auto";
@@ -121,21 +113,30 @@ std::size_t parse_bytes(std::string_view text, const char* what) {
   return static_cast<std::size_t>(value << shift);
 }
 
+std::size_t TieredConfig::default_slow_bytes(const std::string& dir) {
+  // Twice the machine's memory, but never more than 90% of the free space in the directory
+  // (growing past what the disk holds fails anyway: Note [Heaps grow on demand]).
+  std::size_t bytes = physical_memory() * 2;
+  struct statvfs fs {};
+  if (statvfs(dir.c_str(), &fs) == 0) {
+    const auto free_bytes = static_cast<std::size_t>(fs.f_bavail) * static_cast<std::size_t>(fs.f_frsize);
+    bytes = std::min(bytes, free_bytes / 10 * 9);
+  }
+  return bytes;
+}
+
 TieredConfig TieredConfig::from_env() {
   using ModelMode = TieredConfig::ModelMode;
   TieredConfig c;
   const std::size_t phys = physical_memory();
   c.fast_bytes = phys / 2;
-  if (const char* v = std::getenv("STRATA_FAST_BYTES")) c.fast_bytes = parse_bytes(v, "STRATA_FAST_BYTES");
-  if (const char* v = std::getenv("STRATA_SLOW_DIR")) c.slow_dir = v;
-  // Default slow capacity: twice the machine's memory, but never more than 90% of the free space
-  // in the directory (a file mapping written past a full disk faults with SIGBUS).
-  c.slow_bytes = phys * 2;
-  struct statvfs fs {};
-  if (statvfs(c.slow_dir.c_str(), &fs) == 0) {
-    const auto free_bytes = static_cast<std::size_t>(fs.f_bavail) * static_cast<std::size_t>(fs.f_frsize);
-    c.slow_bytes = std::min(c.slow_bytes, free_bytes / 10 * 9);
+  c.fast_initial = kDefaultFastInitial;  // the default budget is a limit to grow to, not a mapping
+  if (const char* v = std::getenv("STRATA_FAST_BYTES")) {
+    c.fast_bytes = parse_bytes(v, "STRATA_FAST_BYTES");
+    c.fast_initial = 0;
   }
+  if (const char* v = std::getenv("STRATA_SLOW_DIR")) c.slow_dir = v;
+  c.slow_bytes = default_slow_bytes(c.slow_dir);
   if (const char* v = std::getenv("STRATA_SLOW_BYTES")) c.slow_bytes = parse_bytes(v, "STRATA_SLOW_BYTES");
   if (const char* v = std::getenv("STRATA_SLOW_BACKEND")) {
     const std::string b = v;
@@ -181,15 +182,15 @@ TieredConfig TieredConfig::from_env() {
 void TieredConfig::validate() const {
   const std::size_t phys = physical_memory_bytes();  // 0: unknown, the check is skipped
   STRATA_CHECK(fast_bytes > 0, "tiered memory: the fast-tier budget is zero (set STRATA_FAST_BYTES, e.g. 4G)");
-  STRATA_CHECK(phys == 0 || fast_bytes <= phys, "tiered memory: the fast-tier budget of ", mib(fast_bytes),
-               " is larger than this machine's memory (", mib(phys), ")");
+  STRATA_CHECK(phys == 0 || fast_bytes <= phys, "tiered memory: the fast-tier budget of ", format_mib(fast_bytes),
+               " is larger than this machine's memory (", format_mib(phys), ")");
   STRATA_CHECK(slow_bytes > 0, "tiered memory: the slow-tier capacity is zero (set STRATA_SLOW_BYTES, e.g. 64G, "
                "or point STRATA_SLOW_DIR at a filesystem with free space)");
 }
 
 std::string TieredConfig::describe() const {
   std::ostringstream os;
-  os << "fast tier " << mib(fast_bytes) << " (DRAM), slow tier " << mib(slow_bytes) << " (" << backend_name(backend)
+  os << "fast tier " << format_mib(fast_bytes) << " (DRAM), slow tier " << format_mib(slow_bytes) << " (" << backend_name(backend)
      << " in " << slow_dir;
   if (backend == PmBackend::Numa) os << ", node " << numa_node;
   os << ")";
@@ -203,9 +204,11 @@ TieredMemory::TieredMemory(const TieredConfig& config) : config_(config) {
   o.dir = config_.slow_dir;
   o.backend = config_.backend;
   o.numa_node = config_.numa_node;
+  o.initial = config_.slow_initial;
   auto slow = std::make_unique<PmHeap>(o);
   real_device_ = slow->is_real_device();
-  manager_ = std::make_unique<DataManager>(std::make_unique<DramHeap>(config_.fast_bytes), std::move(slow));
+  manager_ = std::make_unique<DataManager>(std::make_unique<DramHeap>(config_.fast_bytes, config_.fast_initial),
+                                           std::move(slow));
   policy_ = std::make_unique<LruPolicy>(*manager_);
   manager_->stats().set_slow_tier_mode(configured_mode_text());
   // Migrations use the copy engine (non-temporal stores into the slow tier) and pay the model.

@@ -6,9 +6,11 @@
 /// freed without write-back when the last tensor lets go of it.
 ///
 /// Configuration (C++: TieredConfig; environment, read when the default allocator is first used):
-///   STRATA_FAST_BYTES     fast-tier budget, e.g. "512M", "8G" (default: half of physical memory)
-///   STRATA_SLOW_BYTES     slow-tier capacity (default: twice physical memory; space is only used
-///                         as data is evicted)
+///   STRATA_FAST_BYTES     fast-tier budget, e.g. "512M", "8G" (default: half of physical memory,
+///                         mapped on demand from 64 MiB; an explicit budget is mapped at once)
+///   STRATA_SLOW_BYTES     slow-tier capacity (default: twice physical memory, at most 90% of the
+///                         directory's free space); mapped and its file space reserved on demand
+///                         from 2 MiB (Note [Heaps grow on demand])
 ///   STRATA_SLOW_DIR       directory backing the slow tier (default /tmp)
 ///   STRATA_SLOW_BACKEND   auto | memkind | mmap | numa (default auto)
 ///   STRATA_SLOW_NUMA_NODE NUMA node for the numa backend
@@ -39,8 +41,15 @@ namespace strata::memory {
 std::size_t parse_bytes(std::string_view text, const char* what);
 
 struct TieredConfig {
+  static constexpr std::size_t kDefaultFastInitial = std::size_t{64} << 20;  // when the budget is a default
+  static constexpr std::size_t kDefaultSlowInitial = std::size_t{2} << 20;
+
   std::size_t fast_bytes = 0;
   std::size_t slow_bytes = 0;
+  /// Bytes each heap maps (and reserves) when created, the rest on demand up to fast_bytes /
+  /// slow_bytes (Note [Heaps grow on demand]); 0: the whole budget at once.
+  std::size_t fast_initial = 0;
+  std::size_t slow_initial = kDefaultSlowInitial;
   std::string slow_dir = "/tmp";
   PmBackend backend = PmBackend::Auto;
   int numa_node = -1;
@@ -52,6 +61,8 @@ struct TieredConfig {
 
   /// Defaults overridden by the STRATA_* environment variables above.
   static TieredConfig from_env();
+  /// The default slow-tier limit for `dir`: twice physical memory, at most 90% of its free space.
+  static std::size_t default_slow_bytes(const std::string& dir);
   /// Throws strata::Error for a zero budget, a budget larger than the machine, or a slow tier
   /// smaller than the fast one.
   void validate() const;

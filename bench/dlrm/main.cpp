@@ -44,6 +44,7 @@ std::string wall_clock() {
 
 int run(const DLRMConfig& c) {
   if (c.threads > 0) set_num_threads(static_cast<int>(c.threads));
+  configure_process_memory(c);  // before the first tensor
   std::printf("%s\n", describe(c).c_str());
   const bool training = !c.inference_only;
   TieredDLRM model(c);

@@ -190,7 +190,10 @@ void configure(py::object fast_bytes, py::object slow_bytes, py::object slow_dir
       throw BindingValueError(msg("strata.memory.configure(): slow_dir '", c.slow_dir,
                                   "' is not an existing directory"));
   }
-  if (!fast_bytes.is_none()) c.fast_bytes = bytes_from_py(fast_bytes, "fast_bytes");
+  if (!fast_bytes.is_none()) {
+    c.fast_bytes = bytes_from_py(fast_bytes, "fast_bytes");
+    c.fast_initial = 0;  // an explicit budget is mapped at once, as STRATA_FAST_BYTES's is
+  }
   if (!slow_bytes.is_none()) c.slow_bytes = bytes_from_py(slow_bytes, "slow_bytes");
   if (!backend.is_none()) {
     if (!py::isinstance<py::str>(backend))
@@ -300,6 +303,7 @@ py::dict heap_dict(const memory::TierCounters& t, const memory::Heap& heap) {
   d["allocations"] = t.allocations;
   d["frees"] = t.frees;
   d["capacity_bytes"] = heap.capacity();
+  d["mapped_bytes"] = heap.mapped();
   d["name"] = heap.name();
   return d;
 }

@@ -172,7 +172,8 @@ def stats() -> dict:
     ``copies_elided`` (clean evictions, no copy), ``writebacks_avoided`` (dirty objects freed while
     fast), ``direct_slow_read_bytes`` / ``direct_slow_write_bytes`` (kernels using slow-tier bytes in
     place), ``heaps`` → ``{"fast": {...}, "slow": {...}}`` with ``current_bytes``, ``peak_bytes``,
-    ``allocations``, ``frees``, ``capacity_bytes``, ``name``; ``live_objects``; ``slow_tier_mode``.
+    ``allocations``, ``frees``, ``capacity_bytes`` (the limit), ``mapped_bytes`` (mapped so far:
+    heaps grow on demand), ``name``; ``live_objects``; ``slow_tier_mode``.
     """
     return _m.stats()
 

@@ -472,7 +472,8 @@ TEST(TieredDLRM, BadShapesAreNamed) {
 TEST(TieredDLRM, TiersRefuseWhatCannotFit) {
   EXPECT_THAT(testing_util::error_of([] { EmbeddingTiers t(std::size_t{1} << 50, 0, "/tmp", {}); }), HasSubstr("--fast-budget"));
   EXPECT_THAT(testing_util::error_of([] { EmbeddingTiers t(1 << 20, std::size_t{1} << 60, "/tmp", {}); }),
-              HasSubstr("--scale-rows: the embedding tables need"));
+              AllOf(HasSubstr("--slow-dir: the embedding tables need"), HasSubstr("'/tmp' has"),
+                    HasSubstr("scale the tables down (--scale-rows)")));
 }
 
 namespace {

@@ -114,6 +114,28 @@ TEST(Arena, RandomAllocFreeKeepsInvariants) {
   EXPECT_EQ(a.block_count(), 1u);
 }
 
+TEST(Arena, SegmentsNeverShareABlock) {
+  Arena a(256);
+  EXPECT_EQ(a.extend(512), 256u);
+  EXPECT_EQ(a.capacity(), 768u);
+  EXPECT_TRUE(a.is_segment_start(0));
+  EXPECT_TRUE(a.is_segment_start(256));
+  EXPECT_FALSE(a.is_segment_start(128));
+  EXPECT_EQ(a.largest_segment(), 512u);
+  EXPECT_EQ(a.largest_free(), 512u);       // two free blocks, not one of 768
+  EXPECT_FALSE(a.allocate(600, nullptr));  // fits the sum, not one segment
+  const auto x = a.allocate(256, nullptr);
+  const auto y = a.allocate(512, nullptr);
+  ASSERT_TRUE(x && y);
+  EXPECT_EQ(*x, 0u);
+  EXPECT_EQ(*y, 256u);
+  a.free(*x);
+  a.free(*y);  // freed neighbours across the boundary stay two blocks
+  EXPECT_EQ(a.block_count(), 2u);
+  EXPECT_EQ(a.used(), 0u);
+  EXPECT_THROW(a.extend(10), Error);  // less than one unit
+}
+
 TEST(Arena, BadConfigurationIsAnError) {
   EXPECT_THROW(Arena(1024, 48), Error);
   EXPECT_THROW(Arena(10, 64), Error);

@@ -137,5 +137,67 @@ TEST(Heap, EvictfromSkipsRefusedRegionsAndWraps) {
   EXPECT_FALSE(g.evictfrom([](Region*) { return true; }, nullptr, 64 * 5));  // larger than the heap
 }
 
+TEST(DramHeap, GrowsOnDemandUpToItsLimit) {
+  constexpr std::size_t kMiB = std::size_t{1} << 20;
+  DramHeap h(20 * kMiB, 2 * kMiB);  // Note [Heaps grow on demand]
+  EXPECT_EQ(h.capacity(), 20 * kMiB);
+  EXPECT_EQ(h.mapped(), 2 * kMiB);
+  Region* a = h.allocate(kMiB, nullptr);
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(h.mapped(), 2 * kMiB);  // fits the first segment
+  Region* b = h.allocate(3 * kMiB, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(h.mapped(), 6 * kMiB);  // a segment of max(request, mapped) = 4 MiB
+  Region* c = h.allocate(10 * kMiB, nullptr);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(h.mapped(), 16 * kMiB);
+  for (Region* r : {a, b, c}) std::memset(r->data(), 0x33, r->size());  // each segment is real memory
+  // 4 MiB of limit remain; 5 MiB can be neither found nor mapped, and the message says why.
+  EXPECT_EQ(h.allocate(5 * kMiB, nullptr), nullptr);
+  EXPECT_THAT(h.no_room_message(5 * kMiB), AllOf(HasSubstr("the fast tier 'dram'"), HasSubstr("limit of 20.0 MiB")));
+  Region* d = h.allocate(4 * kMiB, nullptr);
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(h.mapped(), 20 * kMiB);
+  EXPECT_EQ(h.largest_possible(), 10 * kMiB);
+  for (Region* r : {a, b, c, d}) h.free(r);
+  EXPECT_EQ(h.used(), 0u);
+}
+
+TEST(PmHeap, GrowsOnDemandAndReservesTheFileSpace) {
+  constexpr std::size_t kMiB = std::size_t{1} << 20;
+  PmHeapOptions o{64 * kMiB, ::testing::TempDir(), PmBackend::Mmap, -1, 2 * kMiB};
+  PmHeap h(o);
+  EXPECT_EQ(h.mapped(), 2 * kMiB);
+  std::vector<Region*> rs;
+  for (int i = 0; i < 12; ++i) {
+    rs.push_back(h.allocate(kMiB, nullptr));
+    ASSERT_NE(rs.back(), nullptr);
+    std::memset(rs.back()->data(), i, kMiB);
+  }
+  EXPECT_GE(h.mapped(), 12 * kMiB);
+  EXPECT_LE(h.mapped(), 32 * kMiB);  // doubling, not the whole limit
+  for (int i = 0; i < 12; ++i) EXPECT_EQ(static_cast<unsigned char*>(rs[static_cast<std::size_t>(i)]->data())[kMiB - 1], i);
+  for (Region* r : rs) h.free(r);
+}
+
+TEST(Heap, EvictfromNeverMakesASpanAcrossSegments) {
+  DramHeap h(std::size_t{4} << 20, std::size_t{2} << 20);
+  Region* a = h.allocate(std::size_t{2} << 20, nullptr);   // fills segment 1
+  Region* b = h.allocate(std::size_t{2} << 20, nullptr);   // maps and fills segment 2
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(h.mapped(), std::size_t{4} << 20);
+  int evicted = 0;
+  auto evict = [&](Region* r) {
+    ++evicted;
+    h.free(r);
+    return true;
+  };
+  EXPECT_FALSE(h.evictfrom(evict, a, std::size_t{3} << 20));  // larger than any segment: nothing evicted
+  EXPECT_EQ(evicted, 0);
+  EXPECT_TRUE(h.evictfrom(evict, a, std::size_t{1} << 20));
+  EXPECT_EQ(evicted, 1);
+  EXPECT_NE(h.allocate(std::size_t{1} << 20, nullptr), nullptr);
+}
+
 }  // namespace
 }  // namespace strata::memory
