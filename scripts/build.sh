@@ -5,6 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=$1; shift
+# ccache keys on paths relative to the checkout, so a fresh clone (CI's) reuses what an earlier
+# build of the same sources compiled.
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$(pwd)}"
 mkdir -p "$(dirname "$dir")"
 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE="${STRATA_BUILD_TYPE:-Release}" "$@" >"$dir.configure.log" 2>&1 \
   || { mkdir -p "$(dirname "$dir")"; cat "$dir.configure.log"; exit 1; }
