@@ -8,6 +8,7 @@
 #include <csetjmp>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <mutex>
 
 namespace strata::memory {
@@ -33,6 +34,16 @@ struct Range {
 constexpr int kMaxRanges = 1024;
 std::array<Range, kMaxRanges> g_ranges;
 std::mutex g_ranges_mutex;  // registration only; the handler reads the atomics
+// Heap names, interned and never freed (a handler on another thread may be reading one): a deque
+// keeps each string where it is as it grows.
+std::deque<std::string>* g_names = new std::deque<std::string>;
+
+const char* intern(const std::string& name) {
+  for (const std::string& n : *g_names) {
+    if (n == name) return n.c_str();
+  }
+  return g_names->emplace_back(name).c_str();
+}
 struct sigaction g_previous {};
 std::once_flag g_install_once;
 
@@ -87,9 +98,7 @@ void register_fault_range(const void* base, std::size_t bytes, const std::string
   std::lock_guard<std::mutex> lock(g_ranges_mutex);
   for (Range& r : g_ranges) {
     if (r.begin.load(std::memory_order_relaxed) != 0) continue;
-    const char* old = r.what.load(std::memory_order_relaxed);
-    // Names are never freed: a handler running on another thread may be reading the old one.
-    if (old == nullptr || std::strcmp(old, what.c_str()) != 0) r.what.store(strdup(what.c_str()), std::memory_order_release);
+    r.what.store(intern(what), std::memory_order_release);
     r.end.store(reinterpret_cast<std::uintptr_t>(base) + bytes, std::memory_order_release);
     r.begin.store(reinterpret_cast<std::uintptr_t>(base), std::memory_order_release);
     return;
