@@ -398,7 +398,10 @@ void* PmHeap::map_segment(std::size_t offset, std::size_t bytes, std::string& wh
       // Reserve the file's blocks before mapping them (Note [Heaps grow on demand]): a sparse file
       // would fault with SIGBUS on the first write to a page the file system cannot supply.
       const int err = reserve_file_space(fd_, offset, bytes, dir_);
-      if (err != 0) {
+      // A file system that cannot reserve (EOPNOTSUPP, EINVAL) gets a sized file whose pages are
+      // then written one by one under the SIGBUS guard instead.
+      const bool touch = err == EOPNOTSUPP || err == EINVAL;
+      if (err != 0 && (!touch || ftruncate(fd_, static_cast<off_t>(offset + bytes)) != 0)) {
         if (ftruncate(fd_, static_cast<off_t>(offset)) != 0) {}  // give back a partial reservation
         why = "cannot reserve " + asked + ": " + std::strerror(err) + " (" + free_space_text(dir_) + ")";
         return nullptr;
@@ -408,6 +411,12 @@ void* PmHeap::map_segment(std::size_t offset, std::size_t bytes, std::string& wh
         why = "mmap of " + asked + " failed: " + errno_text() +
               (errno == ENOMEM ? " (the address space is limited: see ulimit -v)" : "");
         if (ftruncate(fd_, static_cast<off_t>(offset)) != 0) {}
+        return nullptr;
+      }
+      if (touch && !touch_pages(p, bytes)) {
+        munmap(p, bytes);
+        if (ftruncate(fd_, static_cast<off_t>(offset)) != 0) {}
+        why = "cannot back " + asked + ": a page faulted (SIGBUS; " + free_space_text(dir_) + ")";
         return nullptr;
       }
       break;

@@ -21,7 +21,6 @@
 
 namespace strata::memory {
 
-
 /// Bytes of physical memory on this machine, or 0 when the OS does not say.
 std::size_t physical_memory_bytes();
 /// `bytes` as "12.3 MiB", for messages and reports.
@@ -34,10 +33,10 @@ std::string format_mib(std::size_t bytes);
 /// An untouched default (half the RAM fast, twice the RAM slow) so costs a small job no address
 /// space and no disk: a process under `ulimit -v` of a few GiB runs. Every segment of a
 /// file-backed slow heap has its file space reserved (posix_fallocate) before it is mapped, and a
-/// memkind segment has its pages touched under a SIGBUS guard (fault_guard.h), so a full file
-/// system fails the growth, and the allocation that asked for it, with a message naming the
-/// directory, the bytes asked and the bytes free (`no_room_message`), never with a SIGBUS on a
-/// later page fault. Segments need not be adjacent in the address space, so no block spans two
+/// memkind segment (or a file system that cannot reserve) has its pages written under a SIGBUS
+/// guard (fault_guard.h), so a full file system fails the growth, and the allocation that asked
+/// for it, with a message naming the directory, the bytes asked and the bytes free
+/// (`no_room_message`), never with a SIGBUS on a later page fault. Segments need not be adjacent in the address space, so no block spans two
 /// (Arena::extend); an object larger than every segment cannot fit even when the sum of free
 /// space could hold it, which is why the segments double.
 
