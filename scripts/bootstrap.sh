@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # Installs everything Strata needs to build and test, idempotently: Debian packages via apt and
 # Python packages via pip into the current python3. A second run on a ready machine only checks
-# (a few seconds). Usage: bash scripts/bootstrap.sh
+# (a few seconds). Usage: bash scripts/bootstrap.sh [--run]
+#   --run: only what building and running strata-dlrm needs (no GoogleTest, PyTorch, pytest, ...)
 set -euo pipefail
+RUN_ONLY=0
+if [ "${1:-}" = "--run" ]; then RUN_ONLY=1; fi
 
 PYTHON=${PYTHON:-python3}
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 
 # ---- Debian packages -----------------------------------------------------------------------------
-APT_PACKAGES=(g++ pkg-config ccache libtbb-dev libeigen3-dev libmemkind-dev libnuma-dev
-              libgtest-dev libgmock-dev libglpk-dev)
+APT_PACKAGES=(g++ pkg-config ccache libtbb-dev libeigen3-dev libmemkind-dev libnuma-dev libglpk-dev)
+if [ "$RUN_ONLY" = 0 ]; then APT_PACKAGES+=(libgtest-dev libgmock-dev); fi
 missing_apt=()
 for p in "${APT_PACKAGES[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
@@ -31,6 +34,9 @@ PIP_REQUIREMENTS=(
   "numpy>=1.24" "pytest>=7" "pybind11>=2.12" "scikit-build-core>=0.10" "cmake>=3.24" "ninja"
   "matplotlib>=3.7"
 )
+if [ "$RUN_ONLY" = 1 ]; then
+  PIP_REQUIREMENTS=("onednn==2026.1.0" "onednn-devel==2026.1.0" "cmake>=3.24" "ninja")
+fi
 missing_pip=$("$PYTHON" - "${PIP_REQUIREMENTS[@]}" <<'PY'
 import sys
 from importlib import metadata

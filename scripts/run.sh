@@ -8,7 +8,11 @@
 # reference's flags, presets and tier flags). The Python training example is examples/train_mlp.py.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/bootstrap.sh
+bash scripts/bootstrap.sh --run  # only what building and running needs
 echo "run.sh: building strata-dlrm (build/release)" >&2
-STRATA_BUILD_TARGETS=strata-dlrm bash scripts/build.sh build/release >&2
+# A tree test.sh configured keeps its settings; a new one is configured without the test suites
+# (GoogleTest is not installed for running).
+config=()
+if [ ! -f build/release/CMakeCache.txt ]; then config=(-DSTRATA_BUILD_TESTS=OFF); fi
+STRATA_BUILD_TARGETS=strata-dlrm bash scripts/build.sh build/release "${config[@]}" >&2
 exec ./build/release/bench/strata-dlrm "$@"
