@@ -196,6 +196,31 @@ TEST_P(OpHarnessGrad, Float32GradientsMatchFloat64) {
   }
 }
 
+class OpHarnessGradReference : public OpHarness {};
+
+// Note [Non-finite cases] (harness/op_harness.h): gradients at NaN and ±inf by PyTorch's rules.
+TEST_P(OpHarnessGradReference, GradientsMatchReference) {
+  const TensorList inputs = make_inputs();
+  TensorList outs0;
+  {
+    autograd::NoGradGuard ng;
+    outs0 = c().run(contiguous_f64(inputs));
+  }
+  const TensorList weights = make_weights(outs0);
+  const TensorList expected = c().grad_reference(contiguous_f64(inputs), weights);
+  ASSERT_EQ(expected.size(), c().grad_inputs.size()) << c().name;
+  for (DType dtype : {DType::f64, DType::f32}) {
+    const TensorList got = analytic_grads(inputs, dtype, false, weights);
+    ASSERT_EQ(got.size(), expected.size()) << c().name << " " << dtype;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      std::ostringstream what;
+      what << c().name << " " << dtype << " gradient of input " << c().grad_inputs[i];
+      if (dtype == DType::f64) expect_close(got[i], expected[i], c().f64_rtol, c().f64_atol, what.str());
+      else expect_close(got[i], expected[i], c().f32_rtol * 10, c().f32_atol * 10, what.str());
+    }
+  }
+}
+
 TEST_P(OpHarness, NoGraphWithoutGrad) {
   const TensorList inputs = make_inputs();
   TensorList in = prepare(inputs, DType::f64, false, c().grad_inputs);
@@ -314,8 +339,12 @@ INSTANTIATE_TEST_SUITE_P(Cases, OpHarness, ::testing::Range<std::size_t>(0, op_c
 INSTANTIATE_TEST_SUITE_P(Cases, OpHarnessStrided,
                          ::testing::ValuesIn(cases_where([](const OpCase& c, std::size_t) { return c.noncontiguous; })),
                          param_name);
-INSTANTIATE_TEST_SUITE_P(Cases, OpHarnessGrad,
-                         ::testing::ValuesIn(cases_where([](const OpCase& c, std::size_t) { return !c.grad_inputs.empty(); })),
+INSTANTIATE_TEST_SUITE_P(Cases, OpHarnessGrad, ::testing::ValuesIn(cases_where([](const OpCase& c, std::size_t) {
+                           return !c.grad_inputs.empty() && !c.grad_reference;
+                         })),
+                         param_name);
+INSTANTIATE_TEST_SUITE_P(Cases, OpHarnessGradReference,
+                         ::testing::ValuesIn(cases_where([](const OpCase& c, std::size_t) { return bool(c.grad_reference); })),
                          param_name);
 INSTANTIATE_TEST_SUITE_P(Cases, OpHarnessMixed, ::testing::ValuesIn(cases_where([](const OpCase& c, std::size_t i) {
                            Generator gen(1234 + i);
