@@ -559,37 +559,45 @@ const bool class_nonfinite_registered = [] {
         return TensorList{from_values(x, in[0].sizes())};
       },
   });
-  // binary_cross_entropy_with_logits: PyTorch's (1 - t) x - log_sigmoid(x): NaN at (+inf, t = 1) and
-  // (-inf, t = 0) (0 · inf), +inf at (+inf, t = 0); the gradient sigmoid(x) - t.
-  op_cases().push_back(OpCase{
-      .name = "binary_cross_entropy_with_logits/nonfinite",
-      .op = OpKind::binary_cross_entropy_with_logits,
-      .inputs = [](Generator& g) {
-        Tensor t = uniform64({4, 9}, g, 0.0, 1.0);
-        double* p = t.data<double>();
-        for (int64_t i = 0; i < t.numel(); ++i) p[i] = i % 3 == 0 ? 0.0 : i % 3 == 1 ? 1.0 : p[i];
-        return TensorList{with_nonfinite({4, 9}, g), t};
-      },
-      .run = [](const TensorList& in) {
-        return TensorList{binary_cross_entropy_with_logits(in[0], in[1], {}, {}, Reduction::None)};
-      },
-      .reference = [](const TensorList& in) {
-        auto x = values_of(in[0]);
-        const auto t = values_of(in[1]);
-        for (std::size_t i = 0; i < x.size(); ++i) {
-          const double log_sigmoid = -(std::log1p(std::exp(-std::abs(x[i]))) + (x[i] < 0 ? -x[i] : 0.0));
-          x[i] = (1 - t[i]) * x[i] - log_sigmoid;
-        }
-        return TensorList{from_values(x, in[0].sizes())};
-      },
-      .grad_inputs = {0},
-      .grad_reference = [](const TensorList& in, const TensorList& w) {
-        auto x = values_of(in[0]);
-        const auto t = values_of(in[1]), wv = values_of(w[0]);
-        for (std::size_t i = 0; i < x.size(); ++i) x[i] = (1 / (1 + std::exp(-x[i])) - t[i]) * wv[i];
-        return TensorList{from_values(x, in[0].sizes())};
-      },
-  });
+  // binary_cross_entropy_with_logits: PyTorch's (1 - t) x - lw log_sigmoid(x), lw = 1 + (p - 1) t:
+  // NaN at (+inf, t = 1) and (-inf, t = 0) (0 · inf), +inf at (+inf, t = 0); d/dx lw sigmoid(x) - p t,
+  // d/dt -x without pos_weight and log_sigmoid(-x) - p log_sigmoid(x) with it (±inf at ±inf).
+  for (bool pw : {false, true}) {
+    op_cases().push_back(OpCase{
+        .name = std::string("binary_cross_entropy_with_logits/nonfinite") + (pw ? "_pos_weight" : ""),
+        .op = OpKind::binary_cross_entropy_with_logits,
+        .inputs = [pw](Generator& g) {
+          Tensor t = uniform64({4, 9}, g, 0.0, 1.0);
+          double* p = t.data<double>();
+          for (int64_t i = 0; i < t.numel(); ++i) p[i] = i % 3 == 0 ? 0.0 : i % 3 == 1 ? 1.0 : p[i];
+          return TensorList{with_nonfinite({4, 9}, g), t, pw ? uniform64({9}, g, 0.25, 3.0) : Tensor()};
+        },
+        .run = [](const TensorList& in) {
+          return TensorList{binary_cross_entropy_with_logits(in[0], in[1], {}, in[2], Reduction::None)};
+        },
+        .reference = [](const TensorList& in) {
+          auto x = values_of(in[0]);
+          const auto t = values_of(in[1]), p = broadcast_ref(in[2], in[0].sizes());
+          for (std::size_t i = 0; i < x.size(); ++i) {
+            const double log_sigmoid = -(std::log1p(std::exp(-std::abs(x[i]))) + (x[i] < 0 ? -x[i] : 0.0));
+            x[i] = (1 - t[i]) * x[i] - (1 + (p[i] - 1) * t[i]) * log_sigmoid;
+          }
+          return TensorList{from_values(x, in[0].sizes())};
+        },
+        .grad_inputs = {0, 1},
+        .grad_reference = [pw](const TensorList& in, const TensorList& w) {
+          auto gx = values_of(in[0]), gt = values_of(in[0]);
+          const auto x = values_of(in[0]), t = values_of(in[1]), wv = values_of(w[0]);
+          const auto p = broadcast_ref(in[2], in[0].sizes());
+          auto log_sigmoid = [](double v) { return -(std::log1p(std::exp(-std::abs(v))) + (v < 0 ? -v : 0.0)); };
+          for (std::size_t i = 0; i < x.size(); ++i) {
+            gx[i] = ((1 + (p[i] - 1) * t[i]) / (1 + std::exp(-x[i])) - p[i] * t[i]) * wv[i];
+            gt[i] = (pw ? log_sigmoid(-x[i]) - p[i] * log_sigmoid(x[i]) : -x[i]) * wv[i];
+          }
+          return TensorList{from_values(gx, in[0].sizes()), from_values(gt, in[1].sizes())};
+        },
+    });
+  }
   return true;
 }();
 
