@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "autograd/accumulate.h"
+#include "autograd/anomaly_mode.h"
 #include "core/factories.h"
 
 namespace strata::autograd {
@@ -126,6 +127,8 @@ TensorList run_graph(const std::vector<Edge>& root_edges, TensorList root_grads,
     if (!is_needed(is_needed, node)) continue;
 
     const bool accumulate = dynamic_cast<AccumulateGrad*>(node) != nullptr;
+    const bool check = AnomalyMode::should_check_nan();  // Note [Anomaly detection]
+    if (check && accumulate && !inputs.empty()) detail::check_leaf_gradient(*node, inputs[0]);
     if (!accumulate) {
       for (std::size_t i = 0; i < inputs.size(); ++i)
         if (!inputs[i].defined()) inputs[i] = zeros(node->output_meta()[i].sizes, {node->output_meta()[i].dtype, nullptr});
@@ -143,6 +146,7 @@ TensorList run_graph(const std::vector<Edge>& root_edges, TensorList root_grads,
         STRATA_ASSERT(outputs[i].sizes() == m.sizes && outputs[i].dtype() == m.dtype, node->name(),
                       " returned a gradient ", outputs[i].describe(), " for input ", i, " of shape ",
                       IntArrayRef(m.sizes), " ", m.dtype);
+        if (check) detail::check_backward_output(*node, i, outputs[i]);
         add_to_slot(buffers[e.node.get()], e.input_nr, std::move(outputs[i]));
       }
       if (--deps[e.node.get()] == 0) ready.push(e.node.get());
@@ -179,6 +183,7 @@ void prepare_roots(const char* op, const TensorList& roots, TensorList grad_root
     } else {
       STRATA_CHECK(g.sizes() == r.sizes() && g.dtype() == r.dtype(), op, ": gradient ", g.describe(),
                    " does not match output ", r.describe());
+      if (AnomalyMode::should_check_nan()) detail::check_root_gradient(op, i, g);
     }
     edges.push_back(std::move(e));
     grads.push_back(std::move(g));

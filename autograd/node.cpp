@@ -1,6 +1,7 @@
 #include "autograd/node.h"
 
 #include "autograd/accumulate.h"
+#include "autograd/anomaly_mode.h"
 
 #include <mutex>
 
@@ -96,12 +97,18 @@ Edge gradient_edge(const Tensor& t) {
 std::shared_ptr<Node> make_node(std::string name, std::initializer_list<const Tensor*> inputs, BackwardFn fn) {
   auto node = std::make_shared<FunctionNode>(std::move(name), std::move(fn));
   for (const Tensor* t : inputs) node->add_input(t != nullptr ? *t : Tensor());
+  if (AnomalyMode::should_check_nan()) detail::note_forward_inputs(*node, std::vector<const Tensor*>(inputs));
   return node;
 }
 
 std::shared_ptr<Node> make_node(std::string name, const TensorList& inputs, BackwardFn fn) {
   auto node = std::make_shared<FunctionNode>(std::move(name), std::move(fn));
   for (const Tensor& t : inputs) node->add_input(t);
+  if (AnomalyMode::should_check_nan()) {  // Note [Anomaly detection]
+    std::vector<const Tensor*> ptrs;
+    for (const Tensor& t : inputs) ptrs.push_back(&t);
+    detail::note_forward_inputs(*node, ptrs);
+  }
   return node;
 }
 
@@ -116,6 +123,7 @@ void attach(Tensor& out, const std::shared_ptr<Node>& node, uint32_t nr) {
   meta.grad_fn = node;
   meta.output_nr = nr;
   node->add_output(out);
+  if (AnomalyMode::should_check_nan()) detail::check_forward_output(*node, out, nr);  // Note [Anomaly detection]
 }
 }  // namespace
 

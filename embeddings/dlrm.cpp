@@ -13,6 +13,7 @@
 #include "autograd/grad_mode.h"
 #include "core/error.h"
 #include "core/factories.h"
+#include "core/finite.h"
 #include "core/pin_set.h"
 #include "core/rng.h"
 #include "core/threading.h"
@@ -642,7 +643,84 @@ float TieredDLRM::train_step(std::span<const float> dense, std::span<const Bags>
   ++steps_;
   times_.update += seconds_since(t0);
   ++times_.steps;
-  return loss.item<float>();
+  const float value = loss.item<float>();
+  if (config_.check_finite) check_finite(value, dense, targets);
+  return value;
+}
+
+void TieredDLRM::check_finite(float loss, std::span<const float> dense, std::span<const float> targets) const {
+  // Note [DLRM finite check]: the first non-finite parameter in state_dict order, then the rows.
+  std::string first;
+  NonFinite first_nf;
+  std::vector<std::string> others;
+  for (const auto& [name, t] : state_dict()) {
+    if (all_finite(t)) continue;
+    if (first.empty()) {
+      first = name + " (" + t.describe() + ")";
+      first_nf = find_non_finite(t);
+    } else {
+      others.push_back(name);
+    }
+  }
+  std::vector<float> row(static_cast<std::size_t>(feature_size()));
+  for (std::size_t k = 0; k < tables_.size(); ++k) {
+    bool table_reported = false;
+    for (const int64_t r : impl_->bags[k].indices) {
+      tables_[k]->read_row(r, row.data());
+      NonFinite nf;
+      nf.numel = feature_size();
+      for (std::size_t j = 0; j < row.size(); ++j) {
+        if (std::isfinite(row[j])) continue;
+        if (std::isnan(row[j])) ++nf.nan;
+        else ++nf.inf;
+        if (nf.first < 0) nf.first = static_cast<int64_t>(j), nf.first_value = row[j];
+      }
+      if (!nf.any()) continue;
+      const std::string name = "emb_l." + std::to_string(k) + ".weight";
+      if (first.empty()) {
+        first = name + " row " + std::to_string(r) + " (" + tables_[k]->name() + ")";
+        first_nf = nf;
+      } else if (!table_reported) {
+        others.push_back(name);
+      }
+      table_reported = true;
+    }
+  }
+  const bool loss_ok = std::isfinite(loss);
+  if (first.empty() && loss_ok) return;
+  std::ostringstream os;
+  const auto number = [](float v) { return std::isnan(v) ? std::string("nan") : std::to_string(v); };
+  os << "--check-finite: after step " << steps_ << ", ";
+  if (first.empty()) {
+    os << "the loss is " << number(loss) << " while every parameter is still finite";
+  } else {
+    os << "parameter " << first << " went non-finite: " << first_nf.describe() << "; the loss was " << number(loss);
+    if (!others.empty()) {
+      constexpr std::size_t kListed = 12;
+      os << "; also non-finite:";
+      for (std::size_t i = 0; i < others.size() && i < kListed; ++i) os << (i ? ", " : " ") << others[i];
+      if (others.size() > kListed) os << " and " << others.size() - kListed << " more";
+    }
+  }
+  // Where it came from, when the batch itself held NaN or inf.
+  auto first_bad = [](std::span<const float> v) {
+    for (std::size_t i = 0; i < v.size(); ++i)
+      if (!std::isfinite(v[i])) return static_cast<int64_t>(i);
+    return int64_t{-1};
+  };
+  const int64_t nd = dense_features();
+  if (const int64_t i = first_bad(dense); i >= 0)
+    os << "; the batch's dense features hold " << number(dense[static_cast<std::size_t>(i)]) << " (sample " << i / nd
+       << ", feature " << i % nd << ")";
+  if (const int64_t i = first_bad(targets); i >= 0)
+    os << "; the batch's targets hold " << number(targets[static_cast<std::size_t>(i)]) << " (sample " << i << ")";
+  for (std::size_t k = 0; k < impl_->bags.size(); ++k)
+    if (const int64_t i = first_bad(impl_->bags[k].weights); i >= 0) {
+      os << "; table " << k << "'s per-sample weights hold " << number(impl_->bags[k].weights[static_cast<std::size_t>(i)])
+         << " (lookup " << i << ")";
+      break;
+    }
+  throw Error(os.str());
 }
 
 Tensor TieredDLRM::forward(std::span<const float> dense, std::span<const Bags> bags) {

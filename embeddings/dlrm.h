@@ -123,6 +123,16 @@ std::unique_ptr<IndexSource> make_index_source(const DLRMConfig& config);
 /// strata-dlrm calls it before the first tensor.
 void configure_process_memory(const DLRMConfig& config);
 
+/// Note [DLRM finite check]
+/// With --check-finite, train_step ends by checking the loss, every dense parameter (state_dict
+/// order: bot_l.*, then top_l.*) and every embedding row the step's bags named (read without side
+/// effects, AccessContext::Read) for NaN and ±inf, and throws strata::Error at the first
+/// non-finite parameter: its name ("bot_l.0.weight", "emb_l.3.weight row 17"), the step, the loss,
+/// the NaN/inf counts, the other parameters that went non-finite, and whether the batch itself
+/// (dense features, per-sample weights, targets) held NaN or inf. A non-finite loss with every
+/// parameter finite is an error too. The step's update has been applied by then: the check
+/// reports, it does not roll back. Cost: one pass over the dense parameters and the touched rows.
+
 class TieredDLRM {
  public:
   /// Builds the model of `config` (validated first): MLPs initialized like the reference from
@@ -137,7 +147,8 @@ class TieredDLRM {
 
   /// One training step on a batch of B samples: `dense` [B, dense_features()] row-major, one Bags
   /// per table (batch B each), `targets` [B]. Returns the loss. Throws strata::Error naming the
-  /// table, bag and row for a bad index (nothing is updated then) or the argument for bad shapes.
+  /// table, bag and row for a bad index (nothing is updated then) or the argument for bad shapes;
+  /// with --check-finite, naming the first parameter that went NaN or inf (Note [DLRM finite check]).
   float train_step(std::span<const float> dense, std::span<const Bags> bags, std::span<const float> targets);
   /// The model's output (click probabilities after --loss-threshold clamping) [B, 1], no update.
   Tensor forward(std::span<const float> dense, std::span<const Bags> bags);
@@ -189,6 +200,7 @@ class TieredDLRM {
   Tensor compute_loss(const Tensor& z, std::span<const float> targets);
   void check_batch(std::span<const float> dense, std::span<const Bags> bags, int64_t batch) const;
   void run_after_update_hooks();
+  void check_finite(float loss, std::span<const float> dense, std::span<const float> targets) const;
 
   DLRMConfig config_;
   std::unique_ptr<EmbeddingTiers> tiers_;

@@ -285,6 +285,7 @@ const std::map<std::string, Flag>& flag_table() {
         STRATA_CHECK(false, f, ": expected f32 or bf16, got '", v, "'");
       }
     });
+    t["--check-finite"] = STRATA_TRUE_FLAG(check_finite);
     t["--json"] = STRATA_STRING_FLAG(json);
     t["--help"] = STRATA_TRUE_FLAG(help);
     t["-h"] = STRATA_TRUE_FLAG(help);
@@ -634,6 +635,8 @@ Strata:
   --cache-fraction F           rows each cached table may hold (default: from the fast budget)
   --slow-tier-model off|default|R,W,L  (default: Optane ratios to this machine's DRAM bandwidth)
   --emb-dtype f32|bf16  (f32)  --threads N  (all)  --zipf-alpha A  (1.05)  --reuse F  (0)
+  --check-finite               after every step check the loss, the MLP parameters and the rows
+                               the step updated for NaN/inf; stop at the first (exit status 1)
   --json FILE                  write the summary as JSON (atomically)
 )";
 }

@@ -143,6 +143,9 @@ struct DLRMConfig {
   double reuse = 0.0;
   /// Element type of the table rows.
   ElemType emb_dtype = ElemType::F32;
+  /// After every training step, check the loss, the dense parameters and the embedding rows the
+  /// step updated for NaN and ±inf; stop at the first (Note [DLRM finite check] in dlrm.h).
+  bool check_finite = false;
   /// Write the run's figures as JSON here ("" for none), atomically.
   std::string json;
   /// --help was given.

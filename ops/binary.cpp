@@ -247,6 +247,8 @@ Tensor maximum(const Tensor& a, const Tensor& b) {
     return (x > y || x != x) ? x : y;
   });
   if (autograd::needs_grad({&a, &b})) {
+    // PyTorch's rule: the gradient goes to a side unless the other side is larger, halved on a tie;
+    // so where either side is NaN both get it (torch 2.13).
     auto node = autograd::make_node("MaximumBackward", {&a, &b}, [](autograd::Node& n, const TensorList& g) -> TensorList {
       const Tensor sa = n.saved(0), sb = n.saved(1);
       Tensor ga, gb;
@@ -254,14 +256,14 @@ Tensor maximum(const Tensor& a, const Tensor& b) {
         ga = sum_to_shape(grad3_kernel(g[0], sa, sb,
                                        [](auto gg, auto x, auto y) {
                                          using T = decltype(x);
-                                         return x > y ? gg : x == y ? gg * T(0.5) : T(0);
+                                         return x < y ? T(0) : x == y ? gg * T(0.5) : gg;
                                        }),
                           n.input_meta()[0].sizes);
       if (n.needs_input_grad(1))
         gb = sum_to_shape(grad3_kernel(g[0], sa, sb,
                                        [](auto gg, auto x, auto y) {
                                          using T = decltype(x);
-                                         return y > x ? gg : x == y ? gg * T(0.5) : T(0);
+                                         return x > y ? T(0) : x == y ? gg * T(0.5) : gg;
                                        }),
                           n.input_meta()[1].sizes);
       return {ga, gb};

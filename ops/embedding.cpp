@@ -1,6 +1,7 @@
 #include "ops/embedding.h"
 
 #include <algorithm>
+#include <limits>
 #include <string>
 
 #include "ops/op_util.h"
@@ -348,6 +349,16 @@ Tensor dot_interaction(const std::vector<Tensor>& features, bool self_interactio
       });
     });
   }
+  // Note [Interaction gradient and inf]
+  // PyTorch (and the DLRM reference) computes Z = T Tᵀ with bmm, so the gradient of T is
+  // dZ·T + dZᵀ·T with dZ lower triangular: each sum runs over every feature, and for a pair i != j
+  // one of the two coefficients is 0 (on the diagonal, both are 0 without self-interaction and both
+  // non-zero with it). A NaN or ±inf at column k of feature j therefore makes column k of every
+  // other feature's gradient NaN (0 · inf), and of feature j's own too unless self-interaction is
+  // on; our one symmetric sum would give ±inf there. So the backward counts the non-finite
+  // features per column (x - x is NaN exactly for NaN and ±inf) and adds NaN where one other than
+  // the feature itself (or any, without self-interaction) is: O(nf · d) per sample beside the
+  // O(nf² · d) sums.
   if (autograd::needs_grad(features)) {
     auto node = autograd::make_node(
         "DotInteractionBackward", features,
@@ -378,10 +389,11 @@ Tensor dot_interaction(const std::vector<Tensor>& features, bool self_interactio
               // unit stride and no aliasing, so they vectorize.
               const int64_t d8 = (d + 7) / 8 * 8;  // rows padded with zeros to whole vectors
               std::vector<T> sym_buf(static_cast<std::size_t>(nf * nf)), f_buf(static_cast<std::size_t>(nf * d8), T(0)),
-                  acc_buf(static_cast<std::size_t>(d8), T(0));
+                  acc_buf(static_cast<std::size_t>(d8), T(0)), bad_buf(static_cast<std::size_t>(d), T(0));
               T* __restrict sym = sym_buf.data();
               T* __restrict fs = f_buf.data();
               T* __restrict acc = acc_buf.data();
+              T* __restrict bad = bad_buf.data();
               for (int64_t b = begin; b < end; ++b) {
                 // Symmetric coefficients: d out / d f_i = Σ_j sym[i][j] f_j.
                 std::fill(sym, sym + nf * nf, T(0));
@@ -392,9 +404,15 @@ Tensor dot_interaction(const std::vector<Tensor>& features, bool self_interactio
                     sym[i * nf + j] += c;
                     sym[j * nf + i] += c;
                   }
+                // Note [Interaction gradient and inf]: bad[k] = how many features hold NaN or ±inf at k.
+                std::fill(bad, bad + d, T(0));
                 for (int64_t j = 0; j < nf; ++j) {
                   const T* __restrict src = fp[j] + b * d;
-                  for (int64_t k = 0; k < d; ++k) fs[j * d8 + k] = src[k];
+                  for (int64_t k = 0; k < d; ++k) {
+                    const T v = src[k], z = v - v;
+                    fs[j * d8 + k] = v;
+                    bad[k] += z != z ? T(1) : T(0);
+                  }
                 }
                 for (int64_t i = 0; i < nf; ++i) {
                   if (gp[i] == nullptr) continue;
@@ -416,7 +434,13 @@ Tensor dot_interaction(const std::vector<Tensor>& features, bool self_interactio
                     for (int l = 0; l < 8; ++l) acc[kb + l] = v[l];
                   }
                   T* __restrict dst = gp[i] + b * d;
-                  for (int64_t k = 0; k < d; ++k) dst[k] = acc[k];
+                  const T* __restrict fi = fs + i * d8;
+                  constexpr T kNaN = std::numeric_limits<T>::quiet_NaN();
+                  for (int64_t k = 0; k < d; ++k) {
+                    const T z = fi[k] - fi[k];
+                    const T own = offset != 0 && z != z ? T(1) : T(0);
+                    dst[k] = acc[k] + (bad[k] > own ? kNaN : T(0));
+                  }
                 }
               }
             });

@@ -7,6 +7,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "ops/cpu/elementwise.h"
 #include "ops/cpu/gemm.h"
 #include "ops/op_util.h"
 
@@ -275,7 +276,9 @@ template <typename T>
 void epilogue(const T* z, const T* bias, T* y, T* zb, int64_t M, int64_t N, Activation act) {
   switch (act) {
     case Activation::None: epilogue_rows(z, bias, y, zb, M, N, [](T v) { return v; }); break;
-    case Activation::ReLU: epilogue_rows(z, bias, y, zb, M, N, [](T v) { return v > T(0) ? v : T(0); }); break;
+    case Activation::ReLU:  // Note [ReLU and NaN] (ops/unary.cpp): NaN stays NaN, as in PyTorch
+      epilogue_rows(z, bias, y, zb, M, N, [](T v) { return ops::cpu::relu_value(v); });
+      break;
     case Activation::GELU: epilogue_rows(z, bias, y, zb, M, N, [](T v) { return gelu_exact(v); }); break;
     case Activation::Sigmoid:
       epilogue_rows(z, bias, y, zb, M, N, [](T v) { return T(1) / (T(1) + std::exp(-v)); });
@@ -303,7 +306,7 @@ Tensor activation_backward(const Tensor& grad_in, const Tensor& s, Activation ac
     };
     switch (act) {
       case Activation::None: run([](T gv, T) { return gv; }); break;
-      case Activation::ReLU: run([](T gv, T y) { return y > T(0) ? gv : T(0); }); break;
+      case Activation::ReLU: run([](T gv, T y) { return ops::cpu::relu_passes_grad(y) ? gv : T(0); }); break;
       case Activation::GELU: run([](T gv, T z) { return gv * gelu_grad(z); }); break;
       case Activation::Sigmoid: run([](T gv, T y) { return gv * y * (T(1) - y); }); break;
       case Activation::Tanh: run([](T gv, T y) { return gv * (T(1) - y * y); }); break;

@@ -75,11 +75,17 @@ int64_t plane_grain(int64_t work_per_plane) { return std::max<int64_t>(1, 32768 
 
 // ---- max pooling ---------------------------------------------------------------------------------
 
+// Note [Max pooling and NaN]
+// PyTorch's CPU max_pool2d takes an element when `v > best || isnan(v)`: a window holding a NaN
+// gives NaN, and of several NaNs the *last* in window order is the argmax that backward routes the
+// gradient to (checked against torch 2.13 with several NaNs per window). Every kernel here uses that
+// rule, ties included (the first maximum wins), so values and gradients match PyTorch's.
+
 /// One output row of max pooling whose windows lie inside the plane: `x` points at the window
 /// row's first element, `a_base` is its index in the plane. The running maximum is updated by
 /// selects, not branches (on random data a branch on `v > best` mispredicts about half the time),
 /// and all sizes are plain values so nothing is reloaded after the index stores. NaN rule as in the
-/// general loop: the first NaN in window order wins.
+/// general loop (Note [Max pooling and NaN]).
 template <typename T, int64_t KH, int64_t KW>
 void max_pool_row_inside(const T* __restrict x, int64_t W, int64_t sw, int64_t OW, int64_t a_base, int64_t kh_in,
                          int64_t kw_in, T* __restrict yo, int64_t* __restrict io) {
@@ -93,7 +99,7 @@ void max_pool_row_inside(const T* __restrict x, int64_t W, int64_t sw, int64_t O
         if (i == 0 && j == 0) continue;
         const int64_t a = a0 + i * W + j;
         const T v = x[a];
-        const bool take = (v > best) | ((v != v) & (best == best));
+        const bool take = (v > best) | (v != v);
         best = take ? v : best;
         arg = take ? a : arg;
       }
@@ -127,7 +133,7 @@ void max_pool_row_2x2s2(const float* __restrict x, int64_t W, int64_t OW, int64_
     V best = v00;
     VI code = VI{} ;
     auto step = [&](const V v, int32_t c) {
-      const VI take = ((v > best) | (v != v)) & (best == best);
+      const VI take = (v > best) | (v != v);
       best = take ? v : best;
       code = take ? VI{} + c : code;
     };
@@ -197,8 +203,7 @@ void max_pool_forward(const T* x, T* y, int64_t* idx, const PoolGeom& g) {
               const int64_t w = w0 + j * g.dw;
               if (w < 0 || w >= g.W) continue;
               const T v = row[w];
-              if (v > best || std::isnan(v) || arg < 0) {
-                if (std::isnan(best)) continue;
+              if (v > best || v != v || arg < 0) {
                 best = v;
                 arg = h * g.W + w;
               }

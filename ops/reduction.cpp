@@ -283,7 +283,9 @@ Tensor amax_impl(const char* op, const Tensor& x, IntArrayRef dims, bool keepdim
       const Tensor xs = n.saved(0);
       const Tensor yv = n.saved(1).reshape(keep);
       const Tensor gk = g[0].reshape(keep);
-      // count of the maxima per output, then grad / count to each maximum.
+      // count of the maxima per output, then grad / count to each maximum. PyTorch's
+      // (grad / count) * (x == max): a NaN maximum equals nothing, count is 0, and every element of
+      // that slice gets NaN (torch 2.13); the selects below give the same.
       Tensor eq = empty_output(xs.sizes(), xs.dtype());
       {
         PinSet pins;
@@ -302,7 +304,7 @@ Tensor amax_impl(const char* op, const Tensor& x, IntArrayRef dims, bool keepdim
         pins.acquire();
         dispatch_float(xs.dtype(), [&](auto t) {
           using T = decltype(t);
-          ops::cpu::map2<T, T, T>(gc, gk, count, [](T a, T c) { return c > T(0) ? a / c : T(0); });
+          ops::cpu::map2<T, T, T>(gc, gk, count, [](T a, T c) { return c > T(0) ? a / c : std::numeric_limits<T>::quiet_NaN(); });
         });
       }
       Tensor gx = empty_output(xs.sizes(), xs.dtype());
@@ -312,7 +314,7 @@ Tensor amax_impl(const char* op, const Tensor& x, IntArrayRef dims, bool keepdim
         pins.acquire();
         dispatch_float(xs.dtype(), [&](auto t) {
           using T = decltype(t);
-          ops::cpu::map3<T, T, T, T>(gx, xs, yv, gc, [](T a, T b, T v) { return a == b ? v : T(0); });
+          ops::cpu::map3<T, T, T, T>(gx, xs, yv, gc, [](T a, T b, T v) { return a == b || b != b ? v : T(0); });
         });
       }
       return {gx};

@@ -342,10 +342,14 @@ struct LossFns {
       const T lx = std::max(fast_log(xi), T(-100));
       const T l1x = std::max(fast_log(T(1) - xi), T(-100));
       return weight(i) * (l1x - lx);
+    } else if constexpr (HasPw) {
+      // PyTorch's log_sigmoid(-x) - p log_sigmoid(x) = p softplus(-x) - softplus(x): equal to
+      // -x + (p - 1) softplus(-x), but finite where that gives inf - inf or 0 · inf (x = ±inf).
+      const T sp_neg = softplus_neg_abs(xi) + std::max(-xi, T(0));
+      const T sp_pos = softplus_neg_abs(xi) + std::max(xi, T(0));
+      return weight(i) * (pos(i) * sp_neg - sp_pos);
     } else {
-      const T p = pos(i);
-      const T sp = softplus_neg_abs(xi) + std::max(-xi, T(0));
-      return weight(i) * (-xi + (p - T(1)) * sp);
+      return weight(i) * -xi;  // PyTorch's -x (a (p - 1) softplus(-x) term would give 0 · inf at -inf)
     }
   }
 };

@@ -27,6 +27,7 @@ using ops::cpu::kCostlyGrain;
 using ops::cpu::map1;
 using ops::cpu::map2;
 using ops::cpu::map3;
+using ops::cpu::relu_value;
 
 /// y = f(x) for every element (f is a generic lambda, called with float or double).
 template <typename F>
@@ -209,10 +210,18 @@ void check_unary(const char* op, OpKind kind, const Tensor& x) {
 // of the output itself. The output then lives only as long as its readers need it (a following
 // conv saves it as its input; max pooling saves indices), so a conv's input can leave the fast tier
 // once the conv's backward is done with it, and relu → pool chains save a bit per element where
-// they saved a float. The gradient is g where the bit is set and 0 elsewhere: exactly what
-// comparing the saved output with 0 gave (relu's output is never NaN or negative), so gradients are
-// bitwise the same. Forward computes the output and the mask in one pass (8 elements per byte,
-// bytes split between threads).
+// they saved a float. The bit is PyTorch's threshold_backward condition, !(y <= 0): set where the
+// output is positive or NaN (relu(NaN) is NaN, and PyTorch passes the gradient through it), clear at
+// +-0 and below (Note [ReLU and NaN]). The gradient is g where the bit is set and 0 elsewhere:
+// exactly what comparing the saved output with 0 gave, so gradients are bitwise the same. Forward
+// computes the output and the mask in one pass (8 elements per byte, bytes split between threads).
+
+// Note [ReLU and NaN]
+// relu is PyTorch's clamp_min(x, 0): x < 0 ? 0 : x, so NaN stays NaN (a select on `x > 0` would
+// turn it into 0 and hide a diverged layer), +-inf stay themselves and -0 stays -0; its gradient
+// passes where !(y <= 0), NaN included (torch 2.13: relu'(NaN) = 1). Both are one compare and one
+// select per element, as before, and vectorize the same. The fused ReLU epilogue of linear
+// (ops/linalg.cpp) follows the same rule.
 
 /// ceil(n / 8) bytes of mask for n elements.
 int64_t mask_bytes(int64_t n) { return (n + 7) / 8; }
@@ -225,15 +234,15 @@ void for_each_mask_byte(int64_t n, F f) {
   });
 }
 
-/// y = relu(x) over a contiguous x, and the bit mask of y > 0.
+/// y = relu(x) over a contiguous x, and the bit mask of !(y <= 0) (Note [ReLU saves a bit mask]).
 template <typename T>
 void relu_with_mask(const T* x, T* y, uint8_t* mask, int64_t n) {
   for_each_mask_byte(n, [=](int64_t b, int64_t i0, int64_t i1) {
     unsigned bits = 0;
     for (int64_t i = i0; i < i1; ++i) {
-      const T v = x[i] > T(0) ? x[i] : T(0);
+      const T v = relu_value(x[i]);
       y[i] = v;
-      bits |= static_cast<unsigned>(v > T(0)) << (i - i0);
+      bits |= static_cast<unsigned>(ops::cpu::relu_passes_grad(v)) << (i - i0);
     }
     mask[b] = static_cast<uint8_t>(bits);
   });
@@ -252,7 +261,7 @@ Tensor relu(const Tensor& x) {
   check_unary("relu", OpKind::relu, x);
   const bool grad = autograd::needs_grad({&x});
   if (!grad) {
-    Tensor y = unary_kernel(x, [](auto v) { return v > decltype(v)(0) ? v : decltype(v)(0); });
+    Tensor y = unary_kernel(x, [](auto v) { return relu_value(v); });
     if (OpRecorder* rec = op_recorder()) rec->relu(x, y);  // Note [Op recording hook]
     return y;
   }

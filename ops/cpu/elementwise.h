@@ -36,6 +36,20 @@
 
 namespace strata::ops::cpu {
 
+/// relu(v) as PyTorch computes it, v < 0 ? 0 : v: NaN, +-inf and -0 pass through (Note [ReLU and
+/// NaN] in ops/unary.cpp). One compare and one select: vectorizes like the max it replaces.
+template <typename T>
+inline T relu_value(T v) {
+  return v < T(0) ? T(0) : v;
+}
+
+/// Whether relu's gradient passes at output y: PyTorch's threshold_backward, !(y <= 0), so it
+/// passes at NaN too (Note [ReLU and NaN] in ops/unary.cpp).
+template <typename T>
+inline bool relu_passes_grad(T y) {
+  return !(y <= T(0));
+}
+
 /// Byte strides of `t` broadcast to `shape` (leading dims and expanded size-1 dims get stride 0).
 /// The caller has checked that `t` broadcasts to `shape`.
 inline Dims broadcast_byte_strides(const Tensor& t, IntArrayRef shape) {

@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 
+#include "autograd/anomaly_mode.h"
 #include "autograd/engine.h"
 #include "autograd/grad_mode.h"
 #include "autograd/node.h"
@@ -344,6 +345,11 @@ void init_autograd(py::module_& m) {
   m.def("is_grad_enabled", [] { return autograd::GradMode::is_enabled(); },
         "Whether ops record the graph on this thread.");
   m.def("_set_grad_enabled", [](bool on) { autograd::GradMode::set_enabled(on); }, py::arg("enabled"));
+  // Note [Anomaly detection] (autograd/anomaly_mode.h): the flag and the checks live in C++.
+  m.def("_is_anomaly_enabled", [] { return autograd::AnomalyMode::is_enabled(); });
+  m.def("_is_anomaly_check_nan_enabled", [] { return autograd::AnomalyMode::should_check_nan(); });
+  m.def("_set_anomaly_enabled", [](bool on, bool check_nan) { autograd::AnomalyMode::set_enabled(on, check_nan); },
+        py::arg("enabled"), py::arg("check_nan") = true);
 }
 
 }  // namespace strata::python

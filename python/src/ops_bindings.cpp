@@ -665,7 +665,7 @@ void def_functions(py::module_& m) {
     py::gil_scoped_release r;                                         \
     return NAME(x);                                                   \
   }, arg("input"), DOC);
-  STRATA_DEF_UNARY(relu, "max(x, 0) element-wise.")
+  STRATA_DEF_UNARY(relu, "max(x, 0) element-wise (NaN stays NaN, as in PyTorch).")
   STRATA_DEF_UNARY(sigmoid, "1 / (1 + exp(-x)) element-wise.")
   STRATA_DEF_UNARY(tanh, "tanh(x) element-wise.")
   STRATA_DEF_UNARY(exp, "exp(x) element-wise.")

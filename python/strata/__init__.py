@@ -109,7 +109,7 @@ bool = _C.bool  # noqa: A001
 
 from . import autograd  # noqa: E402
 from . import nn  # noqa: E402
-from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
+from .autograd import enable_grad, is_anomaly_enabled, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
 from .checkpoint import load_checkpoint, save_checkpoint  # noqa: E402
 from . import models  # noqa: E402
 from . import optim  # noqa: E402
@@ -170,6 +170,7 @@ __all__ = [
     "initial_seed",
     "int32",
     "int64",
+    "is_anomaly_enabled",
     "is_grad_enabled",
     "is_tensor",
     "layer_norm",

@@ -116,8 +116,9 @@ class DLRM:
     """The reference DLRM with tiered embedding tables. Keyword arguments are the reference
     script's flags (``arch_embedding_size=[4, 3, 2]`` or ``"4-3-2"``, ``loss_function="bce"``, ...)
     and Strata's (``preset``, ``fast_budget``, ``slow_dir``, ``emb_policy``, ``cache_fraction``,
-    ``slow_tier_model``, ``scale_rows``, ``emb_dtype``); ``strata.dlrm.usage()`` lists them. Bad
-    options raise strata.StrataError naming the flag."""
+    ``slow_tier_model``, ``scale_rows``, ``emb_dtype``, ``check_finite``); ``strata.dlrm.usage()``
+    lists them. Bad options raise strata.StrataError naming the flag. With ``check_finite=True`` a
+    step that leaves a parameter NaN or inf raises strata.StrataError naming it and the step."""
 
     def __init__(self, **options):
         self._options = dict(options)

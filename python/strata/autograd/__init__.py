@@ -1,8 +1,10 @@
 """Automatic differentiation: backward/grad over several tensors, grad mode switches
-(``strata.no_grad`` and friends), saved-tensor hooks (``graph``) and tape introspection (``tape``)."""
+(``strata.no_grad`` and friends), anomaly detection (``detect_anomaly``, ``set_detect_anomaly``),
+saved-tensor hooks (``graph``) and tape introspection (``tape``)."""
 
 from .. import _C
 from . import graph, tape
+from .anomaly_mode import detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled, set_detect_anomaly
 from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 
 
@@ -25,4 +27,5 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     return _C._grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused)
 
 
-__all__ = ["backward", "enable_grad", "grad", "graph", "is_grad_enabled", "no_grad", "set_grad_enabled", "tape"]
+__all__ = ["backward", "detect_anomaly", "enable_grad", "grad", "graph", "is_anomaly_check_nan_enabled",
+           "is_anomaly_enabled", "is_grad_enabled", "no_grad", "set_detect_anomaly", "set_grad_enabled", "tape"]

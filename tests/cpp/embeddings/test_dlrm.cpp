@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -450,6 +451,50 @@ TEST(TieredDLRM, BadIndicesNameTheTableAndRowAndChangeNothing) {
   EXPECT_EQ(table_values(m, 2), t2);
   EXPECT_EQ(values(m.state_dict()[0].second), w);
   EXPECT_EQ(m.steps(), 0);
+}
+
+// Issue 24: a NaN in the dense input or a per-sample weight reaches the loss, as in PyTorch (relu
+// keeps NaN: Note [ReLU and NaN]); before, relu turned it into 0, the loss stayed finite and the
+// parameters silently went NaN.
+TEST(TieredDLRM, NaNInTheBatchMakesTheLossNaN) {
+  for (bool in_weights : {false, true}) {
+    SCOPED_TRACE(in_weights ? "per-sample weight" : "dense feature");
+    TieredDLRM m(config({"--learning-rate", "0.1"}));
+    TestBatch batch = make_batch(m.config().table_rows(), 3, 5, 4, /*weighted=*/true);
+    if (in_weights) batch.w[1][0] = std::numeric_limits<float>::quiet_NaN();
+    else batch.dense[2] = std::numeric_limits<float>::quiet_NaN();
+    EXPECT_TRUE(std::isnan(m.train_step(batch.dense, batch.bags(), batch.targets)));
+    // The loss of the same batch, evaluated again, is NaN too.
+    EXPECT_TRUE(std::isnan(m.evaluate(batch.dense, batch.bags(), batch.targets)));
+  }
+}
+
+// Note [DLRM finite check]: --check-finite names the first parameter that went NaN, the step and
+// where the NaN came from; without it the step returns NaN and goes on.
+TEST(TieredDLRM, CheckFiniteNamesTheFirstNonFiniteParameterAndStep) {
+  TieredDLRM m(config({"--check-finite", "--learning-rate", "0.1"}));
+  EXPECT_TRUE(m.config().check_finite);
+  const TestBatch good = make_batch(m.config().table_rows(), 3, 5, 4, /*weighted=*/true);
+  EXPECT_TRUE(std::isfinite(m.train_step(good.dense, good.bags(), good.targets)));  // a finite step passes
+  TestBatch bad = good;
+  bad.dense[2] = std::numeric_limits<float>::quiet_NaN();  // sample 0, feature 2 (sample 1's bags are empty)
+  const std::string msg = testing_util::error_of([&] { m.train_step(bad.dense, bad.bags(), bad.targets); });
+  EXPECT_THAT(msg, HasSubstr("--check-finite: after step 2, parameter bot_l.0.weight (Tensor[8, 5] f32) went "
+                             "non-finite"));
+  EXPECT_THAT(msg, HasSubstr("the loss was nan"));
+  EXPECT_THAT(msg, HasSubstr("also non-finite: bot_l.0.bias"));
+  EXPECT_THAT(msg, HasSubstr("emb_l.0.weight"));
+  EXPECT_THAT(msg, HasSubstr("the batch's dense features hold nan (sample 0, feature 2)"));
+  // A NaN per-sample weight makes rows of its table NaN (the MLPs too, through the loss).
+  TieredDLRM w(config({"--check-finite", "--learning-rate", "0.1"}));
+  TestBatch wb = good;
+  wb.w[2][0] = std::numeric_limits<float>::infinity();
+  EXPECT_THAT(testing_util::error_of([&] { w.train_step(wb.dense, wb.bags(), wb.targets); }),
+              AllOf(HasSubstr("--check-finite: after step 1, parameter "), HasSubstr("emb_l.2.weight"),
+                    HasSubstr("table 2's per-sample weights hold inf (lookup 0)")));
+  // Without the flag the same step returns NaN and does not throw.
+  TieredDLRM plain(config({"--learning-rate", "0.1"}));
+  EXPECT_TRUE(std::isnan(plain.train_step(bad.dense, bad.bags(), bad.targets)));
 }
 
 TEST(TieredDLRM, BadShapesAreNamed) {

@@ -201,6 +201,24 @@ TEST(DLRMCli, BadFlagsExitTwoNamingTheFlag) {
   }
 }
 
+// --check-finite (Note [DLRM finite check]): a learning rate that makes training diverge stops at
+// the first step whose parameters went NaN or inf, naming the batch, the step and the parameter,
+// with exit status 1; without the flag the same run finishes and prints a nan loss.
+TEST(DLRMCli, CheckFiniteStopsAtTheFirstNonFiniteParameter) {
+  const std::string diverging = kSmall + " --learning-rate 1e30";
+  const Result r = run(diverging + " --check-finite");
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("strata-dlrm: error: batch 2 of epoch 0: --check-finite: after step 2, parameter "
+                               "bot_l.2.weight (Tensor[2, 3] f32) went non-finite: 3 NaN and 0 inf of 6 elements"));
+  EXPECT_THAT(r.out, HasSubstr("the loss was nan; also non-finite: bot_l.2.bias, top_l.0.weight"));
+  EXPECT_THAT(r.out, Not(HasSubstr("Summary")));
+  const Result plain = run(diverging);
+  EXPECT_EQ(plain.status, 0) << plain.out;
+  EXPECT_THAT(plain.out, HasSubstr("loss nan"));
+  // --help lists the flag.
+  EXPECT_THAT(run("--help").out, HasSubstr("--check-finite"));
+}
+
 TEST(DLRMCli, UnreadableFilesExitOneNamingThem) {
   const auto dir = temp_dir();
   const std::string junk = (dir / "junk.ckpt").string();

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
 #include <limits>
 #include <string>
@@ -175,8 +176,9 @@ TEST(InPlaceBackward, ConvInputGradientOverwritesTheOutputGradientWithTheBatched
 }
 
 // Note [ReLU saves a bit mask]: one bit per element, and the gradient is g where the output is
-// positive — also at -0, 0, NaN and ±inf inputs, for a length that is not a multiple of 8, a
-// non-contiguous input and both float dtypes relu takes.
+// positive or NaN (PyTorch's threshold_backward, Note [ReLU and NaN]) — also at -0, 0, NaN and ±inf
+// inputs, for a length that is not a multiple of 8, a non-contiguous input and both float dtypes
+// relu takes.
 TEST(ReluMask, SavesOneBitPerElementAndGivesTheSameGradient) {
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
   const std::vector<float> xs{1.5f, -0.0f, 0.0f, nan, inf, -inf, -2.0f, 3.0f, 1e-30f, -1e-30f, 7.0f, -7.0f, 0.25f};
@@ -192,7 +194,8 @@ TEST(ReluMask, SavesOneBitPerElementAndGivesTheSameGradient) {
     EXPECT_EQ(nodes[0].saved[0].bytes, 2u);  // 13 bits
     y.backward(tensor<float>(gs, IntArrayRef{13}).to(dt));
     const std::vector<double> got = testing::values_of(x.grad());
-    for (std::size_t i = 0; i < xs.size(); ++i) EXPECT_EQ(got[i], xs[i] > 0 ? gs[i] : 0.0) << "element " << i;
+    for (std::size_t i = 0; i < xs.size(); ++i)
+      EXPECT_EQ(got[i], xs[i] > 0 || std::isnan(xs[i]) ? gs[i] : 0.0) << "element " << i;
   }
   // A transposed (non-contiguous) input: the mask follows the output's (row-major) order.
   Tensor base = randn({5, 7});

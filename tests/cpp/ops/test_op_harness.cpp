@@ -80,6 +80,15 @@ class OpHarness : public ::testing::TestWithParam<std::size_t> {
       w.push_back(is_floating(o.dtype()) ? uniform64(o.sizes(), gen, -1.0, 1.0) : Tensor());
     return w;
   }
+  /// Random cotangents for the case's outputs (from a no-grad forward on contiguous f64 inputs).
+  TensorList weights_for(const TensorList& inputs) const {
+    TensorList outs;
+    {
+      autograd::NoGradGuard ng;
+      outs = c().run(contiguous_f64(inputs));
+    }
+    return make_weights(outs);
+  }
   TensorList contiguous_f64(const TensorList& in) const {
     TensorList out;
     for (const Tensor& t : in) out.push_back(!t.defined() ? t : is_floating(t.dtype()) ? t.to(DType::f64, true) : t.clone());
@@ -145,12 +154,7 @@ TEST_P(OpHarnessStrided, NonContiguousInputs) {
 
 TEST_P(OpHarnessGrad, FiniteDifferenceGradients) {
   const TensorList inputs = contiguous_f64(make_inputs());
-  TensorList outs0;
-  {
-    autograd::NoGradGuard ng;
-    outs0 = c().run(inputs);
-  }
-  const TensorList weights = make_weights(outs0);
+  const TensorList weights = weights_for(inputs);
   const TensorList analytic = analytic_grads(inputs, DType::f64, false, weights);
   ASSERT_EQ(analytic.size(), c().grad_inputs.size()) << c().name << ": no output requires grad";
   for (std::size_t gi = 0; gi < c().grad_inputs.size(); ++gi) {
@@ -180,12 +184,7 @@ TEST_P(OpHarnessGrad, FiniteDifferenceGradients) {
 
 TEST_P(OpHarnessGrad, Float32GradientsMatchFloat64) {
   const TensorList inputs = make_inputs();
-  TensorList outs0;
-  {
-    autograd::NoGradGuard ng;
-    outs0 = c().run(contiguous_f64(inputs));
-  }
-  const TensorList weights = make_weights(outs0);
+  const TensorList weights = weights_for(inputs);
   const TensorList g64 = analytic_grads(inputs, DType::f64, false, weights);
   const TensorList g32 = analytic_grads(inputs, DType::f32, false, weights);
   ASSERT_EQ(g64.size(), g32.size());
@@ -193,6 +192,26 @@ TEST_P(OpHarnessGrad, Float32GradientsMatchFloat64) {
     EXPECT_EQ(g32[i].dtype(), DType::f32);
     expect_close(g32[i], g64[i], c().f32_rtol * 10, c().f32_atol * 10,
                  c().name + " f32 gradient of input " + std::to_string(c().grad_inputs[i]));
+  }
+}
+
+class OpHarnessGradReference : public OpHarness {};
+
+// Note [Non-finite cases] (harness/op_harness.h): gradients at NaN and ±inf by PyTorch's rules.
+TEST_P(OpHarnessGradReference, GradientsMatchReference) {
+  const TensorList inputs = make_inputs();
+  const TensorList weights = weights_for(inputs);
+  const TensorList expected = c().grad_reference(contiguous_f64(inputs), weights);
+  ASSERT_EQ(expected.size(), c().grad_inputs.size()) << c().name;
+  for (DType dtype : {DType::f64, DType::f32}) {
+    const TensorList got = analytic_grads(inputs, dtype, false, weights);
+    ASSERT_EQ(got.size(), expected.size()) << c().name << " " << dtype;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      std::ostringstream what;
+      what << c().name << " " << dtype << " gradient of input " << c().grad_inputs[i];
+      if (dtype == DType::f64) expect_close(got[i], expected[i], c().f64_rtol, c().f64_atol, what.str());
+      else expect_close(got[i], expected[i], c().f32_rtol * 10, c().f32_atol * 10, what.str());
+    }
   }
 }
 
@@ -314,8 +333,12 @@ INSTANTIATE_TEST_SUITE_P(Cases, OpHarness, ::testing::Range<std::size_t>(0, op_c
 INSTANTIATE_TEST_SUITE_P(Cases, OpHarnessStrided,
                          ::testing::ValuesIn(cases_where([](const OpCase& c, std::size_t) { return c.noncontiguous; })),
                          param_name);
-INSTANTIATE_TEST_SUITE_P(Cases, OpHarnessGrad,
-                         ::testing::ValuesIn(cases_where([](const OpCase& c, std::size_t) { return !c.grad_inputs.empty(); })),
+INSTANTIATE_TEST_SUITE_P(Cases, OpHarnessGrad, ::testing::ValuesIn(cases_where([](const OpCase& c, std::size_t) {
+                           return !c.grad_inputs.empty() && !c.grad_reference;
+                         })),
+                         param_name);
+INSTANTIATE_TEST_SUITE_P(Cases, OpHarnessGradReference,
+                         ::testing::ValuesIn(cases_where([](const OpCase& c, std::size_t) { return bool(c.grad_reference); })),
                          param_name);
 INSTANTIATE_TEST_SUITE_P(Cases, OpHarnessMixed, ::testing::ValuesIn(cases_where([](const OpCase& c, std::size_t i) {
                            Generator gen(1234 + i);

@@ -20,7 +20,8 @@ using testing::from_values;
 using testing::values_of;
 
 /// Max pooling without padding or dilation, PyTorch's tie rule (first maximum in window order) and
-/// Strata's NaN rule (the first NaN in window order wins): values and flat in-plane argmax.
+/// NaN rule (the last NaN in window order wins, Note [Max pooling and NaN]): values and flat
+/// in-plane argmax.
 void reference_max_pool(const std::vector<double>& x, int64_t planes, int64_t H, int64_t W, int64_t k, int64_t s,
                         std::vector<double>& y, std::vector<int64_t>& arg) {
   const int64_t OH = (H - k) / s + 1, OW = (W - k) / s + 1;
@@ -35,7 +36,6 @@ void reference_max_pool(const std::vector<double>& x, int64_t planes, int64_t H,
           for (int64_t j = 0; j < k; ++j) {
             const int64_t at = (oh * s + i) * W + ow * s + j;
             const double v = x[p * H * W + at];
-            if (a >= 0 && std::isnan(best)) continue;
             if (a < 0 || std::isnan(v) || v > best) {
               best = v;
               a = at;

@@ -145,6 +145,31 @@ STRATA_REGISTER_CASE(scalar_case("div/rdiv", OpKind::div, [](const Tensor& a) { 
 STRATA_REGISTER_CASE(binary_case("maximum/same_shape", OpKind::maximum, max_fn, max_ref, {3, 4}, {3, 4}, any_values,
                                  any_values, 2));
 STRATA_REGISTER_CASE(binary_case("maximum/broadcast_3x1_4", OpKind::maximum, max_fn, max_ref, {3, 1}, {4}));
+// Note [Non-finite cases]: NaN from either side wins; the gradient goes to a side unless the other
+// side is larger, halved on a tie (+-inf against itself) — so both sides get it at a NaN (torch 2.13).
+STRATA_REGISTER_CASE(OpCase{
+    .name = "maximum/nonfinite",
+    .op = OpKind::maximum,
+    .inputs = [](Generator& g) { return TensorList{with_nonfinite({4, 9}, g), with_nonfinite({4, 9}, g, 3)}; },
+    .run = [](const TensorList& in) { return TensorList{maximum(in[0], in[1])}; },
+    .reference = [](const TensorList& in) {
+      auto a = values_of(in[0]);
+      const auto b = values_of(in[1]);
+      for (std::size_t i = 0; i < a.size(); ++i) a[i] = std::isnan(a[i]) || std::isnan(b[i]) ? kNaN : std::max(a[i], b[i]);
+      return TensorList{from_values(a, in[0].sizes())};
+    },
+    .grad_inputs = {0, 1},
+    .grad_reference = [](const TensorList& in, const TensorList& w) {
+      const auto a = values_of(in[0]), b = values_of(in[1]), wv = values_of(w[0]);
+      std::vector<double> ga(a.size()), gb(a.size());
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        ga[i] = a[i] < b[i] ? 0.0 : a[i] == b[i] ? wv[i] / 2 : wv[i];
+        gb[i] = a[i] > b[i] ? 0.0 : a[i] == b[i] ? wv[i] / 2 : wv[i];
+      }
+      return TensorList{from_values(ga, in[0].sizes()), from_values(gb, in[1].sizes())};
+    },
+});
+
 STRATA_REGISTER_CASE(OpCase{
     .name = "maximum/ties",
     .op = OpKind::maximum,

@@ -2,6 +2,7 @@
 
 #include "ops/embedding.h"
 
+#include <string>
 #include <vector>
 
 #include "tests/cpp/ops/harness/op_harness.h"
@@ -156,6 +157,87 @@ STRATA_REGISTER_CASE(OpCase{
     .reference = [](const TensorList& in) { return TensorList{ref_dot(in, true)}; },
     .grad_inputs = {0, 1, 2, 3},
     .bench_inputs = dot_bench,
+});
+
+// Note [Non-finite cases]: NaN and ±inf in the features. The forward's dots propagate them; the
+// gradient follows PyTorch's bmm backward, dZ·T + dZᵀ·T computed as two sums over every feature
+// (Note [Interaction gradient and inf], ops/embedding.cpp).
+TensorList dot_grad_ref(const TensorList& in, const TensorList& w, bool self) {
+  const int64_t nf = static_cast<int64_t>(in.size()), batch = in[0].size(0), d = in[0].size(1);
+  std::vector<std::vector<double>> f;
+  for (const Tensor& t : in) f.push_back(values_of(t));
+  const auto g = values_of(w[0]);
+  const int64_t width = g.size() / batch;
+  std::vector<std::vector<double>> gf(nf, std::vector<double>(batch * d, 0.0));
+  for (int64_t b = 0; b < batch; ++b) {
+    std::vector<double> dz(nf * nf, 0.0);  // lower triangular: the gathered pairs' gradients
+    const double* gz = g.data() + b * width + d;
+    for (int64_t i = 0; i < nf; ++i)
+      for (int64_t j = 0; j < i + (self ? 1 : 0); ++j) dz[i * nf + j] = *gz++;
+    for (int64_t i = 0; i < nf; ++i)
+      for (int64_t k = 0; k < d; ++k) {
+        double a = 0, c = 0;
+        for (int64_t j = 0; j < nf; ++j) {
+          a += dz[i * nf + j] * f[j][b * d + k];
+          c += dz[j * nf + i] * f[j][b * d + k];
+        }
+        gf[i][b * d + k] = (i == 0 ? g[b * width + k] : 0.0) + (a + c);
+      }
+  }
+  TensorList out;
+  for (int64_t i = 0; i < nf; ++i) out.push_back(from_values(gf[i], in[i].sizes()));
+  return out;
+}
+
+TensorList dot_nonfinite_inputs(Generator& g) {
+  return TensorList{with_nonfinite({3, 5}, g), uniform64({3, 5}, g), uniform64({3, 5}, g), with_nonfinite({3, 5}, g, 9)};
+}
+
+const bool dot_nonfinite_registered = [] {
+  for (bool self : {false, true})
+    op_cases().push_back(OpCase{
+        .name = std::string("dot_interaction/nonfinite") + (self ? "_self" : ""),
+        .op = OpKind::dot_interaction,
+        .inputs = dot_nonfinite_inputs,
+        .run = [self](const TensorList& in) {
+          return TensorList{dot_interaction(std::vector<Tensor>(in.begin(), in.end()), self)};
+        },
+        .reference = [self](const TensorList& in) { return TensorList{ref_dot(in, self)}; },
+        .grad_inputs = {0, 1, 2, 3},
+        .grad_reference = [self](const TensorList& in, const TensorList& w) { return dot_grad_ref(in, w, self); },
+    });
+  return true;
+}();
+
+// embedding_bag with NaN and ±inf rows and per-sample weights: the sums propagate them; the weight's
+// gradient is psw · g per lookup (NaN where psw is), psw's is g · row.
+STRATA_REGISTER_CASE(OpCase{
+    .name = "embedding_bag/nonfinite",
+    .op = OpKind::embedding_bag,
+    .inputs =
+        [](Generator& g) {
+          Tensor psw = uniform64({7}, g);
+          psw.data<double>()[4] = kNaN;
+          psw.data<double>()[6] = kInf;
+          return TensorList{with_nonfinite({6, 3}, g), from_indices(kIndices, {7}), from_indices(kOffsets, {4}), psw};
+        },
+    .run = [](const TensorList& in) { return TensorList{embedding_bag(in[0], in[1], in[2], EmbeddingBagMode::Sum, in[3])}; },
+    .reference = [](const TensorList& in) { return TensorList{ref_bag(in, false, false)}; },
+    .grad_inputs = {0, 3},
+    .grad_reference =
+        [](const TensorList& in, const TensorList& w) {
+          const auto wt = values_of(in[0]), p = values_of(in[3]), g = values_of(w[0]);
+          std::vector<double> gw(wt.size(), 0.0), gp(p.size(), 0.0);
+          for (int64_t b = 0; b < 4; ++b) {
+            const int64_t e = b + 1 < 4 ? kOffsets[b + 1] : 7;
+            for (int64_t i = kOffsets[b]; i < e; ++i)
+              for (int64_t k = 0; k < 3; ++k) {
+                gw[kIndices[i] * 3 + k] += p[i] * g[b * 3 + k];
+                gp[i] += g[b * 3 + k] * wt[kIndices[i] * 3 + k];
+              }
+          }
+          return TensorList{from_values(gw, in[0].sizes()), from_values(gp, in[3].sizes())};
+        },
 });
 
 // ---- bad inputs ----------------------------------------------------------------------------------------

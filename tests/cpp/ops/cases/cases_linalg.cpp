@@ -56,7 +56,7 @@ Tensor ref_matmul(const Tensor& a, const Tensor& b) {
 double act_ref(double v, Activation act) {
   switch (act) {
     case Activation::None: return v;
-    case Activation::ReLU: return v > 0 ? v : 0;
+    case Activation::ReLU: return v < 0 ? 0 : v;  // PyTorch's: NaN stays NaN (Note [ReLU and NaN])
     case Activation::GELU: return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
     case Activation::Sigmoid: return 1 / (1 + std::exp(-v));
     case Activation::Tanh: return std::tanh(v);
@@ -178,6 +178,47 @@ OpCase linear_case(std::string name, Dims x, int64_t out, bool bias, Activation 
 }
 
 STRATA_REGISTER_CASE(linear_case("no_bias", {4, 6}, 5, false, Activation::None));
+// Note [Non-finite cases]: the fused epilogues on rows with a NaN, a +inf, +inf and -inf, and a
+// finite row, with a +inf and a -inf bias: relu(NaN) is NaN and its gradient passes there, as with
+// PyTorch's relu(linear(...)) (Note [ReLU and NaN], ops/unary.cpp).
+OpCase linear_nonfinite_case(std::string name, Activation act) {
+  OpCase c = linear_case(std::move(name), {4, 6}, 5, true, act);
+  c.inputs = [](Generator& g) {
+    TensorList in = linear_inputs(g, {4, 6}, 5, true, 0.0);
+    double* x = in[0].data<double>();
+    x[6 + 2] = kNaN;
+    x[12 + 1] = kInf;
+    x[18 + 0] = kInf;
+    x[18 + 4] = -kInf;
+    double* b = in[2].data<double>();
+    b[1] = kInf;
+    b[3] = -kInf;
+    return in;
+  };
+  c.grad_reference = [act](const TensorList& in, const TensorList& wt) {
+    const auto x = values_of(in[0]), w = values_of(in[1]), y = values_of(ref_linear(in, act)), gy = values_of(wt[0]);
+    const int64_t rows = 4, k = 6, out = 5;
+    std::vector<double> gz(gy.size()), gx(x.size(), 0.0), gw(w.size(), 0.0), gb(out, 0.0);
+    for (std::size_t i = 0; i < gy.size(); ++i) {
+      if (act == Activation::ReLU) gz[i] = !(y[i] <= 0) ? gy[i] : 0.0;   // threshold_backward
+      else gz[i] = gy[i] * y[i] * (1 - y[i]);                            // sigmoid
+    }
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < out; ++j) {
+        gb[j] += gz[i * out + j];
+        for (int64_t p = 0; p < k; ++p) {
+          gx[i * k + p] += gz[i * out + j] * w[j * k + p];
+          gw[j * k + p] += gz[i * out + j] * x[i * k + p];
+        }
+      }
+    return TensorList{from_values(gx, in[0].sizes()), from_values(gw, in[1].sizes()), from_values(gb, in[2].sizes())};
+  };
+  return c;
+}
+
+STRATA_REGISTER_CASE(linear_nonfinite_case("nonfinite_relu", Activation::ReLU));
+STRATA_REGISTER_CASE(linear_nonfinite_case("nonfinite_sigmoid", Activation::Sigmoid));
+
 STRATA_REGISTER_CASE([] {
   OpCase c = linear_case("bias", {4, 6}, 5, true, Activation::None);
   c.bench_inputs = [](Generator& g) {

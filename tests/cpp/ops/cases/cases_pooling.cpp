@@ -95,6 +95,100 @@ OpCase avg_case(std::string name, Dims xs, PoolAttrs a, std::function<TensorList
   };
 }
 
+// Note [Non-finite cases] and Note [Max pooling and NaN]: PyTorch's rule, `v > best || isnan(v)` in
+// window order from -inf (the first in-bounds element when all are -inf): a window with a NaN gives
+// NaN and routes its gradient to the last NaN. Values and the gradient's argmax, per output.
+Tensor max_pool_torch(const Tensor& x, const PoolAttrs& a, std::vector<int64_t>* argmax) {
+  const int64_t H = x.size(-2), W = x.size(-1), planes = x.numel() / (H * W);
+  const int64_t OH = out_size(H, a.k[0], a.p[0], a.s[0], a.d[0], a.ceil_mode);
+  const int64_t OW = out_size(W, a.k[1], a.p[1], a.s[1], a.d[1], a.ceil_mode);
+  const auto xv = values_of(x);
+  std::vector<double> y;
+  for (int64_t pl = 0; pl < planes; ++pl)
+    for (int64_t oh = 0; oh < OH; ++oh)
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        double best = -kInf;
+        int64_t arg = -1;
+        for (int64_t i = 0; i < a.k[0]; ++i)
+          for (int64_t j = 0; j < a.k[1]; ++j) {
+            const int64_t h = oh * a.s[0] - a.p[0] + i * a.d[0], w = ow * a.s[1] - a.p[1] + j * a.d[1];
+            if (h < 0 || h >= H || w < 0 || w >= W) continue;
+            const double v = xv[(pl * H + h) * W + w];
+            if (arg < 0 || v > best || std::isnan(v)) best = v, arg = (pl * H + h) * W + w;
+          }
+        y.push_back(best);
+        if (argmax != nullptr) argmax->push_back(arg);
+      }
+  Dims s = x.sizes();
+  s[s.size() - 2] = OH;
+  s[s.size() - 1] = OW;
+  return from_values(y, s);
+}
+
+OpCase max_nonfinite_case(std::string name, Dims xs, PoolAttrs a) {
+  return OpCase{
+      .name = std::move(name),
+      .op = OpKind::max_pool2d,
+      .inputs = [xs](Generator& g) { return TensorList{with_nonfinite(xs, g)}; },
+      .run = [a](const TensorList& in) { return TensorList{max_pool2d(in[0], a.k, a.s, a.p, a.d, a.ceil_mode)}; },
+      .reference = [a](const TensorList& in) { return TensorList{max_pool_torch(in[0], a, nullptr)}; },
+      .grad_inputs = {0},
+      .grad_reference = [a](const TensorList& in, const TensorList& w) {
+        std::vector<int64_t> arg;
+        max_pool_torch(in[0], a, &arg);
+        const auto wv = values_of(w[0]);
+        std::vector<double> g(static_cast<std::size_t>(in[0].numel()), 0.0);
+        for (std::size_t o = 0; o < arg.size(); ++o) g[static_cast<std::size_t>(arg[o])] += wv[o];
+        return TensorList{from_values(g, in[0].sizes())};
+      },
+  };
+}
+
+// Windows of 4 to 9 elements over NaN every 5th, +inf every 7th, -inf every 11th element: windows
+// with several NaNs, with +inf, with only -inf and padding; the f32 2x2 stride-2 vector rows (W 20)
+// and the generic loop (padding, dilation).
+STRATA_REGISTER_CASE(max_nonfinite_case("max_pool2d/nonfinite_2x2", {2, 2, 4, 20}, {}));
+STRATA_REGISTER_CASE(max_nonfinite_case("max_pool2d/nonfinite_3x3", {1, 3, 7, 9}, {.k = {3, 3}, .s = {1, 1}}));
+STRATA_REGISTER_CASE(max_nonfinite_case("max_pool2d/nonfinite_padding_dilation", {1, 2, 8, 7},
+                                        {.k = {3, 2}, .s = {2, 1}, .p = {1, 1}, .d = {2, 1}}));
+STRATA_REGISTER_CASE(OpCase{
+    .name = "max_pool2d/nonfinite_all_neg_inf",
+    .op = OpKind::max_pool2d,
+    .inputs = [](Generator&) { return TensorList{from_values(std::vector<double>(32, -kInf), {1, 2, 4, 4})}; },
+    .run = [](const TensorList& in) { return TensorList{max_pool2d(in[0], {2, 2})}; },
+    .reference = [](const TensorList& in) { return TensorList{max_pool_torch(in[0], PoolAttrs{}, nullptr)}; },
+    .grad_inputs = {0},
+    .grad_reference = [](const TensorList& in, const TensorList& w) {
+      std::vector<int64_t> arg;
+      max_pool_torch(in[0], PoolAttrs{}, &arg);
+      const auto wv = values_of(w[0]);
+      std::vector<double> g(32, 0.0);
+      for (std::size_t o = 0; o < arg.size(); ++o) g[static_cast<std::size_t>(arg[o])] += wv[o];
+      return TensorList{from_values(g, in[0].sizes())};
+    },
+});
+// Average pooling only sums: NaN and +-inf propagate (inf + -inf = NaN); the gradient does not read x.
+STRATA_REGISTER_CASE([] {
+  OpCase c = avg_case("avg_pool2d/nonfinite", {1, 2, 6, 10}, {.k = {3, 3}, .s = {2, 2}, .p = {1, 1}});
+  c.inputs = [](Generator& g) { return TensorList{with_nonfinite({1, 2, 6, 10}, g)}; };
+  c.grad_reference = [](const TensorList& in, const TensorList& w) {
+    const int64_t H = 6, W = 10, OH = out_size(H, 3, 1, 2, 1, false), OW = out_size(W, 3, 1, 2, 1, false);
+    const auto wv = values_of(w[0]);
+    std::vector<double> g(static_cast<std::size_t>(in[0].numel()), 0.0);
+    for (int64_t pl = 0; pl < 2; ++pl)
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow)
+          for (int64_t i = 0; i < 3; ++i)
+            for (int64_t j = 0; j < 3; ++j) {
+              const int64_t h = oh * 2 - 1 + i, x = ow * 2 - 1 + j;
+              if (h < 0 || h >= H || x < 0 || x >= W) continue;
+              g[(pl * H + h) * W + x] += wv[(pl * OH + oh) * OW + ow] / 9.0;  // count_include_pad
+            }
+    return TensorList{from_values(g, in[0].sizes())};
+  };
+  return c;
+}());
+
 STRATA_REGISTER_CASE(max_case("max_pool2d/basic", {2, 3, 6, 6}, {}, [](Generator& g) {
   return TensorList{randn32({64, 64, 32, 32}, g)};
 }));

@@ -68,6 +68,42 @@ OpCase reduction_case(std::string name, OpKind op, Kind kind, Dims sizes, std::v
   return c;
 }
 
+// Note [Non-finite cases]: amax over dim 1 of rows with NaN (NaN), +inf, only -inf, ties of +inf,
+// and finite rows; the gradient is PyTorch's (grad / count) * (x == max): a NaN row's count is 0, so
+// its every element gets NaN (torch 2.13).
+STRATA_REGISTER_CASE(OpCase{
+    .name = "amax/nonfinite",
+    .op = OpKind::amax,
+    .inputs = [](Generator&) {
+      return TensorList{from_values({0.5, kNaN, 2.0, -1.0,       //
+                                     kInf, 1.0, kInf, -kInf,     //
+                                     -kInf, -kInf, -kInf, -kInf, //
+                                     0.25, -0.5, 0.75, 0.0,      //
+                                     -kInf, kNaN, kInf, kNaN},
+                                    {5, 4})};
+    },
+    .run = [](const TensorList& in) { return TensorList{amax(in[0], {1})}; },
+    .reference = [](const TensorList& in) {
+      const auto v = values_of(in[0]);
+      std::vector<double> y(5, -kInf);
+      for (std::size_t i = 0; i < v.size(); ++i) y[i / 4] = std::isnan(y[i / 4]) || std::isnan(v[i]) ? kNaN : std::max(y[i / 4], v[i]);
+      return TensorList{from_values(y, {5})};
+    },
+    .grad_inputs = {0},
+    .grad_reference = [](const TensorList& in, const TensorList& w) {
+      const auto v = values_of(in[0]), wv = values_of(w[0]);
+      std::vector<double> g(v.size());
+      for (std::size_t r = 0; r < 5; ++r) {
+        double m = -kInf;
+        for (std::size_t j = 0; j < 4; ++j) m = std::isnan(m) || std::isnan(v[r * 4 + j]) ? kNaN : std::max(m, v[r * 4 + j]);
+        double count = 0;
+        for (std::size_t j = 0; j < 4; ++j) count += v[r * 4 + j] == m;
+        for (std::size_t j = 0; j < 4; ++j) g[r * 4 + j] = (wv[r] / count) * (v[r * 4 + j] == m ? 1.0 : 0.0);
+      }
+      return TensorList{from_values(g, in[0].sizes())};
+    },
+});
+
 OpCase with_bench(OpCase c, Dims sizes) {
   c.bench_inputs = [sizes](Generator& g) { return TensorList{randn32(sizes, g)}; };
   return c;

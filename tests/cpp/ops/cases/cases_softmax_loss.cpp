@@ -102,6 +102,57 @@ const bool softmax_registered = [] {
   return true;
 }();
 
+// Note [Non-finite cases]: rows that are finite, hold a -inf, are all -inf (NaN), hold a +inf (NaN),
+// two +inf (NaN), a NaN (NaN), as PyTorch's softmax gives them; along the last dim (rows) and along
+// dim 0 (the strided kernel). Gradients by PyTorch's formulas: softmax y (g - Σ g y), log_softmax
+// g - e^y Σ g.
+Tensor nonfinite_rows() {
+  return from_values({0.5, -1.0, 2.0, 0.25,    //
+                      -kInf, 1.0, 2.0, -0.5,   //
+                      -kInf, -kInf, -kInf, -kInf, //
+                      kInf, 1.0, 2.0, 3.0,     //
+                      kInf, kInf, 0.0, 0.0,    //
+                      kNaN, 1.0, 2.0, 3.0},
+                     {6, 4});
+}
+
+TensorList softmax_grad_ref(const Tensor& x, const Tensor& w, int64_t dim, bool log) {
+  const Tensor yt = softmax_ref(x, dim, log);
+  const auto y = values_of(yt), g = values_of(w);
+  const int64_t R = x.size(0), C = x.size(1);
+  std::vector<double> gx(y.size());
+  // dim 1: slices are rows (stride 1, C long); dim 0: columns (stride C, R long).
+  const int64_t slices = dim == 1 ? R : C, len = dim == 1 ? C : R, step = dim == 1 ? 1 : C;
+  for (int64_t sl = 0; sl < slices; ++sl) {
+    const int64_t base = dim == 1 ? sl * C : sl;
+    double dot = 0;
+    for (int64_t j = 0; j < len; ++j) dot += log ? g[base + j * step] : g[base + j * step] * y[base + j * step];
+    for (int64_t j = 0; j < len; ++j) {
+      const int64_t k = base + j * step;
+      gx[k] = log ? g[k] - std::exp(y[k]) * dot : y[k] * (g[k] - dot);
+    }
+  }
+  return {from_values(gx, x.sizes())};
+}
+
+const bool softmax_nonfinite_registered = [] {
+  for (bool log : {false, true})
+    for (int64_t dim : {1, 0}) {
+      op_cases().push_back(OpCase{
+          .name = std::string(log ? "log_softmax" : "softmax") + "/nonfinite_dim" + std::to_string(dim),
+          .op = log ? OpKind::log_softmax : OpKind::softmax,
+          .inputs = [dim](Generator&) { return TensorList{dim == 1 ? nonfinite_rows() : nonfinite_rows().t().contiguous()}; },
+          .run = [dim, log](const TensorList& in) { return TensorList{log ? log_softmax(in[0], dim) : softmax(in[0], dim)}; },
+          .reference = [dim, log](const TensorList& in) { return TensorList{softmax_ref(in[0], dim, log)}; },
+          .grad_inputs = {0},
+          .grad_reference = [dim, log](const TensorList& in, const TensorList& w) {
+            return softmax_grad_ref(in[0], w[0], dim, log);
+          },
+      });
+    }
+  return true;
+}();
+
 STRATA_REGISTER_CASE(BadInputCase{
     .name = "softmax/dim_out_of_range",
     .op = OpKind::softmax,
@@ -376,7 +427,7 @@ Tensor class_loss_ref(const TensorList& in, Reduction r, int64_t ignore, double 
       if (t == ignore) continue;
       double smooth = 0;
       for (int64_t c = 0; c < C; ++c) smooth -= w[c] * xv[(n * C + c) * S + s];
-      loss[n * S + s] = -(1 - eps) * w[t] * xv[(n * C + t) * S + s] + eps / C * smooth;
+      loss[n * S + s] = -(1 - eps) * w[t] * xv[(n * C + t) * S + s] + (eps > 0 ? eps / C * smooth : 0.0);
       total_w += w[t];
     }
   return reduce_ref(loss, in[1].sizes(), r, total_w);
@@ -450,6 +501,102 @@ const bool class_registered = [] {
       if (!sp.bench.empty()) c.bench_inputs = [sp](Generator& g) { return class_inputs(g, sp, sp.bench, true); };
       op_cases().push_back(std::move(c));
     }
+  }
+  return true;
+}();
+
+// Note [Non-finite cases]: cross_entropy on logits with a -inf beside the target (finite), a -inf
+// target logit (+inf loss), all -inf, a +inf, a NaN (NaN); per sample and averaged. The gradient is
+// (softmax - one-hot) per sample, NaN where softmax is.
+const bool class_nonfinite_registered = [] {
+  for (Reduction r : {Reduction::None, Reduction::Mean}) {
+    op_cases().push_back(OpCase{
+        .name = std::string("cross_entropy/nonfinite_") + (r == Reduction::None ? "none" : "mean"),
+        .op = OpKind::cross_entropy,
+        .inputs = [](Generator&) {
+          return TensorList{from_values({0.5, -1.0, 2.0, 0.25,      //
+                                         -kInf, 1.0, 2.0, -0.5,     //
+                                         -kInf, 1.0, 2.0, -0.5,     //
+                                         -kInf, -kInf, -kInf, -kInf, //
+                                         kInf, 1.0, 2.0, 3.0,       //
+                                         kNaN, 1.0, 2.0, 3.0},
+                                        {6, 4}),
+                            from_indices({1, 2, 0, 3, 1, 2}, {6}), Tensor()};
+        },
+        .run = [r](const TensorList& in) { return TensorList{cross_entropy(in[0], in[1], in[2], r)}; },
+        .reference = [r](const TensorList& in) { return TensorList{class_loss_ref(in, r, -100, 0.0, true)}; },
+        .grad_inputs = {0},
+        .grad_reference = [r](const TensorList& in, const TensorList& w) {
+          auto g = values_of(softmax_ref(in[0], 1, false));
+          const auto t = indices_of(in[1]);
+          const auto wv = values_of(w[0]);
+          for (int64_t n = 0; n < 6; ++n)
+            for (int64_t c = 0; c < 4; ++c) {
+              const double gn = r == Reduction::None ? wv[n] : wv[0] / 6.0;
+              g[n * 4 + c] = (g[n * 4 + c] - (c == t[n] ? 1.0 : 0.0)) * gn;
+            }
+          return TensorList{from_values(g, in[0].sizes())};
+        },
+    });
+  }
+  // mse_loss: (x - t)^2 with inf - inf = NaN; d/dx 2 (x - t).
+  op_cases().push_back(OpCase{
+      .name = "mse_loss/nonfinite",
+      .op = OpKind::mse_loss,
+      .inputs = [](Generator& g) { return TensorList{with_nonfinite({4, 9}, g), with_nonfinite({4, 9}, g, 2)}; },
+      .run = [](const TensorList& in) { return TensorList{mse_loss(in[0], in[1], Reduction::None)}; },
+      .reference = [](const TensorList& in) {
+        auto x = values_of(in[0]);
+        const auto t = values_of(in[1]);
+        for (std::size_t i = 0; i < x.size(); ++i) x[i] = (x[i] - t[i]) * (x[i] - t[i]);
+        return TensorList{from_values(x, in[0].sizes())};
+      },
+      .grad_inputs = {0},
+      .grad_reference = [](const TensorList& in, const TensorList& w) {
+        auto x = values_of(in[0]);
+        const auto t = values_of(in[1]), wv = values_of(w[0]);
+        for (std::size_t i = 0; i < x.size(); ++i) x[i] = 2 * (x[i] - t[i]) * wv[i];
+        return TensorList{from_values(x, in[0].sizes())};
+      },
+  });
+  // binary_cross_entropy_with_logits: PyTorch's (1 - t) x - lw log_sigmoid(x), lw = 1 + (p - 1) t:
+  // NaN at (+inf, t = 1) and (-inf, t = 0) (0 · inf), +inf at (+inf, t = 0); d/dx lw sigmoid(x) - p t,
+  // d/dt -x without pos_weight and log_sigmoid(-x) - p log_sigmoid(x) with it (±inf at ±inf).
+  for (bool pw : {false, true}) {
+    op_cases().push_back(OpCase{
+        .name = std::string("binary_cross_entropy_with_logits/nonfinite") + (pw ? "_pos_weight" : ""),
+        .op = OpKind::binary_cross_entropy_with_logits,
+        .inputs = [pw](Generator& g) {
+          Tensor t = uniform64({4, 9}, g, 0.0, 1.0);
+          double* p = t.data<double>();
+          for (int64_t i = 0; i < t.numel(); ++i) p[i] = i % 3 == 0 ? 0.0 : i % 3 == 1 ? 1.0 : p[i];
+          return TensorList{with_nonfinite({4, 9}, g), t, pw ? uniform64({9}, g, 0.25, 3.0) : Tensor()};
+        },
+        .run = [](const TensorList& in) {
+          return TensorList{binary_cross_entropy_with_logits(in[0], in[1], {}, in[2], Reduction::None)};
+        },
+        .reference = [](const TensorList& in) {
+          auto x = values_of(in[0]);
+          const auto t = values_of(in[1]), p = broadcast_ref(in[2], in[0].sizes());
+          for (std::size_t i = 0; i < x.size(); ++i) {
+            const double log_sigmoid = -(std::log1p(std::exp(-std::abs(x[i]))) + (x[i] < 0 ? -x[i] : 0.0));
+            x[i] = (1 - t[i]) * x[i] - (1 + (p[i] - 1) * t[i]) * log_sigmoid;
+          }
+          return TensorList{from_values(x, in[0].sizes())};
+        },
+        .grad_inputs = {0, 1},
+        .grad_reference = [pw](const TensorList& in, const TensorList& w) {
+          auto gx = values_of(in[0]), gt = values_of(in[0]);
+          const auto x = values_of(in[0]), t = values_of(in[1]), wv = values_of(w[0]);
+          const auto p = broadcast_ref(in[2], in[0].sizes());
+          auto log_sigmoid = [](double v) { return -(std::log1p(std::exp(-std::abs(v))) + (v < 0 ? -v : 0.0)); };
+          for (std::size_t i = 0; i < x.size(); ++i) {
+            gx[i] = ((1 + (p[i] - 1) * t[i]) / (1 + std::exp(-x[i])) - p[i] * t[i]) * wv[i];
+            gt[i] = (pw ? log_sigmoid(-x[i]) - p[i] * log_sigmoid(x[i]) : -x[i]) * wv[i];
+          }
+          return TensorList{from_values(gx, in[0].sizes()), from_values(gt, in[1].sizes())};
+        },
+    });
   }
   return true;
 }();

@@ -2,6 +2,7 @@
 
 #include "ops/unary.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <optional>
@@ -79,6 +80,35 @@ OpCase pointwise_case(std::string name, OpKind op, std::function<Tensor(const Te
   };
   return c;
 }
+
+// Note [Non-finite cases]: y and the gradient by PyTorch's rules (Note [ReLU and NaN], ops/unary.cpp):
+// relu(NaN) = NaN and the gradient passes where !(y <= 0), NaN included; leaky_relu's slope applies
+// where !(x > 0); clamp keeps NaN and passes the gradient only inside [min, max].
+OpCase nonfinite_pointwise(std::string name, OpKind op, std::function<Tensor(const Tensor&)> fn,
+                           std::function<double(double)> ref, std::function<double(double)> dref) {
+  OpCase c = pointwise_case(std::move(name), op, std::move(fn), std::move(ref),
+                            [](Generator& g) { return with_nonfinite({5, 13}, g); });
+  c.bench_inputs = nullptr;
+  c.grad_reference = [dref](const TensorList& x, const TensorList& w) {
+    auto v = values_of(x[0]);
+    const auto wv = values_of(w[0]);
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = wv[i] * dref(v[i]);
+    return TensorList{from_values(v, x[0].sizes())};
+  };
+  return c;
+}
+
+STRATA_REGISTER_CASE(nonfinite_pointwise(
+    "relu/nonfinite", OpKind::relu, [](const Tensor& x) { return relu(x); },
+    [](double v) { return v < 0 ? 0.0 : v; }, [](double v) { return !((v < 0 ? 0.0 : v) <= 0) ? 1.0 : 0.0; }));
+STRATA_REGISTER_CASE(nonfinite_pointwise(
+    "leaky_relu/nonfinite", OpKind::leaky_relu, [](const Tensor& x) { return leaky_relu(x, 0.1); },
+    [](double v) { return v > 0 ? v : v * 0.1; }, [](double v) { return v > 0 ? 1.0 : 0.1; }));
+STRATA_REGISTER_CASE(nonfinite_pointwise(
+    "clamp/nonfinite", OpKind::clamp, [](const Tensor& x) { return clamp(x, -0.5, 0.5); },
+    [](double v) { return std::isnan(v) ? v : std::min(std::max(v, -0.5), 0.5); },
+    [](double v) { return v >= -0.5 && v <= 0.5 ? 1.0 : 0.0; }));
+
 
 double gelu_ref(double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }
 double gelu_tanh_ref(double x) {

@@ -73,4 +73,18 @@ Tensor noncontiguous(const Tensor& t) {
   return view;
 }
 
+Tensor with_nonfinite(IntArrayRef sizes, Generator& gen, int64_t shift) {
+  Tensor t = uniform64(sizes, gen, -1.0, 1.0);
+  double* p = t.data<double>();
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const int64_t k = i + shift;
+    if (k % 5 == 1) p[i] = kNaN;
+    else if (k % 7 == 2) p[i] = kInf;
+    else if (k % 11 == 3) p[i] = -kInf;
+    else if (k % 13 == 4) p[i] = 0.0;
+    else if (k % 17 == 5) p[i] = -0.0;
+  }
+  return t;
+}
+
 }  // namespace strata::testing

@@ -8,10 +8,13 @@
 //  - check every gradient input by central finite differences in f64,
 //  - rerun forward and backward with non-contiguous views of the inputs and compare,
 //  - for cases with two or more floating inputs, mix f32 and f64 and expect an error naming both,
-//  - check that every op in the op list has at least one case.
+//  - check that every op in the op list has at least one case,
+//  - for cases with NaN or ±inf inputs (Note [Non-finite cases]), compare the gradients with an f64
+//    reference of PyTorch's rules instead of finite differences.
 // Bad-input cases (BadInputCase) each call the op wrongly and list substrings the error must hold.
 
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -41,6 +44,10 @@ struct OpCase {
   double f32_rtol = 1e-4, f32_atol = 1e-5;   // f32 forward vs the f64 reference
   double f64_rtol = 1e-10, f64_atol = 1e-12; // f64 forward vs the f64 reference
   double fd_eps = 1e-6, fd_rtol = 1e-5, fd_atol = 1e-7;
+  /// Cases whose inputs hold NaN or ±inf (Note [Non-finite cases]): the f64 gradients of
+  /// Σ_k out_k · weights_k w.r.t. each of grad_inputs, by PyTorch 2.13's rules. When set, the
+  /// analytic f64 and f32 gradients are compared with it instead of with finite differences.
+  std::function<TensorList(const TensorList& inputs, const TensorList& weights)> grad_reference;
   /// Also run with non-contiguous views of every input of rank >= 1.
   bool noncontiguous = true;
   /// Benchmark-sized f32 inputs (same layout as `inputs`); unset: not benchmarked.
@@ -81,6 +88,18 @@ std::vector<double> values_of(const Tensor& t);
 std::vector<int64_t> indices_of(const Tensor& t);
 /// A non-contiguous view holding the same values (rank >= 1; rank-0 tensors are returned as is).
 Tensor noncontiguous(const Tensor& t);
+
+// Note [Non-finite cases]
+// Issue 24: NaN and ±inf propagate through every op as through PyTorch 2.13's. Cases named
+// "<op>/nonfinite..." feed NaN, +inf, -inf (and ±0) and their references follow PyTorch's rules
+// (checked with torch 2.13 when written; tests/python/test_nonfinite.py compares the same ops with
+// torch itself). The forward comparison treats NaN as equal to NaN and ±inf as equal to themselves;
+// gradients come from `grad_reference`, since finite differences mean nothing there.
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+inline constexpr double kInf = std::numeric_limits<double>::infinity();
+/// f64 values in [-1, 1) of `sizes` with NaN, +inf, -inf, +0 and -0 at every 5th, 7th, 11th, 13th
+/// and 17th element (offset by `shift`), the rest uniform.
+Tensor with_nonfinite(IntArrayRef sizes, Generator& gen, int64_t shift = 0);
 
 }  // namespace strata::testing
 
