@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/threading.h"
 #include "embeddings/criteo.h"
 #include "embeddings/index_source.h"
 #include "memory/heap.h"
@@ -275,7 +276,9 @@ const std::map<std::string, Flag>& flag_table() {
     t["--slow-tier-model"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
       c.slow_tier_model = parse_model(f, v);
     });
-    t["--threads"] = STRATA_INT_FLAG(threads, 0, 4096);
+    t["--threads"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
+      c.threads = v == "0" ? 0 : parse_num_threads(v, f);  // 0: all hardware threads
+    });
     t["--zipf-alpha"] = STRATA_REAL_FLAG(zipf_alpha);
     t["--reuse"] = STRATA_REAL_FLAG(reuse);
     t["--emb-dtype"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {

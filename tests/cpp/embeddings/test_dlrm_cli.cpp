@@ -192,6 +192,8 @@ TEST(DLRMCli, BadFlagsExitTwoNamingTheFlag) {
       {"--data-generation synthetic --data-trace-file /no/such/dist_emb_j.log",
        "--data-trace-file: table 0: cannot open '/no/such/dist_emb_0.log'"},
       {"--preset giant", "--preset: unknown preset 'giant'"},
+      {"--threads 5000", "--threads: expected a thread count in [1, 4096], got '5000'"},
+      {"--threads=1000000000000", "--threads: expected a thread count in [1, 4096], got '1000000000000'"},
   };
   for (const auto& c : cases) {
     const Result r = run(c.args);

@@ -319,7 +319,12 @@ TEST(DLRMConfig, BadStrataFlags) {
   EXPECT_THAT(parse_error({"--zipf-alpha", "0"}), HasSubstr("--zipf-alpha: must be positive"));
   EXPECT_THAT(parse_error({"--reuse", "1"}), HasSubstr("--reuse: expected a fraction in [0, 1)"));
   EXPECT_THAT(parse_error({"--emb-dtype", "f16"}), HasSubstr("--emb-dtype: expected f32 or bf16, got 'f16'"));
-  EXPECT_THAT(parse_error({"--threads", "-1"}), HasSubstr("--threads: expected an integer in [0, 4096]"));
+  EXPECT_THAT(parse_error({"--threads", "-1"}), HasSubstr("--threads: expected a thread count in [1, 4096], got '-1'"));
+  EXPECT_THAT(parse_error({"--threads", "4097"}), HasSubstr("--threads: expected a thread count in [1, 4096], got '4097'"));
+  EXPECT_THAT(parse_error({"--threads=1000000000"}),
+              HasSubstr("--threads: expected a thread count in [1, 4096], got '1000000000'"));
+  EXPECT_EQ(parse({"--threads", "4096"}).threads, 4096);
+  EXPECT_EQ(parse({"--threads", "0"}).threads, 0);  // all hardware threads
   EXPECT_THAT(parse_error({"--slow-dir", "/no/such/dir"}), HasSubstr("--slow-dir: '/no/such/dir' is not a directory"));
   EXPECT_THAT(parse_error({"--preset", "huge"}),
               HasSubstr("--preset: unknown preset 'huge' (expected one of tiny, random-bench, kaggle, mlperf40M, default)"));
