@@ -859,6 +859,15 @@ def test_thread_counts_are_bounded_with_one_message(n, shown):
         strata.set_num_threads(True)
 
 
+def test_messages_cut_long_values_and_escape_nul_bytes():
+    with pytest.raises(strata.StrataError) as info:
+        strata.zeros(2, dtype="flo\0at" + "x" * 2_000_000)
+    message = str(info.value)
+    assert "unknown dtype 'flo\\x00at" in message, message[:200]
+    assert "\u2026' (2000006 bytes) (expected one of f32" in message, message[:200]  # goes on after the NUL
+    assert len(message) < 1000
+
+
 def test_bad_strata_num_threads_names_the_variable():
     code = "import strata\ntry:\n    strata.get_num_threads()\nexcept strata.StrataError as e:\n    print(e)\n"
     for value, shown in [("1000000000", "'1000000000'"), ("0", "'0'"), ("lots", "'lots'"), ("8\n", "'8\\n'")]:
