@@ -44,6 +44,17 @@ std::vector<int64_t> rows_1000_but_first_7() {
   return rows;
 }
 
+/// The message of the first error reading `text` as bad.txt in `dir` with `c`'s settings.
+std::string first_tsv_error(CriteoConfig& c, const TempDir& dir, const std::string& text) {
+  c.path = dir.write("bad.txt", text);
+  return message_of([&] {
+    CriteoTsvSource s(c);
+    Batch b;
+    while (s.next(b)) {
+    }
+  });
+}
+
 std::string join(const std::vector<std::string>& fields) {
   std::string s;
   for (std::size_t i = 0; i < fields.size(); ++i) s += (i ? "\t" : "") + fields[i];
@@ -144,15 +155,7 @@ TEST(CriteoTsv, BadInputNamesFileLineAndColumn) {
   c.path = (dir.path / "missing.txt").string();
   EXPECT_THAT(message_of([&] { CriteoTsvSource s(c); }), HasSubstr("criteo tsv: cannot open '" + c.path + "' (no such file)"));
 
-  auto first_error = [&](const std::string& text) {
-    c.path = dir.write("bad.txt", text);
-    return message_of([&] {
-      CriteoTsvSource s(c);
-      Batch b;
-      while (s.next(b)) {
-      }
-    });
-  };
+  auto first_error = [&](const std::string& text) { return first_tsv_error(c, dir, text); };
   std::vector<std::string> short_line(kLine1.begin(), kLine1.end() - 1);
   EXPECT_THAT(first_error(join(kLine1) + "\n" + join(short_line) + "\n"),
               HasSubstr("line 2: expected 40 tab-separated fields (label, I1..I13, C1..C26), found 39"));
@@ -184,15 +187,7 @@ TEST(CriteoTsv, HugeBinaryFieldsAndDirectoriesAreReportedReadably) {
   CriteoConfig c;
   c.rows = rows_1000_but_first_7();
   c.batch_size = 1;
-  auto first_error = [&](const std::string& text) {
-    c.path = dir.write("bad.txt", text);
-    return message_of([&] {
-      CriteoTsvSource s(c);
-      Batch b;
-      while (s.next(b)) {
-      }
-    });
-  };
+  auto first_error = [&](const std::string& text) { return first_tsv_error(c, dir, text); };
   // A 2 MB field is shown as its first 64 bytes and its length, not echoed whole.
   auto huge = kLine1;
   huge[17] = std::string(2'000'000, 'q');
