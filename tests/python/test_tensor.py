@@ -844,7 +844,8 @@ def test_threads():
 
 @pytest.mark.parametrize("n, shown", [(-3, "-3"), (4097, "4097"), (10**9, "1000000000"), (10**12, "1000000000000"),
                                       (2**63, "an int of 64 bits"), (10**30, "an int of 100 bits"),
-                                      (-(10**30), "a negative int of 100 bits"), (10**10000, "an int of 33220 bits")])
+                                      (-(10**30), "a negative int of 100 bits"), (10**10000, "an int of 33220 bits")],
+                         ids=["-3", "4097", "1e9", "1e12", "2**63", "1e30", "-1e30", "1e10000"])
 def test_thread_counts_are_bounded_with_one_message(n, shown):
     strata.set_num_threads(2)
     # A ValueError (not pybind's TypeError about incompatible arguments) even beyond C's int.
