@@ -19,6 +19,9 @@
 
 #include <unistd.h>
 
+#include "core/error.h"
+#include "core/threading.h"
+
 namespace strata::bench {
 
 /// Command-line errors: prints "<prog>: <message>" and the usage line, exits with status 2.
@@ -45,6 +48,15 @@ class Cli {
       fail(flag + ": expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got '" + v +
            "'");
     return x;
+  }
+
+  /// A thread count, checked and worded like every other (Note [One thread count bound]).
+  int threads(const std::string& flag, const char* v) const {
+    try {
+      return strata::parse_num_threads(v, flag);
+    } catch (const strata::Error& e) {
+      fail(e.what());
+    }
   }
 
   double real(const std::string& flag, const char* v, double lo, double hi) const {

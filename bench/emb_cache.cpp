@@ -99,7 +99,7 @@ Options parse(int argc, char** argv) {
     } else if (a == "--help" || a == "-h") {
       cli.fail("help");
     } else if (a == "--threads") {
-      o.threads = static_cast<int>(cli.integer(a, cli.value(argc, argv, i), 1, 4096));
+      o.threads = cli.threads(a, cli.value(argc, argv, i));
     } else if (a == "--json") {
       o.json = cli.value(argc, argv, i);
     } else if (a == "--rows") {

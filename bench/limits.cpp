@@ -67,7 +67,7 @@ Options parse(int argc, char** argv) {
     if (a == "--quick") {
       o.quick = true;
     } else if (a == "--threads") {
-      o.threads = static_cast<int>(cli.integer(a, cli.value(argc, argv, i), 1, 4096));
+      o.threads = cli.threads(a, cli.value(argc, argv, i));
     } else if (a == "--json") {
       o.json = cli.value(argc, argv, i);
     } else if (a == "--gemm-size") {

@@ -96,7 +96,11 @@ Options parse(int argc, char** argv) {
     } else if (a == "--dir") {
       o.dir = v;
     } else if (a == "--threads") {
-      o.threads = static_cast<int>(parse_int(a, v, 1, 4096));
+      try {
+        o.threads = strata::parse_num_threads(v, a);  // Note [One thread count bound]
+      } catch (const strata::Error& e) {
+        usage(e.what());
+      }
     } else if (a == "--reps") {
       o.reps = static_cast<int>(parse_int(a, v, 1, 1000));
       reps_set = true;

@@ -85,13 +85,19 @@ int main(int argc, char** argv) {
     else if (a == "--json") json = value();
     else if (a == "--list") list = true;
     else if (a == "--quick") quick = true;
-    else if (a == "--reps" || a == "--threads") {
+    else if (a == "--threads") {
+      try {
+        threads = parse_num_threads(value(), a);  // Note [One thread count bound]
+      } catch (const Error& e) {
+        usage(e.what());
+      }
+    } else if (a == "--reps") {
       const std::string v = value();
       char* end = nullptr;
       const long n = std::strtol(v.c_str(), &end, 10);
       if (end == v.c_str() || *end != '\0' || n < 1) usage(("expected a positive integer for " + a + ", got " + v).c_str());
-      (a == "--reps" ? reps : threads) = static_cast<int>(n);
-      reps_set |= a == "--reps";
+      reps = static_cast<int>(n);
+      reps_set = true;
     } else usage(("unknown flag " + a).c_str());
   }
   if (threads > 0) set_num_threads(threads);

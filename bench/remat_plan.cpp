@@ -100,7 +100,7 @@ Options parse(int argc, char** argv) {
       o.time_limit = cli.real(a, cli.value(argc, argv, i), 0.001, 1e6);
       limit_set = true;
     } else if (a == "--threads") {
-      o.threads = static_cast<int>(cli.integer(a, cli.value(argc, argv, i), 1, 4096));
+      o.threads = cli.threads(a, cli.value(argc, argv, i));
     } else if (a == "--json") {
       o.json = cli.value(argc, argv, i);
     } else if (a == "--quick") {

@@ -103,7 +103,7 @@ Options parse(int argc, char** argv) {
     } else if (a == "--seed") {
       o.seed = static_cast<uint64_t>(cli.integer(a, cli.value(argc, argv, i), 0, std::numeric_limits<long long>::max()));
     } else if (a == "--threads") {
-      o.threads = static_cast<int>(cli.integer(a, cli.value(argc, argv, i), 1, 1024));
+      o.threads = cli.threads(a, cli.value(argc, argv, i));
     } else if (a == "--json") {
       o.json = cli.value(argc, argv, i);
     } else if (a == "--quick") {

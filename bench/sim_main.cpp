@@ -80,7 +80,7 @@ Options parse(int argc, char** argv) {
     } else if (a == "--quick") {
       o.quick = true;
     } else if (a == "--threads") {
-      cli.integer(a, cli.value(argc, argv, i), 1, 1024);
+      cli.threads(a, cli.value(argc, argv, i));
     } else if (a == "--json") {
       o.json = cli.value(argc, argv, i);
     } else {

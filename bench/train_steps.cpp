@@ -111,7 +111,7 @@ Options parse(int argc, char** argv) {
     } else if (a == "--seed") {
       o.seed = static_cast<uint64_t>(cli.integer(a, cli.value(argc, argv, i), 0, (1LL << 62)));
     } else if (a == "--threads") {
-      o.threads = static_cast<int>(cli.integer(a, cli.value(argc, argv, i), 1, 4096));
+      o.threads = cli.threads(a, cli.value(argc, argv, i));
     } else if (a == "--json") {
       o.json = cli.value(argc, argv, i);
     } else {

@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "core/text.h"
+
 namespace strata {
 
 std::string_view dtype_name(DType t) {
@@ -32,8 +34,8 @@ DType dtype_from_name(std::string_view name) {
   };
   for (const auto& a : kAliases)
     if (a.name == name) return a.dtype;
-  STRATA_CHECK(false, "dtype_from_name: unknown dtype '", std::string(name),
-               "' (expected one of f32, f64, bf16, i32, i64, u8, bool)");
+  STRATA_CHECK(false, "dtype_from_name: unknown dtype ", quote_field(name),
+               " (expected one of f32, f64, bf16, i32, i64, u8, bool)");
   return DType::f32;
 }
 

@@ -4,7 +4,9 @@
 #include <tbb/global_control.h>
 #include <tbb/parallel_for.h>
 
+#include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
@@ -13,6 +15,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/text.h"
 
 // Note [TSan and TBB]
 // libtbb is not instrumented, so ThreadSanitizer cannot see its synchronization and reports
@@ -40,14 +43,8 @@ struct ThreadSettings {
   std::atomic<int> num_threads{0};  // read lock-free on every parallel region
 
   ThreadSettings() {
-    int n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    if (const char* env = std::getenv("STRATA_NUM_THREADS")) {
-      char* end = nullptr;
-      const long v = std::strtol(env, &end, 10);
-      STRATA_CHECK(end != env && *end == '\0' && v >= 1 && v <= 4096,
-                   "STRATA_NUM_THREADS: expected a positive integer, got '", env, "'");
-      n = static_cast<int>(v);
-    }
+    int n = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, static_cast<unsigned>(kMaxThreads)));
+    if (const char* env = std::getenv("STRATA_NUM_THREADS")) n = parse_num_threads(env, "STRATA_NUM_THREADS");
     apply(n);
   }
   void apply(int n) {
@@ -65,8 +62,27 @@ ThreadSettings& settings() {
 
 }  // namespace
 
+std::string bad_num_threads_message(std::string_view what, std::string_view got) {
+  return detail::format_message(what, ": expected a thread count in [1, ", kMaxThreads, "], got ", got);
+}
+
+void check_num_threads(int64_t n, std::string_view what) {
+  // See Note [One thread count bound].
+  STRATA_CHECK(valid_num_threads(n), bad_num_threads_message(what, std::to_string(n)));
+}
+
+int parse_num_threads(std::string_view text, std::string_view what) {
+  int64_t n = 0;
+  const char* last = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), last, n);
+  const bool digits = !text.empty() && text.front() != '-';
+  STRATA_CHECK(digits && ec == std::errc() && ptr == last && valid_num_threads(n),
+               bad_num_threads_message(what, quote_field(text)));
+  return static_cast<int>(n);
+}
+
 void set_num_threads(int n) {
-  STRATA_CHECK(n >= 1, "set_num_threads: the thread count must be at least 1, got ", n);
+  check_num_threads(n, "set_num_threads");
   auto& s = settings();
   std::lock_guard<std::mutex> lock(s.mutex);
   s.apply(n);

@@ -7,13 +7,38 @@
 /// `tbb::global_control` caps both. `set_num_threads(n)` installs it; every parallel region in
 /// Strata (and every oneDNN primitive executed from a Strata thread) then uses at most n threads.
 /// Benchmarks compare against peers at the same count (PyTorch: torch.set_num_threads).
+///
+/// Note [One thread count bound]
+/// TBB takes any count: after set_num_threads(10^9) one 512x512 matmul used 12.5 GB and did not
+/// finish. Every
+/// way to set the count therefore checks it against kMaxThreads with the same message
+/// (bad_num_threads_message): set_num_threads, STRATA_NUM_THREADS, the Python binding (where an
+/// int too large for C is the same ValueError) and the binaries' --threads flags.
 
 #include <cstdint>
 #include <functional>
+#include <string>
+#include <string_view>
 
 namespace strata {
 
-/// Caps the threads used by Strata's kernels and oneDNN. n >= 1; throws strata::Error otherwise.
+/// The most threads Strata accepts from any caller: set_num_threads, STRATA_NUM_THREADS,
+/// strata.set_num_threads and the binaries' --threads (Note [One thread count bound]).
+inline constexpr int kMaxThreads = 4096;
+
+/// Whether n is a thread count Strata accepts: 1 <= n <= kMaxThreads.
+constexpr bool valid_num_threads(int64_t n) { return n >= 1 && n <= kMaxThreads; }
+/// The one message for a rejected thread count: "<what>: expected a thread count in [1, 4096],
+/// got <got>" (`got` already formatted: a number, or quoted text).
+std::string bad_num_threads_message(std::string_view what, std::string_view got);
+/// Throws strata::Error with bad_num_threads_message unless valid_num_threads(n).
+void check_num_threads(int64_t n, std::string_view what);
+/// Parses a thread count given as text (an environment variable, a flag's value): decimal digits
+/// only, in [1, kMaxThreads]; throws strata::Error with bad_num_threads_message otherwise.
+int parse_num_threads(std::string_view text, std::string_view what);
+
+/// Caps the threads used by Strata's kernels and oneDNN. 1 <= n <= kMaxThreads; throws
+/// strata::Error otherwise.
 void set_num_threads(int n);
 /// The current cap (by default the number of hardware threads, or STRATA_NUM_THREADS if set).
 int get_num_threads();

@@ -7,6 +7,8 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/file.h"
+#include "core/text.h"
 
 namespace strata::emb {
 
@@ -27,12 +29,6 @@ void check_criteo_config(const CriteoConfig& c, const char* what) {
   }
   STRATA_CHECK(c.batch_size > 0, "--mini-batch-size must be positive, got ", c.batch_size);
   STRATA_CHECK(c.max_samples >= 0, what, ": max_samples must be 0 (whole file) or positive, got ", c.max_samples);
-}
-
-std::FILE* open_or_throw(const std::string& path, const char* what) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  STRATA_CHECK(f != nullptr, what, ": cannot open ", path, ": ", std::strerror(errno));
-  return f;
 }
 
 /// log(max(x, 0) + 1) in float32, the reference's dense transform.
@@ -58,7 +54,7 @@ const char* column_name(std::size_t field, char* buf, std::size_t n) {
 CriteoTsvSource::CriteoTsvSource(CriteoConfig config)
     : IndexSource(config.rows, kCriteoDense, config.batch_size, 0), config_(std::move(config)) {
   check_criteo_config(config_, "criteo tsv");
-  file_ = open_or_throw(config_.path, "criteo tsv");
+  file_ = open_file_for_reading(config_.path, "criteo tsv");
   // Count samples: lines, plus a last line without a newline.
   std::vector<char> buf(1 << 20);
   int64_t lines = 0;
@@ -80,7 +76,7 @@ CriteoTsvSource::CriteoTsvSource(CriteoConfig config)
   if (samples_ <= 0) {
     std::fclose(file_);
     file_ = nullptr;
-    STRATA_CHECK(false, "criteo tsv: ", config_.path, " holds no samples");
+    STRATA_CHECK(false, "criteo tsv: ", quote_path(config_.path), " holds no samples");
   }
   num_batches_ = batches_for(samples_, config_.batch_size);
   buffer_.resize(1 << 20);
@@ -145,8 +141,8 @@ void CriteoTsvSource::parse_line(std::string_view line, const std::string& path,
           const char* first = text.data();
           const char* last = text.data() + text.size();
           const auto [ptr, ec] = std::from_chars(first, last, v);
-          STRATA_CHECK(ec == std::errc() && ptr == last, "criteo tsv ", path, " line ", line_no, ", column ",
-                       column_name(field, name, sizeof name), ": '", std::string(text), "' is not an integer");
+          STRATA_CHECK(ec == std::errc() && ptr == last, "criteo tsv ", quote_path(path), " line ", line_no, ", column ",
+                       column_name(field, name, sizeof name), ": ", quote_field(text), " is not an integer");
         }
         if (field == 0) {
           *label = static_cast<float>(v);
@@ -160,8 +156,9 @@ void CriteoTsvSource::parse_line(std::string_view line, const std::string& path,
           const char* last = text.data() + text.size();
           const auto [ptr, ec] = std::from_chars(first, last, h, 16);
           STRATA_CHECK(ec == std::errc() && ptr == last && text.front() != '-' && text.front() != '+',
-                       "criteo tsv ", path, " line ", line_no, ", column ", column_name(field, name, sizeof name),
-                       ": '", std::string(text), "' is not a hexadecimal category (at most 16 hex digits)");
+                       "criteo tsv ", quote_path(path), " line ", line_no, ", column ",
+                       column_name(field, name, sizeof name), ": ", quote_field(text),
+                       " is not a hexadecimal category (at most 16 hex digits)");
         }
         const std::size_t k = field - 1 - static_cast<std::size_t>(kCriteoDense);
         sparse[k] = static_cast<int64_t>(h % static_cast<uint64_t>(rows[k]));
@@ -171,7 +168,7 @@ void CriteoTsvSource::parse_line(std::string_view line, const std::string& path,
     if (tab == std::string_view::npos) break;
     start = tab + 1;
   }
-  STRATA_CHECK(field == static_cast<std::size_t>(kCriteoFields), "criteo tsv ", path, " line ", line_no,
+  STRATA_CHECK(field == static_cast<std::size_t>(kCriteoFields), "criteo tsv ", quote_path(path), " line ", line_no,
                ": expected ", kCriteoFields, " tab-separated fields (label, I1..I13, C1..C26), found ", field);
 }
 
@@ -187,7 +184,7 @@ bool CriteoTsvSource::next(Batch& batch) {
   for (int64_t b = 0; b < n; ++b) {
     const bool got = read_line(line_);
     ++line_no_;
-    STRATA_CHECK(got, "criteo tsv ", config_.path, ": the file ended at line ", line_no_, " (it changed while read)");
+    STRATA_CHECK(got, "criteo tsv ", quote_path(config_.path), ": the file ended at line ", line_no_, " (it changed while read)");
     parse_line(line_, config_.path, line_no_, rows_, batch.dense.data() + b * kCriteoDense, sparse_.data(),
                batch.targets.data() + b);
     for (std::size_t k = 0; k < sparse_.size(); ++k) batch.tables[k].indices[static_cast<std::size_t>(b)] = sparse_[k];
@@ -216,17 +213,17 @@ int32_t from_little(int32_t v) {
 CriteoBinarySource::CriteoBinarySource(CriteoConfig config)
     : IndexSource(config.rows, kCriteoDense, config.batch_size, 0), config_(std::move(config)) {
   check_criteo_config(config_, "criteo binary");
-  file_ = open_or_throw(config_.path, "criteo binary");
+  file_ = open_file_for_reading(config_.path, "criteo binary");
   std::fseek(file_, 0, SEEK_END);
   const long size = std::ftell(file_);
-  STRATA_CHECK(size >= 0, "criteo binary: cannot determine the size of ", config_.path);
+  STRATA_CHECK(size >= 0, "criteo binary: cannot determine the size of ", quote_path(config_.path));
   const auto bytes = static_cast<uint64_t>(size);
   const uint64_t whole = bytes / kRecordBytes;
   const uint64_t rest = bytes % kRecordBytes;
   if (rest != 0) {
     std::fclose(file_);
     file_ = nullptr;
-    STRATA_CHECK(false, "criteo binary ", config_.path, ": record ", whole + 1, " is truncated (", rest, " of ",
+    STRATA_CHECK(false, "criteo binary ", quote_path(config_.path), ": record ", whole + 1, " is truncated (", rest, " of ",
                  kRecordBytes, " bytes; a record is ", kCriteoFields, " int32: label, 13 dense, 26 categorical)");
   }
   const auto records = static_cast<int64_t>(whole);
@@ -234,7 +231,7 @@ CriteoBinarySource::CriteoBinarySource(CriteoConfig config)
   if (samples_ <= 0) {
     std::fclose(file_);
     file_ = nullptr;
-    STRATA_CHECK(false, "criteo binary: ", config_.path, " holds no samples");
+    STRATA_CHECK(false, "criteo binary: ", quote_path(config_.path), " holds no samples");
   }
   num_batches_ = batches_for(samples_, config_.batch_size);
   reset();
@@ -256,7 +253,7 @@ bool CriteoBinarySource::next(Batch& batch) {
   const int64_t n = std::min(config_.batch_size, samples_ - next_sample_);
   records_.resize(static_cast<std::size_t>(n * kCriteoFields));
   const std::size_t got = std::fread(records_.data(), kRecordBytes, static_cast<std::size_t>(n), file_);
-  STRATA_CHECK(got == static_cast<std::size_t>(n), "criteo binary ", config_.path, ": record ",
+  STRATA_CHECK(got == static_cast<std::size_t>(n), "criteo binary ", quote_path(config_.path), ": record ",
                next_sample_ + static_cast<int64_t>(got) + 1,
                " could not be read (the file is shorter than when opened)");
   batch.reshape(n, kCriteoDense, kCriteoSparse);
@@ -276,9 +273,9 @@ bool CriteoBinarySource::next(Batch& batch) {
       const int64_t id = from_little(rec[1 + kCriteoDense + k]);
       const int64_t rows = rows_[static_cast<std::size_t>(k)];
       const std::size_t field = static_cast<std::size_t>(1 + kCriteoDense + k);
-      STRATA_CHECK(id >= 0, "criteo binary ", config_.path, " record ", next_sample_ + b + 1, ", column ",
+      STRATA_CHECK(id >= 0, "criteo binary ", quote_path(config_.path), " record ", next_sample_ + b + 1, ", column ",
                    column_name(field, name, sizeof name), ": id ", id, " is negative");
-      STRATA_CHECK(id < rows || config_.wrap, "criteo binary ", config_.path, " record ", next_sample_ + b + 1,
+      STRATA_CHECK(id < rows || config_.wrap, "criteo binary ", quote_path(config_.path), " record ", next_sample_ + b + 1,
                    ", column ", column_name(field, name, sizeof name), ": id ", id, " is out of range [0, ", rows,
                    ") of table ", k);
       batch.tables[static_cast<std::size_t>(k)].indices[static_cast<std::size_t>(b)] = id % rows;
@@ -293,7 +290,7 @@ void CriteoBinarySource::write(const std::string& path, const std::vector<int32_
                " values are not a whole number of ", kCriteoFields, "-value records");
   const std::string tmp = path + ".tmp";
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  STRATA_CHECK(f != nullptr, "criteo binary: cannot create ", tmp, ": ", std::strerror(errno));
+  STRATA_CHECK(f != nullptr, "criteo binary: cannot create ", quote_path(tmp), ": ", std::strerror(errno));
   bool ok = true;
   for (int32_t v : records) {
     const int32_t le = from_little(v);  // the swap is its own inverse
@@ -302,7 +299,7 @@ void CriteoBinarySource::write(const std::string& path, const std::vector<int32_
   ok = std::fclose(f) == 0 && ok;
   if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
     std::remove(tmp.c_str());
-    STRATA_CHECK(false, "criteo binary: cannot write ", path, ": ", std::strerror(errno));
+    STRATA_CHECK(false, "criteo binary: cannot write ", quote_path(path), ": ", std::strerror(errno));
   }
 }
 

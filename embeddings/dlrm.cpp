@@ -12,6 +12,7 @@
 
 #include "autograd/grad_mode.h"
 #include "core/error.h"
+#include "core/text.h"
 #include "core/factories.h"
 #include "core/finite.h"
 #include "core/pin_set.h"
@@ -873,36 +874,37 @@ void TieredDLRM::save(const std::string& path, const CheckpointMetadata& extra) 
 
 CheckpointMetadata TieredDLRM::load(const std::string& path) {
   const Checkpoint ck = load_checkpoint(path);
+  const std::string where = "DLRM load " + quote_path(path);
   const std::string* fmt = meta_find(ck.metadata, "format");
-  STRATA_CHECK(fmt != nullptr && *fmt == kFormat, "DLRM load ", path, ": not a strata-dlrm checkpoint (format '",
-               fmt ? *fmt : std::string("none"), "')");
+  STRATA_CHECK(fmt != nullptr && *fmt == kFormat, where, ": not a strata-dlrm checkpoint (format ",
+               fmt ? quote_field(*fmt) : std::string("none"), ")");
   const std::string* ver = meta_find(ck.metadata, "format_version");
-  STRATA_CHECK(ver != nullptr && *ver == kFormatVersion, "DLRM load ", path, ": format version ",
-               ver ? *ver : std::string("none"), " is not supported (this build reads version ", kFormatVersion, ")");
+  STRATA_CHECK(ver != nullptr && *ver == kFormatVersion, where, ": format version ",
+               ver ? quote_field(*ver) : std::string("none"), " is not supported (this build reads version ", kFormatVersion, ")");
   std::vector<int64_t> rows;
   for (const auto& t : tables_) rows.push_back(t->nvectors());
   for (const auto& [key, want] : arch_metadata(config_, rows)) {
     if (key == "emb_dtype") continue;  // tables are stored in f32 and converted
     const std::string* got = meta_find(ck.metadata, key);
-    STRATA_CHECK(got != nullptr && *got == want, "DLRM load ", path, ": the checkpoint's ", key, " is '",
-                 got ? *got : std::string("missing"), "' but this model's is '", want, "'");
+    STRATA_CHECK(got != nullptr && *got == want, where, ": the checkpoint's ", key, " is ",
+                 got ? quote_field(*got) : std::string("missing"), " but this model's is ", quote_field(want));
   }
   // Validate every table tensor and sparse state before changing anything.
   const int64_t d = feature_size();
   std::vector<const Tensor*> weights, sums;
   for (std::size_t k = 0; k < tables_.size(); ++k) {
     const std::string key = "emb_l." + std::to_string(k) + ".weight";
-    const Tensor& w = state_at(ck.model, key, "DLRM checkpoint " + path);
+    const Tensor& w = state_at(ck.model, key, "DLRM checkpoint " + quote_path(path));
     const Dims want_w{tables_[k]->nvectors(), d};
-    STRATA_CHECK(w.dtype() == DType::f32 && w.sizes() == want_w, "DLRM load ", path, ": ",
+    STRATA_CHECK(w.dtype() == DType::f32 && w.sizes() == want_w, where, ": ",
                  key, " is ", w.describe(), ", expected f32 [", tables_[k]->nvectors(), ", ", d, "]");
     weights.push_back(&w);
     if (config_.optimizer != OptimizerKind::SGD) {
       const std::string skey = "sparse." + std::to_string(k) + ".sum";
-      const Tensor& s = state_at(ck.optimizer, skey, "DLRM checkpoint " + path);
+      const Tensor& s = state_at(ck.optimizer, skey, "DLRM checkpoint " + quote_path(path));
       const Dims want = config_.optimizer == OptimizerKind::Adagrad ? Dims{tables_[k]->nvectors(), d}
                                                                       : Dims{tables_[k]->nvectors()};
-      STRATA_CHECK(s.dtype() == DType::f32 && s.sizes() == want, "DLRM load ", path, ": ", skey, " is ", s.describe(),
+      STRATA_CHECK(s.dtype() == DType::f32 && s.sizes() == want, where, ": ", skey, " is ", s.describe(),
                    ", expected f32 ", want);
       sums.push_back(&s);
     }

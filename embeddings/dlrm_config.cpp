@@ -11,6 +11,9 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/file.h"
+#include "core/text.h"
+#include "core/threading.h"
 #include "embeddings/criteo.h"
 #include "embeddings/index_source.h"
 #include "memory/heap.h"
@@ -28,7 +31,7 @@ int64_t parse_int(const std::string& flag, const std::string& v, int64_t lo, int
   errno = 0;
   const long long x = v.empty() ? 0 : std::strtoll(v.c_str(), &end, 10);
   STRATA_CHECK(!v.empty() && end != nullptr && *end == '\0' && errno == 0 && x >= lo && x <= hi, flag,
-               ": expected an integer in [", lo, ", ", hi, "], got '", v, "'");
+               ": expected an integer in [", lo, ", ", hi, "], got ", quote_field(v));
   return x;
 }
 
@@ -37,7 +40,7 @@ double parse_real(const std::string& flag, const std::string& v) {
   errno = 0;
   const double x = v.empty() ? 0 : std::strtod(v.c_str(), &end);
   STRATA_CHECK(!v.empty() && end != nullptr && *end == '\0' && errno == 0 && std::isfinite(x), flag,
-               ": expected a number, got '", v, "'");
+               ": expected a number, got ", quote_field(v));
   return x;
 }
 
@@ -46,7 +49,7 @@ bool parse_bool(const std::string& flag, const std::string& v) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
   if (s == "true" || s == "1" || s == "yes") return true;
   if (s == "false" || s == "0" || s == "no") return false;
-  STRATA_CHECK(false, flag, ": expected True or False (or 1/0), got '", v, "'");
+  STRATA_CHECK(false, flag, ": expected True or False (or 1/0), got ", quote_field(v));
   return false;
 }
 
@@ -57,7 +60,7 @@ std::string parse_choice(const std::string& flag, const std::string& v, std::ini
     list += list.empty() ? "" : ", ";
     list += c;
   }
-  STRATA_CHECK(false, flag, ": expected one of ", list, ", got '", v, "'");
+  STRATA_CHECK(false, flag, ": expected one of ", list, ", got ", quote_field(v));
   return {};
 }
 
@@ -70,8 +73,8 @@ std::vector<double> parse_floats(const std::string& flag, const std::string& v) 
     const std::string part = v.substr(start, dash == std::string::npos ? std::string::npos : dash - start);
     char* end = nullptr;
     const double x = part.empty() ? 0 : std::strtod(part.c_str(), &end);
-    STRATA_CHECK(!part.empty() && end != nullptr && *end == '\0' && std::isfinite(x), flag, ": \"", v,
-                 "\" is not a dash-separated list of numbers (bad element \"", part, "\")");
+    STRATA_CHECK(!part.empty() && end != nullptr && *end == '\0' && std::isfinite(x), flag, ": ", quote_field(v),
+                 " is not a dash-separated list of numbers (bad element ", quote_field(part), ")");
     out.push_back(x);
     if (dash == std::string::npos) break;
     start = dash + 1;
@@ -94,16 +97,16 @@ SlowTierModelSpec parse_model(const std::string& flag, const std::string& v) {
   for (int k = 0; k < 3; ++k) {
     const std::size_t comma = v.find(',', start);
     STRATA_CHECK((k < 2) == (comma != std::string::npos), flag, ": expected off, default or R,W,L (read GB/s, ",
-                 "write GB/s, latency ns), got '", v, "'");
+                 "write GB/s, latency ns), got ", quote_field(v));
     const std::string part = v.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     char* end = nullptr;
     x[k] = part.empty() ? -1 : std::strtod(part.c_str(), &end);
     STRATA_CHECK(!part.empty() && end != nullptr && *end == '\0' && std::isfinite(x[k]), flag,
-                 ": expected off, default or R,W,L (read GB/s, write GB/s, latency ns), got '", v, "'");
+                 ": expected off, default or R,W,L (read GB/s, write GB/s, latency ns), got ", quote_field(v));
     start = comma + 1;
   }
   STRATA_CHECK(x[0] > 0 && x[1] > 0 && x[2] >= 0, flag, ": read and write bandwidths must be positive and the ",
-               "latency non-negative, got '", v, "'");
+               "latency non-negative, got ", quote_field(v));
   m.mode = SlowTierModelSpec::Mode::Custom;
   m.read_gbps = x[0];
   m.write_gbps = x[1];
@@ -275,14 +278,16 @@ const std::map<std::string, Flag>& flag_table() {
     t["--slow-tier-model"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
       c.slow_tier_model = parse_model(f, v);
     });
-    t["--threads"] = STRATA_INT_FLAG(threads, 0, 4096);
+    t["--threads"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
+      c.threads = v == "0" ? 0 : parse_num_threads(v, f);  // 0: all hardware threads
+    });
     t["--zipf-alpha"] = STRATA_REAL_FLAG(zipf_alpha);
     t["--reuse"] = STRATA_REAL_FLAG(reuse);
     t["--emb-dtype"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
       try {
         c.emb_dtype = parse_elem_type(v);
       } catch (const Error&) {
-        STRATA_CHECK(false, f, ": expected f32 or bf16, got '", v, "'");
+        STRATA_CHECK(false, f, ": expected f32 or bf16, got ", quote_field(v));
       }
     });
     t["--check-finite"] = STRATA_TRUE_FLAG(check_finite);
@@ -467,7 +472,7 @@ void apply_dlrm_preset(DLRMConfig& c, std::string_view name) {
   } else {
     std::string names;
     for (const auto& n : dlrm_preset_names()) names += (names.empty() ? "" : ", ") + n;
-    STRATA_CHECK(false, "--preset: unknown preset '", std::string(name), "' (expected one of ", names, ")");
+    STRATA_CHECK(false, "--preset: unknown preset ", quote_field(name), " (expected one of ", names, ")");
   }
   c.preset = std::string(name);
 }
@@ -497,13 +502,13 @@ DLRMConfig parse_dlrm_args(const std::vector<std::string>& args) {
     std::string name, inline_value;
     bool has_inline = false;
     split_flag(a, name, inline_value, has_inline);
-    STRATA_CHECK(name.rfind("-", 0) == 0, "unexpected argument '", a, "' (flags start with --; see --help)");
+    STRATA_CHECK(name.rfind("-", 0) == 0, "unexpected argument ", quote_field(a), " (flags start with --; see --help)");
     const auto it = table.find(name);
-    STRATA_CHECK(it != table.end(), "unknown flag ", name, " (see --help)");
+    STRATA_CHECK(it != table.end(), "unknown flag ", quote_field(name), " (see --help)");
     const Flag& flag = it->second;
     if (flag.kind == Flag::Kind::Refused) STRATA_CHECK(false, name, flag.refusal);
     if (flag.kind == Flag::Kind::StoreTrue) {
-      STRATA_CHECK(!has_inline, name, ": takes no value (got '", inline_value, "')");
+      STRATA_CHECK(!has_inline, name, ": takes no value (got ", quote_field(inline_value), ")");
       flag.set(c, name, "");
       continue;
     }
@@ -563,8 +568,7 @@ void validate(const DLRMConfig& c) {
                  "(40×int32 binary)");
     for (const auto& [flag, path] : {std::pair<const char*, const std::string&>{"--raw-data-file", c.raw_data_file},
                                      {"--processed-data-file", c.processed_data_file}})
-      if (!path.empty())
-        STRATA_CHECK(std::filesystem::is_regular_file(path), flag, ": cannot open '", path, "' (no such file)");
+      if (!path.empty()) check_readable_file(path, flag);  // Note [Opening files named by the user]
     STRATA_CHECK(static_cast<int64_t>(c.arch_embedding_size.size()) == kCriteoSparse,
                  "--arch-embedding-size: --data-generation dataset reads Criteo's ", kCriteoSparse,
                  " categorical features: give ", kCriteoSparse, " row counts (or --preset kaggle / mlperf40M), got ",
@@ -573,16 +577,17 @@ void validate(const DLRMConfig& c) {
   if (c.data_generation == DataGeneration::Synthetic)
     for (std::size_t k = 0; k < c.arch_embedding_size.size(); ++k) {
       const std::string path = trace_file_for_table(c.data_trace_file, static_cast<int64_t>(k));
-      STRATA_CHECK(std::filesystem::is_regular_file(path), "--data-trace-file: table ", k, ": cannot open '", path,
-                   "' (no such file; 'j' in the file name stands for the table number)");
+      const std::string why = file_unreadable_reason(path);
+      STRATA_CHECK(why.empty(), "--data-trace-file: table ", k, ": cannot open ", quote_path(path), " (", why,
+                   "; 'j' in the file name stands for the table number)");
     }
-  for (const auto& [flag, path] : {std::pair<const char*, const std::string&>{"--save-model", c.save_model},
-                                   {"--load-model", c.load_model}})
-    if (!path.empty()) STRATA_CHECK(!std::filesystem::is_directory(path), flag, ": '", path, "' is a directory");
-  if (!c.load_model.empty())
-    STRATA_CHECK(std::filesystem::is_regular_file(c.load_model), "--load-model: cannot open '", c.load_model,
-                 "' (no such file)");
-  STRATA_CHECK(std::filesystem::is_directory(c.slow_dir), "--slow-dir: '", c.slow_dir, "' is not a directory");
+  std::error_code ec;
+  if (!c.save_model.empty())
+    STRATA_CHECK(!std::filesystem::is_directory(c.save_model, ec), "--save-model: ", quote_path(c.save_model),
+                 " is a directory (expected a file name)");
+  if (!c.load_model.empty()) check_readable_file(c.load_model, "--load-model");
+  STRATA_CHECK(std::filesystem::is_directory(c.slow_dir, ec), "--slow-dir: ", quote_path(c.slow_dir),
+               " is not a directory");
 }
 
 std::string dlrm_usage() {

@@ -3,11 +3,12 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <fstream>
 #include <numeric>
 #include <sstream>
 
 #include "core/error.h"
+#include "core/file.h"
+#include "core/text.h"
 
 namespace strata::emb {
 
@@ -93,7 +94,7 @@ int64_t variable_bag_size(RandomStream& rng, int64_t rows, int64_t max_size) {
 RandomDist parse_random_dist(std::string_view text) {
   if (text == "uniform") return RandomDist::Uniform;
   if (text == "gaussian") return RandomDist::Gaussian;
-  STRATA_CHECK(false, "--rand-data-dist '", std::string(text), "' is not supported; expected uniform or gaussian");
+  STRATA_CHECK(false, "--rand-data-dist ", quote_field(text), " is not supported; expected uniform or gaussian");
   return RandomDist::Uniform;
 }
 
@@ -226,8 +227,8 @@ T parse_entry(std::string_view text, const std::string& path, int line, std::siz
   const char* last = text.data() + text.size();
   if (!text.empty() && text.front() == '+') ++first;
   const auto [ptr, ec] = std::from_chars(first, last, value);
-  STRATA_CHECK(!text.empty() && ec == std::errc() && ptr == last, "trace file ", path, " line ", line, ", entry ",
-               entry + 1, ": '", std::string(text), "' is not ", what);
+  STRATA_CHECK(!text.empty() && ec == std::errc() && ptr == last, "trace file ", quote_path(path), " line ", line, ", entry ",
+               entry + 1, ": ", quote_field(text), " is not ", what);
   return value;
 }
 
@@ -243,7 +244,7 @@ TraceProfile TraceProfile::parse(std::string_view text, const std::string& path)
     start = nl + 1;
   }
   while (!lines.empty() && trim(lines.back()).empty()) lines.pop_back();
-  STRATA_CHECK(lines.size() >= 3, "trace file ", path,
+  STRATA_CHECK(lines.size() >= 3, "trace file ", quote_path(path),
                ": expected 3 lines (unique accesses, stack distances, cumulative probabilities), found ",
                lines.size());
 
@@ -252,28 +253,28 @@ TraceProfile TraceProfile::parse(std::string_view text, const std::string& path)
   const auto e1 = split_entries(lines[0]);
   const auto e2 = split_entries(lines[1]);
   const auto e3 = split_entries(lines[2]);
-  STRATA_CHECK(!e1.empty(), "trace file ", path, " line 1: no unique accesses");
-  STRATA_CHECK(!e2.empty(), "trace file ", path, " line 2: no stack distances");
-  STRATA_CHECK(e2.size() == e3.size(), "trace file ", path, ": line 2 has ", e2.size(),
+  STRATA_CHECK(!e1.empty(), "trace file ", quote_path(path), " line 1: no unique accesses");
+  STRATA_CHECK(!e2.empty(), "trace file ", quote_path(path), " line 2: no stack distances");
+  STRATA_CHECK(e2.size() == e3.size(), "trace file ", quote_path(path), ": line 2 has ", e2.size(),
                " stack distances but line 3 has ", e3.size(), " cumulative probabilities");
   for (std::size_t i = 0; i < e1.size(); ++i) {
     p.unique_accesses.push_back(parse_entry<int64_t>(e1[i], path, 1, i, "an integer"));
   }
   for (std::size_t i = 0; i < e2.size(); ++i) {
     const auto sd = parse_entry<int64_t>(e2[i], path, 2, i, "an integer");
-    STRATA_CHECK(sd >= 0, "trace file ", path, " line 2, entry ", i + 1, ": stack distance ", sd, " is negative");
-    STRATA_CHECK(p.stack_distances.empty() || sd > p.stack_distances.back(), "trace file ", path, " line 2, entry ",
+    STRATA_CHECK(sd >= 0, "trace file ", quote_path(path), " line 2, entry ", i + 1, ": stack distance ", sd, " is negative");
+    STRATA_CHECK(p.stack_distances.empty() || sd > p.stack_distances.back(), "trace file ", quote_path(path), " line 2, entry ",
                  i + 1, ": stack distances must be strictly increasing, but ", sd, " follows ",
                  p.stack_distances.back());
-    STRATA_CHECK(sd <= static_cast<int64_t>(p.unique_accesses.size()), "trace file ", path, " line 2, entry ", i + 1,
+    STRATA_CHECK(sd <= static_cast<int64_t>(p.unique_accesses.size()), "trace file ", quote_path(path), " line 2, entry ", i + 1,
                  ": stack distance ", sd, " exceeds the ", p.unique_accesses.size(), " unique accesses of line 1");
     p.stack_distances.push_back(sd);
   }
   for (std::size_t i = 0; i < e3.size(); ++i) {
     const auto c = parse_entry<double>(e3[i], path, 3, i, "a number");
-    STRATA_CHECK(c >= 0.0 && c <= 1.0 + 1e-9, "trace file ", path, " line 3, entry ", i + 1, ": probability ", c,
+    STRATA_CHECK(c >= 0.0 && c <= 1.0 + 1e-9, "trace file ", quote_path(path), " line 3, entry ", i + 1, ": probability ", c,
                  " is outside [0, 1]");
-    STRATA_CHECK(p.cumulative.empty() || c >= p.cumulative.back(), "trace file ", path, " line 3, entry ", i + 1,
+    STRATA_CHECK(p.cumulative.empty() || c >= p.cumulative.back(), "trace file ", quote_path(path), " line 3, entry ", i + 1,
                  ": cumulative probabilities must not decrease, but ", c, " follows ", p.cumulative.back());
     p.cumulative.push_back(c);
   }
@@ -281,11 +282,7 @@ TraceProfile TraceProfile::parse(std::string_view text, const std::string& path)
 }
 
 TraceProfile TraceProfile::read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  STRATA_CHECK(in.good(), "trace file ", path, " cannot be opened (missing or unreadable)");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse(text.str(), path);
+  return parse(read_file(path, "trace file"), path);  // Note [Opening files named by the user]
 }
 
 std::string trace_file_for_table(std::string_view pattern, int64_t table) {
@@ -451,7 +448,7 @@ Scramble parse_scramble(std::string_view text) {
   if (text == "none") return Scramble::None;
   if (text == "permutation") return Scramble::Permutation;
   if (text == "lfsr") return Scramble::Lfsr;
-  STRATA_CHECK(false, "scramble '", std::string(text), "' is not supported; expected none, permutation or lfsr");
+  STRATA_CHECK(false, "scramble ", quote_field(text), " is not supported; expected none, permutation or lfsr");
   return Scramble::None;
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/text.h"
 #include "core/threading.h"
 #include "memory/heap.h"
 #include "memory/slow_tier_model.h"
@@ -27,8 +28,8 @@ const char* policy_name(EmbeddingPolicy policy) {
 EmbeddingPolicy parse_embedding_policy(std::string_view text) {
   for (auto p : {EmbeddingPolicy::Simple, EmbeddingPolicy::Static, EmbeddingPolicy::Dynamic, EmbeddingPolicy::Auto})
     if (text == policy_name(p)) return p;
-  STRATA_CHECK(false, "embedding policy '", std::string(text),
-               "' is not known; expected simple, static, dynamic or auto");
+  STRATA_CHECK(false, "embedding policy ", quote_field(text),
+               " is not known; expected simple, static, dynamic or auto");
   return EmbeddingPolicy::Simple;
 }
 

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/text.h"
 
 namespace strata::emb {
 
@@ -13,7 +14,7 @@ const char* elem_name(ElemType t) { return t == ElemType::F32 ? "f32" : "bf16"; 
 ElemType parse_elem_type(std::string_view text) {
   if (text == "f32" || text == "float32" || text == "float") return ElemType::F32;
   if (text == "bf16" || text == "bfloat16") return ElemType::BF16;
-  STRATA_CHECK(false, "embedding element type '", std::string(text), "' is not supported; expected f32 or bf16");
+  STRATA_CHECK(false, "embedding element type ", quote_field(text), " is not supported; expected f32 or bf16");
   return ElemType::F32;
 }
 

@@ -186,6 +186,12 @@ void TieredConfig::validate() const {
                " is larger than this machine's memory (", format_mib(phys), ")");
   STRATA_CHECK(slow_bytes > 0, "tiered memory: the slow-tier capacity is zero (set STRATA_SLOW_BYTES, e.g. 64G, "
                "or point STRATA_SLOW_DIR at a filesystem with free space)");
+  // Smaller tiers used to fail later, inside the heap, with a message that named no setting.
+  constexpr std::size_t kMinTierBytes = std::size_t{1} << 20;
+  STRATA_CHECK(fast_bytes >= kMinTierBytes, "tiered memory: the fast-tier budget of ", fast_bytes,
+               " bytes is below the minimum of 1 MiB (set STRATA_FAST_BYTES, e.g. 4G)");
+  STRATA_CHECK(slow_bytes >= kMinTierBytes, "tiered memory: the slow-tier capacity of ", slow_bytes,
+               " bytes is below the minimum of 1 MiB (set STRATA_SLOW_BYTES, e.g. 64G)");
 }
 
 std::string TieredConfig::describe() const {

@@ -1,5 +1,6 @@
 #include "models/activation.h"
 
+#include "core/text.h"
 #include "ops/unary.h"
 
 namespace strata::nn {
@@ -22,8 +23,8 @@ Tensor Sigmoid::forward(const Tensor& input) { return sigmoid(defined_input(*thi
 Tensor Tanh::forward(const Tensor& input) { return strata::tanh(defined_input(*this, input)); }
 
 GELU::GELU(const std::string& approximate) : Module("GELU"), approximate_(approximate) {
-  STRATA_CHECK(approximate == "none" || approximate == "tanh", "GELU: approximate must be 'none' or 'tanh', got '",
-               approximate, "'");
+  STRATA_CHECK(approximate == "none" || approximate == "tanh", "GELU: approximate must be 'none' or 'tanh', got ",
+               quote_field(approximate));
 }
 
 Tensor GELU::forward(const Tensor& input) { return gelu(defined_input(*this, input), approximate_ == "tanh"); }

@@ -8,11 +8,12 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 
 #include "core/error.h"
 #include "core/factories.h"
+#include "core/file.h"
 #include "core/pin_set.h"
+#include "core/text.h"
 
 namespace strata {
 
@@ -52,17 +53,18 @@ void put(std::string& out, T value) {
   out.append(b, sizeof(T));
 }
 
-void put_string(std::string& out, const std::string& s, const std::string& path) {
-  STRATA_CHECK(s.size() <= UINT32_MAX, "save_checkpoint('", path, "'): a string of ", s.size(), " bytes is too long");
+void put_string(std::string& out, const std::string& s, const std::string& where) {
+  STRATA_CHECK(s.size() <= UINT32_MAX, where, ": a string of ", s.size(), " bytes is too long");
   put<uint32_t>(out, static_cast<uint32_t>(s.size()));
   out.append(s);
 }
 
-void put_tensors(std::string& out, uint8_t section, const StateDict& dict, const char* what, const std::string& path) {
+void put_tensors(std::string& out, uint8_t section, const StateDict& dict, const char* what,
+                 const std::string& where) {
   for (const auto& [key, t] : dict) {
-    STRATA_CHECK(t.defined(), "save_checkpoint('", path, "'): ", what, " entry '", key, "' is an undefined tensor");
+    STRATA_CHECK(t.defined(), where, ": ", what, " entry ", quote_field(key), " is an undefined tensor");
     put<uint8_t>(out, section);
-    put_string(out, key, path);
+    put_string(out, key, where);
     put<uint8_t>(out, static_cast<uint8_t>(t.dtype()));
     put<uint32_t>(out, static_cast<uint32_t>(t.dim()));
     for (int64_t s : t.sizes()) put<int64_t>(out, s);
@@ -80,9 +82,9 @@ void put_tensors(std::string& out, uint8_t section, const StateDict& dict, const
 struct Reader {
   const std::string& buf;
   std::size_t pos;
-  const std::string& path;
+  const std::string& where;  // "load_checkpoint('<path>')"
   void need(std::size_t n) {
-    STRATA_CHECK(n <= buf.size() - pos, "load_checkpoint('", path, "'): the file is corrupt (an entry at byte ", pos,
+    STRATA_CHECK(n <= buf.size() - pos, where, ": the file is corrupt (an entry at byte ", pos,
                  " runs past the end of the payload)");
   }
   template <typename T>
@@ -123,15 +125,19 @@ bool write_all(int fd, const char* data, std::size_t n) {
 void save_checkpoint(const std::string& path, const StateDict& model, const StateDict& optimizer,
                      const CheckpointMetadata& metadata) {
   STRATA_CHECK(!path.empty(), "save_checkpoint: the path is empty");
+  const std::string where = "save_checkpoint(" + quote_path(path) + ")";
+  STRATA_CHECK(path.find('\0') == std::string::npos, where, ": the path contains a NUL byte");
+  std::error_code ec;
+  STRATA_CHECK(!std::filesystem::is_directory(path, ec), where, ": is a directory (expected a file name)");
   std::string payload;
   put<uint32_t>(payload, static_cast<uint32_t>(metadata.size()));
   for (const auto& [k, v] : metadata) {
-    put_string(payload, k, path);
-    put_string(payload, v, path);
+    put_string(payload, k, where);
+    put_string(payload, v, where);
   }
   put<uint64_t>(payload, static_cast<uint64_t>(model.size() + optimizer.size()));
-  put_tensors(payload, 0, model, "model", path);
-  put_tensors(payload, 1, optimizer, "optimizer", path);
+  put_tensors(payload, 0, model, "model", where);
+  put_tensors(payload, 1, optimizer, "optimizer", where);
 
   std::string header(kMagic, sizeof kMagic);
   put<uint32_t>(header, kCheckpointVersion);
@@ -148,8 +154,8 @@ void save_checkpoint(const std::string& path, const StateDict& model, const Stat
   tmp_name.append(".").append(std::to_string(counter.fetch_add(1)));
   const fs::path tmp = dir / tmp_name;
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  STRATA_CHECK(fd >= 0, "save_checkpoint('", path, "'): cannot create the temporary file '", tmp.string(),
-               "': ", errno_text());
+  STRATA_CHECK(fd >= 0, where, ": cannot create the temporary file ", quote_path(tmp.string()), ": ",
+               errno_text());
   const bool ok = write_all(fd, header.data(), header.size()) && write_all(fd, payload.data(), payload.size()) &&
                   ::fsync(fd) == 0;
   const std::string write_error = ok ? "" : errno_text();
@@ -157,13 +163,13 @@ void save_checkpoint(const std::string& path, const StateDict& model, const Stat
   if (!ok || !closed) {
     const std::string err = ok ? errno_text() : write_error;
     ::unlink(tmp.c_str());
-    STRATA_CHECK(false, "save_checkpoint('", path, "'): writing the temporary file '", tmp.string(), "' failed: ", err,
+    STRATA_CHECK(false, where, ": writing the temporary file ", quote_path(tmp.string()), " failed: ", err,
                  " (the previous file, if any, is untouched)");
   }
   if (::rename(tmp.c_str(), target.c_str()) != 0) {
     const std::string err = errno_text();
     ::unlink(tmp.c_str());
-    STRATA_CHECK(false, "save_checkpoint('", path, "'): renaming the temporary file over it failed: ", err,
+    STRATA_CHECK(false, where, ": renaming the temporary file over it failed: ", err,
                  " (the previous file, if any, is untouched)");
   }
   // Make the rename itself durable.
@@ -175,35 +181,34 @@ void save_checkpoint(const std::string& path, const StateDict& model, const Stat
 }
 
 Checkpoint load_checkpoint(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  STRATA_CHECK(in.good(), "load_checkpoint('", path, "'): cannot open the file: ", errno_text());
-  std::string buf((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  STRATA_CHECK(!in.bad(), "load_checkpoint('", path, "'): reading the file failed: ", errno_text());
+  const std::string where = "load_checkpoint(" + quote_path(path) + ")";
+  // Says "no such file", "is a directory" or "permission denied" (Note [Opening files named by the user]).
+  const std::string buf = read_file(path, "load_checkpoint");
 
-  STRATA_CHECK(!buf.empty(), "load_checkpoint('", path, "'): the file is truncated (it is empty)");
+  STRATA_CHECK(!buf.empty(), where, ": the file is truncated (it is empty)");
   const std::size_t magic_seen = std::min(buf.size(), sizeof kMagic);
-  STRATA_CHECK(std::memcmp(buf.data(), kMagic, magic_seen) == 0, "load_checkpoint('", path,
-               "'): not a Strata checkpoint (the file does not start with the magic \"STRATACK\")");
-  STRATA_CHECK(buf.size() >= kHeaderBytes, "load_checkpoint('", path, "'): the file is truncated (", buf.size(),
+  STRATA_CHECK(std::memcmp(buf.data(), kMagic, magic_seen) == 0, where,
+               ": not a Strata checkpoint (the file does not start with the magic \"STRATACK\")");
+  STRATA_CHECK(buf.size() >= kHeaderBytes, where, ": the file is truncated (", buf.size(),
                " bytes, shorter than the ", kHeaderBytes, "-byte header)");
-  Reader header{buf, sizeof kMagic, path};
+  Reader header{buf, sizeof kMagic, where};
   const auto version = header.get<uint32_t>();
   header.get<uint32_t>();
   const auto payload_bytes = header.get<uint64_t>();
   const auto checksum = header.get<uint64_t>();
-  STRATA_CHECK(version == kCheckpointVersion, "load_checkpoint('", path, "'): unsupported format version ", version,
+  STRATA_CHECK(version == kCheckpointVersion, where, ": unsupported format version ", version,
                " (this build of Strata reads version ", kCheckpointVersion,
                version > kCheckpointVersion ? "; the file was written by a newer Strata)" : ")");
   const std::size_t have = buf.size() - kHeaderBytes;
-  STRATA_CHECK(payload_bytes <= have, "load_checkpoint('", path, "'): the file is truncated (", buf.size(),
+  STRATA_CHECK(payload_bytes <= have, where, ": the file is truncated (", buf.size(),
                " bytes, the header announces ", kHeaderBytes + payload_bytes, ")");
-  STRATA_CHECK(payload_bytes == have, "load_checkpoint('", path, "'): the file is corrupt (", have - payload_bytes,
+  STRATA_CHECK(payload_bytes == have, where, ": the file is corrupt (", have - payload_bytes,
                " bytes after the end of the payload)");
-  STRATA_CHECK(fnv1a64(buf.data() + kHeaderBytes, have) == checksum, "load_checkpoint('", path,
-               "'): checksum mismatch (the file is corrupt)");
+  STRATA_CHECK(fnv1a64(buf.data() + kHeaderBytes, have) == checksum, where,
+               ": checksum mismatch (the file is corrupt)");
 
   Checkpoint ck;
-  Reader r{buf, kHeaderBytes, path};
+  Reader r{buf, kHeaderBytes, where};
   const auto n_meta = r.get<uint32_t>();
   for (uint32_t i = 0; i < n_meta; ++i) {
     std::string k = r.get_string();
@@ -215,15 +220,15 @@ Checkpoint load_checkpoint(const std::string& path) {
     const auto section = r.get<uint8_t>();
     std::string key = r.get_string();
     const auto dtype_code = r.get<uint8_t>();
-    STRATA_CHECK(section <= 1 && dtype_code < kNumDTypes, "load_checkpoint('", path,
-                 "'): the file is corrupt (entry '", key, "' has section ", int(section), " and dtype code ",
+    STRATA_CHECK(section <= 1 && dtype_code < kNumDTypes, where,
+                 ": the file is corrupt (entry ", quote_field(key), " has section ", int(section), " and dtype code ",
                  int(dtype_code), ")");
     const auto rank = r.get<uint32_t>();
     r.need(static_cast<std::size_t>(rank) * 8);
     Dims sizes;
     for (uint32_t d = 0; d < rank; ++d) {
       const auto s = r.get<int64_t>();
-      STRATA_CHECK(s >= 0, "load_checkpoint('", path, "'): the file is corrupt (entry '", key, "' has size ", s, ")");
+      STRATA_CHECK(s >= 0, where, ": the file is corrupt (entry ", quote_field(key), " has size ", s, ")");
       sizes.push_back(s);
     }
     const auto dtype = static_cast<DType>(dtype_code);
@@ -240,7 +245,7 @@ Checkpoint load_checkpoint(const std::string& path) {
     r.pos += nbytes;
     (section == 0 ? ck.model : ck.optimizer).emplace_back(std::move(key), std::move(t));
   }
-  STRATA_CHECK(r.pos == buf.size(), "load_checkpoint('", path, "'): the file is corrupt (", buf.size() - r.pos,
+  STRATA_CHECK(r.pos == buf.size(), where, ": the file is corrupt (", buf.size() - r.pos,
                " unparsed payload bytes)");
   return ck;
 }

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/factories.h"
+#include "core/text.h"
 #include "models/activation.h"
 #include "models/embedding_bag.h"
 #include "models/linear.h"
@@ -52,8 +53,8 @@ std::vector<int64_t> parse_arch(const std::string& text, const std::string& flag
     const std::string part = text.substr(start, dash == std::string::npos ? std::string::npos : dash - start);
     char* end = nullptr;
     const long long v = part.empty() ? 0 : std::strtoll(part.c_str(), &end, 10);
-    STRATA_CHECK(!part.empty() && end != nullptr && *end == '\0' && v >= 1, flag, ": \"", text,
-                 "\" is not a dash-separated list of positive integers (bad element \"", part, "\")");
+    STRATA_CHECK(!part.empty() && end != nullptr && *end == '\0' && v >= 1, flag, ": ", quote_field(text),
+                 " is not a dash-separated list of positive integers (bad element ", quote_field(part), ")");
     out.push_back(v);
     if (dash == std::string::npos) break;
     start = dash + 1;

@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "core/shape.h"
 #include "core/tensor.h"
+#include "core/text.h"
 
 namespace strata::python {
 

@@ -75,9 +75,9 @@ std::vector<py::object> bind_arguments(const char* op, const std::vector<const c
   for (auto item : kwargs) {
     const std::string key = item.first.cast<std::string>();
     const int at = index_of(key);
-    if (at < 0) throw BindingTypeError(msg(op, "() got an unexpected keyword argument '", key, "'"));
+    if (at < 0) throw BindingTypeError(msg(op, "() got an unexpected keyword argument ", quote_field(key)));
     if (out[static_cast<std::size_t>(at)])
-      throw BindingTypeError(msg(op, "() got multiple values for argument '", key, "'"));
+      throw BindingTypeError(msg(op, "() got multiple values for argument ", quote_field(key)));
     out[static_cast<std::size_t>(at)] = py::reinterpret_borrow<py::object>(item.second);
   }
   return out;

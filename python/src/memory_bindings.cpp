@@ -97,7 +97,7 @@ void apply_model(TieredConfig& c, py::handle model) {
     if (m == "default") { c.model = ModelMode::Default; return; }
     char tail = 0;
     if (std::sscanf(m.c_str(), "read=%lf,write=%lf,latency=%lf%c", &r, &w, &l, &tail) != 3)
-      throw BindingValueError(msg("strata.memory.configure(): unknown model '", m, "' (", expected, ")"));
+      throw BindingValueError(msg("strata.memory.configure(): unknown model ", quote_field(m), " (", expected, ")"));
   } else if (py::isinstance<py::dict>(model)) {
     py::dict d = model.cast<py::dict>();
     for (auto item : d) {
@@ -286,7 +286,7 @@ Tier tier_from_py(py::handle obj, const char* op) {
   const std::string s = obj.cast<std::string>();
   if (s == "fast") return Tier::Fast;
   if (s == "slow") return Tier::Slow;
-  throw BindingValueError(msg(op, "(): unknown tier '", s, "' (expected 'fast' or 'slow')"));
+  throw BindingValueError(msg(op, "(): unknown tier ", quote_field(s), " (expected 'fast' or 'slow')"));
 }
 
 py::dict counted(const memory::CountedBytes& c) {

@@ -29,8 +29,25 @@ void init_runtime(py::module_& m) {
       "initial_seed", [] { return default_generator().seed(); },
       "The seed of the default random generator.");
   m.def(
-      "set_num_threads", [](int n) { strata::set_num_threads(n); }, py::arg("n"),
-      "Caps the threads used by Strata's kernels and oneDNN (n >= 1).");
+      "set_num_threads",
+      [](py::handle n) {
+        // Any Python int reaches the bound check (Note [One thread count bound]): one too large
+        // for C is the same ValueError as 5000, not pybind's "incompatible function arguments".
+        if (PyBool_Check(n.ptr()) || !PyIndex_Check(n.ptr()))
+          throw BindingTypeError(msg("set_num_threads(): n must be an int, got ", Py_TYPE(n.ptr())->tp_name));
+        py::int_ value = py::reinterpret_steal<py::int_>(PyNumber_Index(n.ptr()));
+        if (!value) throw py::error_already_set();
+        int overflow = 0;
+        const long long v = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
+        if (v == -1 && PyErr_Occurred()) throw py::error_already_set();
+        if (overflow != 0)  // str() of a huge int may itself fail (Python's digit limit)
+          throw BindingValueError(bad_num_threads_message(
+              "set_num_threads()", msg(overflow < 0 ? "a negative" : "an", " int of ",
+                                       value.attr("bit_length")().cast<int64_t>(), " bits")));
+        if (!valid_num_threads(v)) throw BindingValueError(bad_num_threads_message("set_num_threads()", std::to_string(v)));
+        strata::set_num_threads(static_cast<int>(v));
+      },
+      py::arg("n"), "Caps the threads used by Strata's kernels and oneDNN (1 <= n <= 4096).");
   m.def(
       "get_num_threads", [] { return strata::get_num_threads(); },
       "The current thread cap (hardware threads, or STRATA_NUM_THREADS, unless set).");

@@ -229,7 +229,7 @@ Tensor state_value(py::handle v, const std::string& key, const char* op) {
     py::object arr = py::module_::import("numpy").attr("asarray")(src);
     return tensor_from_numpy(arr).clone();
   }
-  throw BindingTypeError(msg(op, ": the value of '", key, "' is a ", tp_name(v),
+  throw BindingTypeError(msg(op, ": the value of ", quote_field(key), " is a ", tp_name(v),
                              "; expected a strata.Tensor or a numpy.ndarray"));
 }
 
@@ -421,7 +421,7 @@ void bind_module(py::module_& nnm) {
               throw BindingTypeError(msg("cannot assign '", tp_name(tensor), "' object to buffer '", name,
                                          "' (strata.Tensor or None required)"));
             if (py::hasattr(py::type::of(self), name.c_str()) || self.attr("__dict__").contains(name))
-              throw BindingValueError(msg(m.type_name(), ".register_buffer: attribute '", name, "' already exists"));
+              throw BindingValueError(msg(m.type_name(), ".register_buffer: attribute ", quote_field(name), " already exists"));
             m.register_buffer(name, tensor.is_none() ? Tensor() : tensor.cast<Tensor>(), persistent);
           },
           py::arg("name"), py::arg("tensor"), py::arg("persistent") = true)
@@ -435,7 +435,7 @@ void bind_module(py::module_& nnm) {
               return;
             }
             if (py::hasattr(py::type::of(self), name.c_str()) || self.attr("__dict__").contains(name))
-              throw BindingValueError(msg(m.type_name(), ".add_module: attribute '", name, "' already exists"));
+              throw BindingValueError(msg(m.type_name(), ".add_module: attribute ", quote_field(name), " already exists"));
             m.register_module(name, module_arg(module, m.type_name(), "add_module"));
           },
           py::arg("name"), py::arg("module"))

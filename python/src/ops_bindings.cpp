@@ -514,7 +514,7 @@ bool gelu_tanh(py::handle approximate) {
   const std::string a = approximate.cast<std::string>();
   if (a == "none") return false;
   if (a == "tanh") return true;
-  throw BindingValueError(msg("gelu(): approximate must be 'none' or 'tanh', got '", a, "'"));
+  throw BindingValueError(msg("gelu(): approximate must be 'none' or 'tanh', got ", quote_field(a)));
 }
 
 std::optional<double> opt_number(py::handle h, const char* op, const char* name) {
@@ -581,7 +581,7 @@ void def_functions(py::module_& m) {
           p.push_back(total / 2);
         }
       } else {
-        throw BindingValueError(msg("conv2d(): invalid padding string '", mode, "', should be one of {'valid', 'same'}"));
+        throw BindingValueError(msg("conv2d(): invalid padding string ", quote_field(mode), ", should be one of {'valid', 'same'}"));
       }
     } else {
       p = pair_arg(padding, "conv2d", "padding");
@@ -886,7 +886,7 @@ void def_functions(py::module_& m) {
     if (md == "sum") em = EmbeddingBagMode::Sum;
     else if (md == "mean") em = EmbeddingBagMode::Mean;
     else if (md == "max") raise_not_implemented("embedding_bag(): mode='max' is not supported by Strata");
-    else throw BindingValueError(msg("embedding_bag(): mode has to be one of sum, mean or max, got '", md, "'"));
+    else throw BindingValueError(msg("embedding_bag(): mode has to be one of sum, mean or max, got ", quote_field(md)));
     py::gil_scoped_release r;
     return embedding_bag(w, i, o, em, psw, include_last_offset);
   }, arg("weight"), arg("indices"), arg("offsets"), arg("mode") = "mean", arg("per_sample_weights") = none,

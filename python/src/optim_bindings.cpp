@@ -77,7 +77,7 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const std::string& kind, std::v
   auto fill = [&](Options base) {
     for (const auto& [k, v] : defaults) {
       if (base.count(k) == 0)
-        throw BindingValueError(msg(kind, ": unknown option '", k, "'"));
+        throw BindingValueError(msg(kind, ": unknown option ", quote_field(k)));
       base[k] = v;
     }
     return base;
@@ -106,7 +106,7 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const std::string& kind, std::v
     optim::RowWiseAdagradOptions o{m.at("lr"), m.at("eps"), m.at("weight_decay")};
     return std::make_unique<optim::RowWiseAdagrad>(std::move(groups), o);
   }
-  throw BindingValueError(msg("unknown optimizer kind '", kind, "'"));
+  throw BindingValueError(msg("unknown optimizer kind ", quote_field(kind)));
 }
 
 // Two handles name the same parameter (same elements of the same storage).
@@ -159,7 +159,7 @@ void init_optim(py::module_& m) {
             const Options parsed = options_from_py(one, o.name().c_str());
             auto& options = o.param_groups()[group_index(o, g)].options;
             if (options.count(key) == 0)
-              throw BindingValueError(msg(o.name(), ": unknown option '", key, "'"));
+              throw BindingValueError(msg(o.name(), ": unknown option ", quote_field(key)));
             // Validated now, not only at the next step.
             Options updated = options;
             updated[key] = parsed.at(key);

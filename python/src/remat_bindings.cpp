@@ -216,7 +216,7 @@ void bind_policies(py::module_& m) {
         const int64_t b = positive_arg(budget, "strata.remat.auto", "budget_bytes");
         if (granularity != "op" && granularity != "step")
           throw BindingValueError(
-              msg("strata.remat.auto: granularity must be 'op' or 'step', got '", granularity, "'"));
+              msg("strata.remat.auto: granularity must be 'op' or 'step', got ", quote_field(granularity)));
         if (!py::isinstance<py::bool_>(slow_placement))
           throw BindingTypeError(
               msg("strata.remat.auto: slow_placement must be a bool, got ", Py_TYPE(slow_placement.ptr())->tp_name));

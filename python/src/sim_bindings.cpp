@@ -20,7 +20,7 @@ Activation activation_from_py(const py::object& a) {
   if (s == "relu") return Activation::ReLU;
   if (s == "tanh") return Activation::Tanh;
   if (s == "none") return Activation::None;
-  throw BindingValueError(msg("sim.SimStep.linear(): activation must be None, 'relu' or 'tanh', got '", s, "'"));
+  throw BindingValueError(msg("sim.SimStep.linear(): activation must be None, 'relu' or 'tanh', got ", quote_field(s)));
 }
 
 py::dict phase_dict(const sim::PhaseReport& p) {

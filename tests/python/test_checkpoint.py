@@ -196,8 +196,16 @@ def test_truncated_foreign_and_missing_files(tmp_path):
     torch.save({"w": torch.ones(2)}, tmp_path / "torch.pt")
     with pytest.raises(strata.StrataError, match="not a Strata checkpoint"):
         strata.load_checkpoint(tmp_path / "torch.pt", make_model())
-    with pytest.raises(strata.StrataError, match="cannot open the file"):
+    with pytest.raises(strata.StrataError, match=r"cannot open '.*missing' \(no such file\)"):
         strata.load_checkpoint(tmp_path / "missing", make_model())
+    (tmp_path / "a_dir").mkdir()
+    with pytest.raises(strata.StrataError, match=r"cannot open '.*a_dir' \(is a directory\)"):
+        strata.load_checkpoint(tmp_path / "a_dir", make_model())
+    # A NUL byte is escaped in the message (which goes on after it) and the path is refused, not cut
+    # to the existing file before the NUL.
+    strata.save_checkpoint(tmp_path / "a", make_model())
+    with pytest.raises(strata.StrataError, match=r"a\\x00b' \(the path contains a NUL byte\)$"):
+        strata.load_checkpoint(str(tmp_path / "a") + "\0b", make_model())
 
 
 def test_bad_arguments(tmp_path):

@@ -237,7 +237,7 @@ def test_bad_options_name_the_flag():
     with pytest.raises(strata.StrataError, match=r"--arch-mlp-bot: the last width \(3\) must equal "
                                                  r"--arch-sparse-feature-size \(2\)"):
         strata.dlrm.DLRM(arch_mlp_bot=[4, 3])
-    with pytest.raises(strata.StrataError, match="--arch-embedding-size: \"4-x\" is not a dash-separated list"):
+    with pytest.raises(strata.StrataError, match="--arch-embedding-size: '4-x' is not a dash-separated list"):
         strata.dlrm.DLRM(arch_embedding_size="4-x")
     with pytest.raises(strata.StrataError, match="--optimizer: expected one of sgd, adagrad, rwsadagrad"):
         strata.dlrm.DLRM(optimizer="adam")

@@ -152,6 +152,7 @@ def test_configure_bad_input(tmp_path):
             "bool": lambda: M.configure(slow_bytes=True),
             "huge": lambda: M.configure(fast_bytes="99999999999T"),
             "zero": lambda: M.configure(fast_bytes=0),
+            "tiny": lambda: M.configure(fast_bytes=1),
             "backend": lambda: M.configure(backend="tape"),
             "backend_type": lambda: M.configure(backend=3),
             "model": lambda: M.configure(model="fast"),
@@ -176,6 +177,7 @@ def test_configure_bad_input(tmp_path):
         "bool": ("TypeError", "slow_bytes must be an int or a string like '512M', not bool"),
         "huge": ("ValueError", "is too large"),
         "zero": ("ValueError", "the fast-tier budget is zero"),
+        "tiny": ("ValueError", "the fast-tier budget of 1 bytes is below the minimum of 1 MiB"),
         "backend": ("ValueError", "unknown backend 'tape' (expected auto, memkind, mmap or numa)"),
         "backend_type": ("TypeError", "backend must be a string"),
         "model": ("ValueError", "unknown model 'fast'"),
@@ -193,6 +195,17 @@ def test_configure_bad_input(tmp_path):
         name, mro, message = errs[key]
         assert builtin in mro and "StrataError" in mro, (key, mro)
         assert "strata.memory.configure()" in message and text in message, (key, message)
+
+
+@pytest.mark.parametrize("var", ["STRATA_FAST_BYTES", "STRATA_SLOW_BYTES"])
+def test_too_small_tiers_from_the_environment_name_the_variable(var):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STRATA_")}
+    env[var] = "1"
+    proc = subprocess.run([sys.executable, "-c", "import strata; strata.ones((2,))"], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode != 0
+    assert f"of 1 bytes is below the minimum of 1 MiB (set {var}" in proc.stderr, proc.stderr
+    assert "Arena" not in proc.stderr, proc.stderr
 
 
 def test_configure_reads_bad_environment_as_value_error():

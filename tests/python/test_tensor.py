@@ -3,6 +3,7 @@
 import copy
 from fractions import Fraction
 import gc
+import os
 import pathlib
 import pickle
 import shutil
@@ -834,9 +835,48 @@ def test_manual_seed_arguments():
 def test_threads():
     strata.set_num_threads(1)
     assert strata.get_num_threads() == 1
-    with pytest.raises(strata.StrataError, match="set_num_threads: the thread count must be at least 1, got 0"):
+    with pytest.raises(strata.StrataError, match=r"set_num_threads\(\): expected a thread count in \[1, 4096\], got 0"):
         strata.set_num_threads(0)
     assert strata.get_num_threads() == 1
+    strata.set_num_threads(np.int64(2))
+    assert strata.get_num_threads() == 2
+
+
+@pytest.mark.parametrize("n, shown", [(-3, "-3"), (4097, "4097"), (10**9, "1000000000"), (10**12, "1000000000000"),
+                                      (2**63, "an int of 64 bits"), (10**30, "an int of 100 bits"),
+                                      (-(10**30), "a negative int of 100 bits"), (10**10000, "an int of 33220 bits")],
+                         ids=["-3", "4097", "1e9", "1e12", "2**63", "1e30", "-1e30", "1e10000"])
+def test_thread_counts_are_bounded_with_one_message(n, shown):
+    strata.set_num_threads(2)
+    # A ValueError (not pybind's TypeError about incompatible arguments) even beyond C's int.
+    with pytest.raises(ValueError) as info:
+        strata.set_num_threads(n)
+    assert isinstance(info.value, strata.StrataValueError)
+    assert str(info.value) == f"set_num_threads(): expected a thread count in [1, 4096], got {shown}"
+    assert strata.get_num_threads() == 2
+    with pytest.raises(TypeError, match="n must be an int, got float"):
+        strata.set_num_threads(2.0)
+    with pytest.raises(TypeError, match="n must be an int, got bool"):
+        strata.set_num_threads(True)
+
+
+def test_messages_cut_long_values_and_escape_nul_bytes():
+    with pytest.raises(strata.StrataError) as info:
+        strata.zeros(2, dtype="flo\0at" + "x" * 2_000_000)
+    message = str(info.value)
+    assert "unknown dtype 'flo\\x00at" in message, message[:200]
+    assert "\u2026' (2000006 bytes) (expected one of f32" in message, message[:200]  # goes on after the NUL
+    assert len(message) < 1000
+
+
+def test_bad_strata_num_threads_names_the_variable():
+    code = "import strata\ntry:\n    strata.get_num_threads()\nexcept strata.StrataError as e:\n    print(e)\n"
+    for value, shown in [("1000000000", "'1000000000'"), ("0", "'0'"), ("lots", "'lots'"), ("8\n", "'8\\n'")]:
+        env = {k: v for k, v in os.environ.items() if k != "STRATA_NUM_THREADS"}
+        env["STRATA_NUM_THREADS"] = value
+        proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        assert f"STRATA_NUM_THREADS: expected a thread count in [1, 4096], got {shown}" in proc.stdout, proc.stdout
 
 
 # ---- errors -----------------------------------------------------------------------------------

@@ -47,6 +47,35 @@ TEST_F(Threading, BadThreadCounts) {
   EXPECT_EQ(get_num_threads(), 2) << "a rejected call must not change the setting";
 }
 
+TEST_F(Threading, ThreadCountsAreBoundedWithOneMessage) {
+  set_num_threads(2);
+  EXPECT_EQ(ERROR_MESSAGE(set_num_threads(kMaxThreads + 1)),
+            "set_num_threads: expected a thread count in [1, 4096], got 4097");
+  EXPECT_EQ(ERROR_MESSAGE(set_num_threads(1'000'000'000)),
+            "set_num_threads: expected a thread count in [1, 4096], got 1000000000");
+  EXPECT_EQ(get_num_threads(), 2) << "a rejected call must not change the setting";
+  set_num_threads(kMaxThreads);  // the bound itself is accepted
+  EXPECT_EQ(get_num_threads(), kMaxThreads);
+  EXPECT_EQ(ERROR_MESSAGE(check_num_threads(int64_t{1} << 40, "strata.set_num_threads()")),
+            "strata.set_num_threads(): expected a thread count in [1, 4096], got 1099511627776");
+}
+
+TEST_F(Threading, ParsedThreadCountsUseTheSameMessage) {
+  EXPECT_EQ(parse_num_threads("8", "STRATA_NUM_THREADS"), 8);
+  EXPECT_EQ(parse_num_threads("4096", "--threads"), 4096);
+  for (const char* bad : {"0", "-2", "4097", "1000000000000", "99999999999999999999999", "", "8 ", " 8", "+8", "8x",
+                          "0x10", "1.5"}) {
+    EXPECT_EQ(ERROR_MESSAGE(parse_num_threads(bad, "STRATA_NUM_THREADS")),
+              std::string("STRATA_NUM_THREADS: expected a thread count in [1, 4096], got '") + bad + "'")
+        << bad;
+  }
+  // Echoed text is escaped and cut (Note [Quoting user data in messages]).
+  EXPECT_EQ(ERROR_MESSAGE(parse_num_threads(std::string("4\0", 2), "--threads")),
+            "--threads: expected a thread count in [1, 4096], got '4\\x00'");
+  EXPECT_THAT(ERROR_MESSAGE(parse_num_threads(std::string(100000, '9'), "--threads")), HasSubstr("(100000 bytes)"));
+}
+
+
 void expect_exact_cover(int64_t n, int64_t grain) {
   std::vector<std::atomic<int>> hits(static_cast<std::size_t>(n));
   std::atomic<int64_t> bad_chunks{0};

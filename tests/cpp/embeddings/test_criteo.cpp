@@ -44,6 +44,17 @@ std::vector<int64_t> rows_1000_but_first_7() {
   return rows;
 }
 
+/// The message of the first error reading `text` as bad.txt in `dir` with `c`'s settings.
+std::string first_tsv_error(CriteoConfig& c, const TempDir& dir, const std::string& text) {
+  c.path = dir.write("bad.txt", text);
+  return message_of([&] {
+    CriteoTsvSource s(c);
+    Batch b;
+    while (s.next(b)) {
+    }
+  });
+}
+
 std::string join(const std::vector<std::string>& fields) {
   std::string s;
   for (std::size_t i = 0; i < fields.size(); ++i) s += (i ? "\t" : "") + fields[i];
@@ -142,17 +153,9 @@ TEST(CriteoTsv, BadInputNamesFileLineAndColumn) {
   c.rows = rows_1000_but_first_7();
   c.batch_size = 1;
   c.path = (dir.path / "missing.txt").string();
-  EXPECT_THAT(message_of([&] { CriteoTsvSource s(c); }), HasSubstr("criteo tsv: cannot open " + c.path));
+  EXPECT_THAT(message_of([&] { CriteoTsvSource s(c); }), HasSubstr("criteo tsv: cannot open '" + c.path + "' (no such file)"));
 
-  auto first_error = [&](const std::string& text) {
-    c.path = dir.write("bad.txt", text);
-    return message_of([&] {
-      CriteoTsvSource s(c);
-      Batch b;
-      while (s.next(b)) {
-      }
-    });
-  };
+  auto first_error = [&](const std::string& text) { return first_tsv_error(c, dir, text); };
   std::vector<std::string> short_line(kLine1.begin(), kLine1.end() - 1);
   EXPECT_THAT(first_error(join(kLine1) + "\n" + join(short_line) + "\n"),
               HasSubstr("line 2: expected 40 tab-separated fields (label, I1..I13, C1..C26), found 39"));
@@ -169,7 +172,7 @@ TEST(CriteoTsv, BadInputNamesFileLineAndColumn) {
   negative_hash[14] = "-5";
   EXPECT_THAT(first_error(join(negative_hash)), HasSubstr("column C1: '-5' is not a hexadecimal category"));
   EXPECT_THAT(first_error(join(kLine1) + "\n\n"), HasSubstr("line 2: expected 40 tab-separated fields"));
-  EXPECT_THAT(first_error(""), HasSubstr("bad.txt holds no samples"));
+  EXPECT_THAT(first_error(""), HasSubstr("bad.txt' holds no samples"));
 
   c.rows.pop_back();
   EXPECT_THAT(message_of([&] { CriteoTsvSource s(c); }),
@@ -177,6 +180,34 @@ TEST(CriteoTsv, BadInputNamesFileLineAndColumn) {
   c.rows = std::vector<int64_t>(26, 10);
   c.rows[3] = 0;
   EXPECT_THAT(message_of([&] { CriteoTsvSource s(c); }), HasSubstr("table 3 (C4) has 0 rows"));
+}
+
+TEST(CriteoTsv, HugeBinaryFieldsAndDirectoriesAreReportedReadably) {
+  TempDir dir;
+  CriteoConfig c;
+  c.rows = rows_1000_but_first_7();
+  c.batch_size = 1;
+  auto first_error = [&](const std::string& text) { return first_tsv_error(c, dir, text); };
+  // A 2 MB field is shown as its first 64 bytes and its length, not echoed whole.
+  auto huge = kLine1;
+  huge[17] = std::string(2'000'000, 'q');
+  const std::string big = first_error(join(huge));
+  EXPECT_THAT(big, HasSubstr("line 1, column C4: '" + std::string(64, 'q') + "\u2026' (2000000 bytes) is not a hexadecimal"));
+  EXPECT_LT(big.size(), 1000u) << big.substr(0, 1000);
+  // A NUL byte is escaped and the message goes on after it.
+  auto nul = kLine1;
+  nul[3] = std::string("12") + '\0' + "34";
+  EXPECT_THAT(first_error(join(nul)), HasSubstr("line 1, column I3: '12\\x0034' is not an integer"));
+  auto ctrl = kLine1;
+  ctrl[20] = "ab\x1b[31mcd\xff";
+  EXPECT_THAT(first_error(join(ctrl)), HasSubstr("column C7: 'ab\\x1b[31mcd\\xff' is not a hexadecimal category"));
+  // A directory is not "no such file" nor an empty file.
+  c.path = dir.path.string();
+  EXPECT_THAT(message_of([&] { CriteoTsvSource s(c); }),
+              HasSubstr("criteo tsv: cannot open '" + c.path + "' (is a directory)"));
+  CriteoConfig bin = c;
+  EXPECT_THAT(message_of([&] { CriteoBinarySource s(bin); }),
+              HasSubstr("criteo binary: cannot open '" + c.path + "' (is a directory)"));
 }
 
 namespace {
@@ -249,7 +280,7 @@ TEST(CriteoBinary, BadInputNamesFileRecordAndColumn) {
   c.rows = std::vector<int64_t>(26, 1000);
   c.batch_size = 8;
   c.path = (dir.path / "missing.bin").string();
-  EXPECT_THAT(message_of([&] { CriteoBinarySource s(c); }), HasSubstr("criteo binary: cannot open " + c.path));
+  EXPECT_THAT(message_of([&] { CriteoBinarySource s(c); }), HasSubstr("criteo binary: cannot open '" + c.path + "' (no such file)"));
 
   auto words = record(1, {}, {});
   const auto second = record(0, {}, {});
@@ -257,9 +288,9 @@ TEST(CriteoBinary, BadInputNamesFileRecordAndColumn) {
   std::string bytes = raw_bytes(words) + std::string(88, '\0');
   c.path = dir.write("truncated.bin", bytes);
   EXPECT_THAT(message_of([&] { CriteoBinarySource s(c); }),
-              HasSubstr("criteo binary " + c.path + ": record 3 is truncated (88 of 160 bytes"));
+              HasSubstr("criteo binary '" + c.path + "': record 3 is truncated (88 of 160 bytes"));
   c.path = dir.write("empty.bin", "");
-  EXPECT_THAT(message_of([&] { CriteoBinarySource s(c); }), HasSubstr("empty.bin holds no samples"));
+  EXPECT_THAT(message_of([&] { CriteoBinarySource s(c); }), HasSubstr("empty.bin' holds no samples"));
 
   auto read_all = [&](const std::vector<int32_t>& w) {
     c.path = dir.write("data.bin", raw_bytes(w));

@@ -181,8 +181,8 @@ TEST(DLRMCli, BadFlagsExitTwoNamingTheFlag) {
     const char* args;
     const char* message;
   } cases[] = {
-      {"--no-such-flag", "unknown flag --no-such-flag"},
-      {"--arch-embedding-size 4-x-2", "--arch-embedding-size: \"4-x-2\" is not a dash-separated list"},
+      {"--no-such-flag", "unknown flag '--no-such-flag'"},
+      {"--arch-embedding-size 4-x-2", "--arch-embedding-size: '4-x-2' is not a dash-separated list"},
       {"--arch-mlp-bot 4-3-5", "--arch-mlp-bot: the last width (5) must equal --arch-sparse-feature-size (2)"},
       {"--arch-mlp-top 4-2", "--arch-mlp-top: the last width (2) must be 1"},
       {"--mini-batch-size", "--mini-batch-size: missing value"},
@@ -192,6 +192,17 @@ TEST(DLRMCli, BadFlagsExitTwoNamingTheFlag) {
       {"--data-generation synthetic --data-trace-file /no/such/dist_emb_j.log",
        "--data-trace-file: table 0: cannot open '/no/such/dist_emb_0.log'"},
       {"--preset giant", "--preset: unknown preset 'giant'"},
+      {"--threads 5000", "--threads: expected a thread count in [1, 4096], got '5000'"},
+      {"--threads=1000000000000", "--threads: expected a thread count in [1, 4096], got '1000000000000'"},
+      {"--load-model /tmp", "--load-model: cannot open '/tmp' (is a directory)"},
+      {"--save-model /tmp", "--save-model: '/tmp' is a directory"},
+      {"--preset kaggle --data-generation dataset --raw-data-file /tmp",
+       "--raw-data-file: cannot open '/tmp' (is a directory)"},
+      {"--preset kaggle --data-generation dataset --processed-data-file /tmp",
+       "--processed-data-file: cannot open '/tmp' (is a directory)"},
+      {"--preset kaggle --data-generation dataset --raw-data-file /no/such.tsv",
+       "--raw-data-file: cannot open '/no/such.tsv' (no such file)"},
+      {"--data-generation synthetic --data-trace-file /tmp", "--data-trace-file: table 0: cannot open '/tmp' (is a directory"},
   };
   for (const auto& c : cases) {
     const Result r = run(c.args);

@@ -241,10 +241,10 @@ TEST(DLRMConfig, PresetsApplyFirstAndFlagsOverrideThem) {
 
 TEST(DLRMConfig, MalformedArchStringsNameTheFlag) {
   EXPECT_THAT(parse_error({"--arch-embedding-size", "4-x-2"}),
-              HasSubstr("--arch-embedding-size: \"4-x-2\" is not a dash-separated list of positive integers"));
-  EXPECT_THAT(parse_error({"--arch-mlp-bot", "4--2"}), HasSubstr("--arch-mlp-bot: \"4--2\""));
+              HasSubstr("--arch-embedding-size: '4-x-2' is not a dash-separated list of positive integers"));
+  EXPECT_THAT(parse_error({"--arch-mlp-bot", "4--2"}), HasSubstr("--arch-mlp-bot: '4--2' is not a dash-separated list"));
   EXPECT_THAT(parse_error({"--arch-mlp-top", ""}), HasSubstr("--arch-mlp-top: empty list"));
-  EXPECT_THAT(parse_error({"--arch-embedding-size", "0-3"}), HasSubstr("bad element \"0\""));
+  EXPECT_THAT(parse_error({"--arch-embedding-size", "0-3"}), HasSubstr("bad element '0'"));
   EXPECT_THAT(parse_error({"--arch-embedding-size=-4"}), HasSubstr("--arch-embedding-size"));
   EXPECT_THAT(parse_error({"--arch-sparse-feature-size", "0"}),
               HasSubstr("--arch-sparse-feature-size: expected an integer in [1, 1048576], got '0'"));
@@ -286,7 +286,7 @@ TEST(DLRMConfig, BadValuesNameTheFlag) {
               HasSubstr("--round-targets: expected True or False (or 1/0), got 'maybe'"));
   EXPECT_THAT(parse_error({"--loss-function", "wbce", "--loss-weights", "1.0"}),
               HasSubstr("--loss-weights: wbce needs a weight for targets 0 and 1"));
-  EXPECT_THAT(parse_error({"--loss-weights", "1.0-x"}), HasSubstr("--loss-weights: \"1.0-x\" is not a dash-separated"));
+  EXPECT_THAT(parse_error({"--loss-weights", "1.0-x"}), HasSubstr("--loss-weights: '1.0-x' is not a dash-separated"));
   EXPECT_THAT(parse_error({"--loss-threshold", "1.5"}), HasSubstr("--loss-threshold: must lie in [0, 1)"));
   EXPECT_THAT(parse_error({"--rand-data-min", "2", "--rand-data-max", "1"}),
               HasSubstr("--rand-data-min (2) must not exceed --rand-data-max (1)"));
@@ -319,7 +319,20 @@ TEST(DLRMConfig, BadStrataFlags) {
   EXPECT_THAT(parse_error({"--zipf-alpha", "0"}), HasSubstr("--zipf-alpha: must be positive"));
   EXPECT_THAT(parse_error({"--reuse", "1"}), HasSubstr("--reuse: expected a fraction in [0, 1)"));
   EXPECT_THAT(parse_error({"--emb-dtype", "f16"}), HasSubstr("--emb-dtype: expected f32 or bf16, got 'f16'"));
-  EXPECT_THAT(parse_error({"--threads", "-1"}), HasSubstr("--threads: expected an integer in [0, 4096]"));
+  EXPECT_THAT(parse_error({"--threads", "-1"}), HasSubstr("--threads: expected a thread count in [1, 4096], got '-1'"));
+  EXPECT_THAT(parse_error({"--threads", "4097"}), HasSubstr("--threads: expected a thread count in [1, 4096], got '4097'"));
+  EXPECT_THAT(parse_error({"--threads=1000000000"}),
+              HasSubstr("--threads: expected a thread count in [1, 4096], got '1000000000'"));
+  EXPECT_EQ(parse({"--threads", "4096"}).threads, 4096);
+  EXPECT_EQ(parse({"--threads", "0"}).threads, 0);  // all hardware threads
+  // Echoed values are cut and escaped (Note [Quoting user data in messages]).
+  const std::string long_value = parse_error({"--learning-rate", std::string(5'000'000, '7') + "x"});
+  EXPECT_THAT(long_value, HasSubstr("--learning-rate: expected a number, got '" + std::string(64, '7') +
+                                    "\u2026' (5000001 bytes)"));
+  EXPECT_LT(long_value.size(), 1000u);
+  EXPECT_THAT(parse_error({"--optimizer", std::string("sg\0d", 4)}),
+              HasSubstr("--optimizer: expected one of sgd, adagrad, rwsadagrad, got 'sg\\x00d'"));
+  EXPECT_THAT(parse_error({"--no-such\nflag"}), HasSubstr("unknown flag '--no-such\\nflag'"));
   EXPECT_THAT(parse_error({"--slow-dir", "/no/such/dir"}), HasSubstr("--slow-dir: '/no/such/dir' is not a directory"));
   EXPECT_THAT(parse_error({"--preset", "huge"}),
               HasSubstr("--preset: unknown preset 'huge' (expected one of tiny, random-bench, kaggle, mlperf40M, default)"));
@@ -330,6 +343,11 @@ TEST(DLRMConfig, MissingFilesNameTheFlag) {
   EXPECT_THAT(parse_error({"--load-model", "/no/such/model.ckpt"}),
               HasSubstr("--load-model: cannot open '/no/such/model.ckpt' (no such file)"));
   EXPECT_THAT(parse_error({"--save-model", "/tmp"}), HasSubstr("--save-model: '/tmp' is a directory"));
+  EXPECT_THAT(parse_error({"--load-model", "/tmp"}), HasSubstr("--load-model: cannot open '/tmp' (is a directory)"));
+  EXPECT_THAT(parse_error({"--data-generation", "dataset", "--arch-mlp-bot", "13-2", "--raw-data-file", "/tmp"}),
+              HasSubstr("--raw-data-file: cannot open '/tmp' (is a directory)"));
+  EXPECT_THAT(parse_error({"--data-generation", "dataset", "--arch-mlp-bot", "13-2", "--processed-data-file", "/tmp"}),
+              HasSubstr("--processed-data-file: cannot open '/tmp' (is a directory)"));
   EXPECT_THAT(parse_error({"--data-generation", "dataset", "--arch-mlp-bot", "13-2"}),
               HasSubstr("--data-generation dataset: give --raw-data-file"));
   EXPECT_THAT(parse_error({"--data-generation", "dataset", "--arch-mlp-bot", "13-2", "--processed-data-file",
@@ -352,8 +370,8 @@ TEST(DLRMConfig, TraceFilesPerTable) {
 }
 
 TEST(DLRMConfig, UnknownMissingAndRefusedFlags) {
-  EXPECT_THAT(parse_error({"--no-such-flag"}), HasSubstr("unknown flag --no-such-flag"));
-  EXPECT_THAT(parse_error({"--no-such-flag=3"}), HasSubstr("unknown flag --no-such-flag"));
+  EXPECT_THAT(parse_error({"--no-such-flag"}), HasSubstr("unknown flag '--no-such-flag'"));
+  EXPECT_THAT(parse_error({"--no-such-flag=3"}), HasSubstr("unknown flag '--no-such-flag'"));
   EXPECT_THAT(parse_error({"positional"}), HasSubstr("unexpected argument 'positional'"));
   EXPECT_THAT(parse_error({"--mini-batch-size"}), HasSubstr("--mini-batch-size: missing value"));
   for (const char* f : {"--use-gpu", "--md-flag", "--qr-flag", "--save-onnx", "--mlperf-logging", "--mlperf-bin-loader",

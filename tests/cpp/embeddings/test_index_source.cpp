@@ -352,12 +352,12 @@ TEST(TraceProfile, ParsesTheReferenceFormat) {
 
 TEST(TraceProfile, MalformedFilesNameFileLineAndEntry) {
   EXPECT_THAT(message_of([] { TraceProfile::parse("1, 2\n0, 1\n", "a.log"); }),
-              HasSubstr("trace file a.log: expected 3 lines (unique accesses, stack distances, cumulative "
+              HasSubstr("trace file 'a.log': expected 3 lines (unique accesses, stack distances, cumulative "
                         "probabilities), found 2"));
   EXPECT_THAT(message_of([] { TraceProfile::parse("1, 2\n0, 1, x\n0.5, 0.7, 1\n", "a.log"); }),
-              HasSubstr("trace file a.log line 2, entry 3: 'x' is not an integer"));
+              HasSubstr("trace file 'a.log' line 2, entry 3: 'x' is not an integer"));
   EXPECT_THAT(message_of([] { TraceProfile::parse("1, 2\n0, 1\n0.5, abc\n", "a.log"); }),
-              HasSubstr("trace file a.log line 3, entry 2: 'abc' is not a number"));
+              HasSubstr("trace file 'a.log' line 3, entry 2: 'abc' is not a number"));
   EXPECT_THAT(message_of([] { TraceProfile::parse("1, 2\n0, 1\n0.5\n", "a.log"); }),
               HasSubstr("line 2 has 2 stack distances but line 3 has 1 cumulative probabilities"));
   EXPECT_THAT(message_of([] { TraceProfile::parse("1, 2, 3\n0, 2, 1\n0.2, 0.5, 1\n", "a.log"); }),
@@ -373,7 +373,7 @@ TEST(TraceProfile, MalformedFilesNameFileLineAndEntry) {
   EXPECT_THAT(message_of([] { TraceProfile::parse("\n0, 1\n0.7, 1\n", "a.log"); }),
               HasSubstr("line 1: no unique accesses"));
   EXPECT_THAT(message_of([] { TraceProfile::read("/nonexistent/dist_emb_0.log"); }),
-              HasSubstr("trace file /nonexistent/dist_emb_0.log cannot be opened"));
+              HasSubstr("trace file: cannot open '/nonexistent/dist_emb_0.log' (no such file)"));
 }
 
 TEST(TraceFile, TableNumberSubstitution) {
@@ -468,11 +468,11 @@ TEST(SyntheticTraceSource, MissingOrMalformedFilesNameFlagTableAndFile) {
   c.trace_file = (dir.path / "dist_emb_j.log").string();
   const std::string bad = (dir.path / "dist_emb_1.log").string();
   EXPECT_THAT(message_of([&] { SyntheticTraceSource s(c); }),
-              HasSubstr("--data-trace-file (table 1): trace file " + bad + " line 3, entry 2: 'nope' is not a number"));
+              HasSubstr("--data-trace-file (table 1): trace file '" + bad + "' line 3, entry 2: 'nope' is not a number"));
   dir.write("dist_emb_1.log", kProfile1);
   const std::string missing = (dir.path / "dist_emb_2.log").string();
   EXPECT_THAT(message_of([&] { SyntheticTraceSource s(c); }),
-              HasSubstr("--data-trace-file (table 2): trace file " + missing + " cannot be opened"));
+              HasSubstr("--data-trace-file (table 2): trace file: cannot open '" + missing + "' (no such file)"));
   c.rows = {5, 0};
   EXPECT_THAT(message_of([&] { SyntheticTraceSource s(c); }), HasSubstr("table 1 has 0 rows"));
   c.rows = {5};

@@ -148,6 +148,11 @@ TEST(TieredMemory, BadConfigurationIsAClearError) {
   EXPECT_THAT(message_of([] { TieredMemory m(small_config(std::size_t{1} << 60, std::size_t{1} << 61)); }),
               HasSubstr("larger than this machine's memory"));
   EXPECT_THAT(message_of([] { TieredMemory m(small_config(4 << 20, 0)); }), HasSubstr("slow-tier capacity is zero"));
+  // Tiers too small for the heaps name the variable that sets them, not the heap's arena.
+  EXPECT_THAT(message_of([] { TieredMemory m(small_config(1, 4 << 20)); }),
+              HasSubstr("the fast-tier budget of 1 bytes is below the minimum of 1 MiB (set STRATA_FAST_BYTES"));
+  EXPECT_THAT(message_of([] { TieredMemory m(small_config(4 << 20, 1)); }),
+              HasSubstr("the slow-tier capacity of 1 bytes is below the minimum of 1 MiB (set STRATA_SLOW_BYTES"));
   TieredConfig c = small_config(1 << 20, 4 << 20);
   c.slow_dir = "/proc";
   EXPECT_THAT(message_of([&] { TieredMemory m(c); }), HasSubstr("/proc"));

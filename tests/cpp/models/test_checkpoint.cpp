@@ -125,7 +125,22 @@ TEST_F(CheckpointTest, OverwriteReplacesThePreviousFile) {
 
 TEST_F(CheckpointTest, MissingFileIsNamed) {
   const std::string p = file("nope.ckpt");
-  EXPECT_ERROR_HAS(load_checkpoint(p), "load_checkpoint('" + p + "'): cannot open the file");
+  EXPECT_ERROR_HAS(load_checkpoint(p), "load_checkpoint: cannot open '" + p + "' (no such file)");
+}
+
+TEST_F(CheckpointTest, DirectoryIsNamedAsADirectory) {
+  const std::string d = file("a_dir.ckpt");
+  std::filesystem::create_directory(d);
+  EXPECT_ERROR_HAS(load_checkpoint(d), "load_checkpoint: cannot open '" + d + "' (is a directory)");
+  EXPECT_ERROR_HAS(save_checkpoint(d, {{"a", ones({1})}}), "save_checkpoint('" + d + "'): is a directory");
+}
+
+TEST_F(CheckpointTest, NulInThePathIsEscapedAndRefused) {
+  const std::string p = file("a") + std::string(1, '\0') + "b.ckpt";
+  save_checkpoint(file("a"), {{"a", ones({1})}});  // the part before the NUL exists and must not be read
+  const std::string msg = ::strata::testing_util::error_of([&] { load_checkpoint(p); });
+  EXPECT_NE(msg.find("a\\x00b.ckpt' (the path contains a NUL byte)"), std::string::npos) << msg;
+  EXPECT_ERROR_HAS(save_checkpoint(p, {{"a", ones({1})}}), "the path contains a NUL byte");
 }
 
 TEST_F(CheckpointTest, ForeignFileIsRefused) {

@@ -229,8 +229,8 @@ TEST(ZooDLRM, BadInputIsNamed) {
   expect_error([&] { m.forward(rand({1, 5}), idx, off); }, "expected dense features [B, 4], got [1, 5]");
   expect_error([&] { m.forward(rand({1, 4})); }, "DLRM: forward takes (dense, indices per table, offsets per table)");
   EXPECT_EQ(parse_arch("4-3-2", "--arch-mlp-bot"), (std::vector<int64_t>{4, 3, 2}));
-  expect_error([] { parse_arch("4--2", "--arch-mlp-bot"); }, "--arch-mlp-bot: \"4--2\" is not a dash-separated list");
-  expect_error([] { parse_arch("4-x", "--arch-mlp-top"); }, "bad element \"x\"");
+  expect_error([] { parse_arch("4--2", "--arch-mlp-bot"); }, "--arch-mlp-bot: '4--2' is not a dash-separated list");
+  expect_error([] { parse_arch("4-x", "--arch-mlp-top"); }, "bad element 'x'");
   expect_error([] { parse_arch("", "--arch-embedding-size"); }, "--arch-embedding-size: empty list");
 }
 

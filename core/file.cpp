@@ -1,0 +1,94 @@
+#include "core/file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/error.h"
+#include "core/text.h"
+
+namespace strata {
+
+namespace {
+
+std::string reason_for(int err) {
+  switch (err) {
+    case ENOENT: return "no such file";
+    case EISDIR: return "is a directory";
+    case EACCES:
+    case EPERM: return "permission denied";
+    case ENOTDIR: return "a parent of it is not a directory";
+    default: return std::strerror(err);
+  }
+}
+
+/// Opens `path` read-only; returns the descriptor, or -1 with `why` set. A directory is refused.
+int open_readable(const std::string& path, int extra_flags, std::string& why) {
+  if (path.find('\0') != std::string::npos) {
+    why = "the path contains a NUL byte";
+    return -1;
+  }
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | extra_flags);
+  if (fd < 0) {
+    why = reason_for(errno);
+    return -1;
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    why = reason_for(EISDIR);
+    return -1;
+  }
+  return fd;
+}
+
+[[noreturn]] void throw_unreadable(const std::string& path, std::string_view what, const std::string& why) {
+  throw Error(detail::format_message(what, ": cannot open ", quote_path(path), " (", why, ")"));
+}
+
+}  // namespace
+
+std::string file_unreadable_reason(const std::string& path) {
+  std::string why;
+  const int fd = open_readable(path, O_NONBLOCK, why);
+  if (fd >= 0) ::close(fd);
+  return why;
+}
+
+void check_readable_file(const std::string& path, std::string_view what) {
+  const std::string why = file_unreadable_reason(path);
+  if (!why.empty()) throw_unreadable(path, what, why);
+}
+
+std::FILE* open_file_for_reading(const std::string& path, std::string_view what) {
+  std::string why;
+  const int fd = open_readable(path, 0, why);
+  if (fd < 0) throw_unreadable(path, what, why);
+  std::FILE* f = ::fdopen(fd, "rb");
+  if (f == nullptr) {
+    const int err = errno;
+    ::close(fd);
+    throw_unreadable(path, what, reason_for(err));
+  }
+  return f;
+}
+
+std::string read_file(const std::string& path, std::string_view what) {
+  std::FILE* f = open_file_for_reading(path, what);
+  std::string out;
+  struct stat st {};
+  if (::fstat(::fileno(f), &st) == 0 && S_ISREG(st.st_mode)) out.reserve(static_cast<std::size_t>(st.st_size));
+  char buf[1 << 16];
+  std::size_t got;
+  while ((got = std::fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, got);
+  const bool failed = std::ferror(f) != 0;
+  const int err = errno;
+  std::fclose(f);
+  if (failed) throw Error(detail::format_message(what, ": reading ", quote_path(path), " failed (", reason_for(err), ")"));
+  return out;
+}
+
+}  // namespace strata

@@ -1,0 +1,35 @@
+#pragma once
+/// @file
+/// Opening user-named files for reading, with errors that say why not.
+///
+/// Note [Opening files named by the user]
+/// Every file a user names (data files, checkpoints, trace files, flags' paths) is opened through
+/// these functions, so a failure reads the same everywhere: `<what>: cannot open '<path>' (<why>)`,
+/// where <why> tells "no such file" from "is a directory" from "permission denied" (fopen of a
+/// directory succeeds on Linux and only the first read fails, which readers used to report as an
+/// empty or corrupt file). A path holding a NUL byte is refused: the C library would open the
+/// part before it. The path is quoted (Note [Quoting user data in messages]).
+
+#include <cstdio>
+#include <string>
+#include <string_view>
+
+namespace strata {
+
+/// Why `path` cannot be opened for reading as a file: "" when it can, else "no such file", "is a
+/// directory", "permission denied", "the path contains a NUL byte", or the system's reason.
+/// Does not block on FIFOs.
+std::string file_unreadable_reason(const std::string& path);
+
+/// Throws strata::Error `<what>: cannot open '<path>' (<reason>)` unless `path` can be read.
+void check_readable_file(const std::string& path, std::string_view what);
+
+/// Opens `path` for binary reading; throws like check_readable_file when it cannot. The caller
+/// closes the stream.
+std::FILE* open_file_for_reading(const std::string& path, std::string_view what);
+
+/// The whole content of `path`; throws like check_readable_file, or `<what>: reading '<path>'
+/// failed (<reason>)`.
+std::string read_file(const std::string& path, std::string_view what);
+
+}  // namespace strata

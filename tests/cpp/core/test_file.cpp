@@ -1,0 +1,87 @@
+// Opening user-named files: "no such file", "is a directory", "permission denied" and NUL bytes are
+// told apart (Note [Opening files named by the user]).
+
+#include "core/file.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "core/error.h"
+#include "test_util.h"
+
+namespace {
+
+using namespace strata;
+using ::testing::HasSubstr;
+
+class FileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("strata_file_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::permissions(dir_ / "secret", std::filesystem::perms::owner_all, ec);
+    std::filesystem::remove_all(dir_, ec);
+  }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  std::filesystem::path dir_;
+};
+
+TEST_F(FileTest, ReadsARegularFile) {
+  std::ofstream(path("a.txt")) << "hello";
+  EXPECT_EQ(file_unreadable_reason(path("a.txt")), "");
+  EXPECT_NO_THROW(check_readable_file(path("a.txt"), "reader"));
+  EXPECT_EQ(read_file(path("a.txt"), "reader"), "hello");
+  std::FILE* f = open_file_for_reading(path("a.txt"), "reader");
+  char c = 0;
+  EXPECT_EQ(std::fread(&c, 1, 1, f), 1u);
+  EXPECT_EQ(c, 'h');
+  std::fclose(f);
+}
+
+TEST_F(FileTest, MissingFileIsNoSuchFile) {
+  const std::string p = path("missing.bin");
+  EXPECT_EQ(ERROR_MESSAGE(open_file_for_reading(p, "reader")), "reader: cannot open '" + p + "' (no such file)");
+  EXPECT_EQ(ERROR_MESSAGE(read_file(p, "--flag")), "--flag: cannot open '" + p + "' (no such file)");
+  EXPECT_EQ(file_unreadable_reason(p), "no such file");
+}
+
+TEST_F(FileTest, DirectoryIsADirectory) {
+  const std::string p = dir_.string();
+  EXPECT_EQ(ERROR_MESSAGE(open_file_for_reading(p, "reader")), "reader: cannot open '" + p + "' (is a directory)");
+  EXPECT_EQ(ERROR_MESSAGE(read_file(p, "reader")), "reader: cannot open '" + p + "' (is a directory)");
+  EXPECT_EQ(ERROR_MESSAGE(check_readable_file(p, "reader")), "reader: cannot open '" + p + "' (is a directory)");
+}
+
+TEST_F(FileTest, UnreadableFileIsPermissionDenied) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root reads every file";
+  const std::string p = path("secret");
+  std::ofstream(p) << "x";
+  ::chmod(p.c_str(), 0);
+  EXPECT_EQ(ERROR_MESSAGE(open_file_for_reading(p, "reader")), "reader: cannot open '" + p + "' (permission denied)");
+}
+
+TEST_F(FileTest, ParentThatIsAFileIsNamed) {
+  std::ofstream(path("plain")) << "x";
+  EXPECT_THAT(ERROR_MESSAGE(read_file(path("plain") + "/child", "reader")), HasSubstr("a parent of it is not a directory"));
+}
+
+TEST_F(FileTest, NulInThePathIsRefusedNotTruncated) {
+  std::ofstream(path("a")) << "the file before the NUL";
+  const std::string p = path("a") + std::string(1, '\0') + "b";
+  const std::string msg = ERROR_MESSAGE(read_file(p, "reader"));
+  EXPECT_EQ(msg, "reader: cannot open '" + path("a") + "\\x00b' (the path contains a NUL byte)");
+}
+
+}  // namespace
