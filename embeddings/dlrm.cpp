@@ -176,12 +176,10 @@ memory::SlowTierModel resolve_model(const SlowTierModelSpec& spec) {
       return memory::SlowTierModel::custom(spec.read_gbps, spec.write_gbps, spec.latency_ns);
     case SlowTierModelSpec::Mode::Default: break;
   }
-  double dram = 0;
-  if (const char* v = std::getenv("STRATA_DRAM_GBPS")) dram = std::strtod(v, nullptr);
-  if (!(dram > 0) || !std::isfinite(dram)) dram = memory::measure_dram_copy_gbps();
-  double gather = 0;
-  if (const char* v = std::getenv("STRATA_DRAM_GATHER_GBPS")) gather = std::strtod(v, nullptr);
-  if (!(gather > 0) || !std::isfinite(gather)) gather = memory::measure_dram_gather_gbps(256);
+  double dram = memory::positive_env("STRATA_DRAM_GBPS");
+  if (dram == 0) dram = memory::measure_dram_copy_gbps();
+  double gather = memory::positive_env("STRATA_DRAM_GATHER_GBPS");
+  if (gather == 0) gather = memory::measure_dram_gather_gbps(256);
   return memory::SlowTierModel::defaults(dram, gather);
 }
 

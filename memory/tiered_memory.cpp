@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/text.h"
 #include "memory/copy_engine.h"
 #include "memory/dram_allocator.h"
 
@@ -81,6 +82,16 @@ class ObjectAllocation final : public Allocation {
 
 }  // namespace
 
+double positive_env(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr) return 0;
+  char* end = nullptr;
+  const double g = std::strtod(v, &end);
+  STRATA_CHECK(end != v && *end == '\0' && g > 0 && std::isfinite(g), name, ": expected a positive number, got ",
+               quote_field(v));
+  return g;
+}
+
 std::size_t parse_bytes(std::string_view text, const char* what) {
   std::size_t i = 0;
   while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
@@ -106,10 +117,9 @@ std::size_t parse_bytes(std::string_view text, const char* what) {
     if (i < text.size() && (text[i] == 'B' || text[i] == 'b')) ++i;
   }
   while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
-  STRATA_CHECK(has_digits && i == text.size(), what, ": '", std::string(text),
-               "' is not a byte count (expected e.g. 1048576, 512M, 8G)");
-  STRATA_CHECK(!overflow && (shift == 0 || value <= (~0ull >> shift)), what, ": '", std::string(text),
-               "' is too large");
+  STRATA_CHECK(has_digits && i == text.size(), what, ": ", quote_field(text),
+               " is not a byte count (expected e.g. 1048576, 512M, 8G)");
+  STRATA_CHECK(!overflow && (shift == 0 || value <= (~0ull >> shift)), what, ": ", quote_field(text), " is too large");
   return static_cast<std::size_t>(value << shift);
 }
 
@@ -144,7 +154,7 @@ TieredConfig TieredConfig::from_env() {
     else if (b == "memkind") c.backend = PmBackend::Memkind;
     else if (b == "mmap") c.backend = PmBackend::Mmap;
     else if (b == "numa") c.backend = PmBackend::Numa;
-    else STRATA_CHECK(false, "STRATA_SLOW_BACKEND: unknown backend '", b, "' (expected auto, memkind, mmap or numa)");
+    else STRATA_CHECK(false, "STRATA_SLOW_BACKEND: unknown backend ", quote_field(b), " (expected auto, memkind, mmap or numa)");
   }
   if (const char* v = std::getenv("STRATA_SLOW_MODEL")) {
     const std::string m = v;
@@ -155,7 +165,7 @@ TieredConfig TieredConfig::from_env() {
       double r = 0, w = 0, l = 0;
       char tail = 0;
       STRATA_CHECK(std::sscanf(v, "read=%lf,write=%lf,latency=%lf%c", &r, &w, &l, &tail) == 3,
-                   "STRATA_SLOW_MODEL: expected auto, off, default or read=GB/s,write=GB/s,latency=ns, got '", m, "'");
+                   "STRATA_SLOW_MODEL: expected auto, off, default or read=GB/s,write=GB/s,latency=ns, got ", quote_field(m));
       c.model = ModelMode::Custom;
       c.model_read_gbps = r;
       c.model_write_gbps = w;
@@ -163,17 +173,12 @@ TieredConfig TieredConfig::from_env() {
       SlowTierModel::custom(r, w, l).validate();
     }
   }
-  if (const char* v = std::getenv("STRATA_DRAM_GBPS")) {
-    char* end = nullptr;
-    const double g = std::strtod(v, &end);
-    STRATA_CHECK(end != v && *end == '\0' && g > 0 && std::isfinite(g), "STRATA_DRAM_GBPS: expected a positive number, got '", v, "'");
-    c.dram_gbps = g;
-  }
+  c.dram_gbps = positive_env("STRATA_DRAM_GBPS");
   if (const char* v = std::getenv("STRATA_SLOW_NUMA_NODE")) {
     char* end = nullptr;
     const long n = std::strtol(v, &end, 10);
-    STRATA_CHECK(end != v && *end == '\0' && n >= 0 && n < 4096, "STRATA_SLOW_NUMA_NODE: expected a node number, got '",
-                 v, "'");
+    STRATA_CHECK(end != v && *end == '\0' && n >= 0 && n < 4096, "STRATA_SLOW_NUMA_NODE: expected a node number, got ",
+                 quote_field(v));
     c.numa_node = static_cast<int>(n);
   }
   return c;
@@ -191,7 +196,8 @@ void TieredConfig::validate() const {
   STRATA_CHECK(fast_bytes >= kMinTierBytes, "tiered memory: the fast-tier budget of ", fast_bytes,
                " bytes is below the minimum of 1 MiB (set STRATA_FAST_BYTES, e.g. 4G)");
   STRATA_CHECK(slow_bytes >= kMinTierBytes, "tiered memory: the slow-tier capacity of ", slow_bytes,
-               " bytes is below the minimum of 1 MiB (set STRATA_SLOW_BYTES, e.g. 64G)");
+               " bytes is below the minimum of 1 MiB (set STRATA_SLOW_BYTES, e.g. 64G, or point "
+               "STRATA_SLOW_DIR at a filesystem with free space)");
 }
 
 std::string TieredConfig::describe() const {

@@ -40,6 +40,10 @@ namespace strata::memory {
 /// optionally followed by "B" or "iB"). Throws strata::Error naming `what` on anything else.
 std::size_t parse_bytes(std::string_view text, const char* what);
 
+/// The environment variable `name` as a positive finite number, or 0 when it is unset. Throws
+/// strata::Error naming the variable and quoting the value for anything else.
+double positive_env(const char* name);
+
 struct TieredConfig {
   static constexpr std::size_t kDefaultFastInitial = std::size_t{64} << 20;  // when the budget is a default
   static constexpr std::size_t kDefaultSlowInitial = std::size_t{2} << 20;

@@ -178,6 +178,30 @@ TEST(TieredMemory, ConfigFromEnvironment) {
   for (const char* v : {"STRATA_FAST_BYTES", "STRATA_SLOW_BYTES", "STRATA_SLOW_DIR", "STRATA_SLOW_BACKEND"}) unsetenv(v);
 }
 
+TEST(TieredMemory, NumbersFromTheEnvironmentAreStrictAndNameTheVariable) {
+  unsetenv("STRATA_TEST_GBPS");
+  EXPECT_EQ(positive_env("STRATA_TEST_GBPS"), 0.0);  // unset
+  setenv("STRATA_TEST_GBPS", "12.5", 1);
+  EXPECT_EQ(positive_env("STRATA_TEST_GBPS"), 12.5);
+  for (const char* bad : {"fast", "12.5GB", "-3", "0", "inf", ""}) {
+    setenv("STRATA_TEST_GBPS", bad, 1);
+    EXPECT_THAT(message_of([] { positive_env("STRATA_TEST_GBPS"); }),
+                AllOf(HasSubstr("STRATA_TEST_GBPS: expected a positive number, got '"), HasSubstr(bad)))
+        << bad;
+  }
+  unsetenv("STRATA_TEST_GBPS");
+  // The defaults: heaps that grow from a small first segment (Note [Heaps grow on demand]).
+  const TieredConfig d = TieredConfig::from_env();
+  EXPECT_EQ(d.fast_initial, TieredConfig::kDefaultFastInitial);
+  EXPECT_EQ(d.slow_initial, TieredConfig::kDefaultSlowInitial);
+  setenv("STRATA_FAST_BYTES", "64M", 1);
+  EXPECT_EQ(TieredConfig::from_env().fast_initial, 0u);  // an explicit budget is mapped at once
+  unsetenv("STRATA_FAST_BYTES");
+  TieredMemory mem(d);
+  EXPECT_EQ(mem.manager().fast().mapped(), TieredConfig::kDefaultFastInitial);
+  EXPECT_EQ(mem.manager().slow().mapped(), TieredConfig::kDefaultSlowInitial);
+}
+
 TEST(TieredMemory, SlowTierModelChargesMigrationsAndDirectAccess) {
   TieredConfig c = small_config(1 << 20, 64 << 20);
   c.model = TieredConfig::ModelMode::Custom;
