@@ -279,6 +279,140 @@ Tensor embedding_bag(const Tensor& weight, const Tensor& indices, const Tensor& 
   return out;
 }
 
+namespace {
+
+// The interaction's sizes: nf features of [batch, d]; `offset` 1 with self-interaction; the output
+// row holds the dense features (d) and then the pairs.
+struct InteractionShape {
+  int64_t nf, batch, d, offset, pairs, width;
+};
+
+// The forward over every sample: out[b] = [x_0, the dots of each feature with the earlier ones].
+template <typename T>
+void interaction_forward(const std::vector<const T*>& fp, T* op_out, const InteractionShape& s) {
+  const int64_t nf = s.nf, batch = s.batch, d = s.d, offset = s.offset, pairs = s.pairs, width = s.width;
+  const int64_t work = std::max<int64_t>(1, (pairs + 1) * d);
+  // Per sample the features are transposed into ft[k][j] = f_j[k] (j padded to a multiple of
+  // 8), so feature i's dots with all earlier features accumulate as vectors over j, in k order:
+  // no horizontal sums (a dot of 16 elements is otherwise a chain of dependent adds).
+  const int64_t nfp = (nf + 7) / 8 * 8;
+  parallel_for(batch, std::max<int64_t>(1, 16384 / work), [&](int64_t begin, int64_t end) {
+    std::vector<T> ft_buf(static_cast<std::size_t>(d * nfp), T(0)), acc_buf(static_cast<std::size_t>(nfp));
+    T* __restrict ft = ft_buf.data();
+    T* __restrict acc = acc_buf.data();
+    for (int64_t b = begin; b < end; ++b) {
+      T* __restrict o = op_out + b * width;
+      const T* __restrict x = fp[0] + b * d;
+      for (int64_t k = 0; k < d; ++k) o[k] = x[k];
+      for (int64_t j = 0; j < nf; ++j) {
+        const T* __restrict fj = fp[j] + b * d;
+        for (int64_t k = 0; k < d; ++k) ft[k * nfp + j] = fj[k];
+      }
+      T* z = o + d;
+      for (int64_t i = 0; i < nf; ++i) {
+        const int64_t m = i + offset;
+        if (m == 0) continue;
+        const T* __restrict fi = fp[i] + b * d;
+        // Eight dots at a time, their accumulators kept in registers across k.
+        for (int64_t jb = 0; jb < m; jb += 8) {
+          T v[8] = {};
+          for (int64_t k = 0; k < d; ++k) {
+            const T a = fi[k];
+            const T* __restrict row = ft + k * nfp + jb;
+            for (int l = 0; l < 8; ++l) v[l] += a * row[l];
+          }
+          for (int l = 0; l < 8; ++l) acc[jb + l] = v[l];
+        }
+        for (int64_t j = 0; j < m; ++j) *z++ = acc[j];
+      }
+    }
+  });
+}
+
+// Note [Interaction gradient and inf]
+// PyTorch (and the DLRM reference) computes Z = T Tᵀ with bmm, so the gradient of T is
+// dZ·T + dZᵀ·T with dZ lower triangular: each sum runs over every feature, and for a pair i != j
+// one of the two coefficients is 0 (on the diagonal, both are 0 without self-interaction and both
+// non-zero with it). A NaN or ±inf at column k of feature j therefore makes column k of every
+// other feature's gradient NaN (0 · inf), and of feature j's own too unless self-interaction is
+// on; our one symmetric sum would give ±inf there. So the backward counts the non-finite
+// features per column (x - x is NaN exactly for NaN and ±inf) and adds NaN where one other than
+// the feature itself (or any, without self-interaction) is: O(nf · d) per sample beside the
+// O(nf² · d) sums.
+//
+// The backward over every sample: the gradient of each feature that needs one (gp[i] non-null),
+// from the output's gradient `gin`, with PyTorch's non-finite rule (Note [Interaction gradient and
+// inf]).
+template <typename T>
+void interaction_backward(const std::vector<const T*>& fp, const T* gin, const std::vector<T*>& gp,
+                          const InteractionShape& s) {
+  const int64_t nf = s.nf, batch = s.batch, d = s.d, offset = s.offset, width = s.width;
+  const int64_t work = std::max<int64_t>(1, nf * nf * d);
+  parallel_for(batch, std::max<int64_t>(1, 16384 / work), [&](int64_t begin, int64_t end) {
+    // Per chunk: the symmetric coefficients, the sample's features gathered into one
+    // contiguous [nf, d] block, and one gradient row; the inner loops run over d with
+    // unit stride and no aliasing, so they vectorize.
+    const int64_t d8 = (d + 7) / 8 * 8;  // rows padded with zeros to whole vectors
+    std::vector<T> sym_buf(static_cast<std::size_t>(nf * nf)), f_buf(static_cast<std::size_t>(nf * d8), T(0)),
+        acc_buf(static_cast<std::size_t>(d8), T(0)), bad_buf(static_cast<std::size_t>(d), T(0));
+    T* __restrict sym = sym_buf.data();
+    T* __restrict fs = f_buf.data();
+    T* __restrict acc = acc_buf.data();
+    T* __restrict bad = bad_buf.data();
+    for (int64_t b = begin; b < end; ++b) {
+      // Symmetric coefficients: d out / d f_i = Σ_j sym[i][j] f_j.
+      std::fill(sym, sym + nf * nf, T(0));
+      const T* gz = gin + b * width + d;
+      for (int64_t i = 0; i < nf; ++i)
+        for (int64_t j = 0; j < i + offset; ++j) {
+          const T c = *gz++;
+          sym[i * nf + j] += c;
+          sym[j * nf + i] += c;
+        }
+      // Note [Interaction gradient and inf]: bad[k] = how many features hold NaN or ±inf at k.
+      std::fill(bad, bad + d, T(0));
+      for (int64_t j = 0; j < nf; ++j) {
+        const T* __restrict src = fp[j] + b * d;
+        for (int64_t k = 0; k < d; ++k) {
+          const T v = src[k], z = v - v;
+          fs[j * d8 + k] = v;
+          bad[k] += z != z ? T(1) : T(0);
+        }
+      }
+      for (int64_t i = 0; i < nf; ++i) {
+        if (gp[i] == nullptr) continue;
+        if (i == 0) {
+          const T* __restrict gx = gin + b * width;
+          for (int64_t k = 0; k < d; ++k) acc[k] = gx[k];
+        } else {
+          for (int64_t k = 0; k < d; ++k) acc[k] = T(0);
+        }
+        // Eight elements at a time, their accumulators kept in registers across j.
+        for (int64_t kb = 0; kb < d8; kb += 8) {
+          T v[8];
+          for (int l = 0; l < 8; ++l) v[l] = acc[kb + l];
+          for (int64_t j = 0; j < nf; ++j) {
+            const T c = sym[i * nf + j];
+            const T* __restrict fj = fs + j * d8 + kb;
+            for (int l = 0; l < 8; ++l) v[l] += c * fj[l];
+          }
+          for (int l = 0; l < 8; ++l) acc[kb + l] = v[l];
+        }
+        T* __restrict dst = gp[i] + b * d;
+        const T* __restrict fi = fs + i * d8;
+        constexpr T kNaN = std::numeric_limits<T>::quiet_NaN();
+        for (int64_t k = 0; k < d; ++k) {
+          const T z = fi[k] - fi[k];
+          const T own = offset != 0 && z != z ? T(1) : T(0);
+          dst[k] = acc[k] + (bad[k] > own ? kNaN : T(0));
+        }
+      }
+    }
+  });
+}
+
+}  // namespace
+
 Tensor dot_interaction(const std::vector<Tensor>& features, bool self_interaction) {
   constexpr const char* op = "dot_interaction";
   check_backend(OpKind::dot_interaction);
@@ -298,6 +432,7 @@ Tensor dot_interaction(const std::vector<Tensor>& features, bool self_interactio
   const int64_t offset = self_interaction ? 1 : 0;
   const int64_t pairs = nf * (nf - 1 + 2 * offset) / 2;
   const int64_t width = d + pairs;
+  const InteractionShape shape{nf, batch, d, offset, pairs, width};
   std::vector<Tensor> fc;
   for (const Tensor& f : features) fc.push_back(f.contiguous());
   Tensor out = empty_output({batch, width}, features[0].dtype());
@@ -311,58 +446,13 @@ Tensor dot_interaction(const std::vector<Tensor>& features, bool self_interactio
       std::vector<const T*> fp;
       for (const Tensor& f : fc) fp.push_back(static_cast<const T*>(f.data_ptr()));
       T* op_out = static_cast<T*>(out.data_ptr());
-      const int64_t work = std::max<int64_t>(1, (pairs + 1) * d);
-      // Per sample the features are transposed into ft[k][j] = f_j[k] (j padded to a multiple of
-      // 8), so feature i's dots with all earlier features accumulate as vectors over j, in k order:
-      // no horizontal sums (a dot of 16 elements is otherwise a chain of dependent adds).
-      const int64_t nfp = (nf + 7) / 8 * 8;
-      parallel_for(batch, std::max<int64_t>(1, 16384 / work), [&](int64_t begin, int64_t end) {
-        std::vector<T> ft_buf(static_cast<std::size_t>(d * nfp), T(0)), acc_buf(static_cast<std::size_t>(nfp));
-        T* __restrict ft = ft_buf.data();
-        T* __restrict acc = acc_buf.data();
-        for (int64_t b = begin; b < end; ++b) {
-          T* __restrict o = op_out + b * width;
-          const T* __restrict x = fp[0] + b * d;
-          for (int64_t k = 0; k < d; ++k) o[k] = x[k];
-          for (int64_t j = 0; j < nf; ++j) {
-            const T* __restrict fj = fp[j] + b * d;
-            for (int64_t k = 0; k < d; ++k) ft[k * nfp + j] = fj[k];
-          }
-          T* z = o + d;
-          for (int64_t i = 0; i < nf; ++i) {
-            const int64_t m = i + offset;
-            if (m == 0) continue;
-            const T* __restrict fi = fp[i] + b * d;
-            // Eight dots at a time, their accumulators kept in registers across k.
-            for (int64_t jb = 0; jb < m; jb += 8) {
-              T v[8] = {};
-              for (int64_t k = 0; k < d; ++k) {
-                const T a = fi[k];
-                const T* __restrict row = ft + k * nfp + jb;
-                for (int l = 0; l < 8; ++l) v[l] += a * row[l];
-              }
-              for (int l = 0; l < 8; ++l) acc[jb + l] = v[l];
-            }
-            for (int64_t j = 0; j < m; ++j) *z++ = acc[j];
-          }
-        }
-      });
+      interaction_forward<T>(fp, op_out, shape);
     });
   }
-  // Note [Interaction gradient and inf]
-  // PyTorch (and the DLRM reference) computes Z = T Tᵀ with bmm, so the gradient of T is
-  // dZ·T + dZᵀ·T with dZ lower triangular: each sum runs over every feature, and for a pair i != j
-  // one of the two coefficients is 0 (on the diagonal, both are 0 without self-interaction and both
-  // non-zero with it). A NaN or ±inf at column k of feature j therefore makes column k of every
-  // other feature's gradient NaN (0 · inf), and of feature j's own too unless self-interaction is
-  // on; our one symmetric sum would give ±inf there. So the backward counts the non-finite
-  // features per column (x - x is NaN exactly for NaN and ±inf) and adds NaN where one other than
-  // the feature itself (or any, without self-interaction) is: O(nf · d) per sample beside the
-  // O(nf² · d) sums.
   if (autograd::needs_grad(features)) {
     auto node = autograd::make_node(
         "DotInteractionBackward", features,
-        [nf, batch, d, offset, width](autograd::Node& nd, const TensorList& grads) -> TensorList {
+        [nf, batch, d, shape](autograd::Node& nd, const TensorList& grads) -> TensorList {
           const Tensor g = grads[0].contiguous();
           std::vector<Tensor> f;
           for (int64_t k = 0; k < nf; ++k) f.push_back(nd.saved(static_cast<std::size_t>(k)).contiguous());
@@ -382,68 +472,7 @@ Tensor dot_interaction(const std::vector<Tensor>& features, bool self_interactio
             for (const Tensor& t : f) fp.push_back(static_cast<const T*>(t.data_ptr()));
             for (const Tensor& t : gf) gp.push_back(t.defined() ? static_cast<T*>(t.data_ptr()) : nullptr);
             const T* gin = static_cast<const T*>(g.data_ptr());
-            const int64_t work = std::max<int64_t>(1, nf * nf * d);
-            parallel_for(batch, std::max<int64_t>(1, 16384 / work), [&](int64_t begin, int64_t end) {
-              // Per chunk: the symmetric coefficients, the sample's features gathered into one
-              // contiguous [nf, d] block, and one gradient row; the inner loops run over d with
-              // unit stride and no aliasing, so they vectorize.
-              const int64_t d8 = (d + 7) / 8 * 8;  // rows padded with zeros to whole vectors
-              std::vector<T> sym_buf(static_cast<std::size_t>(nf * nf)), f_buf(static_cast<std::size_t>(nf * d8), T(0)),
-                  acc_buf(static_cast<std::size_t>(d8), T(0)), bad_buf(static_cast<std::size_t>(d), T(0));
-              T* __restrict sym = sym_buf.data();
-              T* __restrict fs = f_buf.data();
-              T* __restrict acc = acc_buf.data();
-              T* __restrict bad = bad_buf.data();
-              for (int64_t b = begin; b < end; ++b) {
-                // Symmetric coefficients: d out / d f_i = Σ_j sym[i][j] f_j.
-                std::fill(sym, sym + nf * nf, T(0));
-                const T* gz = gin + b * width + d;
-                for (int64_t i = 0; i < nf; ++i)
-                  for (int64_t j = 0; j < i + offset; ++j) {
-                    const T c = *gz++;
-                    sym[i * nf + j] += c;
-                    sym[j * nf + i] += c;
-                  }
-                // Note [Interaction gradient and inf]: bad[k] = how many features hold NaN or ±inf at k.
-                std::fill(bad, bad + d, T(0));
-                for (int64_t j = 0; j < nf; ++j) {
-                  const T* __restrict src = fp[j] + b * d;
-                  for (int64_t k = 0; k < d; ++k) {
-                    const T v = src[k], z = v - v;
-                    fs[j * d8 + k] = v;
-                    bad[k] += z != z ? T(1) : T(0);
-                  }
-                }
-                for (int64_t i = 0; i < nf; ++i) {
-                  if (gp[i] == nullptr) continue;
-                  if (i == 0) {
-                    const T* __restrict gx = gin + b * width;
-                    for (int64_t k = 0; k < d; ++k) acc[k] = gx[k];
-                  } else {
-                    for (int64_t k = 0; k < d; ++k) acc[k] = T(0);
-                  }
-                  // Eight elements at a time, their accumulators kept in registers across j.
-                  for (int64_t kb = 0; kb < d8; kb += 8) {
-                    T v[8];
-                    for (int l = 0; l < 8; ++l) v[l] = acc[kb + l];
-                    for (int64_t j = 0; j < nf; ++j) {
-                      const T c = sym[i * nf + j];
-                      const T* __restrict fj = fs + j * d8 + kb;
-                      for (int l = 0; l < 8; ++l) v[l] += c * fj[l];
-                    }
-                    for (int l = 0; l < 8; ++l) acc[kb + l] = v[l];
-                  }
-                  T* __restrict dst = gp[i] + b * d;
-                  const T* __restrict fi = fs + i * d8;
-                  constexpr T kNaN = std::numeric_limits<T>::quiet_NaN();
-                  for (int64_t k = 0; k < d; ++k) {
-                    const T z = fi[k] - fi[k];
-                    const T own = offset != 0 && z != z ? T(1) : T(0);
-                    dst[k] = acc[k] + (bad[k] > own ? kNaN : T(0));
-                  }
-                }
-              }
-            });
+            interaction_backward<T>(fp, gin, gp, shape);
           });
           return gf;
         });
