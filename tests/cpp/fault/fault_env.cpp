@@ -1,5 +1,7 @@
 #include "fault_env.h"
 
+#include <gmock/gmock.h>
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mount.h>
@@ -194,6 +196,14 @@ ChildResult wait_child(int pid) {
 
 ChildResult run_child(const std::string& name, const ChildOptions& options) {
   return wait_child(start_child(name, options));
+}
+
+void expect_runs_in_three_gib(const std::string& name, ChildOptions options, const std::string& expected) {
+  if (sanitized_build()) GTEST_SKIP() << "sanitizer shadow memory needs terabytes of address space";
+  options.address_space_limit = 3L << 30;
+  const ChildResult r = run_child(name, options);
+  EXPECT_TRUE(r.exited && r.exit_code == 0) << r.describe();
+  EXPECT_THAT(r.output, ::testing::HasSubstr(expected));
 }
 
 }  // namespace strata::fault

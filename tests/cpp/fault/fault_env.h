@@ -85,6 +85,11 @@ int start_child(const std::string& name, const ChildOptions& options = {});
 ChildResult wait_child(int pid);
 ChildResult run_child(const std::string& name, const ChildOptions& options = {});
 
+/// A test's whole body for a job that must run in a small address space (issue 24): runs scenario
+/// `name` in a child limited to 3 GiB of address space and expects it to exit 0 having printed
+/// `expected`. Skips under sanitizers, whose shadow memory needs terabytes of address space.
+void expect_runs_in_three_gib(const std::string& name, ChildOptions options, const std::string& expected);
+
 /// Exit status of a child whose scenario threw strata::Error.
 inline constexpr int kErrorExit = 3;
 

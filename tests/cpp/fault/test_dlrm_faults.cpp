@@ -78,12 +78,9 @@ TEST(DlrmFaults, TwoJobsSharingASlowDirEndCleanly) {
 // Issue 24: a --preset tiny run mapped half the RAM and a 50 GB slow-tier file, so it failed under
 // `ulimit -v` below ~62 GB. Its heaps now grow from what the job uses.
 TEST(DlrmFaults, ATinyJobRunsUnderAThreeGiBAddressSpaceLimit) {
-  if (sanitized_build()) GTEST_SKIP() << "sanitizer shadow memory needs terabytes of address space";
-  ChildOptions o = with_args({"--preset", "tiny", "--num-batches", "20", "--slow-dir", ::testing::TempDir()});
-  o.address_space_limit = 3L << 30;
-  const ChildResult r = run_child("dlrm-train", o);
-  EXPECT_TRUE(r.exited && r.exit_code == 0) << r.describe();
-  EXPECT_THAT(r.output, HasSubstr("loss "));
+  expect_runs_in_three_gib("dlrm-train",
+                           with_args({"--preset", "tiny", "--num-batches", "20", "--slow-dir", ::testing::TempDir()}),
+                           "loss ");
 }
 
 }  // namespace

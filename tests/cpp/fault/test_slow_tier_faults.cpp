@@ -211,12 +211,7 @@ const bool kDefaults = register_scenario("defaults", [](const std::vector<std::s
 });
 
 TEST(SlowTierFaults, DefaultsRunUnderAThreeGiBAddressSpaceLimit) {
-  if (sanitized_build()) GTEST_SKIP() << "sanitizer shadow memory needs terabytes of address space";
-  ChildOptions limited;
-  limited.address_space_limit = 3L << 30;
-  const ChildResult r = run_child("defaults", limited);
-  EXPECT_TRUE(r.exited && r.exit_code == 0) << r.describe();
-  EXPECT_THAT(r.output, HasSubstr("sum 67108864.0"));
+  expect_runs_in_three_gib("defaults", {}, "sum 67108864.0");
 }
 
 }  // namespace
