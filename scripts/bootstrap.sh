@@ -12,7 +12,7 @@ SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 
 # ---- Debian packages -----------------------------------------------------------------------------
-APT_PACKAGES=(g++ pkg-config ccache libtbb-dev libeigen3-dev libmemkind-dev libnuma-dev libglpk-dev)
+APT_PACKAGES=(g++ pkg-config ccache libtbb-dev libeigen3-dev libmemkind-dev libnuma-dev libglpk-dev zlib1g-dev)
 if [ "$RUN_ONLY" = 0 ]; then APT_PACKAGES+=(libgtest-dev libgmock-dev); fi
 missing_apt=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -32,7 +32,7 @@ fi
 PIP_REQUIREMENTS=(
   "onednn==2026.1.0" "onednn-devel==2026.1.0" "torch==2.13.0"
   "numpy>=1.24" "pytest>=7" "pybind11>=2.12" "scikit-build-core>=0.10" "cmake>=3.24" "ninja"
-  "matplotlib>=3.7"
+  "matplotlib>=3.7" "scikit-learn>=1.6"
 )
 if [ "$RUN_ONLY" = 1 ]; then
   PIP_REQUIREMENTS=("onednn==2026.1.0" "onednn-devel==2026.1.0" "cmake>=3.24" "ninja")

@@ -91,6 +91,12 @@ void init_checkpoint(py::module_& m);  // checkpoint_bindings.cpp
 void init_zoo(py::module_& m);  // zoo_bindings.cpp: strata._C.models (after init_nn)
 void init_ops(py::module_& m);
 void init_dlrm(py::module_& m);  // dlrm_bindings.cpp: strata._C.dlrm
+void init_metrics(py::module_& m);  // metrics_bindings.cpp: strata._C.metrics
+}  // namespace strata::python
+namespace strata::metrics { struct BinaryMetrics; }
+namespace strata::python {
+/// {'loss', 'log_loss', 'accuracy', 'auc', 'samples'} (metrics_bindings.cpp).
+py::dict metrics_dict(const metrics::BinaryMetrics& r);
 
 // ---- ops and differentiable views (ops_bindings.cpp) ----------------------------------------------
 /// `obj` as a Tensor, or TypeError "op(): argument 'name' must be Tensor, not <type>".

@@ -74,4 +74,5 @@ PYBIND11_MODULE(_C, m) {
   init_remat(m);
   init_sim(m);
   init_dlrm(m);
+  init_metrics(m);
 }

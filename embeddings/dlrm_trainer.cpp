@@ -1,0 +1,270 @@
+#include "embeddings/dlrm_trainer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <optional>
+#include <string>
+
+#include "core/error.h"
+
+namespace strata::emb {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+std::string wall_clock() {
+  const std::time_t t = std::time(nullptr);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%H:%M", std::localtime(&t));
+  return buf;
+}
+
+// The metadata keys of a run's position (Note [DLRM training run]).
+constexpr const char* kEpoch = "epoch";
+constexpr const char* kIter = "iter";
+constexpr const char* kBestAcc = "best_acc_test";
+constexpr const char* kBestAuc = "best_auc_test";
+constexpr const char* kTotalLoss = "total_loss";
+constexpr const char* kTotalSamp = "total_samp";
+constexpr const char* kTotalIter = "total_iter";
+
+const std::string* find_key(const CheckpointMetadata& meta, const char* key) {
+  for (const auto& [k, v] : meta)
+    if (k == key) return &v;
+  return nullptr;
+}
+
+template <typename T>
+T number_or(const CheckpointMetadata& meta, const char* key, T fallback, const std::string& path) {
+  const std::string* v = find_key(meta, key);
+  if (v == nullptr) return fallback;
+  try {
+    std::size_t used = 0;
+    T x;
+    if constexpr (std::is_integral_v<T>) x = static_cast<T>(std::stoll(*v, &used));
+    else x = static_cast<T>(std::stod(*v, &used));
+    if (used == v->size()) return x;
+  } catch (const std::exception&) {
+  }
+  STRATA_CHECK(false, "--load-model: ", path, ": metadata '", key, "' is '", *v, "', not a number");
+  return fallback;
+}
+
+std::string exact(double x) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", x);
+  return buf;
+}
+
+}  // namespace
+
+metrics::BinaryMetrics evaluate_source(TieredDLRM& model, IndexSource& source, int64_t max_batches) {
+  metrics::BinaryMetricsAccumulator acc;
+  source.reset();
+  Batch b;
+  std::vector<Bags> bags(static_cast<std::size_t>(model.num_tables()));
+  std::vector<float> scores;
+  for (int64_t i = 0; max_batches <= 0 || i < max_batches; ++i) {
+    if (!source.next(b)) break;
+    for (std::size_t t = 0; t < bags.size(); ++t) bags[t] = b.bags(static_cast<int64_t>(t));
+    const float loss = model.score(b.dense, bags, b.targets, scores);
+    acc.add(scores, b.targets, loss);
+  }
+  return acc.compute();
+}
+
+bool has_test_split(const DLRMConfig& c) {
+  return c.data_generation == DataGeneration::Dataset;
+}
+
+std::unique_ptr<IndexSource> make_test_index_source(const DLRMConfig& config) {
+  DLRMConfig c = config;
+  if (c.test_mini_batch_size > 0) c.mini_batch_size = c.test_mini_batch_size;
+  return make_index_source(c);
+}
+
+DLRMTrainer::DLRMTrainer(TieredDLRM& model, const DLRMConfig& config, IndexSource& train, IndexSource* test,
+                         std::FILE* out)
+    : model_(model),
+      config_(config),
+      train_(train),
+      test_(test),
+      out_(out),
+      nb_(train.num_batches()),
+      test_each_epoch_(test != nullptr && has_test_split(config)),
+      bags_(static_cast<std::size_t>(model.num_tables())) {}
+
+void DLRMTrainer::load(const std::string& path) {
+  const CheckpointMetadata meta = model_.load(path);
+  best_acc_ = number_or<double>(meta, kBestAcc, 0.0, path);
+  best_auc_ = number_or<double>(meta, kBestAuc, 0.0, path);
+  start_epoch_ = number_or<int64_t>(meta, kEpoch, 0, path);
+  start_iter_ = number_or<int64_t>(meta, kIter, 0, path);
+  total_loss_ = number_or<double>(meta, kTotalLoss, 0.0, path);
+  total_samp_ = number_or<int64_t>(meta, kTotalSamp, 0, path);
+  total_iter_ = number_or<int64_t>(meta, kTotalIter, 0, path);
+  if (start_iter_ >= nb_ && nb_ > 0) {  // saved at the end of an epoch: resume at the next one
+    ++start_epoch_;
+    start_iter_ = 0;
+  }
+  std::fprintf(out_, "Loaded model from %s (%lld optimizer steps); resuming at epoch %lld, batch %lld/%lld\n",
+               path.c_str(), static_cast<long long>(model_.steps()), static_cast<long long>(start_epoch_),
+               static_cast<long long>(start_iter_), static_cast<long long>(nb_));
+}
+
+CheckpointMetadata DLRMTrainer::position_metadata(int64_t epoch, int64_t iter) const {
+  return {{"nepochs", std::to_string(config_.nepochs)},
+          {"nbatches", std::to_string(nb_)},
+          {kEpoch, std::to_string(epoch)},
+          {kIter, std::to_string(iter)},
+          {kBestAcc, exact(best_acc_)},
+          {kBestAuc, exact(best_auc_)},
+          {kTotalLoss, exact(total_loss_)},
+          {kTotalSamp, std::to_string(total_samp_)},
+          {kTotalIter, std::to_string(total_iter_)}};
+}
+
+void DLRMTrainer::save(int64_t epoch, int64_t iter) {
+  model_.save(config_.save_model, position_metadata(epoch, iter));
+  saved_ = true;
+  std::fprintf(out_, "Saving model to %s\n", config_.save_model.c_str());
+  std::fflush(out_);
+}
+
+void DLRMTrainer::train() {
+  model_.reset_stats();
+  for (int64_t k = start_epoch_; k < config_.nepochs && !stopped_; ++k) {
+    if (k > 0) train_.reset();  // generators replay the epoch, as the reference's do
+    if (!train_epoch(k)) break;
+  }
+  if (!config_.save_model.empty() && !saved_) save(std::max(start_epoch_, config_.nepochs - 1), nb_);
+}
+
+void DLRMTrainer::skip_batches(int64_t k, int64_t n) {
+  for (int64_t j = 0; j < n; ++j)
+    STRATA_CHECK(train_.next(batch_), "--load-model: epoch ", k, " has only ", j, " batches, but the checkpoint was ",
+                 "saved after ", n);
+}
+
+std::optional<float> DLRMTrainer::train_batch(int64_t k, int64_t j) {
+  try {
+    if (!train_.next(batch_)) return std::nullopt;
+    for (std::size_t t = 0; t < bags_.size(); ++t) bags_[t] = batch_.bags(static_cast<int64_t>(t));
+    return model_.train_step(batch_.dense, bags_, batch_.targets);
+  } catch (const Error& e) {
+    // Indices are validated before any parameter changes, so the model is the state after batch j.
+    if (!config_.save_model.empty()) save(k, j);
+    STRATA_CHECK(false, "batch ", j + 1, " of epoch ", k, ": ", e.what());
+  }
+  return std::nullopt;
+}
+
+bool DLRMTrainer::should_test(int64_t j) const {
+  if (test_ == nullptr) return false;
+  const bool last = j + 1 == nb_;
+  if (config_.test_freq > 0) return (j + 1) % config_.test_freq == 0 || last;
+  return test_each_epoch_ && last;
+}
+
+bool DLRMTrainer::train_epoch(int64_t k) {
+  const int64_t first = k == start_epoch_ ? start_iter_ : 0;
+  skip_batches(k, first);
+  for (int64_t j = first; j < nb_; ++j) {
+    const auto t0 = Clock::now();
+    const std::optional<float> step_loss = train_batch(k, j);
+    if (!step_loss) break;  // the source ended early
+    const float loss = *step_loss;
+    const double dt = seconds_since(t0);
+    const int64_t b = batch_.batch;
+    stats_.step_ms.push_back(dt * 1e3);
+    stats_.seconds += dt;
+    stats_.samples += b;
+    ++stats_.iterations;
+    if (stats_.first_loss < 0) stats_.first_loss = loss;
+    stats_.last_loss = loss;
+    total_time_ += dt;
+    total_loss_ += static_cast<double>(loss) * static_cast<double>(b);
+    total_samp_ += b;
+    ++total_iter_;
+    const bool testing = should_test(j);
+    if ((j + 1) % config_.print_freq == 0 || j + 1 == nb_ || testing) print_progress(k, j);
+    if (!testing) continue;
+    const DLRMTestRecord& r = test(k, j + 1);
+    if (r.improved && !config_.save_model.empty()) save(k, j + 1);
+    if (threshold_reached()) {
+      stopped_ = true;
+      return false;
+    }
+  }
+  return true;
+}
+
+void DLRMTrainer::print_progress(int64_t k, int64_t j) {
+  const double ms = config_.print_time && total_iter_ > 0 ? 1000.0 * total_time_ / static_cast<double>(total_iter_) : -1.0;
+  const double loss = total_samp_ > 0 ? total_loss_ / static_cast<double>(total_samp_) : 0.0;
+  std::fprintf(out_, "Finished training it %lld/%lld of epoch %lld, %.2f ms/it, loss %.6f%s\n",
+               static_cast<long long>(j + 1), static_cast<long long>(nb_), static_cast<long long>(k), ms, loss,
+               config_.print_wall_time ? (" (" + wall_clock() + ")").c_str() : "");
+  if (config_.enable_profiling) {  // the phases since the previous progress line
+    const DLRMPhaseTimes& p = model_.times();
+    const DLRMPhaseTimes& q = phases_at_last_line_;
+    const double n = static_cast<double>(std::max<int64_t>(1, p.steps - q.steps));
+    std::fprintf(out_, "  phases (ms/it): bottom MLP %.3f, lookup %.3f, interaction %.3f, top MLP %.3f, "
+                       "backward %.3f, update %.3f\n",
+                 1e3 * (p.bottom_mlp - q.bottom_mlp) / n, 1e3 * (p.lookup - q.lookup) / n,
+                 1e3 * (p.interaction - q.interaction) / n, 1e3 * (p.top_mlp - q.top_mlp) / n,
+                 1e3 * (p.backward - q.backward) / n, 1e3 * (p.update - q.update) / n);
+    phases_at_last_line_ = p;
+  }
+  std::fflush(out_);
+  history_.train_iter.push_back(static_cast<double>(k * nb_ + j + 1));
+  history_.train_loss.push_back(loss);
+  total_time_ = 0;
+  total_loss_ = 0;
+  total_iter_ = 0;
+  total_samp_ = 0;
+}
+
+const DLRMTestRecord& DLRMTrainer::test(int64_t epoch, int64_t iter) {
+  STRATA_CHECK(test_ != nullptr, "no test data for this run");
+  const auto t0 = Clock::now();
+  const metrics::BinaryMetrics m = evaluate_source(model_, *test_, std::max<int64_t>(0, config_.num_batches));
+  DLRMTestRecord r{epoch, iter, epoch * nb_ + iter, m, seconds_since(t0), false};
+  r.improved = config_.mlperf_logging ? r.metrics.auc > best_auc_ : r.metrics.accuracy > best_acc_;
+  best_acc_ = std::max(best_acc_, r.metrics.accuracy);
+  if (!std::isnan(r.metrics.auc)) best_auc_ = std::max(best_auc_, r.metrics.auc);
+  if (config_.inference_only)
+    std::fprintf(out_, "Testing for inference only: ");
+  else
+    std::fprintf(out_, "Testing at - %lld/%lld of epoch %lld, ", static_cast<long long>(iter),
+                 static_cast<long long>(nb_), static_cast<long long>(epoch));
+  if (config_.mlperf_logging)
+    std::fprintf(out_, "loss %.6f, auc %.4f, best auc %.4f, accuracy %3.3f %%, best accuracy %3.3f %%\n",
+                 r.metrics.loss, r.metrics.auc, best_auc_, 100 * r.metrics.accuracy, 100 * best_acc_);
+  else
+    std::fprintf(out_, "loss %.6f, accuracy %3.3f %%, best %3.3f %%\n", r.metrics.loss, 100 * r.metrics.accuracy,
+                 100 * best_acc_);
+  std::fflush(out_);
+  history_.tests.push_back(r);
+  return history_.tests.back();
+}
+
+bool DLRMTrainer::threshold_reached() const {
+  if (!config_.mlperf_logging) return false;
+  if (config_.mlperf_acc_threshold > 0 && best_acc_ > config_.mlperf_acc_threshold) {
+    std::fprintf(out_, "MLPerf testing accuracy threshold %g reached, stop training\n", config_.mlperf_acc_threshold);
+    return true;
+  }
+  if (config_.mlperf_auc_threshold > 0 && best_auc_ > config_.mlperf_auc_threshold) {
+    std::fprintf(out_, "MLPerf testing auc threshold %g reached, stop training\n", config_.mlperf_auc_threshold);
+    return true;
+  }
+  return false;
+}
+
+}  // namespace strata::emb

@@ -1,0 +1,140 @@
+#pragma once
+/// @file
+/// The training run of `strata-dlrm` (and `strata.dlrm.train`): the reference script's loop over
+/// epochs and batches with its progress and test lines, test passes with accuracy, AUC and log loss
+/// (models/metrics.h), checkpoints saved when the test result improves, and resumption from one.
+///
+/// Note [DLRM training run]
+/// As `dlrm_s_pytorch.py`'s run():
+/// - Each iteration j of epoch k trains one batch; every --print-freq iterations (and at the end of
+///   the epoch) it prints `Finished training it {j+1}/{nb} of epoch {k}, {ms} ms/it, loss {mean}`,
+///   the mean over the samples since the last line.
+/// - A test pass runs every --test-freq iterations and at the end of the epoch when --test-freq > 0,
+///   and — Strata's addition — at the end of every epoch when the data has a real test split
+///   (dataset, click). It scores the whole test split (capped at --num-batches batches, as the
+///   reference) with no gradient and prints `Testing at - {j+1}/{nb} of epoch {k}, loss …,
+///   accuracy … %, best … %` (with --mlperf-logging: `auc …, best auc …, accuracy … %, best
+///   accuracy … %`). The test pass is not counted in the step times.
+/// - "Best" is test accuracy, or AUC with --mlperf-logging. When it improves and --save-model is
+///   set, the model is saved with the position (epoch k, iter j+1), the bests and the loss
+///   accumulators; a run with --save-model that never tests saves at its end. With
+///   --mlperf-logging, --mlperf-acc-threshold / --mlperf-auc-threshold stop training once the best
+///   exceeds them.
+/// - --load-model resumes: the saved parameters and optimizer state, the bests, and the position —
+///   epochs before k are skipped, and so are the first j+1 batches of epoch k (read and dropped, so
+///   generators and shuffled splits continue where they were). N iterations, save, resume, N more
+///   equal 2N uninterrupted ones. With --inference-only it runs one test pass instead.
+/// - A batch that cannot be read or trained (a bad record, a bad index) stops the run with an
+///   error naming the batch and epoch; with --save-model the last good state (before that batch)
+///   is saved first, so a resume starts at the bad batch.
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "embeddings/dlrm.h"
+#include "embeddings/dlrm_config.h"
+#include "embeddings/index_source.h"
+#include "models/checkpoint.h"
+#include "models/metrics.h"
+
+namespace strata::emb {
+
+/// One test pass.
+struct DLRMTestRecord {
+  int64_t epoch = 0;
+  int64_t iter = 0;         ///< j + 1: iterations of the epoch done
+  int64_t global_iter = 0;  ///< iterations since the start of training (epochs × nb + iter)
+  metrics::BinaryMetrics metrics;
+  double seconds = 0;       ///< wall time of the pass
+  bool improved = false;    ///< better than every earlier pass (accuracy, or AUC with --mlperf-logging)
+};
+
+/// Train loss and test results over the run (for --plot and the JSON).
+struct DLRMHistory {
+  std::vector<double> train_iter, train_loss;  ///< at each progress line
+  std::vector<DLRMTestRecord> tests;
+};
+
+/// The figures of the training steps of a run (test passes excluded).
+struct DLRMTrainStats {
+  int64_t iterations = 0;
+  int64_t samples = 0;
+  double seconds = 0;
+  std::vector<double> step_ms;
+  double first_loss = -1, last_loss = -1;  ///< -1: no step taken
+};
+
+class DLRMTrainer {
+ public:
+  /// `test` may be null (no testing). Output goes to `out` (stdout in strata-dlrm). The sources and
+  /// the model must outlive the trainer.
+  DLRMTrainer(TieredDLRM& model, const DLRMConfig& config, IndexSource& train, IndexSource* test,
+              std::FILE* out = stdout);
+
+  /// Loads a checkpoint written by a run (TieredDLRM::load) and the position to resume from.
+  void load(const std::string& path);
+  /// Trains every epoch from the current position (Note [DLRM training run]). Throws strata::Error
+  /// naming the batch and epoch when a batch fails (after saving the last good state with
+  /// --save-model).
+  void train();
+  /// One test pass over the whole test split; prints the reference's test line for (epoch, iter)
+  /// and updates the bests. Throws strata::Error when there is no test split.
+  const DLRMTestRecord& test(int64_t epoch, int64_t iter);
+  /// Saves the model and the position (epoch, iter done) to --save-model.
+  void save(int64_t epoch, int64_t iter);
+
+  const DLRMHistory& history() const { return history_; }
+  const DLRMTrainStats& stats() const { return stats_; }
+  double best_accuracy() const { return best_acc_; }
+  double best_auc() const { return best_auc_; }
+  /// Whether training stopped at an --mlperf-*-threshold.
+  bool stopped_at_threshold() const { return stopped_; }
+
+ private:
+  bool train_epoch(int64_t k);
+  void skip_batches(int64_t k, int64_t n);
+  std::optional<float> train_batch(int64_t k, int64_t j);
+  void print_progress(int64_t k, int64_t j);
+  bool should_test(int64_t j) const;
+  bool threshold_reached() const;
+  CheckpointMetadata position_metadata(int64_t epoch, int64_t iter) const;
+
+  TieredDLRM& model_;
+  const DLRMConfig& config_;
+  IndexSource& train_;
+  IndexSource* test_;
+  std::FILE* out_;
+  int64_t nb_;
+  bool test_each_epoch_;
+  Batch batch_;
+  std::vector<Bags> bags_;
+  // The reference's accumulators between progress lines.
+  double total_time_ = 0, total_loss_ = 0;
+  int64_t total_iter_ = 0, total_samp_ = 0;
+  // Where training resumes.
+  int64_t start_epoch_ = 0, start_iter_ = 0;
+  double best_acc_ = 0, best_auc_ = 0;
+  bool stopped_ = false;
+  bool saved_ = false;
+  DLRMPhaseTimes phases_at_last_line_;  // --enable-profiling
+  DLRMTrainStats stats_;
+  DLRMHistory history_;
+};
+
+/// One pass over `source` (from its start; at most `max_batches` batches when > 0) scoring every
+/// batch with no gradient (TieredDLRM::score): loss, log loss, accuracy and AUC.
+metrics::BinaryMetrics evaluate_source(TieredDLRM& model, IndexSource& source, int64_t max_batches = 0);
+
+/// The test split of the run's data: the dataset's or click generator's test split; for the other
+/// generators the training data again (the reference tests random data on its training batches).
+/// Batches of --test-mini-batch-size (default --mini-batch-size).
+std::unique_ptr<IndexSource> make_test_index_source(const DLRMConfig& config);
+
+/// Whether the run's data has a test split of its own (then it is tested every epoch).
+bool has_test_split(const DLRMConfig& config);
+
+}  // namespace strata::emb
