@@ -736,6 +736,19 @@ float TieredDLRM::evaluate(std::span<const float> dense, std::span<const Bags> b
   return compute_loss(z, targets).item<float>();
 }
 
+float TieredDLRM::score(std::span<const float> dense, std::span<const Bags> bags, std::span<const float> targets,
+                        std::vector<float>& scores) {
+  autograd::NoGradGuard no_grad;
+  const DLRMPhaseTimes training_times = times_;
+  std::vector<Tensor> feats;
+  Tensor z = run_forward(dense, bags, false, feats).contiguous();
+  const float loss = compute_loss(z, targets).item<float>();
+  times_ = training_times;
+  const float* p = z.data<float>();
+  scores.assign(p, p + z.numel());
+  return loss;
+}
+
 StateDict TieredDLRM::state_dict() const { return dense_->state_dict(); }
 
 void TieredDLRM::load_state_dict(const StateDict& state) { dense_->load_state_dict(state, true); }

@@ -154,6 +154,11 @@ class TieredDLRM {
   Tensor forward(std::span<const float> dense, std::span<const Bags> bags);
   /// The loss of a batch without updating anything (--inference-only).
   float evaluate(std::span<const float> dense, std::span<const Bags> bags, std::span<const float> targets);
+  /// A test batch: the model's outputs (click probabilities after --loss-threshold clamping) into
+  /// `scores` (resized to B) and the batch's mean loss; updates nothing and is not counted in
+  /// times() (a test pass is not part of the training step).
+  float score(std::span<const float> dense, std::span<const Bags> bags, std::span<const float> targets,
+              std::vector<float>& scores);
 
   int64_t num_tables() const { return static_cast<int64_t>(tables_.size()); }
   Table& table(int64_t k);

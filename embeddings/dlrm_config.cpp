@@ -236,11 +236,7 @@ const std::map<std::string, Flag>& flag_table() {
     t["--lr-num-decay-steps"] = STRATA_INT_FLAG(lr_num_decay_steps, 0, kBig);
     // reporting
     t["--print-freq"] = STRATA_INT_FLAG(print_freq, 1, kBig);
-    t["--test-freq"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
-      c.test_freq = parse_int(f, v, -1, kBig);
-      STRATA_CHECK(c.test_freq <= 0, f, ": testing during training is not supported by strata-dlrm (it needs the ",
-                   "reference's train/test split of the Criteo days); got ", v, ", expected -1 or 0");
-    });
+    t["--test-freq"] = STRATA_INT_FLAG(test_freq, -1, kBig);
     t["--test-mini-batch-size"] = STRATA_INT_FLAG(test_mini_batch_size, -1, int64_t{1} << 26);
     t["--test-num-workers"] = STRATA_INT_FLAG(test_num_workers, -1, 1 << 16);
     t["--print-time"] = STRATA_TRUE_FLAG(print_time);
@@ -249,6 +245,10 @@ const std::map<std::string, Flag>& flag_table() {
     t["--enable-profiling"] = STRATA_TRUE_FLAG(enable_profiling);
     t["--save-model"] = STRATA_STRING_FLAG(save_model);
     t["--load-model"] = STRATA_STRING_FLAG(load_model);
+    t["--mlperf-logging"] = STRATA_TRUE_FLAG(mlperf_logging);
+    t["--mlperf-acc-threshold"] = STRATA_REAL_FLAG(mlperf_acc_threshold);
+    t["--mlperf-auc-threshold"] = STRATA_REAL_FLAG(mlperf_auc_threshold);
+    t["--plot"] = STRATA_STRING_FLAG(plot);
     // refused
     const std::string no = " is not supported by strata-dlrm";
     t["--use-gpu"] = refused(no + " (CPU only)");
@@ -257,9 +257,8 @@ const std::map<std::string, Flag>& flag_table() {
     for (const char* f : {"--qr-flag", "--qr-threshold", "--qr-operation", "--qr-collisions"})
       t[f] = refused(no + " (quotient-remainder embeddings)");
     for (const char* f : {"--quantize-mlp-with-bit", "--quantize-emb-with-bit"}) t[f] = refused(no + " (quantization)");
-    for (const char* f : {"--mlperf-logging", "--mlperf-acc-threshold", "--mlperf-auc-threshold", "--mlperf-bin-loader",
-                          "--mlperf-bin-shuffle", "--mlperf-grad-accum-iter"})
-      t[f] = refused(no + " (MLPerf logging, thresholds and loaders)");
+    for (const char* f : {"--mlperf-bin-loader", "--mlperf-bin-shuffle", "--mlperf-grad-accum-iter"})
+      t[f] = refused(no + " (MLPerf loaders and gradient accumulation)");
     t["--save-onnx"] = refused(no + " (ONNX export)");
     t["--plot-compute-graph"] = refused(no + " (graph plotting)");
     t["--dist-backend"] = refused(no + " (distributed training)");
@@ -624,11 +623,20 @@ Data:
   --max-ind-range N  (-1)   --data-randomize total|day|none  (total; Strata reads files in order)
   --numpy-rand-seed S  (123)
   Accepted with no effect in one process: --num-workers, --memory-map, --dataset-multiprocessing,
-  --sync-dense-params, --test-mini-batch-size, --test-num-workers, --print-precision.
+  --sync-dense-params, --test-num-workers, --print-precision.
 Reporting:
   --print-freq N  (1)   --print-time   --print-wall-time   --debug-mode   --enable-profiling
-  --inference-only   --save-model FILE   --load-model FILE   --test-freq (-1; testing is not supported)
-Refused: --use-gpu, --md-*, --qr-*, --quantize-*, --mlperf-*, --save-onnx, --plot-compute-graph,
+  --test-freq N  (-1)   test every N iterations (and at the end of every epoch); without it, data
+                        with a test split (dataset, click) is tested at the end of every epoch
+  --test-mini-batch-size B  (-1: --mini-batch-size)
+  --mlperf-logging      also print AUC in the test lines (the reference's sklearn metrics)
+  --mlperf-acc-threshold A, --mlperf-auc-threshold X  (0)  with --mlperf-logging: stop training
+                        once the best test accuracy (fraction) or AUC exceeds it
+  --inference-only      one test pass (with --load-model: of the saved model)
+  --save-model FILE     save when the test accuracy (AUC with --mlperf-logging) improves, and at
+                        the end of a run without testing   --load-model FILE  resume from FILE
+Refused: --use-gpu, --md-*, --qr-*, --quantize-*, --mlperf-bin-*, --mlperf-grad-accum-iter,
+  --save-onnx, --plot-compute-graph,
   --dist-backend, --local_rank, --data-sub-sample-rate other than 0.
 
 Strata:
@@ -643,6 +651,7 @@ Strata:
   --check-finite               after every step check the loss, the MLP parameters and the rows
                                the step updated for NaN/inf; stop at the first (exit status 1)
   --json FILE                  write the summary as JSON (atomically)
+  --plot FILE.png              draw the train loss and the test accuracy and AUC over iterations
 )";
 }
 

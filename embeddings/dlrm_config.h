@@ -14,7 +14,7 @@
 ///   flags then override it in order. With no arguments at all the run is the embedded default job
 ///   (`--preset default`): a DLRM whose tables are 4x the fast budget, slow tier on the model.
 /// - Flags of the reference that Strata does not implement are refused with a message saying so
-///   (GPU, quantization, mixed dimensions, quotient-remainder, MLPerf logging, ONNX, distributed);
+///   (GPU, quantization, mixed dimensions, quotient-remainder, MLPerf binary loaders, ONNX, distributed);
 ///   flags that have no effect in a single in-process run (`--num-workers`, `--memory-map`,
 ///   `--sync-dense-params`, ...) are accepted and documented as such in dlrm_usage().
 
@@ -121,6 +121,9 @@ struct DLRMConfig {
   bool enable_profiling = false;
   std::string save_model;
   std::string load_model;
+  bool mlperf_logging = false;
+  double mlperf_acc_threshold = 0.0;
+  double mlperf_auc_threshold = 0.0;
 
   // ---- Strata ----
   /// The preset applied first ("" for none): tiny, random-bench, kaggle, mlperf40M, default.
@@ -148,6 +151,8 @@ struct DLRMConfig {
   bool check_finite = false;
   /// Write the run's figures as JSON here ("" for none), atomically.
   std::string json;
+  /// Draw the train loss and the test metrics over iterations into this PNG ("" for none).
+  std::string plot;
   /// --help was given.
   bool help = false;
 

@@ -16,7 +16,9 @@
 #include "bindings.h"
 #include "embeddings/dlrm.h"
 #include "embeddings/dlrm_config.h"
+#include "embeddings/dlrm_trainer.h"
 #include "embeddings/index_source.h"
+#include "models/metrics.h"
 
 namespace strata::python {
 
@@ -186,6 +188,35 @@ void init_dlrm(py::module_& m) {
           },
           py::arg("dense"), py::arg("indices"), py::arg("offsets"), py::arg("targets"),
           py::arg("per_sample_weights") = py::none())
+      .def(
+          "score",
+          [](TieredDLRM& self, py::handle dense, py::handle indices, py::handle offsets, py::handle targets,
+             py::handle weights) {
+            PyBatch b = make_batch(self, "DLRM.evaluate", dense, indices, offsets, weights, targets);
+            if (targets.is_none()) throw BindingValueError("DLRM.evaluate: targets are required");
+            std::vector<float> scores;
+            float loss;
+            {
+              py::gil_scoped_release release;
+              loss = self.score(span_of(b.dense), b.bags, span_of(b.targets), scores);
+            }
+            return py::make_tuple(py::array_t<float>(static_cast<py::ssize_t>(scores.size()), scores.data()),
+                                  py::array_t<float>(static_cast<py::ssize_t>(b.targets.size()), b.targets.data()),
+                                  loss);
+          },
+          py::arg("dense"), py::arg("indices"), py::arg("offsets"), py::arg("targets"),
+          py::arg("per_sample_weights") = py::none(), "(scores, targets, loss) of a test batch.")
+      .def(
+          "evaluate_source",
+          [](TieredDLRM& self, emb::IndexSource& source) {
+            metrics::BinaryMetrics r;
+            {
+              py::gil_scoped_release release;
+              r = emb::evaluate_source(self, source);
+            }
+            return metrics_dict(r);
+          },
+          py::arg("source"), "One test pass over a Batches source.")
       .def(
           "forward",
           [](TieredDLRM& self, py::handle dense, py::handle indices, py::handle offsets, py::handle weights) {

@@ -135,9 +135,26 @@ class DLRM:
 
     __call__ = forward
 
-    def evaluate(self, dense, indices, offsets, targets, per_sample_weights=None):
-        """The loss of a batch without updating anything."""
-        return self._m.evaluate(dense, indices, offsets, targets, per_sample_weights)
+    def evaluate(self, batches, indices=None, offsets=None, targets=None, per_sample_weights=None):
+        """A test pass with no gradient and no update.
+
+        ``evaluate(batches)`` scores every batch of ``batches`` — a :class:`Batches` (e.g. the
+        ``split="test"`` of a dataset) or any iterable of ``(dense, indices, offsets, targets)``
+        tuples — and returns ``{"loss", "log_loss", "accuracy", "auc", "samples"}`` (AUC is the
+        exact ROC AUC, NaN with one class; accuracy rounds scores half to even, as the reference).
+        ``evaluate(dense, indices, offsets, targets)`` is the loss of one batch."""
+        if indices is not None or offsets is not None or targets is not None:
+            return self._m.evaluate(batches, indices, offsets, targets, per_sample_weights)
+        if isinstance(batches, Batches):
+            return self._m.evaluate_source(batches._src)
+        acc = _C.metrics.Accumulator()
+        for batch in batches:
+            if not isinstance(batch, (tuple, list)) or len(batch) not in (4, 5):
+                raise TypeError("DLRM.evaluate: each batch must be a (dense, indices, offsets, targets[, "
+                                f"per_sample_weights]) tuple, got {type(batch).__name__}")
+            scores, batch_targets, loss = self._m.score(*batch)
+            acc.add(scores, batch_targets, loss)
+        return acc.compute()
 
     # ---- parameters ----
     @property

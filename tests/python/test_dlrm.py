@@ -276,3 +276,34 @@ def test_batches_are_the_references_random_batches_and_train():
     assert z.describe().startswith("zipf") and len(list(z)) == 2
     with pytest.raises(strata.StrataError, match="--data-trace-file: table 0: cannot open"):
         strata.dlrm.Batches(data_generation="synthetic", data_trace_file="/no/such/dist_emb_j.log")
+
+
+def test_evaluate_a_test_split_matches_torch_and_sklearn():
+    """DLRM.evaluate(batches): the PyTorch model's probabilities on the same weights give the same
+    loss, accuracy (np.round) and AUC (sklearn) — over a list of tuples and over a Batches source."""
+    sk = pytest.importorskip("sklearn.metrics")
+    t, s = make_pair(loss_function="bce")
+    data = batches(6, batch=32)
+    rng = np.random.default_rng(11)
+    data = [(b[0], b[1], b[2], (rng.random(len(b[3])) < 0.4).astype(np.float32).reshape(-1, 1)) for b in data]
+    got = s.evaluate(data)
+    with torch.no_grad():
+        probs = np.concatenate([t(*torch_inputs(b)[:3]).numpy().ravel() for b in data])
+    targets = np.concatenate([b[3].ravel() for b in data])
+    assert got["samples"] == len(targets)
+    assert got["accuracy"] == pytest.approx(np.mean(np.round(probs) == targets), abs=1.0 / len(targets) + 1e-12)
+    assert got["auc"] == pytest.approx(sk.roc_auc_score(targets, probs), abs=1e-4)
+    assert got["log_loss"] == pytest.approx(sk.log_loss(targets, probs.astype(np.float64)), rel=1e-4)
+    assert got["loss"] == pytest.approx(np.mean([s.evaluate(*b) for b in data]), rel=1e-5)
+    # Nothing was updated.
+    assert s.evaluate(data) == got
+    # A Batches source: the same as its batches as tuples.
+    src = strata.dlrm.Batches(arch_sparse_feature_size=D, arch_embedding_size=ROWS, arch_mlp_bot=BOT, mini_batch_size=16, num_batches=3,
+                              round_targets=True)
+    assert s.evaluate(src) == s.evaluate(list(src))
+
+
+def test_evaluate_rejects_what_is_not_a_batch():
+    _, s = make_pair()
+    with pytest.raises(TypeError, match="each batch must be a"):
+        s.evaluate([np.zeros(3)])

@@ -127,12 +127,82 @@ TEST(DLRMCli, EnableProfilingPrintsPhasesPerProgressLine) {
       << r.out;  // after each of the 3 progress lines, and in the summary
 }
 
+std::vector<std::string> test_lines(const std::string& out) {
+  std::vector<std::string> lines;
+  std::istringstream is(out);
+  for (std::string l; std::getline(is, l);)
+    if (l.rfind("Testing ", 0) == 0) lines.push_back(l);
+  return lines;
+}
+
+// --inference-only is one test pass, as the reference's "Testing for inference only".
 TEST(DLRMCli, InferenceOnly) {
   const Result r = run(kSmall + " --inference-only --print-freq 5");
   ASSERT_EQ(r.status, 0) << r.out;
-  const auto lines = progress_lines(r.out);
-  ASSERT_EQ(lines.size(), 1u);
-  EXPECT_THAT(lines[0], HasSubstr("Finished inference it 5/5 of epoch 0"));
+  EXPECT_TRUE(progress_lines(r.out).empty()) << r.out;
+  const auto lines = test_lines(r.out);
+  ASSERT_EQ(lines.size(), 1u) << r.out;
+  EXPECT_THAT(lines[0], ::testing::MatchesRegex(R"(Testing for inference only: loss [0-9]+\.[0-9]{6}, accuracy [0-9]+\.[0-9]{3} %, best [0-9]+\.[0-9]{3} %)"));
+}
+
+// --test-freq: the reference's test line after every N iterations and at the end of the epoch,
+// with AUC under --mlperf-logging; the summary and the JSON carry the last pass.
+TEST(DLRMCli, TestFreqPrintsTheReferencesTestLines) {
+  const auto dir = temp_dir();
+  const std::string json = (dir / "t.json").string();
+  const std::string binary = " --round-targets True --loss-function bce";
+  const Result r = run(kSmall + binary + " --test-freq 2 --print-freq 5 --json " + json);
+  ASSERT_EQ(r.status, 0) << r.out;
+  const auto lines = test_lines(r.out);
+  ASSERT_EQ(lines.size(), 3u) << r.out;  // after 2, 4 and 5 (the end of the epoch)
+  EXPECT_THAT(lines[0], ::testing::MatchesRegex(
+                            R"(Testing at - 2/5 of epoch 0, loss [0-9]+\.[0-9]{6}, accuracy [0-9]+\.[0-9]{3} %, best [0-9]+\.[0-9]{3} %)"));
+  EXPECT_THAT(lines[2], HasSubstr("Testing at - 5/5 of epoch 0"));
+  // A test forces the progress line before it, as in the reference.
+  EXPECT_EQ(progress_lines(r.out).size(), 3u) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("  test (last pass, 40 samples"));
+  std::ifstream f(json);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  EXPECT_THAT(ss.str(), HasSubstr("\"test\": {\"samples\": 40"));
+  const Result ml = run(kSmall + binary + " --test-freq 5 --mlperf-logging");
+  ASSERT_EQ(ml.status, 0) << ml.out;
+  ASSERT_EQ(test_lines(ml.out).size(), 1u) << ml.out;
+  EXPECT_THAT(test_lines(ml.out)[0],
+              ::testing::MatchesRegex(R"(Testing at - 5/5 of epoch 0, loss [0-9]+\.[0-9]{6}, auc ([0-9]\.[0-9]{4}|nan), best auc [0-9]\.[0-9]{4}, )"
+                                      R"(accuracy [0-9]+\.[0-9]{3} %, best accuracy [0-9]+\.[0-9]{3} %)"));
+  std::filesystem::remove_all(dir);
+}
+
+// Note [DLRM training run]: a run stopped by --mlperf-acc-threshold after its first test saved
+// there (iteration 3); resuming from that file trains iterations 4.. with the same losses as an
+// uninterrupted run, and a run saved at the end of epoch 0 resumes at epoch 1.
+TEST(DLRMCli, ResumeContinuesWhereTheCheckpointWasSaved) {
+  const auto dir = temp_dir();
+  const std::string ckpt = (dir / "r.ckpt").string();
+  const std::string base = "--mini-batch-size 8 --num-batches 6 --arch-embedding-size 50-40-30 --threads 2 "
+                           "--round-targets True --loss-function bce --learning-rate 0.3 --optimizer adagrad ";
+  const Result whole = run(base + "--nepochs 2");
+  ASSERT_EQ(whole.status, 0) << whole.out;
+  const auto all = progress_lines(whole.out);
+  ASSERT_EQ(all.size(), 12u) << whole.out;
+  const Result first = run(base + "--test-freq 3 --mlperf-logging --mlperf-acc-threshold 0.001 --save-model " + ckpt);
+  ASSERT_EQ(first.status, 0) << first.out;
+  EXPECT_THAT(first.out, HasSubstr("Saving model to " + ckpt));
+  EXPECT_THAT(first.out, HasSubstr("MLPerf testing accuracy threshold 0.001 reached, stop training"));
+  ASSERT_EQ(progress_lines(first.out).size(), 3u) << first.out;
+  const Result rest = run(base + "--nepochs 2 --load-model " + ckpt);
+  ASSERT_EQ(rest.status, 0) << rest.out;
+  EXPECT_THAT(rest.out, HasSubstr("resuming at epoch 0, batch 3/6"));
+  EXPECT_EQ(progress_lines(rest.out), std::vector<std::string>(all.begin() + 3, all.end()));
+  // Saved at the end of epoch 0 (no test: the save is at the end of the run).
+  const Result epoch0 = run(base + "--save-model " + ckpt);
+  ASSERT_EQ(epoch0.status, 0) << epoch0.out;
+  const Result epoch1 = run(base + "--nepochs 2 --load-model " + ckpt);
+  ASSERT_EQ(epoch1.status, 0) << epoch1.out;
+  EXPECT_THAT(epoch1.out, HasSubstr("resuming at epoch 1, batch 0/6"));
+  EXPECT_EQ(progress_lines(epoch1.out), std::vector<std::string>(all.begin() + 6, all.end()));
+  std::filesystem::remove_all(dir);
 }
 
 TEST(DLRMCli, JsonHasTheFigures) {
@@ -157,7 +227,7 @@ TEST(DLRMCli, SaveAndLoadModel) {
   const std::string ckpt = (dir / "m.ckpt").string();
   const Result saved = run(kSmall + " --learning-rate 0.5 --save-model " + ckpt);
   ASSERT_EQ(saved.status, 0) << saved.out;
-  EXPECT_THAT(saved.out, HasSubstr("Saved model to " + ckpt));
+  EXPECT_THAT(saved.out, HasSubstr("Saving model to " + ckpt));
   ASSERT_TRUE(std::filesystem::exists(ckpt));
   // The loaded model gives the same (deterministic) inference loss twice, and not the fresh one's.
   const std::string infer = kSmall + " --inference-only --print-freq 5";
@@ -167,8 +237,9 @@ TEST(DLRMCli, SaveAndLoadModel) {
   ASSERT_EQ(a.status, 0) << a.out;
   ASSERT_EQ(b.status, 0) << b.out;
   EXPECT_THAT(a.out, HasSubstr("Loaded model from " + ckpt + " (5 optimizer steps)"));
-  EXPECT_EQ(progress_lines(a.out), progress_lines(b.out));
-  EXPECT_NE(progress_lines(a.out), progress_lines(fresh.out));
+  ASSERT_EQ(test_lines(a.out).size(), 1u) << a.out;
+  EXPECT_EQ(test_lines(a.out), test_lines(b.out));
+  EXPECT_NE(test_lines(a.out), test_lines(fresh.out));
   // Another architecture refuses the checkpoint.
   const Result other = run("--mini-batch-size 8 --num-batches 1 --arch-embedding-size 50-40-31 --load-model " + ckpt);
   EXPECT_EQ(other.status, 1) << other.out;

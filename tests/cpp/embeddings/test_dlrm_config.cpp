@@ -298,7 +298,8 @@ TEST(DLRMConfig, BadValuesNameTheFlag) {
   EXPECT_THAT(parse_error({"--activation-function", "tanh"}), HasSubstr("--activation-function: expected one of relu"));
   EXPECT_THAT(parse_error({"--lr-num-warmup-steps", "10", "--lr-decay-start-step", "5", "--lr-num-decay-steps", "3"}),
               HasSubstr("--lr-decay-start-step (5): learning rate warmup (--lr-num-warmup-steps 10) must finish"));
-  EXPECT_THAT(parse_error({"--test-freq", "100"}), HasSubstr("--test-freq: testing during training is not supported"));
+  EXPECT_THAT(parse_error({"--test-freq", "-2"}), HasSubstr("--test-freq"));
+  EXPECT_THAT(parse_error({"--mlperf-auc-threshold", "high"}), HasSubstr("--mlperf-auc-threshold: expected a number, got 'high'"));
   EXPECT_THAT(parse_error({"--data-sub-sample-rate", "0.5"}), HasSubstr("--data-sub-sample-rate: sub-sampling"));
   EXPECT_THAT(parse_error({"--data-set", "imagenet"}), HasSubstr("--data-set: expected one of kaggle, terabyte"));
 }
@@ -374,10 +375,10 @@ TEST(DLRMConfig, UnknownMissingAndRefusedFlags) {
   EXPECT_THAT(parse_error({"--no-such-flag=3"}), HasSubstr("unknown flag '--no-such-flag'"));
   EXPECT_THAT(parse_error({"positional"}), HasSubstr("unexpected argument 'positional'"));
   EXPECT_THAT(parse_error({"--mini-batch-size"}), HasSubstr("--mini-batch-size: missing value"));
-  for (const char* f : {"--use-gpu", "--md-flag", "--qr-flag", "--save-onnx", "--mlperf-logging", "--mlperf-bin-loader",
+  for (const char* f : {"--use-gpu", "--md-flag", "--qr-flag", "--save-onnx", "--mlperf-bin-loader",
                         "--plot-compute-graph"})
     EXPECT_THAT(parse_error({f}), HasSubstr(std::string(f) + " is not supported by strata-dlrm")) << f;
-  for (const char* f : {"--quantize-emb-with-bit", "--qr-collisions", "--md-threshold", "--mlperf-acc-threshold",
+  for (const char* f : {"--quantize-emb-with-bit", "--qr-collisions", "--md-threshold", "--mlperf-grad-accum-iter",
                         "--dist-backend"})
     EXPECT_THAT(parse_error({f, "4"}), HasSubstr(std::string(f) + " is not supported by strata-dlrm")) << f;
 }
