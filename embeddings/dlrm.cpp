@@ -136,18 +136,6 @@ double scheduled_lr(const DLRMConfig& c, int64_t s) {
   return base;
 }
 
-/// Applies the MLP with activations fused into the GEMM epilogue: ReLU after every Linear,
-/// Sigmoid after the last one with `sigmoid_last` (the modules of reference_mlp, in order).
-Tensor apply_mlp(const nn::Sequential& mlp, Tensor x, bool sigmoid_last) {
-  const std::size_t n = mlp.size();
-  for (std::size_t i = 0; i < n; i += 2) {
-    auto* lin = static_cast<nn::Linear*>(mlp[static_cast<int64_t>(i)].get());
-    const bool last = i + 2 >= n;
-    x = linear(x, lin->weight(), lin->bias(), last && sigmoid_last ? Activation::Sigmoid : Activation::ReLU);
-  }
-  return x;
-}
-
 /// Fills a table with U(-bound, bound) from the Philox stream `range` (row r uses blocks
 /// [r·bpr, (r+1)·bpr)), in parallel over rows.
 void init_uniform(Table& t, const PhiloxRange& range, int64_t bpr, float bound) {
@@ -506,7 +494,7 @@ Tensor TieredDLRM::run_forward(std::span<const float> dense, std::span<const Bag
     pins.add(x_in, AccessMode::Write).acquire();
     std::memcpy(x_in.data_ptr(), dense.data(), dense.size_bytes());
   }
-  Tensor x = apply_mlp(*bot_, x_in, false);
+  Tensor x = bot_->forward(x_in);  // a FusedMLP: activations in the GEMM epilogues
   times_.bottom_mlp += seconds_since(t0);
 
   t0 = Clock::now();
@@ -547,7 +535,7 @@ Tensor TieredDLRM::run_forward(std::span<const float> dense, std::span<const Bag
   times_.interaction += seconds_since(t0);
 
   t0 = Clock::now();
-  Tensor z = apply_mlp(*top_, r, true);
+  Tensor z = top_->forward(r);
   if (config_.loss_threshold > 0.0 && config_.loss_threshold < 1.0)
     z = clamp(z, config_.loss_threshold, 1.0 - config_.loss_threshold);
   times_.top_mlp += seconds_since(t0);
@@ -744,6 +732,8 @@ float TieredDLRM::score(std::span<const float> dense, std::span<const Bags> bags
   Tensor z = run_forward(dense, bags, false, feats).contiguous();
   const float loss = compute_loss(z, targets).item<float>();
   times_ = training_times;
+  PinSet pins;
+  pins.add(z, AccessMode::Read).acquire();
   const float* p = z.data<float>();
   scores.assign(p, p + z.numel());
   return loss;

@@ -11,6 +11,7 @@
 #include "models/linear.h"
 #include "models/zoo/init.h"
 #include "ops/embedding.h"
+#include "ops/linalg.h"
 #include "ops/shape_ops.h"
 
 namespace strata::nn::zoo {
@@ -24,8 +25,28 @@ void check_widths(const std::vector<int64_t>& w, const char* what, std::size_t m
 
 }  // namespace
 
+Tensor FusedMLP::forward(const Tensor& input) {
+  const auto& children = child_slots();
+  Tensor x = input;
+  for (std::size_t i = 0; i < children.size(); ++i) {
+    auto* lin = dynamic_cast<Linear*>(children[i].module.get());
+    const Module* next = i + 1 < children.size() ? children[i + 1].module.get() : nullptr;
+    const Activation act = next == nullptr                            ? Activation::None
+                           : dynamic_cast<const ReLU*>(next) != nullptr    ? Activation::ReLU
+                           : dynamic_cast<const Sigmoid*>(next) != nullptr ? Activation::Sigmoid
+                                                                           : Activation::None;
+    if (lin == nullptr || act == Activation::None) {
+      x = children[i].module->forward(x);
+      continue;
+    }
+    x = linear(x, lin->weight(), lin->has_parameter("bias") ? lin->bias() : Tensor(), act);
+    ++i;  // the activation ran in the epilogue
+  }
+  return x;
+}
+
 std::shared_ptr<Sequential> reference_mlp(const std::vector<int64_t>& widths, bool sigmoid_last, Generator* gen) {
-  auto mlp = std::make_shared<Sequential>();
+  auto mlp = std::make_shared<FusedMLP>();
   for (std::size_t i = 0; i + 1 < widths.size(); ++i) {
     auto lin = std::make_shared<Linear>(widths[i], widths[i + 1], true, gen);
     const double n = static_cast<double>(widths[i]), m = static_cast<double>(widths[i + 1]);

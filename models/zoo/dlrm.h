@@ -57,9 +57,18 @@ class DLRM : public Module {
 /// errors name `flag` and the offending text.
 std::vector<int64_t> parse_arch(const std::string& text, const std::string& flag);
 
+/// A Sequential of Linear layers each followed by an activation module, whose forward fuses every
+/// ReLU or Sigmoid that follows a Linear into the Linear's GEMM epilogue (ops/linalg.h `linear`
+/// with an Activation): one op per layer instead of two, the same parameters and state_dict as the
+/// plain Sequential. Children in any other arrangement run one by one.
+class FusedMLP : public Sequential {
+ public:
+  Tensor forward(const Tensor& input) override;
+};
+
 /// The reference's create_mlp: Linear(widths[i] → widths[i + 1]) each followed by ReLU (Sigmoid
-/// after the last with `sigmoid_last`), weights N(0, sqrt(2 / (in + out))), biases N(0, sqrt(1 / out)).
-/// Linear layers sit at even indices, so state_dict keys are "0.weight", "2.bias", ...
+/// after the last with `sigmoid_last`), weights N(0, sqrt(2 / (in + out))), biases N(0, sqrt(1 / out)),
+/// as a FusedMLP. Linear layers sit at even indices, so state_dict keys are "0.weight", "2.bias", ...
 std::shared_ptr<Sequential> reference_mlp(const std::vector<int64_t>& widths, bool sigmoid_last, Generator* gen);
 
 /// Width of the top MLP's input for `tables` embedding tables of dimension `d`: d + F(F−1)/2 for
