@@ -153,7 +153,10 @@ void DLRMTrainer::skip_batches(int64_t k, int64_t n) {
 
 std::optional<float> DLRMTrainer::train_batch(int64_t k, int64_t j) {
   try {
-    if (!train_.next(batch_)) return std::nullopt;
+    const auto t0 = Clock::now();
+    const bool more = train_.next(batch_);
+    stats_.data_seconds += seconds_since(t0);
+    if (!more) return std::nullopt;
     for (std::size_t t = 0; t < bags_.size(); ++t) bags_[t] = batch_.bags(static_cast<int64_t>(t));
     return model_.train_step(batch_.dense, bags_, batch_.targets);
   } catch (const Error& e) {
@@ -175,11 +178,12 @@ bool DLRMTrainer::train_epoch(int64_t k) {
   const int64_t first = k == start_epoch_ ? start_iter_ : 0;
   skip_batches(k, first);
   for (int64_t j = first; j < nb_; ++j) {
+    const double waited = stats_.data_seconds;
     const auto t0 = Clock::now();
     const std::optional<float> step_loss = train_batch(k, j);
     if (!step_loss) break;  // the source ended early
     const float loss = *step_loss;
-    const double dt = seconds_since(t0);
+    const double dt = seconds_since(t0) - (stats_.data_seconds - waited);  // the step alone
     const int64_t b = batch_.batch;
     stats_.step_ms.push_back(dt * 1e3);
     stats_.seconds += dt;

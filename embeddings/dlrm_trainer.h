@@ -63,7 +63,8 @@ struct DLRMHistory {
 struct DLRMTrainStats {
   int64_t iterations = 0;
   int64_t samples = 0;
-  double seconds = 0;
+  double seconds = 0;        ///< in training steps (reading batches excluded)
+  double data_seconds = 0;   ///< waiting for the next batch from the source (the reader's stall)
   std::vector<double> step_ms;
   double first_loss = -1, last_loss = -1;  ///< -1: no step taken
 };

@@ -69,6 +69,9 @@ void print_summary(const DLRMConfig& c, TieredDLRM& model, const DLRMTrainer& tr
               "update %.3f (policy hooks %.3f of lookup + update)\n",
               1e3 * ph.bottom_mlp / it, 1e3 * ph.lookup / it, 1e3 * ph.interaction / it, 1e3 * ph.top_mlp / it,
               1e3 * ph.backward / it, 1e3 * ph.update / it, 1e3 * ph.hooks / it);
+  std::printf("  data: waited %.3f ms/it for batches (%.2f %% of the step time)\n",
+              1e3 * st.data_seconds / static_cast<double>(std::max<int64_t>(1, st.iterations)),
+              st.seconds > 0 ? 100.0 * st.data_seconds / st.seconds : 0.0);
   print_test_summary(trainer);
   if (cnt.cache_hit_rate >= 0)
     std::printf("  cache hit rate: %.1f%% of lookups served from DRAM\n", 100.0 * cnt.cache_hit_rate);
@@ -137,6 +140,7 @@ bool write_json(const DLRMConfig& c, TieredDLRM& model, const DLRMTrainer& train
   j.kv("iterations", st.iterations);
   j.timed("step_ms", "ms", st.step_ms);
   j.kv("samples_per_s", st.seconds > 0 ? static_cast<double>(st.samples) / st.seconds : 0.0);
+  j.kv("data_wait_s", st.data_seconds);
   j.key("phases_ms_per_it").begin_object();
   j.kv("bottom_mlp", 1e3 * ph.bottom_mlp / it).kv("lookup", 1e3 * ph.lookup / it);
   j.kv("interaction", 1e3 * ph.interaction / it).kv("top_mlp", 1e3 * ph.top_mlp / it);

@@ -216,7 +216,7 @@ TEST(DLRMCli, JsonHasTheFigures) {
   const std::string j = ss.str();
   for (const char* key : {"\"binary\": \"strata-dlrm\"", "\"threads\": 2", "\"samples_per_s\"", "\"step_ms\"",
                           "\"phases_ms_per_it\"", "\"lookup\"", "\"cache_hit_rate\"", "\"slow_tier\": \"none\"",
-                          "\"loss_last\""})
+                          "\"loss_last\"", "\"data_wait_s\""})
     EXPECT_THAT(j, HasSubstr(key));
   EXPECT_FALSE(std::filesystem::exists(json + ".tmp." + std::to_string(::getpid())));
   std::filesystem::remove_all(dir);
