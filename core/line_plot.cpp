@@ -390,7 +390,7 @@ void write_line_plot_png(const std::string& path, std::string_view title, std::s
 std::vector<PlotPanel> training_plot_panels(const TrainingCurves& c) {
   std::vector<PlotPanel> panels;
   panels.push_back({"train loss", "iteration", {{"loss", c.iterations, c.loss}}});
-  if (c.test_iterations.empty()) return panels;
+  if (c.test_iterations.empty() && c.accuracy.empty() && c.auc.empty()) return panels;
   PlotPanel test{"test accuracy and AUC", "iteration", {}};
   if (!c.accuracy.empty()) test.series.push_back({"accuracy", c.test_iterations, c.accuracy});
   if (!c.auc.empty()) test.series.push_back({"AUC", c.test_iterations, c.auc});

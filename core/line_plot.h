@@ -71,7 +71,8 @@ struct TrainingCurves {
 };
 
 /// The standard training plot: a panel "train loss" and, when there are test figures, a panel
-/// "test accuracy and AUC" (either series may be empty), x labelled "iteration".
+/// "test accuracy and AUC" (either series may be empty; a non-empty one needs one value per test
+/// iteration, which render_line_plot checks), x labelled "iteration".
 std::vector<PlotPanel> training_plot_panels(const TrainingCurves& curves);
 
 }  // namespace strata

@@ -454,22 +454,26 @@ void apply_dlrm_preset(DLRMConfig& c, std::string_view name) {
     c.print_freq = 10;
     c.print_time = true;
   } else if (name == "default") {
-    // The README's main job: tables 4x the fast budget, the slow tier on the model, skewed
-    // (Zipf) lookups so the DRAM cache matters; under a minute on 2 cores.
+    // The README's main job: tables 4x the fast budget, the slow tier on the model, click data
+    // (Note [Click data]: Zipf ids, so the DRAM cache matters, and labels a model can learn), one
+    // id per table and sample like Criteo; rwsadagrad at 0.03 reached test AUC 0.75 in 200-400
+    // steps for seeds 1, 7, 42, 123 (0.07 diverges; sgd needs ~800 steps at lr 0.5-1.0).
     c.arch_embedding_size.assign(8, 131072);  // 256-byte rows, 256 MiB in all
     c.arch_sparse_feature_size = 64;
     c.arch_mlp_bot = {16, 128, 64};
     c.arch_mlp_top = {256, 64, 1};
-    c.data_generation = DataGeneration::Zipf;
+    c.data_generation = DataGeneration::Click;
     c.zipf_alpha = 1.05;
-    c.num_indices_per_lookup = 16;
+    c.num_indices_per_lookup = 1;
     c.num_indices_per_lookup_fixed = true;
     c.mini_batch_size = 512;
-    c.num_batches = 300;
-    c.learning_rate = 0.05;
+    c.num_batches = 1500;
+    c.test_data_size = 32768;
+    c.optimizer = OptimizerKind::RowWiseAdagrad;
+    c.learning_rate = 0.03;
     c.loss_function = LossFunction::BCE;
     c.round_targets = true;
-    c.print_freq = 25;
+    c.print_freq = 50;
     c.print_time = true;
     c.fast_budget = std::size_t{64} << 20;  // the tables are 256 MiB
     c.emb_policy = "auto";
