@@ -157,6 +157,17 @@ class Canvas {
       x += kAdvance;
     }
   }
+  /// Pixels in `r` drawn in a series colour (not background, grid, frame or text).
+  int series_pixels(Rect r) const {
+    int n = 0;
+    for (int y = std::max(r.y0, 0); y <= std::min(r.y1, image_.height - 1); ++y)
+      for (int x = std::max(r.x0, 0); x <= std::min(r.x1, image_.width - 1); ++x) {
+        const uint8_t* p = &image_.pixels[(static_cast<std::size_t>(y) * image_.width + x) * 3];
+        const auto is = [p](Rgb c) { return p[0] == c.r && p[1] == c.g && p[2] == c.b; };
+        n += !is(kWhite) && !is(kGrid) && !is(kFrame) && !is(kBlack);
+      }
+    return n;
+  }
   RgbImage take() { return std::move(image_); }
 
  private:
@@ -264,30 +275,18 @@ void draw_series(Canvas& cv, const Mapping& m, const PlotSeries& s, Rgb color) {
   cv.clear_clip();
 }
 
-/// Points of the panel's series that fall inside `box`.
-int points_in(const Mapping& m, const PlotPanel& panel, Rect box) {
-  int n = 0;
-  for (const PlotSeries& s : panel.series) {
-    for (std::size_t i = 0; i < s.x.size(); ++i) {
-      if (!std::isfinite(s.x[i]) || !std::isfinite(s.y[i])) continue;
-      const int x = m.px(s.x[i]), y = m.py(s.y[i]);
-      n += x >= box.x0 && x <= box.x1 && y >= box.y0 && y <= box.y1;
-    }
-  }
-  return n;
-}
-
-/// The legend, in the corner of the plot area that covers the fewest points (top right first).
+/// The legend, in the corner of the plot area where it hides the fewest series pixels (top right
+/// first); drawn after the series.
 void draw_legend(Canvas& cv, const Mapping& m, const PlotPanel& panel) {
   int widest = 0;
   for (const PlotSeries& s : panel.series) widest = std::max(widest, text_width(s.name));
   const int w = widest + 38, h = static_cast<int>(panel.series.size()) * (kTextHeight + 6) + 4;
   const int left = m.area.x0 + 6, right = m.area.x1 - 6 - w, top = m.area.y0 + 6, bottom = m.area.y1 - 6 - h;
   Rect box{right, top, right + w, top + h};
-  int best = points_in(m, panel, box);
+  int best = cv.series_pixels(box);
   for (const auto& [x, y] : {std::pair{right, bottom}, {left, top}, {left, bottom}}) {
     const Rect r{x, y, x + w, y + h};
-    const int n = points_in(m, panel, r);
+    const int n = cv.series_pixels(r);
     if (n < best) best = n, box = r;
   }
   cv.fill(box, kWhite);

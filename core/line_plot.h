@@ -12,7 +12,7 @@
 /// - Series are polylines, 2 px wide, in a fixed palette (blue, orange, green, red, purple, ...);
 ///   a non-finite y breaks the line; points must be in x order for the line to read well
 ///   (nothing is sorted). A lone finite point is drawn as a small square. The legend goes into
-///   the corner of the plot area that covers the fewest points (top right on a tie).
+///   the corner of the plot area where it hides the fewest series pixels (top right on a tie).
 /// - Text uses a 5x7 bitmap font drawn at 2x: digits, A-Z (lower case is shown in upper case),
 ///   space and . , - + : / % ( ) = _ [ ] ' ?; any other character is drawn as '?'.
 /// - The PNG is 8-bit RGB, one IDAT chunk compressed by zlib (deflate level 6, filter type 0 on
