@@ -91,4 +91,43 @@ std::string read_file(const std::string& path, std::string_view what) {
   return out;
 }
 
+void write_file_atomically(const std::string& path, std::string_view content, std::string_view what) {
+  STRATA_CHECK(!path.empty(), what, ": the output path is empty");
+  const std::string tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    const int err = errno;
+    STRATA_CHECK(false, what, ": cannot write ", quote_path(path), ": cannot create ", quote_path(tmp), ": ",
+                 std::strerror(err));
+  }
+  const auto fail = [&](const char* step, int err) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    STRATA_CHECK(false, what, ": cannot write ", quote_path(path), ": ", step, " ", quote_path(tmp),
+                 " failed: ", std::strerror(err));
+  };
+  std::size_t done = 0;
+  while (done < content.size()) {
+    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail("write to", errno);
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd) != 0) fail("fsync of", errno);
+  if (::close(fd) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    STRATA_CHECK(false, what, ": cannot write ", quote_path(path), ": closing ", quote_path(tmp),
+                 " failed: ", std::strerror(err));
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    STRATA_CHECK(false, what, ": cannot write ", quote_path(path), ": renaming ", quote_path(tmp),
+                 " to it failed: ", std::strerror(err));
+  }
+}
+
 }  // namespace strata

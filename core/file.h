@@ -1,6 +1,7 @@
 #pragma once
 /// @file
-/// Opening user-named files for reading, with errors that say why not.
+/// Opening user-named files for reading, with errors that say why not; writing output files
+/// atomically.
 ///
 /// Note [Opening files named by the user]
 /// Every file a user names (data files, checkpoints, trace files, flags' paths) is opened through
@@ -31,5 +32,11 @@ std::FILE* open_file_for_reading(const std::string& path, std::string_view what)
 /// The whole content of `path`; throws like check_readable_file, or `<what>: reading '<path>'
 /// failed (<reason>)`.
 std::string read_file(const std::string& path, std::string_view what);
+
+/// Writes `content` to `path` atomically: `path.tmp`, fsync, rename(2), so a reader sees the old
+/// file or the whole new one. Throws strata::Error `<what>: cannot write '<path>': <step> failed:
+/// <reason>` (an empty path, a missing directory, no permission, a directory in the way) and
+/// leaves no temporary file behind.
+void write_file_atomically(const std::string& path, std::string_view content, std::string_view what);
 
 }  // namespace strata

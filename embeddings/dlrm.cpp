@@ -18,6 +18,7 @@
 #include "core/pin_set.h"
 #include "core/rng.h"
 #include "core/threading.h"
+#include "embeddings/click_source.h"
 #include "embeddings/criteo.h"
 #include "memory/copy_engine.h"
 #include "memory/tiered_memory.h"
@@ -258,6 +259,8 @@ std::unique_ptr<IndexSource> make_index_source(const DLRMConfig& c) {
                      ", --zipf-alpha ", c.zipf_alpha, ", --reuse ", c.reuse, "): ", e.what());
       }
     }
+    case DataGeneration::Click:
+      return make_click_source(c, false);
     case DataGeneration::Dataset: {
       CriteoConfig d;
       d.path = c.raw_data_file.empty() ? c.processed_data_file : c.raw_data_file;

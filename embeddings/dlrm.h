@@ -110,8 +110,8 @@ struct DLRMTierCounters {
 
 /// The batches of a run per --data-generation: `random` (RandomSource, the reference's rules draw
 /// for draw), `synthetic` (SyntheticTraceSource over --data-trace-file), `zipf` (ZipfSource:
-/// Zipf(--zipf-alpha) for any alpha > 0, LFSR-scrambled per table, --reuse of the previous batch)
-/// or `dataset` (CriteoTsvSource for --raw-data-file, else CriteoBinarySource for
+/// Zipf(--zipf-alpha) for any alpha > 0, LFSR-scrambled per table, --reuse of the previous batch),
+/// `click` (make_click_source's train split, click_source.h) or `dataset` (CriteoTsvSource for --raw-data-file, else CriteoBinarySource for
 /// --processed-data-file; ids wrap modulo the rows with --max-ind-range or --scale-rows < 1).
 /// Tables have config.table_rows() rows; dense features are --arch-mlp-bot's first width. Throws
 /// strata::Error naming the flag (or the file) when the source cannot be built.

@@ -33,6 +33,7 @@ enum class DataGeneration : uint8_t {
   Synthetic,  ///< the reference's stack-distance trace files (--data-trace-file)
   Dataset,    ///< Criteo: raw TSV (--raw-data-file) or the 40×int32 binary (--processed-data-file)
   Zipf,       ///< Strata: Zipf(--zipf-alpha) indices, scrambled per table, --reuse of the last batch
+  Click,      ///< Strata: Zipf(--zipf-alpha) ids with labels from a hidden model (Note [Click data])
 };
 enum class LossFunction : uint8_t { MSE, BCE, WBCE };
 /// The reference applies one optimizer to every parameter: `sgd` (SGD everywhere), `adagrad`
@@ -144,6 +145,8 @@ struct DLRMConfig {
   /// Zipf exponent and the fraction of each batch copied from the previous one (--data-generation zipf).
   double zipf_alpha = 1.05;
   double reuse = 0.0;
+  /// Samples of the click data's test split (0: a tenth of the training samples per epoch).
+  int64_t test_data_size = 0;
   /// Element type of the table rows.
   ElemType emb_dtype = ElemType::F32;
   /// After every training step, check the loss, the dense parameters and the embedding rows the

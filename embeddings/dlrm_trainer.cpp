@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "embeddings/click_source.h"
 
 namespace strata::emb {
 
@@ -79,10 +80,11 @@ metrics::BinaryMetrics evaluate_source(TieredDLRM& model, IndexSource& source, i
 }
 
 bool has_test_split(const DLRMConfig& c) {
-  return c.data_generation == DataGeneration::Dataset;
+  return c.data_generation == DataGeneration::Dataset || c.data_generation == DataGeneration::Click;
 }
 
 std::unique_ptr<IndexSource> make_test_index_source(const DLRMConfig& config) {
+  if (config.data_generation == DataGeneration::Click) return make_click_source(config, true);
   DLRMConfig c = config;
   if (c.test_mini_batch_size > 0) c.mini_batch_size = c.test_mini_batch_size;
   return make_index_source(c);
@@ -256,6 +258,19 @@ const DLRMTestRecord& DLRMTrainer::test(int64_t epoch, int64_t iter) {
   std::fflush(out_);
   history_.tests.push_back(r);
   return history_.tests.back();
+}
+
+TrainingCurves DLRMTrainer::curves() const {
+  TrainingCurves c{history_.train_iter, history_.train_loss, {}, {}, {}};
+  bool auc = true;
+  for (const DLRMTestRecord& r : history_.tests) {
+    c.test_iterations.push_back(static_cast<double>(r.global_iter));
+    c.accuracy.push_back(r.metrics.accuracy);
+    c.auc.push_back(r.metrics.auc);
+    auc = auc && !std::isnan(r.metrics.auc);
+  }
+  if (!auc) c.auc.clear();
+  return c;
 }
 
 bool DLRMTrainer::threshold_reached() const {

@@ -35,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "core/line_plot.h"
 #include "embeddings/dlrm.h"
 #include "embeddings/dlrm_config.h"
 #include "embeddings/index_source.h"
@@ -89,6 +90,9 @@ class DLRMTrainer {
   void save(int64_t epoch, int64_t iter);
 
   const DLRMHistory& history() const { return history_; }
+  /// The history as plot series (core/line_plot.h): train loss, test accuracy, and test AUC when
+  /// every pass had one.
+  TrainingCurves curves() const;
   const DLRMTrainStats& stats() const { return stats_; }
   double best_accuracy() const { return best_acc_; }
   double best_auc() const { return best_auc_; }

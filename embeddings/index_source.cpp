@@ -60,14 +60,14 @@ int64_t EpochShape::samples_in(int64_t j, int64_t batch_size) const {
   return std::min(batch_size, data_size - j * batch_size);
 }
 
-namespace {
-
 void check_rows(const std::vector<int64_t>& rows, const char* what) {
   STRATA_CHECK(!rows.empty(), what, ": no embedding tables; expected at least one row count");
   for (std::size_t k = 0; k < rows.size(); ++k) {
     STRATA_CHECK(rows[k] > 0, what, ": table ", k, " has ", rows[k], " rows; expected a positive count");
   }
 }
+
+namespace {
 
 void fill_uniform(RandomStream& rng, std::vector<float>& out) {
   for (float& v : out) v = static_cast<float>(rng.uniform());
@@ -81,13 +81,12 @@ void fill_targets(RandomStream& rng, bool round, std::vector<float>& out) {
   }
 }
 
-/// The reference's variable bag size: round(max(1, U·min(rows, L))), rounding half to even.
+}  // namespace
+
 int64_t variable_bag_size(RandomStream& rng, int64_t rows, int64_t max_size) {
   const double r = rng.uniform();
   return static_cast<int64_t>(std::nearbyint(std::max(1.0, r * static_cast<double>(std::min(rows, max_size)))));
 }
-
-}  // namespace
 
 // ---- RandomSource --------------------------------------------------------------------------------
 
@@ -452,17 +451,6 @@ Scramble parse_scramble(std::string_view text) {
   return Scramble::None;
 }
 
-namespace {
-
-uint64_t mix(uint64_t a, uint64_t b) {
-  uint64_t x = a * 0x9e3779b97f4a7c15ULL + b + 0x632be59bd9b4e019ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-}  // namespace
-
 ZipfSource::ZipfSource(ZipfConfig config)
     : IndexSource(config.rows, config.num_dense, config.batch_size, config.num_batches), config_(std::move(config)) {
   check_rows(config_.rows, "zipf source");
@@ -492,7 +480,7 @@ ZipfSource::ZipfSource(ZipfConfig config)
         case Scramble::None:
           break;
         case Scramble::Lfsr:
-          lfsrs_.emplace_back(rows, mix(config_.seed, t));
+          lfsrs_.emplace_back(rows, hash_mix(config_.seed, t));
           break;
         case Scramble::Permutation: {
           STRATA_CHECK(rows <= config_.max_permutation_rows && rows <= int64_t{0xffffffff}, "zipf source: table ", t,
@@ -500,7 +488,7 @@ ZipfSource::ZipfSource(ZipfConfig config)
                        " rows is not built (4 bytes per row): use lfsr scrambling");
           std::vector<uint32_t> perm(static_cast<std::size_t>(rows));
           std::iota(perm.begin(), perm.end(), 0u);
-          RandomStream prng(static_cast<uint32_t>(mix(config_.seed, t)));
+          RandomStream prng(static_cast<uint32_t>(hash_mix(config_.seed, t)));
           for (std::size_t i = perm.size(); i > 1; --i) std::swap(perm[i - 1], perm[prng.below(i)]);
           permutations_.push_back(std::move(perm));
           break;
@@ -588,7 +576,7 @@ void ZipfSource::generate_table(int64_t t, int64_t batch, BagStorage& out) {
                      " draws; lower the bag size or alpha");
         ++draws;
         const int64_t r = (sampler(rng_) - 1) % rows;
-        std::size_t h = static_cast<std::size_t>(mix(static_cast<uint64_t>(r), 0)) & mask;
+        std::size_t h = static_cast<std::size_t>(hash_mix(static_cast<uint64_t>(r), 0)) & mask;
         bool dup = false;
         while (seen_stamp_[h] == stamp_) {
           if (seen_keys_[h] == r) {

@@ -101,6 +101,14 @@ struct EpochShape {
   int64_t samples_in(int64_t j, int64_t batch_size) const;
 };
 
+/// Throws strata::Error "<what>: ..." unless `rows` names at least one table and every count is
+/// positive (the generators' common check of --arch-embedding-size).
+void check_rows(const std::vector<int64_t>& rows, const char* what);
+
+/// The reference's variable bag size: round(max(1, U·min(rows, L))), rounding half to even (one
+/// uniform draw from `rng`).
+int64_t variable_bag_size(RandomStream& rng, int64_t rows, int64_t max_size);
+
 /// --rand-data-dist.
 enum class RandomDist : uint8_t { Uniform, Gaussian };
 /// Parses "uniform" / "gaussian"; throws strata::Error naming --rand-data-dist otherwise.

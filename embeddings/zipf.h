@@ -47,6 +47,15 @@ class RandomStream {
   double gauss_ = 0.0;
 };
 
+/// A 64-bit hash of two words (the splitmix64 finalizer over a·φ + b): seeds per-table streams
+/// and scrambling phases, and the click generator's hidden per-row effects (click_source.h).
+inline uint64_t hash_mix(uint64_t a, uint64_t b) {
+  uint64_t x = a * 0x9e3779b97f4a7c15ULL + b + 0x632be59bd9b4e019ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
 /// Generalized harmonic number H(n, s) = sum_{k=1..n} k^-s (n >= 0, s > 0). Exact summation up to
 /// 2^16 terms, Euler–Maclaurin for the rest (relative error below 1e-12).
 double generalized_harmonic(int64_t n, double s);

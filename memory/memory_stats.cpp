@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/file.h"
 #include "memory/heap.h"
 
 namespace strata::memory {
@@ -135,47 +136,6 @@ void append_json_string(std::string& out, std::string_view s) {
     }
   }
   out += '"';
-}
-
-// Writes `content` to `path` atomically: `path.tmp`, fsync, rename. Leaves no file behind on error.
-void write_file_atomically(const std::string& what, const std::string& path,
-                           const std::string& content) {
-  STRATA_CHECK(!path.empty(), what, ": the output path is empty");
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    const int err = errno;
-    STRATA_CHECK(false, what, ": cannot write '", path, "': cannot create '", tmp,
-                 "': ", std::strerror(err));
-  }
-  const auto fail = [&](const char* step, int err) {
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    STRATA_CHECK(false, what, ": cannot write '", path, "': ", step, " '", tmp,
-                 "' failed: ", std::strerror(err));
-  };
-  std::size_t done = 0;
-  while (done < content.size()) {
-    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      fail("write to", errno);
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  if (::fsync(fd) != 0) fail("fsync of", errno);
-  if (::close(fd) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    STRATA_CHECK(false, what, ": cannot write '", path, "': closing '", tmp,
-                 "' failed: ", std::strerror(err));
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    STRATA_CHECK(false, what, ": cannot write '", path, "': renaming '", tmp, "' to it failed: ",
-                 std::strerror(err));
-  }
 }
 
 }  // namespace
@@ -453,7 +413,7 @@ std::string OccupancyTimeline::to_json() const {
 }
 
 void OccupancyTimeline::save_json(const std::string& path) const {
-  write_file_atomically("occupancy timeline", path, to_json() + "\n");
+  write_file_atomically(path, to_json() + "\n", "occupancy timeline");
 }
 
 // ---- MemoryStats ---------------------------------------------------------------------------------

@@ -2,9 +2,10 @@
 # The README's first command: set up, build, and run Strata's main job on its embedded default —
 # `strata-dlrm` with no arguments: a DLRM whose embedding tables (8 × 131072 rows × 64, 256 MiB)
 # are 4× the fast-tier budget (64 MiB of DRAM), so their rows live in the slow tier behind the
-# per-row DRAM cache (policy auto), with the slow tier on the Optane model; Zipf(1.05) lookups,
-# 300 iterations with the reference's progress line, then a summary (samples/s, phase breakdown,
-# cache hit rate, bytes moved per tier). Arguments are passed to strata-dlrm (`--help` lists the
+# per-row DRAM cache (policy auto), with the slow tier on the Optane model; generated click data
+# (Zipf(1.05) ids, labels from a hidden model: Note [Click data] in embeddings/click_source.h),
+# 1500 iterations of rwsadagrad with the reference's progress line, then a summary (samples/s,
+# phase breakdown, cache hit rate, bytes moved per tier). Arguments are passed to strata-dlrm (`--help` lists the
 # reference's flags, presets and tier flags). The Python training example is examples/train_mlp.py.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -23,6 +23,7 @@
 
 #include "bench/bench_common.h"
 #include "core/error.h"
+#include "core/line_plot.h"
 #include "core/threading.h"
 #include "embeddings/dlrm.h"
 #include "embeddings/dlrm_config.h"
@@ -188,6 +189,11 @@ int run(const DLRMConfig& c) {
   trainer.train();
   print_summary(c, model, trainer);
   if (!c.json.empty() && !write_json(c, model, trainer)) return 1;
+  if (!c.plot.empty()) {
+    write_line_plot_png(c.plot, "strata-dlrm" + (c.preset.empty() ? std::string() : " --preset " + c.preset),
+                        training_plot_panels(trainer.curves()));
+    std::printf("Plot written to %s\n", c.plot.c_str());
+  }
   return 0;
 }
 

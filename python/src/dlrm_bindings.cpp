@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "bindings.h"
+#include "core/line_plot.h"
+#include "embeddings/click_source.h"
 #include "embeddings/dlrm.h"
 #include "embeddings/dlrm_config.h"
 #include "embeddings/dlrm_trainer.h"
@@ -129,10 +131,16 @@ void init_dlrm(py::module_& m) {
       py::arg("args"), "Validates strata-dlrm flags; returns the run's description.");
 
   py::class_<emb::IndexSource>(dm, "Batches", "The batches of a run (embeddings/index_source.h) as NumPy arrays.")
-      .def(py::init([](const std::vector<std::string>& args) {
-             return emb::make_index_source(emb::parse_dlrm_args(args));
+      .def(py::init([](const std::vector<std::string>& args, bool test) {
+             const emb::DLRMConfig c = emb::parse_dlrm_args(args);
+             if (!test) return emb::make_index_source(c);
+             STRATA_CHECK(c.data_generation == emb::DataGeneration::Click, "Batches(split='test'): only ",
+                          "--data-generation click has a test split, got --data-generation ",
+                          emb::to_string(c.data_generation));
+             return emb::make_click_source(c, true);
            }),
-           py::arg("args"))
+           py::arg("args"), py::arg("test") = false,
+           "The train batches of strata-dlrm flags, or with test=True the click data's test split.")
       .def("__len__", &emb::IndexSource::num_batches)
       .def("reset", &emb::IndexSource::reset)
       .def("describe", &emb::IndexSource::describe)
@@ -158,6 +166,19 @@ void init_dlrm(py::module_& m) {
             return py::make_tuple(dense, indices, offsets, targets);
           },
           "The next batch (dense, indices, offsets, targets), or None at the end of the epoch.");
+
+  dm.def(
+      "write_training_plot",
+      [](const std::string& path, const std::string& title, std::vector<double> iterations, std::vector<double> loss,
+         std::vector<double> test_iterations, std::vector<double> accuracy, std::vector<double> auc) {
+        const TrainingCurves curves{std::move(iterations), std::move(loss), std::move(test_iterations),
+                                    std::move(accuracy), std::move(auc)};
+        py::gil_scoped_release release;
+        write_line_plot_png(path, title, training_plot_panels(curves));
+      },
+      py::arg("path"), py::arg("title"), py::arg("iterations"), py::arg("loss"), py::arg("test_iterations"),
+      py::arg("accuracy"), py::arg("auc"),
+      "Writes training curves as a PNG line plot (core/line_plot.h).");
 
   py::class_<TieredDLRM>(dm, "DLRM", "The reference DLRM with tiered embedding tables (embeddings/dlrm.h).")
       .def(py::init([](const std::vector<std::string>& args) {

@@ -32,7 +32,7 @@ import numpy as np
 
 from . import _C
 
-__all__ = ["DLRM", "Batches", "usage", "presets"]
+__all__ = ["DLRM", "Batches", "usage", "presets", "plot_training"]
 
 _FLAGS = frozenset(_C.dlrm.flag_names())
 # Options that are not model options in Python (they steer the strata-dlrm program).
@@ -91,11 +91,18 @@ class Batches:
     ``num_batches``, ``num_indices_per_lookup``, ``zipf_alpha``, ``reuse``, ``raw_data_file``,
     ...). Iterating yields one epoch of ``(dense, indices, offsets, targets)`` NumPy tuples that
     ``DLRM.train_step(*batch)`` takes (offsets are CSR, B + 1 per table; targets [B, 1]); the
-    ``random`` and ``synthetic`` generators follow the reference draw for draw."""
+    ``random`` and ``synthetic`` generators follow the reference draw for draw.
 
-    def __init__(self, **options):
+    ``data_generation="click"`` has labels a model can learn (Note [Click data] in
+    embeddings/click_source.h) and a test split: ``split="test"`` yields its
+    ``test_data_size`` samples (default a tenth of the training samples) in batches of
+    ``test_mini_batch_size`` (default ``mini_batch_size``), drawn apart from the train split's."""
+
+    def __init__(self, split="train", **options):
+        if split not in ("train", "test"):
+            raise ValueError(f"Batches(): split must be 'train' or 'test', got {split!r}")
         self._options = dict(options)
-        self._src = _C.dlrm.Batches(_to_flags(options))
+        self._src = _C.dlrm.Batches(_to_flags(options), split == "test")
 
     def __len__(self):
         return len(self._src)
@@ -254,3 +261,21 @@ class DLRM:
     def describe(self):
         """The architecture, the tiers and where every table lives."""
         return self._m.describe()
+
+
+def _series(name, values):
+    values = np.asarray(values, dtype=np.float64)
+    if values.ndim != 1:
+        raise ValueError(f"plot_training(): {name} must be one-dimensional, got shape {values.shape}")
+    return values.tolist()
+
+
+def plot_training(path, iterations, loss, test_iterations=(), accuracy=(), auc=(), title="strata-dlrm"):
+    """Writes training curves to ``path`` as a PNG line plot, drawn in C++ (core/line_plot.h; no
+    matplotlib): a panel of the training loss against ``iterations`` and, when test figures are
+    given, a panel of test ``accuracy`` and ``auc`` against ``test_iterations`` (either may be
+    left empty). Non-finite values break the line. Raises strata.StrataError naming the series
+    whose length differs from its x values, or the path when it cannot be written."""
+    _C.dlrm.write_training_plot(str(path), str(title), _series("iterations", iterations), _series("loss", loss),
+                                _series("test_iterations", test_iterations), _series("accuracy", accuracy),
+                                _series("auc", auc))

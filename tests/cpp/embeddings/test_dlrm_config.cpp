@@ -81,7 +81,10 @@ TEST(DLRMConfig, NoArgumentsIsTheEmbeddedDefaultJob) {
   EXPECT_EQ(c.preset, "default");
   // Its tables exceed the fast budget (4x), so the slow tier and the cache matter.
   EXPECT_EQ(c.table_bytes(), 4 * c.fast_budget);
-  EXPECT_EQ(c.data_generation, DataGeneration::Zipf);
+  // Click data with a learnable signal, evaluated on its test split.
+  EXPECT_EQ(c.data_generation, DataGeneration::Click);
+  EXPECT_EQ(c.loss_function, LossFunction::BCE);
+  EXPECT_GT(c.test_data_size, 0);
   EXPECT_TRUE(c.print_time);
 }
 
