@@ -4,7 +4,8 @@
 # are 4× the fast-tier budget (64 MiB of DRAM), so their rows live in the slow tier behind the
 # per-row DRAM cache (policy auto), with the slow tier on the Optane model; generated click data
 # (Zipf(1.05) ids, labels from a hidden model: Note [Click data] in embeddings/click_source.h),
-# 1500 iterations of rwsadagrad with the reference's progress line, then a summary (samples/s,
+# 1500 iterations of rwsadagrad with the reference's progress line, a test pass every 300 iterations
+# (the reference's "Testing at" line), then a summary (samples/s, test accuracy and AUC,
 # phase breakdown, cache hit rate, bytes moved per tier). Arguments are passed to strata-dlrm (`--help` lists the
 # reference's flags, presets and tier flags). The Python training example is examples/train_mlp.py.
 set -euo pipefail
