@@ -42,8 +42,10 @@ target_link_options(strata_dnnl INTERFACE "LINKER:--disable-new-dtags" "LINKER:-
 target_compile_definitions(strata_dnnl INTERFACE
   STRATA_DNNL_LIBRARY_DIR="${DNNL_LIBRARY_DIR}" STRATA_DNNL_CPU_RUNTIME="${DNNL_CPU_RUNTIME}")
 
-# ---- TBB, Eigen, memkind (Debian) -----------------------------------------------------------------
+# ---- TBB, zlib, Eigen, memkind (Debian) -----------------------------------------------------------
 find_package(TBB REQUIRED)
+# zlib (Debian zlib1g-dev): deflate for .npz files (core/npz.h).
+find_package(ZLIB REQUIRED)
 find_package(Eigen3 3.3 REQUIRED NO_MODULE)
 find_library(MEMKIND_LIBRARY memkind)
 find_path(MEMKIND_INCLUDE_DIR memkind.h)
