@@ -547,9 +547,9 @@ Array<T> read_array(const NpzReader& npz, std::string_view name) {
   out.header = m->header();
   const Dtype want = dtype_of<T>();
   const bool ok = out.header.dtype == want || (want == Dtype::U1 && out.header.dtype == Dtype::B1);
-  STRATA_CHECK(ok, member_where(npz.path(), name), ": dtype ", descr(out.header.dtype), ", expected ", descr(want));
-  STRATA_CHECK(!out.header.fortran_order || out.header.shape.size() < 2, member_where(npz.path(), name),
-               ": Fortran-order arrays are not supported here (shape ", out.header.shape_string(), ")");
+  const std::string where = member_where(npz.path(), std::string(name) + ".npy");
+  STRATA_CHECK(ok, where, ": dtype ", descr(out.header.dtype), ", expected ", descr(want));
+  STRATA_CHECK(!out.header.fortran_order || out.header.shape.size() < 2, where, ": Fortran-order arrays are not supported here (shape ", out.header.shape_string(), ")");
   out.data.resize(static_cast<std::size_t>(out.header.count()));
   m->read(out.data.data(), out.data.size() * sizeof(T));
   m->finish();
@@ -588,7 +588,7 @@ std::vector<int64_t> read_integers(const NpzReader& npz, std::string_view name, 
       case Dtype::F8: std::memcpy(&real, p, 8); break;
     }
     STRATA_CHECK(std::isfinite(real) && real == std::floor(real) && std::fabs(real) < 9.2e18,
-                 member_where(npz.path(), name), ": element ", i, " is ", real, ", not an integer");
+                 member_where(npz.path(), std::string(name) + ".npy"), ": element ", i, " is ", real, ", not an integer");
     out[i] = static_cast<int64_t>(real);
   }
   return out;
@@ -718,19 +718,21 @@ void NpzWriter::deflate_payload(const std::string& header, const unsigned char* 
   w.crc = static_cast<uint32_t>(crc);
 }
 
-void NpzWriter::add(std::string_view name, Dtype dtype, const std::vector<int64_t>& shape, const void* data) {
+void NpzWriter::add(std::string_view name, Dtype dtype, const std::vector<int64_t>& shape, const void* data,
+                    bool fortran_order) {
   STRATA_CHECK(file_ != nullptr, "npz: ", quote_path(path_), " is already closed");
   for (int64_t d : shape) STRATA_CHECK(d >= 0, "npz: array ", quote_field(name), " has a negative dimension");
   Written w;
   w.name = std::string(name) + ".npy";
   w.method = compress_ ? 8 : 0;
   w.local_offset = tell();
-  const std::string header = make_header(dtype, shape);
+  const std::string header = make_header(dtype, shape, fortran_order);
   Header h;
   h.shape = shape;
   const uint64_t bytes = static_cast<uint64_t>(h.count()) * itemsize(dtype);
   w.uncompressed = header.size() + bytes;
-  const bool zip64 = w.uncompressed >= kZip64Threshold;
+  const bool zip64 = force_zip64_ || w.uncompressed >= kZip64Threshold;
+  w.zip64 = zip64;
   write_local_header(w.name, zip64);
   const auto* p = static_cast<const unsigned char*>(data);
   if (compress_) deflate_payload(header, p, bytes, w);
@@ -744,8 +746,8 @@ void NpzWriter::close() {
   const uint64_t cd_offset = tell();
   std::string cd;
   for (const Written& w : written_) {
-    const bool big_sizes = w.uncompressed >= kZip64Threshold;
-    const bool big_offset = w.local_offset >= kMax32;
+    const bool big_sizes = w.zip64;
+    const bool big_offset = w.local_offset >= kMax32 || (w.zip64 && force_zip64_);
     std::string extra;
     if (big_sizes || big_offset) {
       std::string fields;
@@ -781,7 +783,7 @@ void NpzWriter::close() {
   write_bytes(cd.data(), cd.size());
   const uint64_t n = written_.size();
   std::string end;
-  if (n >= 0xffff || cd.size() >= kMax32 || cd_offset >= kMax32) {
+  if (n >= 0xffff || cd.size() >= kMax32 || cd_offset >= kMax32 || force_zip64_) {
     const uint64_t z_at = tell();
     put32(end, kZip64EndSig);
     put64(end, 44);

@@ -147,12 +147,17 @@ class NpzWriter {
   ~NpzWriter();
   NpzWriter(const NpzWriter&) = delete;
   NpzWriter& operator=(const NpzWriter&) = delete;
-  /// Appends array `name` of `shape` from C-order `data` (shape's product × itemsize bytes).
-  void add(std::string_view name, Dtype dtype, const std::vector<int64_t>& shape, const void* data);
+  /// Appends array `name` of `shape` from `data` (shape's product × itemsize bytes) in C order, or
+  /// in Fortran order when `fortran_order` (as np.save writes a transposed array).
+  void add(std::string_view name, Dtype dtype, const std::vector<int64_t>& shape, const void* data,
+           bool fortran_order = false);
   template <typename T>
   void add(std::string_view name, const std::vector<int64_t>& shape, const T* data);
   /// Writes the central directory and renames the file into place. Throws on I/O errors.
   void close();
+  /// Gives every later member Zip64 records whatever its size (as Python's force_zip64), so
+  /// tests exercise the 4 GiB format on small files.
+  void force_zip64() { force_zip64_ = true; }
 
  private:
   struct Written {
@@ -160,6 +165,7 @@ class NpzWriter {
     uint16_t method;
     uint32_t crc;
     uint64_t compressed, uncompressed, local_offset;
+    bool zip64;
   };
   void write_bytes(const void* p, std::size_t n);
   uint64_t tell() const { return offset_; }
@@ -173,6 +179,7 @@ class NpzWriter {
   bool compress_;
   int level_;
   uint64_t offset_ = 0;
+  bool force_zip64_ = false;
   std::vector<Written> written_;
 };
 

@@ -16,8 +16,8 @@ const IndexSource& checked(const std::unique_ptr<IndexSource>& inner) {
 }  // namespace
 
 PrefetchSource::PrefetchSource(std::unique_ptr<IndexSource> inner, int depth)
-    : IndexSource(std::vector<int64_t>(checked(inner).rows().begin(), inner->rows().end()), inner->num_dense(),
-                  inner->batch_size(), inner->num_batches()),
+    : IndexSource(std::vector<int64_t>(checked(inner).rows().begin(), checked(inner).rows().end()),
+                  checked(inner).num_dense(), checked(inner).batch_size(), checked(inner).num_batches()),
       inner_(std::move(inner)),
       depth_(static_cast<std::size_t>(depth)) {
   STRATA_CHECK(depth >= 1, "PrefetchSource: depth must be at least 1, got ", depth);

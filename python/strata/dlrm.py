@@ -32,7 +32,7 @@ import numpy as np
 
 from . import _C
 
-__all__ = ["DLRM", "Batches", "usage", "presets"]
+__all__ = ["DLRM", "Batches", "dataset_counts", "usage", "presets"]
 
 _FLAGS = frozenset(_C.dlrm.flag_names())
 # Options that are not model options in Python (they steer the strata-dlrm program).
@@ -85,20 +85,41 @@ def _to_flags(options):
     return flags
 
 
+def dataset_counts(**options):
+    """A Criteo data set's ids per categorical column (the reference's ``counts``, what
+    ``DLRM(arch_embedding_size=...)`` takes; DLRM and strata-dlrm use them by default): keyword
+    arguments as for DLRM (``data_generation="dataset"``, ``raw_data_file``,
+    ``processed_data_file``, ``data_set``, ``max_ind_range``, ...). Preprocesses the raw file as
+    the reference's data_utils does when the processed file does not exist."""
+    return list(_C.dlrm.dataset_counts(_to_flags(options)))
+
+
 class Batches:
     """The batches of a run, as strata-dlrm draws them: keyword arguments as for DLRM (the data
     ones matter: ``data_generation`` random | synthetic | zipf | dataset, ``mini_batch_size``,
     ``num_batches``, ``num_indices_per_lookup``, ``zipf_alpha``, ``reuse``, ``raw_data_file``,
     ...). Iterating yields one epoch of ``(dense, indices, offsets, targets)`` NumPy tuples that
     ``DLRM.train_step(*batch)`` takes (offsets are CSR, B + 1 per table; targets [B, 1]); the
-    ``random`` and ``synthetic`` generators follow the reference draw for draw."""
+    ``random`` and ``synthetic`` generators follow the reference draw for draw.
 
-    def __init__(self, **options):
+    With ``data_generation="dataset"`` the batches are the reference's Criteo pipeline (the raw
+    file preprocessed into the processed .npz when that is missing) and ``split`` picks
+    ``"train"`` (days 0..D-2, shuffled per ``data_randomize`` with the reference's numpy draws),
+    ``"test"`` or ``"val"`` (the two halves of the last day; ``test_mini_batch_size``) or
+    ``"none"`` (everything); ``rows`` are the tables' row counts."""
+
+    def __init__(self, split="train", **options):
         self._options = dict(options)
-        self._src = _C.dlrm.Batches(_to_flags(options))
+        self._split = split
+        self._src = _C.dlrm.Batches(_to_flags(options), split)
 
     def __len__(self):
         return len(self._src)
+
+    @property
+    def rows(self):
+        """Rows per table: every index of table k lies in [0, rows[k])."""
+        return list(self._src.rows)
 
     def __iter__(self):
         self._src.reset()
