@@ -67,49 +67,49 @@ class MappedFile {
 class KeyIds {
  public:
   uint32_t find_or_insert(uint64_t key) {
-    if ((keys_.size() + 1) * 2 > ids_.size()) grow();
+    if ((keys_.size() + 1) * 2 > slots_.size()) grow();
     std::size_t i = slot(key);
     for (;;) {
-      const uint32_t id = ids_[i];
-      if (id == kEmpty) {
+      Slot& s = slots_[i];
+      if (s.id == kEmpty) {
         const auto fresh = static_cast<uint32_t>(keys_.size());
-        ids_[i] = fresh;
-        slot_keys_[i] = key;
+        s = {key, fresh};
         keys_.push_back(key);
         return fresh;
       }
-      if (slot_keys_[i] == key) return id;
+      if (s.key == key) return s.id;
       i = (i + 1) & mask_;
     }
   }
   const std::vector<uint64_t>& keys() const { return keys_; }
   std::size_t size() const { return keys_.size(); }
   void clear() {
-    if (!keys_.empty()) std::fill(ids_.begin(), ids_.end(), kEmpty);
+    if (!keys_.empty()) std::fill(slots_.begin(), slots_.end(), Slot{});
     keys_.clear();
   }
 
  private:
   static constexpr uint32_t kEmpty = 0xffffffffu;
+  struct Slot {  // key and id side by side: one cache line per probe
+    uint64_t key = 0;
+    uint32_t id = kEmpty;
+  };
   std::size_t slot(uint64_t key) const {
     key ^= key >> 31;
     key *= 0x9e3779b97f4a7c15ull;
     return static_cast<std::size_t>(key >> 17) & mask_;
   }
   void grow() {
-    const std::size_t cap = std::max<std::size_t>(1024, ids_.size() * 2);
-    ids_.assign(cap, kEmpty);
-    slot_keys_.assign(cap, 0);
+    const std::size_t cap = std::max<std::size_t>(1024, slots_.size() * 2);
+    slots_.assign(cap, Slot{});
     mask_ = cap - 1;
     for (std::size_t id = 0; id < keys_.size(); ++id) {
       std::size_t i = slot(keys_[id]);
-      while (ids_[i] != kEmpty) i = (i + 1) & mask_;
-      ids_[i] = static_cast<uint32_t>(id);
-      slot_keys_[i] = keys_[id];
+      while (slots_[i].id != kEmpty) i = (i + 1) & mask_;
+      slots_[i] = {keys_[id], static_cast<uint32_t>(id)};
     }
   }
-  std::vector<uint32_t> ids_;
-  std::vector<uint64_t> slot_keys_;
+  std::vector<Slot> slots_;
   std::vector<uint64_t> keys_;
   std::size_t mask_ = 0;
 };
