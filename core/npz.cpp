@@ -549,7 +549,8 @@ Array<T> read_array(const NpzReader& npz, std::string_view name) {
   const bool ok = out.header.dtype == want || (want == Dtype::U1 && out.header.dtype == Dtype::B1);
   const std::string where = member_where(npz.path(), std::string(name) + ".npy");
   STRATA_CHECK(ok, where, ": dtype ", descr(out.header.dtype), ", expected ", descr(want));
-  STRATA_CHECK(!out.header.fortran_order || out.header.shape.size() < 2, where, ": Fortran-order arrays are not supported here (shape ", out.header.shape_string(), ")");
+  STRATA_CHECK(!out.header.fortran_order || out.header.shape.size() < 2, where,
+               ": Fortran-order arrays are not supported here (shape ", out.header.shape_string(), ")");
   out.data.resize(static_cast<std::size_t>(out.header.count()));
   m->read(out.data.data(), out.data.size() * sizeof(T));
   m->finish();

@@ -202,12 +202,13 @@ class LineParser {
   [[noreturn]] void fail(int64_t field, std::string_view text, const char* why) const {
     char name[16];
     column_name(field, name, sizeof name);
-    throw Error(::strata::detail::format_message("criteo ", quote_path(path_), " line ", line_, ", column ", name, ": ",
-                                       quote_field(text), " ", why));
+    throw Error(::strata::detail::format_message("criteo ", quote_path(path_), " line ", line_, ", column ", name,
+                                                 ": ", quote_field(text), " ", why));
   }
   [[noreturn]] void fail_fields(int64_t found) const {
-    throw Error(::strata::detail::format_message("criteo ", quote_path(path_), " line ", line_, ": expected ", kCriteoFields,
-                                       " tab-separated fields (label, I1..I13, C1..C26), found ", found));
+    throw Error(::strata::detail::format_message("criteo ", quote_path(path_), " line ", line_, ": expected ",
+                                                 kCriteoFields, " tab-separated fields (label, I1..I13, C1..C26), ",
+                                                 "found ", found));
   }
 
   /// A decimal integer field ending at '\t', '\n', '\r' or `end`; empty is 0.
@@ -298,7 +299,8 @@ bool parse_line(const char*& p, const char* end, int64_t global, int64_t row, co
     next_field(p, end, 1 + j, lp);
   }
   uint32_t ids[kSparse];
-  const bool drop = label == 0 && !ctx.drop.empty() && ((ctx.drop[static_cast<std::size_t>(global >> 6)] >> (global & 63)) & 1);
+  const bool drop = label == 0 && !ctx.drop.empty() &&
+                    ((ctx.drop[static_cast<std::size_t>(global >> 6)] >> (global & 63)) & 1);
   for (int64_t k = 0; k < kSparse; ++k) {
     uint64_t h = lp.hex(p, end, 1 + kDense + k);
     if (ctx.max_ind_range > 0) h %= static_cast<uint64_t>(ctx.max_ind_range);
@@ -447,7 +449,8 @@ void parse_all(const std::vector<Chunk>& chunks, ParseContext& ctx, Parsed& out,
     const std::size_t n = std::min(wave_size, chunks.size() - first);
     const std::span<const Chunk> wave(chunks.data() + first, n);
     parallel_for(static_cast<int64_t>(n), 1, [&](int64_t lo, int64_t hi) {
-      for (int64_t c = lo; c < hi; ++c) parse_chunk(wave[static_cast<std::size_t>(c)], ctx, states[static_cast<std::size_t>(c)]);
+      for (int64_t c = lo; c < hi; ++c)
+        parse_chunk(wave[static_cast<std::size_t>(c)], ctx, states[static_cast<std::size_t>(c)]);
     });
     merge_wave(wave, std::span<ChunkState>(states.data(), n), global, ctx);
     for (std::size_t c = 0; c < n; ++c) {
@@ -621,7 +624,8 @@ void CriteoData::load_member(const std::string& name, int64_t cols, Matrix& out,
   const bool vector = cols == 1 && name == "y";
   const bool ok = vector ? h.shape.size() == 1 : (h.shape.size() == 2 && h.shape[1] == cols);
   STRATA_CHECK(ok && h.shape[0] == rows_, where, ": shape ", h.shape_string(), ", expected ",
-               vector ? "(" + std::to_string(rows_) + ",)" : "(" + std::to_string(rows_) + ", " + std::to_string(cols) + ")");
+               vector ? "(" + std::to_string(rows_) + ",)"
+                      : "(" + std::to_string(rows_) + ", " + std::to_string(cols) + ")");
   const bool fortran = h.fortran_order && h.shape.size() == 2;
   out.row_stride = fortran ? 1 : cols;
   out.col_stride = fortran ? rows_ : 1;

@@ -395,7 +395,8 @@ TEST(CriteoData, ReadsTheReferencesDtypesAndRefusesBadFiles) {
   write({n, 13}, false, false);
   EXPECT_THAT(error_of([&] { CriteoData::load(p, dc, 7, false); }), HasSubstr("member 'y' is missing"));
   write({n, 13}, false, true);
-  EXPECT_THAT(error_of([&] { CriteoData::load(p, dc, 24, false); }), HasSubstr("7 days of 9 samples, but the data set has 24 days"));
+  EXPECT_THAT(error_of([&] { CriteoData::load(p, dc, 24, false); }),
+              HasSubstr("7 days of 9 samples, but the data set has 24 days"));
   cat_f[5] = 2.5;
   write({n, 13}, false, true);
   EXPECT_THAT(error_of([&] { CriteoData::load(p, dc, 7, false); }), HasSubstr("(2.5) is not an int32 integer"));
