@@ -6,12 +6,15 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <numeric>
 #include <sstream>
 
 #include "autograd/grad_mode.h"
 #include "core/error.h"
+#include "core/file.h"
+#include "core/npz.h"
 #include "core/text.h"
 #include "core/factories.h"
 #include "core/finite.h"
@@ -20,6 +23,8 @@
 #include "core/threading.h"
 #include "embeddings/click_source.h"
 #include "embeddings/criteo.h"
+#include "embeddings/criteo_dataset.h"
+#include "embeddings/prefetch_source.h"
 #include "memory/copy_engine.h"
 #include "memory/tiered_memory.h"
 #include "models/linear.h"
@@ -200,7 +205,143 @@ void configure_process_memory(const DLRMConfig& c) {
   }
 }
 
-std::unique_ptr<IndexSource> make_index_source(const DLRMConfig& c) {
+namespace {
+
+// ---- Criteo data sets (Note [Criteo preprocessing], Note [Criteo split]) ----------------------------
+
+CriteoDatasetConfig criteo_config_of(const DLRMConfig& c) {
+  CriteoDatasetConfig d;
+  d.data_set = c.data_set;
+  d.raw_data_file = c.raw_data_file;
+  d.processed_data_file = c.processed_data_file;
+  d.max_ind_range = c.max_ind_range;
+  d.sub_sample_rate = c.data_sub_sample_rate;
+  d.randomize = c.data_randomize;
+  d.seed = static_cast<uint32_t>(c.numpy_rand_seed);
+  d.memory_map = c.memory_map;
+  return d;
+}
+
+/// A --processed-data-file that exists and is not a zip archive: the 40 x int32 binary.
+bool is_legacy_binary(const DLRMConfig& c) {
+  std::error_code ec;
+  if (c.mlperf_bin_loader || c.processed_data_file.empty() || !std::filesystem::is_regular_file(c.processed_data_file, ec))
+    return false;
+  std::FILE* f = open_file_for_reading(c.processed_data_file, "--processed-data-file");
+  char magic[4] = {0, 0, 0, 0};
+  const std::size_t got = std::fread(magic, 1, 4, f);
+  std::fclose(f);
+  return !(got == 4 && std::memcmp(magic, "PK\x03\x04", 4) == 0);
+}
+
+/// data_loader_terabyte's names: <processed dir>/<processed name up to '.'>_<split>.bin.
+std::string mlperf_bin_path(const DLRMConfig& c, CriteoSplit split) {
+  const std::string& p = c.processed_data_file;
+  const std::size_t slash = p.rfind('/');
+  STRATA_CHECK(!p.empty() && slash != std::string::npos, "--mlperf-bin-loader: --processed-data-file ", quote_path(p),
+               " needs a directory part (the binaries are <dir>/<name>_train.bin and _test.bin)");
+  const std::string name = p.substr(slash + 1);
+  return p.substr(0, slash + 1) + name.substr(0, name.find('.')) + "_" + to_string(split) + ".bin";
+}
+
+/// Writes a split's samples as 40 x int32 records (label, 13 dense, 26 ids), atomically.
+void write_mlperf_bin(const CriteoDataset& ds, CriteoSplit split, const std::string& path) {
+  const std::vector<int64_t> order = ds.indices(split);
+  const CriteoData& d = ds.data();
+  std::vector<int32_t> records;
+  const std::string temp = path + ".tmp";
+  std::FILE* f = std::fopen(temp.c_str(), "wb");
+  STRATA_CHECK(f != nullptr, "--mlperf-bin-loader: cannot create ", quote_path(temp), " (", std::strerror(errno), ")");
+  bool ok = true;
+  for (std::size_t at = 0; at < order.size() && ok; at += 65536) {
+    const std::size_t n = std::min<std::size_t>(65536, order.size() - at);
+    records.assign(n * kCriteoFields, 0);
+    for (std::size_t s = 0; s < n; ++s) {
+      int32_t* r = records.data() + s * kCriteoFields;
+      const int64_t i = order[at + s];
+      r[0] = d.label(i);
+      for (int64_t j = 0; j < kCriteoDense; ++j) r[1 + j] = d.dense(i, j);
+      for (int64_t k = 0; k < kCriteoSparse; ++k) r[1 + kCriteoDense + k] = d.category(i, k);
+    }
+    ok = std::fwrite(records.data(), sizeof(int32_t), records.size(), f) == records.size();
+  }
+  ok = std::fclose(f) == 0 && ok;
+  if (!ok || std::rename(temp.c_str(), path.c_str()) != 0) {
+    std::remove(temp.c_str());
+    STRATA_CHECK(false, "--mlperf-bin-loader: cannot write ", quote_path(path), " (", std::strerror(errno), ")");
+  }
+}
+
+int64_t split_batch_size(const DLRMConfig& c, CriteoSplit split) {
+  return split == CriteoSplit::Train || c.test_mini_batch_size <= 0 ? c.mini_batch_size : c.test_mini_batch_size;
+}
+
+std::unique_ptr<IndexSource> make_mlperf_source(const DLRMConfig& c, CriteoSplit split) {
+  STRATA_CHECK(split != CriteoSplit::None, "--mlperf-bin-loader: there is no binary for split none");
+  const std::string bin = mlperf_bin_path(c, split);
+  std::error_code ec;
+  if (!std::filesystem::exists(bin, ec)) write_mlperf_bin(CriteoDataset(criteo_config_of(c)), split, bin);
+  CriteoConfig b;
+  b.path = bin;
+  b.rows = with_dataset_rows(c).table_rows();
+  b.batch_size = split_batch_size(c, split);
+  b.wrap = true;  // ids mod --max-ind-range, as CriteoBinDataset
+  b.max_samples = split == CriteoSplit::Train && c.num_batches > 0 ? c.num_batches * c.mini_batch_size : 0;
+  return std::make_unique<PrefetchSource>(std::make_unique<CriteoBinarySource>(b));
+}
+
+std::unique_ptr<IndexSource> make_dataset_source(const DLRMConfig& c, CriteoSplit split) {
+  if (c.mlperf_bin_loader) return make_mlperf_source(c, split);
+  if (is_legacy_binary(c)) {
+    STRATA_CHECK(split == CriteoSplit::Train, "--processed-data-file ", quote_path(c.processed_data_file),
+                 ": a 40 x int32 binary has no test split (give the processed .npz)");
+    CriteoConfig d;
+    d.path = c.processed_data_file;
+    d.rows = c.table_rows();
+    d.batch_size = c.mini_batch_size;
+    d.wrap = c.max_ind_range > 0 || c.scale_rows < 1.0;
+    d.max_samples = c.num_batches > 0 ? c.num_batches * c.mini_batch_size : 0;
+    return std::make_unique<CriteoBinarySource>(d);
+  }
+  const CriteoDataset ds(criteo_config_of(c));
+  CriteoSourceConfig s;
+  s.rows = with_dataset_rows(c).table_rows();
+  s.batch_size = split_batch_size(c, split);
+  s.max_ind_range = c.max_ind_range;
+  s.wrap = c.scale_rows < 1.0;
+  s.max_samples = split == CriteoSplit::Train && c.num_batches > 0 ? c.num_batches * c.mini_batch_size : 0;
+  return std::make_unique<PrefetchSource>(ds.source(split, s));
+}
+
+}  // namespace
+
+std::vector<int64_t> dataset_counts(const DLRMConfig& c) {
+  STRATA_CHECK(c.data_generation == DataGeneration::Dataset, "dataset_counts: --data-generation is ",
+               to_string(c.data_generation), ", not dataset");
+  if (c.mlperf_bin_loader) {
+    const std::string file = c.raw_data_file + "_fea_count.npz";
+    const std::vector<int64_t> counts = npy::read_integers(npy::NpzReader(file), "counts");
+    STRATA_CHECK(counts.size() == static_cast<std::size_t>(kCriteoSparse), "--mlperf-bin-loader: ", quote_path(file),
+                 " holds ", counts.size(), " counts, expected ", kCriteoSparse);
+    return counts;
+  }
+  return criteo_counts(criteo_config_of(c));
+}
+
+DLRMConfig with_dataset_rows(const DLRMConfig& c) {
+  if (c.data_generation != DataGeneration::Dataset || c.arch_embedding_size_given || is_legacy_binary(c)) return c;
+  DLRMConfig out = c;
+  out.arch_embedding_size = dataset_counts(c);
+  for (int64_t& r : out.arch_embedding_size) r = std::max<int64_t>(r, 1);  // an empty column still needs a row
+  out.arch_embedding_size_given = true;
+  return out;
+}
+
+std::unique_ptr<IndexSource> make_index_source(const DLRMConfig& c, CriteoSplit split) {
+  const bool has_splits = c.data_generation == DataGeneration::Dataset || c.data_generation == DataGeneration::Click;
+  STRATA_CHECK(has_splits || split == CriteoSplit::Train || split == CriteoSplit::None, "the ",
+               split == CriteoSplit::Test ? "test" : "val", " split: only --data-generation dataset and click have ",
+               "splits, got --data-generation ", to_string(c.data_generation));
   const std::vector<int64_t> rows = c.table_rows();
   const int64_t dense = c.arch_mlp_bot.front();
   const auto seed = static_cast<uint32_t>(c.numpy_rand_seed);
@@ -259,18 +400,9 @@ std::unique_ptr<IndexSource> make_index_source(const DLRMConfig& c) {
                      ", --zipf-alpha ", c.zipf_alpha, ", --reuse ", c.reuse, "): ", e.what());
       }
     }
-    case DataGeneration::Click:
-      return make_click_source(c, false);
-    case DataGeneration::Dataset: {
-      CriteoConfig d;
-      d.path = c.raw_data_file.empty() ? c.processed_data_file : c.raw_data_file;
-      d.rows = rows;
-      d.batch_size = c.mini_batch_size;
-      d.wrap = c.max_ind_range > 0 || c.scale_rows < 1.0;
-      d.max_samples = c.num_batches > 0 ? c.num_batches * c.mini_batch_size : 0;
-      if (!c.raw_data_file.empty()) return std::make_unique<CriteoTsvSource>(d);
-      return std::make_unique<CriteoBinarySource>(d);
-    }
+    case DataGeneration::Click:  // its test split for test and val
+      return make_click_source(c, split == CriteoSplit::Test || split == CriteoSplit::Val);
+    case DataGeneration::Dataset: return make_dataset_source(c, split);
   }
   return nullptr;
 }

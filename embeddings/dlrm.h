@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "embeddings/criteo_dataset.h"
 #include "embeddings/dlrm_config.h"
 #include "embeddings/index_source.h"
 #include "embeddings/kernels.h"
@@ -110,12 +111,26 @@ struct DLRMTierCounters {
 
 /// The batches of a run per --data-generation: `random` (RandomSource, the reference's rules draw
 /// for draw), `synthetic` (SyntheticTraceSource over --data-trace-file), `zipf` (ZipfSource:
-/// Zipf(--zipf-alpha) for any alpha > 0, LFSR-scrambled per table, --reuse of the previous batch),
-/// `click` (make_click_source's train split, click_source.h) or `dataset` (CriteoTsvSource for --raw-data-file, else CriteoBinarySource for
-/// --processed-data-file; ids wrap modulo the rows with --max-ind-range or --scale-rows < 1).
-/// Tables have config.table_rows() rows; dense features are --arch-mlp-bot's first width. Throws
-/// strata::Error naming the flag (or the file) when the source cannot be built.
-std::unique_ptr<IndexSource> make_index_source(const DLRMConfig& config);
+/// Zipf(--zipf-alpha) for any alpha > 0, LFSR-scrambled per table, --reuse of the previous batch)
+/// `click` (make_click_source's train split, click_source.h) or `dataset`: the reference's Criteo pipeline (criteo_dataset.h; the processed .npz is made from
+/// --raw-data-file when missing) as split `split` (train: --mini-batch-size and --num-batches;
+/// test/val: --test-mini-batch-size, the whole split), prefetched on a background thread; with
+/// --mlperf-bin-loader the split's 40 x int32 binary; a --processed-data-file that is not a zip is
+/// read as one such binary (train only, rows from --arch-embedding-size). Dataset tables have
+/// with_dataset_rows(config).table_rows() rows. Only `dataset` and `click` have splits; the generators take
+/// `split` train or none (a test or val split of theirs is an error). Throws strata::Error naming
+/// the flag (or the file) when the source cannot be built.
+std::unique_ptr<IndexSource> make_index_source(const DLRMConfig& config, CriteoSplit split = CriteoSplit::Train);
+
+/// The data's row counts per table for --data-generation dataset (the processed file's counts,
+/// preprocessing first when it is missing; with --mlperf-bin-loader <raw>_fea_count.npz).
+std::vector<int64_t> dataset_counts(const DLRMConfig& config);
+
+/// `config` with --arch-embedding-size set from dataset_counts() for a dataset run that did not
+/// give it (as the reference takes ln_emb from the data; table_rows() then caps them at
+/// --max-ind-range and applies --scale-rows); other configurations unchanged. strata-dlrm and
+/// strata.dlrm.DLRM build the model from it.
+DLRMConfig with_dataset_rows(const DLRMConfig& config);
 
 /// Creates the process-wide tiered memory (where the MLPs' tensors live) in --slow-dir, unless
 /// STRATA_SLOW_DIR names another directory, the other settings from the STRATA_* variables; both

@@ -149,6 +149,7 @@ const std::map<std::string, Flag>& flag_table() {
     t["--arch-sparse-feature-size"] = STRATA_INT_FLAG(arch_sparse_feature_size, 1, 1 << 20);
     t["--arch-embedding-size"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
       c.arch_embedding_size = nn::zoo::parse_arch(v, f);
+      c.arch_embedding_size_given = true;
     });
     t["--arch-mlp-bot"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
       c.arch_mlp_bot = nn::zoo::parse_arch(v, f);
@@ -210,8 +211,8 @@ const std::map<std::string, Flag>& flag_table() {
     t["--max-ind-range"] = STRATA_INT_FLAG(max_ind_range, -1, kBig);
     t["--data-sub-sample-rate"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
       const double x = parse_real(f, v);
-      STRATA_CHECK(x == 0.0, f, ": sub-sampling the dataset's negatives is not supported by strata-dlrm (got ", v,
-                   "; only 0 is accepted)");
+      STRATA_CHECK(x >= 0 && x <= 1, f, ": expected a fraction in [0, 1] (the share of label-0 lines dropped), got ",
+                   quote_field(v));
       c.data_sub_sample_rate = x;
     });
     t["--num-indices-per-lookup"] = STRATA_INT_FLAG(num_indices_per_lookup, 1, 1 << 24);
@@ -257,8 +258,9 @@ const std::map<std::string, Flag>& flag_table() {
     for (const char* f : {"--qr-flag", "--qr-threshold", "--qr-operation", "--qr-collisions"})
       t[f] = refused(no + " (quotient-remainder embeddings)");
     for (const char* f : {"--quantize-mlp-with-bit", "--quantize-emb-with-bit"}) t[f] = refused(no + " (quantization)");
-    for (const char* f : {"--mlperf-bin-loader", "--mlperf-bin-shuffle", "--mlperf-grad-accum-iter"})
-      t[f] = refused(no + " (MLPerf loaders and gradient accumulation)");
+    t["--mlperf-bin-loader"] = STRATA_TRUE_FLAG(mlperf_bin_loader);
+    for (const char* f : {"--mlperf-bin-shuffle", "--mlperf-grad-accum-iter"})
+      t[f] = refused(no + " (MLPerf shuffling and gradient accumulation)");
     t["--save-onnx"] = refused(no + " (ONNX export)");
     t["--plot-compute-graph"] = refused(no + " (graph plotting)");
     t["--dist-backend"] = refused(no + " (distributed training)");
@@ -532,6 +534,33 @@ DLRMConfig parse_dlrm_args(const std::vector<std::string>& args) {
   return c;
 }
 
+namespace {
+
+/// --data-generation dataset: the files that must exist, and the row counts when they are given
+/// (Note [Criteo preprocessing] in embeddings/criteo_dataset.h).
+void validate_dataset_flags(const DLRMConfig& c) {
+  STRATA_CHECK(!c.raw_data_file.empty() || !c.processed_data_file.empty(),
+               "--data-generation dataset: give --raw-data-file (Criteo's raw text: kaggle's train.txt, or the ",
+               "terabyte day_0..day_23 prefix) or --processed-data-file (the processed .npz)");
+  std::error_code ec;
+  if (!c.raw_data_file.empty()) {
+    // Terabyte's raw path is the prefix of day files <raw>_0 .. <raw>_23.
+    const std::string first = c.data_set == "terabyte" ? c.raw_data_file + "_0" : c.raw_data_file;
+    const bool needed = c.processed_data_file.empty() || !std::filesystem::exists(c.processed_data_file, ec);
+    if (needed) check_readable_file(first, "--raw-data-file");  // Note [Opening files named by the user]
+  }
+  if (!c.processed_data_file.empty() && !c.mlperf_bin_loader &&
+      (c.raw_data_file.empty() || std::filesystem::exists(c.processed_data_file, ec)))
+    check_readable_file(c.processed_data_file, "--processed-data-file");
+  if (c.arch_embedding_size_given)
+    STRATA_CHECK(static_cast<int64_t>(c.arch_embedding_size.size()) == kCriteoSparse,
+                 "--arch-embedding-size: --data-generation dataset reads Criteo's ", kCriteoSparse,
+                 " categorical features: give ", kCriteoSparse, " row counts (or leave it out: the rows are the ",
+                 "data's counts), got ", c.arch_embedding_size.size());
+}
+
+}  // namespace
+
 void validate(const DLRMConfig& c) {
   const int64_t d = c.arch_sparse_feature_size;
   STRATA_CHECK(d >= 1, "--arch-sparse-feature-size: must be positive, got ", d);
@@ -569,18 +598,7 @@ void validate(const DLRMConfig& c) {
                "--cache-fraction: expected a fraction in (0, 1], got ", c.cache_fraction);
   STRATA_CHECK(c.zipf_alpha > 0, "--zipf-alpha: must be positive, got ", c.zipf_alpha);
   STRATA_CHECK(c.reuse >= 0 && c.reuse < 1, "--reuse: expected a fraction in [0, 1), got ", c.reuse);
-  if (c.data_generation == DataGeneration::Dataset) {
-    STRATA_CHECK(!c.raw_data_file.empty() || !c.processed_data_file.empty(),
-                 "--data-generation dataset: give --raw-data-file (Criteo TSV) or --processed-data-file ",
-                 "(40×int32 binary)");
-    for (const auto& [flag, path] : {std::pair<const char*, const std::string&>{"--raw-data-file", c.raw_data_file},
-                                     {"--processed-data-file", c.processed_data_file}})
-      if (!path.empty()) check_readable_file(path, flag);  // Note [Opening files named by the user]
-    STRATA_CHECK(static_cast<int64_t>(c.arch_embedding_size.size()) == kCriteoSparse,
-                 "--arch-embedding-size: --data-generation dataset reads Criteo's ", kCriteoSparse,
-                 " categorical features: give ", kCriteoSparse, " row counts (or --preset kaggle / mlperf40M), got ",
-                 c.arch_embedding_size.size());
-  }
+  if (c.data_generation == DataGeneration::Dataset) validate_dataset_flags(c);
   if (c.data_generation == DataGeneration::Synthetic)
     for (std::size_t k = 0; k < c.arch_embedding_size.size(); ++k) {
       const std::string path = trace_file_for_table(c.data_trace_file, static_cast<int64_t>(k));
@@ -628,11 +646,23 @@ Data:
   --mini-batch-size B  (1)   --num-indices-per-lookup L  (10)   --num-indices-per-lookup-fixed True|False
   --rand-data-dist uniform|gaussian  (uniform)  --rand-data-min/-max (0/1)  --rand-data-mu/-sigma (-1/1)
   --data-trace-file PATH  (./input/dist_emb_j.log; 'j' is the table number)  --data-trace-enable-padding
-  --data-set kaggle|terabyte  (kaggle)   --raw-data-file TSV   --processed-data-file BIN (40 x int32)
-  --max-ind-range N  (-1)   --data-randomize total|day|none  (total; Strata reads files in order)
+  --data-set kaggle|terabyte  (kaggle)
+  --raw-data-file PATH         Criteo raw text (kaggle: train.txt; terabyte: PATH_0..PATH_23),
+                               preprocessed as the reference's data_utils when the processed file
+                               is missing (its day and feature counts are written beside it)
+  --processed-data-file NPZ    (<raw dir>/kaggleAdDisplayChallenge_processed.npz) the processed
+                               arrays; table rows are its counts unless --arch-embedding-size is given
+                               (a 40 x int32 binary here is read as is, with --arch-embedding-size)
+  --max-ind-range N  (-1)      hashes mod N before the dictionaries; rows capped at N
+  --data-sub-sample-rate R  (0)  drop label-0 lines with probability R while preprocessing
+  --data-randomize total|day|none  (total)  the train split's shuffle (the reference's numpy draws)
+  --memory-map                 map the processed arrays instead of reading them (written uncompressed)
+  --mlperf-bin-loader          read <processed stem>_train.bin / _test.bin (40 x int32), written from
+                               the split when missing; counts from <raw>_fea_count.npz
+  --test-mini-batch-size B  (-1: --mini-batch-size)  batches of the test split
   --numpy-rand-seed S  (123)
-  Accepted with no effect in one process: --num-workers, --memory-map, --dataset-multiprocessing,
-  --sync-dense-params, --test-num-workers, --print-precision.
+  Accepted with no effect in one process: --num-workers, --dataset-multiprocessing (preprocessing is
+  parallel anyway), --sync-dense-params, --test-num-workers, --print-precision.
 Reporting:
   --print-freq N  (1)   --print-time   --print-wall-time   --debug-mode   --enable-profiling
   --test-freq N  (-1)   test every N iterations (and at the end of every epoch); without it, data
@@ -644,9 +674,8 @@ Reporting:
   --inference-only      one test pass (with --load-model: of the saved model)
   --save-model FILE     save when the test accuracy (AUC with --mlperf-logging) improves, and at
                         the end of a run without testing   --load-model FILE  resume from FILE
-Refused: --use-gpu, --md-*, --qr-*, --quantize-*, --mlperf-bin-*, --mlperf-grad-accum-iter,
-  --save-onnx, --plot-compute-graph,
-  --dist-backend, --local_rank, --data-sub-sample-rate other than 0.
+Refused: --use-gpu, --md-*, --qr-*, --quantize-*, --mlperf-bin-shuffle, --mlperf-grad-accum-iter,
+  --save-onnx, --plot-compute-graph, --dist-backend, --local_rank.
 
 Strata:
   --preset tiny|random-bench|kaggle|mlperf40M|default

@@ -31,7 +31,7 @@ namespace strata::emb {
 enum class DataGeneration : uint8_t {
   Random,     ///< the reference's random rules (uniform/gaussian dense, unique uniform indices)
   Synthetic,  ///< the reference's stack-distance trace files (--data-trace-file)
-  Dataset,    ///< Criteo: raw TSV (--raw-data-file) or the 40×int32 binary (--processed-data-file)
+  Dataset,    ///< Criteo: the reference's processed .npz (made from --raw-data-file when missing)
   Zipf,       ///< Strata: Zipf(--zipf-alpha) indices, scrambled per table, --reuse of the last batch
   Click,      ///< Strata: Zipf(--zipf-alpha) ids with labels from a hidden model (Note [Click data])
 };
@@ -95,8 +95,17 @@ struct DLRMConfig {
   int64_t num_indices_per_lookup = 10;
   bool num_indices_per_lookup_fixed = false;
   int64_t num_workers = 0;
+  /// Stored int32 members of the processed file are mapped, not read (Strata writes the processed
+  /// file uncompressed then); the reference's per-day memory-map files are not used.
   bool memory_map = false;
+  /// No effect: Strata's preprocessing is parallel anyway (the reference forks one process per day).
   bool dataset_multiprocessing = false;
+  /// The MLPerf binaries `<processed stem>_train.bin` / `_test.bin` (40 x int32 per sample), read
+  /// streaming; counts from `<raw>_fea_count.npz` (data_loader_terabyte.CriteoBinDataset).
+  bool mlperf_bin_loader = false;
+  /// --arch-embedding-size was given on the command line (datasets otherwise take the rows from
+  /// the data's counts, as the reference always does).
+  bool arch_embedding_size_given = false;
 
   // ---- training ----
   int64_t mini_batch_size = 1;

@@ -8,7 +8,6 @@
 #include <string>
 
 #include "core/error.h"
-#include "embeddings/click_source.h"
 
 namespace strata::emb {
 
@@ -84,7 +83,7 @@ bool has_test_split(const DLRMConfig& c) {
 }
 
 std::unique_ptr<IndexSource> make_test_index_source(const DLRMConfig& config) {
-  if (config.data_generation == DataGeneration::Click) return make_click_source(config, true);
+  if (has_test_split(config)) return make_index_source(config, CriteoSplit::Test);
   DLRMConfig c = config;
   if (c.test_mini_batch_size > 0) c.mini_batch_size = c.test_mini_batch_size;
   return make_index_source(c);

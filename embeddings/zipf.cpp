@@ -30,6 +30,19 @@ double RandomStream::gauss() {
   return f * x2;
 }
 
+uint64_t RandomStream::interval(uint64_t max) {
+  if (max == 0) return 0;
+  uint64_t mask = max;
+  for (int shift = 1; shift <= 32; shift *= 2) mask |= mask >> shift;
+  uint64_t v;
+  if (max <= 0xffffffffu) {
+    do v = next32() & mask; while (v > max);
+  } else {
+    do v = bits64() & mask; while (v > max);
+  }
+  return v;
+}
+
 uint64_t RandomStream::below(uint64_t n) {
   STRATA_ASSERT(n > 0);
   if ((n & (n - 1)) == 0) return bits64() & (n - 1);

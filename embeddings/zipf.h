@@ -35,6 +35,14 @@ class RandomStream {
   double gauss();
   /// Uniform integer in [0, n) (n > 0), unbiased (rejection on 64-bit words).
   uint64_t below(uint64_t n);
+  /// One MT19937 output (32 random bits).
+  uint32_t next32() { return static_cast<uint32_t>(mt_()); }
+  /// numpy legacy `random_interval(max)`: uniform in [0, max] by masking to max's bit width and
+  /// rejecting values above max (32-bit draws while max fits, else 64-bit ones, high word first).
+  /// np.random.shuffle and permutation use it, so Fisher-Yates with it equals numpy's.
+  uint64_t interval(uint64_t max);
+  /// Skips n uniform() draws (two outputs each), as if they had been drawn.
+  void discard_uniforms(uint64_t n) { mt_.discard(2 * n); }
   /// 64 random bits.
   uint64_t bits64() {
     const uint64_t hi = static_cast<uint32_t>(mt_());

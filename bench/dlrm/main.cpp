@@ -162,8 +162,9 @@ bool write_json(const DLRMConfig& c, TieredDLRM& model, const DLRMTrainer& train
   return bench::write_file_atomically(c.json, j.str(), kProg);
 }
 
-int run(const DLRMConfig& c) {
-  if (c.threads > 0) set_num_threads(static_cast<int>(c.threads));
+int run(const DLRMConfig& flags) {
+  if (flags.threads > 0) set_num_threads(static_cast<int>(flags.threads));
+  const DLRMConfig c = with_dataset_rows(flags);  // a dataset's rows are its counts (preprocessing it first)
   configure_process_memory(c);  // before the first tensor
   std::printf("%s\n", describe(c).c_str());
   TieredDLRM model(c);

@@ -130,18 +130,27 @@ void init_dlrm(py::module_& m) {
       [](const std::vector<std::string>& args) { return emb::describe(emb::parse_dlrm_args(args)); },
       py::arg("args"), "Validates strata-dlrm flags; returns the run's description.");
 
+  dm.def(
+      "dataset_counts",
+      [](const std::vector<std::string>& args) {
+        const emb::DLRMConfig c = emb::parse_dlrm_args(args);
+        py::gil_scoped_release release;
+        return emb::dataset_counts(c);
+      },
+      py::arg("args"), "A Criteo data set's ids per table (preprocessing the raw file first when needed).");
+
   py::class_<emb::IndexSource>(dm, "Batches", "The batches of a run (embeddings/index_source.h) as NumPy arrays.")
-      .def(py::init([](const std::vector<std::string>& args, bool test) {
+      .def(py::init([](const std::vector<std::string>& args, const std::string& split) {
              const emb::DLRMConfig c = emb::parse_dlrm_args(args);
-             if (!test) return emb::make_index_source(c);
-             STRATA_CHECK(c.data_generation == emb::DataGeneration::Click, "Batches(split='test'): only ",
-                          "--data-generation click has a test split, got --data-generation ",
-                          emb::to_string(c.data_generation));
-             return emb::make_click_source(c, true);
+             const emb::CriteoSplit s = emb::parse_criteo_split(split, "Batches(split=...)");
+             py::gil_scoped_release release;
+             return emb::make_index_source(c, s);
            }),
-           py::arg("args"), py::arg("test") = false,
-           "The train batches of strata-dlrm flags, or with test=True the click data's test split.")
+           py::arg("args"), py::arg("split") = "train")
       .def("__len__", &emb::IndexSource::num_batches)
+      .def_property_readonly("rows", [](const emb::IndexSource& self) {
+        return std::vector<int64_t>(self.rows().begin(), self.rows().end());
+      })
       .def("reset", &emb::IndexSource::reset)
       .def("describe", &emb::IndexSource::describe)
       .def(
@@ -182,9 +191,9 @@ void init_dlrm(py::module_& m) {
 
   py::class_<TieredDLRM>(dm, "DLRM", "The reference DLRM with tiered embedding tables (embeddings/dlrm.h).")
       .def(py::init([](const std::vector<std::string>& args) {
-             const emb::DLRMConfig c = emb::parse_dlrm_args(args);
+             const emb::DLRMConfig flags = emb::parse_dlrm_args(args);
              py::gil_scoped_release release;
-             return std::make_unique<TieredDLRM>(c);
+             return std::make_unique<TieredDLRM>(emb::with_dataset_rows(flags));
            }),
            py::arg("args"), "Builds the model from strata-dlrm flags (['--arch-sparse-feature-size', '16', ...]).")
       .def(

@@ -32,7 +32,7 @@ import numpy as np
 
 from . import _C
 
-__all__ = ["DLRM", "Batches", "usage", "presets", "plot_training"]
+__all__ = ["DLRM", "Batches", "dataset_counts", "usage", "presets", "plot_training"]
 
 _FLAGS = frozenset(_C.dlrm.flag_names())
 # Options that are not model options in Python (they steer the strata-dlrm program).
@@ -85,6 +85,15 @@ def _to_flags(options):
     return flags
 
 
+def dataset_counts(**options):
+    """A Criteo data set's ids per categorical column (the reference's ``counts``, what
+    ``DLRM(arch_embedding_size=...)`` takes; DLRM and strata-dlrm use them by default): keyword
+    arguments as for DLRM (``data_generation="dataset"``, ``raw_data_file``,
+    ``processed_data_file``, ``data_set``, ``max_ind_range``, ...). Preprocesses the raw file as
+    the reference's data_utils does when the processed file does not exist."""
+    return list(_C.dlrm.dataset_counts(_to_flags(options)))
+
+
 class Batches:
     """The batches of a run, as strata-dlrm draws them: keyword arguments as for DLRM (the data
     ones matter: ``data_generation`` random | synthetic | zipf | dataset, ``mini_batch_size``,
@@ -96,16 +105,26 @@ class Batches:
     ``data_generation="click"`` has labels a model can learn (Note [Click data] in
     embeddings/click_source.h) and a test split: ``split="test"`` yields its
     ``test_data_size`` samples (default a tenth of the training samples) in batches of
-    ``test_mini_batch_size`` (default ``mini_batch_size``), drawn apart from the train split's."""
+    ``test_mini_batch_size`` (default ``mini_batch_size``), drawn apart from the train split's.
+    With ``data_generation="dataset"`` the batches are the reference's Criteo pipeline (the raw
+    file preprocessed into the processed .npz when that is missing) and ``split`` picks
+    ``"train"`` (days 0..D-2, shuffled per ``data_randomize`` with the reference's numpy draws),
+    ``"test"`` or ``"val"`` (the two halves of the last day; ``test_mini_batch_size``) or
+    ``"none"`` (everything); ``rows`` are the tables' row counts. The other generators have no
+    split of their own (the reference tests them on their training batches)."""
 
     def __init__(self, split="train", **options):
-        if split not in ("train", "test"):
-            raise ValueError(f"Batches(): split must be 'train' or 'test', got {split!r}")
         self._options = dict(options)
-        self._src = _C.dlrm.Batches(_to_flags(options), split == "test")
+        self._split = split
+        self._src = _C.dlrm.Batches(_to_flags(options), split)
 
     def __len__(self):
         return len(self._src)
+
+    @property
+    def rows(self):
+        """Rows per table: every index of table k lies in [0, rows[k])."""
+        return list(self._src.rows)
 
     def __iter__(self):
         self._src.reset()

@@ -55,10 +55,10 @@ def test_the_splits_are_disjoint_replayable_and_described():
 
 
 def test_batches_refuse_a_bad_split():
-    with pytest.raises(ValueError, match="split must be 'train' or 'test', got 'dev'"):
+    with pytest.raises(strata.StrataError, match="expected train, test, val or none, got 'dev'"):
         strata.dlrm.Batches(split="dev", **CLICK)
-    with pytest.raises(strata.StrataError, match="only --data-generation click has a test split, got "
-                                                 "--data-generation zipf"):
+    with pytest.raises(strata.StrataError, match="the test split: only --data-generation dataset and click have "
+                                                 "splits, got --data-generation zipf"):
         strata.dlrm.Batches(split="test", **dict(CLICK, data_generation="zipf"))
     with pytest.raises(strata.StrataError, match="--test-data-size"):
         strata.dlrm.Batches(split="test", **dict(CLICK, test_data_size=-5))

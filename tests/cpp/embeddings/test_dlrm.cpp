@@ -591,13 +591,21 @@ TEST(DLRMData, EveryGenerationFeedsTheModel) {
       for (int k = 0; k < 3; ++k) EXPECT_EQ(x.tables[k].indices, y.tables[k].indices);
     }
   }
-  // Criteo TSV: 26 tables and 13 dense features (kaggle's architecture, rows scaled down).
+  // Criteo raw text, preprocessed as the reference does: 26 tables whose rows are the data's
+  // counts (scaled down here), 13 dense features; the train split is days 0..5.
   {
-    const DLRMConfig c = parse_dlrm_args({"--preset", "kaggle", "--scale-rows", "0.0001", "--data-generation",
-                                          "dataset", "--raw-data-file", tsv, "--mini-batch-size", "4",
-                                          "--fast-budget", "8M", "--num-batches", "0"});
+    const DLRMConfig flags = parse_dlrm_args({"--preset", "kaggle", "--scale-rows", "0.5", "--data-generation",
+                                              "dataset", "--raw-data-file", tsv, "--mini-batch-size", "4",
+                                              "--fast-budget", "8M", "--num-batches", "0", "--test-mini-batch-size",
+                                              "16"});
+    const DLRMConfig c = with_dataset_rows(flags);
+    EXPECT_EQ(c.arch_embedding_size, dataset_counts(flags));
+    EXPECT_EQ(c.table_rows()[0], std::max<int64_t>(1, std::llround(0.5 * static_cast<double>(c.arch_embedding_size[0]))));
     auto source = make_index_source(c);
-    EXPECT_EQ(source->num_batches(), 3);  // 10 samples in batches of 4
+    EXPECT_EQ(source->num_batches(), 3);  // days of 2, 2, 2, 1, 1, 1, 1: 9 train samples in batches of 4
+    auto test = make_index_source(c, CriteoSplit::Test);
+    EXPECT_EQ(test->num_batches(), 1);
+    EXPECT_EQ(test->batch_size(), 16);
     TieredDLRM m(c);
     Batch b;
     std::vector<Bags> bags(26);
@@ -607,7 +615,7 @@ TEST(DLRMData, EveryGenerationFeedsTheModel) {
       m.train_step(b.dense, bags, b.targets);
       samples += b.batch;
     }
-    EXPECT_EQ(samples, 10);
+    EXPECT_EQ(samples, 9);
   }
   std::filesystem::remove_all(dir);
 }

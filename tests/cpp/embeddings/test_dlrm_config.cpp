@@ -267,10 +267,18 @@ TEST(DLRMConfig, MlpWidthsThatDoNotChain) {
   std::ofstream(file) << "0\t1\n";
   EXPECT_THAT(parse_error({"--data-generation", "dataset", "--raw-data-file", file}),
               HasSubstr("--arch-mlp-bot: the first width (4) must equal the dataset's 13 dense features"));
-  EXPECT_THAT(parse_error({"--data-generation", "dataset", "--raw-data-file", file, "--arch-mlp-bot", "13-2"}),
+  // Rows come from the data unless given; given, they are 26.
+  EXPECT_FALSE(parse({"--data-generation", "dataset", "--raw-data-file", file, "--arch-mlp-bot", "13-2"})
+                   .arch_embedding_size_given);
+  EXPECT_THAT(parse_error({"--data-generation", "dataset", "--raw-data-file", file, "--arch-mlp-bot", "13-2",
+                           "--arch-embedding-size", "4-3-2"}),
               HasSubstr("--arch-embedding-size: --data-generation dataset reads Criteo's 26 categorical features: "
-                        "give 26 row counts (or --preset kaggle / mlperf40M), got 3"));
+                        "give 26 row counts (or leave it out: the rows are the data's counts), got 3"));
   EXPECT_NO_THROW(parse({"--preset", "kaggle", "--data-generation", "dataset", "--raw-data-file", file}));
+  // Terabyte's raw path is a prefix: <raw>_0 must exist.
+  EXPECT_THAT(parse_error({"--data-generation", "dataset", "--data-set", "terabyte", "--raw-data-file", file,
+                           "--arch-mlp-bot", "13-2"}),
+              HasSubstr("--raw-data-file: cannot open '" + file + "_0' (no such file)"));
   std::filesystem::remove_all(dir);
 }
 
@@ -303,7 +311,8 @@ TEST(DLRMConfig, BadValuesNameTheFlag) {
               HasSubstr("--lr-decay-start-step (5): learning rate warmup (--lr-num-warmup-steps 10) must finish"));
   EXPECT_THAT(parse_error({"--test-freq", "-2"}), HasSubstr("--test-freq"));
   EXPECT_THAT(parse_error({"--mlperf-auc-threshold", "high"}), HasSubstr("--mlperf-auc-threshold: expected a number, got 'high'"));
-  EXPECT_THAT(parse_error({"--data-sub-sample-rate", "0.5"}), HasSubstr("--data-sub-sample-rate: sub-sampling"));
+  EXPECT_EQ(parse({"--data-sub-sample-rate", "0.5"}).data_sub_sample_rate, 0.5);
+  EXPECT_THAT(parse_error({"--data-sub-sample-rate", "1.5"}), HasSubstr("--data-sub-sample-rate: expected a fraction"));
   EXPECT_THAT(parse_error({"--data-set", "imagenet"}), HasSubstr("--data-set: expected one of kaggle, terabyte"));
 }
 
@@ -378,7 +387,7 @@ TEST(DLRMConfig, UnknownMissingAndRefusedFlags) {
   EXPECT_THAT(parse_error({"--no-such-flag=3"}), HasSubstr("unknown flag '--no-such-flag'"));
   EXPECT_THAT(parse_error({"positional"}), HasSubstr("unexpected argument 'positional'"));
   EXPECT_THAT(parse_error({"--mini-batch-size"}), HasSubstr("--mini-batch-size: missing value"));
-  for (const char* f : {"--use-gpu", "--md-flag", "--qr-flag", "--save-onnx", "--mlperf-bin-loader",
+  for (const char* f : {"--use-gpu", "--md-flag", "--qr-flag", "--save-onnx", "--mlperf-bin-shuffle",
                         "--plot-compute-graph"})
     EXPECT_THAT(parse_error({f}), HasSubstr(std::string(f) + " is not supported by strata-dlrm")) << f;
   for (const char* f : {"--quantize-emb-with-bit", "--qr-collisions", "--md-threshold", "--mlperf-grad-accum-iter",
