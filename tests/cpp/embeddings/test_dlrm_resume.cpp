@@ -297,4 +297,62 @@ TEST_F(DLRMResume, TruncatedAndFlippedFilesAreRefusedNamingThePath) {
   EXPECT_TRUE(snapshot(m) == before);
 }
 
+// ---- streaming ----------------------------------------------------------------------------------
+
+/// The process's resident set size and its peak, in bytes (/proc/self/status VmRSS, VmHWM).
+std::pair<std::size_t, std::size_t> rss_and_peak() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  std::size_t rss = 0, peak = 0;
+  while (std::getline(in, line)) {
+    if (line.starts_with("VmRSS:")) rss = std::stoull(line.substr(6)) * 1024;
+    if (line.starts_with("VmHWM:")) peak = std::stoull(line.substr(6)) * 1024;
+  }
+  return {rss, peak};
+}
+
+/// Resets the peak to the current resident set size (Linux >= 4.0); false when it cannot.
+bool reset_peak_rss() {
+  std::ofstream out("/proc/self/clear_refs");
+  out << "5";
+  out.flush();
+  return static_cast<bool>(out);
+}
+
+/// How far the resident set grew above where it was while `fn` ran.
+std::size_t peak_growth(const std::function<void()>& fn) {
+  const std::size_t before = rss_and_peak().first;
+  fn();
+  return rss_and_peak().second - std::min(before, rss_and_peak().second);
+}
+
+TEST_F(DLRMResume, TablesLargerThanTheFastBudgetStreamThroughOneChunk) {
+  if (!reset_peak_rss()) GTEST_SKIP() << "/proc/self/clear_refs cannot reset the peak RSS here";
+  // 2 tables of 65536 rows x 64 f32: 32 MiB of rows behind a 2 MiB fast budget (cached tables).
+  const DLRMConfig c = config({"--arch-embedding-size", "65536-65536", "--arch-sparse-feature-size", "64",
+                               "--arch-mlp-bot", "5-64", "--optimizer", "rwsadagrad", "--fast-budget", "2M"});
+  const std::size_t table_bytes = std::size_t{65536} * 64 * sizeof(float);
+  constexpr std::size_t kChunk = 256 << 10;
+  TieredDLRM a(c);
+  ASSERT_NE(a.managed_table(0), nullptr);
+  ASSERT_NE(a.managed_table(0)->cached_table(), nullptr);
+  train(a, c, 0, 2);
+  const std::string path = file("big.ckpt");
+  a.save(path, {}, kChunk);  // once, so the file's pages and the writer's code are warm
+  ASSERT_TRUE(reset_peak_rss());
+  const std::size_t save_growth = peak_growth([&] { a.save(path, {}, kChunk); });
+  EXPECT_LT(save_growth, table_bytes / 4) << "saving " << 2 * table_bytes << " bytes of rows";
+
+  TieredDLRM b(config({"--arch-embedding-size", "65536-65536", "--arch-sparse-feature-size", "64", "--arch-mlp-bot",
+                       "5-64", "--optimizer", "rwsadagrad", "--fast-budget", "2M", "--numpy-rand-seed", "8"}));
+  ASSERT_TRUE(reset_peak_rss());
+  const std::size_t load_growth = peak_growth([&] { b.load(path, kChunk); });
+  std::printf("peak RSS growth: save %zu KiB, load %zu KiB\n", save_growth >> 10, load_growth >> 10);
+  EXPECT_LT(load_growth, table_bytes / 4) << "loading " << 2 * table_bytes << " bytes of rows";
+  EXPECT_TRUE(snapshot(a) == snapshot(b));
+  // The file is an ordinary checkpoint: load_checkpoint reads it whole.
+  const Checkpoint ck = load_checkpoint(path);
+  EXPECT_EQ(ck.model.size(), 8u);  // bot_l: 1 layer, top_l: 2, and the 2 tables
+}
+
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -275,9 +276,10 @@ TEST_F(CheckpointTest, AnUnfinishedWriterLeavesThePreviousFileAndNoTemporary) {
 }
 
 TEST_F(CheckpointTest, StaleTemporariesOfDeadProcessesAreRemovedByTheNextSave) {
-  const pid_t dead = ::fork();
-  if (dead == 0) ::_exit(0);
-  ASSERT_GT(dead, 0);
+  pid_t dead = 0;
+  char true_cmd[] = "/bin/true";
+  char* argv[] = {true_cmd, nullptr};
+  ASSERT_EQ(::posix_spawn(&dead, "/bin/true", nullptr, nullptr, argv, environ), 0);
   ASSERT_EQ(::waitpid(dead, nullptr, 0), dead);  // reaped: no process has this pid now
   const std::string p = file("model.ckpt");
   const std::string stale = file(".model.ckpt.tmp." + std::to_string(dead) + ".0");
