@@ -124,6 +124,13 @@ std::unique_ptr<IndexSource> make_index_source(const DLRMConfig& config);
 /// strata-dlrm calls it before the first tensor.
 void configure_process_memory(const DLRMConfig& config);
 
+/// Checks, before any training, the paths the run will write at its end or along the way, so a
+/// run does not train for an hour and then fail: --save-model and --json (when given) must name
+/// files that can be created in existing, writable directories (core/file.h
+/// check_writable_file_path), and --load-model (when given) a readable file. Throws
+/// strata::Error naming the flag, the path and the reason. strata-dlrm calls it after parsing.
+void check_output_paths(const DLRMConfig& config);
+
 /// Note [DLRM finite check]
 /// With --check-finite, train_step ends by checking the loss, every dense parameter (state_dict
 /// order: bot_l.*, then top_l.*) and every embedding row the step's bags named (read without side

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/file.h"
 #include "core/text.h"
 #include "embeddings/dlrm.h"
 
@@ -74,6 +75,12 @@ int64_t rows_per_chunk(std::size_t chunk_bytes, int64_t row_floats) {
 }
 
 }  // namespace
+
+void check_output_paths(const DLRMConfig& c) {
+  if (!c.save_model.empty()) check_writable_file_path(c.save_model, "--save-model");
+  if (!c.json.empty()) check_writable_file_path(c.json, "--json");
+  if (!c.load_model.empty()) check_readable_file(c.load_model, "--load-model");
+}
 
 // ---- DLRMTrainState -----------------------------------------------------------------------------
 

@@ -297,6 +297,22 @@ TEST_F(DLRMResume, TruncatedAndFlippedFilesAreRefusedNamingThePath) {
   EXPECT_TRUE(snapshot(m) == before);
 }
 
+// ---- output paths --------------------------------------------------------------------------------
+
+TEST_F(DLRMResume, OutputPathsAreCheckedBeforeTraining) {
+  const auto with = [](std::vector<std::string> flags) { return config(flags); };
+  EXPECT_NO_THROW(check_output_paths(with({})));
+  EXPECT_NO_THROW(check_output_paths(with({"--save-model", file("m.ckpt"), "--json", file("run.json")})));
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_), std::filesystem::directory_iterator()), 0);
+  EXPECT_THAT(error_of([&] { check_output_paths(with({"--save-model", file("missing/m.ckpt")})); }),
+              HasSubstr("--save-model: cannot write '" + file("missing/m.ckpt") + "' (its directory '" +
+                        file("missing") + "' does not exist)"));
+  EXPECT_THAT(error_of([&] { check_output_paths(with({"--json", "/etc/passwd/run.json"})); }),
+              HasSubstr("--json: cannot write '/etc/passwd/run.json' (a parent of it is not a directory)"));
+  EXPECT_THAT(error_of([&] { check_output_paths(with({"--load-model", file("none.ckpt")})); }),
+              HasSubstr("--load-model: cannot open '" + file("none.ckpt") + "' (no such file)"));
+}
+
 // ---- streaming ----------------------------------------------------------------------------------
 
 /// The process's resident set size and its peak, in bytes (/proc/self/status VmRSS, VmHWM).

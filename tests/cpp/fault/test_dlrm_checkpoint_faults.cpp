@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -141,6 +142,19 @@ TEST(DlrmCheckpointFaults, SavingOntoAFullDiskFailsAndKeepsThePreviousCheckpoint
   emb::TieredDLRM loaded(c);
   loaded.load(path);
   EXPECT_TRUE(parameters(loaded) == first);
+}
+
+TEST(DlrmCheckpointFaults, AReadOnlyOutputDirectoryIsRefusedBeforeTraining) {
+  STRATA_REQUIRE_TMPFS();
+  Tmpfs fs(1 << 20);
+  // Root ignores permission bits; a read-only mount binds it too.
+  ASSERT_EQ(::mount(nullptr, fs.path().c_str(), nullptr, MS_REMOUNT | MS_RDONLY, nullptr), 0) << std::strerror(errno);
+  auto flags = job("1");
+  flags.insert(flags.end(), {"--save-model", fs.path() + "/model.ckpt"});
+  EXPECT_THAT(testing_util::error_of([&] { emb::check_output_paths(emb::parse_dlrm_args(flags)); }),
+              HasSubstr("--save-model: cannot write '" + fs.path() + "/model.ckpt' (read-only file system)"));
+  ASSERT_EQ(::mount(nullptr, fs.path().c_str(), nullptr, MS_REMOUNT, nullptr), 0) << std::strerror(errno);
+  EXPECT_NO_THROW(emb::check_output_paths(emb::parse_dlrm_args(flags)));
 }
 
 }  // namespace
