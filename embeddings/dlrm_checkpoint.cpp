@@ -69,9 +69,15 @@ std::string exact(double v) {
   return buf;
 }
 
-/// Rows of `row_floats` floats per chunk of at most `chunk_bytes` (one row at least).
-int64_t rows_per_chunk(std::size_t chunk_bytes, int64_t row_floats) {
-  return std::max<int64_t>(1, static_cast<int64_t>(chunk_bytes / (static_cast<std::size_t>(row_floats) * sizeof(float))));
+/// Calls fn(first_row, rows, buffer) for the consecutive chunks of `table`'s rows that fit
+/// `chunk_bytes` of f32 (one row at least); `buffer` holds rows × featuresize floats.
+template <typename Fn>
+void for_each_row_chunk(const Table& table, std::size_t chunk_bytes, std::vector<float>& buffer, Fn&& fn) {
+  const int64_t d = table.featuresize(), n = table.nvectors();
+  const int64_t chunk_rows =
+      std::max<int64_t>(1, static_cast<int64_t>(chunk_bytes / (static_cast<std::size_t>(d) * sizeof(float))));
+  buffer.resize(static_cast<std::size_t>(std::min(n, chunk_rows) * d));
+  for (int64_t r0 = 0; r0 < n; r0 += chunk_rows) fn(r0, std::min(chunk_rows, n - r0), buffer.data());
 }
 
 }  // namespace
@@ -140,18 +146,14 @@ CheckpointMetadata TieredDLRM::checkpoint_metadata() const {
 
 void TieredDLRM::save_tables(CheckpointWriter& w, std::size_t chunk_bytes) {
   const int64_t d = feature_size();
-  const int64_t chunk_rows = rows_per_chunk(chunk_bytes, d);
   std::vector<float> buf;
   for (std::size_t k = 0; k < tables_.size(); ++k) {
     Table& t = *tables_[k];
-    const int64_t n = t.nvectors();
-    w.begin(CheckpointSection::Model, table_key(k), DType::f32, {n, d});
-    buf.resize(static_cast<std::size_t>(std::min(n, chunk_rows) * d));
-    for (int64_t r0 = 0; r0 < n; r0 += chunk_rows) {
-      const int64_t rows = std::min(chunk_rows, n - r0);
-      for (int64_t r = 0; r < rows; ++r) t.read_row(r0 + r, buf.data() + r * d);  // AccessContext::Read
-      w.write(buf.data(), static_cast<std::size_t>(rows * d) * sizeof(float));
-    }
+    w.begin(CheckpointSection::Model, table_key(k), DType::f32, {t.nvectors(), d});
+    for_each_row_chunk(t, chunk_bytes, buf, [&](int64_t r0, int64_t rows, float* out) {
+      for (int64_t r = 0; r < rows; ++r) t.read_row(r0 + r, out + r * d);  // AccessContext::Read
+      w.write(out, static_cast<std::size_t>(rows * d) * sizeof(float));
+    });
   }
 }
 
@@ -272,19 +274,14 @@ TieredDLRM::LoadPlan TieredDLRM::plan_load(const std::string& path) const {
 
 void TieredDLRM::load_tables(const LoadPlan& plan, std::size_t chunk_bytes) {
   const CheckpointReader& r = *plan.reader;
-  const int64_t d = feature_size();
-  const int64_t chunk_rows = rows_per_chunk(chunk_bytes, d);
+  const std::size_t row_bytes = static_cast<std::size_t>(feature_size()) * sizeof(float);
   std::vector<float> buf;
   for (std::size_t k = 0; k < tables_.size(); ++k) {
     Table& t = *tables_[k];
-    const int64_t n = t.nvectors();
-    buf.resize(static_cast<std::size_t>(std::min(n, chunk_rows) * d));
-    for (int64_t r0 = 0; r0 < n; r0 += chunk_rows) {
-      const int64_t rows = std::min(chunk_rows, n - r0);
-      const std::size_t row_bytes = static_cast<std::size_t>(d) * sizeof(float);
-      r.read(*plan.weights[k], static_cast<uint64_t>(r0) * row_bytes, buf.data(), static_cast<std::size_t>(rows) * row_bytes);
-      for (int64_t i = 0; i < rows; ++i) t.write_row(r0 + i, buf.data() + i * d);
-    }
+    for_each_row_chunk(t, chunk_bytes, buf, [&](int64_t r0, int64_t rows, float* in) {
+      r.read(*plan.weights[k], static_cast<uint64_t>(r0) * row_bytes, in, static_cast<std::size_t>(rows) * row_bytes);
+      for (int64_t i = 0; i < rows; ++i) t.write_row(r0 + i, in + i * feature_size());
+    });
     if (!plan.sums.empty()) {
       const std::span<float> s = sparse_state(static_cast<int64_t>(k));
       r.read(*plan.sums[k], 0, s.data(), s.size_bytes());
