@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 
@@ -74,6 +75,29 @@ std::FILE* open_file_for_reading(const std::string& path, std::string_view what)
     throw_unreadable(path, what, reason_for(err));
   }
   return f;
+}
+
+void check_writable_file_path(const std::string& path, std::string_view what) {
+  const auto refuse = [&](const std::string& why) {
+    throw Error(detail::format_message(what, ": cannot write ", quote_path(path), " (", why, ")"));
+  };
+  if (path.empty()) refuse("the path is empty");
+  if (path.find('\0') != std::string::npos) refuse("the path contains a NUL byte");
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) refuse(reason_for(EISDIR));
+  const auto slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  static std::atomic<unsigned> counter{0};
+  const std::string probe = dir + "/.strata-write-probe." + std::to_string(::getpid()) + "." +
+                            std::to_string(counter.fetch_add(1));
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    const int err = errno;
+    if (err == ENOENT) refuse("its directory " + quote_path(dir) + " does not exist");
+    refuse(err == EROFS ? std::string("read-only file system") : reason_for(err));
+  }
+  ::close(fd);
+  ::unlink(probe.c_str());
 }
 
 std::string read_file(const std::string& path, std::string_view what) {

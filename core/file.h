@@ -39,4 +39,11 @@ std::string read_file(const std::string& path, std::string_view what);
 /// leaves no temporary file behind.
 void write_file_atomically(const std::string& path, std::string_view content, std::string_view what);
 
+/// Throws strata::Error `<what>: cannot write '<path>' (<reason>)` unless a file named `path` can
+/// be created or replaced: the path is not a directory and its directory exists and takes a new
+/// file (probed by creating and removing a temporary file there, so read-only file systems,
+/// missing directories, parents that are files and permissions are all caught). For output paths
+/// checked before a long job starts rather than at its end.
+void check_writable_file_path(const std::string& path, std::string_view what);
+
 }  // namespace strata

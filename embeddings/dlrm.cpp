@@ -45,12 +45,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-std::string join(const std::vector<int64_t>& v) {
-  std::ostringstream os;
-  for (std::size_t i = 0; i < v.size(); ++i) os << (i ? "-" : "") << v[i];
-  return os.str();
-}
-
 inline float load_elem(const std::byte* row, ElemType t, int64_t j) {
   if (t == ElemType::F32) return reinterpret_cast<const float*>(row)[j];
   return static_cast<float>(BFloat16::from_bits(reinterpret_cast<const uint16_t*>(row)[j]));
@@ -948,122 +942,19 @@ std::string TieredDLRM::describe_tables() const {
   return os.str();
 }
 
-// ---- checkpoints ------------------------------------------------------------------------------------
-
-namespace {
-
-constexpr const char* kFormat = "strata-dlrm";
-constexpr const char* kFormatVersion = "1";
-
-CheckpointMetadata arch_metadata(const DLRMConfig& c, const std::vector<int64_t>& rows) {
-  return {{"format", kFormat},
-          {"format_version", kFormatVersion},
-          {"arch_embedding_size", join(rows)},
-          {"arch_sparse_feature_size", std::to_string(c.arch_sparse_feature_size)},
-          {"arch_mlp_bot", join(c.arch_mlp_bot)},
-          {"arch_mlp_top", join(c.arch_mlp_top)},
-          {"arch_interaction_op", to_string(c.arch_interaction_op)},
-          {"arch_interaction_itself", c.arch_interaction_itself ? "1" : "0"},
-          {"optimizer", to_string(c.optimizer)},
-          {"emb_dtype", elem_name(c.emb_dtype)}};
+std::span<float> TieredDLRM::sparse_state(int64_t k) {
+  const auto i = static_cast<std::size_t>(k);
+  switch (config_.optimizer) {
+    case OptimizerKind::Adagrad: return impl_->adagrad[i]->sum();
+    case OptimizerKind::RowWiseAdagrad: return impl_->states[i]->accumulators();
+    case OptimizerKind::SGD: break;
+  }
+  return {};
 }
 
-const std::string* meta_find(const CheckpointMetadata& m, const std::string& key) {
-  for (const auto& [k, v] : m)
-    if (k == key) return &v;
-  return nullptr;
-}
-
-}  // namespace
-
-void TieredDLRM::save(const std::string& path, const CheckpointMetadata& extra) {
-  std::vector<int64_t> rows;
-  for (const auto& t : tables_) rows.push_back(t->nvectors());
-  StateDict model = state_dict();
-  const int64_t d = feature_size();
-  for (std::size_t k = 0; k < tables_.size(); ++k) {
-    Tensor w = empty({tables_[k]->nvectors(), d});
-    tables_[k]->copy_to(w.data<float>());
-    model.emplace_back("emb_l." + std::to_string(k) + ".weight", w);
-  }
-  StateDict opt;
-  for (auto& [k, v] : dense_opt_->state_dict()) opt.emplace_back("dense." + k, v);
-  for (std::size_t k = 0; k < tables_.size(); ++k) {
-    const std::string key = "sparse." + std::to_string(k) + ".sum";
-    if (config_.optimizer == OptimizerKind::Adagrad) {
-      auto& s = impl_->adagrad[k]->sum();
-      Tensor t = empty({tables_[k]->nvectors(), d});
-      std::memcpy(t.data_ptr(), s.data(), s.size() * sizeof(float));
-      opt.emplace_back(key, t);
-    } else if (config_.optimizer == OptimizerKind::RowWiseAdagrad) {
-      auto acc = impl_->states[k]->accumulators();
-      Tensor t = empty({static_cast<int64_t>(acc.size())});
-      std::memcpy(t.data_ptr(), acc.data(), acc.size() * sizeof(float));
-      opt.emplace_back(key, t);
-    }
-  }
-  CheckpointMetadata meta = arch_metadata(config_, rows);
-  meta.emplace_back("steps", std::to_string(steps_));
-  meta.insert(meta.end(), extra.begin(), extra.end());
-  save_checkpoint(path, model, opt, meta);
-}
-
-CheckpointMetadata TieredDLRM::load(const std::string& path) {
-  const Checkpoint ck = load_checkpoint(path);
-  const std::string where = "DLRM load " + quote_path(path);
-  const std::string* fmt = meta_find(ck.metadata, "format");
-  STRATA_CHECK(fmt != nullptr && *fmt == kFormat, where, ": not a strata-dlrm checkpoint (format ",
-               fmt ? quote_field(*fmt) : std::string("none"), ")");
-  const std::string* ver = meta_find(ck.metadata, "format_version");
-  STRATA_CHECK(ver != nullptr && *ver == kFormatVersion, where, ": format version ",
-               ver ? quote_field(*ver) : std::string("none"), " is not supported (this build reads version ", kFormatVersion, ")");
-  std::vector<int64_t> rows;
-  for (const auto& t : tables_) rows.push_back(t->nvectors());
-  for (const auto& [key, want] : arch_metadata(config_, rows)) {
-    if (key == "emb_dtype") continue;  // tables are stored in f32 and converted
-    const std::string* got = meta_find(ck.metadata, key);
-    STRATA_CHECK(got != nullptr && *got == want, where, ": the checkpoint's ", key, " is ",
-                 got ? quote_field(*got) : std::string("missing"), " but this model's is ", quote_field(want));
-  }
-  // Validate every table tensor and sparse state before changing anything.
-  const int64_t d = feature_size();
-  std::vector<const Tensor*> weights, sums;
-  for (std::size_t k = 0; k < tables_.size(); ++k) {
-    const std::string key = "emb_l." + std::to_string(k) + ".weight";
-    const Tensor& w = state_at(ck.model, key, "DLRM checkpoint " + quote_path(path));
-    const Dims want_w{tables_[k]->nvectors(), d};
-    STRATA_CHECK(w.dtype() == DType::f32 && w.sizes() == want_w, where, ": ",
-                 key, " is ", w.describe(), ", expected f32 [", tables_[k]->nvectors(), ", ", d, "]");
-    weights.push_back(&w);
-    if (config_.optimizer != OptimizerKind::SGD) {
-      const std::string skey = "sparse." + std::to_string(k) + ".sum";
-      const Tensor& s = state_at(ck.optimizer, skey, "DLRM checkpoint " + quote_path(path));
-      const Dims want = config_.optimizer == OptimizerKind::Adagrad ? Dims{tables_[k]->nvectors(), d}
-                                                                      : Dims{tables_[k]->nvectors()};
-      STRATA_CHECK(s.dtype() == DType::f32 && s.sizes() == want, where, ": ", skey, " is ", s.describe(),
-                   ", expected f32 ", want);
-      sums.push_back(&s);
-    }
-  }
-  StateDict dense_model, dense_opt;
-  for (const auto& [k, v] : ck.model)
-    if (k.rfind("emb_l.", 0) != 0) dense_model.emplace_back(k, v);
-  for (const auto& [k, v] : ck.optimizer)
-    if (k.rfind("dense.", 0) == 0) dense_opt.emplace_back(k.substr(6), v);
-  dense_->load_state_dict(dense_model, true);
-  dense_opt_->load_state_dict(dense_opt);
-  for (std::size_t k = 0; k < tables_.size(); ++k) {
-    tables_[k]->copy_from(weights[k]->contiguous().data<float>());
-    if (config_.optimizer == OptimizerKind::Adagrad) {
-      auto& s = impl_->adagrad[k]->sum();
-      std::memcpy(s.data(), sums[k]->contiguous().data_ptr(), s.size() * sizeof(float));
-    } else if (config_.optimizer == OptimizerKind::RowWiseAdagrad) {
-      auto acc = impl_->states[k]->accumulators();
-      std::memcpy(acc.data(), sums[k]->contiguous().data_ptr(), acc.size() * sizeof(float));
-    }
-  }
-  if (const std::string* s = meta_find(ck.metadata, "steps")) steps_ = std::strtoll(s->c_str(), nullptr, 10);
-  return ck.metadata;
+void TieredDLRM::set_steps(int64_t steps) {
+  steps_ = steps;
+  for (auto& s : impl_->states) s->set_steps(steps);
 }
 
 }  // namespace strata::emb

@@ -27,6 +27,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -138,6 +139,13 @@ DLRMConfig with_dataset_rows(const DLRMConfig& config);
 /// strata-dlrm calls it before the first tensor.
 void configure_process_memory(const DLRMConfig& config);
 
+/// Checks, before any training, the paths the run will write at its end or along the way, so a
+/// run does not train for an hour and then fail: --save-model, --json and --plot (when given) must name
+/// files that can be created in existing, writable directories (core/file.h
+/// check_writable_file_path), and --load-model (when given) a readable file. Throws
+/// strata::Error naming the flag, the path and the reason. strata-dlrm calls it after parsing.
+void check_output_paths(const DLRMConfig& config);
+
 /// Note [DLRM finite check]
 /// With --check-finite, train_step ends by checking the loss, every dense parameter (state_dict
 /// order: bot_l.*, then top_l.*) and every embedding row the step's bags named (read without side
@@ -147,6 +155,47 @@ void configure_process_memory(const DLRMConfig& config);
 /// (dense features, per-sample weights, targets) held NaN or inf. A non-finite loss with every
 /// parameter finite is an error too. The step's update has been applied by then: the check
 /// reports, it does not roll back. Cost: one pass over the dense parameters and the touched rows.
+
+/// Note [DLRM checkpoints]
+/// A checkpoint holds everything a training step depends on, so that N steps, save, load into a
+/// fresh model, N steps gives bitwise the parameters and losses of 2N uninterrupted steps: the
+/// dense parameters, every table row (read through the table with AccessContext::Read, so a
+/// cached table's dirty rows are saved as they are in its cache), the dense optimizer's state,
+/// the sparse optimizer's (row-wise Adagrad accumulators, element-wise Adagrad sums) and the step
+/// count (the learning-rate schedule). What it does not hold does not change the values: where a
+/// cached table keeps a row (the policies' counters and cache contents) decides where reads go,
+/// not what they return, so a loaded model starts with cold caches and trains identically
+/// (tests/cpp/embeddings/test_dlrm_resume.cpp checks this for auto and dynamic). The data
+/// source's position is the trainer's: DLRMTrainState stores it in the metadata.
+/// load() is all or nothing: it validates every section first (the file's checksum, the
+/// architecture, every key and shape, the dense parameters with nn::Module::check_state_dict and
+/// the dense optimizer's state with Optimizer::check_state_dict) and only then writes anything.
+/// The one failure left after validation is an I/O error while the table rows are read in (the
+/// file changed or the disk failed underneath); the error then says the model is partly loaded.
+/// Tables are written and read in chunks of at most `chunk_bytes` (Note [Streaming
+/// checkpoints]), so tables larger than DRAM are never materialized whole.
+
+/// The trainer's position in a run, stored in a checkpoint's metadata under the reference's
+/// names (dlrm_s_pytorch.py's model_metrics_dict) so that a resumed run continues where the saved
+/// one stopped: `TieredDLRM::save(path, state.to_metadata())`, then
+/// `DLRMTrainState::from_metadata(model.load(path), path)`.
+struct DLRMTrainState {
+  int64_t epoch = 0;         ///< "epoch": the epoch the next batch belongs to
+  int64_t iter = 0;          ///< "iter": batches of that epoch already trained
+  int64_t nbatches = 0;      ///< "nbatches": batches per epoch of the run that saved (to check a resume)
+  double total_loss = 0;     ///< "total_loss": loss × samples summed since the last report
+  int64_t total_iter = 0;    ///< "total_iter": batches since the last report
+  int64_t total_samp = 0;    ///< "total_samp": samples since the last report
+  double best_acc_test = 0;  ///< "best_acc_test": best test accuracy so far (0..1)
+  double best_auc_test = 0;  ///< "best_auc_test": best test ROC AUC so far (0..1)
+
+  /// The fields as metadata entries (doubles written with 17 significant digits: exact).
+  CheckpointMetadata to_metadata() const;
+  /// The fields from checkpoint metadata; std::nullopt when it holds none of them (a checkpoint
+  /// saved without a train state). Throws strata::Error naming `path` and the key when only some
+  /// are present or a value is malformed.
+  static std::optional<DLRMTrainState> from_metadata(const CheckpointMetadata& meta, const std::string& path);
+};
 
 class TieredDLRM {
  public:
@@ -189,15 +238,23 @@ class TieredDLRM {
   /// Loads dense parameters (strict: every key, same shapes).
   void load_state_dict(const StateDict& state);
 
-  /// Saves the model (dense parameters and every table as "emb_l.<k>.weight" f32 [rows, d]) and the
-  /// optimizer state (dense optimizer, sparse accumulators "sparse.<k>.sum", step counts) to `path`
-  /// atomically (models/checkpoint), with metadata naming the format, its version and the
-  /// architecture. `extra` is stored too (e.g. the iteration).
-  void save(const std::string& path, const CheckpointMetadata& extra = {});
-  /// Loads a file written by save(). Throws strata::Error naming the path and the mismatch (other
-  /// format or version, other architecture or optimizer, missing or misshapen keys) before
-  /// changing anything. Returns the stored metadata.
-  CheckpointMetadata load(const std::string& path);
+  /// Saves everything a training step depends on (Note [DLRM checkpoints]) to `path` atomically
+  /// (models/checkpoint): the dense parameters, every table as "emb_l.<k>.weight" f32 [rows, d]
+  /// (cached rows as they are now, dirty or not), the dense optimizer's state ("dense.*"), the
+  /// sparse optimizer's ("sparse.<k>.sum") and the step count, with metadata naming the format,
+  /// its version and the architecture. `extra` is stored too (DLRMTrainState::to_metadata(), or
+  /// any key the metadata does not use already: a reserved key is refused, naming it). Tables are
+  /// streamed through a buffer of at most `chunk_bytes` (one row at least). Throws strata::Error
+  /// naming the path; the previous file at `path`, if any, is then untouched.
+  void save(const std::string& path, const CheckpointMetadata& extra = {},
+            std::size_t chunk_bytes = kCheckpointChunkBytes);
+  /// Loads a file written by save(), all or nothing: every section (format and version,
+  /// architecture, optimizer kind, every key with its dtype and shape, the dense parameters and
+  /// the dense optimizer's state, the step count) is validated before anything changes, and a
+  /// failure throws strata::Error naming the path and the key. Tables stream in through a buffer
+  /// of at most `chunk_bytes`. Returns the stored metadata (DLRMTrainState::from_metadata reads
+  /// the trainer's position back).
+  CheckpointMetadata load(const std::string& path, std::size_t chunk_bytes = kCheckpointChunkBytes);
 
   /// Optimizer steps taken (drives the learning-rate schedule; restored by load()).
   int64_t steps() const { return steps_; }
@@ -216,6 +273,16 @@ class TieredDLRM {
 
  private:
   struct Impl;
+  struct LoadPlan;
+  /// Table k's sparse optimizer state (element-wise Adagrad: rows × d sums; row-wise Adagrad: one
+  /// accumulator per row; SGD: empty).
+  std::span<float> sparse_state(int64_t k);
+  /// The step count (the learning-rate schedule's and the sparse states').
+  void set_steps(int64_t steps);
+  CheckpointMetadata checkpoint_metadata() const;
+  LoadPlan plan_load(const std::string& path) const;
+  void save_tables(CheckpointWriter& w, std::size_t chunk_bytes);
+  void load_tables(const LoadPlan& plan, std::size_t chunk_bytes);
   Tensor run_forward(std::span<const float> dense, std::span<const Bags> bags, bool training, std::vector<Tensor>& feats);
   Tensor compute_loss(const Tensor& z, std::span<const float> targets);
   void check_batch(std::span<const float> dense, std::span<const Bags> bags, int64_t batch) const;

@@ -24,43 +24,6 @@ std::string wall_clock() {
   return buf;
 }
 
-// The metadata keys of a run's position (Note [DLRM training run]).
-constexpr const char* kEpoch = "epoch";
-constexpr const char* kIter = "iter";
-constexpr const char* kBestAcc = "best_acc_test";
-constexpr const char* kBestAuc = "best_auc_test";
-constexpr const char* kTotalLoss = "total_loss";
-constexpr const char* kTotalSamp = "total_samp";
-constexpr const char* kTotalIter = "total_iter";
-
-const std::string* find_key(const CheckpointMetadata& meta, const char* key) {
-  for (const auto& [k, v] : meta)
-    if (k == key) return &v;
-  return nullptr;
-}
-
-template <typename T>
-T number_or(const CheckpointMetadata& meta, const char* key, T fallback, const std::string& path) {
-  const std::string* v = find_key(meta, key);
-  if (v == nullptr) return fallback;
-  try {
-    std::size_t used = 0;
-    T x;
-    if constexpr (std::is_integral_v<T>) x = static_cast<T>(std::stoll(*v, &used));
-    else x = static_cast<T>(std::stod(*v, &used));
-    if (used == v->size()) return x;
-  } catch (const std::exception&) {
-  }
-  STRATA_CHECK(false, "--load-model: ", path, ": metadata '", key, "' is '", *v, "', not a number");
-  return fallback;
-}
-
-std::string exact(double x) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.17g", x);
-  return buf;
-}
-
 }  // namespace
 
 metrics::BinaryMetrics evaluate_source(TieredDLRM& model, IndexSource& source, int64_t max_batches) {
@@ -101,14 +64,19 @@ DLRMTrainer::DLRMTrainer(TieredDLRM& model, const DLRMConfig& config, IndexSourc
       bags_(static_cast<std::size_t>(model.num_tables())) {}
 
 void DLRMTrainer::load(const std::string& path) {
-  const CheckpointMetadata meta = model_.load(path);
-  best_acc_ = number_or<double>(meta, kBestAcc, 0.0, path);
-  best_auc_ = number_or<double>(meta, kBestAuc, 0.0, path);
-  start_epoch_ = number_or<int64_t>(meta, kEpoch, 0, path);
-  start_iter_ = number_or<int64_t>(meta, kIter, 0, path);
-  total_loss_ = number_or<double>(meta, kTotalLoss, 0.0, path);
-  total_samp_ = number_or<int64_t>(meta, kTotalSamp, 0, path);
-  total_iter_ = number_or<int64_t>(meta, kTotalIter, 0, path);
+  const std::optional<DLRMTrainState> st = DLRMTrainState::from_metadata(model_.load(path), path);
+  if (st) {
+    best_acc_ = st->best_acc_test;
+    best_auc_ = st->best_auc_test;
+    start_epoch_ = st->epoch;
+    start_iter_ = st->iter;
+    total_loss_ = st->total_loss;
+    total_samp_ = st->total_samp;
+    total_iter_ = st->total_iter;
+    if (st->nbatches != nb_)
+      std::fprintf(out_, "warning: %s was saved by a run of %lld batches per epoch; this one has %lld\n",
+                   path.c_str(), static_cast<long long>(st->nbatches), static_cast<long long>(nb_));
+  }
   if (start_iter_ >= nb_ && nb_ > 0) {  // saved at the end of an epoch: resume at the next one
     ++start_epoch_;
     start_iter_ = 0;
@@ -118,20 +86,12 @@ void DLRMTrainer::load(const std::string& path) {
                static_cast<long long>(start_iter_), static_cast<long long>(nb_));
 }
 
-CheckpointMetadata DLRMTrainer::position_metadata(int64_t epoch, int64_t iter) const {
-  return {{"nepochs", std::to_string(config_.nepochs)},
-          {"nbatches", std::to_string(nb_)},
-          {kEpoch, std::to_string(epoch)},
-          {kIter, std::to_string(iter)},
-          {kBestAcc, exact(best_acc_)},
-          {kBestAuc, exact(best_auc_)},
-          {kTotalLoss, exact(total_loss_)},
-          {kTotalSamp, std::to_string(total_samp_)},
-          {kTotalIter, std::to_string(total_iter_)}};
+DLRMTrainState DLRMTrainer::position(int64_t epoch, int64_t iter) const {
+  return {epoch, iter, nb_, total_loss_, total_iter_, total_samp_, best_acc_, best_auc_};
 }
 
 void DLRMTrainer::save(int64_t epoch, int64_t iter) {
-  model_.save(config_.save_model, position_metadata(epoch, iter));
+  model_.save(config_.save_model, position(epoch, iter).to_metadata());
   saved_ = true;
   std::fprintf(out_, "Saving model to %s\n", config_.save_model.c_str());
   std::fflush(out_);

@@ -106,7 +106,7 @@ class DLRMTrainer {
   void print_progress(int64_t k, int64_t j);
   bool should_test(int64_t j) const;
   bool threshold_reached() const;
-  CheckpointMetadata position_metadata(int64_t epoch, int64_t iter) const;
+  DLRMTrainState position(int64_t epoch, int64_t iter) const;
 
   TieredDLRM& model_;
   const DLRMConfig& config_;

@@ -349,12 +349,27 @@ void Module::collect_expected(const std::string& prefix, std::vector<Expected>& 
 bool Module::missing_key_ok(const std::string&) const { return false; }
 
 LoadResult Module::load_state_dict(const StateDict& state, bool strict) {
+  std::vector<std::pair<Tensor, Tensor>> copies;  // (target, source)
+  LoadResult result = plan_load(state, strict, copies);
+  autograd::NoGradGuard no_grad;
+  for (auto& [target, src] : copies) {
+    Tensor dst = target;  // the handle shares the parameter's TensorImpl: copy_ writes in place
+    dst.copy_(src);
+  }
+  return result;
+}
+
+LoadResult Module::check_state_dict(const StateDict& state, bool strict) {
+  std::vector<std::pair<Tensor, Tensor>> copies;
+  return plan_load(state, strict, copies);
+}
+
+LoadResult Module::plan_load(const StateDict& state, bool strict, std::vector<std::pair<Tensor, Tensor>>& copies) {
   std::vector<Expected> expected;
   collect_expected("", expected);
 
   LoadResult result;
   std::vector<std::string> errors;
-  std::vector<std::pair<Tensor, Tensor>> copies;  // (target, source)
   std::set<std::string> expected_keys;
   for (const Expected& e : expected) {
     expected_keys.insert(e.key);
@@ -392,12 +407,6 @@ LoadResult Module::load_state_dict(const StateDict& state, bool strict) {
     std::string msg = "Error(s) in loading state_dict for " + type_name_ + ":";
     for (const auto& e : all_errors) msg += "\n\t" + e;
     STRATA_CHECK(false, msg);
-  }
-
-  autograd::NoGradGuard no_grad;
-  for (auto& [target, src] : copies) {
-    Tensor dst = target;  // the handle shares the parameter's TensorImpl: copy_ writes in place
-    dst.copy_(src);
   }
   return result;
 }

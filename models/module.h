@@ -105,6 +105,9 @@ class Module : public std::enable_shared_from_this<Module> {
   /// `strict`, so are missing and unexpected keys. The error lists every problem, with PyTorch's
   /// wording. On error nothing is copied.
   LoadResult load_state_dict(const StateDict& state, bool strict = true);
+  /// Throws exactly what load_state_dict(state, strict) would throw and returns what it would
+  /// return, copying nothing (so a caller loading several parts can validate them all first).
+  LoadResult check_state_dict(const StateDict& state, bool strict = true);
 
   // ---- printing -------------------------------------------------------------------------------
   const std::string& type_name() const { return type_name_; }
@@ -143,6 +146,8 @@ class Module : public std::enable_shared_from_this<Module> {
                                                           const std::string& prefix, bool recurse) const;
   struct Expected;
   void collect_expected(const std::string& prefix, std::vector<Expected>& out);
+  // load_state_dict's validation: the result, and the (target, source) copies to make.
+  LoadResult plan_load(const StateDict& state, bool strict, std::vector<std::pair<Tensor, Tensor>>& copies);
 
   std::string type_name_;
   bool training_ = true;

@@ -164,6 +164,7 @@ bool write_json(const DLRMConfig& c, TieredDLRM& model, const DLRMTrainer& train
 
 int run(const DLRMConfig& flags) {
   if (flags.threads > 0) set_num_threads(static_cast<int>(flags.threads));
+  check_output_paths(flags);                      // before hours of training, not after
   const DLRMConfig c = with_dataset_rows(flags);  // a dataset's rows are its counts (preprocessing it first)
   configure_process_memory(c);  // before the first tensor
   std::printf("%s\n", describe(c).c_str());

@@ -253,7 +253,16 @@ StateDict Optimizer::state_dict() const {
   return dict;
 }
 
+void Optimizer::check_state_dict(const StateDict& dict) const { (void)prepare_load(dict); }
+
 void Optimizer::load_state_dict(const StateDict& dict) {
+  LoadedState loaded = prepare_load(dict);
+  // Nothing above modified the optimizer.
+  for (std::size_t g = 0; g < groups_.size(); ++g) groups_[g].options = std::move(loaded.options[g]);
+  states_ = std::move(loaded.states);
+}
+
+Optimizer::LoadedState Optimizer::prepare_load(const StateDict& dict) const {
   const std::string what = name_ + " load_state_dict";
   // 1. Sort the keys into groups and per-parameter states.
   std::map<int64_t, std::map<std::string, const Tensor*>> groups;
@@ -355,9 +364,7 @@ void Optimizer::load_state_dict(const StateDict& dict) {
     new_states[g][pos] = std::move(st);
   }
 
-  // 4. Commit (nothing above modified the optimizer).
-  for (std::size_t g = 0; g < groups_.size(); ++g) groups_[g].options = std::move(new_options[g]);
-  states_ = std::move(new_states);
+  return {std::move(new_options), std::move(new_states)};
 }
 
 }  // namespace strata::optim

@@ -92,6 +92,9 @@ class Optimizer {
   /// the same shapes). Validates the group count, the parameter count of each group, every option
   /// and every state tensor's name and shape before changing anything; errors name the key.
   void load_state_dict(const StateDict& dict);
+  /// Throws exactly what load_state_dict(dict) would throw, changing nothing (so a caller loading
+  /// several parts can validate them all before committing any).
+  void check_state_dict(const StateDict& dict) const;
 
  protected:
   Optimizer(std::string name, Options defaults);
@@ -119,7 +122,13 @@ class Optimizer {
   virtual void update(const Tensor& param, const Tensor& grad, const Options& options, ParamState& state) = 0;
 
  private:
+  struct LoadedState {
+    std::vector<Options> options;
+    std::vector<std::vector<ParamState>> states;
+  };
   void fill_and_check_group(ParamGroup& group, std::size_t group_index) const;
+  /// load_state_dict's validation: the options and states `dict` would install.
+  LoadedState prepare_load(const StateDict& dict) const;
 
   std::string name_;
   Options defaults_;

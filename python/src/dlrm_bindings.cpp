@@ -296,11 +296,12 @@ void init_dlrm(py::module_& m) {
       .def("_load_state_dict", &TieredDLRM::load_state_dict, py::arg("state"))
       .def(
           "save",
-          [](TieredDLRM& self, const std::string& path) {
+          [](TieredDLRM& self, const std::string& path, const CheckpointMetadata& extra) {
             py::gil_scoped_release release;
-            self.save(path);
+            self.save(path, extra);
           },
-          py::arg("path"), "Saves model and optimizer state to `path` atomically.")
+          py::arg("path"), py::arg("extra") = CheckpointMetadata{},
+          "Saves model and optimizer state (and the `extra` metadata [(key, value)]) to `path` atomically.")
       .def(
           "load",
           [](TieredDLRM& self, const std::string& path) {

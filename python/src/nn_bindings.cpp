@@ -574,6 +574,17 @@ void bind_module(py::module_& nnm) {
           "Copies tensors (strata Tensors or NumPy arrays) into the parameters and buffers; returns "
           "(missing_keys, unexpected_keys).")
       .def(
+          "_check_state_dict",
+          [](py::object self, py::handle state, bool strict) {
+            set_python_type_name(self);
+            Module& m = init_module(self);
+            const StateDict sd = state_dict_arg(state, "load_state_dict");
+            py::gil_scoped_release release;
+            m.check_state_dict(sd, strict);
+          },
+          py::arg("state_dict"), py::arg("strict") = true,
+          "Raises what load_state_dict(state_dict, strict) would raise, copying nothing.")
+      .def(
           "apply",
           [](py::object self, py::object fn) {
             for (const auto& c : init_module(self).children()) module_object(c).attr("apply")(fn);

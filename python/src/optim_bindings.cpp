@@ -212,6 +212,15 @@ void init_optim(py::module_& m) {
               return 0;
             });
           },
+          py::arg("state_dict"))
+      .def(
+          "check_state_dict",
+          [](const optim::Optimizer& o, const StateDict& sd) {
+            as_value_error([&] {
+              o.check_state_dict(sd);
+              return 0;
+            });
+          },
           py::arg("state_dict"));
 }
 

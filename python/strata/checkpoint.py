@@ -164,19 +164,33 @@ def save_checkpoint(path, model, optimizer=None, **metadata):
 def load_checkpoint(path, model, optimizer=None):
     """Loads a checkpoint written by save_checkpoint (or by C++ strata::save_checkpoint) into
     ``model`` (strictly: every key must match) and, if given, ``optimizer``; returns the metadata
-    as a dict. The model is loaded first; a failing optimizer load leaves the model loaded."""
+    as a dict. All or nothing: the model's and a strata optimizer's states are validated (by the
+    C++ ``check_state_dict`` of each) before either changes, so an error naming the bad key leaves
+    both as they were; for an optimizer of another kind, the model is put back when its
+    ``load_state_dict`` raises."""
     op = "load_checkpoint"
     path = _path_arg(path, op)
     _check_model(model, op)
     if optimizer is not None:
         _check_optimizer(optimizer, op, "load_state_dict")
     model_entries, optimizer_entries, metadata = _C._load_checkpoint(path)
+    model_state = OrderedDict(model_entries)
     optimizer_state = None
     if optimizer is not None:
         if not optimizer_entries:
             raise ValueError(f"load_checkpoint('{path}'): the checkpoint holds no optimizer state")
         optimizer_state = _unflatten_optimizer(optimizer_entries, path)
-    model.load_state_dict(OrderedDict(model_entries))
+    model._check_state_dict(model_state)
+    checked = optimizer is None or callable(getattr(optimizer, "_check_state_dict", None))
+    if optimizer is not None and checked:
+        optimizer._check_state_dict(optimizer_state)
+    backup = None if checked else OrderedDict((k, v.clone()) for k, v in model.state_dict().items())
+    model.load_state_dict(model_state)
     if optimizer is not None:
-        optimizer.load_state_dict(optimizer_state)
+        try:
+            optimizer.load_state_dict(optimizer_state)
+        except BaseException:
+            if backup is not None:
+                model.load_state_dict(backup)
+            raise
     return _decode_metadata(metadata)

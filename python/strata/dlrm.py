@@ -243,12 +243,23 @@ class DLRM:
             self.set_table_weight(k, np.asarray(value))
 
     # ---- checkpoints ----
-    def save(self, path):
-        """Saves the model (MLPs and tables) and optimizer state to ``path`` atomically."""
-        self._m.save(str(path))
+    def save(self, path, **metadata):
+        """Saves everything a training step depends on (MLPs, tables, the dense and sparse
+        optimizer state, the step count) to ``path`` atomically, tables streamed in bounded
+        chunks. ``metadata`` (e.g. ``epoch=2, iter=100, best_auc_test=0.79``: the names
+        strata-dlrm's DLRMTrainState uses) is stored as text: ints and floats as ``str()`` gives
+        them (exact for floats), strings as they are; load() returns it."""
+        extra = []
+        for key, value in metadata.items():
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (str, int, float, np.integer, np.floating)):
+                raise TypeError(f"DLRM.save: metadata '{key}' must be a str, int or float, got {type(value).__name__}")
+            extra.append((key, value if isinstance(value, str) else str(value.item() if isinstance(value, np.generic) else value)))
+        self._m.save(str(path), extra)
 
     def load(self, path):
-        """Loads a file written by save() (same architecture and optimizer); returns its metadata."""
+        """Loads a file written by save() (same architecture and optimizer), all or nothing: every
+        section is validated before anything changes, and an error names the path and the key.
+        Returns the metadata as a dict of strings (save()'s keyword arguments among them)."""
         return dict(self._m.load(str(path)))
 
     # ---- statistics ----

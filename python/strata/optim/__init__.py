@@ -270,6 +270,18 @@ class Optimizer:
 
     def load_state_dict(self, state_dict: dict) -> None:
         """Loads a state from state_dict() (or a torch optimizer's, values as Tensors or arrays)."""
+        flat, new_extras = self._flat_state(state_dict)
+        self._impl.load_state_dict(flat)
+        for group, extras in zip(self.param_groups, new_extras):
+            group._extras = extras
+
+    def _check_state_dict(self, state_dict: dict) -> None:
+        """Raises what load_state_dict(state_dict) would raise, changing nothing."""
+        flat, _ = self._flat_state(state_dict)
+        self._impl.check_state_dict(flat)
+
+    def _flat_state(self, state_dict: dict):
+        """The C++ optimizer's flat entries for ``state_dict``, and each group's extra keys."""
         name = type(self).__name__
         if not isinstance(state_dict, Mapping):
             raise TypeError(f"{name}.load_state_dict: expected a dict, got {type(state_dict).__name__}")
@@ -317,9 +329,7 @@ class Optimizer:
                 else:
                     extras[key] = value
             new_extras.append(extras)
-        self._impl.load_state_dict(flat)
-        for group, extras in zip(self.param_groups, new_extras):
-            group._extras = extras
+        return flat, new_extras
 
     def __repr__(self) -> str:
         out = type(self).__name__ + " ("

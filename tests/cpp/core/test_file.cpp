@@ -84,4 +84,27 @@ TEST_F(FileTest, NulInThePathIsRefusedNotTruncated) {
   EXPECT_EQ(msg, "reader: cannot open '" + path("a") + "\\x00b' (the path contains a NUL byte)");
 }
 
+TEST_F(FileTest, WritablePathsPassTheProbeAndLeaveNothing) {
+  check_writable_file_path(path("out.json"), "--json");
+  std::ofstream(path("existing")) << "x";
+  check_writable_file_path(path("existing"), "--json");
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_), std::filesystem::directory_iterator()), 1);
+}
+
+TEST_F(FileTest, UnwritablePathsAreNamedWithTheReason) {
+  EXPECT_EQ(ERROR_MESSAGE(check_writable_file_path(path("no/such/dir/model.ckpt"), "--save-model")),
+            "--save-model: cannot write '" + path("no/such/dir/model.ckpt") + "' (its directory '" +
+                path("no/such/dir") + "' does not exist)");
+  std::ofstream(path("plain")) << "x";
+  EXPECT_THAT(ERROR_MESSAGE(check_writable_file_path(path("plain") + "/model.ckpt", "--save-model")),
+              HasSubstr("(a parent of it is not a directory)"));
+  EXPECT_THAT(ERROR_MESSAGE(check_writable_file_path("/etc/passwd/x", "--json")),
+              HasSubstr("--json: cannot write '/etc/passwd/x' (a parent of it is not a directory)"));
+  EXPECT_THAT(ERROR_MESSAGE(check_writable_file_path(dir_.string(), "--json")), HasSubstr("(is a directory)"));
+  EXPECT_THAT(ERROR_MESSAGE(check_writable_file_path("", "--json")), HasSubstr("(the path is empty)"));
+  // /proc takes no new files, even from root.
+  EXPECT_THAT(ERROR_MESSAGE(check_writable_file_path("/proc/strata-model.ckpt", "--save-model")),
+              HasSubstr("--save-model: cannot write '/proc/strata-model.ckpt' ("));
+}
+
 }  // namespace

@@ -301,6 +301,17 @@ TEST(DLRMCli, CheckFiniteStopsAtTheFirstNonFiniteParameter) {
   EXPECT_THAT(run("--help").out, HasSubstr("--check-finite"));
 }
 
+// Output paths are checked before training, not after it (issue 25: a missing directory threw
+// the run away).
+TEST(DLRMCli, OutputPathsAreCheckedBeforeTraining) {
+  for (const char* flag : {"--save-model", "--json", "--plot"}) {
+    const Result r = run(kSmall + " " + flag + " /no/such/dir/out");
+    EXPECT_EQ(r.status, 1) << r.out;
+    EXPECT_THAT(r.out, HasSubstr(std::string(flag) + ": cannot write '/no/such/dir/out'")) << flag;
+    EXPECT_THAT(r.out, Not(HasSubstr("Finished"))) << flag;
+  }
+}
+
 TEST(DLRMCli, UnreadableFilesExitOneNamingThem) {
   const auto dir = temp_dir();
   const std::string junk = (dir / "junk.ckpt").string();

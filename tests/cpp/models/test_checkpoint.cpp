@@ -2,8 +2,11 @@
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -222,6 +225,80 @@ TEST_F(CheckpointTest, FailedSaveLeavesThePreviousFileIntact) {
   }
   // A missing directory.
   EXPECT_ERROR_HAS(save_checkpoint(file("no/such/dir.ckpt"), {{"a", ones({1})}}), "cannot create the temporary file");
+}
+
+TEST_F(CheckpointTest, WriterStreamsEntriesInPiecesAndReaderReadsThemBack) {
+  const std::string p = file("stream.ckpt");
+  Tensor w = arange(0, 1000, 1, {DType::f32});
+  {
+    CheckpointWriter wr(p, {{"epoch", "1"}}, 3);
+    wr.add(CheckpointSection::Model, "b", ones({3}));
+    wr.begin(CheckpointSection::Model, "w", DType::f32, {10, 100});
+    for (int64_t r = 0; r < 10; ++r) wr.write(w.data<float>() + r * 100, 100 * sizeof(float));
+    wr.add(CheckpointSection::Optimizer, "state.0.step", scalar_tensor(3, DType::f64));
+    wr.finish();
+  }
+  const Checkpoint c = load_checkpoint(p);
+  ASSERT_EQ(c.model.size(), 2u);
+  expect_same(c.model[1].second, w.view({10, 100}), "w");
+  EXPECT_EQ(c.optimizer.at(0).first, "state.0.step");
+  EXPECT_EQ(c.metadata, (CheckpointMetadata{{"epoch", "1"}}));
+  const CheckpointReader r(p);
+  const CheckpointEntry* e = r.find(CheckpointSection::Model, "w");
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->nbytes, 4000u);
+  float piece[3];
+  r.read(*e, 4 * 500, piece, sizeof piece);
+  EXPECT_EQ(piece[0], 500.0f);
+  EXPECT_EQ(piece[2], 502.0f);
+  EXPECT_ERROR_HAS(r.read(*e, 3990, piece, sizeof piece), "bytes [3990, 4002) of entry 'w' asked, it has 4000");
+  EXPECT_EQ(r.find(CheckpointSection::Optimizer, "w"), nullptr);
+}
+
+TEST_F(CheckpointTest, AnUnfinishedWriterLeavesThePreviousFileAndNoTemporary) {
+  const std::string p = file("keep.ckpt");
+  save_checkpoint(p, {{"a", ones({4})}});
+  const std::string before = read(p);
+  {
+    CheckpointWriter wr(p, {}, 2);
+    wr.add(CheckpointSection::Model, "a", zeros({4}));
+    EXPECT_ERROR_HAS(wr.write("x", 1), "entry 'a' is given 1 bytes but has 0 left");
+    EXPECT_ERROR_HAS(wr.finish(), "1 announced entries were not written");
+    EXPECT_EQ(files_in_dir(), 2u);  // the temporary
+  }
+  EXPECT_EQ(read(p), before);
+  EXPECT_EQ(files_in_dir(), 1u);
+  CheckpointWriter wr(p, {}, 1);
+  wr.begin(CheckpointSection::Model, "a", DType::f32, {4});
+  wr.write(std::string(8, '\0').data(), 8);
+  EXPECT_ERROR_HAS(wr.begin(CheckpointSection::Model, "b", DType::f32, {1}),
+                   "entry 'a' is incomplete (8 bytes missing) when entry 'b' begins");
+}
+
+TEST_F(CheckpointTest, StaleTemporariesOfDeadProcessesAreRemovedByTheNextSave) {
+  pid_t dead = 0;
+  char true_cmd[] = "/bin/true";
+  char* argv[] = {true_cmd, nullptr};
+  ASSERT_EQ(::posix_spawn(&dead, "/bin/true", nullptr, nullptr, argv, environ), 0);
+  ASSERT_EQ(::waitpid(dead, nullptr, 0), dead);  // reaped: no process has this pid now
+  const std::string p = file("model.ckpt");
+  const std::string stale = file(".model.ckpt.tmp." + std::to_string(dead) + ".0");
+  const std::string live = file(".model.ckpt.tmp." + std::to_string(::getppid()) + ".3");
+  const std::string mine = file(".model.ckpt.tmp." + std::to_string(::getpid()) + ".99");
+  const std::string other = file(".other.ckpt.tmp." + std::to_string(dead) + ".0");
+  const std::string odd = file(".model.ckpt.tmp.x" + std::to_string(dead) + ".0");
+  for (const auto& f : {stale, live, mine, other, odd}) write(f, "partial");
+  ::testing::internal::CaptureStderr();
+  save_checkpoint(p, {{"a", ones({2})}});
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(fs::exists(stale));
+  EXPECT_NE(said.find("save_checkpoint('" + p + "'): removed the stale temporary file '" + stale +
+                      "' (its process " + std::to_string(dead) + " no longer runs)\n"),
+            std::string::npos)
+      << said;
+  EXPECT_EQ(std::count(said.begin(), said.end(), '\n'), 1);
+  for (const auto& f : {live, mine, other, odd}) EXPECT_TRUE(fs::exists(f)) << f;
+  EXPECT_NO_THROW(load_checkpoint(p));
 }
 
 }  // namespace

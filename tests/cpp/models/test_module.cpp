@@ -231,6 +231,12 @@ TEST(Module, LoadStateDictReportsMissingUnexpectedAndShapeErrors) {
             std::string::npos)
       << shape_msg;
   EXPECT_EQ(seq[0]->parameter("weight").at({0, 0}), 0.75);
+  // check_state_dict: the same errors and results, and nothing is copied even when it would load.
+  EXPECT_NE(error_of([&] { seq.check_state_dict(bad, /*strict=*/false); }).find("size mismatch for 2.weight"),
+            std::string::npos);
+  bad[2].second = full({2, 3}, 9.0);
+  EXPECT_TRUE(seq.check_state_dict(bad).missing_keys.empty());
+  EXPECT_EQ(seq[0]->parameter("weight").at({0, 0}), 0.75);
 
   // BatchNorm's num_batches_tracked may be absent (PyTorch's older state_dicts).
   BatchNorm1d bn(3);

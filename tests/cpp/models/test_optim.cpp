@@ -574,6 +574,10 @@ TEST(OptimStateDict, LoadErrorsNameTheKey) {
                "Adam load_state_dict: param_groups.0: Invalid beta parameter at index 0: 1.5");
   EXPECT_ERROR(dst.load_state_dict(edited([&](StateDict& d) { replace(d, "state.0.step", scalar_tensor(-1.0)); })),
                "key 'state.0.step' must be a non-negative whole number, got -1.0");
+  // check_state_dict throws the same errors and changes nothing, even for a good state.
+  EXPECT_ERROR(dst.check_state_dict(edited([&](StateDict& d) { erase(d, "state.0.step"); })),
+               "Adam load_state_dict: missing key 'state.0.step'");
+  dst.check_state_dict(good);
   // A failed load leaves the optimizer untouched.
   EXPECT_FALSE(dst.state(0).initialized);
   EXPECT_DOUBLE_EQ(dst.param_groups()[0].options.at("beta1"), 0.9);
