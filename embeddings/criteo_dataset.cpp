@@ -799,7 +799,10 @@ bool CriteoDatasetSource::next(Batch& batch) {
   const CriteoData& d = *data_;
   for (int64_t b = 0; b < n; ++b) {
     const int64_t i = order_[static_cast<std::size_t>(next_ + b)];
-    batch.targets[static_cast<std::size_t>(b)] = static_cast<float>(d.label(i));
+    const int32_t label = d.label(i);
+    STRATA_CHECK(label == 0 || label == 1, "criteo processed file ", quote_path(d.path()), ", member 'y': sample ", i,
+                 " has label ", label, "; labels must be 0 or 1");
+    batch.targets[static_cast<std::size_t>(b)] = static_cast<float>(label);
     float* dense = batch.dense.data() + b * kDense;
     for (int64_t j = 0; j < kDense; ++j) dense[j] = std::log(static_cast<float>(std::max(d.dense(i, j), 0)) + 1.0f);
     for (int64_t k = 0; k < kSparse; ++k) {

@@ -192,7 +192,8 @@ class CriteoDatasetSource final : public IndexSource {
   /// an empty split.
   CriteoDatasetSource(std::shared_ptr<const CriteoData> data, std::vector<int64_t> order, CriteoSourceConfig config,
                       std::string name);
-  /// Throws strata::Error naming the file, sample and table for an id out of range.
+  /// Throws strata::Error naming the file, sample and table for an id out of range, and the file
+  /// and sample for a label other than 0 or 1 (the reference trains on such labels: loss < 0).
   bool next(Batch& batch) override;
   void reset() override { next_ = 0; }
   std::string describe() const override { return name_; }

@@ -397,6 +397,21 @@ TEST(CriteoData, ReadsTheReferencesDtypesAndRefusesBadFiles) {
   write({n, 13}, false, true);
   EXPECT_THAT(error_of([&] { CriteoData::load(p, dc, 24, false); }),
               HasSubstr("7 days of 9 samples, but the data set has 24 days"));
+  // A label other than 0 or 1 (the reference trains on label 5 with loss -226.9) is refused when
+  // its batch is read, naming the file and the sample.
+  y[6] = 5;
+  write({n, 13}, false, true);
+  d = CriteoData::load(p, dc, 7, false);
+  std::vector<int64_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  CriteoSourceConfig sc;
+  sc.rows.assign(26, 3000);
+  sc.batch_size = 4;
+  CriteoDatasetSource source(d, order, sc, "labels");
+  Batch b;
+  EXPECT_TRUE(source.next(b));
+  EXPECT_THAT(error_of([&] { source.next(b); }), HasSubstr("member 'y': sample 6 has label 5; labels must be 0 or 1"));
+  y[6] = 1;
   cat_f[5] = 2.5;
   write({n, 13}, false, true);
   EXPECT_THAT(error_of([&] { CriteoData::load(p, dc, 7, false); }), HasSubstr("(2.5) is not an int32 integer"));

@@ -7,12 +7,15 @@
 
 #include <cstdio>
 #include <fstream>
+#include <numeric>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "core/factories.h"
+#include "core/npz.h"
 #include "embeddings/criteo.h"
+#include "embeddings/criteo_dataset.h"
 #include "embeddings/dlrm.h"
 #include "embeddings/dlrm_config.h"
 #include "embeddings/index_source.h"
@@ -122,6 +125,87 @@ TEST(ReaderFuzz, SyntheticTraceFiles) {
       },
       {.cases = 2000, .seed = 13, .file_name = "dist_emb_0.log"});
   EXPECT_GT(accepted, 50);
+}
+
+// Every member of an .npz read through to its end (in chunks: a header may claim any size).
+void read_npz(const std::string& path) {
+  npy::NpzReader z(path);
+  std::vector<char> buf(1 << 16);
+  for (const std::string& name : z.names()) {
+    auto m = z.open(name);
+    for (uint64_t left = m->header().data_bytes(); left > 0;) {
+      const std::size_t n = static_cast<std::size_t>(std::min<uint64_t>(left, buf.size()));
+      m->read(buf.data(), n);
+      left -= n;
+    }
+    m->finish();
+  }
+}
+
+// The reference's files for a small raw file, preprocessed by Strata (stored and deflated).
+struct ProcessedSeeds {
+  ScratchDir dir;
+  std::string day_count;
+  std::vector<std::string> processed;
+  ProcessedSeeds() {
+    const std::string raw = (dir.path / "train.txt").string();
+    {
+      std::ofstream f(raw);
+      for (int i = 0; i < 40; ++i) f << criteo_line(i, i % 4 == 0);
+    }
+    for (bool compress : {false, true}) {
+      CriteoPreprocessConfig c;
+      c.raw_data_file = raw;
+      c.processed_data_file = (dir.path / (compress ? "z.npz" : "s.npz")).string();
+      c.compress = compress;
+      RandomStream rng(123);
+      preprocess_criteo(c, rng);
+      processed.push_back(read_bytes(c.processed_data_file));
+    }
+    day_count = (dir.path / "train_day_count.npz").string();
+  }
+};
+
+TEST(ReaderFuzz, NpzFiles) {
+  ProcessedSeeds seeds;
+  const int accepted = fuzz_reader(seeds.processed, read_npz, {.cases = 2000, .seed = 16, .file_name = "data.npz"});
+  EXPECT_GT(accepted, 5);
+}
+
+TEST(ReaderFuzz, ProcessedCriteoFiles) {
+  ProcessedSeeds seeds;
+  for (bool memory_map : {false, true}) {
+    fuzz_reader(
+        seeds.processed,
+        [&](const std::string& path) {
+          const auto data = CriteoData::load(path, seeds.day_count, 7, memory_map);
+          std::vector<int64_t> order(static_cast<std::size_t>(data->rows()));
+          std::iota(order.begin(), order.end(), 0);
+          CriteoSourceConfig c;
+          for (int64_t n : data->counts()) c.rows.push_back(std::max<int64_t>(n, 1));
+          c.batch_size = 7;
+          if (order.empty()) return;
+          CriteoDatasetSource source(data, order, c, "fuzz");
+          drain(source);
+        },
+        {.cases = 1000, .seed = memory_map ? 17u : 18u, .file_name = "kaggleAdDisplayChallenge_processed.npz"});
+  }
+}
+
+TEST(ReaderFuzz, RawCriteoPreprocessing) {
+  ScratchDir out;
+  const int accepted = fuzz_reader(
+      tsv_seeds(),
+      [&](const std::string& path) {
+        CriteoPreprocessConfig c;
+        c.raw_data_file = path;
+        c.processed_data_file = (out.path / "p.npz").string();
+        c.chunk_bytes = 97;  // several chunks even for small files
+        RandomStream rng(123);
+        preprocess_criteo(c, rng);
+      },
+      {.cases = 1500, .seed = 19, .file_name = "train.txt"});
+  EXPECT_GT(accepted, 30);
 }
 
 TEST(ReaderFuzz, Checkpoints) {
