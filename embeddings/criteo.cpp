@@ -145,6 +145,8 @@ void CriteoTsvSource::parse_line(std::string_view line, const std::string& path,
                        column_name(field, name, sizeof name), ": ", quote_field(text), " is not an integer");
         }
         if (field == 0) {
+          STRATA_CHECK(v == 0 || v == 1, "criteo tsv ", quote_path(path), " line ", line_no, ", column label: ",
+                       quote_field(text), " is not a 0/1 label");
           *label = static_cast<float>(v);
         } else {
           dense[field - 1] = dense_transform(v);
@@ -265,7 +267,10 @@ bool CriteoBinarySource::next(Batch& batch) {
   char name[32];
   for (int64_t b = 0; b < n; ++b) {
     const int32_t* rec = records_.data() + b * kCriteoFields;
-    batch.targets[static_cast<std::size_t>(b)] = static_cast<float>(from_little(rec[0]));
+    const int32_t label = from_little(rec[0]);
+    STRATA_CHECK(label == 0 || label == 1, "criteo binary ", quote_path(config_.path), ": record ", next_sample_ + b + 1,
+                 ", column label: ", label, " is not a 0/1 label");
+    batch.targets[static_cast<std::size_t>(b)] = static_cast<float>(label);
     for (int64_t i = 0; i < kCriteoDense; ++i) {
       batch.dense[static_cast<std::size_t>(b * kCriteoDense + i)] = dense_transform(from_little(rec[1 + i]));
     }

@@ -168,6 +168,8 @@ TEST(CriteoTsv, BadInputNamesFileLineAndColumn) {
   auto bad_label = kLine1;
   bad_label[0] = "yes";
   EXPECT_THAT(first_error(join(bad_label)), HasSubstr("line 1, column label: 'yes' is not an integer"));
+  bad_label[0] = "5";  // the reference trains on it (loss -226.9)
+  EXPECT_THAT(first_error(join(bad_label)), HasSubstr("line 1, column label: '5' is not a 0/1 label"));
   auto negative_hash = kLine1;
   negative_hash[14] = "-5";
   EXPECT_THAT(first_error(join(negative_hash)), HasSubstr("column C1: '-5' is not a hexadecimal category"));
@@ -310,6 +312,7 @@ TEST(CriteoBinary, BadInputNamesFileRecordAndColumn) {
   const auto r2 = record(0, {}, {0, 0, 0, 0, -3});
   neg.insert(neg.end(), r2.begin(), r2.end());
   EXPECT_THAT(read_all(neg), HasSubstr("record 2, column C5: id -3 is negative"));
+  EXPECT_THAT(read_all(record(5, {}, {})), HasSubstr("record 1, column label: 5 is not a 0/1 label"));
   c.rows[7] = -1;
   EXPECT_THAT(message_of([&] { CriteoBinarySource s(c); }), HasSubstr("table 7 (C8) has -1 rows"));
 }
