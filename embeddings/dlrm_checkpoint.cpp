@@ -230,6 +230,12 @@ void check_architecture(const CheckpointMetadata& got_meta, const CheckpointMeta
     STRATA_CHECK(got != nullptr && *got == want, where, ": the checkpoint's ", key, " is ",
                  got ? quote_field(*got) : std::string("missing"), " but this model's is ", quote_field(want));
   }
+  // Table tricks this model does not use (Note [DLRM table kinds]).
+  for (const char* key : {"qr", "md", "weighted_pooling"}) {
+    const std::string* got = meta_find(got_meta, key);
+    STRATA_CHECK(got == nullptr || meta_find(want_meta, key) != nullptr, where, ": the checkpoint's ", key, " is ",
+                 got ? quote_field(*got) : std::string(), " but this model has none");
+  }
 }
 
 /// The entry `key` of `section`, f32 of `sizes`; throws naming the key otherwise.

@@ -6,7 +6,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
 #include <cstring>
 #include <functional>
 #include <random>
@@ -350,4 +353,47 @@ TEST(DLRMTricks, LearnedPoolingRefusesGivenWeightsAndLoadsItsState) {
   sd.pop_back();
   sd.pop_back();  // v_W_l.2
   EXPECT_THAT(message_of([&] { other.load_state_dict(sd); }), HasSubstr("missing key v_W_l.2"));
+}
+
+TEST(DLRMTricks, CheckpointsResumeBitwiseWithEveryKind) {
+  // N steps, save, load into a fresh model, N steps == 2N steps: tables under their reference
+  // names (weight_q/weight_r, embs.weight), projections, learned pooling weights and their Adagrad
+  // state included.
+  const auto dir = std::filesystem::temp_directory_path() / ("strata_dlrm_tricks_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::vector<std::vector<std::string>> kinds = {
+      {"--qr-flag", "--qr-threshold", "8", "--optimizer", "adagrad", "--learning-rate", "0.05"},
+      {"--md-flag", "--md-threshold", "7", "--md-temperature", "1", "--optimizer", "rwsadagrad"},
+      {"--weighted-pooling", "learned", "--optimizer", "adagrad", "--learning-rate", "0.05", "--emb-policy", "dynamic",
+       "--fast-budget", "64K", "--cache-fraction", "0.5"}};
+  for (const auto& flags : kinds) {
+    SCOPED_TRACE(flags[0]);
+    TieredDLRM a(tiny(flags)), b(tiny(flags));
+    const TinyBatch batch = tiny_batch({11, 6, 9}, 4);
+    for (int s = 0; s < 2; ++s) a.train_step(batch.dense, batch.bags(), batch.targets);
+    const std::string path = (dir / "tricks.ckpt").string();
+    a.save(path);
+    b.load(path);
+    for (int s = 0; s < 2; ++s)
+      EXPECT_EQ(a.train_step(batch.dense, batch.bags(), batch.targets),
+                b.train_step(batch.dense, batch.bags(), batch.targets));
+    for (int64_t p = 0; p < a.num_stored_tables(); ++p)
+      EXPECT_TRUE(bitwise_equal(table_values(a.stored_table(p)), table_values(b.stored_table(p)))) << a.stored_table_key(p);
+    const StateDict sa = a.state_dict(), sb = b.state_dict();
+    ASSERT_EQ(sa.size(), sb.size());
+    for (std::size_t i = 0; i < sa.size(); ++i) {
+      EXPECT_EQ(sa[i].first, sb[i].first);
+      std::vector<float> va(static_cast<std::size_t>(sa[i].second.numel())), vb(va.size());
+      PinSet pins;
+      pins.add(sa[i].second, AccessMode::Read).add(sb[i].second, AccessMode::Read).acquire();
+      std::memcpy(va.data(), sa[i].second.contiguous().data_ptr(), va.size() * sizeof(float));
+      std::memcpy(vb.data(), sb[i].second.contiguous().data_ptr(), vb.size() * sizeof(float));
+      EXPECT_TRUE(bitwise_equal(va, vb)) << sa[i].first;
+    }
+    // Another kind's checkpoint is refused, naming the difference.
+    const auto opt = std::find(flags.begin(), flags.end(), "--optimizer");
+    TieredDLRM plain(tiny({"--optimizer", *(opt + 1)}));
+    EXPECT_THAT(message_of([&] { plain.load(path); }), HasSubstr("the checkpoint's"));
+  }
+  std::filesystem::remove_all(dir);
 }
