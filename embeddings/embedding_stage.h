@@ -22,8 +22,8 @@
 /// materialized and the rows are updated inside loss.backward(); then the after_update hooks.
 /// Combining a quotient-remainder pair (mult, add, concat) or projecting a mixed-dimension table
 /// are ordinary autograd ops on the outputs, so their gradients reach the node as the reference's
-/// autograd computes them. The node refers to the stage's state of the last forward: a backward
-/// after another forward is refused.
+/// autograd computes them. The node refers to the stage's state of the last forward (the stage
+/// must outlive the graph): a backward after another forward is refused.
 
 #include <cstdint>
 #include <memory>

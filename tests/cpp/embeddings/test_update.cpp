@@ -254,23 +254,21 @@ TEST(EmbeddingUpdate, SlowTierTableGivesTheSameNumbersAndIsCharged) {
   EXPECT_EQ(fast.counters().slow_bytes_written, 0u);
 }
 
-TEST(EmbeddingUpdate, MatchesTheDenseRowWiseAdagradOptimizer) {
-  // The fused sparse step equals models/optim's RowWiseAdagrad on the materialized gradient (rows
-  // that do not occur have a zero gradient, which leaves them and their accumulator unchanged
-  // there too), up to float rounding: the two sum in different orders.
-  memory::DramHeap heap(1 << 20);
-  const int64_t rows = 30, d = 16;
-  SimpleTable t(rows, d, ElemType::F32, {&heap, nullptr});
-  const ref::DenseTable init = ref::fill_random(t, 17);
-  Tensor p = tensor(init.w, Dims{rows, d});
-  optim::RowWiseAdagrad dense_opt({p}, optim::RowWiseAdagradOptions{.lr = 0.1, .eps = 1e-8});
-  const SparseOptimizer opt{SparseOptimizer::Kind::RowWiseAdagrad, 0.1f, 1e-8f, 0.0f};
+namespace {
+
+/// Four fused sparse steps of `opt` against `dense_opt` (a models/optim optimizer over `p`, which
+/// starts as the table's values) on the materialized gradient: equal up to float rounding (the two
+/// sum in different orders); rows that do not occur have a zero gradient, which leaves them and
+/// their accumulators unchanged there too.
+void expect_dense_equivalent(SimpleTable& t, Tensor& p, optim::Optimizer& dense_opt, const SparseOptimizer& opt,
+                             uint32_t seed) {
+  const int64_t rows = t.nvectors(), d = t.featuresize();
   SparseOptimizerState state(t, opt);
   UpdateWorkspace ws;
-  std::mt19937 rng(2);
+  std::mt19937 rng(seed);
   for (int step = 0; step < 4; ++step) {
     const ref::BagSet bags = ref::random_bags(rng, 20, 6, rows, true, 3);
-    const auto grad = ref::random_floats(rng, 20 * d);
+    const auto grad = ref::random_floats(rng, static_cast<std::size_t>(20 * d));
     update(t, bags.view(), Pooling::Sum, {const_cast<float*>(grad.data()), d}, opt, state, ws);
     std::vector<double> g(static_cast<std::size_t>(rows * d), 0.0);
     for (int64_t b = 0; b < 20; ++b)
@@ -283,43 +281,31 @@ TEST(EmbeddingUpdate, MatchesTheDenseRowWiseAdagradOptimizer) {
   const auto got = contents(t);
   const float* want = p.data<float>();
   for (int64_t i = 0; i < rows * d; ++i) ASSERT_NEAR(got[i], want[i], 2e-6f * (1.0f + std::fabs(want[i]))) << i;
+  // Row-wise: one accumulator per row; element-wise: one per element, as the dense optimizer's.
   const Tensor& sum = dense_opt.state(0).buffers.at("sum");
-  for (int64_t r = 0; r < rows; ++r)
-    ASSERT_NEAR(state.accumulators()[r], sum.data<float>()[r], 1e-5f * (1.0f + sum.data<float>()[r])) << r;
+  const auto acc = state.accumulators();
+  ASSERT_EQ(static_cast<int64_t>(acc.size()), sum.numel());
+  for (std::size_t i = 0; i < acc.size(); ++i)
+    ASSERT_NEAR(acc[i], sum.data<float>()[i], 1e-5f * (1.0f + sum.data<float>()[i])) << i;
+}
+
+}  // namespace
+
+TEST(EmbeddingUpdate, MatchesTheDenseRowWiseAdagradOptimizer) {
+  memory::DramHeap heap(1 << 20);
+  SimpleTable t(30, 16, ElemType::F32, {&heap, nullptr});
+  Tensor p = tensor(ref::fill_random(t, 17).w, Dims{30, 16});
+  optim::RowWiseAdagrad dense_opt({p}, optim::RowWiseAdagradOptions{.lr = 0.1, .eps = 1e-8});
+  expect_dense_equivalent(t, p, dense_opt, {SparseOptimizer::Kind::RowWiseAdagrad, 0.1f, 1e-8f, 0.0f}, 2);
 }
 
 TEST(EmbeddingUpdate, ElementwiseAdagradMatchesTheDenseAdagradOptimizer) {
-  // torch.optim.Adagrad's rule (models/optim Adagrad) on the materialized gradient: untouched rows
-  // keep their values and accumulators; up to float rounding (different summation orders).
+  // torch.optim.Adagrad's rule (models/optim Adagrad): per-element state.
   memory::DramHeap heap(1 << 20);
-  const int64_t rows = 30, d = 16;
-  SimpleTable t(rows, d, ElemType::F32, {&heap, nullptr});
-  const ref::DenseTable init = ref::fill_random(t, 19);
-  Tensor p = tensor(init.w, Dims{rows, d});
+  SimpleTable t(30, 16, ElemType::F32, {&heap, nullptr});
+  Tensor p = tensor(ref::fill_random(t, 19).w, Dims{30, 16});
   optim::Adagrad dense_opt({p}, optim::AdagradOptions{.lr = 0.1, .eps = 1e-10});
-  const SparseOptimizer opt{SparseOptimizer::Kind::Adagrad, 0.1f, 1e-10f, 0.0f};
-  SparseOptimizerState state(t, opt);
-  ASSERT_EQ(state.accumulators().size(), static_cast<std::size_t>(rows * d));
-  UpdateWorkspace ws;
-  std::mt19937 rng(4);
-  for (int step = 0; step < 4; ++step) {
-    const ref::BagSet bags = ref::random_bags(rng, 20, 6, rows, true, 3);
-    const auto grad = ref::random_floats(rng, 20 * d);
-    update(t, bags.view(), Pooling::Sum, {const_cast<float*>(grad.data()), d}, opt, state, ws);
-    std::vector<double> g(static_cast<std::size_t>(rows * d), 0.0);
-    for (int64_t b = 0; b < 20; ++b)
-      for (int64_t k = bags.offsets[b]; k < bags.offsets[b + 1]; ++k)
-        for (int64_t j = 0; j < d; ++j)
-          g[bags.indices[k] * d + j] += static_cast<double>(bags.weights[k]) * grad[b * d + j];
-    p.set_grad(tensor(std::vector<float>(g.begin(), g.end()), Dims{rows, d}));
-    dense_opt.step();
-  }
-  const auto got = contents(t);
-  const float* want = p.data<float>();
-  for (int64_t i = 0; i < rows * d; ++i) ASSERT_NEAR(got[i], want[i], 2e-6f * (1.0f + std::fabs(want[i]))) << i;
-  const Tensor& sum = dense_opt.state(0).buffers.at("sum");
-  for (int64_t i = 0; i < rows * d; ++i)
-    ASSERT_NEAR(state.accumulators()[i], sum.data<float>()[i], 1e-5f * (1.0f + sum.data<float>()[i])) << i;
+  expect_dense_equivalent(t, p, dense_opt, {SparseOptimizer::Kind::Adagrad, 0.1f, 1e-10f, 0.0f}, 4);
 }
 
 TEST(EmbeddingUpdate, LearnedPoolingWeightsMatchTheReferenceBitwise) {
