@@ -31,6 +31,7 @@
 #include "models/optim/adagrad.h"
 #include "models/optim/sgd.h"
 #include "models/zoo/dlrm.h"
+#include "ops/binary.h"
 #include "ops/embedding.h"
 #include "ops/linalg.h"
 #include "ops/shape_ops.h"
@@ -45,77 +46,11 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-inline float load_elem(const std::byte* row, ElemType t, int64_t j) {
-  if (t == ElemType::F32) return reinterpret_cast<const float*>(row)[j];
-  return static_cast<float>(BFloat16::from_bits(reinterpret_cast<const uint16_t*>(row)[j]));
-}
 
 inline void store_elem(std::byte* row, ElemType t, int64_t j, float v) {
   if (t == ElemType::F32) reinterpret_cast<float*>(row)[j] = v;
   else reinterpret_cast<uint16_t*>(row)[j] = BFloat16::round_from_float(v);
 }
-
-/// torch.optim.Adagrad on a table's sparse gradient (the reference's --optimizer adagrad): per
-/// distinct row r of the batch, g = Σ (in (bag, position) order) c · grad_out[bag]; sum_r += g²
-/// element-wise; w_r -= lr · g / (sqrt(sum_r) + eps). The per-element state is nvectors × d floats.
-class ElementwiseAdagrad {
- public:
-  ElementwiseAdagrad(const Table& t, float eps) : d_(t.featuresize()), eps_(eps) {
-    sum_.assign(static_cast<std::size_t>(t.nvectors() * t.featuresize()), 0.0f);
-  }
-  std::vector<float>& sum() { return sum_; }
-
-  /// Returns the number of distinct rows updated.
-  int64_t update(Table& t, const Bags& b, Pooling pooling, OutputSlice grad, float lr) {
-    occ_.clear();
-    for (int64_t bag = 0; bag < b.batch(); ++bag)
-      for (int64_t i = b.offsets[bag]; i < b.offsets[bag + 1]; ++i) occ_.push_back({b.indices[i], i, bag});
-    std::stable_sort(occ_.begin(), occ_.end(), [](const Occ& x, const Occ& y) { return x.row < y.row; });
-    starts_.clear();
-    for (std::size_t i = 0; i < occ_.size(); ++i)
-      if (i == 0 || occ_[i].row != occ_[i - 1].row) starts_.push_back(i);
-    starts_.push_back(occ_.size());
-    const int64_t nrows = static_cast<int64_t>(starts_.size()) - 1;
-    std::atomic<std::size_t> slow{0};
-    parallel_for(nrows, 64, [&](int64_t begin, int64_t end) {
-      std::vector<float> g(static_cast<std::size_t>(d_));
-      std::size_t chunk_slow = 0;
-      for (int64_t u = begin; u < end; ++u) {
-        std::fill(g.begin(), g.end(), 0.0f);
-        const int64_t row = occ_[starts_[u]].row;
-        for (std::size_t o = starts_[u]; o < starts_[u + 1]; ++o) {
-          const int64_t i = occ_[o].pos, bag = occ_[o].bag;
-          const int64_t n = b.offsets[bag + 1] - b.offsets[bag];
-          const float c =
-              !b.weights.empty() ? b.weights[i] : pooling == Pooling::Mean ? 1.0f / static_cast<float>(n) : 1.0f;
-          const float* go = grad.data + bag * grad.row_stride;
-          for (int64_t j = 0; j < d_; ++j) g[j] = std::fma(c, go[j], g[j]);
-        }
-        std::byte* p = t.rowpointer(row, AccessContext::Update);
-        if (t.in_slow(p)) chunk_slow += t.row_bytes();
-        float* s = sum_.data() + row * d_;
-        for (int64_t j = 0; j < d_; ++j) {
-          s[j] += g[j] * g[j];
-          store_elem(p, t.elem_type(), j, load_elem(p, t.elem_type(), j) - lr * (g[j] / (std::sqrt(s[j]) + eps_)));
-        }
-      }
-      slow += chunk_slow;
-    });
-    t.charge_slow_read(slow);
-    t.charge_slow_write(slow);
-    return nrows;
-  }
-
- private:
-  struct Occ {
-    int64_t row, pos, bag;
-  };
-  int64_t d_;
-  float eps_;
-  std::vector<float> sum_;
-  std::vector<Occ> occ_;
-  std::vector<std::size_t> starts_;
-};
 
 /// The reference's LRPolicyScheduler: the learning rate of the optimizer step whose scheduler
 /// step count is `s` (1 for the first step).
@@ -136,9 +71,9 @@ double scheduled_lr(const DLRMConfig& c, int64_t s) {
   return base;
 }
 
-/// Fills a table with U(-bound, bound) from the Philox stream `range` (row r uses blocks
+/// Fills a table with U(lo, hi) from the Philox stream `range` (row r uses blocks
 /// [r·bpr, (r+1)·bpr)), in parallel over rows.
-void init_uniform(Table& t, const PhiloxRange& range, int64_t bpr, float bound) {
+void init_uniform(Table& t, const PhiloxRange& range, int64_t bpr, float lo, float hi) {
   const int64_t d = t.featuresize();
   std::atomic<std::size_t> slow{0};
   parallel_for(t.nvectors(), 1024, [&](int64_t begin, int64_t end) {
@@ -149,7 +84,7 @@ void init_uniform(Table& t, const PhiloxRange& range, int64_t bpr, float bound) 
       for (int64_t q = 0; q < bpr; ++q) {
         const auto words = range.block(static_cast<uint64_t>(r * bpr + q));
         for (int64_t j = 0; j < 4 && q * 4 + j < d; ++j)
-          store_elem(p, t.elem_type(), q * 4 + j, -bound + 2.0f * bound * uint32_to_unit_float(words[j]));
+          store_elem(p, t.elem_type(), q * 4 + j, lo + (hi - lo) * uint32_to_unit_float(words[j]));
       }
     }
     slow += chunk_slow;
@@ -451,33 +386,73 @@ std::string EmbeddingTiers::describe() const {
 // ---- TieredDLRM ---------------------------------------------------------------------------------------
 
 struct TieredDLRM::Impl {
-  SparseOptimizer sparse;
-  std::vector<std::unique_ptr<SparseOptimizerState>> states;
-  std::vector<std::unique_ptr<UpdateWorkspace>> workspaces;
-  std::vector<std::unique_ptr<ElementwiseAdagrad>> adagrad;
   std::vector<float> ones;  // --weighted-pooling fixed
   std::vector<Bags> bags;   // the step's bags (weights filled in)
-  // Per-step argument lists, reused so the step loop does not allocate.
-  std::vector<OutputSlice> slices;
-  std::vector<Tensor> grads;
-  std::vector<SparseOptimizerState*> state_ptrs;
-  std::vector<UpdateWorkspace*> workspace_ptrs;
 };
+
+namespace {
+
+/// A stored table's name for messages and describe_tables().
+std::string stored_name(const DLRMConfig& c, const DLRMConfig::StoredTable& t) {
+  std::string name = "table " + std::to_string(t.feature);
+  if (c.is_qr_table(c.table_rows()[static_cast<std::size_t>(t.feature)])) name += t.part == 0 ? " quotient" : " remainder";
+  return name;
+}
+
+/// The stage's view of the logical tables (Note [DLRM table kinds]).
+std::vector<StageFeature> stage_features(const DLRMConfig& c) {
+  std::vector<StageFeature> out;
+  const std::vector<int64_t> rows = c.table_rows();
+  int64_t first = 0;
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    StageFeature f;
+    f.name = "table " + std::to_string(k);
+    f.rows = rows[k];
+    f.first = first;
+    if (c.is_qr_table(rows[k])) {
+      f.kind = StageFeature::Kind::QuotientRemainder;
+      f.collisions = c.qr_collisions;
+    }
+    f.learned_pooling = c.weighted_pooling == WeightedPooling::Learned;
+    first += f.parts();
+    out.push_back(f);
+  }
+  return out;
+}
+
+/// The fused sparse optimizer of --optimizer (Note [DLRM training step]).
+SparseOptimizer sparse_optimizer(const DLRMConfig& c) {
+  const auto lr = static_cast<float>(c.learning_rate);
+  switch (c.optimizer) {
+    case OptimizerKind::SGD: return {SparseOptimizer::Kind::SGD, lr, 1e-10f, 0.0f};
+    case OptimizerKind::RowWiseAdagrad: return {SparseOptimizer::Kind::RowWiseAdagrad, lr, 1e-10f, 0.0f};
+    case OptimizerKind::Adagrad: return {SparseOptimizer::Kind::Adagrad, lr, 1e-10f, 0.0f};
+  }
+  return {};
+}
+
+}  // namespace
 
 TieredDLRM::TieredDLRM(const DLRMConfig& config) : config_(config), impl_(std::make_unique<Impl>()) {
   validate(config_);
-  const int64_t d = config_.arch_sparse_feature_size;
-  const auto rows = config_.table_rows();
-  const std::size_t row_bytes = static_cast<std::size_t>(d) * elem_size(config_.emb_dtype);
+  place_tables();
+  std::vector<ManagedTable*> policies;
+  for (auto& m : managed_) policies.push_back(m.get());
+  stage_ = std::make_unique<EmbeddingStage>(stage_features(config_), tables_, policies, sparse_optimizer(config_));
+  tiers_->throttle().reset_counters();
+}
 
-  // Placement (Note [DLRM table placement]).
-  const EmbeddingPolicy policy = parse_embedding_policy(config_.emb_policy);
-  const std::size_t stride = (row_bytes + 7) / 8 * 8;
-  std::size_t table_bytes = 0, fixed_fast = 0, cached_row_bytes = 0;
-  for (int64_t r : rows) {
-    table_bytes += static_cast<std::size_t>(r) * row_bytes + kHeapSlackPerTable;
-    fixed_fast += static_cast<std::size_t>(r) * (8 + (policy == EmbeddingPolicy::Auto ? 2 : 0)) + kHeapSlackPerTable;
-    cached_row_bytes += static_cast<std::size_t>(r) * (stride + 8);
+bool TieredDLRM::plan_placement(const std::vector<DLRMConfig::StoredTable>& stored, EmbeddingPolicy policy,
+                                std::size_t& table_bytes) {
+  table_bytes = 0;
+  std::size_t fixed_fast = 0, cached_row_bytes = 0;
+  for (const auto& t : stored) {
+    const std::size_t row_bytes = static_cast<std::size_t>(t.dim) * elem_size(config_.emb_dtype);
+    const std::size_t stride = (row_bytes + 7) / 8 * 8;
+    const auto r = static_cast<std::size_t>(t.rows);
+    table_bytes += r * row_bytes + kHeapSlackPerTable;
+    fixed_fast += r * (8 + (policy == EmbeddingPolicy::Auto ? 2 : 0)) + kHeapSlackPerTable;
+    cached_row_bytes += r * (stride + 8);
   }
   const bool all_dram = policy == EmbeddingPolicy::Auto && table_bytes <= config_.fast_budget;
   const double budget = 0.98 * static_cast<double>(config_.fast_budget);
@@ -487,7 +462,7 @@ TieredDLRM::TieredDLRM(const DLRMConfig& config) : config_(config), impl_(std::m
     const double fits = room / (static_cast<double>(cached_row_bytes) * page_headroom);
     STRATA_CHECK(room > 0, "--fast-budget: ", format_bytes(static_cast<double>(config_.fast_budget)),
                  " cannot hold the cached tables' pointer tables", policy == EmbeddingPolicy::Auto ? " and counters" : "",
-                 " (", format_bytes(static_cast<double>(fixed_fast)), " for ", rows.size(),
+                 " (", format_bytes(static_cast<double>(fixed_fast)), " for ", stored.size(),
                  " tables); raise it or use --emb-policy simple");
     if (config_.cache_fraction > 0) {
       STRATA_CHECK(config_.cache_fraction <= fits, "--cache-fraction ", config_.cache_fraction,
@@ -501,57 +476,90 @@ TieredDLRM::TieredDLRM(const DLRMConfig& config) : config_(config), impl_(std::m
       cache_fraction_ = std::min(1.0, fits);
     }
   }
+  return all_dram;
+}
+
+void TieredDLRM::place_tables() {
+  const std::vector<DLRMConfig::StoredTable> stored = config_.stored_tables();
+  const std::vector<int64_t> rows = config_.table_rows();
+  // Placement (Note [DLRM table placement]).
+  const EmbeddingPolicy policy = parse_embedding_policy(config_.emb_policy);
+  std::size_t table_bytes = 0;
+  const bool all_dram = plan_placement(stored, policy, table_bytes);
   tiers_ = std::make_unique<EmbeddingTiers>(config_.fast_budget, all_dram ? 0 : table_bytes, config_.slow_dir,
                                             config_.slow_tier_model);
 
   Generator gen(static_cast<uint64_t>(config_.numpy_rand_seed));
-  const int64_t bpr = (d + 3) / 4;
   const TableMemory fast{&tiers_->fast(), nullptr};
   const TableMemory slow{tiers_->slow(), &tiers_->throttle()};
-  for (std::size_t k = 0; k < rows.size(); ++k) {
+  for (std::size_t p = 0; p < stored.size(); ++p) {
+    const DLRMConfig::StoredTable& st = stored[p];
     Table* t = nullptr;
     if (all_dram) {
-      dram_tables_.push_back(std::make_unique<SimpleTable>(rows[k], d, config_.emb_dtype, fast));
+      dram_tables_.push_back(std::make_unique<SimpleTable>(st.rows, st.dim, config_.emb_dtype, fast));
       managed_.push_back(nullptr);
       t = dram_tables_.back().get();
     } else {
       PolicyOptions po;
-      po.seed = static_cast<uint64_t>(config_.numpy_rand_seed) * 1000003u + k;
+      po.seed = static_cast<uint64_t>(config_.numpy_rand_seed) * 1000003u + p;
       try {
-        managed_.push_back(make_table(policy, rows[k], d, config_.emb_dtype, fast, slow, cache_fraction_, po));
+        managed_.push_back(make_table(policy, st.rows, st.dim, config_.emb_dtype, fast, slow, cache_fraction_, po));
       } catch (const Error& e) {
-        STRATA_CHECK(false, "--fast-budget ", format_bytes(static_cast<double>(config_.fast_budget)), ": table ", k,
-                     " (", rows[k], " rows) does not fit: ", e.what());
+        STRATA_CHECK(false, "--fast-budget ", format_bytes(static_cast<double>(config_.fast_budget)), ": ",
+                     stored_name(config_, st), " (", st.rows, " rows) does not fit: ", e.what());
       }
       t = &managed_.back()->table();
     }
-    t->set_name("table " + std::to_string(k));
-    init_uniform(*t, gen.reserve(static_cast<uint64_t>(rows[k] * bpr)), bpr,
-                 static_cast<float>(std::sqrt(1.0 / static_cast<double>(rows[k]))));
+    t->set_name(stored_name(config_, st));
+    // Note [DLRM table kinds]: the logical rows set the bound; quotient-remainder tables are
+    // U(sqrt(1/R), 1) as the reference draws them.
+    const int64_t bpr = (st.dim + 3) / 4;
+    const double bound = std::sqrt(1.0 / static_cast<double>(rows[static_cast<std::size_t>(st.feature)]));
+    const bool qr = config_.is_qr_table(rows[static_cast<std::size_t>(st.feature)]);
+    init_uniform(*t, gen.reserve(static_cast<uint64_t>(st.rows * bpr)), bpr, static_cast<float>(qr ? bound : -bound),
+                 qr ? 1.0f : static_cast<float>(bound));
     t->reset_counters();
     if (managed_.back()) managed_.back()->reset_stats();
     tables_.push_back(t);
   }
-  looked_up_.assign(rows.size(), 0);
-  updated_.assign(rows.size(), 0);
-  has_policies_ = !all_dram;
-  tiers_->throttle().reset_counters();
+  build_dense(gen);
+}
 
+void TieredDLRM::build_dense(Generator& gen) {
   // The MLPs, registered under the reference's names.
   dense_ = std::make_shared<nn::Module>("DLRM");
   std::vector<int64_t> top{config_.interaction_width()};
   top.insert(top.end(), config_.arch_mlp_top.begin(), config_.arch_mlp_top.end());
   bot_ = dense_->register_module("bot_l", nn::zoo::reference_mlp(config_.arch_mlp_bot, false, &gen));
   top_ = dense_->register_module("top_l", nn::zoo::reference_mlp(top, true, &gen));
+  // Mixed-dimension projections emb_l.<k>.proj (Xavier-uniform, bias-free), after the MLPs so
+  // that the MLPs' initial values do not depend on --md-*.
+  const std::vector<int64_t> dims = config_.table_dims();
+  const int64_t d = feature_size();
+  projections_.assign(dims.size(), nullptr);
+  std::shared_ptr<nn::Module> emb_l;
+  for (std::size_t k = 0; k < dims.size(); ++k) {
+    if (dims[k] == d) continue;
+    if (!emb_l) emb_l = dense_->register_module("emb_l", std::make_shared<nn::Module>("ModuleList"));
+    auto pr = std::make_shared<nn::Module>("PrEmbeddingBag");
+    auto lin = pr->register_module("proj", std::make_shared<nn::Linear>(dims[k], d, false, &gen));
+    const double b = std::sqrt(6.0 / static_cast<double>(dims[k] + d));
+    const Tensor init = uniform({d, dims[k]}, -b, b, {}, &gen);
+    {
+      PinSet pins;
+      pins.add(lin->weight(), AccessMode::Write).add(init, AccessMode::Read).acquire();
+      std::memcpy(lin->weight().data_ptr(), init.data_ptr(), init.nbytes());
+    }
+    emb_l->register_module(std::to_string(k), pr);
+    projections_[k] = lin;
+  }
 
   const auto params = dense_->parameters();
-  const float lr = static_cast<float>(config_.learning_rate);
   switch (config_.optimizer) {
     case OptimizerKind::SGD: {
       optim::SGDOptions o;
       o.lr = config_.learning_rate;
       dense_opt_ = std::make_unique<optim::SGD>(params, o);
-      impl_->sparse = {SparseOptimizer::Kind::SGD, lr, 1e-10f, 0.0f};
       break;
     }
     case OptimizerKind::RowWiseAdagrad:
@@ -560,25 +568,30 @@ TieredDLRM::TieredDLRM(const DLRMConfig& config) : config_(config), impl_(std::m
       o.lr = config_.learning_rate;
       o.eps = 1e-10;
       dense_opt_ = std::make_unique<optim::Adagrad>(params, o);
-      impl_->sparse = {SparseOptimizer::Kind::RowWiseAdagrad, lr, 1e-10f, 0.0f};
       break;
-    }
-  }
-  for (Table* t : tables_) {
-    if (config_.optimizer == OptimizerKind::Adagrad) {
-      impl_->adagrad.push_back(std::make_unique<ElementwiseAdagrad>(*t, 1e-10f));
-    } else {
-      impl_->states.push_back(std::make_unique<SparseOptimizerState>(*t, impl_->sparse));
-      impl_->workspaces.push_back(std::make_unique<UpdateWorkspace>());
     }
   }
 }
 
 TieredDLRM::~TieredDLRM() = default;
 
-Table& TieredDLRM::table(int64_t k) {
+Table& TieredDLRM::table(int64_t k, int64_t part) {
   STRATA_CHECK(k >= 0 && k < num_tables(), "TieredDLRM: table ", k, " does not exist (", num_tables(), " tables)");
-  return *tables_[static_cast<std::size_t>(k)];
+  const StageFeature& f = stage_->feature(k);
+  STRATA_CHECK(part >= 0 && part < f.parts(), "TieredDLRM: table ", k, " has no part ", part, " (", f.parts(),
+               f.parts() == 1 ? " stored table)" : " stored tables: quotient, remainder)");
+  return *tables_[static_cast<std::size_t>(f.first + part)];
+}
+
+std::string TieredDLRM::stored_table_key(int64_t p) const {
+  STRATA_CHECK(p >= 0 && p < num_stored_tables(), "TieredDLRM: stored table ", p, " does not exist (",
+               num_stored_tables(), " stored tables)");
+  const DLRMConfig::StoredTable t = config_.stored_tables()[static_cast<std::size_t>(p)];
+  const std::string prefix = "emb_l." + std::to_string(t.feature) + ".";
+  if (stage_->feature(t.feature).kind == StageFeature::Kind::QuotientRemainder)
+    return prefix + (t.part == 0 ? "weight_q" : "weight_r");
+  if (config_.is_md_table(stage_->feature(t.feature).rows)) return prefix + "embs.weight";
+  return prefix + "weight";
 }
 
 double TieredDLRM::next_learning_rate() const { return scheduled_lr(config_, steps_ + 1); }
@@ -598,11 +611,9 @@ void TieredDLRM::check_batch(std::span<const float> dense, std::span<const Bags>
                  ": ", bags[k].weights.size(), " per-sample weights for ", bags[k].indices.size(), " indices");
 }
 
-Tensor TieredDLRM::run_forward(std::span<const float> dense, std::span<const Bags> bags_in, bool training,
-                               std::vector<Tensor>& feats) {
+Tensor TieredDLRM::run_forward(std::span<const float> dense, std::span<const Bags> bags_in) {
   const int64_t batch = bags_in.empty() ? 0 : bags_in[0].batch();
   check_batch(dense, bags_in, batch);
-  const int64_t d = feature_size();
   const int64_t nt = num_tables();
 
   // Bags with --weighted-pooling fixed weights filled in.
@@ -626,39 +637,16 @@ Tensor TieredDLRM::run_forward(std::span<const float> dense, std::span<const Bag
   Tensor x = bot_->forward(x_in);  // a FusedMLP: activations in the GEMM epilogues
   times_.bottom_mlp += seconds_since(t0);
 
+  // Note [Embedding stage]: validation, hooks and lookups; then the features per table kind.
   t0 = Clock::now();
-  if (!emb_out_.defined() || emb_out_.sizes()[1] != batch) emb_out_ = empty({nt, batch, d});
-  PinSet out_pins;
-  out_pins.add(emb_out_, AccessMode::Write).acquire();
-  const std::span<Table* const> tables(tables_);
-  auto& outs = impl_->slices;
-  outs.clear();
-  for (int64_t k = 0; k < nt; ++k) outs.push_back({static_cast<float*>(emb_out_.data_ptr()) + k * batch * d, d});
-  if (has_policies_) {
-    // Every table's indices are valid before any policy counts them (a bad index changes nothing).
-    for (int64_t k = 0; k < nt; ++k) validate(*tables[k], bags[static_cast<std::size_t>(k)]);
-    const auto h0 = Clock::now();
-    // Tables' hooks may run concurrently (embeddings/policy.h).
-    parallel_for(nt, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t k = begin; k < end; ++k)
-        if (auto& m = managed_[static_cast<std::size_t>(k)]) m->before_lookup(bags[static_cast<std::size_t>(k)].indices);
-    });
-    times_.hooks += seconds_since(h0);
-  }
-  lookup_ensemble(tables, bags, Pooling::Sum, outs);
-  out_pins.release();
-  if (!training) run_after_update_hooks();
-  for (int64_t k = 0; k < nt; ++k) looked_up_[static_cast<std::size_t>(k)] += bags[static_cast<std::size_t>(k)].indices.size();
+  const double hooks0 = stage_->times().hooks;
+  const std::vector<Tensor> stored = stage_->forward(bags);
+  std::vector<Tensor> feats{x};
+  for (int64_t k = 0; k < nt; ++k) feats.push_back(embedding_feature(k, stored));
+  times_.hooks += stage_->times().hooks - hooks0;
   times_.lookup += seconds_since(t0);
 
   t0 = Clock::now();
-  feats.clear();
-  feats.push_back(x);
-  for (int64_t k = 0; k < nt; ++k) {
-    Tensor e = emb_out_.select(0, k);
-    if (training) e.set_requires_grad(true);
-    feats.push_back(e);
-  }
   Tensor r = config_.arch_interaction_op == InteractionOp::Dot ? dot_interaction(feats, config_.arch_interaction_itself)
                                                                 : cat(feats, 1);
   times_.interaction += seconds_since(t0);
@@ -669,6 +657,21 @@ Tensor TieredDLRM::run_forward(std::span<const float> dense, std::span<const Bag
     z = clamp(z, config_.loss_threshold, 1.0 - config_.loss_threshold);
   times_.top_mlp += seconds_since(t0);
   return z;
+}
+
+Tensor TieredDLRM::embedding_feature(int64_t k, const std::vector<Tensor>& stored) const {
+  const StageFeature& f = stage_->feature(k);
+  const Tensor& e = stored[static_cast<std::size_t>(f.first)];
+  if (f.kind == StageFeature::Kind::QuotientRemainder) {
+    const Tensor& r = stored[static_cast<std::size_t>(f.first + 1)];
+    switch (config_.qr_operation) {
+      case QROperation::Mult: return mul(e, r);
+      case QROperation::Add: return add(e, r);
+      case QROperation::Concat: return cat({e, r}, 1);
+    }
+  }
+  if (const auto& proj = projections_[static_cast<std::size_t>(k)]) return linear(e, proj->weight());
+  return e;
 }
 
 Tensor TieredDLRM::compute_loss(const Tensor& z, std::span<const float> targets) {
@@ -706,58 +709,28 @@ Tensor TieredDLRM::compute_loss(const Tensor& z, std::span<const float> targets)
 }
 
 float TieredDLRM::train_step(std::span<const float> dense, std::span<const Bags> bags, std::span<const float> targets) {
-  std::vector<Tensor> feats;
-  Tensor z = run_forward(dense, bags, true, feats);
+  // Note [DLRM training step]: forward, backward (with the fused sparse update), dense step.
+  const double lr = next_learning_rate();
+  stage_->set_learning_rate(static_cast<float>(lr));
+  Tensor z = run_forward(dense, bags);
   auto t0 = Clock::now();
   Tensor loss = compute_loss(z, targets);
   times_.top_mlp += seconds_since(t0);
 
   t0 = Clock::now();
+  const StageTimes stage0 = stage_->times();
   dense_->zero_grad();
   loss.backward();
-  times_.backward += seconds_since(t0);
+  const double sparse = stage_->times().update - stage0.update;
+  const double hooks = stage_->times().hooks - stage0.hooks;
+  times_.backward += seconds_since(t0) - sparse - hooks;
+  times_.hooks += hooks;
 
   t0 = Clock::now();
-  const double lr = next_learning_rate();
   for (auto& g : dense_opt_->param_groups()) g.options["lr"] = lr;
   dense_opt_->step();
-  const int64_t nt = num_tables();
-  const std::span<Table* const> tables(tables_);
-  auto& grads = impl_->slices;
-  auto& keep = impl_->grads;
-  grads.clear();
-  keep.clear();
-  PinSet grad_pins;
-  for (int64_t k = 0; k < nt; ++k) {
-    Tensor g = feats[static_cast<std::size_t>(k + 1)].grad();
-    STRATA_ASSERT(g.defined() && g.dim() == 2, "DLRM: table ", k, " received no gradient");
-    if (g.stride(1) != 1) g = g.contiguous();
-    keep.push_back(g);
-    grad_pins.add(g, AccessMode::Read);
-  }
-  grad_pins.acquire();
-  for (const Tensor& g : keep) grads.push_back({static_cast<float*>(g.data_ptr()), g.stride(0)});
-  if (config_.optimizer == OptimizerKind::Adagrad) {
-    for (int64_t k = 0; k < nt; ++k)
-      updated_[static_cast<std::size_t>(k)] += static_cast<std::uint64_t>(impl_->adagrad[static_cast<std::size_t>(k)]->update(
-          *tables[k], impl_->bags[static_cast<std::size_t>(k)], Pooling::Sum, grads[k], static_cast<float>(lr)));
-  } else {
-    impl_->sparse.lr = static_cast<float>(lr);
-    auto& states = impl_->state_ptrs;
-    auto& ws = impl_->workspace_ptrs;
-    if (states.empty()) {
-      for (auto& s : impl_->states) states.push_back(s.get());
-      for (auto& w : impl_->workspaces) ws.push_back(w.get());
-    }
-    update_ensemble(tables, impl_->bags, Pooling::Sum, grads, impl_->sparse, states, ws);
-    for (int64_t k = 0; k < nt; ++k)
-      updated_[static_cast<std::size_t>(k)] += static_cast<std::uint64_t>(ws[static_cast<std::size_t>(k)]->last_unique_rows());
-  }
-  grad_pins.release();
-  keep.clear();  // the gradients' memory goes back now, not at the next step
-  run_after_update_hooks();
   ++steps_;
-  times_.update += seconds_since(t0);
+  times_.update += seconds_since(t0) + sparse + hooks;
   ++times_.steps;
   const float value = loss.item<float>();
   if (config_.check_finite) check_finite(value, dense, targets);
@@ -778,13 +751,14 @@ void TieredDLRM::check_finite(float loss, std::span<const float> dense, std::spa
       others.push_back(name);
     }
   }
-  std::vector<float> row(static_cast<std::size_t>(feature_size()));
+  std::vector<float> row;
   for (std::size_t k = 0; k < tables_.size(); ++k) {
     bool table_reported = false;
-    for (const int64_t r : impl_->bags[k].indices) {
+    row.resize(static_cast<std::size_t>(tables_[k]->featuresize()));
+    for (const int64_t r : stage_->bags(static_cast<int64_t>(k)).indices) {
       tables_[k]->read_row(r, row.data());
       NonFinite nf;
-      nf.numel = feature_size();
+      nf.numel = tables_[k]->featuresize();
       for (std::size_t j = 0; j < row.size(); ++j) {
         if (std::isfinite(row[j])) continue;
         if (std::isnan(row[j])) ++nf.nan;
@@ -792,7 +766,7 @@ void TieredDLRM::check_finite(float loss, std::span<const float> dense, std::spa
         if (nf.first < 0) nf.first = static_cast<int64_t>(j), nf.first_value = row[j];
       }
       if (!nf.any()) continue;
-      const std::string name = "emb_l." + std::to_string(k) + ".weight";
+      const std::string name = stored_table_key(static_cast<int64_t>(k));
       if (first.empty()) {
         first = name + " row " + std::to_string(r) + " (" + tables_[k]->name() + ")";
         first_nf = nf;
@@ -841,14 +815,12 @@ void TieredDLRM::check_finite(float loss, std::span<const float> dense, std::spa
 
 Tensor TieredDLRM::forward(std::span<const float> dense, std::span<const Bags> bags) {
   autograd::NoGradGuard no_grad;
-  std::vector<Tensor> feats;
-  return run_forward(dense, bags, false, feats);
+  return run_forward(dense, bags);
 }
 
 float TieredDLRM::evaluate(std::span<const float> dense, std::span<const Bags> bags, std::span<const float> targets) {
   autograd::NoGradGuard no_grad;
-  std::vector<Tensor> feats;
-  Tensor z = run_forward(dense, bags, false, feats);
+  Tensor z = run_forward(dense, bags);
   ++times_.steps;
   return compute_loss(z, targets).item<float>();
 }
@@ -857,8 +829,7 @@ float TieredDLRM::score(std::span<const float> dense, std::span<const Bags> bags
                         std::vector<float>& scores) {
   autograd::NoGradGuard no_grad;
   const DLRMPhaseTimes training_times = times_;
-  std::vector<Tensor> feats;
-  Tensor z = run_forward(dense, bags, false, feats).contiguous();
+  Tensor z = run_forward(dense, bags).contiguous();
   const float loss = compute_loss(z, targets).item<float>();
   times_ = training_times;
   PinSet pins;
@@ -868,35 +839,77 @@ float TieredDLRM::score(std::span<const float> dense, std::span<const Bags> bags
   return loss;
 }
 
-StateDict TieredDLRM::state_dict() const { return dense_->state_dict(); }
+StateDict TieredDLRM::state_dict() const {
+  StateDict out = dense_->state_dict();
+  for (int64_t k = 0; k < num_tables(); ++k)
+    if (const LearnedPoolingWeights* w = stage_->learned(k)) {
+      Tensor v = empty({static_cast<int64_t>(w->v.size())});
+      PinSet pins;
+      pins.add(v, AccessMode::Write).acquire();
+      std::memcpy(v.data_ptr(), w->v.data(), w->v.size() * sizeof(float));
+      out.emplace_back("v_W_l." + std::to_string(k), v);
+    }
+  return out;
+}
 
-void TieredDLRM::load_state_dict(const StateDict& state) { dense_->load_state_dict(state, true); }
+StateDict TieredDLRM::split_pooling(const StateDict& state, std::vector<const Tensor*>& pooling) const {
+  StateDict dense;
+  pooling.assign(static_cast<std::size_t>(num_tables()), nullptr);
+  for (const auto& [key, value] : state) {
+    if (key.rfind("v_W_l.", 0) != 0) {
+      dense.emplace_back(key, value);
+      continue;
+    }
+    const std::string index = key.substr(6);
+    const int64_t k = index.empty() || index.size() > 9 || index.find_first_not_of("0123456789") != std::string::npos
+                          ? -1
+                          : std::strtoll(index.c_str(), nullptr, 10);
+    STRATA_CHECK(k >= 0 && k < num_tables() && stage_->learned(k) != nullptr, "DLRM load_state_dict: unexpected key ",
+                 quote_field(key), config_.weighted_pooling == WeightedPooling::Learned
+                                       ? std::string(" (tables 0..") + std::to_string(num_tables() - 1) + ")"
+                                       : std::string(" (no --weighted-pooling learned)"));
+    const auto rows = static_cast<int64_t>(stage_->learned(k)->v.size());
+    STRATA_CHECK(value.dtype() == DType::f32 && value.sizes() == Dims{rows}, "DLRM load_state_dict: ", key, " is ",
+                 value.describe(), ", expected f32 [", rows, "]");
+    pooling[static_cast<std::size_t>(k)] = &value;
+  }
+  for (int64_t k = 0; k < num_tables(); ++k)
+    STRATA_CHECK(stage_->learned(k) == nullptr || pooling[static_cast<std::size_t>(k)] != nullptr,
+                 "DLRM load_state_dict: missing key v_W_l.", k);
+  return dense;
+}
 
-void TieredDLRM::run_after_update_hooks() {
-  if (!has_policies_) return;
-  const auto h0 = Clock::now();
-  parallel_for(static_cast<int64_t>(managed_.size()), 1, [&](int64_t begin, int64_t end) {
-    for (int64_t k = begin; k < end; ++k)
-      if (auto& m = managed_[static_cast<std::size_t>(k)]) m->after_update();
-  });
-  times_.hooks += seconds_since(h0);
+void TieredDLRM::load_state_dict(const StateDict& state) {
+  std::vector<const Tensor*> pooling;
+  const StateDict dense = split_pooling(state, pooling);
+  dense_->load_state_dict(dense, true);
+  for (int64_t k = 0; k < num_tables(); ++k)
+    if (const Tensor* v = pooling[static_cast<std::size_t>(k)]) {
+      const Tensor c = v->contiguous();
+      PinSet pins;
+      pins.add(c, AccessMode::Read).acquire();
+      auto& w = stage_->learned(k)->v;
+      std::memcpy(w.data(), c.data_ptr(), w.size() * sizeof(float));
+    }
 }
 
 DLRMTierCounters TieredDLRM::counters() const {
   DLRMTierCounters c;
-  const std::uint64_t row = static_cast<std::uint64_t>(feature_size()) * elem_size(config_.emb_dtype);
+  const auto looked_up = stage_->looked_up();
+  const auto updated = stage_->updated();
   std::uint64_t hits = 0, lookups = 0;
   bool cached = false;
   for (std::size_t k = 0; k < tables_.size(); ++k) {
-    c.rows_looked_up += looked_up_[k];
-    c.rows_updated += updated_[k];
+    const std::uint64_t row = tables_[k]->row_bytes();
+    c.rows_looked_up += looked_up[k];
+    c.rows_updated += updated[k];
     const TableCounters tc = tables_[k]->counters();
     c.slow_bytes_read += tc.slow_bytes_read;
     c.slow_bytes_written += tc.slow_bytes_written;
     const ManagedTable* m = managed_[k].get();
     if (m == nullptr) {  // whole in DRAM
-      c.fast_bytes_read += (looked_up_[k] + updated_[k]) * row;
-      c.fast_bytes_written += updated_[k] * row;
+      c.fast_bytes_read += (looked_up[k] + updated[k]) * row;
+      c.fast_bytes_written += updated[k] * row;
     } else if (const CachedTable* ct = m->cached_table()) {
       const CacheCounters cc = ct->cache_counters();
       cached = true;
@@ -914,8 +927,7 @@ DLRMTierCounters TieredDLRM::counters() const {
 
 void TieredDLRM::reset_stats() {
   times_ = {};
-  std::fill(looked_up_.begin(), looked_up_.end(), 0);
-  std::fill(updated_.begin(), updated_.end(), 0);
+  stage_->reset_stats();
   for (Table* t : tables_) t->reset_counters();
   for (auto& m : managed_)
     if (m) m->reset_stats();
@@ -924,10 +936,19 @@ void TieredDLRM::reset_stats() {
 
 std::string TieredDLRM::describe_tables() const {
   std::ostringstream os;
+  const std::vector<DLRMConfig::StoredTable> stored = config_.stored_tables();
   for (std::size_t k = 0; k < tables_.size(); ++k) {
     const Table* t = tables_[k];
+    const StageFeature& f = stage_->feature(stored[k].feature);
     os << "  " << t->name() << ": " << t->nvectors() << " rows x " << t->featuresize() << " " << elem_name(t->elem_type())
        << " (" << format_bytes(static_cast<double>(t->nvectors()) * static_cast<double>(t->row_bytes())) << "), ";
+    // Note [DLRM table kinds]
+    if (f.kind == StageFeature::Kind::QuotientRemainder)
+      os << "QR " << (stored[k].part == 0 ? "quotient" : "remainder") << " of " << f.rows << " rows (" << f.collisions
+         << " collisions, " << to_string(config_.qr_operation) << "), ";
+    else if (projections_[static_cast<std::size_t>(stored[k].feature)])
+      os << "MD d=" << t->featuresize() << " projected to " << feature_size() << ", ";
+    if (f.learned_pooling) os << "learned pooling weights, ";
     if (const ManagedTable* m = managed_[k].get()) {
       os << "policy " << policy_name(m->policy());
       if (m->cached_table() != nullptr)
@@ -942,19 +963,11 @@ std::string TieredDLRM::describe_tables() const {
   return os.str();
 }
 
-std::span<float> TieredDLRM::sparse_state(int64_t k) {
-  const auto i = static_cast<std::size_t>(k);
-  switch (config_.optimizer) {
-    case OptimizerKind::Adagrad: return impl_->adagrad[i]->sum();
-    case OptimizerKind::RowWiseAdagrad: return impl_->states[i]->accumulators();
-    case OptimizerKind::SGD: break;
-  }
-  return {};
-}
+std::span<float> TieredDLRM::sparse_state(int64_t k) { return stage_->state(k).accumulators(); }
 
 void TieredDLRM::set_steps(int64_t steps) {
   steps_ = steps;
-  for (auto& s : impl_->states) s->set_steps(steps);
+  for (int64_t p = 0; p < stage_->num_tables(); ++p) stage_->state(p).set_steps(steps);
 }
 
 }  // namespace strata::emb

@@ -7,22 +7,47 @@
 /// tables' backward (the table gradient is never materialized).
 ///
 /// Note [DLRM training step]
+/// train_step is forward → loss.backward() → dense optimizer step:
 /// 1. bottom MLP: x = bot_l(dense) [B, d], recorded by autograd.
-/// 2. lookup: every table k writes its pooled bags straight into row k of one buffer E [T, B, d]
-///    (an OutputSlice per table). Row k of E is a leaf view that requires grad.
-/// 3. interaction: dot_interaction({x, E[0], …, E[T−1]}) (or cat) — the reference's
-///    `interact_features`; with contiguous [B, d] features the op reads E in place.
+/// 2. lookup: the EmbeddingStage node (Note [Embedding stage]) validates every table's indices
+///    once, runs the policy hooks and writes every stored table's pooled bags into one buffer; its
+///    outputs are [B, d_p] views of it. A quotient-remainder pair is combined (mult, add, concat)
+///    and a mixed-dimension table projected (Note [DLRM table kinds]) by ordinary ops.
+/// 3. interaction: dot_interaction({x, E_0, …, E_{T−1}}) (or cat) — the reference's
+///    `interact_features`; plain tables' features are read in place from the stage's buffer.
 /// 4. top MLP and loss (mse, bce, wbce; outputs clamped with --loss-threshold).
-/// 5. backward: one autograd pass fills the MLP parameters' .grad and, for every table k, the
-///    gradient of its pooled output E[k].grad() [B, d] — exactly the OutputSlice the fused sparse
-///    update consumes.
-/// 6. update: the dense optimizer steps the MLPs; emb::update_ensemble applies the sparse
-///    optimizer to the rows that occurred. Indices are validated before any row is read, so bad
-///    input leaves every parameter as it was.
+/// 5. backward: one autograd pass fills the dense parameters' .grad (MLPs, projections) and hands
+///    each stored table's output gradient to the stage's node, which applies the fused sparse
+///    optimizer (emb::update_ensemble) at the step's learning rate — inside loss.backward(); the
+///    table gradient is never materialized.
+/// 6. update: the dense optimizer steps the dense parameters. Indices are validated before any
+///    row is read, so bad input leaves every parameter as it was.
 /// The reference applies one optimizer to all parameters (see OptimizerKind); Strata does the
 /// same: `sgd` is SGD on both sides, `rwsadagrad` is row-wise Adagrad on the tables and
-/// element-wise Adagrad on the MLPs, `adagrad` is element-wise Adagrad on both (its per-element
-/// table state lives in ordinary memory beside the tables).
+/// element-wise Adagrad on the dense parameters, `adagrad` is element-wise Adagrad on both (the
+/// sparse optimizer kind SparseOptimizer::Kind::Adagrad; its per-element table state lives in
+/// ordinary memory beside the tables). Learned pooling weights follow the dense rule (SGD with
+/// sgd, element-wise Adagrad otherwise), updated sparsely with the rows (bitwise the same as a
+/// dense step with zero gradients elsewhere).
+/// Phase times: the sparse update and its hooks count as `update`, not `backward`.
+///
+/// Note [DLRM table kinds]
+/// Per logical table k of R rows (config.table_rows()), as the reference's create_emb builds it:
+/// - plain: one table R × d, U(±sqrt(1/R)); state_dict name emb_l.k.weight.
+/// - quotient-remainder (--qr-flag, R > --qr-threshold; QREmbeddingBag): a quotient table of
+///   ceil(R / c) rows and a remainder table of c rows (c = --qr-collisions), both d wide and both
+///   U(sqrt(1/R), 1) — the reference calls nn.init.uniform_(w, sqrt(1/R)), whose upper bound is
+///   torch's default 1. Index i pools row i / c of the quotient and i mod c of the remainder table
+///   (each a sum-pooled bag); the feature is q ⊙ r (mult), q + r (add) or [q, r] (concat, 2d
+///   wide). Names emb_l.k.weight_q, emb_l.k.weight_r.
+/// - mixed-dimension (--md-flag, R > --md-threshold; PrEmbeddingBag): a table R × d_k with d_k from
+///   the reference's md_solver (DLRMConfig::table_dims), U(±sqrt(1/R)), followed when d_k < d by
+///   a bias-free projection d_k → d (a dense parameter, Xavier-uniform, trained by the dense
+///   optimizer). Names emb_l.k.embs.weight and emb_l.k.proj.weight. Tables of at most
+///   --md-threshold rows stay plain d-wide tables (the reference means to; its code would fail).
+/// - --weighted-pooling learned: per plain table the reference's v_W_l.k (R floats, initially 1,
+///   ordinary memory); index i's per-sample weight is v_W_l.k[i].
+/// Every stored table is placed like any table (Note [DLRM table placement]).
 
 #include <chrono>
 #include <cstdint>
@@ -35,6 +60,7 @@
 #include "core/tensor.h"
 #include "embeddings/criteo_dataset.h"
 #include "embeddings/dlrm_config.h"
+#include "embeddings/embedding_stage.h"
 #include "embeddings/index_source.h"
 #include "embeddings/kernels.h"
 #include "embeddings/policy.h"
@@ -43,6 +69,7 @@
 #include "memory/slow_tier_model.h"
 #include "models/checkpoint.h"
 #include "models/container.h"
+#include "models/linear.h"
 #include "models/optim/optimizer.h"
 
 namespace strata::emb {
@@ -224,18 +251,34 @@ class TieredDLRM {
   float score(std::span<const float> dense, std::span<const Bags> bags, std::span<const float> targets,
               std::vector<float>& scores);
 
-  int64_t num_tables() const { return static_cast<int64_t>(tables_.size()); }
-  Table& table(int64_t k);
+  /// Logical tables (one Bags each per batch).
+  int64_t num_tables() const { return static_cast<int64_t>(config_.arch_embedding_size.size()); }
+  /// Logical table k's first stored table (its only one unless it is quotient-remainder; part 1
+  /// is the remainder table). Throws strata::Error naming k or part when out of range.
+  Table& table(int64_t k, int64_t part = 0);
+  /// How logical table k is stored (Note [DLRM table kinds]).
+  const StageFeature& table_layout(int64_t k) const { return stage_->feature(k); }
+  /// Stored tables, in order (logical table k's parts from table_layout(k).first).
+  int64_t num_stored_tables() const { return static_cast<int64_t>(tables_.size()); }
+  Table& stored_table(int64_t p) { return *tables_.at(static_cast<std::size_t>(p)); }
+  /// Stored table p's name in the reference's state_dict ("emb_l.3.weight", "emb_l.3.weight_q",
+  /// "emb_l.3.embs.weight").
+  std::string stored_table_key(int64_t p) const;
+  /// Logical table k's learned pooling weights v_W_l.k (null without --weighted-pooling learned).
+  LearnedPoolingWeights* learned_pooling_weights(int64_t k) { return stage_->learned(k); }
   int64_t dense_features() const { return config_.arch_mlp_bot.front(); }
+  /// d (--arch-sparse-feature-size).
   int64_t feature_size() const { return config_.arch_sparse_feature_size; }
   const DLRMConfig& config() const { return config_; }
   EmbeddingTiers& tiers() { return *tiers_; }
 
-  /// The MLPs under the reference's names: "bot_l.0.weight", "top_l.2.bias", ...
+  /// The dense parameters under the reference's names: "bot_l.0.weight", "top_l.2.bias", ...,
+  /// and the mixed-dimension projections "emb_l.3.proj.weight".
   nn::Module& dense_module() { return *dense_; }
-  /// The dense parameters (reference names) — the tables are not tensors; see save().
+  /// The dense parameters (reference names) and, with --weighted-pooling learned, copies of the
+  /// pooling weights "v_W_l.<k>" [rows] — the tables are not tensors; see save().
   StateDict state_dict() const;
-  /// Loads dense parameters (strict: every key, same shapes).
+  /// Loads dense parameters and pooling weights (strict: every key of state_dict(), same shapes).
   void load_state_dict(const StateDict& state);
 
   /// Saves everything a training step depends on (Note [DLRM checkpoints]) to `path` atomically
@@ -266,16 +309,16 @@ class TieredDLRM {
   void reset_stats();
   /// One line per table: rows, kind, tier, cache.
   std::string describe_tables() const;
-  /// Table k's policy (null when the table lives whole in the fast tier).
-  ManagedTable* managed_table(int64_t k) { return managed_.at(static_cast<std::size_t>(k)).get(); }
+  /// Stored table p's policy (null when the table lives whole in the fast tier).
+  ManagedTable* managed_table(int64_t p) { return managed_.at(static_cast<std::size_t>(p)).get(); }
   /// The cache fraction the cached tables were built with (0 when none is cached).
   double cache_fraction() const { return cache_fraction_; }
 
  private:
   struct Impl;
   struct LoadPlan;
-  /// Table k's sparse optimizer state (element-wise Adagrad: rows × d sums; row-wise Adagrad: one
-  /// accumulator per row; SGD: empty).
+  /// Stored table k's sparse optimizer state (element-wise Adagrad: rows × d sums; row-wise
+  /// Adagrad: one accumulator per row; SGD: empty).
   std::span<float> sparse_state(int64_t k);
   /// The step count (the learning-rate schedule's and the sparse states').
   void set_steps(int64_t steps);
@@ -283,26 +326,34 @@ class TieredDLRM {
   LoadPlan plan_load(const std::string& path) const;
   void save_tables(CheckpointWriter& w, std::size_t chunk_bytes);
   void load_tables(const LoadPlan& plan, std::size_t chunk_bytes);
-  Tensor run_forward(std::span<const float> dense, std::span<const Bags> bags, bool training, std::vector<Tensor>& feats);
+  /// Note [DLRM table placement]: whether every table stays in DRAM; sets cache_fraction_ and the
+  /// tables' bytes.
+  bool plan_placement(const std::vector<DLRMConfig::StoredTable>& stored, EmbeddingPolicy policy,
+                      std::size_t& table_bytes);
+  void place_tables();
+  /// The dense part of `state`; `pooling[k]` points at its v_W_l.<k> (checked: every learned
+  /// table's, f32 [rows]; nothing else named v_W_l).
+  StateDict split_pooling(const StateDict& state, std::vector<const Tensor*>& pooling) const;
+  void build_dense(Generator& gen);
+  Tensor run_forward(std::span<const float> dense, std::span<const Bags> bags);
+  Tensor embedding_feature(int64_t k, const std::vector<Tensor>& stored) const;
   Tensor compute_loss(const Tensor& z, std::span<const float> targets);
   void check_batch(std::span<const float> dense, std::span<const Bags> bags, int64_t batch) const;
-  void run_after_update_hooks();
   void check_finite(float loss, std::span<const float> dense, std::span<const float> targets) const;
 
   DLRMConfig config_;
   std::unique_ptr<EmbeddingTiers> tiers_;
-  std::vector<Table*> tables_;                       // table k, whoever owns it
+  std::vector<Table*> tables_;                       // stored table p, whoever owns it
   std::vector<std::unique_ptr<Table>> dram_tables_;   // tables placed whole in the fast tier
-  std::vector<std::unique_ptr<ManagedTable>> managed_;  // per table: its policy, or null (DRAM)
-  std::vector<std::uint64_t> looked_up_, updated_;    // per table: row lookups, rows updated
+  std::vector<std::unique_ptr<ManagedTable>> managed_;  // per stored table: its policy, or null (DRAM)
+  std::unique_ptr<EmbeddingStage> stage_;
   std::shared_ptr<nn::Module> dense_;
   std::shared_ptr<nn::Sequential> bot_, top_;
+  std::vector<std::shared_ptr<nn::Linear>> projections_;  // per logical table: its projection, or null
   std::unique_ptr<optim::Optimizer> dense_opt_;
   std::unique_ptr<Impl> impl_;
-  Tensor emb_out_;  // [T, B, d]
   int64_t steps_ = 0;
   double cache_fraction_ = 0;
-  bool has_policies_ = false;
   DLRMPhaseTimes times_;
 };
 

@@ -25,8 +25,17 @@ std::string join(const std::vector<int64_t>& v) {
   return os.str();
 }
 
-std::string table_key(std::size_t k) { return "emb_l." + std::to_string(k) + ".weight"; }
 std::string sum_key(std::size_t k) { return "sparse." + std::to_string(k) + ".sum"; }
+std::string pooling_sum_key(int64_t k) { return "sparse.v_W_l." + std::to_string(k) + ".sum"; }
+
+/// Note [DLRM table kinds]: the table tricks in use (none: nothing, so older checkpoints load).
+void add_table_kinds(CheckpointMetadata& m, const DLRMConfig& c) {
+  if (c.qr_flag)
+    m.emplace_back("qr", std::string(to_string(c.qr_operation)) + " threshold " + std::to_string(c.qr_threshold) +
+                             " collisions " + std::to_string(c.qr_collisions));
+  if (c.md_flag) m.emplace_back("md", "dims " + join(c.table_dims()));
+  if (c.weighted_pooling == WeightedPooling::Learned) m.emplace_back("weighted_pooling", "learned");
+}
 
 CheckpointMetadata arch_metadata(const DLRMConfig& c, const std::vector<int64_t>& rows) {
   return {{"format", kFormat},
@@ -141,16 +150,17 @@ CheckpointMetadata TieredDLRM::checkpoint_metadata() const {
   std::vector<int64_t> rows;
   for (const Table* t : tables_) rows.push_back(t->nvectors());
   CheckpointMetadata meta = arch_metadata(config_, rows);
+  add_table_kinds(meta, config_);
   meta.emplace_back("steps", std::to_string(steps_));
   return meta;
 }
 
 void TieredDLRM::save_tables(CheckpointWriter& w, std::size_t chunk_bytes) {
-  const int64_t d = feature_size();
   std::vector<float> buf;
   for (std::size_t k = 0; k < tables_.size(); ++k) {
     Table& t = *tables_[k];
-    w.begin(CheckpointSection::Model, table_key(k), DType::f32, {t.nvectors(), d});
+    const int64_t d = t.featuresize();
+    w.begin(CheckpointSection::Model, stored_table_key(static_cast<int64_t>(k)), DType::f32, {t.nvectors(), d});
     for_each_row_chunk(t, chunk_bytes, buf, [&](int64_t r0, int64_t rows, float* out) {
       for (int64_t r = 0; r < rows; ++r) t.read_row(r0 + r, out + r * d);  // AccessContext::Read
       w.write(out, static_cast<std::size_t>(rows * d) * sizeof(float));
@@ -167,17 +177,27 @@ void TieredDLRM::save(const std::string& path, const CheckpointMetadata& extra, 
   const StateDict dense = state_dict();
   const StateDict dense_opt = dense_opt_->state_dict();
   const bool has_sums = config_.optimizer != OptimizerKind::SGD;
-  const std::size_t n_entries = dense.size() + tables_.size() + dense_opt.size() + (has_sums ? tables_.size() : 0);
+  std::vector<int64_t> pooling;  // tables with learned pooling weights and their Adagrad state
+  for (int64_t k = 0; has_sums && k < num_tables(); ++k)
+    if (stage_->learned(k) != nullptr) pooling.push_back(k);
+  const std::size_t n_entries =
+      dense.size() + tables_.size() + dense_opt.size() + (has_sums ? tables_.size() : 0) + pooling.size();
   CheckpointWriter w(path, meta, n_entries);
   for (const auto& [k, v] : dense) w.add(CheckpointSection::Model, k, v);
   save_tables(w, chunk_bytes);
   for (const auto& [k, v] : dense_opt) w.add(CheckpointSection::Optimizer, "dense." + k, v);
   for (std::size_t k = 0; has_sums && k < tables_.size(); ++k) {
     const std::span<float> s = sparse_state(static_cast<int64_t>(k));
-    const Dims sizes = config_.optimizer == OptimizerKind::Adagrad ? Dims{tables_[k]->nvectors(), feature_size()}
-                                                                    : Dims{tables_[k]->nvectors()};
+    const Dims sizes = config_.optimizer == OptimizerKind::Adagrad
+                           ? Dims{tables_[k]->nvectors(), tables_[k]->featuresize()}
+                           : Dims{tables_[k]->nvectors()};
     w.begin(CheckpointSection::Optimizer, sum_key(k), DType::f32, sizes);
     w.write(s.data(), s.size_bytes());  // already in memory: written straight from it
+  }
+  for (const int64_t k : pooling) {
+    const std::vector<float>& s = stage_->learned(k)->sum;
+    w.begin(CheckpointSection::Optimizer, pooling_sum_key(k), DType::f32, {static_cast<int64_t>(s.size())});
+    w.write(s.data(), s.size() * sizeof(float));
   }
   w.finish();
 }
@@ -188,6 +208,7 @@ struct TieredDLRM::LoadPlan {
   std::unique_ptr<CheckpointReader> reader;
   StateDict dense_model, dense_opt;
   std::vector<const CheckpointEntry*> weights, sums;  // per table
+  std::vector<const CheckpointEntry*> pooling_sums;   // per table with learned pooling weights (Adagrad)
   int64_t steps = 0;
   CheckpointMetadata metadata;
 };
@@ -208,6 +229,12 @@ void check_architecture(const CheckpointMetadata& got_meta, const CheckpointMeta
     const std::string* got = meta_find(got_meta, key);
     STRATA_CHECK(got != nullptr && *got == want, where, ": the checkpoint's ", key, " is ",
                  got ? quote_field(*got) : std::string("missing"), " but this model's is ", quote_field(want));
+  }
+  // Table tricks this model does not use (Note [DLRM table kinds]).
+  for (const char* key : {"qr", "md", "weighted_pooling"}) {
+    const std::string* got = meta_find(got_meta, key);
+    STRATA_CHECK(got == nullptr || meta_find(want_meta, key) != nullptr, where, ": the checkpoint's ", key, " is ",
+                 got ? quote_field(*got) : std::string(), " but this model has none");
   }
 }
 
@@ -247,18 +274,24 @@ TieredDLRM::LoadPlan TieredDLRM::plan_load(const std::string& path) const {
   plan.steps = *parsed;
 
   // Tables and sparse states: keys, dtypes and shapes.
-  const int64_t d = feature_size();
   for (std::size_t k = 0; k < tables_.size(); ++k) {
-    const int64_t n = tables_[k]->nvectors();
-    plan.weights.push_back(expect_entry(r, CheckpointSection::Model, table_key(k), {n, d}, where));
+    const int64_t n = tables_[k]->nvectors(), d = tables_[k]->featuresize();
+    plan.weights.push_back(
+        expect_entry(r, CheckpointSection::Model, stored_table_key(static_cast<int64_t>(k)), {n, d}, where));
     if (config_.optimizer == OptimizerKind::SGD) continue;
     const Dims want = config_.optimizer == OptimizerKind::Adagrad ? Dims{n, d} : Dims{n};
     plan.sums.push_back(expect_entry(r, CheckpointSection::Optimizer, sum_key(k), want, where));
   }
-  // Everything else is the dense model's or the dense optimizer's, checked by them.
+  for (int64_t k = 0; config_.optimizer != OptimizerKind::SGD && k < num_tables(); ++k)
+    if (const LearnedPoolingWeights* lw = stage_->learned(k))
+      plan.pooling_sums.push_back(expect_entry(r, CheckpointSection::Optimizer, pooling_sum_key(k),
+                                               {static_cast<int64_t>(lw->sum.size())}, where));
+  // Everything else is the dense model's (with v_W_l.<k>) or the dense optimizer's, checked by them.
   for (const CheckpointEntry& e : r.entries()) {
-    const bool table_entry = std::find(plan.weights.begin(), plan.weights.end(), &e) != plan.weights.end() ||
-                             std::find(plan.sums.begin(), plan.sums.end(), &e) != plan.sums.end();
+    const auto among = [&e](const std::vector<const CheckpointEntry*>& v) {
+      return std::find(v.begin(), v.end(), &e) != v.end();
+    };
+    const bool table_entry = among(plan.weights) || among(plan.sums) || among(plan.pooling_sums);
     if (table_entry) continue;
     if (e.section == CheckpointSection::Model) {
       plan.dense_model.emplace_back(e.key, r.tensor(e));
@@ -268,20 +301,23 @@ TieredDLRM::LoadPlan TieredDLRM::plan_load(const std::string& path) const {
       plan.dense_opt.emplace_back(e.key.substr(6), r.tensor(e));
     }
   }
-  in_context(where, [&] { dense_->check_state_dict(plan.dense_model, true); });
+  in_context(where, [&] {
+    std::vector<const Tensor*> pooling;
+    dense_->check_state_dict(split_pooling(plan.dense_model, pooling), true);
+  });
   in_context(where + ": the dense optimizer's state ('dense.*')", [&] { dense_opt_->check_state_dict(plan.dense_opt); });
   return plan;
 }
 
 void TieredDLRM::load_tables(const LoadPlan& plan, std::size_t chunk_bytes) {
   const CheckpointReader& r = *plan.reader;
-  const std::size_t row_bytes = static_cast<std::size_t>(feature_size()) * sizeof(float);
   std::vector<float> buf;
   for (std::size_t k = 0; k < tables_.size(); ++k) {
     Table& t = *tables_[k];
+    const std::size_t row_bytes = static_cast<std::size_t>(t.featuresize()) * sizeof(float);
     for_each_row_chunk(t, chunk_bytes, buf, [&](int64_t r0, int64_t rows, float* in) {
       r.read(*plan.weights[k], static_cast<uint64_t>(r0) * row_bytes, in, static_cast<std::size_t>(rows) * row_bytes);
-      for (int64_t i = 0; i < rows; ++i) t.write_row(r0 + i, in + i * feature_size());
+      for (int64_t i = 0; i < rows; ++i) t.write_row(r0 + i, in + i * t.featuresize());
     });
     if (!plan.sums.empty()) {
       const std::span<float> s = sparse_state(static_cast<int64_t>(k));
@@ -293,7 +329,11 @@ void TieredDLRM::load_tables(const LoadPlan& plan, std::size_t chunk_bytes) {
 CheckpointMetadata TieredDLRM::load(const std::string& path, std::size_t chunk_bytes) {
   LoadPlan plan = plan_load(path);
   // Nothing has changed so far; from here on only an I/O error can stop the load.
-  dense_->load_state_dict(plan.dense_model, true);
+  load_state_dict(plan.dense_model);
+  std::size_t next = 0;
+  for (int64_t k = 0; !plan.pooling_sums.empty() && k < num_tables(); ++k)
+    if (LearnedPoolingWeights* lw = stage_->learned(k))
+      plan.reader->read(*plan.pooling_sums[next++], 0, lw->sum.data(), lw->sum.size() * sizeof(float));
   dense_opt_->load_state_dict(plan.dense_opt);
   set_steps(plan.steps);
   in_context("DLRM load " + quote_path(path) + " (the model is now partly loaded: load a checkpoint again or rebuild it)",

@@ -162,11 +162,23 @@ const std::map<std::string, Flag>& flag_table() {
     });
     t["--arch-interaction-itself"] = STRATA_TRUE_FLAG(arch_interaction_itself);
     t["--weighted-pooling"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
-      STRATA_CHECK(v != "learned", f, ": 'learned' (trainable per-row pooling weights) is not supported by ",
-                   "strata-dlrm: the fused sparse optimizers update table rows only; use 'fixed'");
-      parse_choice(f, v, {"fixed", "none"});
-      c.weighted_pooling = v == "fixed" ? WeightedPooling::Fixed : WeightedPooling::None;
+      const std::string w = parse_choice(f, v, {"fixed", "learned", "none"});
+      c.weighted_pooling = w == "fixed"     ? WeightedPooling::Fixed
+                           : w == "learned" ? WeightedPooling::Learned
+                                            : WeightedPooling::None;
     });
+    // embedding table tricks
+    t["--md-flag"] = STRATA_TRUE_FLAG(md_flag);
+    t["--md-threshold"] = STRATA_INT_FLAG(md_threshold, 0, int64_t{1} << 40);
+    t["--md-temperature"] = STRATA_REAL_FLAG(md_temperature);
+    t["--md-round-dims"] = STRATA_TRUE_FLAG(md_round_dims);
+    t["--qr-flag"] = STRATA_TRUE_FLAG(qr_flag);
+    t["--qr-threshold"] = STRATA_INT_FLAG(qr_threshold, 0, int64_t{1} << 40);
+    t["--qr-operation"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
+      const std::string op = parse_choice(f, v, {"mult", "add", "concat"});
+      c.qr_operation = op == "mult" ? QROperation::Mult : op == "add" ? QROperation::Add : QROperation::Concat;
+    });
+    t["--qr-collisions"] = STRATA_INT_FLAG(qr_collisions, 1, int64_t{1} << 40);
     t["--activation-function"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
       c.activation_function = parse_choice(f, v, {"relu"});
     });
@@ -253,10 +265,6 @@ const std::map<std::string, Flag>& flag_table() {
     // refused
     const std::string no = " is not supported by strata-dlrm";
     t["--use-gpu"] = refused(no + " (CPU only)");
-    for (const char* f : {"--md-flag", "--md-threshold", "--md-temperature", "--md-round-dims"})
-      t[f] = refused(no + " (mixed-dimension embeddings)");
-    for (const char* f : {"--qr-flag", "--qr-threshold", "--qr-operation", "--qr-collisions"})
-      t[f] = refused(no + " (quotient-remainder embeddings)");
     for (const char* f : {"--quantize-mlp-with-bit", "--quantize-emb-with-bit"}) t[f] = refused(no + " (quantization)");
     t["--mlperf-bin-loader"] = STRATA_TRUE_FLAG(mlperf_bin_loader);
     for (const char* f : {"--mlperf-bin-shuffle", "--mlperf-grad-accum-iter"})
@@ -362,6 +370,51 @@ const char* to_string(OptimizerKind o) {
   return o == OptimizerKind::SGD ? "sgd" : o == OptimizerKind::Adagrad ? "adagrad" : "rwsadagrad";
 }
 const char* to_string(InteractionOp op) { return op == InteractionOp::Dot ? "dot" : "cat"; }
+const char* to_string(QROperation op) {
+  return op == QROperation::Mult ? "mult" : op == QROperation::Add ? "add" : "concat";
+}
+const char* to_string(WeightedPooling w) {
+  return w == WeightedPooling::Fixed ? "fixed" : w == WeightedPooling::Learned ? "learned" : "none";
+}
+
+namespace {
+
+/// The reference's md_solver(n, alpha, d0, round_dim) with k = 1 (tricks/md_embedding_bag.py), in
+/// float32 as torch computes it: with the rows sorted ascending, lambda = d0 · n_0^alpha, the
+/// smallest table gets d0 and table i round(max(1, lambda · n_i^-alpha)) (half to even); with
+/// round_dim each becomes 2^round(log2(d)).
+std::vector<int64_t> md_solver(const std::vector<int64_t>& rows, double alpha, int64_t d0, bool round_dim) {
+  std::vector<std::size_t> order(rows.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return rows[a] < rows[b]; });
+  const auto a = static_cast<float>(alpha);
+  const float lambda = static_cast<float>(d0) * std::pow(static_cast<float>(rows[order[0]]), a);
+  std::vector<int64_t> dims(rows.size());
+  for (std::size_t s = 0; s < order.size(); ++s) {
+    float d = static_cast<float>(d0);
+    if (s > 0) d = std::max(1.0f, lambda * std::pow(static_cast<float>(rows[order[s]]), -a));
+    d = std::nearbyint(d);
+    if (round_dim) d = std::exp2(std::nearbyint(std::log2(d)));
+    dims[order[s]] = static_cast<int64_t>(d);
+  }
+  return dims;
+}
+
+}  // namespace
+
+int64_t DLRMConfig::feature_width() const {
+  return qr_flag && qr_operation == QROperation::Concat ? 2 * arch_sparse_feature_size : arch_sparse_feature_size;
+}
+
+std::vector<int64_t> DLRMConfig::table_dims() const {
+  const std::vector<int64_t> rows = table_rows();
+  std::vector<int64_t> dims(rows.size(), arch_sparse_feature_size);
+  if (!md_flag) return dims;
+  const std::vector<int64_t> md = md_solver(rows, md_temperature, arch_sparse_feature_size, md_round_dims);
+  for (std::size_t k = 0; k < rows.size(); ++k)
+    if (is_md_table(rows[k])) dims[k] = md[k];
+  return dims;
+}
 
 std::vector<int64_t> DLRMConfig::table_rows() const {
   std::vector<int64_t> rows;
@@ -375,14 +428,30 @@ std::vector<int64_t> DLRMConfig::table_rows() const {
 }
 
 int64_t DLRMConfig::interaction_width() const {
-  return nn::zoo::interaction_width(static_cast<int64_t>(arch_embedding_size.size()), arch_sparse_feature_size,
+  return nn::zoo::interaction_width(static_cast<int64_t>(arch_embedding_size.size()), feature_width(),
                                     to_string(arch_interaction_op), arch_interaction_itself);
+}
+
+std::vector<DLRMConfig::StoredTable> DLRMConfig::stored_tables() const {
+  const std::vector<int64_t> rows = table_rows();
+  const std::vector<int64_t> dims = table_dims();
+  std::vector<StoredTable> out;
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    const auto f = static_cast<int64_t>(k);
+    if (is_qr_table(rows[k])) {
+      out.push_back({f, 0, (rows[k] + qr_collisions - 1) / qr_collisions, arch_sparse_feature_size});
+      out.push_back({f, 1, qr_collisions, arch_sparse_feature_size});
+    } else {
+      out.push_back({f, 0, rows[k], dims[k]});
+    }
+  }
+  return out;
 }
 
 std::size_t DLRMConfig::table_bytes() const {
   std::size_t total = 0;
-  const std::size_t row = static_cast<std::size_t>(arch_sparse_feature_size) * elem_size(emb_dtype);
-  for (int64_t r : table_rows()) total += static_cast<std::size_t>(r) * row;
+  for (const StoredTable& t : stored_tables())
+    total += static_cast<std::size_t>(t.rows) * static_cast<std::size_t>(t.dim) * elem_size(emb_dtype);
   return total;
 }
 
@@ -559,6 +628,34 @@ void validate_dataset_flags(const DLRMConfig& c) {
                  "data's counts), got ", c.arch_embedding_size.size());
 }
 
+/// --qr-*, --md-* and --weighted-pooling learned (Note [DLRM table kinds] in dlrm.h).
+void validate_table_tricks(const DLRMConfig& c) {
+  // The reference refuses these combinations too (dlrm_s_pytorch.py run()).
+  if (c.weighted_pooling != WeightedPooling::None) {
+    STRATA_CHECK(!c.qr_flag, "--qr-flag: quotient-remainder embeddings with --weighted-pooling ",
+                 to_string(c.weighted_pooling), " are not supported (as in the reference)");
+    STRATA_CHECK(!c.md_flag, "--md-flag: mixed-dimension embeddings with --weighted-pooling ",
+                 to_string(c.weighted_pooling), " are not supported (as in the reference)");
+  }
+  STRATA_CHECK(!(c.qr_flag && c.md_flag), "--qr-flag and --md-flag: choose one (a table is either a quotient-",
+               "remainder or a mixed-dimension table)");
+  const std::vector<int64_t> rows = c.table_rows();
+  if (c.qr_flag && c.qr_operation == QROperation::Concat)
+    for (std::size_t k = 0; k < rows.size(); ++k)
+      STRATA_CHECK(c.is_qr_table(rows[k]), "--qr-threshold ", c.qr_threshold, ": with --qr-operation concat every ",
+                   "table must be a quotient-remainder table (its feature is 2d wide), but table ", k, " has only ",
+                   rows[k], " rows");
+  if (c.md_flag) {
+    STRATA_CHECK(c.md_temperature >= 0 && std::isfinite(c.md_temperature),
+                 "--md-temperature: must be a non-negative number, got ", c.md_temperature);
+    const std::vector<int64_t> dims = c.table_dims();
+    for (std::size_t k = 0; k < dims.size(); ++k)
+      STRATA_CHECK(dims[k] <= c.arch_sparse_feature_size, "--md-round-dims: table ", k, " would get dimension ",
+                   dims[k], ", more than --arch-sparse-feature-size ", c.arch_sparse_feature_size,
+                   " (rounding d to a power of 2 rounded it up); use a power of 2 for d or drop --md-round-dims");
+  }
+}
+
 }  // namespace
 
 void validate(const DLRMConfig& c) {
@@ -567,9 +664,15 @@ void validate(const DLRMConfig& c) {
   STRATA_CHECK(!c.arch_embedding_size.empty(), "--arch-embedding-size: at least one table is needed");
   STRATA_CHECK(c.arch_mlp_bot.size() >= 2, "--arch-mlp-bot: \"", join(c.arch_mlp_bot),
                "\" needs at least two widths (the dense features and the bottom MLP's output)");
-  STRATA_CHECK(c.arch_mlp_bot.back() == d, "--arch-mlp-bot: the last width (", c.arch_mlp_bot.back(),
-               ") must equal --arch-sparse-feature-size (", d, "): the bottom MLP's output is the dense feature ",
-               "vector the interaction combines with the embeddings");
+  if (c.qr_flag && c.qr_operation == QROperation::Concat)
+    STRATA_CHECK(c.arch_mlp_bot.back() == 2 * d, "--arch-mlp-bot: the last width (", c.arch_mlp_bot.back(),
+                 ") must be 2 x --arch-sparse-feature-size (", 2 * d, ") with --qr-operation concat: each ",
+                 "quotient-remainder feature is its two d-wide lookups side by side");
+  else
+    STRATA_CHECK(c.arch_mlp_bot.back() == d, "--arch-mlp-bot: the last width (", c.arch_mlp_bot.back(),
+                 ") must equal --arch-sparse-feature-size (", d, "): the bottom MLP's output is the dense feature ",
+                 "vector the interaction combines with the embeddings");
+  validate_table_tricks(c);
   if (c.data_generation == DataGeneration::Dataset)
     STRATA_CHECK(c.arch_mlp_bot.front() == 13, "--arch-mlp-bot: the first width (", c.arch_mlp_bot.front(),
                  ") must equal the dataset's 13 dense features (--data-generation dataset)");
@@ -629,7 +732,15 @@ Architecture (reference defaults):
   --arch-mlp-top W-...-1  (4-2-1)          top MLP after the interaction (its input width is added)
   --arch-interaction-op dot|cat  (dot)
   --arch-interaction-itself                keep the diagonal of the dot interaction
-  --weighted-pooling fixed                 per-sample weights of one ('learned' is not supported)
+  --weighted-pooling fixed|learned         per-sample weights of one, or trainable per-row weights
+Embedding tables (the reference's tricks; not with --weighted-pooling):
+  --qr-flag  --qr-threshold N (200)  --qr-operation mult|add|concat (mult)  --qr-collisions C (4)
+                                         tables of more than N rows: quotient (ceil(rows/C) rows) and
+                                         remainder (C rows) tables, combined; concat: --arch-mlp-bot
+                                         must end in 2d
+  --md-flag  --md-threshold N (200)  --md-temperature A (0.3)  --md-round-dims
+                                         tables of more than N rows: the md_solver dimension and a
+                                         bias-free projection to d
   --activation-function relu  (relu)
 Loss and optimizer:
   --loss-function mse|bce|wbce  (mse)     --loss-weights W0-W1 (1.0-1.0, wbce)
@@ -674,7 +785,7 @@ Reporting:
   --inference-only      one test pass (with --load-model: of the saved model)
   --save-model FILE     save when the test accuracy (AUC with --mlperf-logging) improves, and at
                         the end of a run without testing   --load-model FILE  resume from FILE
-Refused: --use-gpu, --md-*, --qr-*, --quantize-*, --mlperf-bin-shuffle, --mlperf-grad-accum-iter,
+Refused: --use-gpu, --quantize-*, --mlperf-bin-shuffle, --mlperf-grad-accum-iter,
   --save-onnx, --plot-compute-graph, --dist-backend, --local_rank.
 
 Strata:
@@ -710,6 +821,12 @@ std::string describe(const DLRMConfig& c) {
      << (c.num_indices_per_lookup_fixed ? "" : " max") << " lookups per table; loss " << to_string(c.loss_function)
      << ", optimizer " << to_string(c.optimizer) << " lr " << c.learning_rate << "; embeddings: policy "
      << c.emb_policy << ", fast budget " << format_bytes(static_cast<double>(c.fast_budget));
+  // Note [DLRM table kinds]
+  if (c.qr_flag)
+    os << "; quotient-remainder tables above " << c.qr_threshold << " rows (" << to_string(c.qr_operation) << ", "
+       << c.qr_collisions << " collisions)";
+  if (c.md_flag) os << "; mixed dimensions " << join(c.table_dims()) << " (tables above " << c.md_threshold << " rows)";
+  if (c.weighted_pooling != WeightedPooling::None) os << "; " << to_string(c.weighted_pooling) << " pooling weights";
   return os.str();
 }
 

@@ -42,9 +42,14 @@ enum class LossFunction : uint8_t { MSE, BCE, WBCE };
 /// dense parameters).
 enum class OptimizerKind : uint8_t { SGD, Adagrad, RowWiseAdagrad };
 enum class InteractionOp : uint8_t { Dot, Cat };
-/// --weighted-pooling: none, or `fixed` (per-sample weights of one, as the reference's
-/// "fixed" mode). The reference's `learned` (trainable per-row weights) is refused.
-enum class WeightedPooling : uint8_t { None, Fixed };
+/// --weighted-pooling: none, `fixed` (per-sample weights of one, as the reference's "fixed" mode)
+/// or `learned` (the reference's trainable v_W_l[k]: one weight per row, initially 1; the
+/// per-sample weight of index i is v_W_l[k][i]; embeddings/kernels.h LearnedPoolingWeights).
+enum class WeightedPooling : uint8_t { None, Fixed, Learned };
+/// --qr-operation: how a quotient-remainder table combines its two lookups (the reference's
+/// QREmbeddingBag): element-wise product, sum, or concatenation (each half d wide, so the feature
+/// is 2d wide and --arch-mlp-bot must end in 2d).
+enum class QROperation : uint8_t { Mult, Add, Concat };
 
 /// --slow-tier-model: off, default (the dissertation's Optane ratios against this machine's
 /// measured DRAM bandwidth), or custom R,W,L (read GB/s, write GB/s, latency ns).
@@ -68,6 +73,21 @@ struct DLRMConfig {
   bool arch_interaction_itself = false;
   WeightedPooling weighted_pooling = WeightedPooling::None;
   std::string activation_function = "relu";
+  /// Mixed-dimension embeddings (the reference's md_solver and PrEmbeddingBag; Note [DLRM table
+  /// kinds] in dlrm.h): tables of more than md_threshold rows get the dimension the power-law
+  /// rule gives (temperature md_temperature, rounded to a power of 2 with md_round_dims) and a
+  /// bias-free projection to d.
+  bool md_flag = false;
+  int64_t md_threshold = 200;
+  double md_temperature = 0.3;
+  bool md_round_dims = false;
+  /// Quotient-remainder embeddings (the reference's QREmbeddingBag): tables of more than
+  /// qr_threshold rows become a quotient table of ceil(rows / qr_collisions) rows and a remainder
+  /// table of qr_collisions rows, combined by qr_operation.
+  bool qr_flag = false;
+  int64_t qr_threshold = 200;
+  QROperation qr_operation = QROperation::Mult;
+  int64_t qr_collisions = 4;
 
   // ---- loss ----
   LossFunction loss_function = LossFunction::MSE;
@@ -170,9 +190,27 @@ struct DLRMConfig {
 
   /// Row count of every table after --scale-rows (and --max-ind-range for datasets).
   std::vector<int64_t> table_rows() const;
-  /// Width of the top MLP's input: d + F(F−1)/2 (dot; F(F+1)/2 with itself) or F·d (cat), F = tables + 1.
+  /// Width of every feature the interaction combines: d, or 2d with --qr-operation concat.
+  int64_t feature_width() const;
+  /// Width of the top MLP's input: w + F(F−1)/2 (dot; F(F+1)/2 with itself) or F·w (cat),
+  /// F = tables + 1, w = feature_width().
   int64_t interaction_width() const;
-  /// Bytes of all table rows (after scaling).
+  /// Per table, the dimension it is stored with: d, or with --md-flag the reference's md_solver
+  /// dimension for tables of more than --md-threshold rows.
+  std::vector<int64_t> table_dims() const;
+  /// Whether table k (of table_rows()) is a quotient-remainder or a mixed-dimension table.
+  bool is_qr_table(int64_t rows) const { return qr_flag && rows > qr_threshold; }
+  bool is_md_table(int64_t rows) const { return md_flag && rows > md_threshold; }
+  /// Every table as stored, in order (Note [DLRM table kinds] in dlrm.h): per logical table k
+  /// one (a quotient-remainder table two: quotient, then remainder).
+  struct StoredTable {
+    int64_t feature = 0;  ///< the logical table
+    int64_t part = 0;     ///< 0, or 1 for a remainder table
+    int64_t rows = 0;
+    int64_t dim = 0;
+  };
+  std::vector<StoredTable> stored_tables() const;
+  /// Bytes of all stored table rows (after scaling).
   std::size_t table_bytes() const;
   /// Batches per epoch: --num-batches if positive, else ceil(data_size / mini_batch_size).
   int64_t batches_per_epoch() const;
@@ -211,5 +249,7 @@ const char* to_string(DataGeneration g);
 const char* to_string(LossFunction l);
 const char* to_string(OptimizerKind o);
 const char* to_string(InteractionOp op);
+const char* to_string(QROperation op);
+const char* to_string(WeightedPooling w);
 
 }  // namespace strata::emb

@@ -290,9 +290,10 @@ class RowStream {
   std::byte* ring_[kMaxPrefetch];
 };
 
-/// Checks shared by lookup and update (validate() plus the output/gradient slice).
+/// Checks shared by lookup and update (validate(), unless `indices` says the caller did, plus the
+/// output/gradient slice).
 void check_call(const Table& table, const Bags& bags, Pooling pooling, const OutputSlice& slice, const char* what,
-                const char* slice_name);
+                const char* slice_name, Indices indices = Indices::Unchecked);
 
 /// Bags per parallel chunk for a table so that a chunk holds about chunk_rows() row accesses.
 inline int64_t bags_per_chunk(const Bags& bags) {

@@ -32,8 +32,9 @@ std::atomic<int64_t>& chunk_rows() {
 
 // ---- validation ----
 
-void validate(const Table& table, const Bags& bags) {
-  const std::string& name = table.name();
+void validate(const Table& table, const Bags& bags) { validate(table.name(), table.nvectors(), bags); }
+
+void validate(const std::string& name, int64_t rows, const Bags& bags) {
   const auto& off = bags.offsets;
   const auto& idx = bags.indices;
   const int64_t nnz = static_cast<int64_t>(idx.size());
@@ -50,7 +51,6 @@ void validate(const Table& table, const Bags& bags) {
                ": per-sample weights must be empty or one per index (", nnz, "), got ", bags.weights.size());
   // Index range check: the first bad position (lowest bag, then position) is reported, whatever
   // the thread count.
-  const int64_t rows = table.nvectors();
   std::atomic<int64_t> first_bad{nnz};
   parallel_for(nnz, 1 << 14, [&](int64_t begin, int64_t end) {
     for (int64_t k = begin; k < end; ++k) {
@@ -76,8 +76,8 @@ void validate(const Table& table, const Bags& bags) {
 namespace detail {
 
 void check_call(const Table& table, const Bags& bags, Pooling pooling, const OutputSlice& slice, const char* what,
-                const char* slice_name) {
-  validate(table, bags);
+                const char* slice_name, Indices indices) {
+  if (indices == Indices::Unchecked) validate(table, bags);
   STRATA_CHECK(bags.weights.empty() || pooling == Pooling::Sum, "embedding ", table.name(), ": ", what,
                " with per-sample weights needs sum pooling, got ", pooling_name(pooling));
   const int64_t batch = bags.batch();
@@ -173,13 +173,13 @@ void lookup(Table& table, const Bags& bags, Pooling pooling, OutputSlice out) {
 }
 
 void lookup_ensemble(std::span<Table* const> tables, std::span<const Bags> bags, Pooling pooling,
-                     std::span<const OutputSlice> outs) {
+                     std::span<const OutputSlice> outs, Indices indices) {
   const std::size_t n = tables.size();
   STRATA_CHECK(bags.size() == n && outs.size() == n, "lookup_ensemble: got ", n, " tables, ", bags.size(),
                " bag sets and ", outs.size(), " outputs; expected one of each per table");
   for (std::size_t i = 0; i < n; ++i) {
     STRATA_CHECK(tables[i] != nullptr, "lookup_ensemble: table ", i, " is null");
-    detail::check_call(*tables[i], bags[i], pooling, outs[i], "lookup", "output");
+    detail::check_call(*tables[i], bags[i], pooling, outs[i], "lookup", "output", indices);
   }
   // One flat loop over (table, chunk of bags): inter- and intra-table parallelism at once
   // (§5.2.3). The plan lives on the stack for up to kSmall tables, so the step loop does not

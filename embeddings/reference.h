@@ -25,7 +25,8 @@ struct DenseTable {
   int64_t d = 0;
   ElemType type = ElemType::F32;
   std::vector<float> w;
-  /// Row-wise Adagrad accumulators (rows floats) when used with that optimizer.
+  /// Adagrad accumulators when used with an Adagrad: rows floats (row-wise) or rows × d
+  /// (element-wise).
   std::vector<float> accum;
 
   float* row(int64_t r) { return w.data() + r * d; }
@@ -62,10 +63,13 @@ inline void lookup(const DenseTable& t, const Bags& bags, Pooling pooling, float
 
 /// One fused backward + optimizer step: grad row b (d floats at grad + b * stride) is the gradient
 /// of bag b's output.
+/// `learned`: learned pooling weights stepped with the rows (bags.weights must be v[indices]).
 inline void update(DenseTable& t, const Bags& bags, Pooling pooling, const float* grad, int64_t stride,
-                   const SparseOptimizer& opt) {
+                   const SparseOptimizer& opt, LearnedPoolingWeights* learned = nullptr) {
   if (opt.kind == SparseOptimizer::Kind::RowWiseAdagrad && t.accum.empty())
     t.accum.assign(static_cast<std::size_t>(t.rows), opt.initial_accumulator);
+  if (opt.kind == SparseOptimizer::Kind::Adagrad && t.accum.empty())
+    t.accum.assign(static_cast<std::size_t>(t.rows * t.d), opt.initial_accumulator);
   // row -> (bag, coefficient) in (bag, position) order.
   std::map<int64_t, std::vector<std::pair<int64_t, float>>> occurrences;
   for (int64_t b = 0; b < bags.batch(); ++b) {
@@ -81,6 +85,32 @@ inline void update(DenseTable& t, const Bags& bags, Pooling pooling, const float
     std::vector<float> g(static_cast<std::size_t>(t.d), 0.0f);
     for (const auto& [b, c] : list)
       for (int64_t j = 0; j < t.d; ++j) g[j] = std::fma(c, grad[b * stride + j], g[j]);
+    if (learned != nullptr) {
+      // dL/dv_r: Σ over the occurrences of dot(grad_out[bag], w_r), with w_r before its step.
+      float gv = 0.0f;
+      for (const auto& [b, c] : list) {
+        float dot = 0.0f;
+        for (int64_t j = 0; j < t.d; ++j) dot = std::fma(grad[b * stride + j], t.row(r)[j], dot);
+        gv = gv + dot;
+      }
+      float& v = learned->v[static_cast<std::size_t>(r)];
+      if (opt.kind == SparseOptimizer::Kind::SGD) {
+        v = std::fma(-opt.lr, gv, v);
+      } else {
+        float& sv = learned->sum[static_cast<std::size_t>(r)];
+        sv = std::fma(gv, gv, sv);
+        v = std::fma(-opt.lr, gv / (std::sqrt(sv) + opt.eps), v);
+      }
+    }
+    if (opt.kind == SparseOptimizer::Kind::Adagrad) {
+      float* w = t.row(r);
+      for (int64_t j = 0; j < t.d; ++j) {
+        float& s = t.accum[static_cast<std::size_t>(r * t.d + j)];
+        s = std::fma(g[j], g[j], s);
+        w[j] = stored(t.type, std::fma(-opt.lr, g[j] / (std::sqrt(s) + opt.eps), w[j]));
+      }
+      continue;
+    }
     float step = -opt.lr;
     if (opt.kind == SparseOptimizer::Kind::RowWiseAdagrad) {
       double lane[8] = {};

@@ -17,7 +17,12 @@
 namespace strata::emb {
 
 const char* optimizer_name(SparseOptimizer::Kind k) {
-  return k == SparseOptimizer::Kind::SGD ? "sgd" : "rowwise_adagrad";
+  switch (k) {
+    case SparseOptimizer::Kind::SGD: return "sgd";
+    case SparseOptimizer::Kind::RowWiseAdagrad: return "rowwise_adagrad";
+    case SparseOptimizer::Kind::Adagrad: return "adagrad";
+  }
+  return "?";
 }
 
 namespace {
@@ -25,11 +30,12 @@ namespace {
 void check_optimizer(const SparseOptimizer& opt, const std::string& name) {
   STRATA_CHECK(std::isfinite(opt.lr) && opt.lr >= 0.0f, "embedding ", name, ": ", optimizer_name(opt.kind),
                " learning rate must be finite and >= 0, got ", opt.lr);
-  if (opt.kind == SparseOptimizer::Kind::RowWiseAdagrad) {
-    STRATA_CHECK(std::isfinite(opt.eps) && opt.eps >= 0.0f, "embedding ", name,
-                 ": rowwise_adagrad eps must be finite and >= 0, got ", opt.eps);
-    STRATA_CHECK(std::isfinite(opt.initial_accumulator) && opt.initial_accumulator >= 0.0f, "embedding ", name,
-                 ": rowwise_adagrad initial_accumulator must be finite and >= 0, got ", opt.initial_accumulator);
+  if (opt.kind != SparseOptimizer::Kind::SGD) {
+    STRATA_CHECK(std::isfinite(opt.eps) && opt.eps >= 0.0f, "embedding ", name, ": ", optimizer_name(opt.kind),
+                 " eps must be finite and >= 0, got ", opt.eps);
+    STRATA_CHECK(std::isfinite(opt.initial_accumulator) && opt.initial_accumulator >= 0.0f, "embedding ", name, ": ",
+                 optimizer_name(opt.kind), " initial_accumulator must be finite and >= 0, got ",
+                 opt.initial_accumulator);
   }
 }
 
@@ -40,6 +46,8 @@ SparseOptimizerState::SparseOptimizerState(const Table& table, const SparseOptim
   check_optimizer(opt, table.name());
   if (kind_ == SparseOptimizer::Kind::RowWiseAdagrad)
     accum_.assign(static_cast<std::size_t>(nvectors_), opt.initial_accumulator);
+  else if (kind_ == SparseOptimizer::Kind::Adagrad)
+    accum_.assign(static_cast<std::size_t>(nvectors_ * table.featuresize()), opt.initial_accumulator);
 }
 
 void SparseOptimizerState::check_matches(const Table& table, const SparseOptimizer& opt) const {
@@ -47,6 +55,10 @@ void SparseOptimizerState::check_matches(const Table& table, const SparseOptimiz
                optimizer_name(kind_), ", but the update uses ", optimizer_name(opt.kind));
   STRATA_CHECK(nvectors_ == table.nvectors(), "embedding ", table.name(), ": the optimizer state holds ", nvectors_,
                " rows, but the table has ", table.nvectors());
+  STRATA_CHECK(kind_ != SparseOptimizer::Kind::Adagrad ||
+                   accum_.size() == static_cast<std::size_t>(nvectors_ * table.featuresize()),
+               "embedding ", table.name(), ": the adagrad state holds ", accum_.size(), " accumulators, but the table has ",
+               nvectors_, " x ", table.featuresize(), " elements");
 }
 
 std::size_t UpdateWorkspace::capacity_bytes() const {
@@ -236,11 +248,34 @@ int64_t reindex(const Table& t, const Bags& bags, Pooling pooling, UpdateWorkspa
 struct UpdateArgs {
   OutputSlice grad;
   SparseOptimizer opt;
-  float* accum;            // row-wise Adagrad accumulators (null for SGD)
+  float* accum;            // the Adagrads' accumulators (null for SGD)
   const uint64_t* occ;     // per sorted occurrence: (coefficient bits << 32 | bag)
   const uint32_t* seg;     // run starts, unique + 1 entries
   const uint32_t* rows;    // the row of each run
+  LearnedPoolingWeights* learned;  // null: none
 };
+
+/// Steps row r's learned pooling weight (Note [Embedding summation order]) from the row's values
+/// before its own step: gv = Σ over the occurrences of dot(grad_out[bag], w_r).
+template <ElemType E>
+void step_pooling_weight(const UpdateArgs& a, int64_t r, const typename Elem<E>::type* w, int64_t d, uint32_t i0,
+                         uint32_t i1) {
+  float gv = 0.0f;
+  for (uint32_t i = i0; i < i1; ++i) {
+    const float* go = a.grad.data + static_cast<int64_t>(a.occ[i] & kOccMask) * a.grad.row_stride;
+    float dot = 0.0f;
+    for (int64_t j = 0; j < d; ++j) dot = std::fma(go[j], Elem<E>::load(w[j]), dot);
+    gv = gv + dot;
+  }
+  float& v = a.learned->v[static_cast<std::size_t>(r)];
+  if (a.opt.kind == SparseOptimizer::Kind::SGD) {
+    v = std::fma(-a.opt.lr, gv, v);
+  } else {
+    float& s = a.learned->sum[static_cast<std::size_t>(r)];
+    s = std::fma(gv, gv, s);
+    v = std::fma(-a.opt.lr, gv / (std::sqrt(s) + a.opt.eps), v);
+  }
+}
 
 /// Updates distinct rows [u0, u1). kD > 0: compile-time feature size; 0: run time.
 template <typename TableT, int64_t kD, ElemType E, SparseOptimizer::Kind K>
@@ -277,6 +312,17 @@ void update_rows(TableT& t, const UpdateArgs& a, int64_t u0, int64_t u1) {
     }
     std::byte* p = rows.get(u);
     slow_rows += detail::row_in_slow(t, p) ? 1 : 0;
+    if (a.learned != nullptr) step_pooling_weight<E>(a, row_at(u), reinterpret_cast<const T*>(p), d, seg[u], seg[u + 1]);
+    if constexpr (K == SparseOptimizer::Kind::Adagrad) {
+      // Element-wise: per element state and step (torch.optim.Adagrad).
+      float* s = a.accum + row_at(u) * d;
+      T* w = reinterpret_cast<T*>(p);
+      for (int64_t j = 0; j < d; ++j) {
+        s[j] = std::fma(g[j], g[j], s[j]);
+        w[j] = Elem<E>::store(std::fma(neg_lr, g[j] / (std::sqrt(s[j]) + a.opt.eps), Elem<E>::load(w[j])));
+      }
+      continue;
+    }
     float step = neg_lr;
     if constexpr (K == SparseOptimizer::Kind::RowWiseAdagrad) {
       const double sq = Ops::sum_squares(g, d);
@@ -305,10 +351,11 @@ RowsFn select_update(Table& t, SparseOptimizer::Kind kind) {
     using TableT = std::remove_reference_t<decltype(concrete)>;
     return detail::visit_featuresize(t.featuresize(), [&](auto kd) -> RowsFn {
       return detail::visit_elem(t.elem_type(), [&](auto e) -> RowsFn {
-        if (kind == SparseOptimizer::Kind::SGD)
-          return &update_rows_erased<TableT, decltype(kd)::value, decltype(e)::value, SparseOptimizer::Kind::SGD>;
-        return &update_rows_erased<TableT, decltype(kd)::value, decltype(e)::value,
-                                   SparseOptimizer::Kind::RowWiseAdagrad>;
+        using Kind = SparseOptimizer::Kind;
+        if (kind == Kind::SGD) return &update_rows_erased<TableT, decltype(kd)::value, decltype(e)::value, Kind::SGD>;
+        if (kind == Kind::Adagrad)
+          return &update_rows_erased<TableT, decltype(kd)::value, decltype(e)::value, Kind::Adagrad>;
+        return &update_rows_erased<TableT, decltype(kd)::value, decltype(e)::value, Kind::RowWiseAdagrad>;
       });
     });
   });
@@ -316,8 +363,17 @@ RowsFn select_update(Table& t, SparseOptimizer::Kind kind) {
 
 /// Everything checked before any row is touched.
 void check_update(Table& table, const Bags& bags, Pooling pooling, const OutputSlice& grad,
-                  const SparseOptimizer& opt, const SparseOptimizerState& state) {
-  detail::check_call(table, bags, pooling, grad, "update", "gradient");
+                  const SparseOptimizer& opt, const SparseOptimizerState& state, Indices indices,
+                  const LearnedPoolingWeights* learned) {
+  detail::check_call(table, bags, pooling, grad, "update", "gradient", indices);
+  if (learned != nullptr) {
+    STRATA_CHECK(learned->v.size() == static_cast<std::size_t>(table.nvectors()) &&
+                     (opt.kind == SparseOptimizer::Kind::SGD || learned->sum.size() == learned->v.size()),
+                 "embedding ", table.name(), ": the learned pooling weights hold ", learned->v.size(), " weights and ",
+                 learned->sum.size(), " accumulators for ", table.nvectors(), " rows");
+    STRATA_CHECK(pooling == Pooling::Sum && bags.weights.size() == bags.indices.size(), "embedding ", table.name(),
+                 ": learned pooling weights need sum pooling and the gathered per-sample weights");
+  }
   check_optimizer(opt, table.name());
   state.check_matches(table, opt);
   STRATA_CHECK(table.nvectors() <= (int64_t{1} << 32), "embedding ", table.name(), ": update supports tables of at most 2^32 rows, got ",
@@ -332,8 +388,8 @@ int64_t rows_per_chunk() { return std::max<int64_t>(1, detail::chunk_rows().load
 }  // namespace
 
 void update(Table& table, const Bags& bags, Pooling pooling, OutputSlice grad, const SparseOptimizer& opt,
-            SparseOptimizerState& state, UpdateWorkspace& ws) {
-  check_update(table, bags, pooling, grad, opt, state);
+            SparseOptimizerState& state, UpdateWorkspace& ws, LearnedPoolingWeights* learned) {
+  check_update(table, bags, pooling, grad, opt, state, Indices::Unchecked, learned);
   state.set_steps(state.steps() + 1);
   if (bags.indices.empty()) {
     KernelAccess::set_unique(ws, 0);
@@ -341,7 +397,7 @@ void update(Table& table, const Bags& bags, Pooling pooling, OutputSlice grad, c
   }
   const int64_t unique = reindex(table, bags, pooling, ws);
   const UpdateArgs args{grad, opt, KernelAccess::accum(state), KernelAccess::occ(ws), KernelAccess::seg(ws).data(),
-                        KernelAccess::seg_rows(ws).data()};
+                        KernelAccess::seg_rows(ws).data(), learned};
   const RowsFn fn = select_update(table, opt.kind);
   const int64_t per = rows_per_chunk();
   const int64_t chunks = (unique + per - 1) / per;
@@ -352,16 +408,20 @@ void update(Table& table, const Bags& bags, Pooling pooling, OutputSlice grad, c
 
 void update_ensemble(std::span<Table* const> tables, std::span<const Bags> bags, Pooling pooling,
                      std::span<const OutputSlice> grads, const SparseOptimizer& opt,
-                     std::span<SparseOptimizerState* const> states, std::span<UpdateWorkspace* const> workspaces) {
+                     std::span<SparseOptimizerState* const> states, std::span<UpdateWorkspace* const> workspaces,
+                     Indices indices, std::span<LearnedPoolingWeights* const> learned) {
   const std::size_t n = tables.size();
   STRATA_CHECK(bags.size() == n && grads.size() == n && states.size() == n && workspaces.size() == n,
                "update_ensemble: got ", n, " tables, ", bags.size(), " bag sets, ", grads.size(), " gradients, ",
                states.size(), " optimizer states and ", workspaces.size(),
                " workspaces; expected one of each per table");
+  STRATA_CHECK(learned.empty() || learned.size() == n, "update_ensemble: got ", learned.size(),
+               " learned pooling weights for ", n, " tables; expected none or one (possibly null) per table");
+  const auto learned_of = [&](std::size_t i) { return learned.empty() ? nullptr : learned[i]; };
   for (std::size_t i = 0; i < n; ++i) {
     STRATA_CHECK(tables[i] != nullptr && states[i] != nullptr && workspaces[i] != nullptr, "update_ensemble: entry ",
                  i, " has a null table, optimizer state or workspace");
-    check_update(*tables[i], bags[i], pooling, grads[i], opt, *states[i]);
+    check_update(*tables[i], bags[i], pooling, grads[i], opt, *states[i], indices, learned_of(i));
   }
   // Tables, states and workspaces updated concurrently must be distinct.
   for (std::size_t i = 0; i < n; ++i)
@@ -402,7 +462,7 @@ void update_ensemble(std::span<Table* const> tables, std::span<const Bags> bags,
     const int64_t unique = ws.last_unique_rows();
     plan[i] = {unique > 0 ? select_update(*tables[i], opt.kind) : nullptr,
                UpdateArgs{grads[i], opt, KernelAccess::accum(*states[i]), KernelAccess::occ(ws),
-                          KernelAccess::seg(ws).data(), KernelAccess::seg_rows(ws).data()},
+                          KernelAccess::seg(ws).data(), KernelAccess::seg_rows(ws).data(), learned_of(i)},
                unique, total};
     total += (unique + per - 1) / per;
   }

@@ -113,6 +113,24 @@ PyBatch make_batch(TieredDLRM& m, const char* op, py::handle dense, py::handle i
   return b;
 }
 
+py::array_t<float> table_copy(emb::Table& t) {
+  py::array_t<float> out({t.nvectors(), t.featuresize()});
+  {
+    py::gil_scoped_release release;
+    t.copy_to(out.mutable_data());
+  }
+  return out;
+}
+
+void set_table_values(emb::Table& t, py::handle values, const std::string& what) {
+  auto a = array_of<float>(values, "DLRM.set_table", "values", false);
+  if (a.ndim() != 2 || a.shape(0) != t.nvectors() || a.shape(1) != t.featuresize())
+    throw BindingValueError(msg("DLRM.set_table: ", what, " needs [", t.nvectors(), ", ", t.featuresize(),
+                                "] values, got ", a.size(), " values of rank ", a.ndim()));
+  py::gil_scoped_release release;
+  t.copy_from(a.data());
+}
+
 std::span<const float> span_of(const py::array_t<float, py::array::c_style>& a) {
   return {a.data(), static_cast<std::size_t>(a.size())};
 }
@@ -265,33 +283,38 @@ void init_dlrm(py::module_& m) {
       .def_property_readonly("table_rows",
                              [](TieredDLRM& self) {
                                std::vector<int64_t> rows;
-                               for (int64_t k = 0; k < self.num_tables(); ++k) rows.push_back(self.table(k).nvectors());
+                               for (int64_t k = 0; k < self.num_tables(); ++k) rows.push_back(self.table_layout(k).rows);
                                return rows;
+                             })
+      .def_property_readonly("stored_table_keys",
+                             [](TieredDLRM& self) {
+                               std::vector<std::string> keys;
+                               for (int64_t p = 0; p < self.num_stored_tables(); ++p)
+                                 keys.push_back(self.stored_table_key(p));
+                               return keys;
                              })
       .def(
           "get_table",
-          [](TieredDLRM& self, int64_t k) {
-            emb::Table& t = self.table(k);
-            py::array_t<float> out({t.nvectors(), t.featuresize()});
-            {
-              py::gil_scoped_release release;
-              t.copy_to(out.mutable_data());
-            }
-            return out;
-          },
-          py::arg("k"), "A copy of table k's rows as float32 [rows, d].")
+          [](TieredDLRM& self, int64_t k, int64_t part) { return table_copy(self.table(k, part)); },
+          py::arg("k"), py::arg("part") = 0,
+          "A copy of table k's rows (part 1: a quotient-remainder table's remainder) as float32 [rows, d_k].")
       .def(
           "set_table",
-          [](TieredDLRM& self, int64_t k, py::handle values) {
-            emb::Table& t = self.table(k);
-            auto a = array_of<float>(values, "DLRM.set_table", "values", false);
-            if (a.ndim() != 2 || a.shape(0) != t.nvectors() || a.shape(1) != t.featuresize())
-              throw BindingValueError(msg("DLRM.set_table: table ", k, " needs [", t.nvectors(), ", ", t.featuresize(),
-                                          "] values, got ", a.size(), " values of rank ", a.ndim()));
-            py::gil_scoped_release release;
-            t.copy_from(a.data());
+          [](TieredDLRM& self, int64_t k, py::handle values, int64_t part) {
+            set_table_values(self.table(k, part), values, "table " + std::to_string(k));
           },
-          py::arg("k"), py::arg("values"), "Overwrites table k's rows from float [rows, d] values.")
+          py::arg("k"), py::arg("values"), py::arg("part") = 0,
+          "Overwrites table k's rows (part 1: the remainder table) from float [rows, d_k] values.")
+      .def(
+          "get_stored",
+          [](TieredDLRM& self, int64_t p) { return table_copy(self.stored_table(p)); }, py::arg("p"),
+          "A copy of stored table p (of stored_table_keys) as float32 [rows, d_p].")
+      .def(
+          "set_stored",
+          [](TieredDLRM& self, int64_t p, py::handle values) {
+            set_table_values(self.stored_table(p), values, self.stored_table_key(p));
+          },
+          py::arg("p"), py::arg("values"), "Overwrites stored table p from float [rows, d_p] values.")
       .def("_state_dict", &TieredDLRM::state_dict, "The dense parameters [(reference name, Tensor)].")
       .def("_load_state_dict", &TieredDLRM::load_state_dict, py::arg("state"))
       .def(

@@ -21,6 +21,14 @@ the tables as NumPy arrays through ``table_weight(k)`` / ``set_table_weight(k, v
 ``load_state_dict`` accepts a PyTorch DLRM's state_dict converted to NumPy (``emb_l.<k>.weight``
 entries set the tables).
 
+The reference's table tricks work through the same flags (``qr_flag=True, qr_operation="mult"``,
+``md_flag=True``, ``weighted_pooling="learned"``; embeddings/dlrm.h Note [DLRM table kinds]). The
+stored tables then carry the reference's state_dict names: a quotient-remainder table k is
+``emb_l.<k>.weight_q`` / ``emb_l.<k>.weight_r`` (``table_weight(k)`` / ``table_weight(k, part=1)``),
+a mixed-dimension table ``emb_l.<k>.embs.weight`` [rows, d_k] with its projection
+``emb_l.<k>.proj.weight`` among the dense parameters, and learned pooling weights ``v_W_l.<k>``
+[rows] are in ``state_dict()`` (copies). ``stored_table_keys`` lists the tables' names in order.
+
 The optimizer is applied as the reference applies it to all parameters: ``sgd`` (SGD everywhere),
 ``rwsadagrad`` (row-wise Adagrad on the tables, element-wise Adagrad on the MLPs), ``adagrad``
 (element-wise Adagrad everywhere); the tables' update is fused into their backward.
@@ -200,47 +208,53 @@ class DLRM:
     def dense_features(self):
         return self._m.dense_features
 
-    def table_weight(self, k):
-        """A copy of table k as float32 [rows, d]."""
-        return self._m.get_table(k)
+    @property
+    def stored_table_keys(self):
+        """The stored tables' state_dict names in order (``emb_l.<k>.weight``, ``emb_l.<k>.weight_q``,
+        ``emb_l.<k>.weight_r``, ``emb_l.<k>.embs.weight``)."""
+        return list(self._m.stored_table_keys)
 
-    def set_table_weight(self, k, values):
-        """Overwrites table k from float [rows, d] values."""
-        self._m.set_table(k, values)
+    def table_weight(self, k, part=0):
+        """A copy of table k as float32 [rows, d_k]; for a quotient-remainder table part 0 is the
+        quotient table (``weight_q``), part 1 the remainder table (``weight_r``)."""
+        return self._m.get_table(k, part)
+
+    def set_table_weight(self, k, values, part=0):
+        """Overwrites table k (part 1: a quotient-remainder table's remainder) from float values."""
+        self._m.set_table(k, values, part)
 
     def state_dict(self, tables=False):
-        """The MLP parameters under the reference's names (strata Tensors sharing the parameters'
-        memory; ``.numpy()`` views them). With ``tables=True`` also ``emb_l.<k>.weight`` copies."""
+        """The dense parameters under the reference's names (strata Tensors sharing the parameters'
+        memory; ``.numpy()`` views them) and learned pooling weights ``v_W_l.<k>`` (copies). With
+        ``tables=True`` also copies of every stored table under ``stored_table_keys``."""
         out = OrderedDict(self._m._state_dict())
         if tables:
-            for k in range(self.num_tables):
-                out[f"emb_l.{k}.weight"] = _C.from_numpy(self.table_weight(k))
+            for p, key in enumerate(self.stored_table_keys):
+                out[key] = _C.from_numpy(self._m.get_stored(p))
         return out
 
     def load_state_dict(self, state):
-        """Loads MLP parameters (every ``bot_l.*`` / ``top_l.*`` key must be present, same shapes)
-        and, where given, tables (``emb_l.<k>.weight``). Values may be strata Tensors or anything
+        """Loads the dense parameters (every key of ``state_dict()`` must be present, same shapes)
+        and, where given, tables (``stored_table_keys``). Values may be strata Tensors or anything
         NumPy converts (a PyTorch state_dict: ``{k: v.detach().numpy() ...}``)."""
         dense = []
         tables = {}
+        stored = {key: p for p, key in enumerate(self.stored_table_keys)}
         for key, value in state.items():
-            if key.startswith("emb_l."):
-                parts = key.split(".")
-                if len(parts) != 3 or parts[2] != "weight" or not parts[1].isdigit():
-                    raise KeyError(f"DLRM.load_state_dict: unexpected key '{key}'")
-                tables[int(parts[1])] = value
+            if key in stored:
+                tables[stored[key]] = value
                 continue
+            if key.startswith("emb_l.") and not key.endswith(".proj.weight"):
+                raise KeyError(f"DLRM.load_state_dict: unexpected key '{key}' (the tables are "
+                               f"{', '.join(stored)})")
             if not isinstance(value, _C.Tensor):
                 value = _C.from_numpy(np.ascontiguousarray(np.asarray(value, dtype=np.float32)))
             dense.append((key, value))
-        for k in tables:
-            if k >= self.num_tables:
-                raise KeyError(f"DLRM.load_state_dict: emb_l.{k}.weight but the model has {self.num_tables} tables")
         self._m._load_state_dict(dense)
-        for k, value in tables.items():
+        for p, value in tables.items():
             if isinstance(value, _C.Tensor):
                 value = value.numpy()
-            self.set_table_weight(k, np.asarray(value))
+            self._m.set_stored(p, np.asarray(value))
 
     # ---- checkpoints ----
     def save(self, path, **metadata):

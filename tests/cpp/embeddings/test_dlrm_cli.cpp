@@ -109,6 +109,29 @@ TEST(DLRMCli, SummaryNamesEveryFigure) {
   EXPECT_THAT(dram.out, HasSubstr("slow tier: none"));
 }
 
+TEST(DLRMCli, TableTricksTrainAndDescribeTheirTables) {
+  // Note [DLRM table kinds]: the reference's flags are accepted and the summary says which tables
+  // are quotient-remainder or mixed-dimension ones.
+  const Result qr = run(kSmall + " --qr-flag --qr-threshold 35 --qr-operation add --qr-collisions 8 --print-freq 5");
+  ASSERT_EQ(qr.status, 0) << qr.out;
+  EXPECT_THAT(qr.out, HasSubstr("quotient-remainder tables above 35 rows (add, 8 collisions)"));
+  EXPECT_THAT(qr.out, HasSubstr("table 0 quotient: 7 rows x 2"));
+  EXPECT_THAT(qr.out, HasSubstr("table 1 remainder: 8 rows x 2 f32 (64 B), QR remainder of 40 rows (8 collisions, add)"));
+  EXPECT_THAT(qr.out, HasSubstr("table 2: 30 rows x 2"));
+  EXPECT_EQ(progress_lines(qr.out).size(), 1u) << qr.out;
+  const Result md = run(kSmall + " --md-flag --md-threshold 35 --md-temperature 1 --arch-sparse-feature-size 8 "
+                                 "--arch-mlp-bot 4-8 --print-freq 5");
+  ASSERT_EQ(md.status, 0) << md.out;
+  EXPECT_THAT(md.out, HasSubstr("mixed dimensions 5-6-8 (tables above 35 rows)"));
+  EXPECT_THAT(md.out, HasSubstr("table 0: 50 rows x 5 f32 (1000 B), MD d=5 projected to 8"));
+  const Result learned = run(kSmall + " --weighted-pooling learned --optimizer adagrad --print-freq 5");
+  ASSERT_EQ(learned.status, 0) << learned.out;
+  EXPECT_THAT(learned.out, HasSubstr("learned pooling weights"));
+  const Result bad = run(kSmall + " --qr-flag --qr-operation xor");
+  EXPECT_EQ(bad.status, 2) << bad.out;
+  EXPECT_THAT(bad.out, HasSubstr("--qr-operation: expected one of mult, add, concat"));
+}
+
 TEST(DLRMCli, ReferenceDefaultsRunOneSampleOneBatch) {
   const Result r = run("--print-freq=1");
   ASSERT_EQ(r.status, 0) << r.out;

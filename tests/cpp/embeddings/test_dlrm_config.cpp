@@ -304,7 +304,6 @@ TEST(DLRMConfig, BadValuesNameTheFlag) {
   EXPECT_THAT(parse_error({"--rand-data-dist", "gaussian", "--rand-data-sigma", "0"}),
               HasSubstr("--rand-data-sigma: must be positive"));
   EXPECT_THAT(parse_error({"--rand-data-dist", "poisson"}), HasSubstr("--rand-data-dist: expected one of uniform, gaussian"));
-  EXPECT_THAT(parse_error({"--weighted-pooling", "learned"}), HasSubstr("--weighted-pooling: 'learned'"));
   EXPECT_THAT(parse_error({"--weighted-pooling", "heavy"}), HasSubstr("--weighted-pooling: expected one of fixed"));
   EXPECT_THAT(parse_error({"--activation-function", "tanh"}), HasSubstr("--activation-function: expected one of relu"));
   EXPECT_THAT(parse_error({"--lr-num-warmup-steps", "10", "--lr-decay-start-step", "5", "--lr-num-decay-steps", "3"}),
@@ -387,10 +386,82 @@ TEST(DLRMConfig, UnknownMissingAndRefusedFlags) {
   EXPECT_THAT(parse_error({"--no-such-flag=3"}), HasSubstr("unknown flag '--no-such-flag'"));
   EXPECT_THAT(parse_error({"positional"}), HasSubstr("unexpected argument 'positional'"));
   EXPECT_THAT(parse_error({"--mini-batch-size"}), HasSubstr("--mini-batch-size: missing value"));
-  for (const char* f : {"--use-gpu", "--md-flag", "--qr-flag", "--save-onnx", "--mlperf-bin-shuffle",
-                        "--plot-compute-graph"})
+  for (const char* f : {"--use-gpu", "--save-onnx", "--mlperf-bin-shuffle", "--plot-compute-graph"})
     EXPECT_THAT(parse_error({f}), HasSubstr(std::string(f) + " is not supported by strata-dlrm")) << f;
-  for (const char* f : {"--quantize-emb-with-bit", "--qr-collisions", "--md-threshold", "--mlperf-grad-accum-iter",
-                        "--dist-backend"})
+  for (const char* f : {"--quantize-emb-with-bit", "--mlperf-grad-accum-iter", "--dist-backend"})
     EXPECT_THAT(parse_error({f, "4"}), HasSubstr(std::string(f) + " is not supported by strata-dlrm")) << f;
+}
+
+// ---- the reference's table tricks (Note [DLRM table kinds]) ------------------------------------------
+
+TEST(DLRMConfig, TableTricksParseWithTheReferencesDefaults) {
+  const DLRMConfig d = parse({});
+  EXPECT_FALSE(d.qr_flag);
+  EXPECT_EQ(d.qr_threshold, 200);
+  EXPECT_EQ(d.qr_operation, QROperation::Mult);
+  EXPECT_EQ(d.qr_collisions, 4);
+  EXPECT_FALSE(d.md_flag);
+  EXPECT_EQ(d.md_threshold, 200);
+  EXPECT_DOUBLE_EQ(d.md_temperature, 0.3);
+  EXPECT_FALSE(d.md_round_dims);
+  const DLRMConfig q = parse({"--qr-flag", "--qr-operation", "add", "--qr-threshold", "3", "--qr-collisions", "2",
+                              "--arch-embedding-size", "10-3-5"});
+  EXPECT_TRUE(q.qr_flag);
+  EXPECT_EQ(q.qr_operation, QROperation::Add);
+  const auto stored = q.stored_tables();
+  ASSERT_EQ(stored.size(), 5u);  // 10 and 5 rows are quotient-remainder tables, 3 rows is plain
+  EXPECT_EQ(stored[0].rows, 5);  // ceil(10 / 2)
+  EXPECT_EQ(stored[1].rows, 2);
+  EXPECT_EQ(stored[2].rows, 3);
+  EXPECT_EQ(stored[3].rows, 3);  // ceil(5 / 2)
+  EXPECT_EQ(stored[4].part, 1);
+  EXPECT_EQ(q.table_bytes(), (5u + 2 + 3 + 3 + 2) * 2 * sizeof(float));
+  const DLRMConfig l = parse({"--weighted-pooling", "learned"});
+  EXPECT_EQ(l.weighted_pooling, WeightedPooling::Learned);
+}
+
+TEST(DLRMConfig, ConcatNeedsATwiceAsWideBottomMLPAndOnlyQuotientRemainderTables) {
+  const DLRMConfig c = parse({"--qr-flag", "--qr-operation", "concat", "--qr-threshold", "1", "--arch-mlp-bot", "4-4"});
+  EXPECT_EQ(c.feature_width(), 4);
+  EXPECT_EQ(c.interaction_width(), 4 + 4 * 3 / 2);
+  EXPECT_THAT(parse_error({"--qr-flag", "--qr-operation", "concat", "--qr-threshold", "1"}),
+              HasSubstr("--arch-mlp-bot: the last width (2) must be 2 x --arch-sparse-feature-size (4) with "
+                        "--qr-operation concat"));
+  EXPECT_THAT(parse_error({"--qr-flag", "--qr-operation", "concat", "--qr-threshold", "3", "--arch-mlp-bot", "4-4"}),
+              HasSubstr("--qr-threshold 3: with --qr-operation concat every table must be a quotient-remainder table"));
+}
+
+TEST(DLRMConfig, MixedDimensionsFollowTheReferencesSolver) {
+  // lambda = d0 · n_min^alpha = 16 · 100^0.5 = 160; the 1600-row table gets 160 / 40 = 4, the
+  // 10000-row one 160 / 100 = 1.6 -> 2; the smallest gets d0. Below the threshold: d.
+  const DLRMConfig c = parse({"--md-flag", "--md-temperature", "0.5", "--md-threshold", "50", "--arch-sparse-feature-size",
+                              "16", "--arch-mlp-bot", "4-16", "--arch-embedding-size", "1600-100-10000"});
+  EXPECT_EQ(c.table_dims(), (std::vector<int64_t>{4, 16, 2}));
+  const DLRMConfig t = parse({"--md-flag", "--md-temperature", "0.5", "--md-threshold", "2000",
+                              "--arch-sparse-feature-size", "16", "--arch-mlp-bot", "4-16", "--arch-embedding-size",
+                              "1600-100-10000"});
+  EXPECT_EQ(t.table_dims(), (std::vector<int64_t>{16, 16, 2}));
+  // 160 / 10000^0.25 ... with alpha 0.25: lambda = 16 · 100^0.25 ≈ 50.6; 1600 rows: 50.6 / 6.32 ≈ 8.
+  const DLRMConfig r = parse({"--md-flag", "--md-temperature", "0.25", "--md-threshold", "50", "--md-round-dims",
+                              "--arch-sparse-feature-size", "16", "--arch-mlp-bot", "4-16", "--arch-embedding-size",
+                              "1600-100-10000"});
+  EXPECT_EQ(r.table_dims(), (std::vector<int64_t>{8, 16, 4}));  // 10000 rows: 50.6 / 10 = 5.06 -> 5 -> 2^2
+}
+
+TEST(DLRMConfig, BadTableTrickFlagsNameTheFlag) {
+  EXPECT_THAT(parse_error({"--qr-operation", "xor"}), HasSubstr("--qr-operation: expected one of mult, add, concat"));
+  EXPECT_THAT(parse_error({"--qr-collisions", "0"}), HasSubstr("--qr-collisions"));
+  EXPECT_THAT(parse_error({"--qr-threshold", "-1"}), HasSubstr("--qr-threshold"));
+  EXPECT_THAT(parse_error({"--md-threshold", "x"}), HasSubstr("--md-threshold"));
+  EXPECT_THAT(parse_error({"--md-flag", "--md-temperature", "-1"}), HasSubstr("--md-temperature: must be a non-negative"));
+  EXPECT_THAT(parse_error({"--md-temperature", "warm"}), HasSubstr("--md-temperature"));
+  EXPECT_THAT(parse_error({"--qr-flag", "--md-flag"}), HasSubstr("--qr-flag and --md-flag: choose one"));
+  EXPECT_THAT(parse_error({"--qr-flag", "--weighted-pooling", "learned"}),
+              HasSubstr("--qr-flag: quotient-remainder embeddings with --weighted-pooling learned are not supported"));
+  EXPECT_THAT(parse_error({"--md-flag", "--weighted-pooling", "fixed"}),
+              HasSubstr("--md-flag: mixed-dimension embeddings with --weighted-pooling fixed are not supported"));
+  // d = 24 is no power of 2: rounding the smallest table's 24 gives 32 > d.
+  EXPECT_THAT(parse_error({"--md-flag", "--md-round-dims", "--md-threshold", "1", "--arch-sparse-feature-size", "24",
+                           "--arch-mlp-bot", "4-24"}),
+              HasSubstr("--md-round-dims: table 2 would get dimension 32, more than --arch-sparse-feature-size 24"));
 }

@@ -24,6 +24,7 @@
 #include "embeddings/kernels_detail.h"
 #include "embeddings/reference.h"
 #include "memory/heap.h"
+#include "models/optim/adagrad.h"
 #include "models/optim/rowwise_adagrad.h"
 
 using namespace strata;
@@ -92,6 +93,7 @@ Pooling pooling_of(Mode m) { return m == Mode::Mean ? Pooling::Mean : Pooling::S
 
 const SparseOptimizer kSgd{SparseOptimizer::Kind::SGD, 0.05f};
 const SparseOptimizer kAdagrad{SparseOptimizer::Kind::RowWiseAdagrad, 0.1f, 1e-8f, 0.01f};
+const SparseOptimizer kElementwise{SparseOptimizer::Kind::Adagrad, 0.1f, 1e-8f, 0.01f};
 
 /// `steps` updates of `t` and of the reference with fresh random bags and gradients each step;
 /// requires exact equality of the rows and accumulators after every step.
@@ -109,7 +111,7 @@ void check_steps(Table& t, ref::DenseTable& dense, Mode mode, const SparseOptimi
     ASSERT_TRUE(bitwise_equal(contents(t), dense.w))
         << "step " << s << " d=" << d << " type=" << elem_name(t.elem_type()) << " mode=" << static_cast<int>(mode)
         << " opt=" << optimizer_name(opt.kind) << " rows=" << t.nvectors();
-    if (opt.kind == SparseOptimizer::Kind::RowWiseAdagrad) {
+    if (opt.kind != SparseOptimizer::Kind::SGD) {
       const auto acc = state.accumulators();
       ASSERT_TRUE(bitwise_equal(std::vector<float>(acc.begin(), acc.end()), dense.accum)) << "step " << s;
     }
@@ -177,7 +179,7 @@ TEST(EmbeddingUpdate, MatchesReferenceForEveryFeatureSizeTypePoolingAndOptimizer
   uint32_t seed = 1;
   for (int64_t d : {1, 3, 16, 24, 32, 64, 100, 128, 256, 1100}) {
     for (ElemType type : {ElemType::F32, ElemType::BF16}) {
-      for (const SparseOptimizer& opt : {kSgd, kAdagrad}) {
+      for (const SparseOptimizer& opt : {kSgd, kAdagrad, kElementwise}) {
         for (Mode mode : {Mode::Sum, Mode::Mean, Mode::Weighted}) {
           SimpleTable t(60, d, type, {&heap, nullptr});
           ref::DenseTable dense = ref::fill_random(t, seed);
@@ -252,23 +254,21 @@ TEST(EmbeddingUpdate, SlowTierTableGivesTheSameNumbersAndIsCharged) {
   EXPECT_EQ(fast.counters().slow_bytes_written, 0u);
 }
 
-TEST(EmbeddingUpdate, MatchesTheDenseRowWiseAdagradOptimizer) {
-  // The fused sparse step equals models/optim's RowWiseAdagrad on the materialized gradient (rows
-  // that do not occur have a zero gradient, which leaves them and their accumulator unchanged
-  // there too), up to float rounding: the two sum in different orders.
-  memory::DramHeap heap(1 << 20);
-  const int64_t rows = 30, d = 16;
-  SimpleTable t(rows, d, ElemType::F32, {&heap, nullptr});
-  const ref::DenseTable init = ref::fill_random(t, 17);
-  Tensor p = tensor(init.w, Dims{rows, d});
-  optim::RowWiseAdagrad dense_opt({p}, optim::RowWiseAdagradOptions{.lr = 0.1, .eps = 1e-8});
-  const SparseOptimizer opt{SparseOptimizer::Kind::RowWiseAdagrad, 0.1f, 1e-8f, 0.0f};
+namespace {
+
+/// Four fused sparse steps of `opt` against `dense_opt` (a models/optim optimizer over `p`, which
+/// starts as the table's values) on the materialized gradient: equal up to float rounding (the two
+/// sum in different orders); rows that do not occur have a zero gradient, which leaves them and
+/// their accumulators unchanged there too.
+void expect_dense_equivalent(SimpleTable& t, Tensor& p, optim::Optimizer& dense_opt, const SparseOptimizer& opt,
+                             uint32_t seed) {
+  const int64_t rows = t.nvectors(), d = t.featuresize();
   SparseOptimizerState state(t, opt);
   UpdateWorkspace ws;
-  std::mt19937 rng(2);
+  std::mt19937 rng(seed);
   for (int step = 0; step < 4; ++step) {
     const ref::BagSet bags = ref::random_bags(rng, 20, 6, rows, true, 3);
-    const auto grad = ref::random_floats(rng, 20 * d);
+    const auto grad = ref::random_floats(rng, static_cast<std::size_t>(20 * d));
     update(t, bags.view(), Pooling::Sum, {const_cast<float*>(grad.data()), d}, opt, state, ws);
     std::vector<double> g(static_cast<std::size_t>(rows * d), 0.0);
     for (int64_t b = 0; b < 20; ++b)
@@ -281,9 +281,98 @@ TEST(EmbeddingUpdate, MatchesTheDenseRowWiseAdagradOptimizer) {
   const auto got = contents(t);
   const float* want = p.data<float>();
   for (int64_t i = 0; i < rows * d; ++i) ASSERT_NEAR(got[i], want[i], 2e-6f * (1.0f + std::fabs(want[i]))) << i;
+  // Row-wise: one accumulator per row; element-wise: one per element, as the dense optimizer's.
   const Tensor& sum = dense_opt.state(0).buffers.at("sum");
-  for (int64_t r = 0; r < rows; ++r)
-    ASSERT_NEAR(state.accumulators()[r], sum.data<float>()[r], 1e-5f * (1.0f + sum.data<float>()[r])) << r;
+  const auto acc = state.accumulators();
+  ASSERT_EQ(static_cast<int64_t>(acc.size()), sum.numel());
+  for (std::size_t i = 0; i < acc.size(); ++i)
+    ASSERT_NEAR(acc[i], sum.data<float>()[i], 1e-5f * (1.0f + sum.data<float>()[i])) << i;
+}
+
+}  // namespace
+
+TEST(EmbeddingUpdate, MatchesTheDenseRowWiseAdagradOptimizer) {
+  memory::DramHeap heap(1 << 20);
+  SimpleTable t(30, 16, ElemType::F32, {&heap, nullptr});
+  Tensor p = tensor(ref::fill_random(t, 17).w, Dims{30, 16});
+  optim::RowWiseAdagrad dense_opt({p}, optim::RowWiseAdagradOptions{.lr = 0.1, .eps = 1e-8});
+  expect_dense_equivalent(t, p, dense_opt, {SparseOptimizer::Kind::RowWiseAdagrad, 0.1f, 1e-8f, 0.0f}, 2);
+}
+
+TEST(EmbeddingUpdate, ElementwiseAdagradMatchesTheDenseAdagradOptimizer) {
+  // torch.optim.Adagrad's rule (models/optim Adagrad): per-element state.
+  memory::DramHeap heap(1 << 20);
+  SimpleTable t(30, 16, ElemType::F32, {&heap, nullptr});
+  Tensor p = tensor(ref::fill_random(t, 19).w, Dims{30, 16});
+  optim::Adagrad dense_opt({p}, optim::AdagradOptions{.lr = 0.1, .eps = 1e-10});
+  expect_dense_equivalent(t, p, dense_opt, {SparseOptimizer::Kind::Adagrad, 0.1f, 1e-10f, 0.0f}, 4);
+}
+
+TEST(EmbeddingUpdate, LearnedPoolingWeightsMatchTheReferenceBitwise) {
+  // The per-row pooling weights v step with the rows: dL/dv_r = Σ dot(grad_out[bag], w_r) before the
+  // row's own step; SGD with SGD, element-wise Adagrad with both Adagrads. Ensemble and single update.
+  memory::DramHeap heap(8 << 20);
+  uint32_t seed = 40;
+  for (int64_t d : {3, 16}) {
+    for (const SparseOptimizer& opt : {kSgd, kAdagrad, kElementwise}) {
+      SimpleTable t(50, d, ElemType::F32, {&heap, nullptr});
+      t.set_name("t");
+      ref::DenseTable dense = ref::fill_random(t, seed);
+      std::mt19937 rng(seed++);
+      LearnedPoolingWeights lw, lw_ref;
+      lw.v = ref::random_floats(rng, 50);
+      lw.sum.assign(50, 0.0f);
+      lw_ref = lw;
+      const std::vector<float> v0 = lw.v;
+      std::set<int64_t> seen;
+      SparseOptimizerState state(t, opt);
+      UpdateWorkspace ws;
+      for (int s = 0; s < 3; ++s) {
+        ref::BagSet bags = ref::random_bags(rng, 30, 6, 50, false, 4);
+        bags.weights.clear();
+        for (int64_t i : bags.indices) bags.weights.push_back(lw.v[static_cast<std::size_t>(i)]);
+        seen.insert(bags.indices.begin(), bags.indices.end());
+        const auto grad = ref::random_floats(rng, static_cast<std::size_t>(30 * d));
+        const Bags view = bags.view();
+        if (s % 2 == 0) {
+          update(t, view, Pooling::Sum, {const_cast<float*>(grad.data()), d}, opt, state, ws, &lw);
+        } else {
+          Table* tables[] = {&t};
+          const OutputSlice grads[] = {{const_cast<float*>(grad.data()), d}};
+          SparseOptimizerState* states[] = {&state};
+          UpdateWorkspace* wss[] = {&ws};
+          LearnedPoolingWeights* learned[] = {&lw};
+          update_ensemble(tables, std::span(&view, 1), Pooling::Sum, grads, opt, states, wss, Indices::Unchecked,
+                          learned);
+        }
+        ref::update(dense, view, Pooling::Sum, grad.data(), d, opt, &lw_ref);
+        ASSERT_TRUE(bitwise_equal(contents(t), dense.w)) << "step " << s << " opt " << optimizer_name(opt.kind);
+        ASSERT_TRUE(bitwise_equal(lw.v, lw_ref.v)) << "step " << s << " opt " << optimizer_name(opt.kind);
+        ASSERT_TRUE(bitwise_equal(lw.sum, lw_ref.sum)) << "step " << s;
+      }
+      // The weights of rows that occurred moved; the others kept theirs.
+      for (int64_t r = 0; r < 50; ++r) {
+        const auto i = static_cast<std::size_t>(r);
+        if (seen.count(r) == 0) EXPECT_EQ(lw.v[i], v0[i]) << r;
+      }
+      EXPECT_NE(lw.v, v0);
+    }
+  }
+  // Bad learned weights are refused before anything changes.
+  SimpleTable t(5, 2, ElemType::F32, {&heap, nullptr});
+  t.set_name("t5");
+  LearnedPoolingWeights lw;
+  lw.v.assign(4, 1.0f);
+  SparseOptimizerState state(t, kSgd);
+  UpdateWorkspace ws;
+  ref::BagSet bags;
+  bags.add({1, 2});
+  bags.weights = {1.0f, 1.0f};
+  const std::vector<float> grad(2, 1.0f);
+  EXPECT_THAT(message_of([&] {
+                update(t, bags.view(), Pooling::Sum, {const_cast<float*>(grad.data()), 2}, kSgd, state, ws, &lw);
+              }),
+              HasSubstr("embedding t5: the learned pooling weights hold 4 weights and 0 accumulators for 5 rows"));
 }
 
 TEST(EmbeddingUpdate, SameBitsWithOneAndTwoThreadsAndAnyChunking) {
