@@ -329,8 +329,9 @@ std::unique_ptr<IndexSource> make_index_source(const DLRMConfig& c, CriteoSplit 
                      ", --zipf-alpha ", c.zipf_alpha, ", --reuse ", c.reuse, "): ", e.what());
       }
     }
-    case DataGeneration::Click:  // its test split for test and val
-      return make_click_source(c, split == CriteoSplit::Test || split == CriteoSplit::Val);
+    case DataGeneration::Click:  // its test split for test and val; generated ahead on a thread
+      return std::make_unique<PrefetchSource>(
+          make_click_source(c, split == CriteoSplit::Test || split == CriteoSplit::Val));
     case DataGeneration::Dataset: return make_dataset_source(c, split);
   }
   return nullptr;
