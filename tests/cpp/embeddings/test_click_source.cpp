@@ -249,7 +249,7 @@ TEST(MakeClickSource, BuildsBothSplitsFromTheFlags) {
                                         "--arch-mlp-bot=3-2", "--mini-batch-size=10", "--num-batches=7",
                                         "--num-indices-per-lookup=1", "--num-indices-per-lookup-fixed=True"});
   const auto train = make_index_source(c);
-  EXPECT_EQ(train->describe(), "click(alpha 1.05, train)");
+  EXPECT_EQ(train->describe(), "click(alpha 1.05, train), prefetched");  // generated ahead on a thread
   EXPECT_EQ(train->num_batches(), 7);
   EXPECT_EQ(train->num_dense(), 3);
   const auto test = make_click_source(c, true);
