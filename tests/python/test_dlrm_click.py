@@ -43,8 +43,8 @@ def test_the_splits_are_disjoint_replayable_and_described():
     small = dict(CLICK, arch_embedding_size=[1000] * 2, num_batches=3, test_data_size=300)
     train = strata.dlrm.Batches(**small)
     test = strata.dlrm.Batches(split="test", **small)
-    assert train.describe() == "click(alpha 1.05, train)"
-    assert test.describe() == "click(alpha 1.05, test)"
+    assert train.describe() == "click(alpha 1.05, train), prefetched"
+    assert test.describe() == "click(alpha 1.05, test), prefetched"
     assert (len(train), len(test)) == (3, 2)
     first = [b[0] for b in train]
     again = [b[0] for b in train]  # iterating again replays the epoch
