@@ -142,169 +142,203 @@ Flag refused(std::string why) { return {Flag::Kind::Refused, {}, std::move(why)}
 
 constexpr int64_t kBig = int64_t{1} << 62;
 
-const std::map<std::string, Flag>& flag_table() {
-  static const std::map<std::string, Flag> table = [] {
-    std::map<std::string, Flag> t;
-    // architecture
-    t["--arch-sparse-feature-size"] = STRATA_INT_FLAG(arch_sparse_feature_size, 1, 1 << 20);
-    t["--arch-embedding-size"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
-      c.arch_embedding_size = nn::zoo::parse_arch(v, f);
-      c.arch_embedding_size_given = true;
-    });
-    t["--arch-mlp-bot"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
-      c.arch_mlp_bot = nn::zoo::parse_arch(v, f);
-    });
-    t["--arch-mlp-top"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
-      c.arch_mlp_top = nn::zoo::parse_arch(v, f);
-    });
-    t["--arch-interaction-op"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
-      c.arch_interaction_op = parse_choice(f, v, {"dot", "cat"}) == "dot" ? InteractionOp::Dot : InteractionOp::Cat;
-    });
-    t["--arch-interaction-itself"] = STRATA_TRUE_FLAG(arch_interaction_itself);
-    t["--weighted-pooling"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
-      const std::string w = parse_choice(f, v, {"fixed", "learned", "none"});
-      c.weighted_pooling = w == "fixed"     ? WeightedPooling::Fixed
-                           : w == "learned" ? WeightedPooling::Learned
-                                            : WeightedPooling::None;
-    });
-    // embedding table tricks
-    t["--md-flag"] = STRATA_TRUE_FLAG(md_flag);
-    t["--md-threshold"] = STRATA_INT_FLAG(md_threshold, 0, int64_t{1} << 40);
-    t["--md-temperature"] = STRATA_REAL_FLAG(md_temperature);
-    t["--md-round-dims"] = STRATA_TRUE_FLAG(md_round_dims);
-    t["--qr-flag"] = STRATA_TRUE_FLAG(qr_flag);
-    t["--qr-threshold"] = STRATA_INT_FLAG(qr_threshold, 0, int64_t{1} << 40);
-    t["--qr-operation"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
-      const std::string op = parse_choice(f, v, {"mult", "add", "concat"});
-      c.qr_operation = op == "mult" ? QROperation::Mult : op == "add" ? QROperation::Add : QROperation::Concat;
-    });
-    t["--qr-collisions"] = STRATA_INT_FLAG(qr_collisions, 1, int64_t{1} << 40);
-    t["--activation-function"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
-      c.activation_function = parse_choice(f, v, {"relu"});
-    });
-    // loss
-    t["--loss-function"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
-      const std::string s = parse_choice(f, v, {"mse", "bce", "wbce"});
-      c.loss_function = s == "mse" ? LossFunction::MSE : s == "bce" ? LossFunction::BCE : LossFunction::WBCE;
-    });
-    t["--loss-weights"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
-      c.loss_weights = parse_floats(f, v);
-    });
-    t["--loss-threshold"] = STRATA_REAL_FLAG(loss_threshold);
-    t["--round-targets"] = STRATA_BOOL_FLAG(round_targets);
-    // data
-    t["--data-size"] = STRATA_INT_FLAG(data_size, 1, kBig);
-    t["--num-batches"] = STRATA_INT_FLAG(num_batches, 0, kBig);
-    t["--data-generation"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
-      const std::string s = parse_choice(f, v, {"random", "synthetic", "dataset", "zipf", "click"});
-      c.data_generation = s == "random"      ? DataGeneration::Random
-                          : s == "synthetic" ? DataGeneration::Synthetic
-                          : s == "dataset"   ? DataGeneration::Dataset
-                          : s == "zipf"      ? DataGeneration::Zipf
-                                             : DataGeneration::Click;
-    });
-    t["--rand-data-dist"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
-      c.rand_data_dist = parse_choice(f, v, {"uniform", "gaussian"});
-    });
-    t["--rand-data-min"] = STRATA_REAL_FLAG(rand_data_min);
-    t["--rand-data-max"] = STRATA_REAL_FLAG(rand_data_max);
-    t["--rand-data-mu"] = STRATA_REAL_FLAG(rand_data_mu);
-    t["--rand-data-sigma"] = STRATA_REAL_FLAG(rand_data_sigma);
-    t["--data-trace-file"] = STRATA_STRING_FLAG(data_trace_file);
-    t["--data-trace-enable-padding"] = STRATA_BOOL_FLAG(data_trace_enable_padding);
-    t["--data-set"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
-      c.data_set = parse_choice(f, v, {"kaggle", "terabyte"});
-    });
-    t["--raw-data-file"] = STRATA_STRING_FLAG(raw_data_file);
-    t["--processed-data-file"] = STRATA_STRING_FLAG(processed_data_file);
-    t["--data-randomize"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
-      c.data_randomize = parse_choice(f, v, {"total", "day", "none"});
-    });
-    t["--max-ind-range"] = STRATA_INT_FLAG(max_ind_range, -1, kBig);
-    t["--data-sub-sample-rate"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
-      const double x = parse_real(f, v);
-      STRATA_CHECK(x >= 0 && x <= 1, f, ": expected a fraction in [0, 1] (the share of label-0 lines dropped), got ",
-                   quote_field(v));
-      c.data_sub_sample_rate = x;
-    });
-    t["--num-indices-per-lookup"] = STRATA_INT_FLAG(num_indices_per_lookup, 1, 1 << 24);
-    t["--num-indices-per-lookup-fixed"] = STRATA_BOOL_FLAG(num_indices_per_lookup_fixed);
-    t["--num-workers"] = STRATA_INT_FLAG(num_workers, 0, 1 << 16);
-    t["--memory-map"] = STRATA_TRUE_FLAG(memory_map);
-    t["--dataset-multiprocessing"] = STRATA_TRUE_FLAG(dataset_multiprocessing);
-    // training
-    t["--mini-batch-size"] = STRATA_INT_FLAG(mini_batch_size, 1, int64_t{1} << 26);
-    t["--nepochs"] = STRATA_INT_FLAG(nepochs, 0, kBig);
-    t["--learning-rate"] = STRATA_REAL_FLAG(learning_rate);
-    t["--optimizer"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
-      const std::string s = parse_choice(f, v, {"sgd", "adagrad", "rwsadagrad"});
-      c.optimizer = s == "sgd" ? OptimizerKind::SGD : s == "adagrad" ? OptimizerKind::Adagrad
-                                                                      : OptimizerKind::RowWiseAdagrad;
-    });
-    t["--print-precision"] = STRATA_INT_FLAG(print_precision, 0, 64);
-    t["--numpy-rand-seed"] = STRATA_INT_FLAG(numpy_rand_seed, 0, (int64_t{1} << 32) - 1);
-    t["--sync-dense-params"] = STRATA_BOOL_FLAG(sync_dense_params);
-    t["--inference-only"] = STRATA_TRUE_FLAG(inference_only);
-    t["--lr-num-warmup-steps"] = STRATA_INT_FLAG(lr_num_warmup_steps, 0, kBig);
-    t["--lr-decay-start-step"] = STRATA_INT_FLAG(lr_decay_start_step, 0, kBig);
-    t["--lr-num-decay-steps"] = STRATA_INT_FLAG(lr_num_decay_steps, 0, kBig);
-    // reporting
-    t["--print-freq"] = STRATA_INT_FLAG(print_freq, 1, kBig);
-    t["--test-freq"] = STRATA_INT_FLAG(test_freq, -1, kBig);
-    t["--test-mini-batch-size"] = STRATA_INT_FLAG(test_mini_batch_size, -1, int64_t{1} << 26);
-    t["--test-num-workers"] = STRATA_INT_FLAG(test_num_workers, -1, 1 << 16);
-    t["--print-time"] = STRATA_TRUE_FLAG(print_time);
-    t["--print-wall-time"] = STRATA_TRUE_FLAG(print_wall_time);
-    t["--debug-mode"] = STRATA_TRUE_FLAG(debug_mode);
-    t["--enable-profiling"] = STRATA_TRUE_FLAG(enable_profiling);
-    t["--save-model"] = STRATA_STRING_FLAG(save_model);
-    t["--load-model"] = STRATA_STRING_FLAG(load_model);
-    t["--mlperf-logging"] = STRATA_TRUE_FLAG(mlperf_logging);
-    t["--mlperf-acc-threshold"] = STRATA_REAL_FLAG(mlperf_acc_threshold);
-    t["--mlperf-auc-threshold"] = STRATA_REAL_FLAG(mlperf_auc_threshold);
-    // refused
-    const std::string no = " is not supported by strata-dlrm";
-    t["--use-gpu"] = refused(no + " (CPU only)");
-    for (const char* f : {"--quantize-mlp-with-bit", "--quantize-emb-with-bit"}) t[f] = refused(no + " (quantization)");
-    t["--mlperf-bin-loader"] = STRATA_TRUE_FLAG(mlperf_bin_loader);
-    for (const char* f : {"--mlperf-bin-shuffle", "--mlperf-grad-accum-iter"})
-      t[f] = refused(no + " (MLPerf shuffling and gradient accumulation)");
-    t["--save-onnx"] = refused(no + " (ONNX export)");
-    t["--plot-compute-graph"] = refused(no + " (graph plotting)");
-    t["--dist-backend"] = refused(no + " (distributed training)");
-    t["--local_rank"] = refused(no + " (distributed training)");
-    // Strata
-    t["--preset"] = value([](DLRMConfig&, const std::string&, const std::string&) {});  // applied first
-    t["--scale-rows"] = STRATA_REAL_FLAG(scale_rows);
-    t["--fast-budget"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
-      c.fast_budget = memory::parse_bytes(v, f.c_str());
-    });
-    t["--slow-dir"] = STRATA_STRING_FLAG(slow_dir);
-    t["--emb-policy"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
-      c.emb_policy = parse_choice(f, v, {"simple", "static", "dynamic", "auto"});
-    });
-    t["--cache-fraction"] = STRATA_REAL_FLAG(cache_fraction);
-    t["--slow-tier-model"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
-      c.slow_tier_model = parse_model(f, v);
-    });
-    t["--threads"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
-      c.threads = v == "0" ? 0 : parse_num_threads(v, f);  // 0: all hardware threads
-    });
-    t["--zipf-alpha"] = STRATA_REAL_FLAG(zipf_alpha);
-    t["--reuse"] = STRATA_REAL_FLAG(reuse);
-    t["--test-data-size"] = STRATA_INT_FLAG(test_data_size, 0, kBig);
-    t["--emb-dtype"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
-      try {
-        c.emb_dtype = parse_elem_type(v);
-      } catch (const Error&) {
-        STRATA_CHECK(false, f, ": expected f32 or bf16, got ", quote_field(v));
-      }
-    });
-    t["--check-finite"] = STRATA_TRUE_FLAG(check_finite);
-    t["--json"] = STRATA_STRING_FLAG(json);
-    t["--plot"] = STRATA_STRING_FLAG(plot);
-    t["--help"] = STRATA_TRUE_FLAG(help);
-    t["-h"] = STRATA_TRUE_FLAG(help);
+using FlagTable = std::map<std::string, Flag>;
+
+// Architecture flags.
+void add_architecture_flags(FlagTable& t) {
+  t["--arch-sparse-feature-size"] = STRATA_INT_FLAG(arch_sparse_feature_size, 1, 1 << 20);
+  t["--arch-embedding-size"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
+    c.arch_embedding_size = nn::zoo::parse_arch(v, f);
+    c.arch_embedding_size_given = true;
+  });
+  t["--arch-mlp-bot"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
+    c.arch_mlp_bot = nn::zoo::parse_arch(v, f);
+  });
+  t["--arch-mlp-top"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
+    c.arch_mlp_top = nn::zoo::parse_arch(v, f);
+  });
+  t["--arch-interaction-op"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
+    c.arch_interaction_op = parse_choice(f, v, {"dot", "cat"}) == "dot" ? InteractionOp::Dot : InteractionOp::Cat;
+  });
+  t["--arch-interaction-itself"] = STRATA_TRUE_FLAG(arch_interaction_itself);
+  t["--weighted-pooling"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
+    const std::string w = parse_choice(f, v, {"fixed", "learned", "none"});
+    c.weighted_pooling = w == "fixed"     ? WeightedPooling::Fixed
+                         : w == "learned" ? WeightedPooling::Learned
+                                          : WeightedPooling::None;
+  });
+}
+
+// Embedding table tricks flags.
+void add_table_trick_flags(FlagTable& t) {
+  t["--md-flag"] = STRATA_TRUE_FLAG(md_flag);
+  t["--md-threshold"] = STRATA_INT_FLAG(md_threshold, 0, int64_t{1} << 40);
+  t["--md-temperature"] = STRATA_REAL_FLAG(md_temperature);
+  t["--md-round-dims"] = STRATA_TRUE_FLAG(md_round_dims);
+  t["--qr-flag"] = STRATA_TRUE_FLAG(qr_flag);
+  t["--qr-threshold"] = STRATA_INT_FLAG(qr_threshold, 0, int64_t{1} << 40);
+  t["--qr-operation"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
+    const std::string op = parse_choice(f, v, {"mult", "add", "concat"});
+    c.qr_operation = op == "mult" ? QROperation::Mult : op == "add" ? QROperation::Add : QROperation::Concat;
+  });
+  t["--qr-collisions"] = STRATA_INT_FLAG(qr_collisions, 1, int64_t{1} << 40);
+  t["--activation-function"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
+    c.activation_function = parse_choice(f, v, {"relu"});
+  });
+}
+
+// Loss flags.
+void add_loss_flags(FlagTable& t) {
+  t["--loss-function"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
+    const std::string s = parse_choice(f, v, {"mse", "bce", "wbce"});
+    c.loss_function = s == "mse" ? LossFunction::MSE : s == "bce" ? LossFunction::BCE : LossFunction::WBCE;
+  });
+  t["--loss-weights"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
+    c.loss_weights = parse_floats(f, v);
+  });
+  t["--loss-threshold"] = STRATA_REAL_FLAG(loss_threshold);
+  t["--round-targets"] = STRATA_BOOL_FLAG(round_targets);
+}
+
+// Data flags.
+void add_data_flags(FlagTable& t) {
+  t["--data-size"] = STRATA_INT_FLAG(data_size, 1, kBig);
+  t["--num-batches"] = STRATA_INT_FLAG(num_batches, 0, kBig);
+  t["--data-generation"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
+    const std::string s = parse_choice(f, v, {"random", "synthetic", "dataset", "zipf", "click"});
+    c.data_generation = s == "random"      ? DataGeneration::Random
+                        : s == "synthetic" ? DataGeneration::Synthetic
+                        : s == "dataset"   ? DataGeneration::Dataset
+                        : s == "zipf"      ? DataGeneration::Zipf
+                                           : DataGeneration::Click;
+  });
+  t["--rand-data-dist"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
+    c.rand_data_dist = parse_choice(f, v, {"uniform", "gaussian"});
+  });
+  t["--rand-data-min"] = STRATA_REAL_FLAG(rand_data_min);
+  t["--rand-data-max"] = STRATA_REAL_FLAG(rand_data_max);
+  t["--rand-data-mu"] = STRATA_REAL_FLAG(rand_data_mu);
+  t["--rand-data-sigma"] = STRATA_REAL_FLAG(rand_data_sigma);
+  t["--data-trace-file"] = STRATA_STRING_FLAG(data_trace_file);
+  t["--data-trace-enable-padding"] = STRATA_BOOL_FLAG(data_trace_enable_padding);
+  t["--data-set"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
+    c.data_set = parse_choice(f, v, {"kaggle", "terabyte"});
+  });
+  t["--raw-data-file"] = STRATA_STRING_FLAG(raw_data_file);
+  t["--processed-data-file"] = STRATA_STRING_FLAG(processed_data_file);
+  t["--data-randomize"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
+    c.data_randomize = parse_choice(f, v, {"total", "day", "none"});
+  });
+  t["--max-ind-range"] = STRATA_INT_FLAG(max_ind_range, -1, kBig);
+  t["--data-sub-sample-rate"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
+    const double x = parse_real(f, v);
+    STRATA_CHECK(x >= 0 && x <= 1, f, ": expected a fraction in [0, 1] (the share of label-0 lines dropped), got ",
+                 quote_field(v));
+    c.data_sub_sample_rate = x;
+  });
+  t["--num-indices-per-lookup"] = STRATA_INT_FLAG(num_indices_per_lookup, 1, 1 << 24);
+  t["--num-indices-per-lookup-fixed"] = STRATA_BOOL_FLAG(num_indices_per_lookup_fixed);
+  t["--num-workers"] = STRATA_INT_FLAG(num_workers, 0, 1 << 16);
+  t["--memory-map"] = STRATA_TRUE_FLAG(memory_map);
+  t["--dataset-multiprocessing"] = STRATA_TRUE_FLAG(dataset_multiprocessing);
+  t["--mlperf-bin-loader"] = STRATA_TRUE_FLAG(mlperf_bin_loader);
+}
+
+// Training flags.
+void add_training_flags(FlagTable& t) {
+  t["--mini-batch-size"] = STRATA_INT_FLAG(mini_batch_size, 1, int64_t{1} << 26);
+  t["--nepochs"] = STRATA_INT_FLAG(nepochs, 0, kBig);
+  t["--learning-rate"] = STRATA_REAL_FLAG(learning_rate);
+  t["--optimizer"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
+    const std::string s = parse_choice(f, v, {"sgd", "adagrad", "rwsadagrad"});
+    c.optimizer = s == "sgd" ? OptimizerKind::SGD : s == "adagrad" ? OptimizerKind::Adagrad
+                                                                    : OptimizerKind::RowWiseAdagrad;
+  });
+  t["--print-precision"] = STRATA_INT_FLAG(print_precision, 0, 64);
+  t["--numpy-rand-seed"] = STRATA_INT_FLAG(numpy_rand_seed, 0, (int64_t{1} << 32) - 1);
+  t["--sync-dense-params"] = STRATA_BOOL_FLAG(sync_dense_params);
+  t["--inference-only"] = STRATA_TRUE_FLAG(inference_only);
+  t["--lr-num-warmup-steps"] = STRATA_INT_FLAG(lr_num_warmup_steps, 0, kBig);
+  t["--lr-decay-start-step"] = STRATA_INT_FLAG(lr_decay_start_step, 0, kBig);
+  t["--lr-num-decay-steps"] = STRATA_INT_FLAG(lr_num_decay_steps, 0, kBig);
+}
+
+// Reporting flags.
+void add_reporting_flags(FlagTable& t) {
+  t["--print-freq"] = STRATA_INT_FLAG(print_freq, 1, kBig);
+  t["--test-freq"] = STRATA_INT_FLAG(test_freq, -1, kBig);
+  t["--test-mini-batch-size"] = STRATA_INT_FLAG(test_mini_batch_size, -1, int64_t{1} << 26);
+  t["--test-num-workers"] = STRATA_INT_FLAG(test_num_workers, -1, 1 << 16);
+  t["--print-time"] = STRATA_TRUE_FLAG(print_time);
+  t["--print-wall-time"] = STRATA_TRUE_FLAG(print_wall_time);
+  t["--debug-mode"] = STRATA_TRUE_FLAG(debug_mode);
+  t["--enable-profiling"] = STRATA_TRUE_FLAG(enable_profiling);
+  t["--save-model"] = STRATA_STRING_FLAG(save_model);
+  t["--load-model"] = STRATA_STRING_FLAG(load_model);
+  t["--mlperf-logging"] = STRATA_TRUE_FLAG(mlperf_logging);
+  t["--mlperf-acc-threshold"] = STRATA_REAL_FLAG(mlperf_acc_threshold);
+  t["--mlperf-auc-threshold"] = STRATA_REAL_FLAG(mlperf_auc_threshold);
+}
+
+// Refused flags.
+void add_refused_flags(FlagTable& t) {
+  const std::string no = " is not supported by strata-dlrm";
+  t["--use-gpu"] = refused(no + " (CPU only)");
+  for (const char* f : {"--quantize-mlp-with-bit", "--quantize-emb-with-bit"}) t[f] = refused(no + " (quantization)");
+  for (const char* f : {"--mlperf-bin-shuffle", "--mlperf-grad-accum-iter"})
+    t[f] = refused(no + " (MLPerf shuffling and gradient accumulation)");
+  t["--save-onnx"] = refused(no + " (ONNX export)");
+  t["--plot-compute-graph"] = refused(no + " (graph plotting)");
+  t["--dist-backend"] = refused(no + " (distributed training)");
+  t["--local_rank"] = refused(no + " (distributed training)");
+}
+
+// Strata flags.
+void add_strata_flags(FlagTable& t) {
+  t["--preset"] = value([](DLRMConfig&, const std::string&, const std::string&) {});  // applied first
+  t["--scale-rows"] = STRATA_REAL_FLAG(scale_rows);
+  t["--fast-budget"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
+    c.fast_budget = memory::parse_bytes(v, f.c_str());
+  });
+  t["--slow-dir"] = STRATA_STRING_FLAG(slow_dir);
+  t["--emb-policy"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
+    c.emb_policy = parse_choice(f, v, {"simple", "static", "dynamic", "auto"});
+  });
+  t["--cache-fraction"] = STRATA_REAL_FLAG(cache_fraction);
+  t["--slow-tier-model"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
+    c.slow_tier_model = parse_model(f, v);
+  });
+  t["--threads"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
+    c.threads = v == "0" ? 0 : parse_num_threads(v, f);  // 0: all hardware threads
+  });
+  t["--zipf-alpha"] = STRATA_REAL_FLAG(zipf_alpha);
+  t["--reuse"] = STRATA_REAL_FLAG(reuse);
+  t["--test-data-size"] = STRATA_INT_FLAG(test_data_size, 0, kBig);
+  t["--emb-dtype"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
+    try {
+      c.emb_dtype = parse_elem_type(v);
+    } catch (const Error&) {
+      STRATA_CHECK(false, f, ": expected f32 or bf16, got ", quote_field(v));
+    }
+  });
+  t["--check-finite"] = STRATA_TRUE_FLAG(check_finite);
+  t["--json"] = STRATA_STRING_FLAG(json);
+  t["--plot"] = STRATA_STRING_FLAG(plot);
+  t["--help"] = STRATA_TRUE_FLAG(help);
+  t["-h"] = STRATA_TRUE_FLAG(help);
+}
+
+const FlagTable& flag_table() {
+  static const FlagTable table = [] {
+    FlagTable t;
+    add_architecture_flags(t);
+    add_table_trick_flags(t);
+    add_loss_flags(t);
+    add_data_flags(t);
+    add_training_flags(t);
+    add_reporting_flags(t);
+    add_refused_flags(t);
+    add_strata_flags(t);
     return t;
   }();
   return table;

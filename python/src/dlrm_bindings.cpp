@@ -135,10 +135,8 @@ std::span<const float> span_of(const py::array_t<float, py::array::c_style>& a) 
   return {a.data(), static_cast<std::size_t>(a.size())};
 }
 
-}  // namespace
-
-void init_dlrm(py::module_& m) {
-  py::module_ dm = m.def_submodule("dlrm", "TieredDLRM: the reference DLRM on tiered embedding tables.");
+// The flags, presets, data sets and batches of a run.
+void bind_dlrm_data(py::module_& dm) {
   dm.def("usage", &emb::dlrm_usage, "strata-dlrm's flags with their defaults.");
   dm.def("flag_names", &emb::dlrm_flag_names, "Every flag strata-dlrm knows.");
   dm.def("flag_is_store_true", &emb::dlrm_flag_is_store_true, py::arg("flag"), "Whether the flag takes no value.");
@@ -207,7 +205,11 @@ void init_dlrm(py::module_& m) {
       py::arg("accuracy"), py::arg("auc"),
       "Writes training curves as a PNG line plot (core/line_plot.h).");
 
-  py::class_<TieredDLRM>(dm, "DLRM", "The reference DLRM with tiered embedding tables (embeddings/dlrm.h).")
+}
+
+// Building the model, its training and test steps.
+void def_dlrm_steps(py::class_<TieredDLRM>& cls) {
+  cls
       .def(py::init([](const std::vector<std::string>& args) {
              const emb::DLRMConfig flags = emb::parse_dlrm_args(args);
              py::gil_scoped_release release;
@@ -276,7 +278,12 @@ void init_dlrm(py::module_& m) {
             }
             return out;
           },
-          py::arg("dense"), py::arg("indices"), py::arg("offsets"), py::arg("per_sample_weights") = py::none())
+          py::arg("dense"), py::arg("indices"), py::arg("offsets"), py::arg("per_sample_weights") = py::none());
+}
+
+// Tables, state dicts, checkpoints and statistics.
+void def_dlrm_state(py::class_<TieredDLRM>& cls) {
+  cls
       .def_property_readonly("num_tables", &TieredDLRM::num_tables)
       .def_property_readonly("dense_features", &TieredDLRM::dense_features)
       .def_property_readonly("feature_size", &TieredDLRM::feature_size)
@@ -366,6 +373,16 @@ void init_dlrm(py::module_& m) {
       .def("describe", [](TieredDLRM& self) {
         return emb::describe(self.config()) + "\n" + self.tiers().describe() + "\n" + self.describe_tables();
       });
+}
+
+}  // namespace
+
+void init_dlrm(py::module_& m) {
+  py::module_ dm = m.def_submodule("dlrm", "TieredDLRM: the reference DLRM on tiered embedding tables.");
+  bind_dlrm_data(dm);
+  py::class_<TieredDLRM> cls(dm, "DLRM", "The reference DLRM with tiered embedding tables (embeddings/dlrm.h).");
+  def_dlrm_steps(cls);
+  def_dlrm_state(cls);
 }
 
 }  // namespace strata::python

@@ -16,6 +16,7 @@
 
 #include "core/error.h"
 #include "core/npz.h"
+#include "tests/cpp/error_text.h"
 
 using namespace strata;
 using namespace strata::npy;
@@ -30,14 +31,7 @@ std::filesystem::path temp_dir() {
   return d;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testing_util::error_of;
 
 std::string slurp(const std::string& path) {
   std::ifstream f(path, std::ios::binary);

@@ -23,6 +23,7 @@
 #include "core/npz.h"
 #include "embeddings/criteo.h"
 #include "embeddings/criteo_dataset.h"
+#include "tests/cpp/error_text.h"
 
 using namespace strata;
 using namespace strata::emb;
@@ -38,14 +39,7 @@ std::filesystem::path temp_dir() {
   return d;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testing_util::error_of;
 
 /// A raw sample: label, 13 dense (as text, "" for missing), 26 categories (hex text).
 struct Line {
