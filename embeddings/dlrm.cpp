@@ -219,6 +219,15 @@ std::unique_ptr<IndexSource> make_mlperf_source(const DLRMConfig& c, CriteoSplit
   return std::make_unique<PrefetchSource>(std::make_unique<CriteoBinarySource>(b));
 }
 
+}  // namespace
+
+bool has_test_split(const DLRMConfig& c) {
+  return c.data_generation == DataGeneration::Click ||
+         (c.data_generation == DataGeneration::Dataset && !is_legacy_binary(c));
+}
+
+namespace {
+
 std::unique_ptr<IndexSource> make_dataset_source(const DLRMConfig& c, CriteoSplit split) {
   if (c.mlperf_bin_loader) return make_mlperf_source(c, split);
   if (is_legacy_binary(c)) {

@@ -150,6 +150,10 @@ struct DLRMTierCounters {
 /// the flag (or the file) when the source cannot be built.
 std::unique_ptr<IndexSource> make_index_source(const DLRMConfig& config, CriteoSplit split = CriteoSplit::Train);
 
+/// Whether the run's data has a test split of its own: click data, and Criteo data but for a
+/// --processed-data-file in the bare 40 x int32 format (then a run is tested every epoch).
+bool has_test_split(const DLRMConfig& config);
+
 /// The data's row counts per table for --data-generation dataset (the processed file's counts,
 /// preprocessing first when it is missing; with --mlperf-bin-loader <raw>_fea_count.npz).
 std::vector<int64_t> dataset_counts(const DLRMConfig& config);

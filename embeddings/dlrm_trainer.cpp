@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/text.h"
 
 namespace strata::emb {
 
@@ -41,12 +42,11 @@ metrics::BinaryMetrics evaluate_source(TieredDLRM& model, IndexSource& source, i
   return acc.compute();
 }
 
-bool has_test_split(const DLRMConfig& c) {
-  return c.data_generation == DataGeneration::Dataset || c.data_generation == DataGeneration::Click;
-}
-
 std::unique_ptr<IndexSource> make_test_index_source(const DLRMConfig& config) {
   if (has_test_split(config)) return make_index_source(config, CriteoSplit::Test);
+  STRATA_CHECK(config.data_generation != DataGeneration::Dataset, "--processed-data-file ",
+               quote_path(config.processed_data_file), ": a 40 x int32 binary has no test split to test on ",
+               "(--test-freq, --inference-only); give the processed .npz");
   DLRMConfig c = config;
   if (c.test_mini_batch_size > 0) c.mini_batch_size = c.test_mini_batch_size;
   return make_index_source(c);

@@ -136,10 +136,9 @@ metrics::BinaryMetrics evaluate_source(TieredDLRM& model, IndexSource& source, i
 
 /// The test split of the run's data: the dataset's or click generator's test split; for the other
 /// generators the training data again (the reference tests random data on its training batches).
+/// Throws strata::Error for Criteo data without a split (a bare 40 x int32 --processed-data-file).
 /// Batches of --test-mini-batch-size (default --mini-batch-size).
 std::unique_ptr<IndexSource> make_test_index_source(const DLRMConfig& config);
 
-/// Whether the run's data has a test split of its own (then it is tested every epoch).
-bool has_test_split(const DLRMConfig& config);
 
 }  // namespace strata::emb

@@ -386,6 +386,39 @@ TEST(DLRMCli, CriteoFilesTrainAndBadRecordsExitOne) {
   std::filesystem::remove_all(dir);
 }
 
+// Note [DLRM training run]: a record that cannot be trained late in a file stops the run naming
+// the batch and the file, after saving the last good state with --save-model; resuming from it
+// starts at the bad batch.
+TEST(DLRMCli, ABadRecordLateInAFileSavesTheLastGoodStateFirst) {
+  const auto dir = temp_dir();
+  std::vector<int32_t> words;
+  for (int i = 0; i < 40; ++i) {
+    words.push_back(i == 29 ? 5 : i % 2);  // record 30's label is 5
+    for (int j = 0; j < 13; ++j) words.push_back(i % 7);
+    for (int k = 0; k < 26; ++k) words.push_back((i * 13 + k) % 1000);
+  }
+  const std::string bin = (dir / "late_bad.bin").string(), ckpt = (dir / "m.ckpt").string();
+  std::ofstream(bin, std::ios::binary).write(reinterpret_cast<const char*>(words.data()),
+                                               static_cast<std::streamsize>(words.size() * 4));
+  std::string rows = "1000";
+  for (int k = 1; k < 26; ++k) rows += "-1000";
+  const std::string args = "--data-generation dataset --processed-data-file " + bin + " --arch-embedding-size " + rows +
+                           " --arch-mlp-bot 13-4-2 --mini-batch-size 4 --threads 2 --save-model " + ckpt;
+  const Result r = run(args);
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_EQ(progress_lines(r.out).size(), 7u) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("Saving model to " + ckpt));
+  EXPECT_THAT(r.out, HasSubstr("strata-dlrm: error: batch 8 of epoch 0: criteo binary '" + bin +
+                               "': record 30, column label: 5 is not a 0/1 label"));
+  const Result again = run(args + " --load-model " + ckpt);
+  EXPECT_EQ(again.status, 1) << again.out;
+  EXPECT_THAT(again.out, HasSubstr("(7 optimizer steps); resuming at epoch 0, batch 7/10"));
+  EXPECT_TRUE(progress_lines(again.out).empty()) << again.out;
+  // Such a file has no test split to test on.
+  EXPECT_THAT(run(args + " --test-freq 2").out, HasSubstr("a 40 x int32 binary has no test split to test on"));
+  std::filesystem::remove_all(dir);
+}
+
 TEST(DLRMCli, HelpListsTheFlags) {
   const Result r = run("--help");
   ASSERT_EQ(r.status, 0);
