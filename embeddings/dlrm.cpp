@@ -536,12 +536,17 @@ void TieredDLRM::place_tables() {
 }
 
 void TieredDLRM::build_dense(Generator& gen) {
-  // The MLPs, registered under the reference's names.
-  dense_ = std::make_shared<nn::Module>("DLRM");
-  std::vector<int64_t> top{config_.interaction_width()};
-  top.insert(top.end(), config_.arch_mlp_top.begin(), config_.arch_mlp_top.end());
-  bot_ = dense_->register_module("bot_l", nn::zoo::reference_mlp(config_.arch_mlp_bot, false, &gen));
-  top_ = dense_->register_module("top_l", nn::zoo::reference_mlp(top, true, &gen));
+  // The model (nn::zoo::DLRM) with its tables external: the MLPs under the reference's names.
+  nn::zoo::DLRMOptions o;
+  o.sparse_feature_size = config_.arch_mlp_bot.back();  // the width of every feature (2d for QR concat)
+  o.embedding_sizes = config_.table_rows();
+  o.bottom_mlp = config_.arch_mlp_bot;
+  o.top_mlp = config_.arch_mlp_top;
+  o.interaction = to_string(config_.arch_interaction_op);
+  o.interaction_itself = config_.arch_interaction_itself;
+  o.external_tables = true;
+  dense_ = std::make_shared<nn::zoo::DLRM>(o, &gen);
+  STRATA_ASSERT(dense_->interaction_width() == config_.interaction_width(), "DLRM: interaction widths differ");
   // Mixed-dimension projections emb_l.<k>.proj (Xavier-uniform, bias-free), after the MLPs so
   // that the MLPs' initial values do not depend on --md-*.
   const std::vector<int64_t> dims = config_.table_dims();
@@ -644,25 +649,24 @@ Tensor TieredDLRM::run_forward(std::span<const float> dense, std::span<const Bag
     pins.add(x_in, AccessMode::Write).acquire();
     std::memcpy(x_in.data_ptr(), dense.data(), dense.size_bytes());
   }
-  Tensor x = bot_->forward(x_in);  // a FusedMLP: activations in the GEMM epilogues
+  Tensor x = dense_->bottom_mlp().forward(x_in);  // a FusedMLP: activations in the GEMM epilogues
   times_.bottom_mlp += seconds_since(t0);
 
   // Note [Embedding stage]: validation, hooks and lookups; then the features per table kind.
   t0 = Clock::now();
   const double hooks0 = stage_->times().hooks;
   const std::vector<Tensor> stored = stage_->forward(bags);
-  std::vector<Tensor> feats{x};
-  for (int64_t k = 0; k < nt; ++k) feats.push_back(embedding_feature(k, stored));
+  std::vector<Tensor> features;
+  for (int64_t k = 0; k < nt; ++k) features.push_back(embedding_feature(k, stored));
   times_.hooks += stage_->times().hooks - hooks0;
   times_.lookup += seconds_since(t0);
 
   t0 = Clock::now();
-  Tensor r = config_.arch_interaction_op == InteractionOp::Dot ? dot_interaction(feats, config_.arch_interaction_itself)
-                                                                : cat(feats, 1);
+  Tensor r = dense_->interact(x, features);
   times_.interaction += seconds_since(t0);
 
   t0 = Clock::now();
-  Tensor z = top_->forward(r);
+  Tensor z = dense_->top_mlp().forward(r);
   if (config_.loss_threshold > 0.0 && config_.loss_threshold < 1.0)
     z = clamp(z, config_.loss_threshold, 1.0 - config_.loss_threshold);
   times_.top_mlp += seconds_since(t0);

@@ -1,8 +1,9 @@
 #pragma once
 /// @file
 /// TieredDLRM: the DLRM of the public reference (dlrm_s_pytorch.py; REFERENCE.md §1) with its
-/// embedding tables in tiered memory (dissertation §5.5–5.6): oneDNN-backed MLPs (nn::Linear
-/// parameters, bias + activation fused into the GEMM), embedding tables built per policy in a fast
+/// embedding tables in tiered memory (dissertation §5.5–5.6): the model is nn::zoo::DLRM with
+/// external tables (its FusedMLPs: bias + activation fused into the GEMM, and its interaction),
+/// the tables are the EmbeddingStage's (embedding_stage.h), built per policy in a fast
 /// (DRAM) and a slow heap, the dot or cat interaction, and the sparse optimizer fused into the
 /// tables' backward (the table gradient is never materialized).
 ///
@@ -71,6 +72,7 @@
 #include "models/container.h"
 #include "models/linear.h"
 #include "models/optim/optimizer.h"
+#include "models/zoo/dlrm.h"
 
 namespace strata::emb {
 
@@ -351,8 +353,7 @@ class TieredDLRM {
   std::vector<std::unique_ptr<Table>> dram_tables_;   // tables placed whole in the fast tier
   std::vector<std::unique_ptr<ManagedTable>> managed_;  // per stored table: its policy, or null (DRAM)
   std::unique_ptr<EmbeddingStage> stage_;
-  std::shared_ptr<nn::Module> dense_;
-  std::shared_ptr<nn::Sequential> bot_, top_;
+  std::shared_ptr<nn::zoo::DLRM> dense_;  // the model, its tables external (the stage's)
   std::vector<std::shared_ptr<nn::Linear>> projections_;  // per logical table: its projection, or null
   std::unique_ptr<optim::Optimizer> dense_opt_;
   std::unique_ptr<Impl> impl_;

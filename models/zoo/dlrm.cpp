@@ -92,6 +92,13 @@ DLRM::DLRM(const DLRMOptions& o, Generator* gen) : Module("DLRM"), options_(o) {
                o.interaction, "\"");
   STRATA_CHECK(o.bottom_mlp.back() == o.sparse_feature_size, "DLRM: the bottom MLP's last width (", o.bottom_mlp.back(),
                ") must equal the sparse feature size (", o.sparse_feature_size, ")");
+  std::vector<int64_t> top{interaction_width()};
+  top.insert(top.end(), o.top_mlp.begin(), o.top_mlp.end());
+  if (o.external_tables) {  // the caller's tables; the MLPs draw from `gen` as they would after emb_l
+    bot_ = register_module("bot_l", reference_mlp(o.bottom_mlp, false, gen));
+    top_ = register_module("top_l", reference_mlp(top, true, gen));
+    return;
+  }
   emb_ = std::make_shared<ModuleList>();
   for (int64_t rows : o.embedding_sizes) {
     auto bag = std::make_shared<EmbeddingBag>(rows, o.sparse_feature_size, "sum", false, gen);
@@ -99,8 +106,6 @@ DLRM::DLRM(const DLRMOptions& o, Generator* gen) : Module("DLRM"), options_(o) {
     bag->register_parameter("weight", uniform({rows, o.sparse_feature_size}, -bound, bound, {}, gen));
     emb_->push_back(bag);
   }
-  std::vector<int64_t> top{interaction_width()};
-  top.insert(top.end(), o.top_mlp.begin(), o.top_mlp.end());
   // The reference's module registration order: emb_l, bot_l, top_l.
   register_module("emb_l", emb_);
   bot_ = register_module("bot_l", reference_mlp(o.bottom_mlp, false, gen));
@@ -122,6 +127,8 @@ Tensor DLRM::interact(const Tensor& x, const std::vector<Tensor>& embedded) cons
 Tensor DLRM::forward(const Tensor& dense, const std::vector<Tensor>& indices, const std::vector<Tensor>& offsets,
                      const std::vector<Tensor>& per_sample_weights) {
   const std::size_t tables = options_.embedding_sizes.size();
+  STRATA_CHECK(!options_.external_tables, "DLRM: this model's tables are external (external_tables); run ",
+               "bottom_mlp(), the lookups, interact() and top_mlp()");
   STRATA_CHECK(dense.dim() == 2 && dense.sizes()[1] == options_.bottom_mlp[0], "DLRM: expected dense features [B, ",
                options_.bottom_mlp[0], "], got ", dense.sizes());
   STRATA_CHECK(indices.size() == tables && offsets.size() == tables, "DLRM: expected indices and offsets for ", tables,

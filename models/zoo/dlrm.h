@@ -26,10 +26,14 @@ struct DLRMOptions {
   std::string interaction = "dot";
   /// Keep the diagonal of the dot interaction (--arch-interaction-itself).
   bool interaction_itself = false;
+  /// The tables live outside the module (emb::TieredDLRM's tiered embedding stage): no emb_l is
+  /// built, and the model runs as bottom_mlp(), the caller's lookups, interact(), top_mlp().
+  bool external_tables = false;
 };
 
 /// bot_l (Linear + ReLU after every layer) → embedding bags emb_l (mode sum) → interaction →
-/// top_l (Linear + ReLU, Sigmoid after the last). state_dict keys are the reference's:
+/// top_l (Linear + ReLU, Sigmoid after the last). The one DLRM model: emb::TieredDLRM runs it with
+/// `external_tables` and its tiered tables in place of emb_l. state_dict keys are the reference's:
 /// "emb_l.0.weight", "bot_l.0.weight", "top_l.2.bias". Initialized like the reference: Linear
 /// weights N(0, sqrt(2 / (in + out))), biases N(0, sqrt(1 / out)), tables U(±sqrt(1 / rows)).
 class DLRM : public Module {
@@ -46,6 +50,9 @@ class DLRM : public Module {
   /// Width of the top MLP's input: d + F(F−1)/2 (dot; F(F+1)/2 with itself) or F·d (cat), F = tables + 1.
   int64_t interaction_width() const;
   const DLRMOptions& options() const { return options_; }
+  /// bot_l and top_l (FusedMLPs; top_l ends in the Sigmoid).
+  Sequential& bottom_mlp() { return *bot_; }
+  Sequential& top_mlp() { return *top_; }
 
  private:
   DLRMOptions options_;

@@ -13,6 +13,7 @@
 #include "models/zoo/densenet.h"
 #include "models/zoo/dlrm.h"
 #include "models/zoo/mlp.h"
+#include "tests/cpp/error_text.h"
 #include "models/zoo/resnet.h"
 #include "models/zoo/vgg.h"
 #include "ops/binary.h"
@@ -185,6 +186,24 @@ TEST(ZooDLRM, ReferenceNamesShapesAndCounts) {
   // Tables start U(±sqrt(1/rows)).
   const Tensor w = m.state_dict()[0].second;
   EXPECT_LE(amax(w.view({-1}), {0}).item<double>(), std::sqrt(1.0 / 4) + 1e-7);
+}
+
+// With external tables (emb::TieredDLRM's) the model has only its MLPs, and the table-taking
+// forward is refused; the parts run one by one.
+TEST(ZooDLRM, ExternalTablesBuildOnlyTheMLPs) {
+  DLRMOptions o;
+  o.external_tables = true;
+  Generator gen(5);
+  DLRM ext(o, &gen);
+  EXPECT_EQ(keys(ext), (std::vector<std::string>{"bot_l.0.weight", "bot_l.0.bias", "bot_l.2.weight", "bot_l.2.bias",
+                                                 "top_l.0.weight", "top_l.0.bias", "top_l.2.weight", "top_l.2.bias",
+                                                 "top_l.4.weight", "top_l.4.bias"}));
+  EXPECT_EQ(ext.interaction_width(), 2 + 6);
+  EXPECT_EQ(ext.bottom_mlp().state_dict().size(), 4u);
+  EXPECT_EQ(ext.top_mlp().state_dict().size(), 6u);
+  EXPECT_ERROR_HAS(ext.forward(ones({2, 4}), {}, {}), "this model's tables are external");
+  const Tensor x = ext.bottom_mlp().forward(ones({2, 4}));
+  EXPECT_EQ(ext.top_mlp().forward(ext.interact(x, {x, x, x})).sizes(), (std::vector<int64_t>{2, 1}));
 }
 
 TEST(ZooDLRM, ForwardIsTheReferenceWiringOfPlainOps) {
