@@ -95,7 +95,12 @@ TEST(DlrmCheckpointFaults, KilledSavesKeepThePreviousCheckpointAndTheNextSaveRem
   int killed_mid_save = 0;
   for (int round = 0; round < 4; ++round) {
     const int pid = start_child("dlrm-save-forever", with_args({path, "2"}));
-    std::this_thread::sleep_for(std::chrono::milliseconds(400 + rng() % 400));
+    // Kill once a save is under way (its temporary exists), a random moment into it: the child's
+    // start-up takes seconds under the sanitizers, so a fixed delay would often kill it before.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (temporaries(dir, "model.ckpt").empty() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 40));
     kill(pid, SIGKILL);
     const ChildResult r = wait_child(pid);
     ASSERT_FALSE(r.exited) << r.describe();  // it was still saving
