@@ -18,6 +18,7 @@
 #include "embeddings/dlrm.h"
 #include "tests/cpp/bitwise.h"
 #include "tests/cpp/error_text.h"
+#include "tests/cpp/sanitizers.h"
 
 using namespace strata;
 using namespace strata::emb;
@@ -357,14 +358,16 @@ TEST_F(DLRMResume, TablesLargerThanTheFastBudgetStreamThroughOneChunk) {
   a.save(path, {}, kChunk);  // once, so the file's pages and the writer's code are warm
   ASSERT_TRUE(reset_peak_rss());
   const std::size_t save_growth = peak_growth([&] { a.save(path, {}, kChunk); });
-  EXPECT_LT(save_growth, table_bytes / 4) << "saving " << 2 * table_bytes << " bytes of rows";
+  // Under a sanitizer every page read gets shadow pages too: the bound holds only without one.
+  const bool rss_meaningful = !testing_util::sanitized_build();
+  if (rss_meaningful) EXPECT_LT(save_growth, table_bytes / 4) << "saving " << 2 * table_bytes << " bytes of rows";
 
   TieredDLRM b(config({"--arch-embedding-size", "65536-65536", "--arch-sparse-feature-size", "64", "--arch-mlp-bot",
                        "5-64", "--optimizer", "rwsadagrad", "--fast-budget", "2M", "--numpy-rand-seed", "8"}));
   ASSERT_TRUE(reset_peak_rss());
   const std::size_t load_growth = peak_growth([&] { b.load(path, kChunk); });
   std::printf("peak RSS growth: save %zu KiB, load %zu KiB\n", save_growth >> 10, load_growth >> 10);
-  EXPECT_LT(load_growth, table_bytes / 4) << "loading " << 2 * table_bytes << " bytes of rows";
+  if (rss_meaningful) EXPECT_LT(load_growth, table_bytes / 4) << "loading " << 2 * table_bytes << " bytes of rows";
   EXPECT_TRUE(snapshot(a) == snapshot(b));
   // The file is an ordinary checkpoint: load_checkpoint reads it whole.
   const Checkpoint ck = load_checkpoint(path);

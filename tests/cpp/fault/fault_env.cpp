@@ -48,20 +48,6 @@ std::string read_file(const std::string& path) {
 
 }  // namespace
 
-bool sanitized_build() {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  return true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-  return true;
-#else
-  return false;
-#endif
-#else
-  return false;
-#endif
-}
-
 Tmpfs::Tmpfs(std::size_t bytes) {
   std::string tmpl = (std::filesystem::temp_directory_path() / "strata-fault-XXXXXX").string();
   STRATA_CHECK(mkdtemp(tmpl.data()) != nullptr, "Tmpfs: mkdtemp failed: ", std::strerror(errno));

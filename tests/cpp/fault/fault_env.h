@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/cpp/sanitizers.h"
+
 namespace strata::fault {
 
 /// Writes the file `dir`/`name` until at most `leave` bytes are free in its file system (or it is full).
@@ -47,7 +49,7 @@ class Tmpfs {
 
 /// True in a build under AddressSanitizer or ThreadSanitizer (their shadow memory needs terabytes
 /// of address space, so address-space limits cannot be tested there).
-bool sanitized_build();
+using testing_util::sanitized_build;
 
 /// How a child ended.
 struct ChildResult {
