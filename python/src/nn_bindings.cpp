@@ -376,11 +376,10 @@ py::object state_dict_object(const StateDict& sd, const std::string& prefix, py:
   return destination;
 }
 
-void bind_module(py::module_& nnm) {
-  py::class_<Module, PyModuleT<Module>, py::smart_holder> cls(
-      nnm, "Module", py::dynamic_attr(),
-      "Base class of every layer and model (torch.nn.Module): subclass it, call super().__init__(), "
-      "assign Parameters and Modules as attributes and define forward().");
+using ModuleClass = py::class_<Module, PyModuleT<Module>, py::smart_holder>;
+
+// Construction, forward and attributes: parameters, buffers and children registered by assignment.
+void def_module_attributes(ModuleClass& cls) {
   cls.def(STRATA_MODULE_INIT(Module, (), ()))
       .def(
           "forward",
@@ -444,8 +443,12 @@ void bind_module(py::module_& nnm) {
           [](py::object self, const std::string& name, py::object module) {
             self.attr("add_module")(name, module);
           },
-          py::arg("name"), py::arg("module"))
-      .def(
+          py::arg("name"), py::arg("module"));
+}
+
+// The traversals, in PyTorch's order and names.
+void def_module_traversals(ModuleClass& cls) {
+  cls.def(
           "parameters",
           [](py::handle self_m, bool recurse) { return tensors_iter(init_module(self_m).parameters(recurse), true); },
           py::arg("recurse") = true)
@@ -498,8 +501,12 @@ void bind_module(py::module_& nnm) {
               out.append(py::make_tuple(n, out.empty() ? self : module_object(c)));
             return py::iter(out);
           },
-          py::arg("prefix") = "")
-      .def(
+          py::arg("prefix") = "");
+}
+
+// Mode, gradients, state dicts, apply and the repr.
+void def_module_state(ModuleClass& cls) {
+  cls.def(
           "train",
           [](py::object self, bool mode) {
             init_module(self).train(mode);
@@ -599,6 +606,16 @@ void bind_module(py::module_& nnm) {
              return init_module(self).to_string();
            })
       .def_property_readonly("_type_name", [](py::handle self_m) { return init_module(self_m).type_name(); });
+}
+
+void bind_module(py::module_& nnm) {
+  ModuleClass cls(
+      nnm, "Module", py::dynamic_attr(),
+      "Base class of every layer and model (torch.nn.Module): subclass it, call super().__init__(), "
+      "assign Parameters and Modules as attributes and define forward().");
+  def_module_attributes(cls);
+  def_module_traversals(cls);
+  def_module_state(cls);
 }
 
 // ---- containers ---------------------------------------------------------------------------------
