@@ -81,7 +81,9 @@ class CriteoTsvSource final : public IndexSource {
   std::vector<int64_t> sparse_;
 };
 
-/// The MLPerf binary reader.
+/// The MLPerf binary reader. It streams: each batch is one read of its records (as the
+/// reference's CriteoBinDataset reads), so the file is never loaded whole, and — unlike a mapping,
+/// which faults with SIGBUS — a file truncated under the reader ends in an error naming the record.
 class CriteoBinarySource final : public IndexSource {
  public:
   /// Throws strata::Error naming the file when it cannot be opened, when its size is not a whole

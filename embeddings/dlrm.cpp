@@ -97,6 +97,7 @@ memory::SlowTierModel resolve_model(const SlowTierModelSpec& spec) {
     case SlowTierModelSpec::Mode::Off: return memory::SlowTierModel::off();
     case SlowTierModelSpec::Mode::Custom:
       return memory::SlowTierModel::custom(spec.read_gbps, spec.write_gbps, spec.latency_ns);
+    case SlowTierModelSpec::Mode::Auto:  // the process's; callers do not resolve it
     case SlowTierModelSpec::Mode::Default: break;
   }
   double dram = memory::positive_env("STRATA_DRAM_GBPS");
@@ -119,18 +120,58 @@ constexpr std::size_t kHeapSlackPerTable = std::size_t{1} << 12;  // a few 64-by
 
 // ---- data ---------------------------------------------------------------------------------------------
 
+std::size_t dense_working_set_bytes(const DLRMConfig& c) {
+  const std::vector<int64_t>& bot = c.arch_mlp_bot;
+  std::vector<int64_t> top = {c.interaction_width()};
+  top.insert(top.end(), c.arch_mlp_top.begin(), c.arch_mlp_top.end());
+  const std::vector<int64_t> dims = c.table_dims();
+  const int64_t d = bot.back();
+  // Parameters (the projections of mixed-dimension tables included), their gradients and the
+  // dense optimizer's state (Adagrad's sums; SGD has none).
+  int64_t params = 0, widths = 0, widest = 0;
+  for (const std::vector<int64_t>* mlp : std::initializer_list<const std::vector<int64_t>*>{&bot, &top})
+    for (std::size_t i = 0; i + 1 < mlp->size(); ++i) {
+      params += (*mlp)[i] * (*mlp)[i + 1] + (*mlp)[i + 1];
+      widths += (*mlp)[i + 1];
+      widest = std::max({widest, (*mlp)[i], (*mlp)[i + 1]});
+    }
+  for (const int64_t dk : dims)
+    if (dk != d) params += dk * d;
+  const int64_t copies = c.optimizer == OptimizerKind::SGD ? 2 : 3;
+  // Per sample: the features, pooled embeddings and interaction, every layer's output and
+  // pre-activation, twice over for a step (forward values and backward gradients); a test pass
+  // holds the features, embeddings and interaction and one layer's input and output at a time.
+  const int64_t features = bot.front() + static_cast<int64_t>(dims.size()) * d + top.front();
+  const int64_t train = 2 * (features + 2 * widths) * c.mini_batch_size;
+  const int64_t test_batch = c.test_mini_batch_size > 0 ? c.test_mini_batch_size : c.mini_batch_size;
+  const int64_t test = (features + 3 * widest) * test_batch;
+  constexpr std::size_t kSmallTensors = std::size_t{4} << 20;
+  return static_cast<std::size_t>(copies * params + std::max(train, test)) * sizeof(float) + kSmallTensors;
+}
+
 void configure_process_memory(const DLRMConfig& c) {
   if (memory::tiered_memory_created()) return;
   memory::TieredConfig t = memory::TieredConfig::from_env();
-  if (std::getenv("STRATA_SLOW_DIR") == nullptr) {
+  const bool fast_from_env = std::getenv("STRATA_FAST_BYTES") != nullptr;
+  if (fast_from_env) {
+    STRATA_CHECK(t.fast_bytes >= c.fast_budget, "STRATA_FAST_BYTES: the process's fast tier of ",
+                 format_bytes(static_cast<double>(t.fast_bytes)), " cannot hold --fast-budget ",
+                 format_bytes(static_cast<double>(c.fast_budget)), " of embedding rows; raise it or unset it "
+                 "(strata-dlrm then sizes the fast tier from --fast-budget)");
+  } else {
+    t.fast_bytes = c.fast_budget + dense_working_set_bytes(c);
+    t.fast_initial = 0;  // an explicit budget is mapped at once
+  }
+  if (!c.slow_dir.empty()) {
     t.slow_dir = c.slow_dir;
     if (std::getenv("STRATA_SLOW_BYTES") == nullptr) t.slow_bytes = memory::TieredConfig::default_slow_bytes(t.slow_dir);
   }
   try {
     memory::configure_tiered_memory(t);
   } catch (const Error& e) {
-    STRATA_CHECK(false, std::getenv("STRATA_SLOW_DIR") == nullptr ? "--slow-dir" : "STRATA_SLOW_DIR",
-                 ": cannot create the tiered memory of the dense layers' tensors: ", e.what());
+    STRATA_CHECK(false, fast_from_env ? "STRATA_FAST_BYTES / " : "--fast-budget / ",
+                 c.slow_dir.empty() ? "STRATA_SLOW_DIR" : "--slow-dir", ": cannot create the process's tiered memory: ",
+                 e.what());
   }
 }
 
@@ -346,53 +387,6 @@ std::unique_ptr<IndexSource> make_index_source(const DLRMConfig& c, CriteoSplit 
   return nullptr;
 }
 
-// ---- EmbeddingTiers ---------------------------------------------------------------------------------
-
-EmbeddingTiers::EmbeddingTiers(std::size_t fast_budget, std::size_t slow_bytes, const std::string& slow_dir,
-                               const SlowTierModelSpec& model) {
-  try {
-    fast_ = std::make_unique<memory::DramHeap>(fast_budget);
-  } catch (const Error& e) {
-    STRATA_CHECK(false, "--fast-budget: cannot reserve ", format_bytes(static_cast<double>(fast_budget)),
-                 " of DRAM for the embeddings: ", e.what());
-  }
-  if (slow_bytes > 0) {
-    const std::size_t avail = free_bytes(slow_dir);
-    STRATA_CHECK(avail == 0 || slow_bytes <= avail, "--slow-dir: the embedding tables need ",
-                 format_bytes(static_cast<double>(slow_bytes)), " in the slow tier but '", slow_dir, "' has ",
-                 format_bytes(static_cast<double>(avail)), " free; free space there, choose another --slow-dir, or "
-                 "scale the tables down (--scale-rows) to at most ",
-                 std::floor(1000.0 * static_cast<double>(avail) / static_cast<double>(slow_bytes)) / 10.0,
-                 "% of their size");
-    try {
-      slow_ = std::make_unique<memory::PmHeap>(memory::PmHeapOptions{.capacity = slow_bytes, .dir = slow_dir});
-    } catch (const Error& e) {
-      STRATA_CHECK(false, "--slow-dir: cannot create the slow tier (", format_bytes(static_cast<double>(slow_bytes)),
-                   " in ", slow_dir, "): ", e.what());
-    }
-  }
-  throttle_ = std::make_unique<memory::SlowTierThrottle>(
-      slow_ != nullptr && !slow_->is_real_device() ? resolve_model(model) : memory::SlowTierModel::off());
-}
-
-EmbeddingTiers::~EmbeddingTiers() = default;
-
-bool EmbeddingTiers::slow_is_real_device() const { return slow_ != nullptr && slow_->is_real_device(); }
-
-std::string EmbeddingTiers::describe() const {
-  std::ostringstream os;
-  os << "fast tier: " << format_bytes(static_cast<double>(fast_->capacity())) << " DRAM; slow tier: ";
-  if (slow_ == nullptr) {
-    os << "none";
-  } else {
-    os << format_bytes(static_cast<double>(slow_->capacity())) << " " << slow_->name() << ", "
-       << (slow_->is_real_device() ? "real device" : "DRAM-backed, ") ;
-    if (!slow_->is_real_device())
-      os << (throttle_->enabled() ? throttle_->model().describe() : std::string("model off (not slowed)"));
-  }
-  return os.str();
-}
-
 // ---- TieredDLRM ---------------------------------------------------------------------------------------
 
 struct TieredDLRM::Impl {
@@ -449,59 +443,118 @@ TieredDLRM::TieredDLRM(const DLRMConfig& config) : config_(config), impl_(std::m
   std::vector<ManagedTable*> policies;
   for (auto& m : managed_) policies.push_back(m.get());
   stage_ = std::make_unique<EmbeddingStage>(stage_features(config_), tables_, policies, sparse_optimizer(config_));
-  tiers_->throttle().reset_counters();
+  if (uses_slow_) memory_->throttle().reset_counters();
 }
 
-bool TieredDLRM::plan_placement(const std::vector<DLRMConfig::StoredTable>& stored, EmbeddingPolicy policy,
-                                std::size_t& table_bytes) {
-  table_bytes = 0;
+TieredDLRM::Placement TieredDLRM::plan_placement(const std::vector<DLRMConfig::StoredTable>& stored,
+                                                EmbeddingPolicy policy) {
+  Placement plan;
   std::size_t fixed_fast = 0, cached_row_bytes = 0;
   for (const auto& t : stored) {
     const std::size_t row_bytes = static_cast<std::size_t>(t.dim) * elem_size(config_.emb_dtype);
     const std::size_t stride = (row_bytes + 7) / 8 * 8;
     const auto r = static_cast<std::size_t>(t.rows);
-    table_bytes += r * row_bytes + kHeapSlackPerTable;
+    plan.table_bytes += r * row_bytes + kHeapSlackPerTable;
     fixed_fast += r * (8 + (policy == EmbeddingPolicy::Auto ? 2 : 0)) + kHeapSlackPerTable;
     cached_row_bytes += r * (stride + 8);
   }
-  const bool all_dram = policy == EmbeddingPolicy::Auto && table_bytes <= config_.fast_budget;
+  plan.all_dram = policy == EmbeddingPolicy::Auto && plan.table_bytes <= config_.fast_budget;
+  if (plan.all_dram) {
+    plan.fast_bytes = plan.table_bytes;
+    return plan;
+  }
+  if (policy == EmbeddingPolicy::Simple) return plan;
   const double budget = 0.98 * static_cast<double>(config_.fast_budget);
   const double page_headroom = 1.0 + 1.0 / static_cast<double>(PolicyOptions{}.pages);
-  if (!all_dram && policy != EmbeddingPolicy::Simple) {
-    const double room = budget - static_cast<double>(fixed_fast);
-    const double fits = room / (static_cast<double>(cached_row_bytes) * page_headroom);
-    STRATA_CHECK(room > 0, "--fast-budget: ", format_bytes(static_cast<double>(config_.fast_budget)),
-                 " cannot hold the cached tables' pointer tables", policy == EmbeddingPolicy::Auto ? " and counters" : "",
-                 " (", format_bytes(static_cast<double>(fixed_fast)), " for ", stored.size(),
-                 " tables); raise it or use --emb-policy simple");
-    if (config_.cache_fraction > 0) {
-      STRATA_CHECK(config_.cache_fraction <= fits, "--cache-fraction ", config_.cache_fraction,
-                   ": the caches would need ",
-                   format_bytes(static_cast<double>(fixed_fast) +
-                                config_.cache_fraction * static_cast<double>(cached_row_bytes) * page_headroom),
-                   " of fast memory but --fast-budget is ", format_bytes(static_cast<double>(config_.fast_budget)),
-                   " (at most --cache-fraction ", std::floor(1000.0 * fits) / 1000.0, " fits)");
-      cache_fraction_ = config_.cache_fraction;
-    } else {
-      cache_fraction_ = std::min(1.0, fits);
-    }
+  const double room = budget - static_cast<double>(fixed_fast);
+  const double fits = room / (static_cast<double>(cached_row_bytes) * page_headroom);
+  STRATA_CHECK(room > 0, "--fast-budget: ", format_bytes(static_cast<double>(config_.fast_budget)),
+               " cannot hold the cached tables' pointer tables", policy == EmbeddingPolicy::Auto ? " and counters" : "",
+               " (", format_bytes(static_cast<double>(fixed_fast)), " for ", stored.size(),
+               " tables); raise it or use --emb-policy simple");
+  if (config_.cache_fraction > 0) {
+    STRATA_CHECK(config_.cache_fraction <= fits, "--cache-fraction ", config_.cache_fraction,
+                 ": the caches would need ",
+                 format_bytes(static_cast<double>(fixed_fast) +
+                              config_.cache_fraction * static_cast<double>(cached_row_bytes) * page_headroom),
+                 " of fast memory but --fast-budget is ", format_bytes(static_cast<double>(config_.fast_budget)),
+                 " (at most --cache-fraction ", std::floor(1000.0 * fits) / 1000.0, " fits)");
+    cache_fraction_ = config_.cache_fraction;
+  } else {
+    cache_fraction_ = std::min(1.0, fits);
   }
-  return all_dram;
+  plan.fast_bytes = fixed_fast + static_cast<std::size_t>(cache_fraction_ * static_cast<double>(cached_row_bytes) *
+                                                          page_headroom);
+  return plan;
+}
+
+void TieredDLRM::attach_memory(const Placement& plan) {
+  memory_ = &memory::tiered_memory();
+  uses_slow_ = !plan.all_dram;
+  memory::Heap& fast = memory_->fast_heap();
+  const std::size_t fast_room = fast.capacity() - std::min(fast.capacity(), fast.used());
+  STRATA_CHECK(plan.fast_bytes <= fast_room, "--fast-budget: the tables need ",
+               format_bytes(static_cast<double>(plan.fast_bytes)), " of fast memory but the process's fast tier has ",
+               format_bytes(static_cast<double>(fast_room)), " free (", format_bytes(static_cast<double>(fast.used())),
+               " of ", format_bytes(static_cast<double>(fast.capacity())), " in use); lower the budget, or give the "
+               "process a larger fast tier (STRATA_FAST_BYTES, strata.memory.configure) before its first tensor");
+  STRATA_CHECK(fast.reserve(plan.fast_bytes), "--fast-budget: cannot map ", format_bytes(static_cast<double>(plan.fast_bytes)),
+               " of fast memory for the tables: ", fast.no_room_message(plan.fast_bytes));
+  if (config_.slow_tier_model.mode != SlowTierModelSpec::Mode::Auto)
+    memory_->set_slow_tier_model(resolve_model(config_.slow_tier_model));
+  if (!uses_slow_) return;
+  const std::string& dir = memory_->config().slow_dir;
+  std::error_code ec;
+  STRATA_CHECK(config_.slow_dir.empty() || std::filesystem::equivalent(config_.slow_dir, dir, ec),
+               "--slow-dir ", quote_path(config_.slow_dir), ": this process's slow tier is already in ", quote_path(dir),
+               " (one process has one slow tier); leave the slow directory unset, or name it (STRATA_SLOW_DIR, "
+               "strata.memory.configure(slow_dir=...)) before the process's first tensor");
+  memory::Heap& slow = memory_->slow_heap();
+  const std::size_t limit_room = slow.capacity() - std::min(slow.capacity(), slow.used());
+  const std::size_t disk_room = slow.mapped() - std::min(slow.mapped(), slow.used()) + free_bytes(dir);
+  const std::size_t avail = std::min(limit_room, disk_room);
+  STRATA_CHECK(plan.table_bytes <= avail, "--slow-dir: the embedding tables need ",
+               format_bytes(static_cast<double>(plan.table_bytes)), " in the slow tier but ", quote_path(dir), " has ",
+               format_bytes(static_cast<double>(avail)), " free", avail == limit_room ? " within the slow tier's limit" : "",
+               "; free space there, choose another --slow-dir, or scale the tables down (--scale-rows) to at most ",
+               std::floor(1000.0 * static_cast<double>(avail) / static_cast<double>(plan.table_bytes)) / 10.0,
+               "% of their size");
+  // The tables' rows in one piece of the slow tier (a growing heap would double past them).
+  STRATA_CHECK(slow.reserve(plan.table_bytes), "--slow-dir: cannot reserve ",
+               format_bytes(static_cast<double>(plan.table_bytes)), " for the embedding tables in ", quote_path(dir),
+               ": ", slow.no_room_message(plan.table_bytes));
+}
+
+std::string TieredDLRM::describe_memory() const {
+  memory::Heap& fast = memory_->fast_heap();
+  std::ostringstream os;
+  os << "fast tier: " << format_bytes(static_cast<double>(fast.capacity())) << " DRAM (embedding rows: "
+     << format_bytes(static_cast<double>(config_.fast_budget)) << " budget); slow tier: ";
+  if (!uses_slow_) {
+    os << "none";
+    return os.str();
+  }
+  const memory::SlowTierThrottle& throttle = memory_->throttle();
+  os << memory_->slow_heap().name() << " (limit " << format_bytes(static_cast<double>(memory_->slow_heap().capacity()))
+     << "), ";
+  if (throttle.enabled()) os << (memory_->slow_is_real_device() ? "real device, " : "DRAM-backed, ") << throttle.model().describe();
+  else os << (memory_->slow_is_real_device() ? "real device" : "DRAM-backed, model off (not slowed)");
+  return os.str();
 }
 
 void TieredDLRM::place_tables() {
   const std::vector<DLRMConfig::StoredTable> stored = config_.stored_tables();
   const std::vector<int64_t> rows = config_.table_rows();
-  // Placement (Note [DLRM table placement]).
+  // Placement (Note [DLRM table placement]) in the process's memory (Note [One tiered memory per
+  // process]).
   const EmbeddingPolicy policy = parse_embedding_policy(config_.emb_policy);
-  std::size_t table_bytes = 0;
-  const bool all_dram = plan_placement(stored, policy, table_bytes);
-  tiers_ = std::make_unique<EmbeddingTiers>(config_.fast_budget, all_dram ? 0 : table_bytes, config_.slow_dir,
-                                            config_.slow_tier_model);
+  const Placement plan = plan_placement(stored, policy);
+  attach_memory(plan);
+  const bool all_dram = plan.all_dram;
 
   Generator gen(static_cast<uint64_t>(config_.numpy_rand_seed));
-  const TableMemory fast{&tiers_->fast(), nullptr};
-  const TableMemory slow{tiers_->slow(), &tiers_->throttle()};
+  const TableMemory fast{&memory_->fast_heap(), nullptr};
+  const TableMemory slow{&memory_->slow_heap(), uses_slow_ ? &memory_->throttle() : nullptr};
   for (std::size_t p = 0; p < stored.size(); ++p) {
     const DLRMConfig::StoredTable& st = stored[p];
     Table* t = nullptr;
@@ -935,7 +988,7 @@ DLRMTierCounters TieredDLRM::counters() const {
     }
   }
   if (cached) c.cache_hit_rate = lookups == 0 ? 0.0 : static_cast<double>(hits) / static_cast<double>(lookups);
-  c.throttle = tiers_->throttle().counters();
+  if (uses_slow_) c.throttle = memory_->throttle().counters();
   return c;
 }
 
@@ -945,7 +998,7 @@ void TieredDLRM::reset_stats() {
   for (Table* t : tables_) t->reset_counters();
   for (auto& m : managed_)
     if (m) m->reset_stats();
-  tiers_->throttle().reset_counters();
+  if (uses_slow_) memory_->throttle().reset_counters();
 }
 
 std::string TieredDLRM::describe_tables() const {

@@ -68,6 +68,7 @@
 #include "embeddings/table.h"
 #include "memory/heap.h"
 #include "memory/slow_tier_model.h"
+#include "memory/tiered_memory.h"
 #include "models/checkpoint.h"
 #include "models/container.h"
 #include "models/linear.h"
@@ -76,34 +77,25 @@
 
 namespace strata::emb {
 
-/// The memory the embedding rows live in: a fast heap whose capacity is the fast budget, a
-/// file-backed slow heap (when some rows need it), and the slow-tier throttle that makes a
-/// DRAM-backed slow heap behave like the modeled device (Note [Slow-tier model]).
-class EmbeddingTiers {
- public:
-  /// `slow_bytes` = 0: no slow heap. Throws strata::Error naming --fast-budget / --slow-dir when a
-  /// heap cannot be created, and naming --scale-rows when the slow tier cannot hold the tables.
-  EmbeddingTiers(std::size_t fast_budget, std::size_t slow_bytes, const std::string& slow_dir,
-                 const SlowTierModelSpec& model);
-  ~EmbeddingTiers();
-  EmbeddingTiers(const EmbeddingTiers&) = delete;
-  EmbeddingTiers& operator=(const EmbeddingTiers&) = delete;
-
-  memory::DramHeap& fast() { return *fast_; }
-  /// Null when there is no slow heap.
-  memory::PmHeap* slow() { return slow_.get(); }
-  memory::SlowTierThrottle& throttle() { return *throttle_; }
-  const memory::SlowTierThrottle& throttle() const { return *throttle_; }
-  /// True when the slow heap is a real device (then no model is applied).
-  bool slow_is_real_device() const;
-  /// "slow tier: none", "slow tier: real device (...)" or "slow tier: modeled (read X GB/s, ...)".
-  std::string describe() const;
-
- private:
-  std::unique_ptr<memory::DramHeap> fast_;
-  std::unique_ptr<memory::PmHeap> slow_;
-  std::unique_ptr<memory::SlowTierThrottle> throttle_;
-};
+/// Note [One tiered memory per process]
+/// The tables live in the process's TieredMemory (memory/tiered_memory.h), beside the MLPs'
+/// tensors: their rows, pointer tables, counters and cache pages are unmanaged regions of its fast
+/// and slow heaps (Note [Unmanaged regions]), and every slow-tier row access is charged to its one
+/// throttle. So a process has one fast tier, one slow tier, one model of the slow device and one
+/// set of counters (strata.memory.stats() shows the tables too).
+/// - --fast-budget is the fast memory of the embedding rows (tables and caches), as before; the
+///   dense layers' tensors take theirs from the same fast tier. strata-dlrm, which owns its
+///   process, creates the tiered memory (configure_process_memory) with a fast tier of the budget
+///   plus the dense layers' working set (dense_working_set_bytes), unless STRATA_FAST_BYTES sets
+///   it (it must then hold the budget). A model built in a process whose tiered memory exists
+///   (Python, tests, a second model) takes its budget from that fast tier and is refused when the
+///   tier lacks the room.
+/// - --slow-dir (default: STRATA_SLOW_DIR, else /tmp) is where the process's slow tier lives; a
+///   model naming another directory than the existing tier's is refused (one process, one slow
+///   tier), as is a slow tier too small or on too full a filesystem for the tables.
+/// - --slow-tier-model (default auto: the process's, STRATA_SLOW_MODEL) set to off, default or
+///   R,W,L sets the process's model (TieredMemory::set_slow_tier_model): the device is one, so is
+///   its model, for tables and tensors alike.
 
 /// Note [DLRM table placement]
 /// - auto (Strata's default): when every table fits the fast budget, all are plain tables in DRAM
@@ -166,10 +158,17 @@ std::vector<int64_t> dataset_counts(const DLRMConfig& config);
 /// strata.dlrm.DLRM build the model from it.
 DLRMConfig with_dataset_rows(const DLRMConfig& config);
 
-/// Creates the process-wide tiered memory (where the MLPs' tensors live) in --slow-dir, unless
-/// STRATA_SLOW_DIR names another directory, the other settings from the STRATA_* variables; both
-/// heaps grow on demand (Note [Heaps grow on demand]). Does nothing when it exists already.
-/// strata-dlrm calls it before the first tensor.
+/// Bytes of fast memory the dense layers need beside the tables (Note [One tiered memory per
+/// process]): parameters, gradients and dense optimizer state, plus the larger of a training
+/// step's activations and gradients at --mini-batch-size and a test pass's live activations at
+/// --test-mini-batch-size, and 4 MiB for small tensors and alignment.
+std::size_t dense_working_set_bytes(const DLRMConfig& config);
+
+/// Creates the process-wide tiered memory for a run of `config` (Note [One tiered memory per
+/// process]): a fast tier of --fast-budget plus dense_working_set_bytes (STRATA_FAST_BYTES, when
+/// set, instead), the slow tier in --slow-dir (else STRATA_SLOW_DIR, else /tmp), the other
+/// settings from the STRATA_* variables; the slow heap grows on demand (Note [Heaps grow on
+/// demand]). Does nothing when it exists already. strata-dlrm calls it before the first tensor.
 void configure_process_memory(const DLRMConfig& config);
 
 /// Checks, before any training, the paths the run will write at its end or along the way, so a
@@ -276,7 +275,12 @@ class TieredDLRM {
   /// d (--arch-sparse-feature-size).
   int64_t feature_size() const { return config_.arch_sparse_feature_size; }
   const DLRMConfig& config() const { return config_; }
-  EmbeddingTiers& tiers() { return *tiers_; }
+  /// The process's tiered memory the tables live in (Note [One tiered memory per process]).
+  memory::TieredMemory& memory() { return *memory_; }
+  /// True when the tables keep rows in the slow tier (false: all in the fast tier).
+  bool uses_slow_tier() const { return uses_slow_; }
+  /// "fast tier: ... (tables and caches ...); slow tier: ..." — what the run's memory is.
+  std::string describe_memory() const;
 
   /// The dense parameters under the reference's names: "bot_l.0.weight", "top_l.2.bias", ...,
   /// and the mixed-dimension projections "emb_l.3.proj.weight".
@@ -332,10 +336,16 @@ class TieredDLRM {
   LoadPlan plan_load(const std::string& path) const;
   void save_tables(CheckpointWriter& w, std::size_t chunk_bytes);
   void load_tables(const LoadPlan& plan, std::size_t chunk_bytes);
-  /// Note [DLRM table placement]: whether every table stays in DRAM; sets cache_fraction_ and the
-  /// tables' bytes.
-  bool plan_placement(const std::vector<DLRMConfig::StoredTable>& stored, EmbeddingPolicy policy,
-                      std::size_t& table_bytes);
+  struct Placement {
+    bool all_dram = false;        // every table whole in the fast tier
+    std::size_t table_bytes = 0;  // the rows (with slack), wherever they go
+    std::size_t fast_bytes = 0;   // what the tables take from the fast tier
+  };
+  /// Note [DLRM table placement]; sets cache_fraction_.
+  Placement plan_placement(const std::vector<DLRMConfig::StoredTable>& stored, EmbeddingPolicy policy);
+  /// Takes the process's tiered memory, checks it has room for `plan` (and the slow directory and
+  /// model it names), and sets the model (Note [One tiered memory per process]).
+  void attach_memory(const Placement& plan);
   void place_tables();
   /// The dense part of `state`; `pooling[k]` points at its v_W_l.<k> (checked: every learned
   /// table's, f32 [rows]; nothing else named v_W_l).
@@ -348,7 +358,8 @@ class TieredDLRM {
   void check_finite(float loss, std::span<const float> dense, std::span<const float> targets) const;
 
   DLRMConfig config_;
-  std::unique_ptr<EmbeddingTiers> tiers_;
+  memory::TieredMemory* memory_ = nullptr;  // the process's
+  bool uses_slow_ = false;
   std::vector<Table*> tables_;                       // stored table p, whoever owns it
   std::vector<std::unique_ptr<Table>> dram_tables_;   // tables placed whole in the fast tier
   std::vector<std::unique_ptr<ManagedTable>> managed_;  // per stored table: its policy, or null (DRAM)

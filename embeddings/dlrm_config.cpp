@@ -84,6 +84,7 @@ std::vector<double> parse_floats(const std::string& flag, const std::string& v) 
 
 SlowTierModelSpec parse_model(const std::string& flag, const std::string& v) {
   SlowTierModelSpec m;
+  if (v == "auto") return m;
   if (v == "off") {
     m.mode = SlowTierModelSpec::Mode::Off;
     return m;
@@ -96,13 +97,13 @@ SlowTierModelSpec parse_model(const std::string& flag, const std::string& v) {
   std::size_t start = 0;
   for (int k = 0; k < 3; ++k) {
     const std::size_t comma = v.find(',', start);
-    STRATA_CHECK((k < 2) == (comma != std::string::npos), flag, ": expected off, default or R,W,L (read GB/s, ",
+    STRATA_CHECK((k < 2) == (comma != std::string::npos), flag, ": expected auto, off, default or R,W,L (read GB/s, ",
                  "write GB/s, latency ns), got ", quote_field(v));
     const std::string part = v.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     char* end = nullptr;
     x[k] = part.empty() ? -1 : std::strtod(part.c_str(), &end);
     STRATA_CHECK(!part.empty() && end != nullptr && *end == '\0' && std::isfinite(x[k]), flag,
-                 ": expected off, default or R,W,L (read GB/s, write GB/s, latency ns), got ", quote_field(v));
+                 ": expected auto, off, default or R,W,L (read GB/s, write GB/s, latency ns), got ", quote_field(v));
     start = comma + 1;
   }
   STRATA_CHECK(x[0] > 0 && x[1] > 0 && x[2] >= 0, flag, ": read and write bandwidths must be positive and the ",
@@ -380,6 +381,7 @@ std::string format_bytes(double b) {
 }
 
 std::string SlowTierModelSpec::to_string() const {
+  if (mode == Mode::Auto) return "auto";
   if (mode == Mode::Off) return "off";
   if (mode == Mode::Default) return "default";
   std::ostringstream os;
@@ -748,8 +750,8 @@ void validate(const DLRMConfig& c) {
     STRATA_CHECK(!std::filesystem::is_directory(c.save_model, ec), "--save-model: ", quote_path(c.save_model),
                  " is a directory (expected a file name)");
   if (!c.load_model.empty()) check_readable_file(c.load_model, "--load-model");
-  STRATA_CHECK(std::filesystem::is_directory(c.slow_dir, ec), "--slow-dir: ", quote_path(c.slow_dir),
-               " is not a directory");
+  STRATA_CHECK(c.slow_dir.empty() || std::filesystem::is_directory(c.slow_dir, ec), "--slow-dir: ",
+               quote_path(c.slow_dir), " is not a directory");
 }
 
 std::string dlrm_usage() {
@@ -825,11 +827,13 @@ Refused: --use-gpu, --quantize-*, --mlperf-bin-shuffle, --mlperf-grad-accum-iter
 Strata:
   --preset tiny|random-bench|kaggle|mlperf40M|default
   --scale-rows F  (1)          multiply every table's rows by F in (0, 1] (large presets)
-  --fast-budget BYTES  (1G; K/M/G suffixes)  DRAM for embedding rows (tables and caches)
-  --slow-dir DIR  (/tmp)       directory of the file-backed slow tier
+  --fast-budget BYTES  (1G; K/M/G suffixes)  DRAM for embedding rows (tables and caches); the
+                               process's fast tier is this plus the dense layers' working set
+  --slow-dir DIR  (STRATA_SLOW_DIR, else /tmp)  directory of the process's file-backed slow tier
   --emb-policy simple|static|dynamic|auto  (auto)
   --cache-fraction F           rows each cached table may hold (default: from the fast budget)
-  --slow-tier-model off|default|R,W,L  (default: Optane ratios to this machine's DRAM bandwidth)
+  --slow-tier-model auto|off|default|R,W,L  (auto: STRATA_SLOW_MODEL, else Optane ratios to this
+                               machine's DRAM bandwidth unless the slow tier is a real device)
   --emb-dtype f32|bf16  (f32)  --threads N  (all)  --zipf-alpha A  (1.05)  --reuse F  (0)
   --test-data-size N  (0: a tenth of the training samples)  samples of the click data's test split
   --check-finite               after every step check the loss, the MLP parameters and the rows

@@ -51,12 +51,14 @@ enum class WeightedPooling : uint8_t { None, Fixed, Learned };
 /// is 2d wide and --arch-mlp-bot must end in 2d).
 enum class QROperation : uint8_t { Mult, Add, Concat };
 
-/// --slow-tier-model: off, default (the dissertation's Optane ratios against this machine's
-/// measured DRAM bandwidth), or custom R,W,L (read GB/s, write GB/s, latency ns).
+/// --slow-tier-model: auto (the process's model: STRATA_SLOW_MODEL, by default on unless the slow
+/// tier is a real device), off, default (the dissertation's Optane ratios against this machine's
+/// measured DRAM bandwidth), or custom R,W,L (read GB/s, write GB/s, latency ns). Anything but
+/// auto sets the process's model (Note [One tiered memory per process], embeddings/dlrm.h).
 struct SlowTierModelSpec {
-  enum class Mode : uint8_t { Off, Default, Custom } mode = Mode::Default;
+  enum class Mode : uint8_t { Auto, Off, Default, Custom } mode = Mode::Auto;
   double read_gbps = 0, write_gbps = 0, latency_ns = 0;  ///< Custom only
-  /// "off", "default" or "R,W,L".
+  /// "auto", "off", "default" or "R,W,L".
   std::string to_string() const;
 };
 
@@ -163,7 +165,8 @@ struct DLRMConfig {
   /// Bytes of DRAM for embedding rows (tables placed in DRAM and the cached tables' pages).
   std::size_t fast_budget = std::size_t{1} << 30;
   /// Directory of the file-backed slow tier.
-  std::string slow_dir = "/tmp";
+  /// The slow tier's directory; empty: the process's (STRATA_SLOW_DIR, else /tmp).
+  std::string slow_dir;
   /// simple | static | dynamic | auto (dissertation §5.6.1; auto is Strata's default policy).
   std::string emb_policy = "auto";
   /// Fraction of each table's rows the cache may hold; < 0: derived from the fast budget.

@@ -13,6 +13,8 @@ DataManager::DataManager(std::unique_ptr<Heap> fast, std::unique_ptr<Heap> slow)
                "DataManager: the first heap must be the fast tier and the second the slow tier");
   copy_ = [](void* dst, const void* src, std::size_t n, Tier, Tier) { std::memcpy(dst, src, n); };
   stats_.timeline().set_capacity(fast_->capacity(), slow_->capacity());
+  fast_->set_stats(&stats_);  // the heaps count every region, the tables' too (Note [Unmanaged regions])
+  slow_->set_stats(&stats_);
 }
 
 DataManager::~DataManager() {
@@ -51,14 +53,11 @@ void DataManager::set(Object* object, Region* region) {
 }
 
 Region* DataManager::allocate(Heap& device, std::size_t bytes, Object* parent) {
-  Region* r = device.allocate(bytes, parent);
-  if (r != nullptr) stats_.on_alloc(device.tier(), bytes);
-  return r;
+  return device.allocate(bytes, parent);  // counted by the heap
 }
 
 void DataManager::release(Region* region) {
-  stats_.on_free(region->heap()->tier(), region->size());
-  region->heap()->free(region);
+  region->heap()->free(region);  // counted by the heap
 }
 
 void DataManager::free(Region* region) {

@@ -24,6 +24,7 @@
 
 #include "core/error.h"
 #include "memory/fault_guard.h"
+#include "memory/memory_stats.h"
 
 namespace strata::memory {
 
@@ -136,6 +137,22 @@ bool Heap::grow(std::size_t bytes) {
   return false;
 }
 
+bool Heap::reserve(std::size_t bytes) {
+  if (bytes == 0 || arena_->largest_free() >= arena_->round(bytes)) return true;
+  std::lock_guard<std::mutex> lock(grow_mutex_);
+  if (arena_->largest_free() >= arena_->round(bytes)) return true;
+  const std::size_t mapped = arena_->capacity();
+  const std::size_t need = round_up(arena_->round(bytes), kSegmentAlign);
+  if (need > limit_ - mapped) {
+    growth_failure_ = "it is at its limit of " + format_mib(limit_) + " (" + format_mib(mapped) + " mapped)";
+    return false;
+  }
+  std::string why;
+  if (add_segment(need, why)) return true;
+  growth_failure_ = why;
+  return false;
+}
+
 char* Heap::address_of(std::size_t offset) const {
   const int n = segment_count_.load(std::memory_order_acquire);
   for (int i = n - 1; i >= 0; --i) {
@@ -149,6 +166,7 @@ char* Heap::address_of(std::size_t offset) const {
 std::size_t Heap::largest_possible() const { return std::max(arena_->largest_segment(), limit_ - arena_->capacity()); }
 
 Region* Heap::allocate(std::size_t bytes, Object* parent) {
+  std::lock_guard<std::recursive_mutex> regions(regions_mutex_);
   std::optional<std::size_t> offset = arena_->allocate(bytes, nullptr);
   if (!offset && arena_->capacity() < limit_) {
     std::lock_guard<std::mutex> lock(grow_mutex_);
@@ -158,11 +176,14 @@ Region* Heap::allocate(std::size_t bytes, Object* parent) {
   if (!offset) return nullptr;
   auto* region = new Region(this, address_of(*offset), bytes, *offset, parent);
   arena_->set_owner(*offset, region);
+  if (stats_ != nullptr) stats_->on_alloc(tier_, bytes);
   return region;
 }
 
 void Heap::free(Region* region) {
   STRATA_ASSERT(region != nullptr && region->heap() == this, "Heap::free: region belongs to another heap");
+  std::lock_guard<std::recursive_mutex> regions(regions_mutex_);
+  if (stats_ != nullptr) stats_->on_free(tier_, region->size());
   arena_->free(region->offset());
   delete region;
 }
@@ -185,6 +206,7 @@ void Heap::unmap_all() noexcept {
 }
 
 bool Heap::evictfrom(const std::function<bool(Region*)>& evict, Region* start, std::size_t bytes) {
+  std::lock_guard<std::recursive_mutex> regions(regions_mutex_);  // Note [Unmanaged regions]
   Arena& arena = *arena_;
   const std::size_t need = arena.round(bytes);
   const std::size_t cap = arena.capacity();

@@ -20,6 +20,10 @@
 #include "memory/tier.h"
 
 namespace strata::memory {
+class MemoryStats;
+}
+
+namespace strata::memory {
 
 /// Bytes of physical memory on this machine, or 0 when the OS does not say.
 std::size_t physical_memory_bytes();
@@ -39,6 +43,16 @@ std::string format_mib(std::size_t bytes);
 /// (`no_room_message`), never with a SIGBUS on a later page fault. Segments need not be adjacent in the address space, so no block spans two
 /// (Arena::extend); an object larger than every segment cannot fit even when the sum of free
 /// space could hold it, which is why the segments double.
+
+/// Note [Unmanaged regions]
+/// A heap holds two kinds of regions: an Object's (a tensor's storage, placed, moved and evicted
+/// by the data manager's policy under the policy's lock) and unmanaged ones, allocated with a null
+/// parent by a component that manages its own rows — the embedding tables' rows, pointer tables
+/// and cache pages, from their own threads under their own locks. Eviction walks pass unmanaged
+/// regions over (no parent: nothing to evict). Because the two kinds are allocated and freed
+/// under different locks, the heap serializes allocate, free and the evictfrom walk itself
+/// (`regions_mutex_`, recursive: the walk's callback frees the region it evicts): a walk never
+/// reads a region that another thread frees or has not yet finished allocating.
 
 class Heap {
  public:
@@ -60,12 +74,20 @@ class Heap {
   /// The largest block the heap could hold: its largest segment, or what growing could still map.
   std::size_t largest_possible() const;
   const Arena& arena() const { return *arena_; }
+  /// Counts every allocation and free of this heap — an object's region or an unmanaged one
+  /// (Note [Unmanaged regions]) — in `stats` (null: none). Set before the heap is shared.
+  void set_stats(MemoryStats* stats) { stats_ = stats; }
 
   /// A region of `bytes` owned by `parent`, or null when no free block is large enough and the
   /// heap cannot grow to make one (at its limit, or the OS refused: see no_room_message).
   Region* allocate(std::size_t bytes, Object* parent);
   /// Returns the region's space to the heap and deletes the Region.
   void free(Region* region);
+  /// Makes room for `bytes` of allocations to come, contiguous: when no free block is that large,
+  /// grows the heap by exactly the rounded request in one segment (not doubling: a component that
+  /// knows its need — the embedding tables — takes that, and a file-backed heap reserves no more
+  /// disk than that). False when the heap cannot grow that much (see no_room_message).
+  bool reserve(std::size_t bytes);
   /// Why an allocation of `bytes` found no room: the heap's use, and the last failure to grow.
   std::string no_room_message(std::size_t bytes) const;
 
@@ -105,6 +127,8 @@ class Heap {
   std::unique_ptr<Arena> arena_;
   std::array<Segment, kMaxSegments> segments_{};
   std::atomic<int> segment_count_{0};
+  std::recursive_mutex regions_mutex_;  // Note [Unmanaged regions]
+  MemoryStats* stats_ = nullptr;
   mutable std::mutex grow_mutex_;
   std::string growth_failure_;  // the last reason growing failed, under grow_mutex_
 };

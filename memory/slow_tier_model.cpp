@@ -125,13 +125,20 @@ std::string SlowTierModel::describe() const {
   return s;
 }
 
-SlowTierThrottle::SlowTierThrottle(const SlowTierModel& model) : model_(model), epoch_ns_(now_ns()) {
-  model_.validate();
+SlowTierThrottle::SlowTierThrottle(const SlowTierModel& model) : model_(nullptr), epoch_ns_(now_ns()) {
+  set_model(model);
 }
 
-SlowTierThrottle::Reservation SlowTierThrottle::reserve(std::atomic<std::int64_t>& clock,
+void SlowTierThrottle::set_model(const SlowTierModel& model) {
+  model.validate();
+  std::lock_guard<std::mutex> lock(models_mutex_);
+  models_.push_back(std::make_unique<const SlowTierModel>(model));
+  model_.store(models_.back().get(), std::memory_order_release);
+}
+
+SlowTierThrottle::Reservation SlowTierThrottle::reserve(const SlowTierModel& m, std::atomic<std::int64_t>& clock,
                                                         double gbps, std::size_t bytes) {
-  if (!model_.enabled || bytes == 0) return {};
+  if (!m.enabled || bytes == 0) return {};
   // 1 GB/s is 1 byte/ns, so the transfer occupies bytes / gbps ns of its direction's clock.
   const double cost_ticks_d = static_cast<double>(bytes) * kTicksPerNs / gbps;
   const std::int64_t cost = static_cast<std::int64_t>(std::min(std::ceil(cost_ticks_d), 4e18));
@@ -143,7 +150,7 @@ SlowTierThrottle::Reservation SlowTierThrottle::reserve(std::atomic<std::int64_t
   } while (!clock.compare_exchange_weak(old, end, std::memory_order_relaxed));
   Reservation r;
   r.deadline_ns = epoch_ns_ + (end + kTicksPerNs - 1) / kTicksPerNs +
-                  static_cast<std::int64_t>(model_.latency_ns);
+                  static_cast<std::int64_t>(m.latency_ns);
   r.active = true;
   return r;
 }
@@ -151,15 +158,17 @@ SlowTierThrottle::Reservation SlowTierThrottle::reserve(std::atomic<std::int64_t
 SlowTierThrottle::Reservation SlowTierThrottle::reserve_read(std::size_t bytes, SlowTierAccess access) {
   bytes_read_.fetch_add(bytes, std::memory_order_relaxed);
   reads_.fetch_add(1, std::memory_order_relaxed);
-  const bool random = access == SlowTierAccess::Random && model_.random_read_gbps > 0;
-  return reserve(read_clock_ticks_, random ? model_.random_read_gbps : model_.read_gbps, bytes);
+  const SlowTierModel& m = model();
+  const bool random = access == SlowTierAccess::Random && m.random_read_gbps > 0;
+  return reserve(m, read_clock_ticks_, random ? m.random_read_gbps : m.read_gbps, bytes);
 }
 
 SlowTierThrottle::Reservation SlowTierThrottle::reserve_write(std::size_t bytes, SlowTierAccess access) {
   bytes_written_.fetch_add(bytes, std::memory_order_relaxed);
   writes_.fetch_add(1, std::memory_order_relaxed);
-  const bool random = access == SlowTierAccess::Random && model_.random_write_gbps > 0;
-  return reserve(write_clock_ticks_, random ? model_.random_write_gbps : model_.write_gbps, bytes);
+  const SlowTierModel& m = model();
+  const bool random = access == SlowTierAccess::Random && m.random_write_gbps > 0;
+  return reserve(m, write_clock_ticks_, random ? m.random_write_gbps : m.write_gbps, bytes);
 }
 
 void SlowTierThrottle::complete(const Reservation& r) {

@@ -36,7 +36,10 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 namespace strata::memory {
 
@@ -113,8 +116,15 @@ class SlowTierThrottle {
   SlowTierThrottle(const SlowTierThrottle&) = delete;
   SlowTierThrottle& operator=(const SlowTierThrottle&) = delete;
 
-  const SlowTierModel& model() const { return model_; }
-  bool enabled() const { return model_.enabled; }
+  /// The model in force. A reference stays valid for the throttle's lifetime (a replaced model is
+  /// retired, not freed), but after set_model() it is the old one.
+  const SlowTierModel& model() const { return *model_.load(std::memory_order_acquire); }
+  bool enabled() const { return model().enabled; }
+  /// Replaces the model (validated first; strata::Error on bad parameters). Charges made after it
+  /// use the new one; the virtual clocks and counters carry on. One slow tier has one model: the
+  /// process's tiered memory calls it when a component names the device (Note [One tiered memory
+  /// per process], embeddings/dlrm.h).
+  void set_model(const SlowTierModel& model);
 
   /// Charges a read of `bytes` from the slow tier: returns no earlier than the model allows.
   void charge_read(std::size_t bytes, SlowTierAccess access = SlowTierAccess::Sequential) {
@@ -136,9 +146,12 @@ class SlowTierThrottle {
   void reset_counters();
 
  private:
-  Reservation reserve(std::atomic<std::int64_t>& clock_ticks, double gbps, std::size_t bytes);
+  /// `m` is the one model the caller read (set_model may replace it meanwhile).
+  Reservation reserve(const SlowTierModel& m, std::atomic<std::int64_t>& clock_ticks, double gbps, std::size_t bytes);
 
-  SlowTierModel model_;
+  std::atomic<const SlowTierModel*> model_;
+  std::mutex models_mutex_;
+  std::vector<std::unique_ptr<const SlowTierModel>> models_;  // every model set, the current last
   // Virtual clocks in 1/16 ns since epoch_ns_ (sub-ns so that tiny transfers do not round away).
   alignas(64) std::atomic<std::int64_t> read_clock_ticks_{0};
   alignas(64) std::atomic<std::int64_t> write_clock_ticks_{0};

@@ -174,6 +174,7 @@ TieredConfig TieredConfig::from_env() {
     }
   }
   c.dram_gbps = positive_env("STRATA_DRAM_GBPS");
+  c.dram_gather_gbps = positive_env("STRATA_DRAM_GATHER_GBPS");
   if (const char* v = std::getenv("STRATA_SLOW_NUMA_NODE")) {
     char* end = nullptr;
     const long n = std::strtol(v, &end, 10);
@@ -263,7 +264,9 @@ SlowTierModel TieredMemory::resolve_model() const {
       if (real_device_) return SlowTierModel::off();
       [[fallthrough]];
     case ModelMode::Default:
-      return SlowTierModel::defaults(config_.dram_gbps > 0 ? config_.dram_gbps : measure_dram_copy_gbps());
+      return SlowTierModel::defaults(config_.dram_gbps > 0 ? config_.dram_gbps : measure_dram_copy_gbps(),
+                                     config_.dram_gather_gbps > 0 ? config_.dram_gather_gbps
+                                                                  : measure_dram_gather_gbps(256));
   }
   return SlowTierModel::off();
 }
@@ -274,6 +277,16 @@ SlowTierThrottle& TieredMemory::throttle() {
     manager_->stats().set_slow_tier_mode(slow_tier_mode_text());
   });
   return *throttle_;
+}
+
+void TieredMemory::set_slow_tier_model(const SlowTierModel& model) {
+  bool created = false;
+  std::call_once(throttle_once_, [&] {
+    throttle_ = std::make_unique<SlowTierThrottle>(model);
+    created = true;
+  });
+  if (!created) throttle_->set_model(model);
+  manager_->stats().set_slow_tier_mode(slow_tier_mode_text());
 }
 
 std::string TieredMemory::slow_tier_mode() {

@@ -18,6 +18,8 @@
 ///                         the slow-tier model (auto: on unless the slow heap is a real device;
 ///                         default: the dissertation's Optane ratios to the measured DRAM bandwidth)
 ///   STRATA_DRAM_GBPS      reference DRAM copy bandwidth for the default model (skips measuring it)
+///   STRATA_DRAM_GATHER_GBPS  reference DRAM random-gather bandwidth (256-byte rows) for the default
+///                         model's random-access rates (skips measuring it)
 
 #include <cstddef>
 #include <memory>
@@ -62,6 +64,7 @@ struct TieredConfig {
   ModelMode model = ModelMode::Auto;
   double model_read_gbps = 0, model_write_gbps = 0, model_latency_ns = 0;  // for Custom
   double dram_gbps = 0;  // reference for Default; 0 = measure on first use
+  double dram_gather_gbps = 0;  // reference for Default's random-access rates; 0 = measure on first use
 
   /// Defaults overridden by the STRATA_* environment variables above.
   static TieredConfig from_env();
@@ -97,7 +100,17 @@ class TieredMemory final : public Allocator {
   Mover& mover() { return mover_; }
 
   /// The slow-tier throttle (created on first use: the default model measures DRAM bandwidth).
+  /// Every charge for the slow tier goes to it: tensor moves, kernels on slow tensors and the
+  /// embedding tables' row accesses (Note [One tiered memory per process], embeddings/dlrm.h).
   SlowTierThrottle& throttle();
+  /// Sets the slow-tier model for everything in the slow tier from now on (one slow tier, one
+  /// model); the throttle is created with it when it does not exist yet, without measuring.
+  void set_slow_tier_model(const SlowTierModel& model);
+  /// The heaps, for components that manage their own regions in them (Note [Unmanaged regions]).
+  Heap& fast_heap() { return manager_->fast(); }
+  Heap& slow_heap() { return manager_->slow(); }
+  /// True when the slow heap is a real device (PMem, CXL), not DRAM-backed.
+  bool slow_is_real_device() const { return real_device_; }
   /// "modeled: ..." or "real device ..." — what every report must say about the slow tier.
   std::string slow_tier_mode();
 

@@ -52,9 +52,9 @@ void print_test_summary(const DLRMTrainer& trainer) {
 struct TierReport {
   bool has_slow, real, modeled;
   explicit TierReport(TieredDLRM& model)
-      : has_slow(model.tiers().slow() != nullptr),
-        real(model.tiers().slow_is_real_device()),
-        modeled(has_slow && !real && model.tiers().throttle().enabled()) {}
+      : has_slow(model.uses_slow_tier()),
+        real(model.memory().slow_is_real_device()),
+        modeled(has_slow && model.memory().throttle().enabled()) {}
 };
 
 void print_summary(const DLRMConfig& c, TieredDLRM& model, const DLRMTrainer& trainer) {
@@ -86,10 +86,10 @@ void print_summary(const DLRMConfig& c, TieredDLRM& model, const DLRMTrainer& tr
   const TierReport tier(model);
   std::printf("  slow tier: %s\n",
               !tier.has_slow ? "none (every table fits the fast budget)"
-              : tier.real    ? "real device"
-              : tier.modeled ? (model.tiers().throttle().model().describe() + ", stalled " +
+              : tier.modeled ? (model.memory().throttle().model().describe() + ", stalled " +
                                 std::to_string(static_cast<double>(cnt.throttle.stall_ns) * 1e-9) + " s")
                                    .c_str()
+              : tier.real    ? "real device"
                              : "DRAM-backed, model off (not slowed)");
   std::fflush(stdout);
 }
@@ -154,8 +154,8 @@ bool write_json(const DLRMConfig& c, TieredDLRM& model, const DLRMTrainer& train
   j.kv("slow_read", static_cast<long long>(cnt.slow_bytes_read)).kv("slow_written", static_cast<long long>(cnt.slow_bytes_written));
   j.end_object();
   const TierReport tier(model);
-  j.kv("slow_tier", !tier.has_slow ? "none" : tier.real ? "real" : tier.modeled ? "modeled" : "off");
-  if (tier.modeled) j.kv("slow_tier_model", model.tiers().throttle().model().describe());
+  j.kv("slow_tier", !tier.has_slow ? "none" : tier.modeled ? "modeled" : tier.real ? "real" : "off");
+  if (tier.modeled) j.kv("slow_tier_model", model.memory().throttle().model().describe());
   j.kv("loss_first", st.first_loss).kv("loss_last", st.last_loss);
   json_test(j, trainer);
   j.end_object();
@@ -169,7 +169,7 @@ int run(const DLRMConfig& flags) {
   configure_process_memory(c);  // before the first tensor
   std::printf("%s\n", describe(c).c_str());
   TieredDLRM model(c);
-  std::printf("%s\n%s", model.tiers().describe().c_str(),
+  std::printf("%s\n%s", model.describe_memory().c_str(),
               c.debug_mode || model.num_tables() <= 8 ? model.describe_tables().c_str() : "");
   std::unique_ptr<IndexSource> source = make_index_source(c);
   const bool testing = c.inference_only || c.test_freq > 0 || has_test_split(c);

@@ -371,7 +371,7 @@ void def_dlrm_state(py::class_<TieredDLRM>& cls) {
                              })
       .def("reset_stats", &TieredDLRM::reset_stats)
       .def("describe", [](TieredDLRM& self) {
-        return emb::describe(self.config()) + "\n" + self.tiers().describe() + "\n" + self.describe_tables();
+        return emb::describe(self.config()) + "\n" + self.describe_memory() + "\n" + self.describe_tables();
       });
 }
 

@@ -307,3 +307,36 @@ def test_evaluate_rejects_what_is_not_a_batch():
     _, s = make_pair()
     with pytest.raises(TypeError, match="each batch must be a"):
         s.evaluate([np.zeros(3)])
+
+
+# ---- one tiered memory per process (Note [One tiered memory per process]) ----
+
+def test_tables_live_in_the_process_tiered_memory():
+    rows, d = [4096, 4096, 4096], 16
+    options = dict(arch_sparse_feature_size=d, arch_embedding_size=rows, arch_mlp_bot=[5, d], arch_mlp_top=[4, 1])
+    fast0, slow0 = strata.memory.memory_allocated("fast"), strata.memory.memory_allocated("slow")
+    in_dram = strata.dlrm.DLRM(fast_budget="4M", **options)
+    table_bytes = sum(rows) * d * 4
+    assert strata.memory.memory_allocated("fast") - fast0 >= table_bytes
+    in_slow = strata.dlrm.DLRM(emb_policy="simple", **options)
+    assert strata.memory.memory_allocated("slow") - slow0 >= table_bytes
+    assert "slow tier: pm:" in in_slow.describe()
+    del in_dram, in_slow
+
+
+def test_one_process_has_one_slow_tier(tmp_path):
+    with pytest.raises(strata.StrataError, match="this process's slow tier is already in .*one process has one slow tier"):
+        strata.dlrm.DLRM(arch_sparse_feature_size=D, arch_embedding_size=ROWS, arch_mlp_bot=BOT, arch_mlp_top=TOP,
+                         emb_policy="simple", slow_dir=str(tmp_path))
+
+
+def test_a_budget_the_process_fast_tier_cannot_hold_is_refused():
+    import subprocess
+    code = ("import strata, strata.dlrm\n"
+            "strata.memory.configure(fast_bytes='8M')\n"
+            "strata.dlrm.DLRM(arch_sparse_feature_size=16, arch_embedding_size=[262144, 262144],\n"
+            "                 arch_mlp_bot=[5, 16], arch_mlp_top=[4, 1], fast_budget='64M')\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0
+    assert "--fast-budget: the tables need 32.0 MiB of fast memory but the process's fast tier has" in r.stderr
+    assert "strata.memory.configure" in r.stderr

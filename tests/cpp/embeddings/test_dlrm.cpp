@@ -273,12 +273,16 @@ TEST(TieredDLRM, PlacesTablesPerPolicyAndBudget) {
   };
   // auto, everything fits: plain tables in DRAM, no slow tier.
   TieredDLRM fits(with({"--fast-budget", "1M"}));
-  EXPECT_EQ(fits.tiers().slow(), nullptr);
+  EXPECT_FALSE(fits.uses_slow_tier());
   for (int64_t k = 0; k < 3; ++k) EXPECT_EQ(fits.managed_table(k), nullptr);
   EXPECT_THAT(fits.describe_tables(), HasSubstr("table 2: 4096 rows x 16 f32 (256.00 KiB), in DRAM"));
-  // auto, tables 3x the budget: every table is an Auto CachedTable whose cache fills what is left.
+  // auto, tables 3x the budget: every table is an Auto CachedTable whose cache fills what is left,
+  // in the process's tiered memory (Note [One tiered memory per process]).
+  memory::Heap& fast_heap = memory::tiered_memory().fast_heap();
+  const std::size_t fast_before = fast_heap.used();
   TieredDLRM over(with({"--fast-budget", "256K"}));
-  ASSERT_NE(over.tiers().slow(), nullptr);
+  ASSERT_TRUE(over.uses_slow_tier());
+  EXPECT_EQ(&over.memory(), &memory::tiered_memory());
   EXPECT_GT(over.cache_fraction(), 0.05);
   EXPECT_LT(over.cache_fraction(), 0.33);
   for (int64_t k = 0; k < 3; ++k) {
@@ -287,7 +291,13 @@ TEST(TieredDLRM, PlacesTablesPerPolicyAndBudget) {
     ASSERT_NE(over.managed_table(k)->cached_table(), nullptr);
     EXPECT_LE(over.managed_table(k)->cache_rows(), static_cast<int64_t>(over.cache_fraction() * 4096) + 1);
   }
-  EXPECT_LE(over.tiers().fast().used(), over.tiers().fast().capacity());
+  const TestBatch batch = make_batch(over.config().table_rows(), 64, 5, 3);
+  for (int step = 0; step < 20; ++step) over.train_step(batch.dense, batch.bags(), batch.targets);
+  // The tables keep to their budget; what else the step left in the fast tier is the dense
+  // parameters and their gradients (SGD keeps no state), 64-byte aligned.
+  std::size_t dense = 0;
+  for (const auto& [name, t] : over.state_dict()) dense += 2 * ((t.nbytes() + 63) / 64 * 64);
+  EXPECT_LE(fast_heap.used() - fast_before, (std::size_t{256} << 10) + dense);
   EXPECT_THAT(over.describe_tables(), HasSubstr("policy auto, base rows in the slow tier, cache of"));
   // Explicit policies are honored even when the tables fit.
   for (const char* p : {"static", "dynamic"}) {
@@ -300,7 +310,7 @@ TEST(TieredDLRM, PlacesTablesPerPolicyAndBudget) {
   for (int64_t k = 0; k < 3; ++k)
     EXPECT_TRUE(simple.table(k).in_slow(simple.table(k).rowpointer(0, AccessContext::Read)));
   EXPECT_THAT(simple.describe_tables(), HasSubstr("policy simple, in the slow tier"));
-  EXPECT_THAT(simple.tiers().describe(), HasSubstr("slow tier"));
+  EXPECT_THAT(simple.describe_memory(), AllOf(HasSubstr("embedding rows: 1.0 MiB budget"), HasSubstr("slow tier: pm:")));
   // What does not fit is named.
   EXPECT_THAT(testing_util::error_of([&] { TieredDLRM m(with({"--fast-budget", "256K", "--cache-fraction", "0.9"})); }),
               HasSubstr("--cache-fraction 0.9: the caches would need"));
@@ -514,11 +524,51 @@ TEST(TieredDLRM, BadShapesAreNamed) {
   EXPECT_THAT(testing_util::error_of([&] { m.table(3); }), HasSubstr("table 3 does not exist"));
 }
 
-TEST(TieredDLRM, TiersRefuseWhatCannotFit) {
-  EXPECT_THAT(testing_util::error_of([] { EmbeddingTiers t(std::size_t{1} << 50, 0, "/tmp", {}); }), HasSubstr("--fast-budget"));
-  EXPECT_THAT(testing_util::error_of([] { EmbeddingTiers t(1 << 20, std::size_t{1} << 60, "/tmp", {}); }),
-              AllOf(HasSubstr("--slow-dir: the embedding tables need"), HasSubstr("'/tmp' has"),
+TEST(TieredDLRM, RefusesWhatTheProcessMemoryCannotHold) {
+  // 4 tables of 2^28 rows x 16 f32 = 64 GiB: more than the process's fast tier (at most the
+  // machine's memory) even under a budget that would hold them.
+  const std::vector<std::string> huge = {"--arch-sparse-feature-size", "16", "--arch-mlp-bot", "5-16",
+                                         "--arch-embedding-size", "268435456-268435456-268435456-268435456"};
+  auto with = [&](std::vector<std::string> extra) {
+    auto a = huge;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return config(a);
+  };
+  EXPECT_THAT(testing_util::error_of([&] { TieredDLRM m(with({"--fast-budget", "1T"})); }),
+              AllOf(HasSubstr("--fast-budget: the tables need 64.00 GiB of fast memory but the process's fast tier has"),
+                    HasSubstr("STRATA_FAST_BYTES")));
+  // 2^40-row tables in the slow tier: more than its limit or its filesystem's free space.
+  EXPECT_THAT(testing_util::error_of([&] {
+                TieredDLRM m(config({"--arch-sparse-feature-size", "16", "--arch-mlp-bot", "5-16", "--arch-embedding-size",
+                                     "1099511627776", "--emb-policy", "simple"}));
+              }),
+              AllOf(HasSubstr("--slow-dir: the embedding tables need"), HasSubstr("has"),
                     HasSubstr("scale the tables down (--scale-rows)")));
+  // One process, one slow tier: another directory than the existing tier's is refused.
+  const std::filesystem::path other = std::filesystem::path(::testing::TempDir()) / "strata-other-slow-dir";
+  std::filesystem::create_directories(other);
+  EXPECT_THAT(testing_util::error_of([&] {
+                TieredDLRM m(config({"--emb-policy", "simple", "--slow-dir", other.string()}));
+              }),
+              AllOf(HasSubstr("--slow-dir '" + other.string() + "': this process's slow tier is already in"),
+                    HasSubstr("one process has one slow tier")));
+  std::filesystem::remove(other);
+  // The existing tier's own directory, named another way, is accepted.
+  TieredDLRM same(config({"--emb-policy", "simple", "--slow-dir", memory::tiered_memory().config().slow_dir + "/."}));
+  EXPECT_TRUE(same.uses_slow_tier());
+}
+
+TEST(TieredDLRM, SetsTheProcessSlowTierModel) {
+  TieredDLRM m(config({"--emb-policy", "simple", "--slow-tier-model", "100,50,0"}));
+  EXPECT_EQ(memory::tiered_memory().throttle().model().read_gbps, 100.0);
+  EXPECT_EQ(memory::tiered_memory().throttle().model().write_gbps, 50.0);
+  EXPECT_THAT(m.describe_memory(), HasSubstr("100"));
+  // auto leaves the process's model as it is.
+  TieredDLRM a(config({"--emb-policy", "simple", "--slow-tier-model", "auto"}));
+  EXPECT_EQ(memory::tiered_memory().throttle().model().read_gbps, 100.0);
+  TieredDLRM off(config({"--emb-policy", "simple", "--slow-tier-model", "off"}));
+  EXPECT_FALSE(memory::tiered_memory().throttle().enabled());
+  EXPECT_THAT(off.describe_memory(), HasSubstr("model off"));
 }
 
 namespace {

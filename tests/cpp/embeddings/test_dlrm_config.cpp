@@ -191,6 +191,9 @@ TEST(DLRMConfig, OptimizersLossesAndGenerators) {
   EXPECT_EQ(parse({"--data-generation", "random"}).data_generation, DataGeneration::Random);
   EXPECT_EQ(parse({"--slow-tier-model", "off"}).slow_tier_model.mode, SlowTierModelSpec::Mode::Off);
   EXPECT_EQ(parse({"--slow-tier-model", "default"}).slow_tier_model.mode, SlowTierModelSpec::Mode::Default);
+  EXPECT_EQ(parse({"--slow-tier-model", "auto"}).slow_tier_model.mode, SlowTierModelSpec::Mode::Auto);
+  EXPECT_EQ(parse({}).slow_tier_model.mode, SlowTierModelSpec::Mode::Auto);  // the process's model
+  EXPECT_EQ(parse({}).slow_dir, "");                                         // the process's slow tier
   EXPECT_EQ(parse({"--fast-budget", "2G"}).fast_budget, std::size_t{2} << 30);
   EXPECT_EQ(parse({"--fast-budget", "512K"}).fast_budget, std::size_t{512} << 10);
   EXPECT_EQ(parse({"--fast-budget", "4096"}).fast_budget, 4096u);
@@ -323,11 +326,11 @@ TEST(DLRMConfig, BadStrataFlags) {
   EXPECT_THAT(parse_error({"--cache-fraction", "1.5"}), HasSubstr("--cache-fraction: expected a fraction in (0, 1]"));
   EXPECT_THAT(parse_error({"--emb-policy", "lru"}),
               HasSubstr("--emb-policy: expected one of simple, static, dynamic, auto, got 'lru'"));
-  EXPECT_THAT(parse_error({"--slow-tier-model", "fast"}), HasSubstr("--slow-tier-model: expected off, default or R,W,L"));
-  EXPECT_THAT(parse_error({"--slow-tier-model", "1,2"}), HasSubstr("--slow-tier-model: expected off, default or R,W,L"));
+  EXPECT_THAT(parse_error({"--slow-tier-model", "fast"}), HasSubstr("--slow-tier-model: expected auto, off, default or R,W,L"));
+  EXPECT_THAT(parse_error({"--slow-tier-model", "1,2"}), HasSubstr("--slow-tier-model: expected auto, off, default or R,W,L"));
   EXPECT_THAT(parse_error({"--slow-tier-model", "0,2,3"}),
               HasSubstr("--slow-tier-model: read and write bandwidths must be positive"));
-  EXPECT_THAT(parse_error({"--slow-tier-model", "1,2,3,4"}), HasSubstr("--slow-tier-model: expected off"));
+  EXPECT_THAT(parse_error({"--slow-tier-model", "1,2,3,4"}), HasSubstr("--slow-tier-model: expected auto, off"));
   EXPECT_THAT(parse_error({"--zipf-alpha", "0"}), HasSubstr("--zipf-alpha: must be positive"));
   EXPECT_THAT(parse_error({"--reuse", "1"}), HasSubstr("--reuse: expected a fraction in [0, 1)"));
   EXPECT_THAT(parse_error({"--emb-dtype", "f16"}), HasSubstr("--emb-dtype: expected f32 or bf16, got 'f16'"));

@@ -581,6 +581,47 @@ TEST(SlowTierThrottle, OffCountsButNeverStalls) {
   EXPECT_FALSE(throttle.reserve_read(100).active);
 }
 
+TEST(SlowTierThrottle, SetModelAppliesToLaterChargesAndKeepsCounting) {
+  SlowTierThrottle throttle(SlowTierModel::off());
+  throttle.charge_read(std::size_t{1} << 30);  // off: free
+  const SlowTierModel& old = throttle.model();
+  throttle.set_model(SlowTierModel::custom(1.0, 1.0, 0.0));
+  EXPECT_TRUE(throttle.enabled());
+  EXPECT_FALSE(old.enabled);  // a reference to the retired model stays valid
+  const auto t0 = Clock::now();
+  throttle.charge_read(std::size_t{20} << 20);  // 21 MB at 1 GB/s
+  EXPECT_GE(seconds_since(t0), 0.9 * 0.021);
+  EXPECT_EQ(throttle.counters().reads, 2u);
+  SlowTierModel bad = SlowTierModel::custom(1.0, 1.0, 0.0);
+  bad.read_gbps = -1;
+  EXPECT_THROW(throttle.set_model(bad), Error);
+  EXPECT_EQ(throttle.model().read_gbps, 1.0);  // a bad model leaves the current one
+}
+
+// Charges on many threads while another replaces the model: each charge reads one whole model
+// (ThreadSanitizer in CI checks the publication).
+TEST(SlowTierThrottle, SetModelRacesWithCharges) {
+  SlowTierThrottle throttle(SlowTierModel::custom(1000.0, 1000.0, 0.0));
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < 3; ++t)
+    pool.emplace_back([&] {
+      while (!stop.load(std::memory_order_relaxed)) {
+        throttle.charge_read(4096, SlowTierAccess::Random);
+        throttle.charge_write(4096);
+      }
+    });
+  for (int i = 0; i < 200; ++i) {
+    while (throttle.counters().reads < static_cast<std::uint64_t>(5 * i)) std::this_thread::yield();  // charges in between
+    throttle.set_model(i % 2 == 0 ? SlowTierModel::off() : SlowTierModel::custom(500.0 + i, 400.0, 0.0));
+  }
+  stop = true;
+  for (auto& th : pool) th.join();
+  EXPECT_GE(throttle.counters().reads, 5u * 199);
+  EXPECT_GT(throttle.counters().writes, 0u);
+  EXPECT_EQ(throttle.model().read_gbps, 699.0);
+}
+
 TEST(DramGatherBandwidth, IsPositiveCachedAndChecksTheRowSize) {
   const double a = measure_dram_gather_gbps(256);
   EXPECT_TRUE(std::isfinite(a));

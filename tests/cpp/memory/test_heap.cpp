@@ -180,6 +180,25 @@ TEST(PmHeap, GrowsOnDemandAndReservesTheFileSpace) {
   for (Region* r : rs) h.free(r);
 }
 
+TEST(PmHeap, ReserveGrowsByExactlyTheRequestInOneSegment) {
+  constexpr std::size_t kMiB = std::size_t{1} << 20;
+  PmHeapOptions o{64 * kMiB, ::testing::TempDir(), PmBackend::Mmap, -1, 2 * kMiB};
+  PmHeap h(o);
+  EXPECT_TRUE(h.reserve(kMiB));  // fits the first segment: nothing mapped
+  EXPECT_EQ(h.mapped(), 2 * kMiB);
+  EXPECT_TRUE(h.reserve(30 * kMiB));
+  EXPECT_EQ(h.mapped(), 32 * kMiB);  // 30 MiB more, not doubled
+  std::vector<Region*> rs;
+  for (int i = 0; i < 6; ++i) {  // six 5 MiB tables land in the reserved segment
+    rs.push_back(h.allocate(5 * kMiB, nullptr));
+    ASSERT_NE(rs.back(), nullptr);
+  }
+  EXPECT_EQ(h.mapped(), 32 * kMiB);
+  EXPECT_FALSE(h.reserve(40 * kMiB));  // past the limit: refused, and said why
+  EXPECT_THAT(h.no_room_message(40 * kMiB), HasSubstr("limit of 64.0 MiB"));
+  for (Region* r : rs) h.free(r);
+}
+
 TEST(Heap, EvictfromNeverMakesASpanAcrossSegments) {
   DramHeap h(std::size_t{4} << 20, std::size_t{2} << 20);
   Region* a = h.allocate(std::size_t{2} << 20, nullptr);   // fills segment 1

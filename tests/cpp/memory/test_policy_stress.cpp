@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <random>
 #include <thread>
@@ -138,4 +139,78 @@ TEST(PolicyStress, KernelsMigrationsAndAllocationsRace) {
 }
 
 }  // namespace
+// Note [Unmanaged regions]: the embedding tables allocate and free regions of the same fast heap
+// from their own threads, under their own locks, while the policy's forced allocations walk the
+// heap evicting objects. The walk must never touch an unmanaged region (its bytes stay as written,
+// it is never moved) nor read one that another thread is freeing or allocating.
+TEST(PolicyStress, UnmanagedRegionsRaceWithEvictionWalks) {
+  constexpr std::size_t kObj = 16 * 1024;
+  constexpr int kThreads = 4;
+  constexpr int kOps = 1200;
+  auto dm = test::make_manager(16 * kObj, 256 * kObj);
+  LruPolicy policy(*dm);
+  std::atomic<int> mismatches{0}, unmanaged{0}, managed{0};
+  auto worker = [&](int t) {
+    std::mt19937 rng(static_cast<unsigned>(77 + t));
+    std::vector<std::pair<Region*, uint32_t>> regions;  // unmanaged: this thread's
+    std::vector<std::pair<Object*, uint32_t>> objects;
+    for (int op = 0; op < kOps; ++op) {
+      const uint32_t seed = static_cast<uint32_t>(t * kOps + op);
+      switch (rng() % 4) {
+        case 0: {  // a table's cache page
+          if (Region* r = dm->fast().allocate(kObj / 4 * (1 + rng() % 3), nullptr)) {
+            fill_pattern(r->data(), r->size(), seed);
+            regions.emplace_back(r, seed);
+            ++unmanaged;
+          }
+          break;
+        }
+        case 1: {  // a flushed page
+          if (regions.empty()) break;
+          auto [r, s] = regions[rng() % regions.size()];
+          if (first_mismatch(r->data(), r->size(), s) != r->size()) ++mismatches;
+          std::erase_if(regions, [&](const auto& e) { return e.first == r; });
+          dm->fast().free(r);
+          break;
+        }
+        case 2: {  // a tensor, allocated forced: walks the heap evicting others
+          if (Object* o = policy.alloc_fast(kObj, true)) {
+            o->pin_write();
+            fill_pattern(dm->primary(o)->data(), kObj, seed | 0x80000000u);
+            o->unpin_write();
+            policy.write_use(o);
+            objects.emplace_back(o, seed | 0x80000000u);
+            ++managed;
+          }
+          break;
+        }
+        case 3: {
+          if (objects.empty()) break;
+          auto [o, s] = objects.back();
+          objects.pop_back();
+          o->pin_read();
+          if (first_mismatch(dm->primary(o)->data(), kObj, s) != kObj) ++mismatches;
+          o->unpin_read();
+          policy.unsafe_free(o);
+          break;
+        }
+      }
+    }
+    for (auto [r, s] : regions) {
+      if (first_mismatch(r->data(), r->size(), s) != r->size()) ++mismatches;
+      dm->fast().free(r);
+    }
+    for (auto [o, s] : objects) policy.unsafe_free(o);
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) threads.emplace_back(worker, t);
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(mismatches.load(), 0);
+  EXPECT_GT(unmanaged.load(), 100);
+  EXPECT_GT(managed.load(), 100);
+  EXPECT_GT(dm->stats().snapshot().moved_to_slow.bytes, 0u);  // the walks did evict tensors
+  EXPECT_EQ(dm->fast().used(), 0u);
+  EXPECT_EQ(dm->slow().used(), 0u);
+}
+
 }  // namespace strata::memory
