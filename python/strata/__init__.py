@@ -6,6 +6,7 @@ The compiled core lives in ``strata._C``; this package re-exports it under PyTor
 
 from . import _C
 from ._C import (
+    Generator,
     StrataError,
     StrataIndexError,
     StrataTypeError,
@@ -18,6 +19,7 @@ from ._C import (
     double,
     dtype,
     empty,
+    default_generator,
     empty_like,
     f32,
     f64,
@@ -122,6 +124,7 @@ sim = _C.sim  # the simulated TapeFlow accelerator (ops/sim): strata.sim.session
 __version__ = "0.1.0"
 
 __all__ = [
+    "Generator",
     "StrataError",
     "StrataIndexError",
     "StrataTypeError",
@@ -147,6 +150,7 @@ __all__ = [
     "cross_entropy",
     "div",
     "dot_interaction",
+    "default_generator",
     "double",
     "dropout",
     "dtype",
