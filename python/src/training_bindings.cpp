@@ -1,5 +1,6 @@
 // Training utilities: strata.Generator (core/rng.h), the parameter initializations of
-// strata.nn.init (models/init.h) and gradient clipping of strata.nn.utils (models/clip_grad.h).
+// strata.nn.init (models/init.h), gradient clipping of strata.nn.utils (models/clip_grad.h),
+// Tensor.data and Module.to(dtype) / .float() / .double() (models/module_dtype.h).
 // python/strata/nn/init.py and nn/utils.py add PyTorch's argument handling; DataLoader and its
 // samplers (python/strata/utils/data.py) draw from a Generator.
 
@@ -14,6 +15,7 @@
 #include "core/rng.h"
 #include "models/clip_grad.h"
 #include "models/init.h"
+#include "models/module_dtype.h"
 
 namespace strata::python {
 namespace {
@@ -127,13 +129,89 @@ void bind_clip_grad(py::module_& nn) {
       py::arg("parameters"), py::arg("clip_value"));
 }
 
+void bind_tensor_data(py::module_& m) {
+  py::object cls = m.attr("Tensor");
+  py::object getter = py::cpp_function([](const Tensor& t) { return t.detach(); });
+  py::object setter = py::cpp_function([](Tensor& t, py::handle data) {
+    if (!py::isinstance<Tensor>(data))
+      throw BindingTypeError(msg("Tensor.data must be set to a strata.Tensor, got ", Py_TYPE(data.ptr())->tp_name));
+    t.set_data(data.cast<const Tensor&>());
+  });
+  cls.attr("data") = py::module_::import("builtins").attr("property")(
+      getter, setter, py::none(),
+      "The tensor's values without its autograd history (a detached view); assigning a tensor makes "
+      "this one view that tensor's data, keeping its requires_grad and grad (PyTorch's .data).");
+}
+
+// Module.to(dtype | device | tensor, ...) as torch's: floating parameters and buffers change dtype
+// in place; only the CPU exists.
+py::object module_to(py::object self, const py::args& args, const py::kwargs& kwargs) {
+  std::optional<DType> dtype;
+  auto take = [&](py::handle a) {
+    if (py::isinstance<Tensor>(a)) {
+      dtype = a.cast<const Tensor&>().dtype();
+    } else if (py::isinstance<py::str>(a)) {
+      const std::string d = py::str(a);
+      if (d != "cpu")
+        throw BindingValueError(msg("Module.to: device ", quote_field(d), " is not available; Strata runs on the CPU"));
+    } else if (!a.is_none()) {
+      dtype = dtype_from_py(a, "Module.to");
+    }
+  };
+  for (py::handle a : args) take(a);
+  for (auto [k, v] : kwargs) {
+    const std::string key = py::str(k);
+    if (key != "dtype" && key != "device" && key != "non_blocking" && key != "copy" && key != "memory_format")
+      throw BindingTypeError(msg("to() got an unexpected keyword argument ", quote_field(key)));
+    if (key == "dtype" || key == "device") take(v);
+  }
+  if (dtype) {
+    nn::Module& m = self.cast<nn::Module&>();
+    if (!is_floating(*dtype))
+      throw BindingTypeError(msg("nn.Module.to only accepts floating point or complex dtypes, but got desired "
+                                 "dtype=", dtype_py_name(*dtype)));
+    py::gil_scoped_release release;
+    nn::convert_floating(m, *dtype);
+  }
+  return self;
+}
+
+void bind_module_dtype(py::module_& nn) {
+  py::object cls = nn.attr("Module");
+  auto method = [&](const char* name, py::cpp_function fn) { cls.attr(name) = fn; };
+  method("to", py::cpp_function(&module_to, py::name("to"), py::is_method(cls),
+                                "Converts floating parameters and buffers to a dtype in place; returns self."));
+  auto as = [&](const char* name, DType dtype) {
+    method(name, py::cpp_function(
+                     [dtype](py::object self) {
+                       nn::convert_floating(self.cast<nn::Module&>(), dtype);
+                       return self;
+                     },
+                     py::name(name), py::is_method(cls)));
+  };
+  as("float", DType::f32);
+  as("double", DType::f64);
+  as("bfloat16", DType::bf16);
+  method("half", py::cpp_function(
+                     [](py::object) -> py::object {
+                       PyErr_SetString(PyExc_NotImplementedError,
+                                       "Module.half(): this build of Strata has no float16 dtype; use .bfloat16() "
+                                       "or .float()");
+                       throw py::error_already_set();
+                     },
+                     py::name("half"), py::is_method(cls)));
+  method("cpu", py::cpp_function([](py::object self) { return self; }, py::name("cpu"), py::is_method(cls)));
+}
+
 }  // namespace
 
 void init_training(py::module_& m) {
   bind_generator(m);
+  bind_tensor_data(m);
   py::module_ nn = m.attr("nn");
   bind_init(nn);
   bind_clip_grad(nn);
+  bind_module_dtype(nn);
 }
 
 }  // namespace strata::python

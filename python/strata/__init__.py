@@ -113,6 +113,7 @@ from . import autograd  # noqa: E402
 from . import nn  # noqa: E402
 from .autograd import enable_grad, is_anomaly_enabled, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
 from .checkpoint import load_checkpoint, save_checkpoint  # noqa: E402
+from .serialization import load, save  # noqa: E402
 from . import models  # noqa: E402
 from . import optim  # noqa: E402
 from . import memory  # noqa: E402
@@ -222,4 +223,4 @@ __all__ = [
     "zeros",
     "zeros_like",
 ]
-__all__ += ["load_checkpoint", "models", "remat", "save_checkpoint"]
+__all__ += ["load", "load_checkpoint", "models", "remat", "save", "save_checkpoint"]
