@@ -355,6 +355,22 @@ Tensor Tensor::grad() const {
   return m != nullptr ? m->grad : Tensor();
 }
 
+void Tensor::set_data(const Tensor& data) {
+  require_defined("set_data");
+  STRATA_CHECK(data.defined(), "set_data: the new data of ", describe(), " is undefined");
+  STRATA_CHECK(!requires_grad() || is_floating(data.dtype()), "set_data: data set to a tensor that requires "
+               "gradients must be floating point, got ", data.describe());
+  detail::TensorImpl& self = *impl_;
+  const detail::TensorImpl& src = data.impl();
+  self.storage = src.storage;
+  self.sizes = src.sizes;
+  self.strides = src.strides;
+  self.offset = src.offset;
+  self.dtype = src.dtype;
+  self.numel = src.numel;
+  self.contiguous = src.contiguous;
+}
+
 void Tensor::set_grad(const Tensor& grad) {
   require_defined("set_grad");
   if (grad.defined()) {

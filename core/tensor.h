@@ -103,6 +103,11 @@ class Tensor {
   Tensor grad() const;
   /// Replaces (or, with an undefined tensor, clears) the accumulated gradient.
   void set_grad(const Tensor& grad);
+  /// Makes this tensor view `data`'s elements (storage, sizes, strides, offset and dtype), keeping
+  /// its autograd identity (requires_grad, grad): PyTorch's `t.data = data`, which is how a module
+  /// converts its parameters in place (every handle to the tensor sees the new data). `data` must be
+  /// defined; a tensor that requires grad only takes floating data. Not recorded by autograd.
+  void set_data(const Tensor& data);
   /// The node that produced this tensor (null for leaves and for tensors made without grad).
   const std::shared_ptr<autograd::Node>& grad_fn() const;
   /// Which output of grad_fn() this tensor is.

@@ -30,6 +30,10 @@ using Options = std::map<std::string, double>;
 struct ParamGroup {
   std::vector<Tensor> params;
   std::map<std::string, double> options;
+  /// Values the learning-rate schedulers keep per group under PyTorch's names ("initial_lr",
+  /// "max_lr", ...; Note [Schedulers write the param groups] in lr_scheduler.h). Not options: the
+  /// optimizer neither checks nor saves them.
+  std::map<std::string, double> extras = {};
 };
 
 /// The state an optimizer keeps for one parameter.

@@ -69,6 +69,7 @@ PYBIND11_MODULE(_C, m) {
   init_memory(m);
   init_runtime(m);
   init_nn(m);
+  init_training(m);
   init_checkpoint(m);
   init_zoo(m);
   init_remat(m);

@@ -1,7 +1,7 @@
 // The C++ optimizers (models/optim) for strata.optim (python/strata/optim), which adds PyTorch's
 // Python surface: param-group dicts, `betas`, nested state dicts, closures, __repr__.
 //
-// _C._Optimizer(kind, groups, defaults): kind is "SGD", "Adam", "AdamW", "Adagrad" or
+// _C._Optimizer(kind, groups, defaults): kind is "SGD", "Adam", "AdamW", "Adagrad", "RMSprop" or
 // "RowWiseAdagrad"; groups a list of (list of Tensors, dict of options); defaults a dict of
 // options, all under the C++ names (beta1/beta2, booleans as numbers). Hyperparameter and
 // state-dict errors are raised as ValueError (strata.StrataValueError) with the C++ message.
@@ -15,7 +15,9 @@
 #include "core/factories.h"
 #include "models/optim/adagrad.h"
 #include "models/optim/adam.h"
+#include "models/optim/lr_scheduler.h"
 #include "models/optim/optimizer.h"
+#include "models/optim/rmsprop.h"
 #include "models/optim/rowwise_adagrad.h"
 #include "models/optim/sgd.h"
 
@@ -101,6 +103,12 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const std::string& kind, std::v
                             m.at("eps"), m.at("maximize") != 0};
     return std::make_unique<optim::Adagrad>(std::move(groups), o);
   }
+  if (kind == "RMSprop") {
+    const Options m = fill(optim::RMSpropOptions{}.to_map());
+    optim::RMSpropOptions o{m.at("lr"),       m.at("alpha"),         m.at("eps"),         m.at("weight_decay"),
+                            m.at("momentum"), m.at("centered") != 0, m.at("maximize") != 0};
+    return std::make_unique<optim::RMSprop>(std::move(groups), o);
+  }
   if (kind == "RowWiseAdagrad") {
     const Options m = fill(optim::RowWiseAdagradOptions{}.to_map());
     optim::RowWiseAdagradOptions o{m.at("lr"), m.at("eps"), m.at("weight_decay")};
@@ -121,9 +129,152 @@ std::size_t group_index(const optim::Optimizer& opt, int64_t g) {
   return static_cast<std::size_t>(g);
 }
 
+// ---- learning-rate schedulers (strata.optim.lr_scheduler) -----------------------------------------
+
+using SchedulerPtr = std::shared_ptr<optim::LRScheduler>;
+
+double number_arg(const py::dict& args, const char* key) {
+  py::handle v = args[key];
+  if (PyBool_Check(v.ptr()) || !PyNumber_Check(v.ptr()))
+    throw BindingTypeError(msg("lr_scheduler: '", key, "' must be a number, got ", Py_TYPE(v.ptr())->tp_name));
+  return v.cast<double>();
+}
+
+int64_t integer_arg(const py::dict& args, const char* key) {
+  return int_from_py(args[key], "lr_scheduler", key);
+}
+
+std::vector<double> numbers_arg(const py::dict& args, const char* key) {
+  py::handle v = args[key];
+  if (!py::isinstance<py::list>(v) && !py::isinstance<py::tuple>(v)) return {number_arg(args, key)};
+  std::vector<double> out;
+  for (py::handle x : v) {
+    py::dict one;
+    one[key] = x;
+    out.push_back(number_arg(one, key));
+  }
+  return out;
+}
+
+// A Python callable as LambdaLR's function (called with the GIL held: step() keeps it).
+optim::LambdaLR::Lambda lambda_of(py::object fn) {
+  if (!PyCallable_Check(fn.ptr()))
+    throw BindingTypeError(msg("lr_lambda should be a function, but got ", Py_TYPE(fn.ptr())->tp_name));
+  auto holder = std::make_shared<py::object>(std::move(fn));
+  return [holder](int64_t epoch) {
+    py::object out = (*holder)(epoch);
+    if (PyBool_Check(out.ptr()) || !PyNumber_Check(out.ptr()))
+      throw BindingTypeError(msg("lr_lambda returned ", Py_TYPE(out.ptr())->tp_name, ", expected a number"));
+    return out.cast<double>();
+  };
+}
+
+optim::OneCycleOptions one_cycle_options(const py::dict& a) {
+  optim::OneCycleOptions o;
+  o.max_lr = numbers_arg(a, "max_lr");
+  o.total_steps = a["total_steps"].is_none() ? 0 : integer_arg(a, "total_steps");
+  if (!a["total_steps"].is_none() && o.total_steps == 0)
+    throw BindingValueError("Expected positive integer total_steps, but got 0");
+  o.epochs = a["epochs"].is_none() ? 0 : integer_arg(a, "epochs");
+  o.steps_per_epoch = a["steps_per_epoch"].is_none() ? 0 : integer_arg(a, "steps_per_epoch");
+  o.pct_start = number_arg(a, "pct_start");
+  o.anneal_strategy = py::str(a["anneal_strategy"]);
+  o.cycle_momentum = a["cycle_momentum"].cast<bool>();
+  o.base_momentum = numbers_arg(a, "base_momentum");
+  o.max_momentum = numbers_arg(a, "max_momentum");
+  o.div_factor = number_arg(a, "div_factor");
+  o.final_div_factor = number_arg(a, "final_div_factor");
+  o.three_phase = a["three_phase"].cast<bool>();
+  return o;
+}
+
+// Builds scheduler `kind` from the keyword arguments of its PyTorch constructor.
+SchedulerPtr make_scheduler(const std::string& kind, optim::Optimizer& opt, const py::dict& a, int64_t last_epoch) {
+  if (kind == "LambdaLR") {
+    std::vector<optim::LambdaLR::Lambda> fns;
+    for (py::handle f : a["lr_lambdas"]) fns.push_back(lambda_of(py::reinterpret_borrow<py::object>(f)));
+    return std::make_shared<optim::LambdaLR>(opt, std::move(fns), last_epoch);
+  }
+  if (kind == "StepLR")
+    return std::make_shared<optim::StepLR>(opt, integer_arg(a, "step_size"), number_arg(a, "gamma"), last_epoch);
+  if (kind == "MultiStepLR") {
+    std::vector<int64_t> ms;
+    for (py::handle x : a["milestones"]) ms.push_back(int_from_py(x, "MultiStepLR", "milestones"));
+    return std::make_shared<optim::MultiStepLR>(opt, std::move(ms), number_arg(a, "gamma"), last_epoch);
+  }
+  if (kind == "ExponentialLR")
+    return std::make_shared<optim::ExponentialLR>(opt, number_arg(a, "gamma"), last_epoch);
+  if (kind == "CosineAnnealingLR")
+    return std::make_shared<optim::CosineAnnealingLR>(opt, integer_arg(a, "T_max"), number_arg(a, "eta_min"),
+                                                      last_epoch);
+  if (kind == "LinearLR")
+    return std::make_shared<optim::LinearLR>(opt, number_arg(a, "start_factor"), number_arg(a, "end_factor"),
+                                             integer_arg(a, "total_iters"), last_epoch);
+  if (kind == "OneCycleLR") return std::make_shared<optim::OneCycleLR>(opt, one_cycle_options(a), last_epoch);
+  if (kind == "SequentialLR") {
+    std::vector<SchedulerPtr> children;
+    for (py::handle s : a["schedulers"]) children.push_back(s.cast<SchedulerPtr>());
+    std::vector<int64_t> ms;
+    for (py::handle x : a["milestones"]) ms.push_back(int_from_py(x, "SequentialLR", "milestones"));
+    return std::make_shared<optim::SequentialLR>(opt, std::move(children), std::move(ms), last_epoch);
+  }
+  throw BindingValueError(msg("unknown scheduler kind ", quote_field(kind)));
+}
+
+optim::PlateauOptions plateau_options(const py::dict& a) {
+  optim::PlateauOptions o;
+  o.mode = py::str(a["mode"]);
+  o.factor = number_arg(a, "factor");
+  o.patience = integer_arg(a, "patience");
+  o.threshold = number_arg(a, "threshold");
+  o.threshold_mode = py::str(a["threshold_mode"]);
+  o.cooldown = integer_arg(a, "cooldown");
+  o.min_lr = numbers_arg(a, "min_lr");
+  o.eps = number_arg(a, "eps");
+  return o;
+}
+
+void bind_schedulers(py::module_& m) {
+  py::class_<optim::LRScheduler, SchedulerPtr>(m, "_LRScheduler",
+                                                "The C++ half of a strata.optim.lr_scheduler scheduler (internal).")
+      .def(py::init([](const std::string& kind, optim::Optimizer& opt, const py::dict& args, int64_t last_epoch) {
+             return as_value_error([&] { return make_scheduler(kind, opt, args, last_epoch); });
+           }),
+           py::arg("kind"), py::arg("optimizer"), py::arg("args"), py::arg("last_epoch"), py::keep_alive<1, 3>())
+      .def_property_readonly("name", &optim::LRScheduler::name)
+      .def("step", [](optim::LRScheduler& s) { as_value_error([&] { s.step(); return 0; }); })
+      .def("step_to", [](optim::LRScheduler& s, int64_t e) { as_value_error([&] { s.step_to(e); return 0; }); })
+      .def_property_readonly("last_lr", &optim::LRScheduler::last_lr)
+      .def_property_readonly("base_lrs", &optim::LRScheduler::base_lrs)
+      .def_property_readonly("last_epoch", &optim::LRScheduler::last_epoch)
+      .def_property_readonly("step_count", &optim::LRScheduler::step_count)
+      .def("state_dict", &optim::LRScheduler::state_dict)
+      .def("load_state_dict", [](optim::LRScheduler& s, const StateDict& sd) {
+        as_value_error([&] { s.load_state_dict(sd); return 0; });
+      });
+  py::class_<optim::ReduceLROnPlateau, std::shared_ptr<optim::ReduceLROnPlateau>>(
+      m, "_ReduceLROnPlateau", "The C++ half of strata.optim.lr_scheduler.ReduceLROnPlateau (internal).")
+      .def(py::init([](optim::Optimizer& opt, const py::dict& args) {
+             return as_value_error(
+                 [&] { return std::make_shared<optim::ReduceLROnPlateau>(opt, plateau_options(args)); });
+           }),
+           py::arg("optimizer"), py::arg("args"), py::keep_alive<1, 2>())
+      .def("step", &optim::ReduceLROnPlateau::step, py::arg("metrics"))
+      .def_property_readonly("last_lr", &optim::ReduceLROnPlateau::last_lr)
+      .def_property_readonly("last_epoch", &optim::ReduceLROnPlateau::last_epoch)
+      .def_property_readonly("best", &optim::ReduceLROnPlateau::best)
+      .def_property_readonly("num_bad_epochs", &optim::ReduceLROnPlateau::num_bad_epochs)
+      .def_property_readonly("cooldown_counter", &optim::ReduceLROnPlateau::cooldown_counter)
+      .def("state_dict", &optim::ReduceLROnPlateau::state_dict)
+      .def("load_state_dict", [](optim::ReduceLROnPlateau& s, const StateDict& sd) {
+        as_value_error([&] { s.load_state_dict(sd); return 0; });
+      });
+}
+
 }  // namespace
 
 void init_optim(py::module_& m) {
+  bind_schedulers(m);
   py::class_<optim::Optimizer>(m, "_Optimizer", "The C++ half of a strata.optim optimizer (internal).")
       .def(py::init([](const std::string& kind, const py::list& groups, const py::dict& defaults) {
              const Options d = options_from_py(defaults, kind.c_str());
@@ -180,6 +331,21 @@ void init_optim(py::module_& m) {
             });
           },
           py::arg("params"), py::arg("options"))
+      .def("group_extras",
+           [](const optim::Optimizer& o, int64_t g) { return o.param_groups()[group_index(o, g)].extras; })
+      .def(
+          "set_extra",
+          [](optim::Optimizer& o, int64_t g, const std::string& key, double value) {
+            o.param_groups()[group_index(o, g)].extras[key] = value;
+          },
+          py::arg("group"), py::arg("key"), py::arg("value"),
+          "Sets a scheduler's per-group value (initial_lr, max_lr, ...).")
+      .def(
+          "del_extra",
+          [](optim::Optimizer& o, int64_t g, const std::string& key) {
+            return o.param_groups()[group_index(o, g)].extras.erase(key) != 0;
+          },
+          py::arg("group"), py::arg("key"))
       .def_property_readonly("num_params", &optim::Optimizer::num_params)
       .def("find_param",
            [](const optim::Optimizer& o, const Tensor& t) -> int64_t {

@@ -6,6 +6,7 @@ The compiled core lives in ``strata._C``; this package re-exports it under PyTor
 
 from . import _C
 from ._C import (
+    Generator,
     StrataError,
     StrataIndexError,
     StrataTypeError,
@@ -18,6 +19,7 @@ from ._C import (
     double,
     dtype,
     empty,
+    default_generator,
     empty_like,
     f32,
     f64,
@@ -111,6 +113,7 @@ from . import autograd  # noqa: E402
 from . import nn  # noqa: E402
 from .autograd import enable_grad, is_anomaly_enabled, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
 from .checkpoint import load_checkpoint, save_checkpoint  # noqa: E402
+from .serialization import load, save  # noqa: E402
 from . import models  # noqa: E402
 from . import optim  # noqa: E402
 from . import memory  # noqa: E402
@@ -122,6 +125,7 @@ sim = _C.sim  # the simulated TapeFlow accelerator (ops/sim): strata.sim.session
 __version__ = "0.1.0"
 
 __all__ = [
+    "Generator",
     "StrataError",
     "StrataIndexError",
     "StrataTypeError",
@@ -147,6 +151,7 @@ __all__ = [
     "cross_entropy",
     "div",
     "dot_interaction",
+    "default_generator",
     "double",
     "dropout",
     "dtype",
@@ -218,4 +223,4 @@ __all__ = [
     "zeros",
     "zeros_like",
 ]
-__all__ += ["load_checkpoint", "models", "remat", "save_checkpoint"]
+__all__ += ["load", "load_checkpoint", "models", "remat", "save", "save_checkpoint"]

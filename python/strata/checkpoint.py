@@ -54,7 +54,7 @@ def _check_optimizer(optimizer, op, method):
 
 # ---- optimizer state: nested Python structure <-> flat tensors + JSON skeleton -------------------
 
-def _pack(obj, path, tensors, keys):
+def _pack(obj, path, tensors, keys, where="save_checkpoint: the optimizer state_dict"):
     if isinstance(obj, (Tensor, np.ndarray)):
         t = obj if isinstance(obj, Tensor) else _C.from_numpy(np.ascontiguousarray(obj))
         key, n = path or "_", 1
@@ -62,7 +62,12 @@ def _pack(obj, path, tensors, keys):
             key, n = f"{path}#{n}", n + 1
         keys.add(key)
         tensors.append((key, t.detach()))
-        return {"tensor": key}
+        node = {"tensor": key}
+        if isinstance(obj, Tensor) and obj.requires_grad:
+            node["requires_grad"] = True
+        if type(obj).__name__ == "Parameter":
+            node["parameter"] = True
+        return node
     if isinstance(obj, np.generic):
         obj = obj.item()
     if obj is None or isinstance(obj, (bool, int, float, str)):
@@ -73,29 +78,37 @@ def _pack(obj, path, tensors, keys):
             if isinstance(k, np.generic):
                 k = k.item()
             if not (k is None or isinstance(k, (bool, int, float, str))):
-                raise TypeError(f"save_checkpoint: the optimizer state_dict has a key of type {type(k).__name__} at "
+                raise TypeError(f"{where} has a key of type {type(k).__name__} at "
                                 f"'{path}'; keys must be str, int, float, bool or None")
-            items.append([k, _pack(v, f"{path}.{k}" if path else str(k), tensors, keys)])
-        return {"dict": items}
+            items.append([k, _pack(v, f"{path}.{k}" if path else str(k), tensors, keys, where)])
+        return {"odict" if isinstance(obj, OrderedDict) else "dict": items}
     if isinstance(obj, (list, tuple)):
         kind = "list" if isinstance(obj, list) else "tuple"
-        return {kind: [_pack(v, f"{path}.{i}" if path else str(i), tensors, keys) for i, v in enumerate(obj)]}
-    raise TypeError(f"save_checkpoint: the optimizer state_dict holds a {type(obj).__name__} at '{path}'; only "
+        return {kind: [_pack(v, f"{path}.{i}" if path else str(i), tensors, keys, where) for i, v in enumerate(obj)]}
+    raise TypeError(f"{where} holds a {type(obj).__name__} at '{path}'; only "
                     "tensors, NumPy arrays, numbers, strings, None, lists, tuples and dicts can be saved")
 
 
 def _unpack(node, tensors, path):
-    if not isinstance(node, dict) or len(node) != 1:
+    if not isinstance(node, dict) or not node:
         raise ValueError(f"load_checkpoint: the optimizer structure of {path} is corrupt")
-    (kind, value), = node.items()
+    kind, value = next(iter(node.items()))
     if kind == "tensor":
         if value not in tensors:
             raise ValueError(f"load_checkpoint: the optimizer structure of {path} names a missing tensor '{value}'")
-        return tensors[value]
+        t = tensors[value]
+        if node.get("parameter"):
+            from .nn import Parameter
+
+            return Parameter(t, requires_grad=bool(node.get("requires_grad")))
+        return t.requires_grad_() if node.get("requires_grad") else t
+    if len(node) != 1:
+        raise ValueError(f"load_checkpoint: the optimizer structure of {path} is corrupt")
     if kind == "value":
         return value
-    if kind == "dict":
-        return {k: _unpack(v, tensors, path) for k, v in value}
+    if kind in ("dict", "odict"):
+        pairs = [(k, _unpack(v, tensors, path)) for k, v in value]
+        return OrderedDict(pairs) if kind == "odict" else dict(pairs)
     if kind in ("list", "tuple"):
         items = [_unpack(v, tensors, path) for v in value]
         return items if kind == "list" else tuple(items)

@@ -62,6 +62,12 @@ CASES = [
     ("Adagrad", dict(lr=0.1, lr_decay=0.05)),
     ("Adagrad", dict(lr=0.1, weight_decay=0.1, initial_accumulator_value=0.1)),
     ("Adagrad", dict(lr=0.1, maximize=True)),
+    ("RMSprop", dict()),
+    ("RMSprop", dict(lr=0.01, alpha=0.9, eps=1e-6)),
+    ("RMSprop", dict(lr=0.01, momentum=0.9)),
+    ("RMSprop", dict(lr=0.01, centered=True)),
+    ("RMSprop", dict(lr=0.01, centered=True, momentum=0.5, weight_decay=0.1)),
+    ("RMSprop", dict(lr=0.01, alpha=0.3, centered=True, maximize=True)),
 ]
 
 
@@ -128,6 +134,7 @@ def test_undefined_grads_are_skipped():
                                          ("Adam", dict(lr=0.01, amsgrad=True)),
                                          ("AdamW", dict(lr=0.01)),
                                          ("Adagrad", dict(lr=0.1, lr_decay=0.01)),
+                                         ("RMSprop", dict(lr=0.01, momentum=0.9, centered=True)),
                                          ("RowWiseAdagrad", dict(lr=0.1))])
 def test_state_dict_round_trip_mid_run(name, kwargs):
     init, grads = make_data(np.float32)
@@ -281,6 +288,10 @@ def test_bad_hyperparameters():
     check_error(ValueError, "Invalid initial_accumulator_value value: -1.0", so.Adagrad, p,
                 initial_accumulator_value=-1.0)
     check_error(ValueError, "Invalid learning rate: -0.1", so.RowWiseAdagrad, p, lr=-0.1)
+    check_error(ValueError, "Invalid alpha value: -0.5", so.RMSprop, p, alpha=-0.5)
+    check_error(ValueError, "Invalid momentum value: -1.0", so.RMSprop, p, momentum=-1.0)
+    check_error(ValueError, "Invalid epsilon value: -1.0", so.RMSprop, p, eps=-1.0)
+    check_error(TypeError, "option 'centered' must be a bool, got str", so.RMSprop, p, centered="yes")
     check_error(ValueError, "Invalid learning rate: -2.0", so.SGD, [{"params": p, "lr": -2.0}])
     check_error(TypeError, "option 'lr' must be a number, got str", so.SGD, p, lr="0.1")
     check_error(TypeError, "betas must be a pair of numbers", so.Adam, p, betas=0.9)

@@ -32,6 +32,8 @@ from .._C.nn import (
 )
 
 from . import functional
+from . import init
+from . import utils
 
 __all__ = [
     "AdaptiveAvgPool2d",
@@ -58,4 +60,6 @@ __all__ = [
     "Sigmoid",
     "Tanh",
     "functional",
+    "init",
+    "utils",
 ]

@@ -1,6 +1,6 @@
 """Optimizers with torch.optim's names, defaults and habits.
 
-``strata.optim.SGD``, ``Adam``, ``AdamW``, ``Adagrad`` and ``RowWiseAdagrad`` (DLRM's per-row
+``strata.optim.SGD``, ``Adam``, ``AdamW``, ``Adagrad``, ``RMSprop`` and ``RowWiseAdagrad`` (DLRM's per-row
 Adagrad) update parameters in place from their ``.grad`` with the C++ optimizers of
 ``models/optim`` (fused, multithreaded update loops in the operation order of PyTorch's
 single-tensor implementations). As in PyTorch:
@@ -25,19 +25,39 @@ import numpy as np
 from .. import _C
 from .._C import Tensor
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Adagrad", "RowWiseAdagrad"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Adagrad", "RMSprop", "RowWiseAdagrad", "lr_scheduler"]
 
 _FLOAT, _BOOL, _BETAS = "float", "bool", "betas"
 
 
+# The per-group values the C++ schedulers read (models/optim/lr_scheduler.h); kept as floats even
+# when given as ints, as the schedulers compute with them.
+_SCHEDULER_KEYS = frozenset({"initial_lr", "max_lr", "min_lr", "max_momentum", "base_momentum"})
+
+
+def _is_cpp_extra(key, value) -> bool:
+    """Whether a param group's non-option entry lives in the C++ group (a float, or a scheduler key)."""
+    if not isinstance(key, str) or isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        return False
+    return isinstance(value, (float, np.floating)) or key in _SCHEDULER_KEYS
+
+
 class _ParamGroup(MutableMapping):
-    """One parameter group: a dict-like view whose option writes go to the C++ optimizer."""
+    """One parameter group: a dict-like view whose option writes go to the C++ optimizer.
+
+    Keys other than options hold numbers in the C++ group's extras (where the learning-rate
+    schedulers keep ``initial_lr``, ``max_lr``, ...) and anything else in a Python dict."""
 
     def __init__(self, opt: Optimizer, index: int, params: list, extras: dict):
         self._opt = opt
         self._index = index
         self._params = params
-        self._extras = extras
+        self._extras = {}
+        for key, value in extras.items():
+            self[key] = value
+
+    def _cpp_extras(self) -> dict:
+        return self._opt._impl.group_extras(self._index)
 
     def __getitem__(self, key):
         if key == "params":
@@ -45,6 +65,9 @@ class _ParamGroup(MutableMapping):
         kinds = self._opt._OPTIONS
         if key in kinds:
             return self._opt._option_to_py(key, self._opt._impl.group_options(self._index))
+        cpp = self._cpp_extras()
+        if key in cpp:
+            return cpp[key]
         return self._extras[key]
 
     def __setitem__(self, key, value):
@@ -56,21 +79,35 @@ class _ParamGroup(MutableMapping):
         if key in self._opt._OPTIONS:
             for cpp_key, cpp_value in self._opt._option_to_cpp(key, value).items():
                 self._opt._impl.set_option(self._index, cpp_key, cpp_value)
+        elif _is_cpp_extra(key, value):
+            self._extras.pop(key, None)
+            self._opt._impl.set_extra(self._index, key, float(value))
         else:
+            if isinstance(key, str):
+                self._opt._impl.del_extra(self._index, key)
             self._extras[key] = value
 
     def __delitem__(self, key):
         if key == "params" or key in self._opt._OPTIONS:
             raise KeyError(f"{type(self._opt).__name__}: option '{key}' of a param group cannot be deleted")
+        if isinstance(key, str) and self._opt._impl.del_extra(self._index, key):
+            return
         del self._extras[key]
 
     def __iter__(self):
         yield "params"
         yield from self._opt._OPTIONS
+        yield from self._cpp_extras()
         yield from self._extras
 
     def __len__(self):
-        return 1 + len(self._opt._OPTIONS) + len(self._extras)
+        return 1 + len(self._opt._OPTIONS) + len(self._cpp_extras()) + len(self._extras)
+
+    def _extra_items(self) -> dict:
+        """The keys other than params and options, with their values."""
+        out = dict(self._cpp_extras())
+        out.update(self._extras)
+        return out
 
     def __repr__(self):
         return repr(dict(self.items()))
@@ -261,7 +298,7 @@ class Optimizer:
         for i, group in enumerate(self.param_groups):
             cpp = self._impl.group_options(i)
             packed = {key: self._option_to_py(key, cpp) for key in self._OPTIONS}
-            packed.update(group._extras)
+            packed.update(group._extra_items())
             n = len(group["params"])
             packed["params"] = list(range(first, first + n))
             first += n
@@ -273,7 +310,10 @@ class Optimizer:
         flat, new_extras = self._flat_state(state_dict)
         self._impl.load_state_dict(flat)
         for group, extras in zip(self.param_groups, new_extras):
-            group._extras = extras
+            for key in list(group._extra_items()):
+                del group[key]
+            for key, value in extras.items():
+                group[key] = value
 
     def _check_state_dict(self, state_dict: dict) -> None:
         """Raises what load_state_dict(state_dict) would raise, changing nothing."""
@@ -395,6 +435,19 @@ class Adagrad(Optimizer):
                                       maximize=maximize))
 
 
+class RMSprop(Optimizer):
+    """RMSprop with momentum and the centered variant (torch.optim.RMSprop)."""
+
+    _KIND = "RMSprop"
+    _OPTIONS = {"lr": _FLOAT, "alpha": _FLOAT, "eps": _FLOAT, "weight_decay": _FLOAT, "momentum": _FLOAT,
+                "centered": _BOOL, "maximize": _BOOL}
+
+    def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False, *,
+                 maximize=False):
+        super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum,
+                                      centered=centered, maximize=maximize))
+
+
 class RowWiseAdagrad(Optimizer):
     """Row-wise Adagrad (DLRM's; fbgemm's rowwise_adagrad): one accumulator per row of a 2-D
     parameter (sum_r += mean(g_r**2); p_r -= lr * g_r / (sqrt(sum_r) + eps)), one for the whole
@@ -405,3 +458,6 @@ class RowWiseAdagrad(Optimizer):
 
     def __init__(self, params, lr=1e-2, eps=1e-10, weight_decay=0):
         super().__init__(params, dict(lr=lr, eps=eps, weight_decay=weight_decay))
+
+
+from . import lr_scheduler  # noqa: E402  (it needs Optimizer)

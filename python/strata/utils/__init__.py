@@ -1,5 +1,6 @@
-"""strata.utils: helpers with torch.utils' names (``strata.utils.checkpoint``)."""
+"""strata.utils: helpers with torch.utils' names (``strata.utils.checkpoint``, ``strata.utils.data``)."""
 
 from . import checkpoint
+from . import data
 
-__all__ = ["checkpoint"]
+__all__ = ["checkpoint", "data"]

@@ -13,6 +13,7 @@
 #include "core/threading.h"
 #include "models/optim/adagrad.h"
 #include "models/optim/adam.h"
+#include "models/optim/rmsprop.h"
 #include "models/optim/rowwise_adagrad.h"
 #include "models/optim/sgd.h"
 #include "ops/binary.h"
@@ -238,6 +239,61 @@ TEST(OptimAdagrad, MatchesReferenceForEachOptionCombination) {
   }
 }
 
+// ---- RMSprop --------------------------------------------------------------------------------------
+
+RefStep rmsprop_ref(RMSpropOptions o) {
+  return [o](Vec& p, const Vec& g_in, std::vector<Vec>& st, int t) {
+    if (st.empty()) st.assign(3, Vec(p.size(), 0.0));  // square_avg, grad_avg, momentum_buffer
+    for (std::size_t i = 0; i < p.size(); ++i) {
+      double g = o.maximize ? -g_in[i] : g_in[i];
+      g += o.weight_decay * p[i];
+      st[0][i] = o.alpha * st[0][i] + (1 - o.alpha) * g * g;
+      double avg = st[0][i];
+      if (o.centered) {
+        st[1][i] += (1 - o.alpha) * (g - st[1][i]);
+        avg -= st[1][i] * st[1][i];
+      }
+      avg = std::sqrt(avg) + o.eps;
+      if (o.momentum > 0) {
+        st[2][i] = o.momentum * st[2][i] + g / avg;
+        p[i] -= o.lr * st[2][i];
+      } else {
+        p[i] -= o.lr * g / avg;
+      }
+    }
+  };
+}
+
+TEST(OptimRMSprop, MatchesReferenceForEachOptionCombination) {
+  std::vector<std::pair<std::string, RMSpropOptions>> cases;
+  cases.push_back({"defaults", {}});
+  cases.push_back({"alpha", {.lr = 0.01, .alpha = 0.3, .eps = 1e-6}});
+  cases.push_back({"momentum", {.lr = 0.01, .momentum = 0.9}});
+  cases.push_back({"centered", {.lr = 0.01, .centered = true}});
+  cases.push_back({"all", {.lr = 0.01, .alpha = 0.8, .weight_decay = 0.1, .momentum = 0.5, .centered = true}});
+  cases.push_back({"maximize", {.lr = 0.01, .maximize = true}});
+  for (const auto& [name, o] : cases) {
+    for (DType dt : {DType::f32, DType::f64}) {
+      run_against_reference([&](std::vector<Tensor>& ps) { return std::make_unique<RMSprop>(ps, o); },
+                            rmsprop_ref(o), kShapes, dt, 20, "RMSprop " + name);
+    }
+  }
+}
+
+TEST(OptimRMSprop, StateHasPyTorchsBuffersPerOption) {
+  std::vector<Tensor> ps = {ones({3})};
+  RMSprop opt(ps, {.momentum = 0.9, .centered = true});
+  EXPECT_FALSE(opt.state(0).initialized);  // created lazily, as PyTorch does
+  ps[0].set_grad(ones({3}));
+  opt.step();
+  const ParamState& st = opt.state(0);
+  EXPECT_EQ(st.step, 1);
+  EXPECT_EQ(st.buffers.size(), 3u);
+  for (const char* name : {"square_avg", "grad_avg", "momentum_buffer"}) EXPECT_EQ(st.buffers.count(name), 1u) << name;
+  RMSprop plain(std::vector<Tensor>{ones({2})});
+  EXPECT_EQ(plain.state_dict().size(), 8u);  // 7 options + params, no state before a step
+}
+
 TEST(OptimAdagrad, StateExistsFromConstructionLikePyTorch) {
   Tensor p = ones({3});
   Adagrad opt({p}, {.initial_accumulator_value = 0.25});
@@ -421,6 +477,10 @@ TEST(OptimErrors, BadHyperparametersUsePyTorchsMessages) {
   EXPECT_ERROR(Adagrad(p(), {.lr_decay = -1}), "Invalid lr_decay value: -1.0");
   EXPECT_ERROR(Adagrad(p(), {.initial_accumulator_value = -2}), "Invalid initial_accumulator_value value: -2.0");
   EXPECT_ERROR(RowWiseAdagrad(p(), {.lr = -0.01}), "Invalid learning rate: -0.01");
+  EXPECT_ERROR(RMSprop(p(), {.alpha = -0.5}), "Invalid alpha value: -0.5");
+  EXPECT_ERROR(RMSprop(p(), {.eps = -1}), "Invalid epsilon value: -1.0");
+  EXPECT_ERROR(RMSprop(p(), {.momentum = -0.1}), "Invalid momentum value: -0.1");
+  EXPECT_ERROR(RMSprop(p(), {.weight_decay = -0.1}), "Invalid weight_decay value: -0.1");
   EXPECT_ERROR(SGD(std::vector<ParamGroup>{{p(), {{"lr", -2.0}}}}), "Invalid learning rate: -2.0");
   EXPECT_ERROR(SGD(std::vector<ParamGroup>{{p(), {{"betas", 0.9}}}}),
                "SGD: unknown option 'betas' in param group 0 (expected one of: dampening, lr, maximize, momentum, "
