@@ -83,6 +83,12 @@ void print_summary(const DLRMConfig& c, TieredDLRM& model, const DLRMTrainer& tr
               format_bytes(static_cast<double>(cnt.fast_bytes_written)).c_str(),
               format_bytes(static_cast<double>(cnt.slow_bytes_read)).c_str(),
               format_bytes(static_cast<double>(cnt.slow_bytes_written)).c_str());
+  const memory::MemoryStatsSnapshot mem = model.memory().manager().stats().snapshot();
+  std::printf("  fast tier (one per process: tables, caches and tensors): peak %s of %s; tensors evicted to the "
+              "slow tier %s\n",
+              format_bytes(static_cast<double>(mem.fast.peak_bytes)).c_str(),
+              format_bytes(static_cast<double>(model.memory().fast_heap().capacity())).c_str(),
+              format_bytes(static_cast<double>(mem.moved_to_slow.bytes)).c_str());
   const TierReport tier(model);
   std::printf("  slow tier: %s\n",
               !tier.has_slow ? "none (every table fits the fast budget)"

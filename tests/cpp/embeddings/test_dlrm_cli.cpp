@@ -87,6 +87,16 @@ TEST(DLRMCli, PrintTimeWallTimeAndEpochs) {
   EXPECT_THAT(lines[3], HasSubstr("it 2/2 of epoch 1"));
 }
 
+// Note [One tiered memory per process]: the main job's tables, caches and tensors share one fast
+// tier of the budget plus the dense working set, and no tensor is pushed to the slow tier.
+TEST(DLRMCli, OneFastTierHoldsTablesCachesAndTensors) {
+  const Result r = run("--preset default --num-batches 20 --test-freq 0 --scale-rows 0.25 --fast-budget 8M --threads 2");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("(embedding rows: 8.0 MiB budget)"));
+  EXPECT_THAT(r.out, HasSubstr("policy auto, base rows in the slow tier, cache of"));
+  EXPECT_THAT(r.out, HasSubstr("tensors evicted to the slow tier 0 B"));
+}
+
 TEST(DLRMCli, SummaryNamesEveryFigure) {
   const Result r = run(kSmall + " --emb-policy simple --slow-tier-model 50,20,0");
   ASSERT_EQ(r.status, 0) << r.out;
