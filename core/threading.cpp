@@ -3,6 +3,7 @@
 #include <tbb/blocked_range.h>
 #include <tbb/global_control.h>
 #include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <atomic>
@@ -60,6 +61,16 @@ ThreadSettings& settings() {
   return s;
 }
 
+thread_local int serial_depth = 0;  // run_serially regions open on this thread
+
+/// Marks the thread serial for its lifetime (Note [Serial regions]).
+struct SerialScope {
+  SerialScope() { ++serial_depth; }
+  ~SerialScope() { --serial_depth; }
+  SerialScope(const SerialScope&) = delete;
+  SerialScope& operator=(const SerialScope&) = delete;
+};
+
 }  // namespace
 
 std::string bad_num_threads_message(std::string_view what, std::string_view got) {
@@ -93,7 +104,7 @@ int get_num_threads() { return settings().num_threads.load(std::memory_order_acq
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
   grain = std::max<int64_t>(grain, 1);
-  if (n <= grain || get_num_threads() == 1) {
+  if (n <= grain || get_num_threads() == 1 || serial_depth > 0) {
     fn(0, n);
     return;
   }
@@ -128,5 +139,22 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
                     [&](const tbb::blocked_range<int64_t>& r) { fn(r.begin(), r.end()); });
 #endif
 }
+
+void run_serially(const std::function<void()>& fn) {
+#if STRATA_TSAN
+  SerialScope scope;  // no TBB here (Note [TSan and TBB]); the GEMMs take Strata's own kernel
+  fn();
+#else
+  // The scope opens inside execute(): it marks whichever thread runs fn (the caller, whose slot
+  // a fresh arena of one always has free).
+  tbb::task_arena one(1);
+  one.execute([&] {
+    SerialScope scope;
+    fn();
+  });
+#endif
+}
+
+bool in_serial_region() { return serial_depth > 0; }
 
 }  // namespace strata

@@ -44,8 +44,20 @@ void set_num_threads(int n);
 int get_num_threads();
 
 /// Runs fn(begin, end) over [0, n) in chunks of at least `grain` elements (fewer only when n itself
-/// is smaller), in parallel when n > grain; serially (one call) otherwise. Exceptions from fn
-/// propagate.
+/// is smaller), in parallel when n > grain; serially (one call) otherwise, and always serially inside
+/// run_serially. Exceptions from fn propagate.
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
+
+/// Note [Serial regions]
+/// A kernel that hands each thread its own share of a job (the row blocks of linear_stack, Note
+/// [Row blocks through a linear stack] in ops/linalg.cpp) and calls parallel routines on that share
+/// wants them on the calling thread alone: nested, they would split every small GEMM across the
+/// threads that are busy with their own shares. run_serially(fn) runs fn() on the calling thread
+/// inside a TBB arena of one slot, so oneDNN (whose threads are TBB's) runs on this thread only, and
+/// marks the thread so that parallel_for inside runs as one chunk without entering TBB at all.
+/// Exceptions from fn propagate; regions nest.
+void run_serially(const std::function<void()>& fn);
+/// Whether the calling thread is inside run_serially.
+bool in_serial_region();
 
 }  // namespace strata

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <memory>
 #include <optional>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -344,6 +346,118 @@ Tensor column_sums(const Tensor& gz, int64_t N) {
   return out;
 }
 
+// ---- linear_stack's row blocks ----------------------------------------------------------------------
+//
+// Note [Row blocks through a linear stack]
+// Inference through an MLP at a large batch (DLRM's test pass: 16384 rows through 13-512-256-64-16
+// and 367-512-256-1) ran each layer as one GEMM over all rows followed by the bias + activation
+// epilogue as a second pass. Every activation (16384 x 512 f32 = 32 MiB, the whole L3) went out
+// to DRAM, came back for the epilogue and again for the next layer; and oneDNN's sgemm, splitting
+// each product across both threads, ran the 512 -> 256 layers at 172 GFLOP/s where one thread
+// with a block of rows to itself runs them at 200 (bench/RESULTS.md, issue 25's evaluation).
+// Without autograd nothing reads the intermediate activations again, so linear_stack gives each
+// thread whole blocks of rows instead and runs every layer on a block before it takes the next:
+// the GEMM on that thread alone (run_serially, Note [Serial regions] in core/threading.h), the
+// epilogue right after on the block's output while it is in L2, the activations alternating
+// between two per-thread buffers of about kBlockBytes, only the last layer writing the output.
+// A block holds kBlockBytes / (widest row) rows, kMinBlockRows..kMaxBlockRows, and blocks are
+// balanced (no small tail that would take sgemm's tiny-product path). The row blocks need at
+// least two blocks per thread (fewer leave a thread idle); below that, and whenever autograd
+// records or an op recorder listens, the layers run as linear calls. Each output element is the
+// same sum of the same products as in linear; whether sgemm adds them in the same order for a
+// block as for the whole batch is its choice (on the DLRM's layers the results were bitwise
+// equal), so tests compare the two paths within f32 rounding.
+
+constexpr int64_t kBlockBytes = int64_t{512} << 10;
+constexpr int64_t kMinBlockRows = 16;
+constexpr int64_t kMaxBlockRows = 512;
+
+/// Raw views of one layer's operands (pinned by the caller).
+template <typename T>
+struct StackLayer {
+  const T* weight;  // [out, in], contiguous
+  const T* bias;    // [out] or null
+  int64_t in, out;
+  Activation act;
+};
+
+/// Rows [r0, r1) of x [M, in] through every layer; the last writes y's rows, the others alternate
+/// between buf[0] and buf[1] (each (r1 - r0) x the widest layer's output).
+template <typename T>
+void stack_block(const T* x, T* y, const std::vector<StackLayer<T>>& layers, int64_t r0, int64_t r1, T* const buf[2]) {
+  const int64_t m = r1 - r0;
+  const T* a = x + r0 * layers.front().in;
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const StackLayer<T>& l = layers[i];
+    T* c = i + 1 == layers.size() ? y + r0 * l.out : buf[i % 2];
+    const MatRef<T> am{a, m, l.in, l.in, 1}, wt{l.weight, l.in, l.out, 1, l.in};  // x-block, weightᵀ
+    ops::cpu::gemm(am, wt, c, l.out, /*accumulate=*/false, /*parallel=*/false);
+    if (l.bias != nullptr || l.act != Activation::None) epilogue<T>(c, l.bias, c, nullptr, m, l.out, l.act);
+    a = c;
+  }
+}
+
+/// x [M, in] through the layers into y [M, out_last] in `blocks` balanced row blocks, each thread
+/// running its blocks serially (Note [Row blocks through a linear stack]).
+template <typename T>
+void stack_rows(const T* x, T* y, const std::vector<StackLayer<T>>& layers, int64_t M, int64_t blocks) {
+  int64_t width = 0;
+  for (const StackLayer<T>& l : layers) width = std::max(width, l.out);
+  const int64_t rows = (M + blocks - 1) / blocks;  // the largest block
+  const auto start = [&](int64_t b) { return b * M / blocks; };
+  parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
+    const std::size_t n = static_cast<std::size_t>(rows * width);
+    std::unique_ptr<T[]> scratch(new T[2 * n]);  // written before read
+    T* const buf[2] = {scratch.get(), scratch.get() + n};
+    run_serially([&] {
+      for (int64_t b = b0; b < b1; ++b) stack_block<T>(x, y, layers, start(b), start(b + 1), buf);
+    });
+  });
+}
+
+/// linear_stack's argument checks: linear's, with the layer named and its input the previous output.
+void check_stack(const Tensor& x, std::span<const LinearLayer> layers) {
+  check_float("linear_stack", x, "input");
+  STRATA_CHECK(x.dim() >= 1, "linear_stack: input must be at least 1-D, got ", x.describe());
+  STRATA_CHECK(!layers.empty(), "linear_stack: no layers");
+  int64_t in = x.size(-1);
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const LinearLayer& l = layers[i];
+    const std::string w = "layer " + std::to_string(i) + "'s weight", b = "layer " + std::to_string(i) + "'s bias";
+    check_float("linear_stack", l.weight, w.c_str());
+    check_same_dtype("linear_stack", x, l.weight);
+    check_rank("linear_stack", l.weight, 2, w.c_str());
+    STRATA_CHECK(l.weight.size(1) == in, "linear_stack: ", w, " ", l.weight.describe(), " does not take ",
+                 i == 0 ? "the input " + x.describe() : "layer " + std::to_string(i - 1) + "'s output",
+                 " (in_features ", in, " and ", l.weight.size(1), ")");
+    if (l.bias.defined()) {
+      check_float("linear_stack", l.bias, b.c_str());
+      check_same_dtype("linear_stack", x, l.bias);
+      STRATA_CHECK(l.bias.dim() == 1 && l.bias.size(0) == l.weight.size(0), "linear_stack: ", b, " must be [",
+                   l.weight.size(0), "] for weight ", l.weight.describe(), ", got ", l.bias.describe());
+    }
+    in = l.weight.size(0);
+  }
+}
+
+/// linear_stack_blocks of checked arguments: at least two blocks per thread, and nothing that records
+/// (Note [Row blocks through a linear stack]).
+int64_t row_blocks(const Tensor& x, std::span<const LinearLayer> layers) {
+  TensorList operands{x};
+  int64_t width = x.size(-1);
+  for (const LinearLayer& l : layers) {
+    operands.push_back(l.weight);
+    operands.push_back(l.bias);
+    width = std::max(width, l.weight.size(0));
+  }
+  if (autograd::needs_grad(operands) || op_recorder() != nullptr) return 0;
+  const int64_t M = x.size(-1) == 0 ? 0 : x.numel() / x.size(-1);
+  const int64_t elem = static_cast<int64_t>(x.itemsize());
+  const int64_t rows = std::clamp(kBlockBytes / std::max<int64_t>(1, width * elem), kMinBlockRows, kMaxBlockRows);
+  const int64_t blocks = (M + rows - 1) / rows;
+  return blocks >= 2 * int64_t{get_num_threads()} ? blocks : 0;
+}
+
 }  // namespace
 
 // ---- public ops -------------------------------------------------------------------------------------
@@ -480,6 +594,47 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activat
     autograd::set_history({&y}, node);
   }
   if (OpRecorder* rec = op_recorder()) rec->linear(x, weight, bias, act, y);  // Note [Op recording hook]
+  return y;
+}
+
+int64_t linear_stack_blocks(const Tensor& x, std::span<const LinearLayer> layers) {
+  check_stack(x, layers);
+  return row_blocks(x, layers);
+}
+
+Tensor linear_stack(const Tensor& x, std::span<const LinearLayer> layers) {
+  check_backend(OpKind::linear);
+  check_stack(x, layers);
+  const int64_t blocks = row_blocks(x, layers);
+  if (blocks == 0) {
+    Tensor y = x;
+    for (const LinearLayer& l : layers) y = linear(y, l.weight, l.bias, l.act);
+    return y;
+  }
+  const int64_t in = x.size(-1), M = x.numel() / in;
+  const Tensor X = x.contiguous();
+  std::vector<LinearLayer> dense;  // contiguous operands
+  for (const LinearLayer& l : layers)
+    dense.push_back({l.weight.contiguous(), l.bias.defined() ? l.bias.contiguous() : Tensor(), l.act});
+  Dims y_sizes = x.sizes();
+  y_sizes.back() = layers.back().weight.size(0);
+  Tensor y = empty_output(y_sizes, x.dtype());
+  PinSet pins;
+  pins.add(X, AccessMode::Read).add(y, AccessMode::Write);
+  for (const LinearLayer& l : dense) {
+    pins.add(l.weight, AccessMode::Read);
+    if (l.bias.defined()) pins.add(l.bias, AccessMode::Read);
+  }
+  pins.acquire();
+  dispatch_float(x.dtype(), [&](auto t) {
+    using T = decltype(t);
+    std::vector<StackLayer<T>> raw;
+    for (const LinearLayer& l : dense)
+      raw.push_back({static_cast<const T*>(l.weight.data_ptr()),
+                     l.bias.defined() ? static_cast<const T*>(l.bias.data_ptr()) : nullptr, l.weight.size(1),
+                     l.weight.size(0), l.act});
+    stack_rows<T>(static_cast<const T*>(X.data_ptr()), static_cast<T*>(y.data_ptr()), raw, M, blocks);
+  });
   return y;
 }
 

@@ -6,6 +6,8 @@
 /// cache-blocked kernel (ops/cpu/gemm.h). Transposed operands are passed as transposed views, never
 /// copied.
 
+#include <span>
+
 #include "core/tensor.h"
 
 namespace strata {
@@ -35,6 +37,25 @@ enum class Activation {
 /// Backward goes through the activation, then the two GEMMs; the bias gradient is the column sum.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
               Activation act = Activation::None);
+
+/// One layer of linear_stack: act(x · weightᵀ + bias), linear's arguments.
+struct LinearLayer {
+  Tensor weight, bias;  ///< [out, in] and [out] or undefined
+  Activation act = Activation::None;
+};
+
+/// The layers applied in order, each as linear(x, weight, bias, act): an MLP of fused Linear +
+/// activation pairs (models/zoo's FusedMLP runs through it). Where no gradient is recorded and x
+/// has enough rows, each thread takes whole row blocks through every layer while they are in its
+/// cache, and only the last layer's output is written out (Note [Row blocks through a linear stack]
+/// in ops/linalg.cpp); otherwise, and whenever autograd records, it is exactly the chain of linear
+/// calls. x: [..., in] (at least 1-D); layer i's weight [out_i, in_i] with in_0 = in and
+/// in_i = out_{i-1}; at least one layer. Result: [..., out_last].
+Tensor linear_stack(const Tensor& x, std::span<const LinearLayer> layers);
+
+/// How many row blocks linear_stack(x, layers) runs in now (grad mode, the thread count and x's
+/// rows decide), or 0 when it runs the chain of linear calls. Checks its arguments as linear_stack.
+int64_t linear_stack_blocks(const Tensor& x, std::span<const LinearLayer> layers);
 
 /// Batched matrix product: a [B, n, k] · b [B, k, m] → [B, n, m] (no broadcasting, like torch.bmm).
 Tensor bmm(const Tensor& a, const Tensor& b);

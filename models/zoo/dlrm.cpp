@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <vector>
 
 #include "core/error.h"
 #include "core/factories.h"
@@ -26,8 +27,14 @@ void check_widths(const std::vector<int64_t>& w, const char* what, std::size_t m
 }  // namespace
 
 Tensor FusedMLP::forward(const Tensor& input) {
+  // Runs of Linear + ReLU/Sigmoid pairs go to linear_stack together (row blocks at inference).
   const auto& children = child_slots();
   Tensor x = input;
+  std::vector<LinearLayer> run;
+  auto flush = [&] {
+    if (!run.empty()) x = linear_stack(x, run);
+    run.clear();
+  };
   for (std::size_t i = 0; i < children.size(); ++i) {
     auto* lin = dynamic_cast<Linear*>(children[i].module.get());
     const Module* next = i + 1 < children.size() ? children[i + 1].module.get() : nullptr;
@@ -36,12 +43,14 @@ Tensor FusedMLP::forward(const Tensor& input) {
                            : dynamic_cast<const Sigmoid*>(next) != nullptr ? Activation::Sigmoid
                                                                            : Activation::None;
     if (lin == nullptr || act == Activation::None) {
+      flush();
       x = children[i].module->forward(x);
       continue;
     }
-    x = linear(x, lin->weight(), lin->has_parameter("bias") ? lin->bias() : Tensor(), act);
-    ++i;  // the activation ran in the epilogue
+    run.push_back({lin->weight(), lin->has_parameter("bias") ? lin->bias() : Tensor(), act});
+    ++i;  // the activation runs in the epilogue
   }
+  flush();
   return x;
 }
 

@@ -67,7 +67,9 @@ std::vector<int64_t> parse_arch(const std::string& text, const std::string& flag
 /// A Sequential of Linear layers each followed by an activation module, whose forward fuses every
 /// ReLU or Sigmoid that follows a Linear into the Linear's GEMM epilogue (ops/linalg.h `linear`
 /// with an Activation): one op per layer instead of two, the same parameters and state_dict as the
-/// plain Sequential. Children in any other arrangement run one by one.
+/// plain Sequential. Consecutive fused layers run as one ops/linalg.h `linear_stack`, which at
+/// inference takes row blocks through all of them (Note [Row blocks through a linear stack]).
+/// Children in any other arrangement run one by one.
 class FusedMLP : public Sequential {
  public:
   Tensor forward(const Tensor& input) override;

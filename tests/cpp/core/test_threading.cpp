@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "test_util.h"
+#include "tests/cpp/error_text.h"
 
 namespace {
 
@@ -198,6 +199,51 @@ TEST_F(Threading, NestedParallelFor) {
   int64_t wrong = 0;
   for (auto& h : hits) wrong += h.load() != 1;
   EXPECT_EQ(wrong, 0);
+}
+
+TEST_F(Threading, RunSeriallyKeepsNestedWorkOnTheCallingThread) {
+  // Note [Serial regions]: inside run_serially a parallel_for is one call on this thread, however
+  // large; outside, the same loop splits. Each thread of an outer parallel_for has its own region.
+  set_num_threads(2);
+  EXPECT_FALSE(in_serial_region());
+  std::vector<std::pair<int64_t, int64_t>> calls;
+  std::set<std::thread::id> ran_on;
+  run_serially([&] {
+    EXPECT_TRUE(in_serial_region());
+    run_serially([&] { EXPECT_TRUE(in_serial_region()); });  // regions nest
+    EXPECT_TRUE(in_serial_region());
+    parallel_for(1 << 16, 1, [&](int64_t b, int64_t e) {
+      calls.emplace_back(b, e);
+      ran_on.insert(std::this_thread::get_id());
+    });
+  });
+  EXPECT_FALSE(in_serial_region());
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0], (std::pair<int64_t, int64_t>{0, 1 << 16}));
+  EXPECT_EQ(ran_on, std::set<std::thread::id>{std::this_thread::get_id()});
+  std::atomic<int> outer_chunks{0}, inner_calls{0}, outside_region{0};
+  parallel_for(64, 1, [&](int64_t, int64_t) {
+    ++outer_chunks;
+    run_serially([&] {
+      const std::thread::id self = std::this_thread::get_id();
+      parallel_for(1 << 16, 1, [&](int64_t, int64_t) {
+        ++inner_calls;
+        if (std::this_thread::get_id() != self) ++outside_region;
+      });
+    });
+  });
+  EXPECT_EQ(inner_calls.load(), outer_chunks.load());
+  EXPECT_EQ(outside_region.load(), 0);
+}
+
+TEST_F(Threading, RunSeriallyPropagatesExceptionsAndCloses) {
+  set_num_threads(2);
+  EXPECT_THROW(run_serially([] { throw std::out_of_range("inside the region"); }), std::out_of_range);
+  EXPECT_FALSE(in_serial_region());
+  EXPECT_ERROR_HAS(run_serially([] { parallel_for(100, 1, [](int64_t, int64_t) { throw Error("serial kernel"); }); }),
+                   "serial kernel");
+  EXPECT_FALSE(in_serial_region());
+  expect_exact_cover(100003, 16);  // and parallel_for splits again afterwards
 }
 
 TEST_F(Threading, NonPositiveGrainOrNegativeCount) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -47,6 +48,28 @@ TEST(Metrics, AucEqualsThePairwiseDefinitionWithManyTies) {
     t[0] = 0, t[1] = 1;
     EXPECT_NEAR(roc_auc(s, t), pairwise_auc(s, t), 1e-12) << "trial " << trial;
   }
+}
+
+TEST(Metrics, AucOrdersEveryFloatLikeComparisons) {
+  // The sort runs on the scores' bits (Note [Exact ROC AUC]): negative scores, -0 against +0 (a tie),
+  // infinities, subnormals and neighbouring floats must order as the float comparisons do, and a
+  // batch as large as a test pass must agree with the definition too.
+  const float sub = std::numeric_limits<float>::denorm_min(), inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> levels{-inf, -3.5f, -1.0f, -sub, -0.0f, 0.0f, sub, std::nextafter(1.0f, 0.0f), 1.0f, 7e30f, inf};
+  std::mt19937 gen(8);
+  for (int trial = 0; trial < 12; ++trial) {
+    const int n = trial < 10 ? 40 + trial * 31 : 3000;
+    std::vector<float> s(n), t(n);
+    for (int i = 0; i < n; ++i) {
+      s[i] = trial < 10 ? levels[gen() % levels.size()] : std::ldexp(static_cast<float>(gen() % 100000) - 50000.0f, -20);
+      t[i] = static_cast<float>(gen() % 3 == 0);
+    }
+    t[0] = 0, t[1] = 1;
+    EXPECT_NEAR(roc_auc(s, t), pairwise_auc(s, t), 1e-12) << "trial " << trial;
+  }
+  // -0 and +0 tie: one positive at -0 and one negative at +0 is a half win.
+  EXPECT_DOUBLE_EQ(roc_auc(std::vector<float>{0.0f, -0.0f}, std::vector<float>{0, 1}), 0.5);
+  EXPECT_DOUBLE_EQ(roc_auc(std::vector<float>{-inf, inf, -sub, sub}, std::vector<float>{0, 1, 0, 1}), 1.0);
 }
 
 TEST(Metrics, AucIsNaNWithOneClass) {

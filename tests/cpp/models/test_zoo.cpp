@@ -8,6 +8,7 @@
 #include <string>
 
 #include "autograd/engine.h"
+#include "autograd/grad_mode.h"
 #include "core/error.h"
 #include "core/factories.h"
 #include "models/zoo/densenet.h"
@@ -16,6 +17,7 @@
 #include "tests/cpp/error_text.h"
 #include "models/zoo/resnet.h"
 #include "models/zoo/vgg.h"
+#include "models/linear.h"
 #include "ops/binary.h"
 #include "ops/embedding.h"
 #include "ops/linalg.h"
@@ -51,6 +53,13 @@ void expect_error(Fn&& fn, const std::string& needle) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
   }
+}
+
+double max_abs_diff(const Tensor& a, const Tensor& b) {
+  const Tensor ac = a.to(DType::f64).contiguous(), bc = b.to(DType::f64).contiguous();
+  double worst = 0;
+  for (int64_t i = 0; i < ac.numel(); ++i) worst = std::max(worst, std::abs(ac.data<double>()[i] - bc.data<double>()[i]));
+  return worst;
 }
 
 /// Runs a cross-entropy step and checks that every parameter received a finite, non-zero gradient.
@@ -232,6 +241,34 @@ TEST(ZooDLRM, ForwardIsTheReferenceWiringOfPlainOps) {
   for (int64_t i = 0; i < 3; ++i) EXPECT_FLOAT_EQ(out.select(0, i).select(0, 0).item<float>(), ref.select(0, i).select(0, 0).item<float>());
   mse_loss(out, full({3, 1}, 0.5)).backward();
   for (const auto& [name, p] : m.named_parameters()) EXPECT_TRUE(p.grad().defined()) << name;
+}
+
+TEST(ZooDLRM, FusedMLPsTakeRowBlocksAtInference) {
+  // FusedMLP hands its Linear + activation runs to linear_stack: at inference with many rows that is
+  // the row-block path (Note [Row blocks through a linear stack]), which must give training's output.
+  Generator gen(12);
+  auto mlp = reference_mlp({13, 128, 64, 1}, /*sigmoid_last=*/true, &gen);
+  const Tensor x = rand({3000, 13}, {}, &gen);
+  const Tensor trained = mlp->forward(x);  // grad mode: the chain of linear calls, recorded
+  ASSERT_TRUE(trained.requires_grad());
+  std::vector<LinearLayer> layers;
+  for (int64_t i = 0; i < 6; i += 2) {
+    auto& lin = static_cast<Linear&>(*(*mlp)[i]);
+    layers.push_back({lin.weight(), lin.bias(), i == 4 ? Activation::Sigmoid : Activation::ReLU});
+  }
+  autograd::NoGradGuard no_grad;
+  EXPECT_GT(linear_stack_blocks(x, layers), 0);
+  const Tensor inferred = mlp->forward(x);
+  EXPECT_FALSE(inferred.requires_grad());
+  ASSERT_EQ(inferred.sizes(), trained.sizes());
+  EXPECT_LT(max_abs_diff(inferred, trained.detach()), 1e-6);
+  // A child that is not a Linear + activation pair ends a run: both runs and the child still apply.
+  FusedMLP split;
+  split.push_back((*mlp)[0]);
+  split.push_back((*mlp)[1]);
+  split.push_back(std::make_shared<Identity>());
+  for (int64_t i = 2; i < 6; ++i) split.push_back((*mlp)[i]);
+  EXPECT_LT(max_abs_diff(split.forward(x), inferred), 1e-6);
 }
 
 TEST(ZooDLRM, BadInputIsNamed) {

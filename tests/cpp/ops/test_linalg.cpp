@@ -1,5 +1,6 @@
 // Tests of ops/linalg.h the harness cannot express: large f32 products against f64, strided and
-// transposed operands against contiguous ones, empty shapes, the GEMM layer's kernels.
+// transposed operands against contiguous ones, empty shapes, linear_stack's row blocks against the
+// chain of linear calls, the GEMM layer's kernels.
 
 #include <gtest/gtest.h>
 #include <oneapi/dnnl/dnnl.h>
@@ -16,8 +17,10 @@
 #include "autograd/engine.h"
 #include "autograd/grad_mode.h"
 #include "core/factories.h"
+#include "core/threading.h"
 #include "ops/cpu/gemm.h"
 #include "ops/linalg.h"
+#include "tests/cpp/error_text.h"
 #include "tests/cpp/ops/harness/op_harness.h"
 
 namespace strata {
@@ -163,6 +166,160 @@ TEST(Linalg, NoGradientThroughUnneededInputs) {
   // d tanh(3)/dz · Σ_rows x = (1 - tanh(3)²) · 2 for every weight entry.
   const double expect = (1 - std::tanh(3.0) * std::tanh(3.0)) * 2;
   for (double v : values(w.grad())) EXPECT_NEAR(v, expect, 1e-14);
+}
+
+// ---- linear_stack ---------------------------------------------------------------------------------
+
+/// Restores the thread count at scope exit.
+struct ThreadsGuard {
+  int saved = get_num_threads();
+  ~ThreadsGuard() { set_num_threads(saved); }
+};
+
+/// An MLP's layers: widths [in, out_0, out_1, ...], one activation per layer, layer `no_bias`
+/// without a bias; weights of variance 1/in so that activations stay O(1).
+std::vector<LinearLayer> stack_layers(const std::vector<int64_t>& widths, const std::vector<Activation>& acts, DType dt,
+                                      Generator& gen, std::size_t no_bias = 99) {
+  std::vector<LinearLayer> layers;
+  for (std::size_t i = 0; i + 1 < widths.size(); ++i) {
+    const double bound = std::sqrt(3.0 / static_cast<double>(widths[i]));
+    const Tensor w = uniform({widths[i + 1], widths[i]}, -bound, bound, {dt, nullptr}, &gen);
+    layers.push_back({w, i == no_bias ? Tensor() : randn({widths[i + 1]}, {dt, nullptr}, &gen), acts[i]});
+  }
+  return layers;
+}
+
+Tensor linear_chain(const Tensor& x, const std::vector<LinearLayer>& layers) {
+  Tensor y = x;
+  for (const LinearLayer& l : layers) y = linear(y, l.weight, l.bias, l.act);
+  return y;
+}
+
+/// Max |a - b| / (1 + |b|) over the finite elements; non-finite ones must be equal (NaN = NaN).
+double max_rel_diff_or_inf(const Tensor& a, const Tensor& b) {
+  EXPECT_EQ(a.sizes(), b.sizes());
+  const auto av = values(a), bv = values(b);
+  double worst = 0;
+  for (std::size_t i = 0; i < av.size(); ++i) {
+    if (std::isfinite(av[i]) && std::isfinite(bv[i])) worst = std::max(worst, std::abs(av[i] - bv[i]) / (1 + std::abs(bv[i])));
+    else if (!(std::isnan(av[i]) && std::isnan(bv[i])) && av[i] != bv[i]) return std::numeric_limits<double>::infinity();
+  }
+  return worst;
+}
+
+TEST(LinearStack, RowBlocksMatchTheChainOfLinears) {
+  // Note [Row blocks through a linear stack]: every activation, a layer without bias, 1 and 2
+  // threads, block counts that do not divide the rows; f32 within its rounding (sgemm may order a
+  // block's sums differently), f64 (Strata's blocked kernel) to the last bits.
+  ThreadsGuard threads;
+  Generator gen(21);
+  autograd::NoGradGuard no_grad;
+  // The 1024-wide layer makes blocks of 128 (f32) and 64 (f64) rows: 5 to 17 blocks here.
+  for (int n : {1, 2}) {
+    set_num_threads(n);
+    for (DType dt : {DType::f32, DType::f64}) {
+      const auto layers = stack_layers({37, 1024, 64, 17, 9, 1},
+                                       {Activation::ReLU, Activation::GELU, Activation::Tanh, Activation::None,
+                                        Activation::Sigmoid},
+                                       dt, gen, /*no_bias=*/2);
+      const int64_t rows = n == 1 ? 600 : 1031;
+      const Tensor x = randn({rows, 37}, {dt, nullptr}, &gen);
+      EXPECT_GE(linear_stack_blocks(x, layers), 2 * n) << rows << " rows, " << dt;
+      const Tensor y = linear_stack(x, layers);
+      EXPECT_EQ(y.sizes(), Dims({rows, 1}));
+      EXPECT_LT(max_rel_diff(y, linear_chain(x, layers)), dt == DType::f32 ? 1e-5 : 1e-13)
+          << rows << " rows, " << dt << ", " << n << " threads";
+    }
+  }
+}
+
+TEST(LinearStack, BatchedStridedAndNonFiniteInputs) {
+  ThreadsGuard threads;
+  set_num_threads(2);
+  Generator gen(22);
+  autograd::NoGradGuard no_grad;
+  auto layers = stack_layers({40, 256, 64}, {Activation::ReLU, Activation::Sigmoid}, DType::f32, gen);
+  layers[0].weight = layers[0].weight.t().contiguous().t();  // a transposed view
+  EXPECT_FALSE(layers[0].weight.is_contiguous());
+  Tensor x = randn({700, 3, 40}, {}, &gen);
+  float* p = x.data<float>();
+  p[5 * 40 + 7] = std::numeric_limits<float>::quiet_NaN();  // NaN passes ReLU (Note [ReLU and NaN])
+  p[1200 * 40 + 3] = std::numeric_limits<float>::infinity();
+  const Tensor xt = x.transpose(0, 1);  // [3, 700, 40], batch dims not foldable
+  EXPECT_FALSE(xt.is_contiguous());
+  ASSERT_GT(linear_stack_blocks(xt, layers), 0);
+  const Tensor y = linear_stack(xt, layers), ref = linear_chain(xt, layers);
+  EXPECT_EQ(y.sizes(), Dims({3, 700, 64}));
+  EXPECT_LT(max_rel_diff_or_inf(y, ref), 1e-5);
+  int64_t nan_rows = 0;
+  for (double v : values(y)) nan_rows += std::isnan(v);
+  EXPECT_GT(nan_rows, 0);  // the non-finite inputs reached the output, as in the chain
+}
+
+TEST(LinearStack, RecordsAsTheChainWhenAGradientIsNeeded) {
+  ThreadsGuard threads;
+  set_num_threads(2);
+  Generator gen(23);
+  auto layers = stack_layers({13, 64, 16}, {Activation::ReLU, Activation::Tanh}, DType::f64, gen);
+  for (LinearLayer& l : layers) {
+    l.weight.set_requires_grad(true);
+    l.bias.set_requires_grad(true);
+  }
+  const Tensor x = randn({2048, 13}, {DType::f64, nullptr}, &gen);
+  EXPECT_EQ(linear_stack_blocks(x, layers), 0);  // grad mode and parameters that require grad
+  const Tensor g = randn({2048, 16}, {DType::f64, nullptr}, &gen);
+  const Tensor y = linear_stack(x, layers);
+  ASSERT_TRUE(y.requires_grad());
+  y.backward(g);
+  std::vector<Tensor> grads;
+  for (LinearLayer& l : layers) {
+    grads.push_back(l.weight.grad());
+    l.weight.set_grad(Tensor());
+    l.bias.set_grad(Tensor());
+  }
+  linear_chain(x, layers).backward(g);
+  for (std::size_t i = 0; i < layers.size(); ++i) EXPECT_TRUE(bitwise_equal(grads[i], layers[i].weight.grad())) << i;
+  // Without grad mode the same call takes row blocks and records nothing; few rows never do.
+  autograd::NoGradGuard no_grad;
+  EXPECT_GT(linear_stack_blocks(x, layers), 0);
+  EXPECT_FALSE(linear_stack(x, layers).requires_grad());
+  EXPECT_EQ(linear_stack_blocks(x.narrow(0, 0, 10), layers), 0);
+  EXPECT_LT(max_rel_diff(linear_stack(x, layers), y.detach()), 1e-13);
+}
+
+TEST(LinearStack, BadInputIsNamed) {
+  Generator gen(24);
+  const auto layers = stack_layers({5, 6, 4}, {Activation::ReLU, Activation::None}, DType::f32, gen);
+  const Tensor x = randn({3, 5}, {}, &gen);
+  EXPECT_ERROR_HAS(linear_stack(x, {}), "linear_stack: no layers");
+  EXPECT_ERROR_HAS(linear_stack(randn({3, 4}, {}, &gen), layers),
+                   "linear_stack: layer 0's weight Tensor[6, 5] f32 does not take the input Tensor[3, 4] f32 "
+                   "(in_features 4 and 5)");
+  auto bad = layers;
+  bad[1].weight = randn({4, 7}, {}, &gen);
+  EXPECT_ERROR_HAS(linear_stack(x, bad), "layer 1's weight");
+  EXPECT_ERROR_HAS(linear_stack(x, bad), "does not take layer 0's output (in_features 6 and 7)");
+  bad = layers;
+  bad[1].bias = randn({5}, {}, &gen);
+  EXPECT_ERROR_HAS(linear_stack(x, bad), "linear_stack: layer 1's bias must be [4]");
+  bad = layers;
+  bad[0].weight = randn({6, 5}, {DType::f64, nullptr}, &gen);
+  EXPECT_ERROR_HAS(linear_stack(x, bad), "linear_stack: dtype mismatch");
+  bad = layers;
+  bad[0].weight = Tensor();
+  EXPECT_ERROR_HAS(linear_stack(x, bad), "linear_stack: layer 0's weight is undefined");
+  bad = layers;
+  bad[1].weight = randn({24}, {}, &gen);
+  EXPECT_ERROR_HAS(linear_stack(x, bad), "linear_stack: layer 1's weight must be 2-D");
+  EXPECT_ERROR_HAS(linear_stack(tensor<int64_t>({1, 2, 3, 4, 5}), layers), "linear_stack: input must be f32 or f64");
+  EXPECT_ERROR_HAS(linear_stack(full({}, 1.0), layers), "linear_stack: input must be at least 1-D");
+  EXPECT_ERROR_HAS(linear_stack_blocks(full({}, 1.0), layers), "linear_stack: input must be at least 1-D");
+  EXPECT_ERROR_HAS(linear_stack_blocks(x, {}), "linear_stack: no layers");
+  // The same checks on the row-block path (many rows, no gradient).
+  autograd::NoGradGuard no_grad;
+  bad = layers;
+  bad[1].weight = randn({4, 7}, {}, &gen);
+  EXPECT_ERROR_HAS(linear_stack(randn({5000, 5}, {}, &gen), bad), "does not take layer 0's output");
 }
 
 // ---- the GEMM layer ---------------------------------------------------------------------------------
