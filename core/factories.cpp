@@ -311,4 +311,12 @@ Tensor from_buffer(const void* data, std::size_t nbytes, IntArrayRef sizes, DTyp
 
 Tensor scalar_tensor(double value, DType dtype) { return full_for("scalar_tensor", {}, value, {dtype, nullptr}); }
 
+Tensor scalar_tensor(const Scalar& value, DType dtype) {
+  Tensor t = empty_for("scalar_tensor", {}, {dtype, nullptr});
+  PinSet pins;
+  pins.add(t, AccessMode::Write).acquire();
+  dispatch_dtype(dtype, [&](auto tag) { *static_cast<decltype(tag)*>(t.data_ptr()) = value.to<decltype(tag)>(); });
+  return t;
+}
+
 }  // namespace strata
