@@ -8,6 +8,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "ops/binary.h"
+#include "ops/comparison.h"
 #include "ops/cpu/elementwise.h"
 #include "ops/op_util.h"
 
@@ -421,7 +423,15 @@ Tensor prod_rows(const Tensor& x, int64_t dim) {
   return rows_along(x, dim).reshape({n, r});
 }
 
-Tensor prod_backward(const Tensor& x, const Tensor& g, int64_t dim) {
+/// prod's gradient, by PyTorch's rule: grad * (result / x) when x holds no zero (so an inf or NaN
+/// element spreads NaN through its slice, as in PyTorch), else from exclusive products.
+Tensor prod_backward(const Tensor& x, const Tensor& y, const Tensor& g, int64_t dim) {
+  if (!any(eq(x, 0)).item<bool>()) {
+    Dims keep = x.sizes();
+    for (int64_t d = 0; d < x.dim(); ++d)
+      if (dim < 0 || d == dim) keep[static_cast<std::size_t>(d)] = 1;
+    return mul(g.reshape(keep), div(y.reshape(keep), x));
+  }
   const DType dt = x.dtype(), ct = is_reduced_float(dt) ? DType::f32 : dt;
   const Tensor rows = prod_rows(x.to(ct), dim), gc = g.to(ct).contiguous();
   Tensor gx = empty_output(rows.sizes(), ct);
@@ -453,9 +463,10 @@ Tensor prod_impl(const Tensor& x, int64_t dim, bool keepdim) {
   y = y.view(sizes).to(out_dtype);
   if (autograd::needs_grad({&x})) {
     auto node = autograd::make_node("ProdBackward", {&x}, [dim](autograd::Node& n, const TensorList& g) -> TensorList {
-      return {prod_backward(n.saved(0), g[0], dim)};
+      return {prod_backward(n.saved(0), n.saved(1), g[0], dim)};
     });
     node->save(x);
+    node->save(y);
     autograd::set_history({&y}, node);
   }
   return y;

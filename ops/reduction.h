@@ -35,8 +35,9 @@ Tensor max(const Tensor& x);
 /// Minimum of all elements (a 0-D tensor), torch.min(x).
 Tensor min(const Tensor& x);
 
-/// Product of all elements (a 0-D tensor; 1 for an empty tensor). Backward: grad times the
-/// product of the other elements (exact with zeros: computed from prefix and suffix products).
+/// Product of all elements (a 0-D tensor; 1 for an empty tensor). Backward: PyTorch's rule, grad *
+/// result / x when the input holds no zero, else grad times the product of the other elements
+/// (from prefix and suffix products, exact with zeros).
 Tensor prod(const Tensor& x);
 /// Product over one dim.
 Tensor prod(const Tensor& x, int64_t dim, bool keepdim = false);

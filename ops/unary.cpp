@@ -455,11 +455,15 @@ Tensor pow(const Tensor& x, Scalar exponent) {
   check_backend(OpKind::pow);
   check_defined("pow", x, "input");
   const DType dt = result_type(x, exponent);
+  if (dt == DType::boolean && (exponent.to_double() == 0.0 || exponent.to_double() == 1.0))  // PyTorch's shortcuts
+    return exponent.to_double() == 0.0 ? ones(x.sizes(), {dt, nullptr}) : x.clone();
   if (!is_floating(dt)) {
     STRATA_CHECK(exponent.to_double() >= 0, "pow: integers to negative integer powers are not allowed (",
                  x.describe(), " to the power ", exponent, ")");
     return integer_pow(x.to(dt), scalar_tensor(exponent, dt), x.sizes());
   }
+  if (is_reduced_float(dt))  // computed in f32 and rounded once, through recorded conversions
+    return convert_operand(float_pow(convert_operand(x, DType::f32), exponent.to_double()), dt);
   return float_pow(convert_operand(x, dt), exponent.to_double());
 }
 
@@ -508,6 +512,8 @@ Tensor pow(const Tensor& x_in, const Tensor& e_in) {
   const Dims shape = broadcast_pair("pow", x_in, e_in);
   const DType dt = result_type(x_in, e_in);
   if (!is_floating(dt)) return integer_pow(x_in.to(dt), e_in.to(dt), shape);
+  if (is_reduced_float(dt))  // computed in f32 and rounded once, through recorded conversions
+    return convert_operand(pow(convert_operand(x_in, DType::f32), convert_operand(e_in, DType::f32)), dt);
   const Tensor x = convert_operand(x_in, dt), exponent = convert_operand(e_in, dt);
   check_float("pow", x, "input");
   Tensor y = empty_output(shape, x.dtype());

@@ -38,8 +38,8 @@ Tensor sqrt(const Tensor& x);
 
 /// x^exponent in the result type of x and the number (Note [Type promotion] in
 /// core/type_promotion.h): an integer tensor to an integer power stays integer (a negative integer
-/// power is an error, as in PyTorch), to a floating power it computes in f32. Floating results are
-/// f32 or f64. Backward: grad * exponent * x^(exponent - 1) (0 where exponent == 0).
+/// power is an error, as in PyTorch), to a floating power it computes in f32; bf16 and f16 compute
+/// in f32. Backward: grad * exponent * x^(exponent - 1) (0 where exponent == 0).
 Tensor pow(const Tensor& x, Scalar exponent);
 
 /// x^exponent element-wise, with NumPy broadcasting and type promotion of x and exponent. Integer
