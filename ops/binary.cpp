@@ -54,6 +54,27 @@ Tensor sum_to_shape(const Tensor& g, IntArrayRef shape) {
   return r.view(shape);
 }
 
+PromotedPair promote_pair(const char* op, OpKind kind, const Tensor& a, const Tensor& b, bool true_division) {
+  check_backend(kind);
+  check_defined(op, a, "input");
+  check_defined(op, b, "other");
+  PromotedPair p;
+  p.shape = broadcast_pair(op, a, b);
+  p.dtype = result_type(a, b);
+  if (true_division && !is_floating(p.dtype)) p.dtype = kDefaultFloat;
+  p.a = convert_operand(a, p.dtype);
+  p.b = convert_operand(b, p.dtype);
+  return p;
+}
+
+Tensor promote_with_scalar(const char* op, OpKind kind, const Tensor& a, const Scalar& s, bool true_division) {
+  check_backend(kind);
+  check_defined(op, a, "input");
+  DType dt = result_type(a, s);
+  if (true_division && !is_floating(dt)) dt = kDefaultFloat;
+  return convert_operand(a, dt);
+}
+
 }  // namespace ops::detail
 
 namespace {
@@ -82,25 +103,9 @@ Tensor grad3_kernel(const Tensor& g, const Tensor& a, const Tensor& b, F f) {
   return out;
 }
 
-/// out = f(x, s) (same shape and dtype as x), s converted to x's compute type.
-template <typename F>
-Tensor scalar_kernel(const Tensor& x, const Scalar& s, F f) {
-  Tensor out = empty_output(x.sizes(), x.dtype());
-  PinSet pins;
-  pins.add(x, AccessMode::Read).add(out, AccessMode::Write);
-  pins.acquire();
-  dispatch_dtype(x.dtype(), [&](auto t) {
-    using T = decltype(t);
-    using C = compute_type_t<T>;
-    const C v = s.to<C>();
-    map1<T, T>(out, x, [f, v](T a) { return static_cast<T>(f(static_cast<C>(a), v)); });
-  });
-  return out;
-}
-
 Tensor scaled(const Tensor& g, double s) {
   if (s == 1.0) return g;
-  return scalar_kernel(g, s, [](auto v, auto k) { return v * k; });
+  return typed_scalar(g, s, [](auto v, auto k) { return v * k; });
 }
 
 // x op y where signed integers wrap around instead of overflowing (PyTorch's integer results).
@@ -167,36 +172,6 @@ constexpr auto kMin = [](auto x, auto y) { return (x < y || x != x) ? x : y; };
 
 // ---- operand checks -----------------------------------------------------------------------------
 
-/// The operands of a binary op converted to their result type, and the broadcast shape.
-struct Promoted {
-  Tensor a, b;
-  Dims shape;
-  DType dtype;
-};
-
-/// Checks and promotes a binary op's operands; `true_division` computes integers in f32.
-Promoted promote_pair(const char* op, OpKind kind, const Tensor& a, const Tensor& b, bool true_division = false) {
-  check_backend(kind);
-  check_defined(op, a, "input");
-  check_defined(op, b, "other");
-  Promoted p;
-  p.shape = broadcast_pair(op, a, b);
-  p.dtype = result_type(a, b);
-  if (true_division && !is_floating(p.dtype)) p.dtype = kDefaultFloat;
-  p.a = convert_operand(a, p.dtype);
-  p.b = convert_operand(b, p.dtype);
-  return p;
-}
-
-/// A tensor and a number converted to their result type.
-Tensor promote_with_scalar(const char* op, OpKind kind, const Tensor& a, const Scalar& s, bool true_division = false) {
-  check_backend(kind);
-  check_defined(op, a, "input");
-  DType dt = result_type(a, s);
-  if (true_division && !is_floating(dt)) dt = kDefaultFloat;
-  return convert_operand(a, dt);
-}
-
 void check_not_bool_sub(const char* op, DType a, DType b) {
   STRATA_CHECK(a != DType::boolean && b != DType::boolean, op,
                ": subtraction with a bool tensor is not supported (PyTorch's rule); to invert a mask use "
@@ -235,7 +210,7 @@ void check_floor_div_dtype(const char* op, DType dt) {
 /// a + alpha * b (or a - alpha * b when `negate`), computed in the result type.
 Tensor add_sub(const char* op, OpKind kind, const char* node_name, const Tensor& a, const Tensor& b, Scalar alpha,
                bool negate) {
-  Promoted p = promote_pair(op, kind, a, b);
+  PromotedPair p = promote_pair(op, kind, a, b);
   if (negate) check_not_bool_sub(op, a.dtype(), b.dtype());
   check_alpha(op, p.dtype, alpha);
   const double alpha_d = alpha.to_double();
@@ -267,7 +242,7 @@ Tensor add_sub(const char* op, OpKind kind, const char* node_name, const Tensor&
 /// and out saved when `save`.
 template <typename F, typename DF>
 Tensor scalar_op(const char* node_name, const Tensor& x, const Scalar& s, F f, DF df, bool save) {
-  Tensor out = scalar_kernel(x, s, f);
+  Tensor out = typed_scalar(x, s, f);
   if (autograd::needs_grad({&x})) {
     auto node = autograd::make_node(node_name, {&x}, [df, save](autograd::Node& n, const TensorList& g) -> TensorList {
       if (!save) return {df(g[0], Tensor(), Tensor())};
@@ -333,7 +308,7 @@ Tensor div(const Tensor& a, Scalar s) {
   // The gradient divides by s in the compute type, as the forward does.
   return scalar_op(
       "DivBackward", x, s, kDivide,
-      [s](const Tensor& g, const Tensor&, const Tensor&) { return scalar_kernel(g, s, kDivide); }, false);
+      [s](const Tensor& g, const Tensor&, const Tensor&) { return typed_scalar(g, s, kDivide); }, false);
 }
 
 Tensor div(Scalar s, const Tensor& a) {
@@ -348,7 +323,7 @@ Tensor div(Scalar s, const Tensor& a) {
 }
 
 Tensor mul(const Tensor& a, const Tensor& b) {
-  Promoted p = promote_pair("mul", OpKind::mul, a, b);
+  PromotedPair p = promote_pair("mul", OpKind::mul, a, b);
   Tensor out = typed_binary(p.a, p.b, p.shape, kTimes);
   if (autograd::needs_grad({&p.a, &p.b})) {
     auto node = autograd::make_node("MulBackward", {&p.a, &p.b}, [](autograd::Node& n, const TensorList& g) -> TensorList {
@@ -367,7 +342,7 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor div(const Tensor& a, const Tensor& b) {
-  Promoted p = promote_pair("div", OpKind::div, a, b, /*true_division=*/true);
+  PromotedPair p = promote_pair("div", OpKind::div, a, b, /*true_division=*/true);
   Tensor out = typed_binary(p.a, p.b, p.shape, kDivide);
   if (autograd::needs_grad({&p.a, &p.b})) {
     auto node = autograd::make_node("DivBackward", {&p.a, &p.b}, [](autograd::Node& n, const TensorList& g) -> TensorList {
@@ -419,7 +394,7 @@ void record_remainder(const Tensor& a, const Tensor& b, Tensor& out) {
 
 /// floor_divide or remainder of two tensors.
 Tensor integer_division(const char* op, OpKind kind, const Tensor& a, const Tensor& b) {
-  Promoted p = promote_pair(op, kind, a, b);
+  PromotedPair p = promote_pair(op, kind, a, b);
   check_floor_div_dtype(op, p.dtype);
   check_no_zero_divisor(op, p.b);
   const bool floor = kind == OpKind::floor_divide;
@@ -459,7 +434,7 @@ namespace {
 /// maximum or minimum. PyTorch's backward: the gradient goes to a side unless the other side wins,
 /// halved on a tie; so where either side is NaN both get it (torch 2.13).
 Tensor extremum(const char* op, OpKind kind, const char* node_name, const Tensor& a, const Tensor& b, bool is_max) {
-  Promoted p = promote_pair(op, kind, a, b);
+  PromotedPair p = promote_pair(op, kind, a, b);
   Tensor out = is_max ? typed_binary(p.a, p.b, p.shape, kMax) : typed_binary(p.a, p.b, p.shape, kMin);
   if (autograd::needs_grad({&p.a, &p.b})) {
     auto node = autograd::make_node(node_name, {&p.a, &p.b}, [is_max](autograd::Node& n, const TensorList& g) -> TensorList {

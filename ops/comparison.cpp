@@ -17,20 +17,14 @@ using namespace ops::detail;
 /// f(a, b) -> bool, both operands converted to their result type (never recorded).
 template <typename F>
 Tensor compare(const char* op, OpKind kind, const Tensor& a, const Tensor& b, F f) {
-  check_backend(kind);
-  check_defined(op, a, "input");
-  check_defined(op, b, "other");
-  const Dims shape = broadcast_pair(op, a, b);
-  const DType dt = result_type(a, b);
-  return typed_predicate(a.to(dt), b.to(dt), shape, f);
+  const PromotedPair p = promote_pair(op, kind, a, b);
+  return typed_predicate(p.a, p.b, p.shape, f);
 }
 
 template <typename F>
 Tensor compare(const char* op, OpKind kind, const Tensor& a, const Scalar& s, F f) {
-  check_backend(kind);
-  check_defined(op, a, "input");
-  const DType dt = result_type(a, s);
-  return typed_predicate(a.to(dt), scalar_tensor(s, dt), a.sizes(), f);
+  const Tensor x = promote_with_scalar(op, kind, a, s);
+  return typed_predicate(x, scalar_tensor(s, x.dtype()), x.sizes(), f);
 }
 
 constexpr auto kEq = [](auto x, auto y) { return x == y; };
@@ -70,22 +64,16 @@ constexpr auto kXor = [](auto x, auto y) { return x ^ y; };
 
 template <typename F>
 Tensor bitwise(const char* op, OpKind kind, const Tensor& a, const Tensor& b, F f) {
-  check_backend(kind);
-  check_defined(op, a, "input");
-  check_defined(op, b, "other");
-  const Dims shape = broadcast_pair(op, a, b);
-  const DType dt = result_type(a, b);
-  check_bitwise(op, dt, is_floating(a.dtype()) ? a : b);
-  return typed_binary(a.to(dt), b.to(dt), shape, bitwise_fn(f));
+  const PromotedPair p = promote_pair(op, kind, a, b);
+  check_bitwise(op, p.dtype, is_floating(a.dtype()) ? a : b);
+  return typed_binary(p.a, p.b, p.shape, bitwise_fn(f));
 }
 
 template <typename F>
 Tensor bitwise(const char* op, OpKind kind, const Tensor& a, const Scalar& s, F f) {
-  check_backend(kind);
-  check_defined(op, a, "input");
-  const DType dt = result_type(a, s);
-  check_bitwise(op, dt, a);
-  return typed_binary(a.to(dt), scalar_tensor(s, dt), a.sizes(), bitwise_fn(f));
+  const Tensor x = promote_with_scalar(op, kind, a, s);
+  check_bitwise(op, x.dtype(), a);
+  return typed_binary(x, scalar_tensor(s, x.dtype()), x.sizes(), bitwise_fn(f));
 }
 
 }  // namespace

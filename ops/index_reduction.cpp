@@ -76,8 +76,10 @@ Tensor place(const Tensor& out, const Rows& rows, int64_t dim, int64_t rank) {
   return from_rows(out.reshape(sizes), dim, rank);
 }
 
-/// For each row, the first index of its extremum: values [n, 1] (row dtype) and indices [n, 1].
-void select_rows(const Rows& rows, bool is_max, const Tensor& values, const Tensor& indices) {
+/// Runs body(row, r, values, indices, i) for every row i (rows in parallel, `grain` elements per
+/// task), with the rows pinned for reading and the [n, k] outputs for writing.
+template <typename Body>
+void for_each_row_of(const Rows& rows, const Tensor& values, const Tensor& indices, int64_t grain, Body body) {
   PinSet pins;
   pins.add(rows.data, AccessMode::Read).add(values, AccessMode::Write).add(indices, AccessMode::Write).acquire();
   dispatch_kernel_dtype(rows.data.dtype(), [&](auto t) {
@@ -86,49 +88,41 @@ void select_rows(const Rows& rows, bool is_max, const Tensor& values, const Tens
     T* v = static_cast<T*>(values.data_ptr());
     int64_t* ix = static_cast<int64_t*>(indices.data_ptr());
     const int64_t r = rows.r;
-    parallel_for(rows.n, std::max<int64_t>(1, 32768 / std::max<int64_t>(r, 1)), [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
-        const T* row = x + i * r;
-        int64_t best = 0;
-        for (int64_t j = 1; j < r; ++j)
-          if (is_max ? above(row[j], row[best]) : below(row[j], row[best])) best = j;
-        v[i] = row[best];
-        ix[i] = best;
-      }
+    parallel_for(rows.n, std::max<int64_t>(1, grain / std::max<int64_t>(r, 1)), [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) body(x + i * r, r, v, ix, i);
     });
   });
 }
 
-/// For each row, the indices of its first k elements in the order `first` (stable): values and
-/// indices [n, k]. With k == r this is a stable sort.
+/// For each row, the first index of its extremum: values [n, 1] (row dtype) and indices [n, 1].
+void select_rows(const Rows& rows, bool is_max, const Tensor& values, const Tensor& indices) {
+  for_each_row_of(rows, values, indices, 32768, [is_max](const auto* row, int64_t r, auto* v, int64_t* ix, int64_t i) {
+    int64_t best = 0;
+    for (int64_t j = 1; j < r; ++j)
+      if (is_max ? above(row[j], row[best]) : below(row[j], row[best])) best = j;
+    v[i] = row[best];
+    ix[i] = best;
+  });
+}
+
+/// For each row, the indices of its first k elements, largest or smallest first (ties by index,
+/// which is also what a stable sort gives): values and indices [n, k]. k == r sorts.
 void order_rows(const Rows& rows, int64_t k, bool largest_first, const Tensor& values, const Tensor& indices) {
-  PinSet pins;
-  pins.add(rows.data, AccessMode::Read).add(values, AccessMode::Write).add(indices, AccessMode::Write).acquire();
-  dispatch_kernel_dtype(rows.data.dtype(), [&](auto t) {
-    using T = decltype(t);
-    const T* x = static_cast<const T*>(rows.data.data_ptr());
-    T* v = static_cast<T*>(values.data_ptr());
-    int64_t* ix = static_cast<int64_t*>(indices.data_ptr());
-    const int64_t r = rows.r;
-    parallel_for(rows.n, std::max<int64_t>(1, 4096 / std::max<int64_t>(r, 1)), [&](int64_t b, int64_t e) {
-      std::vector<int64_t> order(static_cast<std::size_t>(r));
-      for (int64_t i = b; i < e; ++i) {
-        const T* row = x + i * r;
-        std::iota(order.begin(), order.end(), int64_t{0});
-        // Ties broken by index: deterministic, and the same order a stable sort gives.
-        auto first = [row, largest_first](int64_t p, int64_t q) {
-          const bool pq = largest_first ? above(row[p], row[q]) : above(row[q], row[p]);
-          const bool qp = largest_first ? above(row[q], row[p]) : above(row[p], row[q]);
-          return pq || (!qp && p < q);
-        };
-        if (k == r) std::sort(order.begin(), order.end(), first);
-        else std::partial_sort(order.begin(), order.begin() + k, order.end(), first);
-        for (int64_t j = 0; j < k; ++j) {
-          ix[i * k + j] = order[static_cast<std::size_t>(j)];
-          v[i * k + j] = row[order[static_cast<std::size_t>(j)]];
-        }
-      }
-    });
+  for_each_row_of(rows, values, indices, 4096, [k, largest_first](const auto* row, int64_t r, auto* v, int64_t* ix, int64_t i) {
+    thread_local std::vector<int64_t> order;  // one buffer per thread, not per row
+    order.resize(static_cast<std::size_t>(r));
+    std::iota(order.begin(), order.end(), int64_t{0});
+    auto first = [row, largest_first](int64_t p, int64_t q) {
+      const bool pq = largest_first ? above(row[p], row[q]) : above(row[q], row[p]);
+      const bool qp = largest_first ? above(row[q], row[p]) : above(row[p], row[q]);
+      return pq || (!qp && p < q);
+    };
+    if (k == r) std::sort(order.begin(), order.end(), first);
+    else std::partial_sort(order.begin(), order.begin() + k, order.end(), first);
+    for (int64_t j = 0; j < k; ++j) {
+      ix[i * k + j] = order[static_cast<std::size_t>(j)];
+      v[i * k + j] = row[order[static_cast<std::size_t>(j)]];
+    }
   });
 }
 

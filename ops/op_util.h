@@ -25,6 +25,7 @@
 #include "core/error.h"
 #include "core/factories.h"
 #include "core/pin_set.h"
+#include "core/scalar.h"
 #include "core/tensor.h"
 #include "core/threading.h"
 #include "ops/backend.h"
@@ -69,6 +70,19 @@ Tensor convert_operand(const Tensor& t, DType dtype);
 
 /// The broadcast shape of a and b; the error names `op` and both tensors. In ops/binary.cpp.
 Dims broadcast_pair(const char* op, const Tensor& a, const Tensor& b);
+
+/// A binary op's operands converted to their result type (convert_operand) and their broadcast
+/// shape.
+struct PromotedPair {
+  Tensor a, b;
+  Dims shape;
+  DType dtype = DType::f32;
+};
+/// Checks a binary op's operands (backend, defined, broadcastable) and promotes them;
+/// `true_division` computes integers and bool in the default float dtype. In ops/binary.cpp.
+PromotedPair promote_pair(const char* op, OpKind kind, const Tensor& a, const Tensor& b, bool true_division = false);
+/// The same for a tensor and a number: the tensor converted to their result type.
+Tensor promote_with_scalar(const char* op, OpKind kind, const Tensor& a, const Scalar& s, bool true_division = false);
 
 /// Sums `g` over the dims that were broadcast to reach g's shape from `shape` (g itself when the
 /// shapes already match). In ops/binary.cpp.

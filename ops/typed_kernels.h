@@ -16,6 +16,7 @@
 
 #include "core/dtype.h"
 #include "core/pin_set.h"
+#include "core/scalar.h"
 #include "core/tensor.h"
 #include "ops/cpu/elementwise.h"
 #include "ops/op_util.h"
@@ -35,17 +36,19 @@ struct WrapType<C, true> {
 template <typename C>
 using Wrap = typename WrapType<C>::type;
 
-/// out = f(a, b) over `shape`; a and b have one dtype, which out gets.
-template <typename F>
+/// out = f(a, b) over `shape`; a and b have one dtype. out has that dtype, or bool when
+/// `kPredicate` (comparisons and logical ops).
+template <bool kPredicate = false, typename F>
 Tensor typed_binary(const Tensor& a, const Tensor& b, IntArrayRef shape, F f) {
-  Tensor out = empty_output(shape, a.dtype());
+  Tensor out = empty_output(shape, kPredicate ? DType::boolean : a.dtype());
   PinSet pins;
   pins.add(a, AccessMode::Read).add(b, AccessMode::Read).add(out, AccessMode::Write);
   pins.acquire();
   dispatch_dtype(a.dtype(), [&](auto t) {
     using T = decltype(t);
     using C = compute_type_t<T>;
-    cpu::map2<T, T, T>(out, a, b, [f](T x, T y) { return static_cast<T>(f(static_cast<C>(x), static_cast<C>(y))); });
+    using O = std::conditional_t<kPredicate, bool, T>;
+    cpu::map2<O, T, T>(out, a, b, [f](T x, T y) { return static_cast<O>(f(static_cast<C>(x), static_cast<C>(y))); });
   });
   return out;
 }
@@ -53,21 +56,12 @@ Tensor typed_binary(const Tensor& a, const Tensor& b, IntArrayRef shape, F f) {
 /// out (bool) = f(a, b) over `shape`; a and b have one dtype.
 template <typename F>
 Tensor typed_predicate(const Tensor& a, const Tensor& b, IntArrayRef shape, F f) {
-  Tensor out = empty_output(shape, DType::boolean);
-  PinSet pins;
-  pins.add(a, AccessMode::Read).add(b, AccessMode::Read).add(out, AccessMode::Write);
-  pins.acquire();
-  dispatch_dtype(a.dtype(), [&](auto t) {
-    using T = decltype(t);
-    using C = compute_type_t<T>;
-    cpu::map2<bool, T, T>(out, a, b, [f](T x, T y) { return static_cast<bool>(f(static_cast<C>(x), static_cast<C>(y))); });
-  });
-  return out;
+  return typed_binary<true>(a, b, shape, f);
 }
 
-/// out = f(x) (x's shape and dtype).
+/// out = f(x, s) (x's shape and dtype), the number s converted once to x's compute type.
 template <typename F>
-Tensor typed_unary(const Tensor& x, F f) {
+Tensor typed_scalar(const Tensor& x, const Scalar& s, F f) {
   Tensor out = empty_output(x.sizes(), x.dtype());
   PinSet pins;
   pins.add(x, AccessMode::Read).add(out, AccessMode::Write);
@@ -75,9 +69,16 @@ Tensor typed_unary(const Tensor& x, F f) {
   dispatch_dtype(x.dtype(), [&](auto t) {
     using T = decltype(t);
     using C = compute_type_t<T>;
-    cpu::map1<T, T>(out, x, [f](T v) { return static_cast<T>(f(static_cast<C>(v))); });
+    const C v = s.to<C>();
+    cpu::map1<T, T>(out, x, [f, v](T a) { return static_cast<T>(f(static_cast<C>(a), v)); });
   });
   return out;
+}
+
+/// out = f(x) (x's shape and dtype).
+template <typename F>
+Tensor typed_unary(const Tensor& x, F f) {
+  return typed_scalar(x, 0, [f](auto v, auto) { return f(v); });
 }
 
 }  // namespace strata::ops::detail

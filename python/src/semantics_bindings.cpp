@@ -5,7 +5,10 @@
 // (ops/comparison.h, ops/index_reduction.h, core/type_promotion.h); this file binds them.
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "bindings.h"
 #include "core/type_promotion.h"
@@ -119,11 +122,18 @@ Tensor invert(const Tensor& t) {
   return bitwise_not(t);
 }
 
-template <typename F>
-Tensor logical_fn(const char* op, py::handle input, py::handle other, F f) {
-  const Tensor a = tensor_arg(input, op, "input"), b = tensor_arg(other, op, "other");
-  py::gil_scoped_release release;
-  return f(a, b);
+/// logical_and, logical_or and logical_xor: (name, binding) for strata.<name> and Tensor.<name>.
+std::vector<std::pair<const char*, std::function<Tensor(py::handle, py::handle)>>> logical_ops() {
+  using Op = Tensor (*)(const Tensor&, const Tensor&);
+  std::vector<std::pair<const char*, std::function<Tensor(py::handle, py::handle)>>> out;
+  for (auto [name, op] : {std::pair<const char*, Op>{"logical_and", &logical_and}, std::pair<const char*, Op>{"logical_or", &logical_or},
+                          std::pair<const char*, Op>{"logical_xor", &logical_xor}})
+    out.emplace_back(name, [name, op](py::handle input, py::handle other) {
+      const Tensor a = tensor_arg(input, name, "input"), b = tensor_arg(other, name, "other");
+      py::gil_scoped_release release;
+      return op(a, b);
+    });
+  return out;
 }
 
 // ---- reductions -------------------------------------------------------------------------------------
@@ -231,15 +241,7 @@ void def_functions(py::module_& m) {
   for (auto [alias, c] : {std::pair{"greater", Cmp::Gt}, std::pair{"greater_equal", Cmp::Ge}, std::pair{"less", Cmp::Lt},
                           std::pair{"less_equal", Cmp::Le}, std::pair{"not_equal", Cmp::Ne}})
     m.def(alias, [c](py::handle input, py::handle other) { return compare_fn(c, input, other); }, arg("input"), arg("other"));
-  m.def("logical_and", [](py::handle a, py::handle b) {
-    return logical_fn("logical_and", a, b, [](const Tensor& x, const Tensor& y) { return logical_and(x, y); });
-  }, arg("input"), arg("other"));
-  m.def("logical_or", [](py::handle a, py::handle b) {
-    return logical_fn("logical_or", a, b, [](const Tensor& x, const Tensor& y) { return logical_or(x, y); });
-  }, arg("input"), arg("other"));
-  m.def("logical_xor", [](py::handle a, py::handle b) {
-    return logical_fn("logical_xor", a, b, [](const Tensor& x, const Tensor& y) { return logical_xor(x, y); });
-  }, arg("input"), arg("other"));
+  for (const auto& [name, fn] : logical_ops()) m.def(name, fn, arg("input"), arg("other"));
   m.def("logical_not", [](py::handle a) {
     const Tensor t = tensor_arg(a, "logical_not", "input");
     py::gil_scoped_release r;
@@ -333,18 +335,10 @@ void def_methods(py::module_&) {
               py::is_operator());
     }
   }
+  for (const auto& [name, fn] : logical_ops()) cls.def(name, fn, arg("other"));
   cls.def("__invert__", [](const Tensor& t) { return invert(t); })
       .def("bitwise_not", [](const Tensor& t) { py::gil_scoped_release r; return bitwise_not(t); })
       .def("logical_not", [](const Tensor& t) { py::gil_scoped_release r; return logical_not(t); })
-      .def("logical_and", [](py::handle s, py::handle o) {
-        return logical_fn("logical_and", s, o, [](const Tensor& x, const Tensor& y) { return logical_and(x, y); });
-      }, arg("other"))
-      .def("logical_or", [](py::handle s, py::handle o) {
-        return logical_fn("logical_or", s, o, [](const Tensor& x, const Tensor& y) { return logical_or(x, y); });
-      }, arg("other"))
-      .def("logical_xor", [](py::handle s, py::handle o) {
-        return logical_fn("logical_xor", s, o, [](const Tensor& x, const Tensor& y) { return logical_xor(x, y); });
-      }, arg("other"))
       .def("minimum", [](const Tensor& t, py::handle other) {
         const Tensor o = tensor_arg(other, "minimum", "other");
         py::gil_scoped_release r;

@@ -55,6 +55,18 @@ def outcome(fn, *args):
         return "error"
 
 
+def like_torch(fs, ft, s_args, t_args, where, rtol=0.0):
+    """fs(*s_args) refuses where ft(*t_args) does and otherwise matches it (same()). True when
+    torch computed something."""
+    rt, rs = outcome(ft, *t_args), outcome(fs, *s_args)
+    if isinstance(rt, str):
+        assert isinstance(rs, str), f"{where}: torch refuses, strata gave {rs}"
+        return False
+    assert not isinstance(rs, str), f"{where}: strata refuses, torch gave {rt}"
+    same(rs, rt, rtol=rtol)
+    return True
+
+
 # ---- the promotion table --------------------------------------------------------------------------
 
 BINARY = {
@@ -194,11 +206,7 @@ def test_logical_and_bitwise_ops_match_pytorch():
         (si, ti), (sj, tj) = pair(i, dtype), pair(j, dtype)
         for f in (lambda p, q: p & q, lambda p, q: p | q, lambda p, q: p ^ q, lambda p, q: ~p, lambda p, q: p & 1,
                   lambda p, q: 3 | p, lambda p, q: p ^ True):
-            rt, rs = outcome(f, ti, tj), outcome(f, si, sj)
-            if isinstance(rt, str):
-                assert isinstance(rs, str)
-            else:
-                same(rs, rt)
+            like_torch(f, f, (si, sj), (ti, tj), f"bitwise on {dtype}")
     with pytest.raises(RuntimeError, match="only integer and bool"):
         strata.ones(2) & strata.ones(2)
     with pytest.raises(TypeError, match="integer and Boolean"):
@@ -207,13 +215,7 @@ def test_logical_and_bitwise_ops_match_pytorch():
 
 # ---- integer and bool arithmetic ------------------------------------------------------------------
 
-INT_OPS = {
-    "add": lambda a, b: a + b,
-    "sub": lambda a, b: a - b,
-    "mul": lambda a, b: a * b,
-    "truediv": lambda a, b: a / b,
-    "floordiv": lambda a, b: a // b,
-    "mod": lambda a, b: a % b,
+INT_OPS = {name: BINARY[name] for name in ("add", "sub", "mul", "truediv", "floordiv", "mod")} | {
     "pow": lambda a, b: a ** b.abs() if not isinstance(b, (int, float)) else a ** abs(b),
     "neg": lambda a, b: -a,
     "abs": lambda a, b: a.abs(),
@@ -230,12 +232,7 @@ INT_OPS = {
 def test_integer_and_bool_arithmetic_matches_pytorch(op, dtype):
     a_vals, b_vals = [7, -7, 100, 0, 3, 2**31 - 1 if dtype == "int64" else 5], [2, 3, -3, 5, 1, 2]
     (sa, ta), (sb, tb) = pair(a_vals, dtype), pair(b_vals, dtype)
-    rt, rs = outcome(INT_OPS[op], ta, tb), outcome(INT_OPS[op], sa, sb)
-    if isinstance(rt, str):
-        assert isinstance(rs, str), f"torch refuses {op} on {dtype}, strata gave {rs}"
-    else:
-        assert not isinstance(rs, str), f"strata refuses {op} on {dtype}"
-        same(rs, rt, rtol=1e-6)
+    like_torch(INT_OPS[op], INT_OPS[op], (sa, sb), (ta, tb), f"{op} on {dtype}", rtol=1e-6)
 
 
 def test_integer_overflow_wraps_and_zero_division_raises():
@@ -312,12 +309,7 @@ def test_reductions_on_every_dtype_match_pytorch(dtype):
            lambda x: x.argmax(), lambda x: x.argmin(1), lambda x: x.sum(dtype=S[dtype] if isinstance(x, strata.Tensor)
                                                                           else T[dtype])]
     for k, f in enumerate(fns):
-        rt, rs = outcome(f, t), outcome(f, s)
-        if isinstance(rt, str):
-            assert isinstance(rs, str), f"reduction {k} on {dtype}: torch refuses, strata gave {rs}"
-            continue
-        assert not isinstance(rs, str), f"reduction {k} on {dtype}: strata refuses"
-        same(rs, rt, rtol=1e-3 if dtype in ("float16", "bfloat16") else 1e-6)
+        like_torch(f, f, (s,), (t,), f"reduction {k} on {dtype}", rtol=1e-3 if dtype in ("float16", "bfloat16") else 1e-6)
     with pytest.raises(RuntimeError, match="could not infer output dtype"):
         strata.arange(5).mean()
 

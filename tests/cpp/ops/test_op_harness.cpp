@@ -41,6 +41,14 @@ TensorList prepare(const TensorList& inputs, DType dtype, bool noncontig, const 
   return out;
 }
 
+/// Indices of the floating inputs.
+std::vector<int> floating_inputs(const TensorList& inputs) {
+  std::vector<int> out;
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i].defined() && is_floating(inputs[i].dtype())) out.push_back(static_cast<int>(i));
+  return out;
+}
+
 /// Σ_k Σ out_k · w_k in f64.
 double weighted_sum(const TensorList& outs, const TensorList& weights) {
   double total = 0;
@@ -229,9 +237,7 @@ TEST_P(OpHarness, NoGraphWithoutGrad) {
 
 TEST_P(OpHarnessMixed, MixedDtypesAreRefused) {
   const TensorList inputs = make_inputs();
-  std::vector<int> floats;
-  for (std::size_t i = 0; i < inputs.size(); ++i)
-    if (inputs[i].defined() && is_floating(inputs[i].dtype())) floats.push_back(static_cast<int>(i));
+  const std::vector<int> floats = floating_inputs(inputs);
   ASSERT_GE(floats.size(), 2u);
   TensorList in = prepare(inputs, DType::f64, false, {});
   in[floats[0]] = in[floats[0]].to(DType::f32, true);
@@ -253,9 +259,7 @@ class OpHarnessPromotes : public OpHarness {};
 // matches the reference on the rounded inputs, and the f32 input's gradient is f32.
 TEST_P(OpHarnessPromotes, MixedDtypesPromote) {
   const TensorList inputs = make_inputs();
-  std::vector<int> floats;
-  for (std::size_t i = 0; i < inputs.size(); ++i)
-    if (inputs[i].defined() && is_floating(inputs[i].dtype())) floats.push_back(static_cast<int>(i));
+  const std::vector<int> floats = floating_inputs(inputs);
   ASSERT_GE(floats.size(), 2u);
   TensorList in = prepare(inputs, DType::f64, false, c().grad_inputs);
   bool grads = false;
