@@ -233,7 +233,6 @@ void add_operand(ResultType& r, py::handle h, const char* name) {
 
 void def_functions(py::module_& m) {
   using py::arg;
-  const auto none = py::none();
   for (Cmp c : {Cmp::Eq, Cmp::Ne, Cmp::Lt, Cmp::Le, Cmp::Gt, Cmp::Ge})
     m.def(cmp_name(c), [c](py::handle input, py::handle other) { return compare_fn(c, input, other); }, arg("input"),
           arg("other"), "Element-wise comparison (a bool tensor), with broadcasting and type promotion.");
@@ -272,6 +271,11 @@ void def_functions(py::module_& m) {
       py::gil_scoped_release r;
       return abs(t);
     }, arg("input"));
+}
+
+void def_reduction_functions(py::module_& m) {
+  using py::arg;
+  const auto none = py::none();
   m.def("prod", [](py::handle input, py::handle dim, bool keepdim, py::handle dtype) {
     return prod_py(tensor_arg(input, "prod", "input"), dim, keepdim, dtype);
   }, arg("input"), arg("dim") = none, arg("keepdim") = false, py::kw_only(), arg("dtype") = none);
@@ -390,6 +394,7 @@ py::object extreme_dim_py(const Tensor& t, py::handle dim, py::handle keepdim, b
 void init_semantics(py::module_& m) {
   def_return_types(m);
   def_functions(m);
+  def_reduction_functions(m);
   def_methods(m);
 }
 
