@@ -55,6 +55,7 @@ void add(const Tensor& out, const Tensor& a, const Tensor& b) {
     case DType::f32: add_rows<float>(out, a, b); break;
     case DType::f64: add_rows<double>(out, a, b); break;
     case DType::bf16: add_rows<BFloat16>(out, a, b); break;
+    case DType::f16: add_rows<Half>(out, a, b); break;
     default: STRATA_ASSERT(false, "autograd add: unexpected dtype ", out.dtype());
   }
 }

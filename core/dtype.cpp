@@ -15,6 +15,7 @@ std::string_view dtype_name(DType t) {
     case DType::i64: return "i64";
     case DType::u8: return "u8";
     case DType::boolean: return "bool";
+    case DType::f16: return "f16";
   }
   return "unknown";
 }
@@ -30,12 +31,13 @@ DType dtype_from_name(std::string_view name) {
       {"bf16", DType::bf16},    {"bfloat16", DType::bf16}, {"i32", DType::i32},
       {"int32", DType::i32},    {"int", DType::i32},       {"i64", DType::i64},
       {"int64", DType::i64},    {"long", DType::i64},      {"u8", DType::u8},
-      {"uint8", DType::u8},     {"bool", DType::boolean},
+      {"uint8", DType::u8},     {"bool", DType::boolean},  {"f16", DType::f16},
+      {"float16", DType::f16},  {"half", DType::f16},
   };
   for (const auto& a : kAliases)
     if (a.name == name) return a.dtype;
   STRATA_CHECK(false, "dtype_from_name: unknown dtype ", quote_field(name),
-               " (expected one of f32, f64, bf16, i32, i64, u8, bool)");
+               " (expected one of f32, f64, bf16, f16, i32, i64, u8, bool)");
   return DType::f32;
 }
 

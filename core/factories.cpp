@@ -28,7 +28,7 @@ void fill_indexed(Tensor& t, ValueOf&& value_of) {
 }
 
 void check_floating(DType dtype, const char* op) {
-  STRATA_CHECK(is_floating(dtype), op, ": expects a floating dtype (f32, f64, bf16), got ", dtype);
+  STRATA_CHECK(is_floating(dtype), op, ": expects a floating dtype (f32, f64, bf16, f16), got ", dtype);
 }
 
 // Fills a contiguous tensor from a reserved run of Philox blocks: block j yields the values of
@@ -146,8 +146,8 @@ template <typename T>
 double largest_below(double high) {
   const T c = convert_element<T>(high);  // nearest T; at most one step above high
   if (static_cast<double>(c) < high) return static_cast<double>(c);
-  if constexpr (std::is_same_v<T, BFloat16>) {
-    BFloat16 b = c;
+  if constexpr (is_reduced_float_v<T>) {
+    T b = c;
     const float f = static_cast<float>(b);
     if (f > 0.0f) b.bits = static_cast<uint16_t>(b.bits - 1);
     else if (f == 0.0f) b.bits = 0x8001;  // the negative subnormal closest to zero
@@ -168,7 +168,7 @@ Tensor uniform_for(const char* op, IntArrayRef sizes, double low, double high, T
   const double span = high - low;
   dispatch_dtype(options.dtype, [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (std::is_same_v<T, double> || std::is_same_v<T, float> || std::is_same_v<T, BFloat16>) {
+    if constexpr (std::is_same_v<T, double> || std::is_same_v<T, float> || is_reduced_float_v<T>) {
       // Rounding low + span * u to T can reach `high`; such draws take the largest T below high
       // (low itself when the interval holds no other T value), so results stay in [low, high).
       const double top = std::max(low, largest_below<T>(high));
@@ -213,7 +213,7 @@ Tensor normal_for(const char* op, IntArrayRef sizes, double mean, double std, Te
       fill_from_blocks<T>(t, g, 2, [&](const std::array<uint32_t, 4>& b, double* v) {
         box_muller(1.0 - uint64_to_unit_double(word_pair(b, 0)), uint64_to_unit_double(word_pair(b, 1)), v);
       });
-    } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, BFloat16>) {
+    } else if constexpr (std::is_same_v<T, float> || is_reduced_float_v<T>) {
       fill_from_blocks<T>(t, g, 4, [&](const std::array<uint32_t, 4>& b, double* v) {
         for (int pair = 0; pair < 2; ++pair)
           box_muller(1.0 - static_cast<double>(uint32_to_unit_float(b[2 * pair])),
@@ -310,5 +310,13 @@ Tensor from_buffer(const void* data, std::size_t nbytes, IntArrayRef sizes, DTyp
 }
 
 Tensor scalar_tensor(double value, DType dtype) { return full_for("scalar_tensor", {}, value, {dtype, nullptr}); }
+
+Tensor scalar_tensor(const Scalar& value, DType dtype) {
+  Tensor t = empty_for("scalar_tensor", {}, {dtype, nullptr});
+  PinSet pins;
+  pins.add(t, AccessMode::Write).acquire();
+  dispatch_dtype(dtype, [&](auto tag) { *static_cast<decltype(tag)*>(t.data_ptr()) = value.to<decltype(tag)>(); });
+  return t;
+}
 
 }  // namespace strata

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/rng.h"
+#include "core/scalar.h"
 #include "core/tensor.h"
 
 namespace strata {
@@ -71,5 +72,8 @@ Tensor tensor(const std::vector<T>& values, std::optional<IntArrayRef> sizes = s
 
 /// A zero-dim tensor holding `value`.
 Tensor scalar_tensor(double value, DType dtype = DType::f32);
+/// A zero-dim tensor of `dtype` holding `value` converted exactly as Scalar::to does (an int64
+/// stays exact, unlike through a double).
+Tensor scalar_tensor(const Scalar& value, DType dtype);
 
 }  // namespace strata

@@ -36,6 +36,7 @@ void for_each_float(const Tensor& t, F f) {
       break;
     }
     case DType::bf16: scan(BFloat16{}); break;
+    case DType::f16: scan(Half{}); break;
     default: break;
   }
 }
@@ -91,6 +92,7 @@ bool all_finite(const Tensor& t) {
     case DType::f32: return exponents_finite<uint32_t, 0x7f800000u>(c.data_ptr(), c.numel());
     case DType::f64: return exponents_finite<uint64_t, 0x7ff0000000000000ull>(c.data_ptr(), c.numel());
     case DType::bf16: return exponents_finite<uint16_t, 0x7f80u>(c.data_ptr(), c.numel());
+    case DType::f16: return exponents_finite<uint16_t, 0x7c00u>(c.data_ptr(), c.numel());
     default: return true;
   }
 }

@@ -1,7 +1,7 @@
 #pragma once
 /// @file
 /// Converting a module's floating-point state to another dtype in place — the C++ half of
-/// torch.nn.Module.to(dtype) / .float() / .double() / .bfloat16().
+/// torch.nn.Module.to(dtype) / .float() / .double() / .half() / .bfloat16().
 
 #include "core/dtype.h"
 #include "models/module.h"

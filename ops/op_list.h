@@ -68,7 +68,39 @@
   X(nll_loss, softmax_loss)           \
   /* ops/embedding.h */               \
   X(embedding_bag, embedding)         \
-  X(dot_interaction, embedding)
+  X(dot_interaction, embedding)       \
+  /* issue 26 part 1: promotion, integer and bool tensors, index-returning reductions */ \
+  X(floor_divide, binary)             \
+  X(remainder, binary)                \
+  X(minimum, binary)                  \
+  X(neg, unary)                       \
+  X(abs, unary)                       \
+  X(prod, reduction)                  \
+  X(amin, reduction)                  \
+  X(any, reduction)                   \
+  X(all, reduction)                   \
+  /* ops/comparison.h */              \
+  X(eq, comparison)                   \
+  X(ne, comparison)                   \
+  X(lt, comparison)                   \
+  X(le, comparison)                   \
+  X(gt, comparison)                   \
+  X(ge, comparison)                   \
+  X(logical_and, comparison)          \
+  X(logical_or, comparison)           \
+  X(logical_xor, comparison)          \
+  X(logical_not, comparison)          \
+  X(bitwise_and, comparison)          \
+  X(bitwise_or, comparison)           \
+  X(bitwise_xor, comparison)          \
+  X(bitwise_not, comparison)          \
+  /* ops/index_reduction.h */         \
+  X(argmax, index_reduction)          \
+  X(argmin, index_reduction)          \
+  X(max, index_reduction)             \
+  X(min, index_reduction)             \
+  X(topk, index_reduction)            \
+  X(sort, index_reduction)
 
 namespace strata {
 

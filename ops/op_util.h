@@ -25,6 +25,7 @@
 #include "core/error.h"
 #include "core/factories.h"
 #include "core/pin_set.h"
+#include "core/scalar.h"
 #include "core/tensor.h"
 #include "core/threading.h"
 #include "ops/backend.h"
@@ -60,6 +61,73 @@ inline void check_index(const char* op, const Tensor& t, const char* what) {
   check_defined(op, t, what);
   STRATA_CHECK(t.dtype() == DType::i64 || t.dtype() == DType::i32, op, ": ", what, " must be i64 or i32, got ",
                t.describe());
+}
+
+/// `t` converted to `dtype` for an op that computes in it (Note [Type promotion] in
+/// core/type_promotion.h); `t` itself when it has that dtype. Converting a tensor that requires
+/// grad is recorded (ToCopyBackward converts the gradient back to t's dtype). In ops/binary.cpp.
+Tensor convert_operand(const Tensor& t, DType dtype);
+
+/// The broadcast shape of a and b; the error names `op` and both tensors. In ops/binary.cpp.
+Dims broadcast_pair(const char* op, const Tensor& a, const Tensor& b);
+
+/// A binary op's operands converted to their result type (convert_operand) and their broadcast
+/// shape.
+struct PromotedPair {
+  Tensor a, b;
+  Dims shape;
+  DType dtype = DType::f32;
+};
+/// Checks a binary op's operands (backend, defined, broadcastable) and promotes them;
+/// `true_division` computes integers and bool in the default float dtype. In ops/binary.cpp.
+PromotedPair promote_pair(const char* op, OpKind kind, const Tensor& a, const Tensor& b, bool true_division = false);
+/// The same for a tensor and a number: the tensor converted to their result type.
+Tensor promote_with_scalar(const char* op, OpKind kind, const Tensor& a, const Scalar& s, bool true_division = false);
+
+/// Sums `g` over the dims that were broadcast to reach g's shape from `shape` (g itself when the
+/// shapes already match). In ops/binary.cpp.
+Tensor sum_to_shape(const Tensor& g, IntArrayRef shape);
+
+/// `x` with `dim` moved last and made contiguous: one row of x.size(dim) elements per position of
+/// the other dims, the rows in those dims' row-major order (a 0-dim x is one row of one element).
+/// Raw core views and a copy: never recorded.
+inline Tensor rows_along(const Tensor& x, int64_t dim) {
+  if (x.dim() == 0) return x.reshape({1});
+  Dims perm;
+  for (int64_t d = 0; d < x.dim(); ++d)
+    if (d != dim) perm.push_back(d);
+  perm.push_back(dim);
+  return x.permute(perm).contiguous();
+}
+
+/// The inverse of rows_along for a tensor of rows (any row length): a contiguous tensor of rank
+/// `rank` whose dim `dim` holds the rows.
+inline Tensor from_rows(const Tensor& rows, int64_t dim, int64_t rank) {
+  if (rank == 0) return rows.reshape({});
+  Dims inverse(static_cast<std::size_t>(rank));
+  for (int64_t pos = 0, d = 0; d < rank; ++d)
+    if (d != dim) inverse[static_cast<std::size_t>(d)] = pos++;
+  inverse[static_cast<std::size_t>(dim)] = rank - 1;
+  return rows.permute(inverse).contiguous();
+}
+
+/// Calls fn(T{}) for the dtypes the reduction and sort kernels run on: f32, f64, i32, i64 and u8
+/// (the callers bring bf16 and f16 to f32 and view bool as u8 first).
+template <typename Fn>
+void dispatch_kernel_dtype(DType dtype, Fn&& fn) {
+  switch (dtype) {
+    case DType::f32: fn(float{}); return;
+    case DType::f64: fn(double{}); return;
+    case DType::i32: fn(int32_t{}); return;
+    case DType::i64: fn(int64_t{}); return;
+    case DType::u8: fn(uint8_t{}); return;
+    default: STRATA_ASSERT(false, "kernel dispatch: unexpected dtype ", dtype);
+  }
+}
+
+/// The same bytes viewed as another dtype of the same size (bool as u8 and back).
+inline Tensor reinterpret_dtype(const Tensor& t, DType dtype) {
+  return Tensor(t.storage(), t.sizes(), t.strides(), t.offset(), dtype);
 }
 
 /// Calls fn(float{}) or fn(double{}) by dtype (checked with check_float before).

@@ -8,6 +8,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "ops/binary.h"
+#include "ops/comparison.h"
 #include "ops/cpu/elementwise.h"
 #include "ops/op_util.h"
 
@@ -27,29 +29,35 @@ using namespace ops::detail;
 //  - I > 1 (outer reduce): out[o, i-block] += in[o, r, i-block] for r = 0..R-1, vectorized along
 //    the contiguous i; when O x (i-blocks) gives too few tasks, R is split into fixed chunks too.
 // Chunking depends only on the shape, never on the thread count, so results are reproducible.
-// Sums accumulate in double (f32 inputs too): a 1M-element f32 sum is exact to ~1e-7.
+// Sums accumulate in double (f32 inputs too): a 1M-element f32 sum is exact to ~1e-7. The kernels
+// run on f32, f64, i32, i64 and u8 (dispatch_kernel_dtype); reduction_input brings other dtypes there.
 
-enum class RedOp { Sum, Max };
+enum class RedOp { Sum, Max, Min };
 
 template <typename T, RedOp Op>
-using Acc = std::conditional_t<Op == RedOp::Sum, double, T>;
+using Acc = std::conditional_t<Op == RedOp::Sum, std::conditional_t<std::is_integral_v<T>, int64_t, double>, T>;
 
 template <typename A, RedOp Op>
 constexpr A red_init() {
   if constexpr (Op == RedOp::Sum) return A(0);
-  else return -std::numeric_limits<A>::infinity();
+  else if constexpr (std::is_integral_v<A>)
+    return Op == RedOp::Max ? std::numeric_limits<A>::lowest() : std::numeric_limits<A>::max();
+  else return Op == RedOp::Max ? -std::numeric_limits<A>::infinity() : std::numeric_limits<A>::infinity();
 }
 
 template <RedOp Op, typename A>
 inline A combine(A acc, A v) {
-  if constexpr (Op == RedOp::Sum) return acc + v;
-  else return (v > acc || v != v) ? v : acc;  // NaN propagates
+  if constexpr (Op == RedOp::Sum && std::is_integral_v<A>)  // wraps around, like PyTorch's integer sums
+    return static_cast<A>(static_cast<uint64_t>(acc) + static_cast<uint64_t>(v));
+  else if constexpr (Op == RedOp::Sum) return acc + v;
+  else if constexpr (Op == RedOp::Max) return (v > acc || v != v) ? v : acc;  // NaN propagates
+  else return (v < acc || v != v) ? v : acc;
 }
 
 /// Reduction of n contiguous values.
 template <typename T, RedOp Op>
 Acc<T, Op> reduce_row(const T* x, int64_t n) {
-  if constexpr (Op == RedOp::Max) return ops::cpu::max_contig(x, n);
+  if constexpr (Op == RedOp::Max && std::is_floating_point_v<T>) return ops::cpu::max_contig(x, n);
   using A = Acc<T, Op>;
   constexpr int kLanes = 16;
   A acc[kLanes];
@@ -72,8 +80,8 @@ template <typename T, RedOp Op>
 void reduce_ori(const T* in, T* out, int64_t O, int64_t R, int64_t I, double scale) {
   using A = Acc<T, Op>;
   auto finish = [scale](A v) -> T {
-    if constexpr (Op == RedOp::Sum) return static_cast<T>(v * scale);
-    else return static_cast<T>(v);
+    if constexpr (Op == RedOp::Sum && !std::is_integral_v<A>) return static_cast<T>(v * scale);
+    else return static_cast<T>(v);  // integer sums are never scaled (no integer mean)
   };
   if (O == 0 || I == 0) return;
   if (I == 1) {
@@ -204,7 +212,7 @@ Tensor reduce_impl(const Tensor& x, const std::vector<bool>& mask, double scale_
       pins.add(cur, AccessMode::Read).add(next, AccessMode::Write);
       pins.acquire();
       const double scale = first ? scale_total : 1.0;
-      dispatch_float(x.dtype(), [&](auto t) {
+      dispatch_kernel_dtype(x.dtype(), [&](auto t) {
         using T = decltype(t);
         reduce_ori<T, Op>(static_cast<const T*>(cur.data_ptr()), static_cast<T*>(next.data_ptr()), O, R, I, scale);
       });
@@ -219,7 +227,7 @@ Tensor reduce_impl(const Tensor& x, const std::vector<bool>& mask, double scale_
     PinSet pins;
     pins.add(cur, AccessMode::Read).add(next, AccessMode::Write);
     pins.acquire();
-    dispatch_float(x.dtype(), [&](auto t) {
+    dispatch_kernel_dtype(x.dtype(), [&](auto t) {
       using T = decltype(t);
       reduce_ori<T, Op>(static_cast<const T*>(cur.data_ptr()), static_cast<T*>(next.data_ptr()), cur.numel(), 1, 1,
                         scale_total);
@@ -236,25 +244,40 @@ Tensor expand_grad(const Tensor& g, IntArrayRef keep_sizes, IntArrayRef x_sizes,
   PinSet pins;
   pins.add(gk, AccessMode::Read).add(out, AccessMode::Write);
   pins.acquire();
-  dispatch_float(g.dtype(), [&](auto t) {
+  dispatch_dtype(g.dtype(), [&](auto t) {
     using T = decltype(t);
-    const T s = static_cast<T>(scale);
+    using C = compute_type_t<T>;
+    const C s = static_cast<C>(scale);
     if (scale == 1.0) ops::cpu::map1<T, T>(out, gk, [](T v) { return v; });
-    else ops::cpu::map1<T, T>(out, gk, [s](T v) { return v * s; });
+    else ops::cpu::map1<T, T>(out, gk, [s](T v) { return static_cast<T>(static_cast<C>(v) * s); });
   });
   return out;
 }
 
+/// `x` in a dtype the kernels run on: f32 for bf16 and f16, i64 for integers and bool when
+/// `widen_integers` (sums and products), the same bytes as u8 for bool otherwise, x itself else.
+Tensor reduction_input(const Tensor& x, bool widen_integers) {
+  if (is_reduced_float(x.dtype())) return x.to(DType::f32);
+  if (widen_integers && !is_floating(x.dtype())) return x.to(DType::i64);
+  if (x.dtype() == DType::boolean) return reinterpret_dtype(x, DType::u8);
+  return x;
+}
+
+/// The dtype of a sum or product of x (PyTorch's: integers and bool give i64).
+DType sum_dtype(const Tensor& x) { return is_floating(x.dtype()) ? x.dtype() : DType::i64; }
+
 Tensor sum_mean(const char* op, OpKind kind, const Tensor& x, IntArrayRef dims, bool keepdim, bool is_mean) {
   check_backend(kind);
-  check_float(op, x, "input");
+  check_defined(op, x, "input");
+  STRATA_CHECK(!is_mean || is_floating(x.dtype()), op, ": could not infer output dtype. Input dtype must be either a "
+               "floating point or complex dtype. Got: ", x.describe(), " (convert it with .to(f32) first)");
   const std::vector<bool> mask = reduce_mask(op, x, dims);
   int64_t count = 1;
   for (int64_t d = 0; d < x.dim(); ++d)
     if (mask[static_cast<std::size_t>(d)]) count *= x.size(d);
   const double scale = is_mean ? (count == 0 ? std::numeric_limits<double>::quiet_NaN() : 1.0 / static_cast<double>(count)) : 1.0;
   const Dims keep = reduced_sizes(x, mask, true);
-  Tensor y = reduce_impl<RedOp::Sum>(x, mask, scale);
+  Tensor y = reduce_impl<RedOp::Sum>(reduction_input(x, true), mask, scale).to(sum_dtype(x));
   if (!keepdim) y = y.view(reduced_sizes(x, mask, false));
   if (autograd::needs_grad({&x})) {
     const Dims xs = x.sizes();
@@ -268,56 +291,179 @@ Tensor sum_mean(const char* op, OpKind kind, const Tensor& x, IntArrayRef dims, 
   return y;
 }
 
-Tensor amax_impl(const char* op, const Tensor& x, IntArrayRef dims, bool keepdim) {
-  check_backend(OpKind::amax);
-  check_float(op, x, "input");
+/// amax / amin's backward: grad / count to each extremum of its slice (computed in f32 for the
+/// 16-bit floats, converted back). PyTorch's (grad / count) * (x == extremum): a NaN extremum equals
+/// nothing, count is 0, and every element of that slice gets NaN (torch 2.13); the selects below
+/// give the same.
+Tensor extreme_backward(Tensor xs, Tensor yv, Tensor gk, const std::vector<bool>& mask) {
+  const DType dt = xs.dtype();
+  if (is_reduced_float(dt)) xs = xs.to(DType::f32), yv = yv.to(DType::f32), gk = gk.to(DType::f32);
+  Tensor eq = empty_output(xs.sizes(), xs.dtype());
+  {
+    PinSet pins;
+    pins.add(xs, AccessMode::Read).add(yv, AccessMode::Read).add(eq, AccessMode::Write);
+    pins.acquire();
+    dispatch_float(xs.dtype(), [&](auto t) {
+      using T = decltype(t);
+      ops::cpu::map2<T, T, T>(eq, xs, yv, [](T a, T b) { return a == b ? T(1) : T(0); });
+    });
+  }
+  Tensor count = reduce_impl<RedOp::Sum>(eq, mask, 1.0);
+  Tensor gx = empty_output(xs.sizes(), xs.dtype());
+  {
+    PinSet pins;
+    pins.add(xs, AccessMode::Read).add(yv, AccessMode::Read).add(gk, AccessMode::Read).add(count, AccessMode::Read);
+    pins.add(gx, AccessMode::Write).acquire();
+    dispatch_float(xs.dtype(), [&](auto t) {
+      using T = decltype(t);
+      Tensor gc = empty_output(count.sizes(), xs.dtype());
+      ops::cpu::map2<T, T, T>(gc, gk, count, [](T a, T c) { return c > T(0) ? a / c : std::numeric_limits<T>::quiet_NaN(); });
+      ops::cpu::map3<T, T, T, T>(gx, xs, yv, gc, [](T a, T b, T v) { return a == b || b != b ? v : T(0); });
+    });
+  }
+  return gx.to(dt);
+}
+
+/// amax, amin, max() and min(): the extremum over `dims` of any dtype.
+Tensor extreme_impl(const char* op, OpKind kind, const Tensor& x, IntArrayRef dims, bool keepdim, bool is_max) {
+  check_backend(kind);
+  check_defined(op, x, "input");
   const std::vector<bool> mask = reduce_mask(op, x, dims);
   for (int64_t d = 0; d < x.dim(); ++d)
     STRATA_CHECK(!(mask[static_cast<std::size_t>(d)] && x.size(d) == 0), op, ": cannot reduce over dim ", d,
-                 " of size 0 of ", x.describe(), " (a maximum of nothing)");
+                 " of size 0 of ", x.describe(), " (", is_max ? "a maximum" : "a minimum", " of nothing)");
   const Dims keep = reduced_sizes(x, mask, true);
-  Tensor yk = reduce_impl<RedOp::Max>(x, mask, 1.0);
+  const Tensor xc = reduction_input(x, false);
+  Tensor yk = is_max ? reduce_impl<RedOp::Max>(xc, mask, 1.0) : reduce_impl<RedOp::Min>(xc, mask, 1.0);
+  if (x.dtype() == DType::boolean) yk = reinterpret_dtype(yk, DType::boolean);
+  else yk = yk.to(x.dtype());
   Tensor y = keepdim ? yk : yk.view(reduced_sizes(x, mask, false));
   if (autograd::needs_grad({&x})) {
-    auto node = autograd::make_node("AmaxBackward", {&x}, [keep, mask](autograd::Node& n, const TensorList& g) -> TensorList {
-      const Tensor xs = n.saved(0);
-      const Tensor yv = n.saved(1).reshape(keep);
-      const Tensor gk = g[0].reshape(keep);
-      // count of the maxima per output, then grad / count to each maximum. PyTorch's
-      // (grad / count) * (x == max): a NaN maximum equals nothing, count is 0, and every element of
-      // that slice gets NaN (torch 2.13); the selects below give the same.
-      Tensor eq = empty_output(xs.sizes(), xs.dtype());
-      {
-        PinSet pins;
-        pins.add(xs, AccessMode::Read).add(yv, AccessMode::Read).add(eq, AccessMode::Write);
-        pins.acquire();
-        dispatch_float(xs.dtype(), [&](auto t) {
-          using T = decltype(t);
-          ops::cpu::map2<T, T, T>(eq, xs, yv, [](T a, T b) { return a == b ? T(1) : T(0); });
-        });
+    auto node = autograd::make_node(is_max ? "AmaxBackward" : "AminBackward", {&x},
+                                    [keep, mask](autograd::Node& n, const TensorList& g) -> TensorList {
+                                      return {extreme_backward(n.saved(0), n.saved(1).reshape(keep), g[0].reshape(keep), mask)};
+                                    });
+    node->save(x);
+    node->save(y);
+    autograd::set_history({&y}, node);
+  }
+  return y;
+}
+
+/// any (Max over 0/1 bytes) or all (Min): bool, or u8 for a u8 input.
+Tensor any_all(const char* op, OpKind kind, const Tensor& x, IntArrayRef dims, bool keepdim, bool is_any) {
+  check_backend(kind);
+  check_defined(op, x, "input");
+  const std::vector<bool> mask = reduce_mask(op, x, dims);
+  const Tensor xb = reduction_input(x.to(DType::boolean), false);
+  Tensor y = (is_any ? reduce_impl<RedOp::Max>(xb, mask, 1.0) : reduce_impl<RedOp::Min>(xb, mask, 1.0)).to(DType::boolean);
+  if (!keepdim) y = y.view(reduced_sizes(x, mask, false));
+  return x.dtype() == DType::u8 ? reinterpret_dtype(y, DType::u8) : y;
+}
+
+// ---- prod ---------------------------------------------------------------------------------------
+
+/// Row products of `rows` (contiguous, [n, r]) into out ([n]); A accumulates (double for floats,
+/// wrapping int64 for integers).
+template <typename T>
+void row_products(const Tensor& rows, const Tensor& out) {
+  using A = std::conditional_t<std::is_integral_v<T>, uint64_t, double>;
+  const int64_t r = rows.size(-1), n = out.numel();
+  const T* in = static_cast<const T*>(rows.data_ptr());
+  T* o = static_cast<T*>(out.data_ptr());
+  parallel_for(n, std::max<int64_t>(1, 32768 / std::max<int64_t>(r, 1)), [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      A acc = 1;
+      for (int64_t j = 0; j < r; ++j) acc = static_cast<A>(acc * static_cast<A>(in[i * r + j]));
+      o[i] = static_cast<T>(acc);
+    }
+  });
+}
+
+/// gx[i, j] = g[i] * prod_{k != j} x[i, k], from prefix and suffix products (exact with zeros).
+template <typename T>
+void prod_grad_rows(const Tensor& x, const Tensor& g, const Tensor& gx) {
+  const int64_t r = x.size(-1), n = g.numel();
+  const T* in = static_cast<const T*>(x.data_ptr());
+  const T* gp = static_cast<const T*>(g.data_ptr());
+  T* out = static_cast<T*>(gx.data_ptr());
+  parallel_for(n, std::max<int64_t>(1, 4096 / std::max<int64_t>(r, 1)), [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      T prefix = 1;
+      for (int64_t j = 0; j < r; ++j) {
+        out[i * r + j] = prefix;
+        prefix *= in[i * r + j];
       }
-      Tensor count = reduce_impl<RedOp::Sum>(eq, mask, 1.0);
-      Tensor gc = empty_output(keep, xs.dtype());
-      {
-        PinSet pins;
-        pins.add(gk, AccessMode::Read).add(count, AccessMode::Read).add(gc, AccessMode::Write);
-        pins.acquire();
-        dispatch_float(xs.dtype(), [&](auto t) {
-          using T = decltype(t);
-          ops::cpu::map2<T, T, T>(gc, gk, count, [](T a, T c) { return c > T(0) ? a / c : std::numeric_limits<T>::quiet_NaN(); });
-        });
+      T suffix = 1;
+      for (int64_t j = r - 1; j >= 0; --j) {
+        out[i * r + j] *= suffix * gp[i];
+        suffix *= in[i * r + j];
       }
-      Tensor gx = empty_output(xs.sizes(), xs.dtype());
-      {
-        PinSet pins;
-        pins.add(xs, AccessMode::Read).add(yv, AccessMode::Read).add(gc, AccessMode::Read).add(gx, AccessMode::Write);
-        pins.acquire();
-        dispatch_float(xs.dtype(), [&](auto t) {
-          using T = decltype(t);
-          ops::cpu::map3<T, T, T, T>(gx, xs, yv, gc, [](T a, T b, T v) { return a == b || b != b ? v : T(0); });
-        });
-      }
-      return {gx};
+    }
+  });
+}
+
+/// x's sizes with `dim` moved last (rows_along's layout).
+Dims dim_last_sizes(const Tensor& x, int64_t dim) {
+  Dims sizes;
+  for (int64_t d = 0; d < x.dim(); ++d)
+    if (d != dim) sizes.push_back(x.size(d));
+  sizes.push_back(x.size(dim));
+  return sizes;
+}
+
+/// The rows a product reduces, as a contiguous [rows, r]: x's `dim` moved last, or every element
+/// as one row (dim < 0).
+Tensor prod_rows(const Tensor& x, int64_t dim) {
+  if (dim < 0) return x.contiguous().reshape({1, x.numel()});
+  const int64_t r = x.size(dim);
+  int64_t n = 1;
+  for (int64_t d = 0; d < x.dim(); ++d)
+    if (d != dim) n *= x.size(d);
+  return rows_along(x, dim).reshape({n, r});
+}
+
+/// prod's gradient, by PyTorch's rule: grad * (result / x) when x holds no zero (so an inf or NaN
+/// element spreads NaN through its slice, as in PyTorch), else from exclusive products.
+Tensor prod_backward(const Tensor& x, const Tensor& y, const Tensor& g, int64_t dim) {
+  if (!any(eq(x, 0)).item<bool>()) {
+    Dims keep = x.sizes();
+    for (int64_t d = 0; d < x.dim(); ++d)
+      if (dim < 0 || d == dim) keep[static_cast<std::size_t>(d)] = 1;
+    return mul(g.reshape(keep), div(y.reshape(keep), x));
+  }
+  const DType dt = x.dtype(), ct = is_reduced_float(dt) ? DType::f32 : dt;
+  const Tensor rows = prod_rows(x.to(ct), dim), gc = g.to(ct).contiguous();
+  Tensor gx = empty_output(rows.sizes(), ct);
+  {
+    PinSet pins;
+    pins.add(rows, AccessMode::Read).add(gc, AccessMode::Read).add(gx, AccessMode::Write).acquire();
+    dispatch_float(ct, [&](auto t) { prod_grad_rows<decltype(t)>(rows, gc, gx); });
+  }
+  return (dim < 0 ? gx.reshape(x.sizes()) : from_rows(gx.reshape(dim_last_sizes(x, dim)), dim, x.dim())).to(dt);
+}
+
+/// The product over `dim` (every element when dim < 0).
+Tensor prod_impl(const Tensor& x, int64_t dim, bool keepdim) {
+  const DType out_dtype = sum_dtype(x);
+  const Tensor xc = reduction_input(x, true);
+  const Tensor rows = prod_rows(xc, dim);
+  Tensor y = empty_output({rows.size(0)}, xc.dtype());
+  {
+    PinSet pins;
+    pins.add(rows, AccessMode::Read).add(y, AccessMode::Write).acquire();
+    dispatch_kernel_dtype(xc.dtype(), [&](auto t) { row_products<decltype(t)>(rows, y); });
+  }
+  Dims sizes;
+  if (dim >= 0)
+    for (int64_t d = 0; d < x.dim(); ++d) {
+      if (d != dim) sizes.push_back(x.size(d));
+      else if (keepdim) sizes.push_back(1);
+    }
+  y = y.view(sizes).to(out_dtype);
+  if (autograd::needs_grad({&x})) {
+    auto node = autograd::make_node("ProdBackward", {&x}, [dim](autograd::Node& n, const TensorList& g) -> TensorList {
+      return {prod_backward(n.saved(0), n.saved(1), g[0], dim)};
     });
     node->save(x);
     node->save(y);
@@ -334,7 +480,29 @@ Tensor mean(const Tensor& x) { return sum_mean("mean", OpKind::mean, x, {}, fals
 Tensor mean(const Tensor& x, IntArrayRef dims, bool keepdim) {
   return sum_mean("mean", OpKind::mean, x, dims, keepdim, true);
 }
-Tensor amax(const Tensor& x, IntArrayRef dims, bool keepdim) { return amax_impl("amax", x, dims, keepdim); }
-Tensor max(const Tensor& x) { return amax_impl("max", x, {}, false); }
+Tensor amax(const Tensor& x, IntArrayRef dims, bool keepdim) {
+  return extreme_impl("amax", OpKind::amax, x, dims, keepdim, true);
+}
+Tensor amin(const Tensor& x, IntArrayRef dims, bool keepdim) {
+  return extreme_impl("amin", OpKind::amin, x, dims, keepdim, false);
+}
+Tensor max(const Tensor& x) { return extreme_impl("max", OpKind::amax, x, {}, false, true); }
+Tensor min(const Tensor& x) { return extreme_impl("min", OpKind::amin, x, {}, false, false); }
+
+Tensor prod(const Tensor& x) {
+  check_backend(OpKind::prod);
+  check_defined("prod", x, "input");
+  return prod_impl(x, -1, false);
+}
+
+Tensor prod(const Tensor& x, int64_t dim, bool keepdim) {
+  check_backend(OpKind::prod);
+  check_defined("prod", x, "input");
+  const int64_t d = wrap_dim(dim, x.dim(), "prod", /*scalar_ok=*/true);
+  return x.dim() == 0 ? prod_impl(x, -1, false) : prod_impl(x, d, keepdim);
+}
+
+Tensor any(const Tensor& x, IntArrayRef dims, bool keepdim) { return any_all("any", OpKind::any, x, dims, keepdim, true); }
+Tensor all(const Tensor& x, IntArrayRef dims, bool keepdim) { return any_all("all", OpKind::all, x, dims, keepdim, false); }
 
 }  // namespace strata

@@ -10,12 +10,15 @@
 #include <cmath>
 #include <limits>
 #include <numbers>
+#include <type_traits>
 
 #include "autograd/engine.h"
+#include "core/type_promotion.h"
 #include "ops/cpu/elementwise.h"
 #include "ops/cpu/vec_math.h"
 #include "ops/op_util.h"
 #include "ops/reduction.h"
+#include "ops/typed_kernels.h"
 
 namespace strata {
 
@@ -131,17 +134,6 @@ void record_pointwise(const char* name, const Tensor& x, Tensor& y, const Tensor
   });
   node->save(saved);
   autograd::set_history({&y}, node);
-}
-
-/// Sums `g` over the dims that were broadcast to reach g's shape from `shape`.
-Tensor sum_to_shape(const Tensor& g, IntArrayRef shape) {
-  if (IntArrayRef(g.sizes()) == shape) return g;
-  const int64_t lead = g.dim() - static_cast<int64_t>(shape.size());
-  std::vector<int64_t> dims;
-  for (int64_t d = 0; d < g.dim(); ++d)
-    if (d < lead || (shape[static_cast<std::size_t>(d - lead)] == 1 && g.size(d) != 1)) dims.push_back(d);
-  Tensor r = dims.empty() ? g.clone() : sum(g, dims, /*keepdim=*/true);
-  return r.view(shape);
 }
 
 constexpr double kSqrt1_2 = 0.70710678118654752440;
@@ -400,9 +392,11 @@ Tensor sqrt(const Tensor& x) {
   return y;
 }
 
-Tensor pow(const Tensor& x, double exponent) {
-  check_unary("pow", OpKind::pow, x);
-  const double e = exponent;
+namespace {
+
+/// x^e for a floating x (f32 or f64) and a number e.
+Tensor float_pow(const Tensor& x, double e) {
+  check_float("pow", x, "input");
   Tensor y;
   if (e == 2.0) y = unary_kernel(x, [](auto v) { return v * v; });
   else if (e == 1.0) y = unary_kernel(x, [](auto v) { return v; });
@@ -428,6 +422,55 @@ Tensor pow(const Tensor& x, double exponent) {
         kCostlyGrain);
   }
   return y;
+}
+
+/// base^e for integers by squaring, wrapping like PyTorch's; a negative e gives 0 except for bases
+/// 1 and -1 (the scalar overload refuses negative powers before).
+constexpr auto kIntPow = [](auto base, auto e) {
+  using C = decltype(base);
+  if constexpr (std::is_integral_v<C>) {
+    using W = Wrap<C>;
+    if constexpr (std::is_signed_v<C>) {
+      if (e < 0) return base == C(1) ? C(1) : base == C(-1) ? ((e & 1) ? C(-1) : C(1)) : C(0);
+    }
+    W result = 1, b = static_cast<W>(base);
+    for (auto k = e; k != 0; k = static_cast<C>(k >> 1)) {
+      if (k & 1) result = static_cast<W>(result * b);
+      b = static_cast<W>(b * b);
+    }
+    return static_cast<C>(result);
+  } else {
+    return base;  // floating: never dispatched here
+  }
+};
+
+Tensor integer_pow(const Tensor& x, const Tensor& e, IntArrayRef shape) {
+  STRATA_CHECK(x.dtype() != DType::boolean, "pow: not implemented for bool tensors (convert them to an integer dtype)");
+  return typed_binary(x, e, shape, kIntPow);
+}
+
+}  // namespace
+
+Tensor pow(const Tensor& x, Scalar exponent) {
+  check_backend(OpKind::pow);
+  check_defined("pow", x, "input");
+  const DType dt = result_type(x, exponent);
+  if (dt == DType::boolean && (exponent.to_double() == 0.0 || exponent.to_double() == 1.0))  // PyTorch's shortcuts
+    return exponent.to_double() == 0.0 ? ones(x.sizes(), {dt, nullptr}) : x.clone();
+  if (!is_floating(dt)) {
+    STRATA_CHECK(exponent.to_double() >= 0, "pow: integers to negative integer powers are not allowed (",
+                 x.describe(), " to the power ", exponent, ")");
+    return integer_pow(x.to(dt), scalar_tensor(exponent, dt), x.sizes());
+  }
+  if (is_reduced_float(dt))  // computed in f32 and rounded once, through recorded conversions
+    return convert_operand(float_pow(convert_operand(x, DType::f32), exponent.to_double()), dt);
+  return float_pow(convert_operand(x, dt), exponent.to_double());
+}
+
+Tensor pow(Scalar base, const Tensor& exponent) {
+  check_backend(OpKind::pow);
+  check_defined("pow", exponent, "exponent");
+  return pow(scalar_tensor(base, result_type(base, exponent)), exponent);
 }
 
 namespace {
@@ -462,19 +505,17 @@ Tensor pow_tensor_grad(const Tensor& g, const Tensor& x, const Tensor& e) {
 
 }  // namespace
 
-Tensor pow(const Tensor& x, const Tensor& exponent) {
+Tensor pow(const Tensor& x_in, const Tensor& e_in) {
   check_backend(OpKind::pow);
+  check_defined("pow", x_in, "input");
+  check_defined("pow", e_in, "exponent");
+  const Dims shape = broadcast_pair("pow", x_in, e_in);
+  const DType dt = result_type(x_in, e_in);
+  if (!is_floating(dt)) return integer_pow(x_in.to(dt), e_in.to(dt), shape);
+  if (is_reduced_float(dt))  // computed in f32 and rounded once, through recorded conversions
+    return convert_operand(pow(convert_operand(x_in, DType::f32), convert_operand(e_in, DType::f32)), dt);
+  const Tensor x = convert_operand(x_in, dt), exponent = convert_operand(e_in, dt);
   check_float("pow", x, "input");
-  check_float("pow", exponent, "exponent");
-  check_same_dtype("pow", x, exponent);
-  bool ok = true;
-  Dims shape;
-  try {
-    shape = broadcast_shapes(x.sizes(), exponent.sizes(), "pow");
-  } catch (const Error&) {
-    ok = false;
-  }
-  STRATA_CHECK(ok, "pow: cannot broadcast ", x.describe(), " with ", exponent.describe());
   Tensor y = empty_output(shape, x.dtype());
   {
     PinSet pins;
@@ -515,6 +556,48 @@ Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> m
     using T = decltype(v);
     return (v >= T(lo) && v <= T(hi)) ? g : T(0);
   });
+  return y;
+}
+
+Tensor neg(const Tensor& x) {
+  check_backend(OpKind::neg);
+  check_defined("neg", x, "input");
+  STRATA_CHECK(x.dtype() != DType::boolean, "neg: negation, the - operator, on a bool tensor is not supported "
+                                            "(PyTorch's rule); to invert a mask use logical_not (~)");
+  constexpr auto negate = [](auto v) {
+    using C = decltype(v);
+    return static_cast<C>(-static_cast<Wrap<C>>(v));
+  };
+  Tensor y = typed_unary(x, negate);
+  if (autograd::needs_grad({&x})) {
+    auto node = autograd::make_node("NegBackward", {&x}, [negate](autograd::Node&, const TensorList& g) -> TensorList {
+      return {typed_unary(g[0], negate)};
+    });
+    autograd::set_history({&y}, node);
+  }
+  return y;
+}
+
+Tensor abs(const Tensor& x) {
+  check_backend(OpKind::abs);
+  check_defined("abs", x, "input");
+  STRATA_CHECK(x.dtype() != DType::boolean, "abs: not implemented for bool tensors (PyTorch's rule)");
+  Tensor y = typed_unary(x, [](auto v) {
+    using C = decltype(v);
+    if constexpr (std::is_unsigned_v<C>) return v;
+    else return v < C(0) ? static_cast<C>(-static_cast<Wrap<C>>(v)) : v + C(0);  // + 0: |-0| is +0
+  });
+  if (autograd::needs_grad({&x})) {
+    auto node = autograd::make_node("AbsBackward", {&x}, [](autograd::Node& n, const TensorList& g) -> TensorList {
+      const Tensor xs = n.saved(0);
+      return {typed_binary(g[0], xs, g[0].sizes(), [](auto gg, auto v) {
+        using C = decltype(v);
+        return v > C(0) ? gg : v < C(0) ? -gg : C(0);
+      })};
+    });
+    node->save(x);
+    autograd::set_history({&y}, node);
+  }
   return y;
 }
 

@@ -1,11 +1,12 @@
 #pragma once
 /// @file
-/// Element-wise unary ops (differentiable; f32 and f64; any strides; outputs contiguous). Names and
-/// semantics follow PyTorch (`torch.*` / `torch.nn.functional.*`).
+/// Element-wise unary ops (differentiable; f32 and f64 unless noted; any strides; outputs
+/// contiguous). Names and semantics follow PyTorch (`torch.*` / `torch.nn.functional.*`).
 
 #include <optional>
 
 #include "core/rng.h"
+#include "core/scalar.h"
 #include "core/tensor.h"
 
 namespace strata {
@@ -35,12 +36,26 @@ Tensor log(const Tensor& x);
 /// Square root (NaN for negative values, like PyTorch).
 Tensor sqrt(const Tensor& x);
 
-/// x^exponent. Backward: grad * exponent * x^(exponent - 1) (0 where exponent == 0).
-Tensor pow(const Tensor& x, double exponent);
+/// x^exponent in the result type of x and the number (Note [Type promotion] in
+/// core/type_promotion.h): an integer tensor to an integer power stays integer (a negative integer
+/// power is an error, as in PyTorch), to a floating power it computes in f32; bf16 and f16 compute
+/// in f32. Backward: grad * exponent * x^(exponent - 1) (0 where exponent == 0).
+Tensor pow(const Tensor& x, Scalar exponent);
 
-/// x^exponent element-wise, with NumPy broadcasting of x and exponent (same floating dtype).
-/// Differentiable in both; d/d exponent = y * log(x) (0 where x == 0 and exponent >= 0, as PyTorch).
+/// x^exponent element-wise, with NumPy broadcasting and type promotion of x and exponent. Integer
+/// results follow PyTorch: a negative exponent gives 0 except for bases 1 and -1. Differentiable in
+/// both; d/d exponent = y * log(x) (0 where x == 0 and exponent >= 0, as PyTorch).
 Tensor pow(const Tensor& x, const Tensor& exponent);
+/// base^exponent for a number base (torch.pow(number, tensor)), in their result type.
+Tensor pow(Scalar base, const Tensor& exponent);
+
+/// -x, every dtype but bool (PyTorch refuses negating a mask); integers wrap (-INT_MIN is INT_MIN).
+/// Backward: -grad.
+Tensor neg(const Tensor& x);
+
+/// |x|, every dtype but bool; integers wrap (|INT_MIN| is INT_MIN, as in PyTorch). Backward: grad *
+/// sign(x) (0 at 0 and at NaN, PyTorch's rule).
+Tensor abs(const Tensor& x);
 
 /// min(max(x, min), max); at least one bound must be given. Like PyTorch, min > max is allowed
 /// and then every element becomes `max`. A NaN element stays NaN; a NaN bound is an error (PyTorch

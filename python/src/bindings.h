@@ -10,6 +10,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/scalar.h"
 #include "core/shape.h"
 #include "core/tensor.h"
 #include "core/text.h"
@@ -90,6 +91,7 @@ void init_nn(py::module_& m);  // nn_bindings.cpp: strata._C.nn
 void init_checkpoint(py::module_& m);  // checkpoint_bindings.cpp
 void init_zoo(py::module_& m);  // zoo_bindings.cpp: strata._C.models (after init_nn)
 void init_ops(py::module_& m);
+void init_semantics(py::module_& m);  // semantics_bindings.cpp: comparisons, index reductions, promotion
 void init_dlrm(py::module_& m);  // dlrm_bindings.cpp: strata._C.dlrm
 void init_metrics(py::module_& m);  // metrics_bindings.cpp: strata._C.metrics
 }  // namespace strata::python
@@ -99,6 +101,12 @@ namespace strata::python {
 py::dict metrics_dict(const metrics::BinaryMetrics& r);
 
 // ---- ops and differentiable views (ops_bindings.cpp) ----------------------------------------------
+/// True for a Python number (bool, int, float or a NumPy scalar), false for tensors and arrays.
+bool is_number(py::handle h);
+/// A Python number as a Scalar of its kind (bool, int as int64, float); TypeError otherwise.
+Scalar scalar_arg(py::handle h, const char* op, const char* name);
+/// max(input, dim, keepdim) / min(...): the (values, indices) named tuple (semantics_bindings.cpp).
+py::object extreme_dim_py(const Tensor& t, py::handle dim, py::handle keepdim, bool is_max);
 /// `obj` as a Tensor, or TypeError "op(): argument 'name' must be Tensor, not <type>".
 Tensor tensor_arg(py::handle obj, const char* op, const char* name);
 /// True when ops on `t` record the graph (grad mode on and `t` requires grad).

@@ -14,7 +14,7 @@ namespace {
 std::array<PyObject*, kNumDTypes> g_dtype_objects{};
 
 constexpr std::array<DType, kNumDTypes> kAllDTypes = {DType::f32, DType::f64, DType::bf16, DType::i32,
-                                                      DType::i64, DType::u8,  DType::boolean};
+                                                      DType::i64, DType::u8,  DType::boolean, DType::f16};
 
 std::string py_repr(py::handle obj) { return py::repr(obj).cast<std::string>(); }
 
@@ -29,6 +29,7 @@ const char* dtype_py_name(DType t) {
     case DType::i64: return "int64";
     case DType::u8: return "uint8";
     case DType::boolean: return "bool";
+    case DType::f16: return "float16";
   }
   return "unknown";
 }
@@ -40,6 +41,7 @@ py::object dtype_object(DType t) {
 std::optional<DType> dtype_from_numpy(const py::dtype& dt) {
   const char kind = dt.kind();
   const auto size = dt.itemsize();
+  if (kind == 'f' && size == 2) return DType::f16;
   if (kind == 'f' && size == 4) return DType::f32;
   if (kind == 'f' && size == 8) return DType::f64;
   if (kind == 'i' && size == 4) return DType::i32;
@@ -57,6 +59,7 @@ py::dtype numpy_dtype(DType t, const char* op) {
     case DType::i64: return py::dtype::of<int64_t>();
     case DType::u8: return py::dtype::of<uint8_t>();
     case DType::boolean: return py::dtype::of<bool>();
+    case DType::f16: return py::dtype("float16");
     case DType::bf16: break;
   }
   throw BindingTypeError(msg(op, "(): NumPy has no bfloat16 dtype; convert the tensor with "
@@ -77,8 +80,8 @@ DType dtype_from_py(py::handle obj, const char* op) {
     }
     if (auto t = dtype_from_numpy(dt)) return *t;
     throw BindingTypeError(msg(op, "(): dtype ", py_repr(obj),
-                               " is not supported (Strata has float32, float64, bfloat16, int32, "
-                               "int64, uint8 and bool)"));
+                               " is not supported (Strata has float32, float64, bfloat16, float16, "
+                               "int32, int64, uint8 and bool)"));
   }
   throw BindingTypeError(
       msg(op, "(): dtype must be a strata.dtype such as strata.float32, got ", py_repr(obj)));
@@ -92,7 +95,7 @@ std::optional<DType> optional_dtype(py::handle obj, const char* op) {
 void init_dtypes(py::module_& m) {
   py::class_<PyDType>(m, "dtype",
                       "An element type. The instances are strata.float32, strata.float64, "
-                      "strata.bfloat16, strata.int32, strata.int64, strata.uint8 and strata.bool.")
+                      "strata.bfloat16, strata.float16, strata.int32, strata.int64, strata.uint8 and strata.bool.")
       .def_property_readonly("itemsize", [](const PyDType& d) { return itemsize(d.value); },
                              "Bytes per element.")
       .def_property_readonly("is_floating_point",
@@ -117,6 +120,7 @@ void init_dtypes(py::module_& m) {
   m.attr("double") = dtype_object(DType::f64);
   m.attr("int") = dtype_object(DType::i32);
   m.attr("long") = dtype_object(DType::i64);
+  m.attr("half") = dtype_object(DType::f16);
 }
 
 }  // namespace strata::python

@@ -65,6 +65,7 @@ PYBIND11_MODULE(_C, m) {
   init_factories(m);
   init_autograd(m);
   init_ops(m);
+  init_semantics(m);
   init_optim(m);
   init_memory(m);
   init_runtime(m);

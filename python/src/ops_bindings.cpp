@@ -22,9 +22,11 @@
 #include "autograd/node.h"
 #include "bindings.h"
 #include "core/factories.h"
+#include "core/type_promotion.h"
 #include "ops/binary.h"
 #include "ops/conv.h"
 #include "ops/embedding.h"
+#include "ops/index_reduction.h"
 #include "ops/linalg.h"
 #include "ops/normalization.h"
 #include "ops/pooling.h"
@@ -124,11 +126,32 @@ namespace {
 
 const char* type_name(py::handle h) { return Py_TYPE(h.ptr())->tp_name; }
 
+}  // namespace
+
 bool is_number(py::handle h) {
   if (py::isinstance<Tensor>(h) || py::isinstance<py::array>(h)) return false;
   return PyBool_Check(h.ptr()) || PyLong_Check(h.ptr()) || PyFloat_Check(h.ptr()) ||
          (PyNumber_Check(h.ptr()) && !PySequence_Check(h.ptr()) && !PyComplex_Check(h.ptr()));
 }
+
+Scalar scalar_arg(py::handle h, const char* op, const char* name) {
+  if (!is_number(h))
+    throw BindingTypeError(msg(op, "(): argument '", name, "' must be a number, not ", type_name(h)));
+  if (PyBool_Check(h.ptr())) return Scalar(h.ptr() == Py_True);
+  if (PyLong_Check(h.ptr()) || (PyIndex_Check(h.ptr()) && !PyFloat_Check(h.ptr()))) {
+    int overflow = 0;
+    const long long v = PyLong_AsLongLongAndOverflow(py::reinterpret_steal<py::object>(PyNumber_Index(h.ptr())).ptr(), &overflow);
+    if (overflow != 0)
+      throw BindingValueError(msg(op, "(): the integer '", name, "' does not fit in int64 (", py::str(h).cast<std::string>(), ")"));
+    if (v == -1 && PyErr_Occurred()) throw py::error_already_set();
+    return Scalar(static_cast<int64_t>(v));
+  }
+  const double v = PyFloat_AsDouble(h.ptr());
+  if (v == -1.0 && PyErr_Occurred()) throw py::error_already_set();
+  return Scalar(v);
+}
+
+namespace {
 
 double number_arg(py::handle h, const char* op, const char* name) {
   if (!is_number(h))
@@ -180,7 +203,7 @@ void check_rank(const Tensor& t, std::initializer_list<int64_t> ranks, const cha
 
 // ---- binary ops with numbers ------------------------------------------------------------------------
 
-enum class Bin { Add, Sub, Mul, Div, Pow, Maximum };
+enum class Bin { Add, Sub, Mul, Div, Pow, Maximum, FloorDiv, Mod };
 
 const char* bin_name(Bin b) {
   switch (b) {
@@ -190,22 +213,16 @@ const char* bin_name(Bin b) {
     case Bin::Div: return "div";
     case Bin::Pow: return "pow";
     case Bin::Maximum: return "maximum";
+    case Bin::FloorDiv: return "floor_divide";
+    case Bin::Mod: return "remainder";
   }
   return "?";
 }
 
-// A 0-dim tensor operand next to a tensor with dims takes the other's floating dtype, as PyTorch's
-// type promotion does (a 0-dim f64 tensor does not promote an f32 tensor). Only when it does not
-// require grad (the conversion is not recorded).
-void align_zero_dim(Tensor& a, Tensor& b) {
-  if (a.dtype() == b.dtype() || !is_floating(a.dtype()) || !is_floating(b.dtype())) return;
-  if (a.dim() == 0 && b.dim() > 0 && !a.requires_grad()) a = a.to(b.dtype());
-  else if (b.dim() == 0 && a.dim() > 0 && !b.requires_grad()) b = b.to(a.dtype());
-}
-
-Tensor bin_tt(Bin op, Tensor a, Tensor b, double alpha) {
-  align_zero_dim(a, b);
-  py::gil_scoped_release release;
+// Type promotion (a zero-dim tensor next to one with dims, numbers) is the C++ ops' (Note [Type
+// promotion] in core/type_promotion.h); Python numbers arrive as Scalars of their kind.
+// The op on two tensors / a tensor and a number (callers release the GIL).
+Tensor apply_bin(Bin op, const Tensor& a, const Tensor& b, Scalar alpha) {
   switch (op) {
     case Bin::Add: return add(a, b, alpha);
     case Bin::Sub: return sub(a, b, alpha);
@@ -213,57 +230,88 @@ Tensor bin_tt(Bin op, Tensor a, Tensor b, double alpha) {
     case Bin::Div: return div(a, b);
     case Bin::Pow: return pow(a, b);
     case Bin::Maximum: return maximum(a, b);
+    case Bin::FloorDiv: return floor_divide(a, b);
+    case Bin::Mod: return remainder(a, b);
   }
   return Tensor();
 }
 
-// tensor (op) number
-Tensor bin_ts(Bin op, const Tensor& a, double s) {
-  py::gil_scoped_release release;
+Tensor apply_bin(Bin op, const Tensor& a, Scalar s) {
   switch (op) {
     case Bin::Add: return add(a, s);
     case Bin::Sub: return sub(a, s);
     case Bin::Mul: return mul(a, s);
     case Bin::Div: return div(a, s);
     case Bin::Pow: return pow(a, s);
-    case Bin::Maximum: return maximum(a, full({}, s, {a.dtype(), nullptr}));
+    case Bin::Maximum: return maximum(a, scalar_tensor(s, result_type(a, s)));
+    case Bin::FloorDiv: return floor_divide(a, s);
+    case Bin::Mod: return remainder(a, s);
   }
   return Tensor();
 }
 
+Tensor bin_tt(Bin op, const Tensor& a, const Tensor& b, Scalar alpha) {
+  py::gil_scoped_release release;
+  return apply_bin(op, a, b, alpha);
+}
+
+// tensor (op) number
+Tensor bin_ts(Bin op, const Tensor& a, Scalar s) {
+  py::gil_scoped_release release;
+  return apply_bin(op, a, s);
+}
+
 // number (op) tensor
-Tensor bin_st(Bin op, double s, const Tensor& b) {
+Tensor bin_st(Bin op, Scalar s, const Tensor& b) {
   py::gil_scoped_release release;
   switch (op) {
     case Bin::Add: return add(b, s);
     case Bin::Sub: return sub(s, b);
     case Bin::Mul: return mul(b, s);
     case Bin::Div: return div(s, b);
-    case Bin::Pow: return pow(full(b.sizes(), s, {b.dtype(), nullptr}), b);
-    case Bin::Maximum: return maximum(full({}, s, {b.dtype(), nullptr}), b);
+    case Bin::Pow: return pow(s, b);
+    case Bin::Maximum: return maximum(scalar_tensor(s, result_type(s, b)), b);
+    case Bin::FloorDiv: return floor_divide(s, b);
+    case Bin::Mod: return remainder(s, b);
   }
   return Tensor();
 }
 
 // The functional form: input and other are tensors or numbers (at least one tensor).
-Tensor binary(Bin op, py::handle a, py::handle b, double alpha = 1.0) {
+Tensor binary(Bin op, py::handle a, py::handle b, Scalar alpha = 1) {
   const char* name = bin_name(op);
   const bool at = py::isinstance<Tensor>(a), bt = py::isinstance<Tensor>(b);
+  const bool unit_alpha = !alpha.is_floating() && alpha.to_double() == 1.0;
   if (at && bt) return bin_tt(op, a.cast<Tensor>(), b.cast<Tensor>(), alpha);
-  if (at && is_number(b)) return bin_ts(op, a.cast<Tensor>(), alpha * number_arg(b, name, "other"));
+  if (at && is_number(b)) {
+    const Scalar s = scalar_arg(b, name, "other");
+    if (unit_alpha) return bin_ts(op, a.cast<Tensor>(), s);
+    return bin_tt(op, a.cast<Tensor>(), scalar_tensor(s, result_type(a.cast<Tensor>(), s)), alpha);
+  }
   if (bt && is_number(a)) {
     const Tensor t = b.cast<Tensor>();
-    if (alpha != 1.0) {  // s + alpha * t  /  s - alpha * t
+    if (!unit_alpha) {  // s + alpha * t  /  s - alpha * t
       Tensor scaled = bin_ts(Bin::Mul, t, alpha);
-      return bin_st(op, number_arg(a, name, "input"), scaled);
+      return bin_st(op, scalar_arg(a, name, "input"), scaled);
     }
-    return bin_st(op, number_arg(a, name, "input"), t);
+    return bin_st(op, scalar_arg(a, name, "input"), t);
   }
   if (!at && !bt && is_number(a) && is_number(b))
     throw BindingTypeError(msg(name, "(): at least one of 'input' and 'other' must be a Tensor, got two numbers"));
   py::handle bad = (at || is_number(a)) ? b : a;
   throw BindingTypeError(msg(name, "(): argument '", (bad.is(a) ? "input" : "other"), "' must be Tensor or a number, not ",
                              type_name(bad)));
+}
+
+// div's rounding_mode: None (true division) or "floor" (floor_divide); "trunc" is not supported.
+Bin div_kind(py::handle rounding_mode) {
+  if (rounding_mode.is_none()) return Bin::Div;
+  if (!py::isinstance<py::str>(rounding_mode))
+    throw BindingTypeError(msg("div(): argument 'rounding_mode' must be str or None, not ", type_name(rounding_mode)));
+  const std::string mode = rounding_mode.cast<std::string>();
+  if (mode == "floor") return Bin::FloorDiv;
+  if (mode == "trunc") raise_not_implemented("div(): rounding_mode='trunc' is not supported by Strata (use 'floor')");
+  throw BindingValueError(msg("div expected rounding_mode to be one of None, 'trunc', or 'floor' but found ", quote_field(mode)));
 }
 
 // The operator form: returns NotImplemented for operands it does not know (so Python tries the
@@ -285,12 +333,14 @@ py::object inplace(py::object self_obj, const char* op, bool saves_self, bool ot
   const bool record = autograd::GradMode::is_enabled() && (self.requires_grad() || other_requires_grad);
   {
     py::gil_scoped_release release;
-    Tensor src = (record && saves_self) ? add(self, 0.0) : self;
+    Tensor src = (record && saves_self) ? add(self, 0) : self;
     Tensor r = compute(src);
     STRATA_CHECK(r.sizes() == self.sizes(), op, ": output with shape ", self.sizes(),
                  " doesn't match the broadcast shape ", r.sizes());
-    STRATA_CHECK(r.dtype() == self.dtype(), op, ": result type ", dtype_name(r.dtype()),
+    // PyTorch's rule for writing a promoted result back (f32 += f64 is fine, i64 += 1.5 is not).
+    STRATA_CHECK(can_cast(r.dtype(), self.dtype()), op, ": result type ", dtype_name(r.dtype()),
                  " can't be cast to the desired output type ", dtype_name(self.dtype()));
+    if (r.dtype() != self.dtype()) r = to_diff(r, self.dtype(), false);
     {
       autograd::NoGradGuard no_grad;
       self.copy_(r);
@@ -304,54 +354,16 @@ py::object inplace(py::object self_obj, const char* op, bool saves_self, bool ot
   return self_obj;
 }
 
-// A Tensor or a number as the `other` of an in-place op.
-struct Operand {
-  Tensor tensor;
-  double scalar = 0.0;
-  bool is_tensor = false;
-};
-
-Operand operand(py::handle h, const char* op) {
-  Operand o;
-  if (py::isinstance<Tensor>(h)) {
-    o.tensor = h.cast<Tensor>();
-    o.is_tensor = true;
-  } else {
-    o.scalar = number_arg(h, op, "other");
-  }
-  return o;
-}
-
-py::object inplace_binary(py::object self, Bin bop, const char* op, py::handle other, double alpha) {
-  Operand o = operand(other, op);
+py::object inplace_binary(py::object self, Bin bop, const char* op, py::handle other, Scalar alpha) {
   const bool saves = bop == Bin::Mul || bop == Bin::Div || bop == Bin::Pow;
-  if (o.is_tensor) {
-    Tensor b = o.tensor;
-    Tensor a0 = self.cast<Tensor&>();
-    align_zero_dim(a0, b);
-    return inplace(self, op, saves, b.requires_grad(), [bop, b, alpha](const Tensor& a) {
-      switch (bop) {
-        case Bin::Add: return add(a, b, alpha);
-        case Bin::Sub: return sub(a, b, alpha);
-        case Bin::Mul: return mul(a, b);
-        case Bin::Div: return div(a, b);
-        case Bin::Pow: return pow(a, b);
-        case Bin::Maximum: return maximum(a, b);
-      }
-      return Tensor();
-    });
+  if (py::isinstance<Tensor>(other)) {
+    const Tensor b = other.cast<Tensor>();
+    return inplace(self, op, saves, b.requires_grad(), [bop, b, alpha](const Tensor& a) { return apply_bin(bop, a, b, alpha); });
   }
-  const double s = o.scalar * alpha;
-  return inplace(self, op, saves, false, [bop, s](const Tensor& a) {
-    switch (bop) {
-      case Bin::Add: return add(a, s);
-      case Bin::Sub: return sub(a, s);
-      case Bin::Mul: return mul(a, s);
-      case Bin::Div: return div(a, s);
-      case Bin::Pow: return pow(a, s);
-      case Bin::Maximum: return maximum(a, full({}, s, {a.dtype(), nullptr}));
-    }
-    return Tensor();
+  const Scalar s = scalar_arg(other, op, "other");
+  const bool unit_alpha = !alpha.is_floating() && alpha.to_double() == 1.0;
+  return inplace(self, op, saves, false, [bop, s, alpha, unit_alpha](const Tensor& a) {
+    return unit_alpha ? apply_bin(bop, a, s) : apply_bin(bop, a, scalar_tensor(s, result_type(a, s)), alpha);
   });
 }
 
@@ -421,20 +433,25 @@ void check_no_dtype(py::handle dtype, const char* op) {
     raise_not_implemented(msg(op, "(): the 'dtype' argument is not supported by Strata (convert with .to() first)"));
 }
 
-Tensor sum_impl(const Tensor& t, py::handle dim, bool keepdim, py::handle dtype, bool mean_op) {
+Tensor sum_impl(const Tensor& input, py::handle dim, bool keepdim, py::handle dtype, bool mean_op) {
   const char* op = mean_op ? "mean" : "sum";
-  check_no_dtype(dtype, op);
+  // dtype=: the input is converted first and the result has that dtype (PyTorch's meaning),
+  // recorded when it requires grad.
+  const std::optional<DType> dt = optional_dtype(dtype, op);
+  const Tensor t = dt ? to_diff(input, *dt, false) : input;
   const auto dims = dims_arg(dim, op);
   if (dims)
     for (int64_t d : *dims) wrap_dim_py(d, t.dim(), op, true);
   py::gil_scoped_release release;
+  Tensor r;
   if (!dims || dims->empty()) {
-    if (!keepdim) return mean_op ? mean(t) : sum(t);
     Dims all;
     for (int64_t d = 0; d < t.dim(); ++d) all.push_back(d);
-    return mean_op ? mean(t, all, true) : sum(t, all, true);
+    r = !keepdim ? (mean_op ? mean(t) : sum(t)) : (mean_op ? mean(t, all, true) : sum(t, all, true));
+  } else {
+    r = mean_op ? mean(t, *dims, keepdim) : sum(t, *dims, keepdim);
   }
-  return mean_op ? mean(t, *dims, keepdim) : sum(t, *dims, keepdim);
+  return dt ? to_diff(r, *dt, false) : r;
 }
 
 Tensor amax_impl(const Tensor& t, py::handle dim, bool keepdim) {
@@ -450,11 +467,10 @@ Tensor amax_impl(const Tensor& t, py::handle dim, bool keepdim) {
 py::object max_impl(const Tensor& t, py::handle dim, py::handle keepdim) {
   if (!dim.is_none() && py::isinstance<Tensor>(dim)) {
     Tensor other = dim.cast<Tensor>();
-    return py::cast(bin_tt(Bin::Maximum, t, other, 1.0));
+    return py::cast(bin_tt(Bin::Maximum, t, other, 1));
   }
-  if (!dim.is_none() || !keepdim.is_none())
-    raise_not_implemented(
-        "max(dim=...) (values and indices) is not supported by Strata; use amax(dim, keepdim) for the values");
+  if (!dim.is_none()) return extreme_dim_py(t, dim, keepdim, /*is_max=*/true);
+  if (!keepdim.is_none()) throw BindingTypeError("max(): keepdim needs a dim (max(input, dim, keepdim))");
   py::gil_scoped_release release;
   return py::cast(max(t));
 }
@@ -700,30 +716,46 @@ void def_functions(py::module_& m) {
 
   // binary
   m.def("add", [](py::handle input, py::handle other, py::handle alpha) {
-    return binary(Bin::Add, input, other, number_arg(alpha, "add", "alpha"));
+    return binary(Bin::Add, input, other, scalar_arg(alpha, "add", "alpha"));
   }, arg("input"), arg("other"), py::kw_only(), arg("alpha") = 1, "input + alpha * other.");
   m.def("sub", [](py::handle input, py::handle other, py::handle alpha) {
-    return binary(Bin::Sub, input, other, number_arg(alpha, "sub", "alpha"));
+    return binary(Bin::Sub, input, other, scalar_arg(alpha, "sub", "alpha"));
   }, arg("input"), arg("other"), py::kw_only(), arg("alpha") = 1, "input - alpha * other.");
   m.def("mul", [](py::handle input, py::handle other) { return binary(Bin::Mul, input, other); },
         arg("input"), arg("other"), "input * other.");
   m.def("div", [](py::handle input, py::handle other, py::handle rounding_mode) {
-    if (!rounding_mode.is_none()) raise_not_implemented("div(): rounding_mode is not supported by Strata");
-    return binary(Bin::Div, input, other);
+    return binary(div_kind(rounding_mode), input, other);
   }, arg("input"), arg("other"), py::kw_only(), arg("rounding_mode") = none, "input / other (true division).");
+  m.def("floor_divide", [](py::handle input, py::handle other) { return binary(Bin::FloorDiv, input, other); },
+        arg("input"), arg("other"), "floor(input / other), Python's // (integer inputs stay integer).");
+  m.def("remainder", [](py::handle input, py::handle other) { return binary(Bin::Mod, input, other); },
+        arg("input"), arg("other"), "Python's %: the remainder with the sign of the divisor.");
   m.def("maximum", [](py::handle input, py::handle other) {
-    return bin_tt(Bin::Maximum, tensor_arg(input, "maximum", "input"), tensor_arg(other, "maximum", "other"), 1.0);
+    return bin_tt(Bin::Maximum, tensor_arg(input, "maximum", "input"), tensor_arg(other, "maximum", "other"), 1);
   }, arg("input"), arg("other"), "Element-wise maximum (NaN propagates).");
   m.def("where", [](py::handle condition, py::handle input, py::handle other) {
     Tensor c = tensor_arg(condition, "where", "condition");
     if (c.dtype() != DType::boolean && c.dtype() != DType::u8)
       throw BindingTypeError(msg("where(): expected condition to be a bool tensor, got ", dtype_py_name(c.dtype())));
     const bool at = py::isinstance<Tensor>(input), bt = py::isinstance<Tensor>(other);
-    if (!at && !bt) throw BindingTypeError("where(): at least one of 'input' and 'other' must be a Tensor");
-    Tensor a = at ? input.cast<Tensor>() : Tensor(), b = bt ? other.cast<Tensor>() : Tensor();
-    if (!at) a = full({}, number_arg(input, "where", "input"), {b.dtype(), nullptr});
-    if (!bt) b = full({}, number_arg(other, "where", "other"), {a.dtype(), nullptr});
-    align_zero_dim(a, b);
+    if (!at && !bt) {
+      const Scalar a = scalar_arg(input, "where", "input"), b = scalar_arg(other, "where", "other");
+      py::gil_scoped_release r;
+      return where(c, a, b);
+    }
+    if (!at) {
+      const Scalar a = scalar_arg(input, "where", "input");
+      const Tensor b = other.cast<Tensor>();
+      py::gil_scoped_release r;
+      return where(c, a, b);
+    }
+    const Tensor a = input.cast<Tensor>();
+    if (!bt) {
+      const Scalar b = scalar_arg(other, "where", "other");
+      py::gil_scoped_release r;
+      return where(c, a, b);
+    }
+    const Tensor b = other.cast<Tensor>();
     py::gil_scoped_release r;
     return where(c, a, b);
   }, arg("condition"), arg("input"), arg("other"), "condition ? input : other element-wise, broadcasting.");
@@ -946,7 +978,7 @@ void def_methods(py::module_& m) {
       }, arg("negative_slope") = 0.01)
       .def("pow", [](py::handle self, py::handle exponent) { return binary(Bin::Pow, self, exponent); }, arg("exponent"))
       .def("pow_", [](py::object self, py::handle exponent) {
-        return inplace_binary(self, Bin::Pow, "pow_", exponent, 1.0);
+        return inplace_binary(self, Bin::Pow, "pow_", exponent, 1);
       }, arg("exponent"))
       .def("clamp", [](const Tensor& t, py::handle min, py::handle max) { return clamp_impl(t, min, max); },
            arg("min") = none, arg("max") = none)
@@ -959,33 +991,32 @@ void def_methods(py::module_& m) {
         return inplace(self, "clamp_", true, false, [lo, hi](const Tensor& a) { return clamp(a, lo, hi); });
       }, arg("min") = none, arg("max") = none)
       .def("add", [](py::handle self, py::handle other, py::handle alpha) {
-        return binary(Bin::Add, self, other, number_arg(alpha, "add", "alpha"));
+        return binary(Bin::Add, self, other, scalar_arg(alpha, "add", "alpha"));
       }, arg("other"), py::kw_only(), arg("alpha") = 1)
       .def("sub", [](py::handle self, py::handle other, py::handle alpha) {
-        return binary(Bin::Sub, self, other, number_arg(alpha, "sub", "alpha"));
+        return binary(Bin::Sub, self, other, scalar_arg(alpha, "sub", "alpha"));
       }, arg("other"), py::kw_only(), arg("alpha") = 1)
       .def("mul", [](py::handle self, py::handle other) { return binary(Bin::Mul, self, other); }, arg("other"))
       .def("div", [](py::handle self, py::handle other, py::handle rounding_mode) {
-        if (!rounding_mode.is_none()) raise_not_implemented("div(): rounding_mode is not supported by Strata");
-        return binary(Bin::Div, self, other);
+        return binary(div_kind(rounding_mode), self, other);
       }, arg("other"), py::kw_only(), arg("rounding_mode") = none)
       .def("add_", [](py::object self, py::handle other, py::handle alpha) {
-        return inplace_binary(self, Bin::Add, "add_", other, number_arg(alpha, "add_", "alpha"));
+        return inplace_binary(self, Bin::Add, "add_", other, scalar_arg(alpha, "add_", "alpha"));
       }, arg("other"), py::kw_only(), arg("alpha") = 1)
       .def("sub_", [](py::object self, py::handle other, py::handle alpha) {
-        return inplace_binary(self, Bin::Sub, "sub_", other, number_arg(alpha, "sub_", "alpha"));
+        return inplace_binary(self, Bin::Sub, "sub_", other, scalar_arg(alpha, "sub_", "alpha"));
       }, arg("other"), py::kw_only(), arg("alpha") = 1)
-      .def("mul_", [](py::object self, py::handle other) { return inplace_binary(self, Bin::Mul, "mul_", other, 1.0); },
+      .def("mul_", [](py::object self, py::handle other) { return inplace_binary(self, Bin::Mul, "mul_", other, 1); },
            arg("other"))
-      .def("div_", [](py::object self, py::handle other) { return inplace_binary(self, Bin::Div, "div_", other, 1.0); },
+      .def("div_", [](py::object self, py::handle other) { return inplace_binary(self, Bin::Div, "div_", other, 1); },
            arg("other"))
       .def("maximum", [](const Tensor& t, py::handle other) {
-        return bin_tt(Bin::Maximum, t, tensor_arg(other, "maximum", "other"), 1.0);
+        return bin_tt(Bin::Maximum, t, tensor_arg(other, "maximum", "other"), 1);
       }, arg("other"))
       .def("where", [](const Tensor& t, py::handle condition, py::handle other) {
         return py::module_::import("strata._C").attr("where")(condition, py::cast(t), other);
       }, arg("condition"), arg("other"))
-      .def("neg", [](const Tensor& t) { py::gil_scoped_release r; return mul(t, -1.0); })
+      .def("neg", [](const Tensor& t) { py::gil_scoped_release r; return neg(t); })
       .def("sum", [](const Tensor& t, py::handle dim, bool keepdim, py::handle dtype) {
         return sum_impl(t, dim, keepdim, dtype, false);
       }, arg("dim") = none, arg("keepdim") = false, py::kw_only(), arg("dtype") = none)
@@ -1054,23 +1085,29 @@ void def_methods(py::module_& m) {
         py::gil_scoped_acquire g;
         return py::cast(std::move(out));
       }, py::is_operator())
-      .def("__neg__", [](const Tensor& t) { py::gil_scoped_release r; return mul(t, -1.0); })
+      .def("__floordiv__", [](py::handle s, py::handle o) { return operator_impl(Bin::FloorDiv, s, o, false); }, py::is_operator())
+      .def("__rfloordiv__", [](py::handle s, py::handle o) { return operator_impl(Bin::FloorDiv, s, o, true); }, py::is_operator())
+      .def("__mod__", [](py::handle s, py::handle o) { return operator_impl(Bin::Mod, s, o, false); }, py::is_operator())
+      .def("__rmod__", [](py::handle s, py::handle o) { return operator_impl(Bin::Mod, s, o, true); }, py::is_operator())
+      .def("floor_divide", [](py::handle s, py::handle o) { return binary(Bin::FloorDiv, s, o); }, py::arg("other"))
+      .def("remainder", [](py::handle s, py::handle o) { return binary(Bin::Mod, s, o); }, py::arg("other"))
+      .def("__neg__", [](const Tensor& t) { py::gil_scoped_release r; return neg(t); })
       .def("__pos__", [](py::object self) { return self; })
       .def("__iadd__", [](py::object self, py::handle o) -> py::object {
         if (!py::isinstance<Tensor>(o) && !is_number(o)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
-        return inplace_binary(self, Bin::Add, "__iadd__", o, 1.0);
+        return inplace_binary(self, Bin::Add, "__iadd__", o, 1);
       }, py::is_operator())
       .def("__isub__", [](py::object self, py::handle o) -> py::object {
         if (!py::isinstance<Tensor>(o) && !is_number(o)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
-        return inplace_binary(self, Bin::Sub, "__isub__", o, 1.0);
+        return inplace_binary(self, Bin::Sub, "__isub__", o, 1);
       }, py::is_operator())
       .def("__imul__", [](py::object self, py::handle o) -> py::object {
         if (!py::isinstance<Tensor>(o) && !is_number(o)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
-        return inplace_binary(self, Bin::Mul, "__imul__", o, 1.0);
+        return inplace_binary(self, Bin::Mul, "__imul__", o, 1);
       }, py::is_operator())
       .def("__itruediv__", [](py::object self, py::handle o) -> py::object {
         if (!py::isinstance<Tensor>(o) && !is_number(o)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
-        return inplace_binary(self, Bin::Div, "__itruediv__", o, 1.0);
+        return inplace_binary(self, Bin::Div, "__itruediv__", o, 1);
       }, py::is_operator());
 }
 

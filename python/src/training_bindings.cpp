@@ -192,14 +192,7 @@ void bind_module_dtype(py::module_& nn) {
   as("float", DType::f32);
   as("double", DType::f64);
   as("bfloat16", DType::bf16);
-  method("half", py::cpp_function(
-                     [](py::object) -> py::object {
-                       PyErr_SetString(PyExc_NotImplementedError,
-                                       "Module.half(): this build of Strata has no float16 dtype; use .bfloat16() "
-                                       "or .float()");
-                       throw py::error_already_set();
-                     },
-                     py::name("half"), py::is_method(cls)));
+  as("half", DType::f16);
   method("cpu", py::cpp_function([](py::object self) { return self; }, py::name("cpu"), py::is_method(cls)));
 }
 

@@ -160,4 +160,5 @@ def test_module_to_dtype_converts_in_place_like_torch():
           model.to, strata.int64)
     check(ValueError, "Module.to: device 'cuda' is not available", model.to, "cuda")
     check(TypeError, "to() got an unexpected keyword argument 'bogus'", model.to, bogus=1)
-    check(NotImplementedError, "this build of Strata has no float16 dtype", model.half)
+    assert model.half() is model and weight.dtype == strata.float16
+    assert bn["running_var"].dtype == strata.float16 and bn["num_batches_tracked"].dtype == strata.int64

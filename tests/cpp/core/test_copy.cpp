@@ -27,7 +27,7 @@ using ::testing::HasSubstr;
 using D = std::vector<double>;
 
 constexpr DType kAll[] = {DType::f32, DType::f64, DType::bf16, DType::i32,
-                          DType::i64, DType::u8,  DType::boolean};
+                          DType::i64, DType::u8,  DType::boolean, DType::f16};
 constexpr TensorOptions kF32{DType::f32, nullptr};
 
 template <typename T>

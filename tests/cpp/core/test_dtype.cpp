@@ -1,4 +1,4 @@
-// DType metadata, names, dispatch, element conversion and BFloat16 rounding.
+// DType metadata, names, dispatch, element conversion, BFloat16 and Half rounding.
 
 #include "core/dtype.h"
 
@@ -22,7 +22,7 @@ using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 constexpr DType kAll[] = {DType::f32, DType::f64, DType::bf16, DType::i32,
-                          DType::i64, DType::u8,  DType::boolean};
+                          DType::i64, DType::u8,  DType::boolean, DType::f16};
 
 float f_from_bits(uint32_t u) { return std::bit_cast<float>(u); }
 
@@ -35,7 +35,8 @@ TEST(DType, Itemsize) {
   EXPECT_EQ(itemsize(DType::u8), 1u);
   EXPECT_EQ(itemsize(DType::boolean), 1u);
   static_assert(itemsize(DType::f64) == 8);
-  static_assert(kNumDTypes == 7);
+  EXPECT_EQ(itemsize(DType::f16), 2u);
+  static_assert(kNumDTypes == 8);
 }
 
 TEST(DType, ItemsizeMatchesStoredType) {
@@ -76,7 +77,7 @@ TEST(DType, FromNameAcceptsPyTorchAndNumPySpellings) {
 }
 
 TEST(DType, FromNameRejectsUnknown) {
-  EXPECT_THAT(ERROR_MESSAGE(dtype_from_name("float16")), HasSubstr("float16"));
+  EXPECT_THAT(ERROR_MESSAGE(dtype_from_name("int16")), HasSubstr("int16"));
   EXPECT_THAT(ERROR_MESSAGE(dtype_from_name("")), HasSubstr("dtype"));
   EXPECT_THAT(ERROR_MESSAGE(dtype_from_name("F32")), HasSubstr("F32"));
   // The message should tell the user what is accepted.
@@ -117,6 +118,60 @@ TEST(DType, DispatchOnCorruptValueIsAnError) {
   // A DType outside the enum means memory corruption or a bad cast; it must be reported, not UB.
   const auto bad = static_cast<DType>(200);
   EXPECT_THAT(ERROR_MESSAGE(dispatch_dtype(bad, [](auto) { return 0; })), HasSubstr("dtype"));
+}
+
+// ---- Half --------------------------------------------------------------------------------------
+
+// Every half value survives float and back (NaNs stay NaN), and float -> half rounds like the
+// compiler's own _Float16 conversion (round to nearest even, subnormals, overflow to inf).
+TEST(Half, EveryValueRoundTripsThroughFloat) {
+  for (uint32_t b = 0; b < 0x10000u; ++b) {
+    const float f = Half::to_float(static_cast<uint16_t>(b));
+    const _Float16 ref = std::bit_cast<_Float16>(static_cast<uint16_t>(b));
+    if (std::isnan(f)) {
+      EXPECT_TRUE(std::isnan(static_cast<float>(ref)));
+      EXPECT_TRUE(std::isnan(Half::to_float(Half::round_from_float(f)))) << b;
+      continue;
+    }
+    ASSERT_EQ(std::bit_cast<uint32_t>(f), std::bit_cast<uint32_t>(static_cast<float>(ref))) << "bits " << b;
+    ASSERT_EQ(Half::round_from_float(f), b) << "bits " << b;
+  }
+}
+
+TEST(Half, RoundsLikeTheCompilersFloat16) {
+  uint32_t state = 12345;
+  auto next = [&] { return state = state * 1664525u + 1013904223u; };
+  for (int i = 0; i < 2000000; ++i) {
+    const float f = std::bit_cast<float>(next());
+    if (std::isnan(f)) continue;
+    const auto want = std::bit_cast<uint16_t>(static_cast<_Float16>(f));
+    ASSERT_EQ(Half(f).bits, want) << "float " << f << " bits " << std::bit_cast<uint32_t>(f);
+  }
+  // Ties and edges: 1 + 2^-11 ties down to 1, 1 + 3 * 2^-11 ties up to even; 65504 is the largest
+  // half, 65519.99 rounds to it and 65520 to inf; 2^-25 ties to 0, just above rounds to 2^-24.
+  EXPECT_EQ(Half(1.00048828125f).bits, 0x3c00);
+  EXPECT_EQ(Half(1.00146484375f).bits, 0x3c02);
+  EXPECT_EQ(Half(65504.0f).bits, 0x7bff);
+  EXPECT_EQ(Half(65519.99f).bits, 0x7bff);
+  EXPECT_EQ(Half(65520.0f).bits, 0x7c00);
+  EXPECT_EQ(Half(-1e10f).bits, 0xfc00);
+  EXPECT_EQ(Half(std::ldexp(1.0f, -25)).bits, 0x0000);
+  EXPECT_EQ(Half(std::nextafter(std::ldexp(1.0f, -25), 1.0f)).bits, 0x0001);
+  EXPECT_EQ(Half(-0.0f).bits, 0x8000);
+  EXPECT_TRUE(std::isnan(static_cast<float>(Half(std::numeric_limits<float>::quiet_NaN()))));
+}
+
+TEST(Half, ConvertElement) {
+  EXPECT_EQ(convert_element<int32_t>(Half(-2.75f)), -2);
+  EXPECT_EQ(convert_element<uint8_t>(Half(300.0f)), 255);  // saturates (Strata's rule)
+  EXPECT_EQ(convert_element<Half>(int64_t{2049}).bits, Half(2048.0f).bits);  // ties to even
+  EXPECT_EQ(static_cast<float>(convert_element<Half>(BFloat16(3.0f))), 3.0f);
+  EXPECT_TRUE(convert_element<bool>(Half(0.5f)));
+  EXPECT_FALSE(convert_element<bool>(Half(-0.0f)));
+  EXPECT_EQ(dtype_from_name("float16"), DType::f16);
+  EXPECT_EQ(dtype_from_name("half"), DType::f16);
+  EXPECT_TRUE(is_floating(DType::f16));
+  EXPECT_TRUE(is_reduced_float(DType::f16));
 }
 
 // ---- BFloat16 ----------------------------------------------------------------------------------

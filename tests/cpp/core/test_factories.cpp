@@ -35,8 +35,8 @@ using ::testing::HasSubstr;
 using D = std::vector<double>;
 
 constexpr DType kAll[] = {DType::f32, DType::f64, DType::bf16, DType::i32,
-                          DType::i64, DType::u8,  DType::boolean};
-constexpr DType kFloating[] = {DType::f32, DType::f64, DType::bf16};
+                          DType::i64, DType::u8,  DType::boolean, DType::f16};
+constexpr DType kFloating[] = {DType::f32, DType::f64, DType::bf16, DType::f16};
 constexpr DType kIntegral[] = {DType::i32, DType::i64, DType::u8};
 
 TensorOptions opt(DType dt) { return {dt, nullptr}; }

@@ -182,13 +182,13 @@ TinyBatch tiny_batch(const std::vector<int64_t>& rows, int64_t dense_n) {
 }
 
 /// One scalar parameter of the model, read and written in place.
-struct Scalar {
+struct ParamElement {
   std::string name;
   std::function<float()> get;
   std::function<void(float)> set;
 };
 
-Scalar table_element(TieredDLRM& m, int64_t p, int64_t row, int64_t j) {
+ParamElement table_element(TieredDLRM& m, int64_t p, int64_t row, int64_t j) {
   Table* t = &m.stored_table(p);
   const int64_t d = t->featuresize();
   auto get = [t, row, j, d] {
@@ -205,7 +205,7 @@ Scalar table_element(TieredDLRM& m, int64_t p, int64_t row, int64_t j) {
   return {m.stored_table_key(p) + "[" + std::to_string(row) + "][" + std::to_string(j) + "]", get, set};
 }
 
-Scalar tensor_element(Tensor t, const std::string& name, int64_t i) {
+ParamElement tensor_element(Tensor t, const std::string& name, int64_t i) {
   auto get = [t, i] {
     PinSet pins;
     pins.add(t, AccessMode::Read).acquire();
@@ -221,12 +221,12 @@ Scalar tensor_element(Tensor t, const std::string& name, int64_t i) {
 
 /// Every scalar `params` lists: the gradient that one SGD step at learning rate 1 applied
 /// (before - after) against the central difference of the loss.
-void check_gradients(TieredDLRM& m, const TinyBatch& batch, const std::vector<Scalar>& params) {
+void check_gradients(TieredDLRM& m, const TinyBatch& batch, const std::vector<ParamElement>& params) {
   const auto bags = batch.bags();
   constexpr float h = 4e-3f;
   std::vector<double> fd;
   std::vector<float> before;
-  for (const Scalar& s : params) {
+  for (const ParamElement& s : params) {
     const float x = s.get();
     s.set(x + h);
     const double up = m.evaluate(batch.dense, bags, batch.targets);
@@ -247,8 +247,8 @@ void check_gradients(TieredDLRM& m, const TinyBatch& batch, const std::vector<Sc
 }
 
 /// The rows the tiny batch touches in every stored table, all elements.
-std::vector<Scalar> touched_rows(TieredDLRM& m, const TinyBatch& batch) {
-  std::vector<Scalar> out;
+std::vector<ParamElement> touched_rows(TieredDLRM& m, const TinyBatch& batch) {
+  std::vector<ParamElement> out;
   for (int64_t k = 0; k < m.num_tables(); ++k) {
     const StageFeature& f = m.table_layout(k);
     for (int64_t part = 0; part < f.parts(); ++part) {
@@ -291,7 +291,7 @@ TEST(DLRMTricks, MixedDimensionGradientsMatchFiniteDifferences) {
   EXPECT_EQ(m.stored_table_key(1), "emb_l.1.weight");
   EXPECT_THAT(m.describe_tables(), HasSubstr("MD d=2 projected to 3"));
   const TinyBatch batch = tiny_batch({11, 6, 9}, 4);
-  std::vector<Scalar> params = touched_rows(m, batch);
+  std::vector<ParamElement> params = touched_rows(m, batch);
   for (const auto& [name, t] : m.state_dict())
     if (name.find(".proj.weight") != std::string::npos)
       for (int64_t i = 0; i < t.numel(); ++i) params.push_back(tensor_element(t, name, i));
@@ -302,7 +302,7 @@ TEST(DLRMTricks, MixedDimensionGradientsMatchFiniteDifferences) {
 TEST(DLRMTricks, LearnedPoolingWeightGradientsMatchFiniteDifferences) {
   TieredDLRM m(tiny({"--weighted-pooling", "learned"}));
   const TinyBatch batch = tiny_batch({11, 6, 9}, 4);
-  std::vector<Scalar> params = touched_rows(m, batch);
+  std::vector<ParamElement> params = touched_rows(m, batch);
   for (int64_t k = 0; k < m.num_tables(); ++k) {
     LearnedPoolingWeights* w = m.learned_pooling_weights(k);
     ASSERT_NE(w, nullptr);

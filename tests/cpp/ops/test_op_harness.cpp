@@ -10,6 +10,7 @@
 
 #include "autograd/engine.h"
 #include "autograd/grad_mode.h"
+#include "core/type_promotion.h"
 #include "tests/cpp/ops/harness/op_harness.h"
 
 namespace strata::testing {
@@ -37,6 +38,14 @@ TensorList prepare(const TensorList& inputs, DType dtype, bool noncontig, const 
     }
     out.push_back(t);
   }
+  return out;
+}
+
+/// Indices of the floating inputs.
+std::vector<int> floating_inputs(const TensorList& inputs) {
+  std::vector<int> out;
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i].defined() && is_floating(inputs[i].dtype())) out.push_back(static_cast<int>(i));
   return out;
 }
 
@@ -228,9 +237,7 @@ TEST_P(OpHarness, NoGraphWithoutGrad) {
 
 TEST_P(OpHarnessMixed, MixedDtypesAreRefused) {
   const TensorList inputs = make_inputs();
-  std::vector<int> floats;
-  for (std::size_t i = 0; i < inputs.size(); ++i)
-    if (inputs[i].defined() && is_floating(inputs[i].dtype())) floats.push_back(static_cast<int>(i));
+  const std::vector<int> floats = floating_inputs(inputs);
   ASSERT_GE(floats.size(), 2u);
   TensorList in = prepare(inputs, DType::f64, false, {});
   in[floats[0]] = in[floats[0]].to(DType::f32, true);
@@ -243,6 +250,40 @@ TEST_P(OpHarnessMixed, MixedDtypesAreRefused) {
     EXPECT_NE(msg.find(in[floats[0]].describe()), std::string::npos) << "message should name " << in[floats[0]].describe() << ": " << msg;
     EXPECT_NE(msg.find(" f64"), std::string::npos) << "message should name the f64 tensor: " << msg;
   }
+}
+
+class OpHarnessPromotes : public OpHarness {};
+
+// Note [Type promotion]: the first floating input in f32, the rest in f64 — the result has their
+// result type (f64, or f32 when the f64 input is a zero-dim tensor next to one with dims) and
+// matches the reference on the rounded inputs, and the f32 input's gradient is f32.
+TEST_P(OpHarnessPromotes, MixedDtypesPromote) {
+  const TensorList inputs = make_inputs();
+  const std::vector<int> floats = floating_inputs(inputs);
+  ASSERT_GE(floats.size(), 2u);
+  TensorList in = prepare(inputs, DType::f64, false, c().grad_inputs);
+  bool grads = false;
+  for (int g : c().grad_inputs) grads = grads || g == floats[0];
+  in[floats[0]] = inputs[floats[0]].to(DType::f32, true);
+  in[floats[0]].set_requires_grad(grads);
+  TensorList ref_in = contiguous_f64(inputs);
+  ref_in[floats[0]] = in[floats[0]].detach().to(DType::f64, true);
+  const TensorList expected = c().reference(ref_in);
+  ResultType promoted;
+  for (int f : floats) promoted.add(in[f]);
+  const DType want = promoted.get();
+  TensorList outs = c().run(in);
+  ASSERT_EQ(outs.size(), expected.size());
+  for (std::size_t k = 0; k < outs.size(); ++k) {
+    if (is_floating(outs[k].dtype())) EXPECT_EQ(outs[k].dtype(), want) << c().name << " output " << k;
+    const double rtol = want == DType::f64 ? c().f64_rtol * 100 : c().f32_rtol, atol = want == DType::f64 ? c().f64_atol * 100 : c().f32_atol;
+    expect_close(outs[k], expected[k], rtol, atol, c().name + " mixed output " + std::to_string(k));
+  }
+  if (!grads || !outs[0].requires_grad()) return;
+  autograd::backward({outs[0]}, {ones(outs[0].sizes(), {outs[0].dtype(), nullptr})});
+  ASSERT_TRUE(in[floats[0]].grad().defined()) << c().name;
+  EXPECT_EQ(in[floats[0]].grad().dtype(), DType::f32) << c().name;
+  EXPECT_EQ(in[floats[0]].grad().sizes(), in[floats[0]].sizes()) << c().name;
 }
 
 // Wraps the default allocator and records, per allocation, how kernels announced and pinned it.
@@ -344,7 +385,11 @@ INSTANTIATE_TEST_SUITE_P(Cases, OpHarnessMixed, ::testing::ValuesIn(cases_where(
                            Generator gen(1234 + i);
                            int floats = 0;
                            for (const Tensor& t : c.inputs(gen)) floats += t.defined() && is_floating(t.dtype());
-                           return floats >= 2;
+                           return floats >= 2 && !c.promotes;
+                         })),
+                         param_name);
+INSTANTIATE_TEST_SUITE_P(Cases, OpHarnessPromotes, ::testing::ValuesIn(cases_where([](const OpCase& c, std::size_t) {
+                           return c.promotes;
                          })),
                          param_name);
 

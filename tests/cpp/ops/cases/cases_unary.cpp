@@ -199,11 +199,28 @@ OpCase pow_tensor_case(std::string name, Dims xs, Dims es) {
   c.bench_inputs = [](Generator& g) {
     return TensorList{bench_positive_f32(g), uniform({4096}, -1.5, 2.5, {DType::f32, nullptr}, &g)};
   };
+  c.promotes = true;
   return c;
 }
 STRATA_REGISTER_CASE(pow_tensor_case("pow/tensor_same_shape", {3, 5}, {3, 5}));
 STRATA_REGISTER_CASE(pow_tensor_case("pow/tensor_broadcast", {3, 1}, {4}));
 STRATA_REGISTER_CASE(pow_tensor_case("pow/tensor_scalar_exponent", {2, 3}, {}));
+
+// ---- neg and abs (every dtype; the integer kernels are in test_promotion.cpp) ---------------------
+STRATA_REGISTER_CASE(pointwise_case(
+    "neg/basic", OpKind::neg, [](const Tensor& x) { return neg(x); }, [](double x) { return -x; },
+    [](Generator& g) { return uniform64({4, 6}, g, -1.0, 1.0); }));
+STRATA_REGISTER_CASE(pointwise_case(
+    "abs/basic", OpKind::abs, [](const Tensor& x) { return abs(x); }, [](double x) { return std::abs(x); },
+    [](Generator& g) { return away_from({4, 6}, g, 0.0); }));
+// Note [Non-finite cases]: |NaN| is NaN, |±inf| is inf; the gradient is grad * sign(x), 0 at ±0
+// and at NaN (torch 2.13).
+STRATA_REGISTER_CASE(nonfinite_pointwise(
+    "abs/nonfinite", OpKind::abs, [](const Tensor& x) { return abs(x); }, [](double v) { return std::abs(v); },
+    [](double v) { return v > 0 ? 1.0 : v < 0 ? -1.0 : 0.0; }));
+STRATA_REGISTER_CASE(nonfinite_pointwise(
+    "neg/nonfinite", OpKind::neg, [](const Tensor& x) { return neg(x); }, [](double v) { return -v; },
+    [](double) { return -1.0; }));
 
 // ---- dropout ------------------------------------------------------------------------------------
 constexpr uint64_t kDropoutSeed = 4242;
@@ -259,12 +276,21 @@ STRATA_REGISTER_CASE(BadInputCase{"exp/integer_input", OpKind::exp, [] { exp(int
 STRATA_REGISTER_CASE(BadInputCase{"log/integer_input", OpKind::log, [] { log(ints()); }, {"Tensor[2, 3] i64"}});
 STRATA_REGISTER_CASE(BadInputCase{"sqrt/bool_input", OpKind::sqrt,
                                   [] { sqrt(zeros({4}, {DType::boolean, nullptr})); }, {"Tensor[4] bool"}});
-STRATA_REGISTER_CASE(BadInputCase{"pow/integer_input", OpKind::pow, [] { pow(ints(), 2.0); }, {"Tensor[2, 3] i64"}});
+STRATA_REGISTER_CASE(BadInputCase{"pow/negative_integer_power", OpKind::pow, [] { pow(ints(), -1); },
+                                  {"negative integer powers", "Tensor[2, 3] i64"}});
+STRATA_REGISTER_CASE(BadInputCase{"pow/bool", OpKind::pow,
+                                  [] { pow(zeros({4}, {DType::boolean, nullptr}), zeros({4}, {DType::boolean, nullptr})); },
+                                  {"bool"}});
+STRATA_REGISTER_CASE(BadInputCase{"pow/undefined_exponent", OpKind::pow, [] { pow(ones({2}), Tensor()); },
+                                  {"exponent is undefined"}});
+STRATA_REGISTER_CASE(BadInputCase{"neg/bool_input", OpKind::neg, [] { neg(zeros({4}, {DType::boolean, nullptr})); },
+                                  {"bool", "logical_not"}});
+STRATA_REGISTER_CASE(BadInputCase{"neg/undefined", OpKind::neg, [] { neg(Tensor()); }, {"input is undefined"}});
+STRATA_REGISTER_CASE(BadInputCase{"abs/bool_input", OpKind::abs, [] { abs(zeros({4}, {DType::boolean, nullptr})); },
+                                  {"bool"}});
 STRATA_REGISTER_CASE(BadInputCase{"pow/not_broadcastable", OpKind::pow,
                                   [] { pow(ones({2, 3}), ones({4})); },
                                   {"cannot broadcast", "Tensor[2, 3] f32", "Tensor[4] f32"}});
-STRATA_REGISTER_CASE(BadInputCase{"pow/integer_exponent", OpKind::pow,
-                                  [] { pow(ones({2, 3}), zeros({3}, {DType::i32, nullptr})); }, {"Tensor[3] i32"}});
 STRATA_REGISTER_CASE(BadInputCase{"clamp/no_bounds", OpKind::clamp,
                                   [] { clamp(ones({2}), std::nullopt, std::nullopt); }, {"at least one of min and max"}});
 STRATA_REGISTER_CASE(BadInputCase{"clamp/integer_input", OpKind::clamp, [] { clamp(ints(), 0.0, 1.0); },

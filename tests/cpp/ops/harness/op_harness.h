@@ -8,6 +8,8 @@
 //  - check every gradient input by central finite differences in f64,
 //  - rerun forward and backward with non-contiguous views of the inputs and compare,
 //  - for cases with two or more floating inputs, mix f32 and f64 and expect an error naming both,
+//    or, for ops that promote (`promotes`), an f64 result that matches the reference and an f32
+//    gradient for the f32 input (Note [Type promotion] in core/type_promotion.h),
 //  - check that every op in the op list has at least one case,
 //  - for cases with NaN or ±inf inputs (Note [Non-finite cases]), compare the gradients with an f64
 //    reference of PyTorch's rules instead of finite differences.
@@ -52,6 +54,8 @@ struct OpCase {
   bool noncontiguous = true;
   /// Benchmark-sized f32 inputs (same layout as `inputs`); unset: not benchmarked.
   std::function<TensorList(Generator&)> bench_inputs;
+  /// The op promotes mixed floating inputs to their result type instead of refusing them.
+  bool promotes = false;
 };
 
 struct BadInputCase {
