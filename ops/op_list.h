@@ -68,7 +68,13 @@
   X(nll_loss, softmax_loss)           \
   /* ops/embedding.h */               \
   X(embedding_bag, embedding)         \
-  X(dot_interaction, embedding)
+  X(dot_interaction, embedding)      \
+  /* issue 26 parts 7-8 */            \
+  X(silu, unary)                      \
+  X(l1_loss, softmax_loss)            \
+  X(embedding, embedding)             \
+  /* ops/attention.h */               \
+  X(scaled_dot_product_attention, attention)
 
 namespace strata {
 

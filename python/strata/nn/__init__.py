@@ -30,8 +30,17 @@ from .._C.nn import (
     Sigmoid,
     Tanh,
 )
+from .._C.nn import (  # issue 26 parts 7-8
+    Embedding,
+    LogSoftmax,
+    MultiheadAttention,
+    SiLU,
+    Softmax,
+    TransformerEncoderLayer,
+)
 
 from . import functional
+from .loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
 
 __all__ = [
     "AdaptiveAvgPool2d",
@@ -58,4 +67,17 @@ __all__ = [
     "Sigmoid",
     "Tanh",
     "functional",
+    # issue 26 parts 7-8
+    "BCELoss",
+    "BCEWithLogitsLoss",
+    "CrossEntropyLoss",
+    "Embedding",
+    "L1Loss",
+    "LogSoftmax",
+    "MSELoss",
+    "MultiheadAttention",
+    "NLLLoss",
+    "SiLU",
+    "Softmax",
+    "TransformerEncoderLayer",
 ]
