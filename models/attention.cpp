@@ -30,6 +30,14 @@ Tensor merge_heads(const Tensor& x) {
   return reshape(transpose(x, 1, 2), {x.size(0), x.size(2), x.size(1) * x.size(3)});
 }
 
+/// [1, ...t's sizes] and back, recorded (the differentiable reshape, not the raw view).
+Tensor unsqueeze0(const Tensor& t) {
+  Dims s = t.sizes();
+  s.insert(0, 1);
+  return reshape(t, s);
+}
+Tensor squeeze0(const Tensor& t) { return reshape(t, Dims(t.sizes().begin() + 1, t.sizes().end())); }
+
 /// True when a and b view the same elements the same way (PyTorch's `query is key`).
 bool same_tensor(const Tensor& a, const Tensor& b) {
   return a.shares_storage(b) && a.offset() == b.offset() && a.sizes() == b.sizes() && a.strides() == b.strides();
@@ -141,20 +149,20 @@ Tensor MultiheadAttention::merged_mask(const Tensor& key_padding_mask, const Ten
     if (attn_mask.dim() == 2) {
       STRATA_CHECK(attn_mask.size(0) == L && attn_mask.size(1) == S, "MultiheadAttention: the shape of the 2D attn_mask is ",
                    attn_mask.sizes(), ", but should be (", L, ", ", S, ")");
-      mask = additive_mask(attn_mask, dtype, "attn_mask").reshape({1, 1, L, S});
+      mask = reshape(additive_mask(attn_mask, dtype, "attn_mask"), {1, 1, L, S});
     } else {
       STRATA_CHECK(attn_mask.dim() == 3 && attn_mask.size(0) == B * num_heads_ && attn_mask.size(1) == L &&
                        attn_mask.size(2) == S,
                    "MultiheadAttention: attn_mask must be 2-D (", L, ", ", S, ") or 3-D (", B * num_heads_, ", ", L,
                    ", ", S, "), got ", attn_mask.describe());
-      mask = additive_mask(attn_mask, dtype, "attn_mask").reshape({B, num_heads_, L, S});
+      mask = reshape(additive_mask(attn_mask, dtype, "attn_mask"), {B, num_heads_, L, S});
     }
   }
   if (key_padding_mask.defined()) {
     STRATA_CHECK(key_padding_mask.dim() == 2 && key_padding_mask.size(0) == B && key_padding_mask.size(1) == S,
                  "MultiheadAttention: expected key_padding_mask of shape (", B, ", ", S, "), got ",
                  key_padding_mask.describe());
-    Tensor kpm = additive_mask(key_padding_mask, dtype, "key_padding_mask").reshape({B, 1, 1, S});
+    Tensor kpm = reshape(additive_mask(key_padding_mask, dtype, "key_padding_mask"), {B, 1, 1, S});
     mask = mask.defined() ? add(mask, kpm) : kpm;
   }
   return mask;
@@ -186,14 +194,14 @@ MultiheadAttention::Output MultiheadAttention::forward(const Tensor& query, cons
                "MultiheadAttention: expected query, key and value widths ", embed_dim_, ", ", kdim_, " and ", vdim_,
                ", got ", query.describe(), ", ", key.describe(), " and ", value.describe());
   // Batch-first views: [L, B, E] → [B, L, E]; unbatched [L, E] → [1, L, E].
-  auto to_bf = [&](const Tensor& t) { return !batched ? t.unsqueeze(0) : batch_first_ ? t : transpose(t, 0, 1); };
+  auto to_bf = [&](const Tensor& t) { return !batched ? unsqueeze0(t) : batch_first_ ? t : transpose(t, 0, 1); };
   const Tensor q = to_bf(query), k = same_tensor(key, query) ? q : to_bf(key),
                v = same_tensor(value, key) ? k : to_bf(value);
   STRATA_CHECK(k.size(0) == q.size(0) && v.size(0) == q.size(0) && v.size(1) == k.size(1),
                "MultiheadAttention: key and value must have the query's batch size and equal lengths, got ",
                query.describe(), ", ", key.describe(), " and ", value.describe());
   const Projected p = project(q, k, v);
-  const Tensor kpm = batched || !key_padding_mask.defined() ? key_padding_mask : key_padding_mask.unsqueeze(0);
+  const Tensor kpm = batched || !key_padding_mask.defined() ? key_padding_mask : unsqueeze0(key_padding_mask);
   // PyTorch: is_causal with a mask is a hint that the mask is causal; the fused op then applies it.
   const bool fused_causal = is_causal && !need_weights && !kpm.defined();
   Tensor mask = merged_mask(kpm, fused_causal ? Tensor() : attn_mask, p.B, p.L, p.S, q.dtype());
@@ -209,8 +217,8 @@ MultiheadAttention::Output MultiheadAttention::forward(const Tensor& query, cons
   }
   out.output = out_proj_->forward(out.output);
   if (!batched) {
-    out.output = out.output.squeeze(0);
-    if (out.weights.defined()) out.weights = out.weights.squeeze(0);
+    out.output = squeeze0(out.output);
+    if (out.weights.defined()) out.weights = squeeze0(out.weights);
   } else if (!batch_first_) {
     out.output = transpose(out.output, 0, 1);
   }

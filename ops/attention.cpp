@@ -459,6 +459,9 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
                dropout_p);
   STRATA_CHECK(!scale || std::isfinite(*scale), kOp, ": scale must be finite, got ", scale.value_or(0.0));
   sv.g.scale = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(sv.g.E));
+  STRATA_CHECK(!(attn_mask.defined() && is_causal), kOp,
+               ": explicit attn_mask should not be set when is_causal=True (PyTorch's rule), got attn_mask ",
+               attn_mask.describe());
   const Tensor mask = check_mask(attn_mask, query, sv.g);
   sv.dropout_p = dropout_p;
   if (dropout_p > 0.0) {

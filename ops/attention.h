@@ -18,8 +18,8 @@ namespace strata {
 /// - `attn_mask` (optional) broadcasts to [..., L, S]: a bool mask keeps the positions that are
 ///   true, a floating mask (query's dtype) is added to the scores. It gets no gradient (a floating
 ///   mask that requires grad is an error).
-/// - `is_causal` keeps key j for query i only when j <= i (PyTorch's top-left aligned tril); it
-///   combines with `attn_mask`.
+/// - `is_causal` keeps key j for query i only when j <= i (PyTorch's top-left aligned tril); with
+///   an `attn_mask` it is an error, as PyTorch documents.
 /// - A query row whose keys are all masked gives zeros (and zero gradients), as PyTorch 2.13 does.
 /// - `dropout_p` in [0, 1] drops attention probabilities and scales the kept ones by 1/(1 - p),
 ///   with a mask that depends only on `gen`'s (default_generator() when null) seed and offset,
