@@ -126,6 +126,29 @@ void bag_forward(T* out, const T* w, const I* idx, const T* psw, const std::vect
   });
 }
 
+/// Runs bag_forward into `out` (contiguous, bags x dim) with its operands pinned, after checking
+/// every index against weight's rows; `pc` (per-sample weights) may be undefined.
+void bags_into(const char* op, const Tensor& weight, const Tensor& wc, const Tensor& ic, const Tensor& pc,
+               const std::vector<int64_t>& bounds, bool mean, const Tensor& out) {
+  const int64_t n = ic.numel(), dim = wc.size(1);
+  PinSet pins;
+  pins.add(ic, AccessMode::Read).add(out, AccessMode::Write);
+  // Only the looked-up rows are touched (a large table may live in the slow tier).
+  pins.add(wc, AccessMode::Read, static_cast<std::size_t>(n * dim) * wc.itemsize());
+  if (pc.defined()) pins.add(pc, AccessMode::Read);
+  pins.acquire();
+  dispatch_index(ic.dtype(), [&](auto itag) {
+    using I = decltype(itag);
+    const I* ip = static_cast<const I*>(ic.data_ptr());
+    check_index_range(op, ip, n, weight);
+    dispatch_float(wc.dtype(), [&](auto t) {
+      using T = decltype(t);
+      bag_forward<T, I>(static_cast<T*>(out.data_ptr()), static_cast<const T*>(wc.data_ptr()), ip,
+                        pc.defined() ? static_cast<const T*>(pc.data_ptr()) : nullptr, bounds, dim, mean);
+    });
+  });
+}
+
 /// Dense weight gradient: rows → (position, bag) lists by counting sort (histogram, prefix sum, CSR),
 /// then each row's gradient summed in bag order, rows in parallel.
 template <typename T, typename I>
@@ -225,24 +248,7 @@ Tensor embedding_bag(const Tensor& weight, const Tensor& indices, const Tensor& 
   const Tensor ic = indices.contiguous();
   const Tensor pc = has_psw ? per_sample_weights.contiguous() : Tensor();
   Tensor out = empty_output({bags, dim}, weight.dtype());
-  {
-    PinSet pins;
-    pins.add(ic, AccessMode::Read).add(out, AccessMode::Write);
-    // Only the looked-up rows are touched (a large table may live in the slow tier).
-    pins.add(wc, AccessMode::Read, static_cast<std::size_t>(n * dim) * wc.itemsize());
-    if (has_psw) pins.add(pc, AccessMode::Read);
-    pins.acquire();
-    dispatch_index(ic.dtype(), [&](auto itag) {
-      using I = decltype(itag);
-      const I* ip = static_cast<const I*>(ic.data_ptr());
-      check_index_range(op, ip, n, weight);
-      dispatch_float(wc.dtype(), [&](auto t) {
-        using T = decltype(t);
-        bag_forward<T, I>(static_cast<T*>(out.data_ptr()), static_cast<const T*>(wc.data_ptr()), ip,
-                          has_psw ? static_cast<const T*>(pc.data_ptr()) : nullptr, bounds, dim, mean);
-      });
-    });
-  }
+  bags_into(op, weight, wc, ic, pc, bounds, mean, out);
   if (autograd::needs_grad({&weight, &per_sample_weights})) {
     auto node = autograd::make_node(
         "EmbeddingBagBackward", {&weight, &indices, &offsets, &per_sample_weights},
@@ -337,23 +343,7 @@ Tensor embedding(const Tensor& weight, const Tensor& indices, std::optional<int6
   Dims osizes = indices.sizes();
   osizes.push_back(dim);
   Tensor out = empty_output(osizes, weight.dtype());
-  {
-    PinSet pins;
-    pins.add(ic, AccessMode::Read).add(out, AccessMode::Write);
-    pins.add(wc, AccessMode::Read, static_cast<std::size_t>(n * dim) * wc.itemsize());  // only the rows looked up
-    pins.acquire();
-    dispatch_index(ic.dtype(), [&](auto itag) {
-      using I = decltype(itag);
-      const I* ip = static_cast<const I*>(ic.data_ptr());
-      check_index_range(op, ip, n, weight);
-      dispatch_float(wc.dtype(), [&](auto t) {
-        using T = decltype(t);
-        if (n > 0)
-          bag_forward<T, I>(static_cast<T*>(out.data_ptr()), static_cast<const T*>(wc.data_ptr()), ip, nullptr,
-                            single_bounds(n), dim, false);
-      });
-    });
-  }
+  bags_into(op, weight, wc, ic, Tensor(), single_bounds(n), false, out);
   if (autograd::needs_grad({&weight})) {
     auto node = autograd::make_node("EmbeddingBackward", {&weight},
                                     [num_rows, pad](autograd::Node& nd, const TensorList& g) -> TensorList {

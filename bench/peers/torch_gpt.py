@@ -19,6 +19,7 @@
 import argparse
 import ctypes
 import json
+import os
 import statistics
 import sys
 import time
@@ -27,6 +28,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint, checkpoint_sequential
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bench/
+from workloads.torch_side import time_us  # noqa: E402
 
 
 class Block(nn.Module):
@@ -79,16 +83,12 @@ MIN_WARM_SECONDS = 2.0  # as strata-bench-gpt: neither side is timed on its firs
 
 
 def time_calls(warmup, n, f):
+    """`n` timed calls (µs) after at least `warmup` calls lasting MIN_WARM_SECONDS."""
     w0, i = time.perf_counter(), 0
     while i < warmup or time.perf_counter() - w0 < MIN_WARM_SECONDS:
         f()
         i += 1
-    out = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        f()
-        out.append((time.perf_counter() - t0) * 1e6)
-    return out
+    return time_us(f, n, warmup=0)
 
 
 def bench_sdpa(a):
