@@ -10,8 +10,9 @@ timing.
   activation peak (gradients allocated before the step): Strata's Auto planner (per op over the
   blocks, the final norm and the head) against PyTorch's fastest torch.utils.checkpoint
   configuration (every block checkpointed, or checkpoint_sequential with 2, 3 or 6 segments) whose
-  measured peak fits. Figures are overheads, step time over the StoreAll step run just before it
-  (inf when nothing fits). Target: Strata's overhead lower (ratio < 1); the issue's absolute targets
+  measured peak fits — when none fits, the configuration with PyTorch's lowest peak (which then
+  holds more than the budget; the log says so). Figures are overheads, step time over the StoreAll
+  step run just before it; a fraction where no Auto plan fits is logged, not compared. Target: Strata's overhead lower (ratio < 1); the issue's absolute targets
   (<= 1.15x at 25 %, <= 1.30x at 12.5 %, measured peak within the budget, bitwise gradients) are
   read off the Strata column and the log, which also names PyTorch's lowest reachable peak."""
 import json
@@ -85,8 +86,16 @@ def _peer(what, steps, warmup):
         ctx.log(f"  PyTorch: StoreAll peak {r['store_all']['peak_bytes']} B; lowest checkpointing peak "
                 f"{low['peak_bytes']} B ({100 * low['peak_bytes'] / r['store_all']['peak_bytes']:.1f} %, "
                 f"{low['config']}, overhead {low['overhead']:.3f}x)")
-        return Run(_meta(d), {_key(b["fraction"]): [b["checkpoint"]["overhead"] if b["checkpoint"] else math.inf]
-                              for b in r["budgets"]})
+        samples = {}
+        for b in r["budgets"]:
+            # The fastest configuration that fits; when none does, the one with the lowest peak
+            # (it then holds more memory than the budget: the figure's label and the log say so).
+            c = b["checkpoint"] or low
+            if not b["checkpoint"]:
+                ctx.log(f"  PyTorch at {100 * b['fraction']:g} %: no checkpointing configuration fits; compared "
+                        f"with its lowest-peak one ({low['config']})")
+            samples[_key(b["fraction"])] = [c["overhead"]]
+        return Run(_meta(d), samples)
     return run
 
 
@@ -107,15 +116,14 @@ def _remat_item(ctx):
     """A probe run of both sides (discarded) finds the fractions at which both have a configuration
     that fits; only those become figures, the others are logged (as the remat workload does)."""
     steps = 2
-    s_probe, p_probe = _strata("remat", 1, 0)(ctx), _peer("remat", 1, 0)(ctx)
+    s_probe = _strata("remat", 1, 0)(ctx)
     figs = []
     for f in _fractions(ctx):
-        missing = [side for side, r in (("Strata's Auto", s_probe), ("PyTorch's checkpointing", p_probe))
-                   if not math.isfinite(r.samples[_key(f)][0])]
-        if missing:
-            ctx.log(f"  remat at {100 * f:g} % of StoreAll's peak: nothing of {' and '.join(missing)} fits; not compared")
+        if not math.isfinite(s_probe.samples[_key(f)][0]):
+            ctx.log(f"  remat at {100 * f:g} % of StoreAll's peak: no Auto plan fits; not compared")
             continue
-        figs.append(Figure(_key(f), f"overhead at {100 * f:g} % of StoreAll's peak (Auto vs best checkpointing)",
+        figs.append(Figure(_key(f), f"overhead at {100 * f:g} % of StoreAll's peak (Auto vs PyTorch's best "
+                           "checkpointing that fits, else its lowest-peak one)",
                            unit="x StoreAll", target=Target("ratio < 1 (lower overhead)", max_ratio=1.0)))
     if not figs:
         return None
