@@ -113,15 +113,19 @@ def items(ctx):
 
 
 def _remat_item(ctx):
-    """A probe run of both sides (discarded) finds the fractions at which both have a configuration
-    that fits; only those become figures, the others are logged (as the remat workload does)."""
+    """A probe run of Strata's side (discarded) finds the fractions at which an Auto plan fits; only
+    those become figures, the others are logged (as the remat workload does)."""
     steps = 2
-    s_probe = _strata("remat", 1, 0)(ctx)
+    # The probe runs once, in the main process; peer workers (which build the items again) get its
+    # result through ctx.shared.
+    if "gpt_remat_fractions" not in ctx.shared:
+        s_probe = _strata("remat", 1, 0)(ctx)
+        ctx.shared["gpt_remat_fractions"] = [f for f in _fractions(ctx) if math.isfinite(s_probe.samples[_key(f)][0])]
+        for f in _fractions(ctx):
+            if f not in ctx.shared["gpt_remat_fractions"]:
+                ctx.log(f"  remat at {100 * f:g} % of StoreAll's peak: no Auto plan fits; not compared")
     figs = []
-    for f in _fractions(ctx):
-        if not math.isfinite(s_probe.samples[_key(f)][0]):
-            ctx.log(f"  remat at {100 * f:g} % of StoreAll's peak: no Auto plan fits; not compared")
-            continue
+    for f in ctx.shared["gpt_remat_fractions"]:
         figs.append(Figure(_key(f), f"overhead at {100 * f:g} % of StoreAll's peak (Auto vs PyTorch's best "
                            "checkpointing that fits, else its lowest-peak one)",
                            unit="x StoreAll", target=Target("ratio < 1 (lower overhead)", max_ratio=1.0)))
