@@ -61,6 +61,11 @@ constexpr const char* kUsage =
     "[--vocab V] [--lr LR] [--fractions F,F] [--steps N] [--warmup W] [--seed S] [--threads T] [--json FILE] "
     "[--quick]";
 
+/// Warm-up before timing: at least this long (--quick: a tenth), whatever --warmup says
+/// (torch_gpt.py does the same), so that neither side is timed on its first calls.
+constexpr double kMinWarmSeconds = 2.0;
+double min_warm_seconds = kMinWarmSeconds;
+
 struct Options {
   std::string what = "all";
   int64_t layers = 6, width = 384, heads = 6, context = 256, batch = 8, vocab = 65;
@@ -112,20 +117,17 @@ Options parse(int argc, char** argv) {
   if (o.quick) {
     o.layers = 2, o.width = 64, o.heads = 2, o.context = 32, o.batch = 2;
     o.steps = 2, o.warmup = 1;
+    min_warm_seconds = kMinWarmSeconds / 10;
   }
   return o;
 }
 
 double since_us(Clock::time_point t0) { return std::chrono::duration<double, std::micro>(Clock::now() - t0).count(); }
 
-/// Warm-up before timing: at least this long, whatever --warmup says (torch_gpt.py does the same),
-/// so that neither side is timed on its first calls.
-constexpr double kMinWarmSeconds = 2.0;
-
-/// `n` timed calls of f after at least `warmup` untimed ones lasting kMinWarmSeconds, microseconds each.
+/// `n` timed calls of f after at least `warmup` untimed ones lasting min_warm_seconds, microseconds each.
 std::vector<double> time_calls(int warmup, int n, const std::function<void()>& f) {
   const auto w0 = Clock::now();
-  for (int i = 0; i < warmup || since_us(w0) < kMinWarmSeconds * 1e6; ++i) f();
+  for (int i = 0; i < warmup || since_us(w0) < min_warm_seconds * 1e6; ++i) f();
   std::vector<double> us;
   for (int i = 0; i < n; ++i) {
     const auto t0 = Clock::now();

@@ -79,13 +79,14 @@ class GPT(nn.Module):
         return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
 
 
-MIN_WARM_SECONDS = 2.0  # as strata-bench-gpt: neither side is timed on its first calls
+MIN_WARM_SECONDS = 2.0  # as strata-bench-gpt: neither side is timed on its first calls (--quick: a tenth)
+min_warm_seconds = MIN_WARM_SECONDS
 
 
 def time_calls(warmup, n, f):
-    """`n` timed calls (µs) after at least `warmup` calls lasting MIN_WARM_SECONDS."""
+    """`n` timed calls (µs) after at least `warmup` calls lasting min_warm_seconds."""
     w0, i = time.perf_counter(), 0
-    while i < warmup or time.perf_counter() - w0 < MIN_WARM_SECONDS:
+    while i < warmup or time.perf_counter() - w0 < min_warm_seconds:
         f()
         i += 1
     return time_us(f, n, warmup=0)
@@ -146,7 +147,7 @@ def bench_remat(a, model, x, y):
         return out
 
     base = measure(None)
-    configs = [measure("every_block")] + [measure(s) for s in sorted({2, 3, a.layers})]
+    configs = [measure("every_block")] + [measure(s) for s in sorted({2, 3, a.layers}) if s <= a.layers]
     lowest = min(configs, key=lambda c: (c["peak_bytes"], c["overhead"]))
     budgets = []
     for f in a.fractions:
@@ -170,7 +171,9 @@ def main():
     a = ap.parse_args()
     a.fractions = [float(f) for f in a.fractions.split(",")]
     if a.quick:
+        global min_warm_seconds
         a.layers, a.width, a.heads, a.context, a.batch, a.steps, a.warmup = 2, 64, 2, 32, 2, 2, 1
+        min_warm_seconds = MIN_WARM_SECONDS / 10
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
     out = {"binary": "torch_gpt.py", "threads": torch.get_num_threads(), "dtype": "f32",
