@@ -321,12 +321,7 @@ TEST(AutoRemat, SmallResNet) {
 // fused attention, the fused linear + GELU, residual adds) from the embedded input to the logits.
 TEST(AutoRemat, OpLevelGpt) {
   manual_seed(9);
-  nn::zoo::GPTConfig c;
-  c.vocab_size = 40;
-  c.block_size = 64;
-  c.n_layer = 3;
-  c.n_head = 2;
-  c.n_embd = 32;
+  const nn::zoo::GPTConfig c{.vocab_size = 40, .block_size = 64, .n_layer = 3, .n_head = 2, .n_embd = 32};
   nn::zoo::GPT gpt(c);
   // [B, T, E] flattened to [B·T, E] before the final norm and head (a view, not the chain's last
   // step: the caller's loss reads the head's own output).

@@ -25,13 +25,7 @@ using namespace strata;
 using ::testing::HasSubstr;
 
 nn::zoo::GPTConfig tiny_config() {
-  nn::zoo::GPTConfig c;
-  c.vocab_size = 11;
-  c.block_size = 16;
-  c.n_layer = 2;
-  c.n_head = 2;
-  c.n_embd = 8;
-  return c;
+  return {.vocab_size = 11, .block_size = 16, .n_layer = 2, .n_head = 2, .n_embd = 8};
 }
 
 /// [B, T] i64 tokens: the sequence 0, 1, ..., vocab - 1 repeating, each row shifted by its index.

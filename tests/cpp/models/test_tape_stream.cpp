@@ -374,12 +374,7 @@ TEST(TapeStreamModels, ZooMlp) {
 
 TEST(TapeStreamModels, SmallGpt) {
   manual_seed(5);
-  nn::zoo::GPTConfig c;
-  c.vocab_size = 20;
-  c.block_size = 16;
-  c.n_layer = 3;
-  c.n_head = 2;
-  c.n_embd = 16;
+  const nn::zoo::GPTConfig c{.vocab_size = 20, .block_size = 16, .n_layer = 3, .n_head = 2, .n_embd = 16};
   nn::zoo::GPT gpt(c);
   // From the embedded input [B, T, E] to logits [B·T, vocab].
   nn::Sequential model{gpt.child("transformer")->child("h"), gpt.child("transformer")->child("ln_f"),
