@@ -36,7 +36,7 @@ from harness.core import Context, run_from_json, run_item, run_to_json  # noqa: 
 from harness.stats import IncompatibleRuns  # noqa: E402
 import workloads  # noqa: E402
 
-BINARIES = ["strata-limits", "strata-bench-ops", "strata-bench-train", "strata-bench-migration", "strata-bench-remat", "strata-bench-emb", "strata-dlrm"]
+BINARIES = ["strata-limits", "strata-bench-ops", "strata-bench-train", "strata-bench-migration", "strata-bench-remat", "strata-bench-emb", "strata-dlrm", "strata-bench-gpt"]
 
 
 def parse_args(argv):

@@ -1,6 +1,9 @@
 #pragma once
 /// @file
-/// Element-wise activation modules: ReLU, LeakyReLU, Sigmoid, Tanh, GELU.
+/// Activation modules: ReLU, LeakyReLU, Sigmoid, Tanh, GELU, SiLU (element-wise) and Softmax,
+/// LogSoftmax (along a dim).
+
+#include <optional>
 
 #include "models/module.h"
 
@@ -43,6 +46,38 @@ class GELU : public Module {
 
  private:
   std::string approximate_;
+};
+
+/// x · sigmoid(x) (torch.nn.SiLU).
+class SiLU : public Module {
+ public:
+  SiLU() : Module("SiLU") {}
+  Tensor forward(const Tensor& input) override;
+};
+
+/// softmax along `dim` (torch.nn.Softmax). Without a dim, PyTorch's legacy implicit choice:
+/// dim 0 for 0-, 1- and 3-D inputs, 1 otherwise.
+class Softmax : public Module {
+ public:
+  explicit Softmax(std::optional<int64_t> dim = std::nullopt) : Module("Softmax"), dim_(dim) {}
+  Tensor forward(const Tensor& input) override;
+  std::string extra_repr() const override;
+  std::optional<int64_t> dim() const { return dim_; }
+
+ private:
+  std::optional<int64_t> dim_;
+};
+
+/// log_softmax along `dim` (torch.nn.LogSoftmax; the implicit dim as Softmax's).
+class LogSoftmax : public Module {
+ public:
+  explicit LogSoftmax(std::optional<int64_t> dim = std::nullopt) : Module("LogSoftmax"), dim_(dim) {}
+  Tensor forward(const Tensor& input) override;
+  std::string extra_repr() const override;
+  std::optional<int64_t> dim() const { return dim_; }
+
+ private:
+  std::optional<int64_t> dim_;
 };
 
 }  // namespace strata::nn

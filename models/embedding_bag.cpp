@@ -1,8 +1,48 @@
 #include "models/embedding_bag.h"
 
+#include "autograd/grad_mode.h"
 #include "core/factories.h"
 
 namespace strata::nn {
+
+Embedding::Embedding(int64_t num_embeddings, int64_t embedding_dim, std::optional<int64_t> padding_idx,
+                     std::optional<double> max_norm, double norm_type, Generator* gen)
+    : Module("Embedding"),
+      num_embeddings_(num_embeddings),
+      embedding_dim_(embedding_dim),
+      max_norm_(max_norm),
+      norm_type_(norm_type) {
+  STRATA_CHECK(num_embeddings > 0 && embedding_dim >= 0, "Embedding: num_embeddings must be positive and embedding_dim ",
+               "non-negative, got ", num_embeddings, " and ", embedding_dim);
+  if (padding_idx) {
+    STRATA_CHECK(*padding_idx >= -num_embeddings && *padding_idx < num_embeddings, "Embedding: padding_idx ",
+                 *padding_idx, " must be within num_embeddings (", num_embeddings, ")");
+    padding_idx_ = *padding_idx < 0 ? *padding_idx + num_embeddings : *padding_idx;
+  }
+  STRATA_CHECK(!max_norm || *max_norm > 0, "Embedding: max_norm must be positive, got ", max_norm.value_or(0.0));
+  STRATA_CHECK(norm_type > 0, "Embedding: norm_type must be positive, got ", norm_type);
+  Tensor w = randn({num_embeddings, embedding_dim}, {}, gen);
+  if (padding_idx_) w.select(0, *padding_idx_).zero_();
+  register_parameter("weight", w);
+}
+
+Tensor Embedding::forward(const Tensor& input) {
+  STRATA_CHECK(input.defined(), "Embedding: the input is undefined");
+  const Tensor& w = parameter("weight");
+  if (max_norm_) {
+    autograd::NoGradGuard no_grad;
+    embedding_renorm_(w, input, *max_norm_, norm_type_);
+  }
+  return embedding(w, input, padding_idx_);
+}
+
+std::string Embedding::extra_repr() const {
+  std::string s = std::to_string(num_embeddings_) + ", " + std::to_string(embedding_dim_);
+  if (padding_idx_) s += ", padding_idx=" + std::to_string(*padding_idx_);
+  if (max_norm_) s += ", max_norm=" + py_float_repr(*max_norm_);
+  if (max_norm_ && norm_type_ != 2.0) s += ", norm_type=" + py_float_repr(norm_type_);
+  return s;
+}
 
 EmbeddingBag::EmbeddingBag(int64_t num_embeddings, int64_t embedding_dim, const std::string& mode,
                            bool include_last_offset, Generator* gen)

@@ -1,12 +1,38 @@
 #pragma once
 /// @file
-/// nn::EmbeddingBag.
+/// nn::Embedding and nn::EmbeddingBag.
+
+#include <optional>
 
 #include "core/rng.h"
 #include "models/module.h"
 #include "ops/embedding.h"
 
 namespace strata::nn {
+
+/// A lookup table (torch.nn.Embedding): forward(indices) gives weight rows, shape indices.sizes() +
+/// [embedding_dim]. weight [num_embeddings, embedding_dim] starts N(0, 1) with row `padding_idx`
+/// (optional; negative counts from the end) zeroed; that row gets no gradient. With `max_norm`,
+/// each forward first renormalizes the looked-up rows in place to that `norm_type`-norm at most
+/// (ops/embedding.h embedding_renorm_). Sparse gradients and scale_grad_by_freq are not supported.
+class Embedding : public Module {
+ public:
+  Embedding(int64_t num_embeddings, int64_t embedding_dim, std::optional<int64_t> padding_idx = std::nullopt,
+            std::optional<double> max_norm = std::nullopt, double norm_type = 2.0, Generator* gen = nullptr);
+  Tensor forward(const Tensor& input) override;
+  std::string extra_repr() const override;
+  Tensor& weight() { return parameter("weight"); }
+  int64_t num_embeddings() const { return num_embeddings_; }
+  int64_t embedding_dim() const { return embedding_dim_; }
+  /// The padding row (made non-negative), if any.
+  std::optional<int64_t> padding_idx() const { return padding_idx_; }
+
+ private:
+  int64_t num_embeddings_, embedding_dim_;
+  std::optional<int64_t> padding_idx_;
+  std::optional<double> max_norm_;
+  double norm_type_;
+};
 
 /// Sums or averages bags of embedding rows (torch.nn.EmbeddingBag, modes "sum" and "mean"; "max",
 /// max_norm, padding_idx and sparse gradients are not supported). weight [num_embeddings,

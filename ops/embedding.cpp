@@ -1,6 +1,7 @@
 #include "ops/embedding.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <string>
 
@@ -32,6 +33,17 @@ std::vector<int64_t> read_indices(const Tensor& t) {
     for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<int64_t>(p[i]);
   });
   return out;
+}
+
+/// Throws unless every one of the n indices lies in [0, weight.size(0)), naming the first that does not.
+template <typename I>
+void check_index_range(const char* op, const I* ip, int64_t n, const Tensor& weight) {
+  const int64_t num_rows = weight.size(0);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t v = static_cast<int64_t>(ip[i]);
+    STRATA_CHECK(v >= 0 && v < num_rows, op, ": index ", v, " at position ", i, " is out of range for weight ",
+                 weight.describe(), " with num_rows ", num_rows, " (valid indices are in [0, ", num_rows, "))");
+  }
 }
 
 // ---- embedding_bag ----------------------------------------------------------------------------------
@@ -111,6 +123,29 @@ void bag_forward(T* out, const T* w, const I* idx, const T* psw, const std::vect
         for (int64_t k = 0; k < dim; ++k) o[k] *= c;
       }
     }
+  });
+}
+
+/// Runs bag_forward into `out` (contiguous, bags x dim) with its operands pinned, after checking
+/// every index against weight's rows; `pc` (per-sample weights) may be undefined.
+void bags_into(const char* op, const Tensor& weight, const Tensor& wc, const Tensor& ic, const Tensor& pc,
+               const std::vector<int64_t>& bounds, bool mean, const Tensor& out) {
+  const int64_t n = ic.numel(), dim = wc.size(1);
+  PinSet pins;
+  pins.add(ic, AccessMode::Read).add(out, AccessMode::Write);
+  // Only the looked-up rows are touched (a large table may live in the slow tier).
+  pins.add(wc, AccessMode::Read, static_cast<std::size_t>(n * dim) * wc.itemsize());
+  if (pc.defined()) pins.add(pc, AccessMode::Read);
+  pins.acquire();
+  dispatch_index(ic.dtype(), [&](auto itag) {
+    using I = decltype(itag);
+    const I* ip = static_cast<const I*>(ic.data_ptr());
+    check_index_range(op, ip, n, weight);
+    dispatch_float(wc.dtype(), [&](auto t) {
+      using T = decltype(t);
+      bag_forward<T, I>(static_cast<T*>(out.data_ptr()), static_cast<const T*>(wc.data_ptr()), ip,
+                        pc.defined() ? static_cast<const T*>(pc.data_ptr()) : nullptr, bounds, dim, mean);
+    });
   });
 }
 
@@ -213,29 +248,7 @@ Tensor embedding_bag(const Tensor& weight, const Tensor& indices, const Tensor& 
   const Tensor ic = indices.contiguous();
   const Tensor pc = has_psw ? per_sample_weights.contiguous() : Tensor();
   Tensor out = empty_output({bags, dim}, weight.dtype());
-  {
-    PinSet pins;
-    pins.add(ic, AccessMode::Read).add(out, AccessMode::Write);
-    // Only the looked-up rows are touched (a large table may live in the slow tier).
-    pins.add(wc, AccessMode::Read, static_cast<std::size_t>(n * dim) * wc.itemsize());
-    if (has_psw) pins.add(pc, AccessMode::Read);
-    pins.acquire();
-    dispatch_index(ic.dtype(), [&](auto itag) {
-      using I = decltype(itag);
-      const I* ip = static_cast<const I*>(ic.data_ptr());
-      for (int64_t i = 0; i < n; ++i) {
-        const int64_t v = static_cast<int64_t>(ip[i]);
-        STRATA_CHECK(v >= 0 && v < num_rows, "embedding_bag: index ", v, " at position ", i,
-                     " is out of range for weight ", weight.describe(), " with num_rows ", num_rows,
-                     " (valid indices are in [0, ", num_rows, "))");
-      }
-      dispatch_float(wc.dtype(), [&](auto t) {
-        using T = decltype(t);
-        bag_forward<T, I>(static_cast<T*>(out.data_ptr()), static_cast<const T*>(wc.data_ptr()), ip,
-                          has_psw ? static_cast<const T*>(pc.data_ptr()) : nullptr, bounds, dim, mean);
-      });
-    });
-  }
+  bags_into(op, weight, wc, ic, pc, bounds, mean, out);
   if (autograd::needs_grad({&weight, &per_sample_weights})) {
     auto node = autograd::make_node(
         "EmbeddingBagBackward", {&weight, &indices, &offsets, &per_sample_weights},
@@ -277,6 +290,100 @@ Tensor embedding_bag(const Tensor& weight, const Tensor& indices, const Tensor& 
     autograd::set_history({&out}, node);
   }
   return out;
+}
+
+namespace {
+
+/// One bag per position: bounds 0, 1, ..., n (embedding as an embedding_bag of single rows).
+std::vector<int64_t> single_bounds(int64_t n) {
+  std::vector<int64_t> b(static_cast<std::size_t>(n) + 1);
+  for (int64_t i = 0; i <= n; ++i) b[static_cast<std::size_t>(i)] = i;
+  return b;
+}
+
+Tensor embedding_backward(const Tensor& grad, const Tensor& indices, int64_t num_rows, int64_t padding_idx) {
+  const Tensor g = grad.contiguous();
+  const Tensor idx = indices.contiguous();
+  const int64_t dim = g.size(-1);
+  Tensor gw = empty_output({num_rows, dim}, g.dtype());
+  PinSet pins;
+  pins.add(g, AccessMode::Read).add(idx, AccessMode::Read).add(gw, AccessMode::Write);
+  pins.acquire();
+  dispatch_index(idx.dtype(), [&](auto itag) {
+    using I = decltype(itag);
+    dispatch_float(g.dtype(), [&](auto t) {
+      using T = decltype(t);
+      T* out = static_cast<T*>(gw.data_ptr());
+      bag_backward_weight<T, I>(out, static_cast<const T*>(g.data_ptr()), static_cast<const I*>(idx.data_ptr()),
+                                nullptr, single_bounds(idx.numel()), num_rows, dim, false);
+      if (padding_idx >= 0) std::fill(out + padding_idx * dim, out + (padding_idx + 1) * dim, T(0));
+    });
+  });
+  return gw;
+}
+
+}  // namespace
+
+Tensor embedding(const Tensor& weight, const Tensor& indices, std::optional<int64_t> padding_idx) {
+  constexpr const char* op = "embedding";
+  check_backend(OpKind::embedding);
+  check_float(op, weight, "weight");
+  check_rank(op, weight, 2, "weight");
+  check_index(op, indices, "indices");
+  const int64_t num_rows = weight.size(0), dim = weight.size(1);
+  int64_t pad = -1;
+  if (padding_idx) {
+    STRATA_CHECK(*padding_idx >= -num_rows && *padding_idx < num_rows, op, ": padding_idx ", *padding_idx,
+                 " must be within num_embeddings (", num_rows, ") of weight ", weight.describe());
+    pad = *padding_idx < 0 ? *padding_idx + num_rows : *padding_idx;
+  }
+  const int64_t n = indices.numel();
+  const Tensor wc = weight.contiguous();
+  const Tensor ic = indices.contiguous();
+  Dims osizes = indices.sizes();
+  osizes.push_back(dim);
+  Tensor out = empty_output(osizes, weight.dtype());
+  bags_into(op, weight, wc, ic, Tensor(), single_bounds(n), false, out);
+  if (autograd::needs_grad({&weight})) {
+    auto node = autograd::make_node("EmbeddingBackward", {&weight},
+                                    [num_rows, pad](autograd::Node& nd, const TensorList& g) -> TensorList {
+                                      return {embedding_backward(g[0], nd.saved(0), num_rows, pad)};
+                                    });
+    node->save(indices);
+    autograd::set_history({&out}, node);
+  }
+  return out;
+}
+
+void embedding_renorm_(const Tensor& weight, const Tensor& indices, double max_norm, double norm_type) {
+  constexpr const char* op = "embedding_renorm_";
+  check_float(op, weight, "weight");
+  check_rank(op, weight, 2, "weight");
+  check_index(op, indices, "indices");
+  STRATA_CHECK(weight.is_contiguous(), op, ": weight ", weight.describe(), " must be contiguous");
+  STRATA_CHECK(max_norm > 0 && norm_type > 0, op, ": max_norm and norm_type must be positive, got ", max_norm, " and ",
+               norm_type);
+  std::vector<int64_t> rows = read_indices(indices.reshape({-1}));
+  check_index_range(op, rows.data(), static_cast<int64_t>(rows.size()), weight);
+  const int64_t dim = weight.size(1);
+  std::sort(rows.begin(), rows.end());
+  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+  PinSet pins;
+  pins.add(weight, AccessMode::Write).acquire();
+  dispatch_float(weight.dtype(), [&](auto t) {
+    using T = decltype(t);
+    T* w = weight.data<T>();
+    for (int64_t r : rows) {
+      T* row = w + r * dim;
+      double norm = 0;
+      for (int64_t k = 0; k < dim; ++k) norm += std::pow(std::abs(static_cast<double>(row[k])), norm_type);
+      norm = std::pow(norm, 1.0 / norm_type);
+      if (norm <= max_norm) continue;
+      const T c = static_cast<T>(max_norm / (norm + 1e-7));
+      for (int64_t k = 0; k < dim; ++k) row[k] *= c;
+    }
+  });
+  weight.bump_version();
 }
 
 namespace {

@@ -2,6 +2,7 @@
 /// @file
 /// Embedding-bag lookups and the DLRM dot interaction (differentiable; f32 and f64).
 
+#include <optional>
 #include <vector>
 
 #include "core/tensor.h"
@@ -26,6 +27,17 @@ enum class EmbeddingBagMode { Sum, Mean };
 Tensor embedding_bag(const Tensor& weight, const Tensor& indices, const Tensor& offsets,
                      EmbeddingBagMode mode = EmbeddingBagMode::Sum, const Tensor& per_sample_weights = Tensor(),
                      bool include_last_offset = false);
+
+/// Rows of `weight` [num_rows, dim] picked by `indices` (i64 or i32, any shape, values in
+/// [0, num_rows)): torch.nn.functional.embedding, output indices.sizes() + [dim]. Backward: a
+/// dense weight gradient, each row's gradient summed in index order (deterministic), none for row
+/// `padding_idx` (optional; negative counts from the end, as PyTorch's).
+Tensor embedding(const Tensor& weight, const Tensor& indices, std::optional<int64_t> padding_idx = std::nullopt);
+
+/// PyTorch's embedding max_norm renormalization, in place and not recorded: every row of `weight`
+/// named in `indices` whose `norm_type`-norm exceeds `max_norm` is scaled to norm
+/// max_norm / (norm + 1e-7) · norm. Bumps weight's version. max_norm > 0, norm_type > 0.
+void embedding_renorm_(const Tensor& weight, const Tensor& indices, double max_norm, double norm_type = 2.0);
 
 /// The DLRM dot interaction (dlrm_s_pytorch.py `interact_features`, arch-interaction-op=dot).
 /// `features[0]` is the dense (bottom-MLP) output x [B, d], `features[1..]` the embedding outputs,

@@ -100,7 +100,13 @@
   X(max, index_reduction)             \
   X(min, index_reduction)             \
   X(topk, index_reduction)            \
-  X(sort, index_reduction)
+  X(sort, index_reduction)            \
+  /* issue 26 parts 7-8 */            \
+  X(silu, unary)                      \
+  X(l1_loss, softmax_loss)            \
+  X(embedding, embedding)             \
+  /* ops/attention.h */               \
+  X(scaled_dot_product_attention, attention)
 
 namespace strata {
 

@@ -286,7 +286,7 @@ void check_no_grad_for(const char* op, const Tensor& t, const char* what) {
 }
 
 /// Per-element loss kinds.
-enum class Elementwise { Mse, Bce, BceLogits };
+enum class Elementwise { Mse, L1, Bce, BceLogits };
 
 /// The per-element loss and its derivatives. HasW / HasPw are template flags (not a null test per
 /// element) so that the loops stay branch-free and vectorize.
@@ -310,6 +310,8 @@ struct LossFns {
     if constexpr (K == Elementwise::Mse) {
       const T d = xi - ti;
       return d * d;
+    } else if constexpr (K == Elementwise::L1) {
+      return std::abs(xi - ti);
     } else if constexpr (K == Elementwise::Bce) {
       const T lx = std::max(fast_log(xi), T(-100));
       const T l1x = std::max(fast_log(T(1) - xi), T(-100));
@@ -325,6 +327,8 @@ struct LossFns {
     const T xi = x[i], ti = t[i];
     if constexpr (K == Elementwise::Mse) {
       return T(2) * (xi - ti);
+    } else if constexpr (K == Elementwise::L1) {
+      return T((xi > ti) - (xi < ti));
     } else if constexpr (K == Elementwise::Bce) {
       return weight(i) * (xi - ti) / std::max((T(1) - xi) * xi, T(1e-12));
     } else {
@@ -338,6 +342,8 @@ struct LossFns {
     const T xi = x[i];
     if constexpr (K == Elementwise::Mse) {
       return T(-2) * (xi - t[i]);
+    } else if constexpr (K == Elementwise::L1) {
+      return T((t[i] > xi) - (t[i] < xi));
     } else if constexpr (K == Elementwise::Bce) {
       const T lx = std::max(fast_log(xi), T(-100));
       const T l1x = std::max(fast_log(T(1) - xi), T(-100));
@@ -642,6 +648,11 @@ Tensor log_softmax(const Tensor& x, int64_t dim) {
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
   return elementwise_loss<Elementwise::Mse>("mse_loss", OpKind::mse_loss, "MseLossBackward", input, target, Tensor(),
                                             Tensor(), reduction);
+}
+
+Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  return elementwise_loss<Elementwise::L1>("l1_loss", OpKind::l1_loss, "L1LossBackward", input, target, Tensor(),
+                                           Tensor(), reduction);
 }
 
 Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight, Reduction reduction) {

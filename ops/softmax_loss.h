@@ -21,6 +21,10 @@ Tensor log_softmax(const Tensor& x, int64_t dim);
 /// (input - target)², reduced. `input` and `target` have the same shape. Gradients for both.
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
 
+/// |input - target|, reduced. `input` and `target` have the same shape. Gradients for both
+/// (sign(input - target), 0 where they are equal, as PyTorch's).
+Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
+
 /// -weight · (target · log(input) + (1 - target) · log(1 - input)), each log clamped to >= -100 as in
 /// PyTorch. `input` in [0, 1] (checked) and `target` have the same shape; `weight` (optional)
 /// broadcasts to it. Gradients for input and target (not weight).

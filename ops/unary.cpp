@@ -364,6 +364,20 @@ Tensor gelu(const Tensor& x, bool tanh_approximation) {
   return y;
 }
 
+Tensor silu(const Tensor& x) {
+  check_unary("silu", OpKind::silu, x);
+  Tensor y = unary_kernel(x, [](auto v) { return v * sigmoid_t(v); }, kCostlyGrain);
+  record_pointwise(
+      "SiluBackward", x, y, x,
+      [](auto g, auto v) {
+        using T = decltype(v);
+        const T s = sigmoid_t(v);
+        return g * s * (T(1) + v * (T(1) - s));
+      },
+      kCostlyGrain);
+  return y;
+}
+
 Tensor exp(const Tensor& x) {
   check_unary("exp", OpKind::exp, x);
   Tensor y = unary_vec(x, ops::cpu::vec::kernels().exp, [](auto v) { return exp_t(v); });

@@ -27,6 +27,9 @@ Tensor tanh(const Tensor& x);
 /// `tanh_approximation` (PyTorch's approximate="tanh") 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³))).
 Tensor gelu(const Tensor& x, bool tanh_approximation = false);
 
+/// Sigmoid linear unit x · sigmoid(x) (torch.nn.functional.silu). Backward:
+/// grad · s · (1 + x · (1 - s)) with s = sigmoid(x).
+Tensor silu(const Tensor& x);
 /// e^x.
 Tensor exp(const Tensor& x);
 

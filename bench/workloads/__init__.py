@@ -2,7 +2,7 @@
 (a harness.core.Workload). ALL lists them in the order `--all` runs them."""
 import importlib
 
-NAMES = ["limits", "ops", "train", "migration", "remat", "emb", "dlrm"]
+NAMES = ["limits", "ops", "train", "migration", "remat", "emb", "dlrm", "gpt"]
 
 
 def load(name):

@@ -55,6 +55,10 @@ PEERS = {
     "mean/all": (lambda x: x.mean(), [0]),
     "cat/four_dim1": (lambda *xs: torch.cat(xs, 1), None),
     "index_select/duplicates": (lambda x, i: torch.index_select(x, 0, i), [0]),
+    # issue 26 parts 7-8
+    "silu/basic": (lambda x: F.silu(x), [0]),
+    "embedding/2d_indices_repeated": (lambda w, i: F.embedding(i, w), [0]),
+    "scaled_dot_product_attention/basic": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v), [0, 1, 2]),
 }
 
 _TORCH_DT = {"f32": torch.float32, "f64": torch.float64}
@@ -76,7 +80,7 @@ def make_inputs(case, specs):
                 out.append(torch.randint(0, specs[0]["shape"][0], shape, generator=g))
             elif case == "cross_entropy/mean":
                 out.append(torch.randint(0, specs[0]["shape"][1], shape, generator=g))
-            elif case == "index_select/duplicates":
+            elif case in ("index_select/duplicates", "embedding/2d_indices_repeated"):
                 out.append(torch.randint(0, specs[0]["shape"][0], shape, generator=g))
             else:
                 out.append(torch.randint(0, 2, shape, generator=g))

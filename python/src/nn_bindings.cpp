@@ -12,6 +12,7 @@
 #include "bindings.h"
 #include "core/factories.h"
 #include "models/activation.h"
+#include "models/attention.h"
 #include "models/container.h"
 #include "models/conv.h"
 #include "models/dropout.h"
@@ -928,6 +929,121 @@ void bind_layers(py::module_& nnm) {
           py::arg("input"), py::arg("offsets") = py::none(), py::arg("per_sample_weights") = py::none());
 }
 
+// ---- issue 26 parts 7-8: Embedding, SiLU, Softmax, LogSoftmax, MultiheadAttention, TransformerEncoderLayer
+
+std::optional<Tensor> none_or_tensor(py::handle h, const char* op, const char* name) {
+  if (h.is_none()) return std::nullopt;
+  return tensor_arg(h, op, name);
+}
+
+void bind_embedding(py::module_& nnm) {
+  Layer<nn::Embedding>(nnm, "Embedding", "A lookup table of embedding rows (torch.nn.Embedding).")
+      .def(STRATA_MODULE_INIT_CHECKED(
+               nn::Embedding,
+               (int64_t num_embeddings, int64_t embedding_dim, std::optional<int64_t> padding_idx,
+                std::optional<double> max_norm, double norm_type, bool scale_grad_by_freq, bool sparse),
+               refuse(scale_grad_by_freq, "Embedding", "scale_grad_by_freq=True");
+               refuse(sparse, "Embedding", "sparse=True"),
+               (num_embeddings, embedding_dim, padding_idx, max_norm, norm_type)),
+           py::arg("num_embeddings"), py::arg("embedding_dim"), py::arg("padding_idx") = py::none(),
+           py::arg("max_norm") = py::none(), py::arg("norm_type") = 2.0, py::arg("scale_grad_by_freq") = false,
+           py::arg("sparse") = false)
+      .def_static(
+          "from_pretrained",
+          [](const Tensor& embeddings, bool freeze, std::optional<int64_t> padding_idx, std::optional<double> max_norm,
+             double norm_type) {
+            STRATA_CHECK(embeddings.dim() == 2, "Embedding.from_pretrained: embeddings parameter is expected to be "
+                         "2-dimensional, got ", embeddings.describe());
+            auto m = std::make_shared<nn::Embedding>(embeddings.size(0), embeddings.size(1), padding_idx, max_norm,
+                                                     norm_type);
+            m->register_parameter("weight", embeddings.detach(), !freeze);
+            return m;
+          },
+          py::arg("embeddings"), py::arg("freeze") = true, py::arg("padding_idx") = py::none(),
+          py::arg("max_norm") = py::none(), py::arg("norm_type") = 2.0)
+      .def_property_readonly("num_embeddings", &nn::Embedding::num_embeddings)
+      .def_property_readonly("embedding_dim", &nn::Embedding::embedding_dim)
+      .def_property_readonly("padding_idx", &nn::Embedding::padding_idx);
+}
+
+void bind_attention(py::module_& nnm) {
+  Layer<nn::MultiheadAttention>(nnm, "MultiheadAttention", "Multi-head attention (torch.nn.MultiheadAttention).")
+      .def(STRATA_MODULE_INIT_CHECKED(
+               nn::MultiheadAttention,
+               (int64_t embed_dim, int64_t num_heads, double dropout, bool bias, bool add_bias_kv, bool add_zero_attn,
+                std::optional<int64_t> kdim, std::optional<int64_t> vdim, bool batch_first),
+               refuse(add_bias_kv, "MultiheadAttention", "add_bias_kv=True");
+               refuse(add_zero_attn, "MultiheadAttention", "add_zero_attn=True"),
+               (embed_dim, num_heads, dropout, bias, kdim, vdim, batch_first)),
+           py::arg("embed_dim"), py::arg("num_heads"), py::arg("dropout") = 0.0, py::arg("bias") = true,
+           py::arg("add_bias_kv") = false, py::arg("add_zero_attn") = false, py::arg("kdim") = py::none(),
+           py::arg("vdim") = py::none(), py::arg("batch_first") = false)
+      .def(
+          "forward",
+          [](nn::MultiheadAttention& m, py::handle query, py::handle key, py::handle value, py::handle key_padding_mask,
+             bool need_weights, py::handle attn_mask, bool average_attn_weights, bool is_causal) {
+            const char* op = "MultiheadAttention.forward";
+            const Tensor q = tensor_arg(query, op, "query"), k = tensor_arg(key, op, "key"),
+                         v = tensor_arg(value, op, "value");
+            const Tensor kpm = none_or_tensor(key_padding_mask, op, "key_padding_mask").value_or(Tensor());
+            const Tensor am = none_or_tensor(attn_mask, op, "attn_mask").value_or(Tensor());
+            nn::MultiheadAttention::Output out;
+            {
+              py::gil_scoped_release release;
+              out = m.forward(q, k, v, kpm, need_weights, am, average_attn_weights, is_causal);
+            }
+            return py::make_tuple(out.output, out.weights.defined() ? py::cast(out.weights) : py::none());
+          },
+          py::arg("query"), py::arg("key"), py::arg("value"), py::arg("key_padding_mask") = py::none(),
+          py::arg("need_weights") = true, py::arg("attn_mask") = py::none(), py::arg("average_attn_weights") = true,
+          py::arg("is_causal") = false)
+      .def_property_readonly("embed_dim", &nn::MultiheadAttention::embed_dim)
+      .def_property_readonly("num_heads", &nn::MultiheadAttention::num_heads)
+      .def_property_readonly("batch_first", &nn::MultiheadAttention::batch_first)
+      .def_property_readonly("dropout", &nn::MultiheadAttention::dropout);
+
+  Layer<nn::TransformerEncoderLayer>(nnm, "TransformerEncoderLayer",
+                                     "Self-attention and feed-forward block (torch.nn.TransformerEncoderLayer).")
+      .def(py::init([](int64_t d_model, int64_t nhead, int64_t dim_feedforward, double dropout,
+                       const std::string& activation, double layer_norm_eps, bool batch_first, bool norm_first,
+                       bool bias) {
+             nn::TransformerEncoderLayerOptions o{dim_feedforward, dropout, activation, layer_norm_eps, batch_first,
+                                                   norm_first, bias};
+             return new PyModuleT<nn::TransformerEncoderLayer>(d_model, nhead, o);
+           }),
+           py::arg("d_model"), py::arg("nhead"), py::arg("dim_feedforward") = 2048, py::arg("dropout") = 0.1,
+           py::arg("activation") = "relu", py::arg("layer_norm_eps") = 1e-5, py::arg("batch_first") = false,
+           py::arg("norm_first") = false, py::arg("bias") = true)
+      .def(
+          "forward",
+          [](nn::TransformerEncoderLayer& m, py::handle src, py::handle src_mask, py::handle src_key_padding_mask,
+             bool is_causal) {
+            const char* op = "TransformerEncoderLayer.forward";
+            const Tensor x = tensor_arg(src, op, "src");
+            const Tensor mask = none_or_tensor(src_mask, op, "src_mask").value_or(Tensor());
+            const Tensor kpm = none_or_tensor(src_key_padding_mask, op, "src_key_padding_mask").value_or(Tensor());
+            py::gil_scoped_release release;
+            return m.forward(x, mask, kpm, is_causal);
+          },
+          py::arg("src"), py::arg("src_mask") = py::none(), py::arg("src_key_padding_mask") = py::none(),
+          py::arg("is_causal") = false)
+      .def_property_readonly("norm_first", [](const nn::TransformerEncoderLayer& m) { return m.options().norm_first; });
+}
+
+void bind_transformer_layers(py::module_& nnm) {
+  Layer<nn::SiLU>(nnm, "SiLU")
+      .def(STRATA_MODULE_INIT_CHECKED(nn::SiLU, (bool inplace), refuse(inplace, "SiLU", "inplace=True"), ()),
+           py::arg("inplace") = false);
+  Layer<nn::Softmax>(nnm, "Softmax")
+      .def(STRATA_MODULE_INIT(nn::Softmax, (std::optional<int64_t> dim), (dim)), py::arg("dim") = py::none())
+      .def_property_readonly("dim", &nn::Softmax::dim);
+  Layer<nn::LogSoftmax>(nnm, "LogSoftmax")
+      .def(STRATA_MODULE_INIT(nn::LogSoftmax, (std::optional<int64_t> dim), (dim)), py::arg("dim") = py::none())
+      .def_property_readonly("dim", &nn::LogSoftmax::dim);
+  bind_embedding(nnm);
+  bind_attention(nnm);
+}
+
 }  // namespace
 
 void set_python_type_name(py::handle module) {
@@ -963,6 +1079,7 @@ void init_nn(py::module_& m) {
   bind_module(nnm);
   bind_containers(nnm);
   bind_layers(nnm);
+  bind_transformer_layers(nnm);
   nnm.attr("IncompatibleKeys") = incompatible_keys_type();
 }
 

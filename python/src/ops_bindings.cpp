@@ -20,6 +20,7 @@
 
 #include "autograd/grad_mode.h"
 #include "autograd/node.h"
+#include "ops/attention.h"
 #include "bindings.h"
 #include "core/factories.h"
 #include "core/type_promotion.h"
@@ -552,6 +553,8 @@ Tensor clamp_impl(const Tensor& t, py::handle min, py::handle max) {
   return clamp(t, lo, hi);
 }
 
+void def_transformer_ops(py::module_& m);
+
 void def_functions(py::module_& m) {
   using py::arg;
   const auto none = py::none();
@@ -928,6 +931,51 @@ void def_functions(py::module_& m) {
     py::gil_scoped_release r;
     return dot_interaction(fs, self_interaction);
   }, arg("features"), arg("self_interaction") = false, "The DLRM dot interaction of [B, d] features.");
+  def_transformer_ops(m);
+}
+
+// ---- issue 26 parts 7-8: silu, l1_loss, embedding, scaled_dot_product_attention ---------------------
+
+void def_transformer_ops(py::module_& m) {
+  using py::arg;
+  const auto none = py::none();
+  m.def("silu", [](py::handle input) {
+    Tensor x = tensor_arg(input, "silu", "input");
+    py::gil_scoped_release r;
+    return silu(x);
+  }, arg("input"), "x * sigmoid(x) element-wise.");
+  m.def("l1_loss", [](py::handle input, py::handle target, py::handle reduction) {
+    Tensor x = tensor_arg(input, "l1_loss", "input"), t = tensor_arg(target, "l1_loss", "target");
+    const Reduction red = reduction_arg(reduction, "l1_loss");
+    py::gil_scoped_release r;
+    return l1_loss(x, t, red);
+  }, arg("input"), arg("target"), arg("reduction") = "mean");
+  m.def("embedding", [](py::handle weight, py::handle indices, py::handle padding_idx) {
+    Tensor w = tensor_arg(weight, "embedding", "weight"), i = tensor_arg(indices, "embedding", "input");
+    std::optional<int64_t> pad;
+    if (!padding_idx.is_none()) pad = int_from_py(padding_idx, "embedding", "padding_idx");
+    py::gil_scoped_release r;
+    return embedding(w, i, pad);
+  }, arg("weight"), arg("indices"), arg("padding_idx") = none, "Rows of weight picked by indices.");
+  m.def("_embedding_renorm_", [](py::handle weight, py::handle indices, double max_norm, double norm_type) {
+    Tensor w = tensor_arg(weight, "embedding", "weight"), i = tensor_arg(indices, "embedding", "input");
+    py::gil_scoped_release r;
+    embedding_renorm_(w, i, max_norm, norm_type);
+  }, arg("weight"), arg("indices"), arg("max_norm"), arg("norm_type") = 2.0,
+     "Renormalizes the rows of weight named in indices to norm max_norm in place (not recorded).");
+  m.def("scaled_dot_product_attention", [](py::handle query, py::handle key, py::handle value, py::handle attn_mask,
+                                           py::handle dropout_p, bool is_causal, py::handle scale) {
+    const char* op = "scaled_dot_product_attention";
+    Tensor q = tensor_arg(query, op, "query"), k = tensor_arg(key, op, "key"), v = tensor_arg(value, op, "value");
+    Tensor mask = opt_tensor(attn_mask, op, "attn_mask");
+    const double p = number_arg(dropout_p, op, "dropout_p");
+    std::optional<double> sc;
+    if (!scale.is_none()) sc = number_arg(scale, op, "scale");
+    py::gil_scoped_release r;
+    return scaled_dot_product_attention(q, k, v, mask, p, is_causal, sc);
+  }, arg("query"), arg("key"), arg("value"), arg("attn_mask") = none, arg("dropout_p") = 0.0,
+     arg("is_causal") = false, py::kw_only(), arg("scale") = none,
+     "Fused softmax(q kᵀ scale + mask) v (see ops/attention.h).");
 }
 
 // ---- Tensor methods and operators -----------------------------------------------------------------

@@ -10,6 +10,7 @@
 #include "bindings.h"
 #include "models/zoo/densenet.h"
 #include "models/zoo/dlrm.h"
+#include "models/zoo/gpt.h"
 #include "models/zoo/mlp.h"
 #include "models/zoo/resnet.h"
 #include "models/zoo/vgg.h"
@@ -170,6 +171,34 @@ void init_zoo(py::module_& m) {
           },
           py::arg("x"), py::arg("embedded"))
       .def_property_readonly("interaction_width", &DLRM::interaction_width);
+
+  Model<GPT>(zm, "GPT", "A GPT-2-style decoder (see models/zoo/gpt.h).")
+      .def(py::init([](int64_t vocab_size, int64_t block_size, int64_t n_layer, int64_t n_head, int64_t n_embd,
+                       double dropout, bool bias) {
+             return std::make_shared<GPT>(GPTConfig{vocab_size, block_size, n_layer, n_head, n_embd, dropout, bias});
+           }),
+           py::arg("vocab_size") = 50304, py::arg("block_size") = 1024, py::arg("n_layer") = 12, py::arg("n_head") = 12,
+           py::arg("n_embd") = 768, py::arg("dropout") = 0.0, py::arg("bias") = true)
+      .def(
+          "forward",
+          [](GPT& g, const Tensor& idx, std::optional<Tensor> targets) -> py::object {
+            if (!targets) {
+              py::gil_scoped_release release;
+              return py::cast(g.forward(idx));
+            }
+            Tensor loss;
+            {
+              py::gil_scoped_release release;
+              loss = g.loss(idx, *targets);
+            }
+            return py::cast(loss);
+          },
+          py::arg("idx"), py::arg("targets") = py::none(),
+          "Logits [B, T, vocab] of idx [B, T]; with targets, the mean cross-entropy loss instead.")
+      .def_property_readonly("blocks", [](GPT& g) { return std::static_pointer_cast<nn::RematSequential>(
+                                                        g.child("transformer")->child("h")); })
+      .def_property_readonly("block_size", [](const GPT& g) { return g.config().block_size; })
+      .def_property_readonly("vocab_size", [](const GPT& g) { return g.config().vocab_size; });
 }
 
 }  // namespace strata::python

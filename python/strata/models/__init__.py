@@ -15,7 +15,9 @@ from .._C.models import (
     Bottleneck,
     DenseBlock,
     DenseLayer,
+    GPT,
 )
+from . import gpt  # noqa: E402  (strata.models.gpt)
 
 __all__ = [
     "MLP",
@@ -44,6 +46,8 @@ __all__ = [
     "Bottleneck",
     "DenseLayer",
     "DenseBlock",
+    "GPT",
+    "gpt",
 ]
 
 MLP = _MLP

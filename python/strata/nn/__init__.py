@@ -30,10 +30,19 @@ from .._C.nn import (
     Sigmoid,
     Tanh,
 )
+from .._C.nn import (  # issue 26 parts 7-8
+    Embedding,
+    LogSoftmax,
+    MultiheadAttention,
+    SiLU,
+    Softmax,
+    TransformerEncoderLayer,
+)
 
 from . import functional
 from . import init
 from . import utils
+from .loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
 
 __all__ = [
     "AdaptiveAvgPool2d",
@@ -62,4 +71,17 @@ __all__ = [
     "functional",
     "init",
     "utils",
+    # issue 26 parts 7-8
+    "BCELoss",
+    "BCEWithLogitsLoss",
+    "CrossEntropyLoss",
+    "Embedding",
+    "L1Loss",
+    "LogSoftmax",
+    "MSELoss",
+    "MultiheadAttention",
+    "NLLLoss",
+    "SiLU",
+    "Softmax",
+    "TransformerEncoderLayer",
 ]

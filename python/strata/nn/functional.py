@@ -13,6 +13,7 @@ __all__ = [
     "binary_cross_entropy_with_logits", "conv2d", "cross_entropy", "dropout", "embedding_bag",
     "flatten", "gelu", "layer_norm", "leaky_relu", "linear", "log_softmax", "max_pool2d", "mse_loss",
     "nll_loss", "relu", "sigmoid", "softmax", "tanh",
+    "embedding", "l1_loss", "scaled_dot_product_attention", "silu",
 ]
 
 
@@ -198,3 +199,53 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
 
 def flatten(input, start_dim=0, end_dim=-1):
     return _C.flatten(input, start_dim, end_dim)
+
+
+# ---- issue 26 parts 7-8 ------------------------------------------------------------------------------
+
+
+def silu(input, inplace=False):
+    return _maybe_inplace(input, _C.silu, inplace)
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    _legacy("l1_loss", size_average, reduce)
+    if weight is not None:
+        _unsupported("l1_loss", "weight")
+    return _C.l1_loss(input, target, reduction)
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
+              sparse=False):
+    """Rows of ``weight`` picked by the integer tensor ``input``. With ``max_norm`` the looked-up rows of
+    ``weight`` are first renormalized in place, as PyTorch does."""
+    if scale_grad_by_freq:
+        _unsupported("embedding", "scale_grad_by_freq", True)
+    if sparse:
+        _unsupported("embedding", "sparse", True)
+    if not isinstance(weight, Tensor):
+        raise TypeError(f"embedding(): argument 'weight' must be Tensor, not {type(weight).__name__}")
+    if padding_idx is not None:
+        rows = weight.shape[0]
+        if padding_idx > 0:
+            if padding_idx >= rows:
+                raise AssertionError("Padding_idx must be within num_embeddings")
+        elif padding_idx < 0:
+            if padding_idx < -rows:
+                raise AssertionError("Padding_idx must be within num_embeddings")
+            padding_idx = rows + padding_idx
+    if max_norm is not None:
+        from ..autograd import no_grad
+
+        with no_grad():
+            _C._embedding_renorm_(weight, input, max_norm, norm_type)
+    return _C.embedding(weight, input, padding_idx)
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False):
+    """softmax(query·keyᵀ·scale + mask)·value, fused: blocked with an online softmax, saving only q, k,
+    v, the output and one log-sum-exp per row (ops/attention.h)."""
+    if enable_gqa:
+        _unsupported("scaled_dot_product_attention", "enable_gqa", True)
+    return _C.scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, scale=scale)

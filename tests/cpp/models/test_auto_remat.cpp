@@ -26,6 +26,7 @@
 #include "models/pooling.h"
 #include "models/remat.h"
 #include "models/zoo/densenet.h"
+#include "models/zoo/gpt.h"
 #include "models/zoo/mlp.h"
 #include "models/zoo/resnet.h"
 #include "models/zoo/vgg.h"
@@ -316,6 +317,25 @@ TEST(AutoRemat, SmallResNet) {
 
 // Blocks as their ops (Note [Auto graph execution]): the residual graph, the shortcut's
 // downsampling, pending skip gradients. Op granularity reaches a lower minimum than block steps.
+// GPT blocks as their ops (TransformerEncoderLayer::append_remat_steps: norms, projections, the
+// fused attention, the fused linear + GELU, residual adds) from the embedded input to the logits.
+TEST(AutoRemat, OpLevelGpt) {
+  manual_seed(9);
+  const nn::zoo::GPTConfig c{.vocab_size = 40, .block_size = 64, .n_layer = 3, .n_head = 2, .n_embd = 32};
+  nn::zoo::GPT gpt(c);
+  // [B, T, E] flattened to [B·T, E] before the final norm and head (a view, not the chain's last
+  // step: the caller's loss reads the head's own output).
+  ModuleList chain = children_of(gpt.child("transformer")->child("h"));
+  chain.push_back(std::make_shared<nn::Flatten>(0, 1));
+  chain.push_back(gpt.child("transformer")->child("ln_f"));
+  chain.push_back(gpt.child("lm_head"));
+  nn::Sequential model;
+  for (const auto& m : chain) model.push_back(m);
+  const Tensor x = randn({2, 64, 32});
+  const Tensor target = randint(0, 40, {2 * 64});
+  check_auto("gpt op", model, chain, x, target, {1.0, 0.5, 0.25, 0.125}, remat::AutoGranularity::Op);
+}
+
 TEST(AutoRemat, OpLevelResNet) {
   manual_seed(7);
   nn::zoo::ResNetOptions o = nn::zoo::cifar_resnet_options(20, 4);

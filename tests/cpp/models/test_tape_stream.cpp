@@ -20,6 +20,7 @@
 #include "core/pin_set.h"
 #include "core/rng.h"
 #include "models/zoo/densenet.h"
+#include "models/zoo/gpt.h"
 #include "models/zoo/mlp.h"
 #include "models/zoo/resnet.h"
 #include "models/zoo/vgg.h"
@@ -369,6 +370,16 @@ TEST(TapeStreamModels, ZooMlp) {
   manual_seed(1);
   nn::zoo::MLP mlp({24, 48, 48, 32, 10});
   check_model("MLP", mlp, randn({16, 24}), tensor<int64_t>({1, 3, 5, 7, 9, 0, 2, 4, 6, 8, 1, 3, 5, 7, 9, 0}), 4096);
+}
+
+TEST(TapeStreamModels, SmallGpt) {
+  manual_seed(5);
+  const nn::zoo::GPTConfig c{.vocab_size = 20, .block_size = 16, .n_layer = 3, .n_head = 2, .n_embd = 16};
+  nn::zoo::GPT gpt(c);
+  // From the embedded input [B, T, E] to logits [B·T, vocab].
+  nn::Sequential model{gpt.child("transformer")->child("h"), gpt.child("transformer")->child("ln_f"),
+                       gpt.child("lm_head"), std::make_shared<nn::Flatten>(0, 1)};
+  check_model("GPT", model, randn({2, 16, 16}), randint(0, 20, {32}), 8192);
 }
 
 TEST(TapeStreamModels, SmallVgg) {

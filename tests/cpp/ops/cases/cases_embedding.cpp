@@ -107,6 +107,60 @@ STRATA_REGISTER_CASE(OpCase{
     .grad_inputs = {0},
 });
 
+/// Reference embedding: out[..., k] = weight[index, k]; inputs {weight, indices}.
+Tensor ref_embedding(const TensorList& in) {
+  const auto w = values_of(in[0]);
+  const auto idx = indices_of(in[1]);
+  const int64_t dim = in[0].sizes()[1];
+  std::vector<double> out;
+  for (int64_t i : idx)
+    for (int64_t k = 0; k < dim; ++k) out.push_back(w[i * dim + k]);
+  Dims sizes = in[1].sizes();
+  sizes.push_back(dim);
+  return from_values(out, sizes);
+}
+
+STRATA_REGISTER_CASE(OpCase{
+    .name = "embedding/2d_indices_repeated",
+    .op = OpKind::embedding,
+    .inputs = [](Generator& g) { return TensorList{uniform64({6, 4}, g), from_indices({1, 5, 1, 0, 3, 1}, {2, 3})}; },
+    .run = [](const TensorList& in) { return TensorList{embedding(in[0], in[1])}; },
+    .reference = [](const TensorList& in) { return TensorList{ref_embedding(in)}; },
+    .grad_inputs = {0},
+    .bench_inputs =
+        [](Generator& g) { return TensorList{randn32({50304, 384}, g), randint64(0, 50304, {8, 256}, g)}; },
+});
+
+STRATA_REGISTER_CASE(OpCase{
+    .name = "embedding/i32_scalar_index",
+    .op = OpKind::embedding,
+    .inputs = [](Generator& g) { return TensorList{uniform64({5, 3}, g), from_indices({4}, {}).to(DType::i32)}; },
+    .run = [](const TensorList& in) { return TensorList{embedding(in[0], in[1])}; },
+    .reference = [](const TensorList& in) { return TensorList{ref_embedding(in)}; },
+    .grad_inputs = {0},
+});
+
+// padding_idx: the forward still reads the row; its gradient is zero. Finite differences of the
+// row are not zero, so the gradient is compared with this reference (d/dweight of Σ out·w).
+STRATA_REGISTER_CASE(OpCase{
+    .name = "embedding/padding_idx",
+    .op = OpKind::embedding,
+    .inputs = [](Generator& g) { return TensorList{uniform64({5, 3}, g), from_indices({2, 0, 2, 4, 1}, {5})}; },
+    .run = [](const TensorList& in) { return TensorList{embedding(in[0], in[1], -3)}; },
+    .reference = [](const TensorList& in) { return TensorList{ref_embedding(in)}; },
+    .grad_inputs = {0},
+    .grad_reference =
+        [](const TensorList& in, const TensorList& w) {
+          const auto idx = indices_of(in[1]);
+          const auto wv = values_of(w[0]);
+          std::vector<double> gw(15, 0.0);
+          for (std::size_t i = 0; i < idx.size(); ++i)
+            for (int64_t k = 0; k < 3; ++k)
+              if (idx[i] != 2) gw[idx[i] * 3 + k] += wv[i * 3 + k];
+          return TensorList{from_values(gw, {5, 3})};
+        },
+});
+
 /// Reference DLRM dot interaction (dlrm_s_pytorch.py interact_features, op dot).
 Tensor ref_dot(const TensorList& in, bool self) {
   const int64_t nf = static_cast<int64_t>(in.size());
@@ -244,6 +298,37 @@ STRATA_REGISTER_CASE(OpCase{
 
 Tensor f32(IntArrayRef sizes) { return zeros(sizes, {DType::f32, nullptr}); }
 Tensor idx(const std::vector<int64_t>& v) { return from_indices(v, {static_cast<int64_t>(v.size())}); }
+
+STRATA_REGISTER_CASE(BadInputCase{
+    .name = "embedding/index_out_of_range",
+    .op = OpKind::embedding,
+    .call = [] { embedding(f32({6, 3}), idx({1, 6, 2})); },
+    .expect = {"embedding: index 6 at position 1", "Tensor[6, 3] f32", "[0, 6)"},
+});
+STRATA_REGISTER_CASE(BadInputCase{
+    .name = "embedding/float_indices",
+    .op = OpKind::embedding,
+    .call = [] { embedding(f32({6, 3}), f32({2})); },
+    .expect = {"embedding", "indices", "i64 or i32", "Tensor[2] f32"},
+});
+STRATA_REGISTER_CASE(BadInputCase{
+    .name = "embedding/weight_not_2d",
+    .op = OpKind::embedding,
+    .call = [] { embedding(f32({6}), idx({1})); },
+    .expect = {"embedding", "weight must be 2-D", "Tensor[6] f32"},
+});
+STRATA_REGISTER_CASE(BadInputCase{
+    .name = "embedding/padding_idx_out_of_range",
+    .op = OpKind::embedding,
+    .call = [] { embedding(f32({6, 3}), idx({1}), 6); },
+    .expect = {"padding_idx 6", "num_embeddings (6)"},
+});
+STRATA_REGISTER_CASE(BadInputCase{
+    .name = "embedding/renorm_bad_max_norm",
+    .op = OpKind::embedding,
+    .call = [] { embedding_renorm_(f32({6, 3}), idx({1}), 0.0); },
+    .expect = {"embedding_renorm_", "max_norm", "positive"},
+});
 
 STRATA_REGISTER_CASE(BadInputCase{
     .name = "embedding_bag/offsets_not_starting_at_zero",

@@ -204,6 +204,32 @@ const bool mse_registered = [] {
   return true;
 }();
 
+// l1_loss: |x - t|; the inputs stay apart (|x - t| >= 0.1) so finite differences see no kink.
+const bool l1_registered = [] {
+  for (Reduction r : kReductions)
+    op_cases().push_back(OpCase{
+        .name = std::string("l1_loss/") + reduction_name(r),
+        .op = OpKind::l1_loss,
+        .inputs =
+            [](Generator& g) {
+              Tensor x = randn64({3, 7}, g), t = randn64({3, 7}, g);
+              double *xp = x.data<double>(), *tp = t.data<double>();
+              for (int64_t i = 0; i < x.numel(); ++i)
+                if (std::abs(xp[i] - tp[i]) < 0.1) xp[i] = tp[i] + (xp[i] < tp[i] ? -0.1 : 0.1);
+              return TensorList{x, t};
+            },
+        .run = [r](const TensorList& in) { return TensorList{l1_loss(in[0], in[1], r)}; },
+        .reference =
+            [r](const TensorList& in) {
+              auto x = values_of(in[0]), t = values_of(in[1]);
+              for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::abs(x[i] - t[i]);
+              return TensorList{reduce_ref(x, in[0].sizes(), r)};
+            },
+        .grad_inputs = {0, 1},
+    });
+  return true;
+}();
+
 /// Reference weights broadcast to `shape` (row-major; trailing alignment).
 std::vector<double> broadcast_ref(const Tensor& w, IntArrayRef shape) {
   int64_t n = 1;
@@ -360,6 +386,18 @@ STRATA_REGISTER_CASE(BadInputCase{
     .op = OpKind::mse_loss,
     .call = [] { mse_loss(f32({2, 3}), zeros({2, 3}, {DType::i64, nullptr})); },
     .expect = {"target", "Tensor[2, 3] i64"},
+});
+STRATA_REGISTER_CASE(BadInputCase{
+    .name = "l1_loss/shape_mismatch",
+    .op = OpKind::l1_loss,
+    .call = [] { l1_loss(f32({2, 3}), f32({3, 2})); },
+    .expect = {"l1_loss", "Tensor[2, 3] f32", "Tensor[3, 2] f32"},
+});
+STRATA_REGISTER_CASE(BadInputCase{
+    .name = "l1_loss/dtype_mismatch",
+    .op = OpKind::l1_loss,
+    .call = [] { l1_loss(f32({2, 3}), zeros({2, 3}, {DType::f64, nullptr})); },
+    .expect = {"dtype mismatch", "Tensor[2, 3] f64"},
 });
 STRATA_REGISTER_CASE(BadInputCase{
     .name = "binary_cross_entropy/shape_mismatch",

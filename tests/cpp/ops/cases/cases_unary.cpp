@@ -140,6 +140,9 @@ STRATA_REGISTER_CASE(pointwise_case(
     "gelu/tanh_approximation", OpKind::gelu, [](const Tensor& x) { return gelu(x, true); }, gelu_tanh_ref,
     [](Generator& g) { return uniform64({6, 8}, g, -4, 4); }));
 STRATA_REGISTER_CASE(pointwise_case(
+    "silu/basic", OpKind::silu, [](const Tensor& x) { return silu(x); },
+    [](double x) { return x / (1 + std::exp(-x)); }, [](Generator& g) { return uniform64({6, 8}, g, -6, 6); }));
+STRATA_REGISTER_CASE(pointwise_case(
     "exp/basic", OpKind::exp, [](const Tensor& x) { return exp(x); }, [](double x) { return std::exp(x); },
     [](Generator& g) { return uniform64({5, 9}, g, -5, 5); }));
 STRATA_REGISTER_CASE(pointwise_case(
@@ -272,6 +275,7 @@ STRATA_REGISTER_CASE(BadInputCase{"sigmoid/integer_input", OpKind::sigmoid, [] {
                                   {"Tensor[2, 3] i64", "f32 or f64"}});
 STRATA_REGISTER_CASE(BadInputCase{"tanh/integer_input", OpKind::tanh, [] { tanh(ints()); }, {"Tensor[2, 3] i64"}});
 STRATA_REGISTER_CASE(BadInputCase{"gelu/integer_input", OpKind::gelu, [] { gelu(ints()); }, {"Tensor[2, 3] i64"}});
+STRATA_REGISTER_CASE(BadInputCase{"silu/integer_input", OpKind::silu, [] { silu(ints()); }, {"silu", "Tensor[2, 3] i64"}});
 STRATA_REGISTER_CASE(BadInputCase{"exp/integer_input", OpKind::exp, [] { exp(ints()); }, {"Tensor[2, 3] i64"}});
 STRATA_REGISTER_CASE(BadInputCase{"log/integer_input", OpKind::log, [] { log(ints()); }, {"Tensor[2, 3] i64"}});
 STRATA_REGISTER_CASE(BadInputCase{"sqrt/bool_input", OpKind::sqrt,
