@@ -39,6 +39,7 @@ from .._C.nn import (  # issue 26 parts 7-8
     TransformerEncoderLayer,
 )
 
+from . import _copy
 from . import functional
 from . import init
 from . import utils
@@ -85,3 +86,6 @@ __all__ = [
     "Softmax",
     "TransformerEncoderLayer",
 ]
+
+# copy.deepcopy and pickle of modules (python/strata/nn/_copy.py).
+_copy._install([Module] + [c for c in (globals()[n] for n in __all__) if isinstance(c, type) and issubclass(c, Module)])
