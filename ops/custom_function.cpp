@@ -2,7 +2,9 @@
 
 #include "ops/op_util.h"
 
-namespace strata::ops {
+namespace strata {
+
+using autograd::TensorList;
 
 namespace {
 
@@ -70,7 +72,7 @@ Tensor CustomFunctionNode::check_gradient(std::size_t i, Tensor grad) const {
   if (grad.sizes() != meta.sizes) {
     STRATA_CHECK(broadcasts_to(meta.sizes, grad.sizes()), "Function ", name_, " returned an invalid gradient at index ",
                  i, " - got ", grad.sizes(), " but expected shape compatible with ", meta.sizes);
-    grad = detail::sum_to_shape(grad, meta.sizes);
+    grad = ops::detail::sum_to_shape(grad, meta.sizes);
   }
   if (grad.dtype() != meta.dtype) {
     STRATA_CHECK(is_floating(grad.dtype()), "Function ", name_, " returned an invalid gradient at index ", i,
@@ -111,4 +113,4 @@ std::shared_ptr<CustomFunctionNode> record_custom_function(const CustomFunctionS
   return node;
 }
 
-}  // namespace strata::ops
+}  // namespace strata

@@ -28,26 +28,24 @@
 
 #include "autograd/node.h"
 
-namespace strata::ops {
-
-using autograd::TensorList;
+namespace strata {
 
 /// The user's backward: gradients w.r.t. the outputs → one gradient per forward argument
 /// (undefined for none).
-using CustomBackward = std::function<TensorList(const TensorList& grad_outputs)>;
+using CustomBackward = std::function<autograd::TensorList(const autograd::TensorList& grad_outputs)>;
 
 /// What a custom function's forward produced besides its outputs (PyTorch's ctx calls).
 struct CustomFunctionSpec {
   /// "<Class>Backward", the node's name.
   std::string name;
   /// One entry per forward argument; undefined for an argument that is not a tensor.
-  TensorList inputs;
+  autograd::TensorList inputs;
   /// Inputs the forward modified in place (ctx.mark_dirty).
-  TensorList dirty;
+  autograd::TensorList dirty;
   /// Outputs that get no gradient (ctx.mark_non_differentiable).
-  TensorList non_differentiable;
+  autograd::TensorList non_differentiable;
   /// Values to save for backward (ctx.save_for_backward); undefined entries save "nothing".
-  TensorList to_save;
+  autograd::TensorList to_save;
   /// ctx.set_materialize_grads: unused outputs' gradients are zeros (true) or undefined (false).
   bool materialize_grads = true;
 };
@@ -58,12 +56,12 @@ class CustomFunctionNode final : public autograd::Node {
   CustomFunctionNode(std::string name, CustomBackward backward, std::vector<bool> tensor_inputs,
                      bool materialize_grads);
   std::string name() const override { return name_; }
-  TensorList apply(TensorList&& grad_outputs) override;
+  autograd::TensorList apply(autograd::TensorList&& grad_outputs) override;
   bool materialize_grads() const override { return materialize_grads_; }
 
  private:
   /// Checks and adjusts what the user's backward returned (count, positions, shapes, dtypes).
-  TensorList check_gradients(TensorList grads) const;
+  autograd::TensorList check_gradients(autograd::TensorList grads) const;
   Tensor check_gradient(std::size_t i, Tensor grad) const;
 
   std::string name_;
@@ -74,13 +72,13 @@ class CustomFunctionNode final : public autograd::Node {
 
 /// Per argument: whether grad mode is on and it is a tensor that requires grad (ctx.needs_input_grad
 /// during forward).
-std::vector<bool> custom_function_needs_input_grad(const TensorList& inputs);
+std::vector<bool> custom_function_needs_input_grad(const autograd::TensorList& inputs);
 
 /// Checks the spec against `outputs` (the forward's tensor outputs) and, when grad mode is on and
 /// some input requires grad, records a CustomFunctionNode calling `backward` and gives the
 /// outputs their history in place (Note [Custom functions]). Returns the node, or null when
 /// nothing was recorded (the outputs are then left as they are).
-std::shared_ptr<CustomFunctionNode> record_custom_function(const CustomFunctionSpec& spec, TensorList& outputs,
+std::shared_ptr<CustomFunctionNode> record_custom_function(const CustomFunctionSpec& spec, autograd::TensorList& outputs,
                                                            CustomBackward backward);
 
-}  // namespace strata::ops
+}  // namespace strata

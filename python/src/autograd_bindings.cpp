@@ -169,7 +169,7 @@ py::dict saved_info_dict(const autograd::SavedInfo& s) {
 
 // The user's backward as the node calls it: `fn` (python/strata/autograd/function.py) takes the
 // tuple of output gradients (None where undefined) and returns a tuple of gradients or None.
-ops::CustomBackward py_custom_backward(py::object fn) {
+CustomBackward py_custom_backward(py::object fn) {
   auto ref = std::make_shared<PyRef>(std::move(fn));
   return [ref](const autograd::TensorList& grads) {
     py::gil_scoped_acquire gil;
@@ -193,10 +193,10 @@ ops::CustomBackward py_custom_backward(py::object fn) {
 // What ctx keeps of its node: a weak reference, since the node holds ctx (through the backward
 // callable) and a strong one would make a cycle no garbage collector sees.
 struct FunctionHandle {
-  std::weak_ptr<ops::CustomFunctionNode> node;
+  std::weak_ptr<CustomFunctionNode> node;
 
   py::tuple saved_tensors() const {
-    std::shared_ptr<ops::CustomFunctionNode> n = node.lock();
+    std::shared_ptr<CustomFunctionNode> n = node.lock();
     if (!n) throw Error("saved_tensors: the graph of this Function call is gone");
     py::tuple out(n->saved_values().size());
     for (std::size_t i = 0; i < n->saved_values().size(); ++i) {
@@ -210,7 +210,7 @@ struct FunctionHandle {
 py::tuple record_function(const std::string& name, py::handle inputs, py::handle outputs, py::handle dirty,
                           py::handle non_differentiable, py::handle to_save, bool materialize_grads,
                           py::object backward) {
-  ops::CustomFunctionSpec spec;
+  CustomFunctionSpec spec;
   spec.name = name;
   spec.inputs = tensors_of(inputs, "Function.apply", "inputs", true);
   spec.dirty = tensors_of(dirty, "mark_dirty", "arguments", false);
@@ -218,27 +218,14 @@ py::tuple record_function(const std::string& name, py::handle inputs, py::handle
   spec.to_save = tensors_of(to_save, "save_for_backward", "arguments", true);
   spec.materialize_grads = materialize_grads;
   autograd::TensorList outs = tensors_of(outputs, "Function.apply", "outputs", false);
-  std::shared_ptr<ops::CustomFunctionNode> node =
-      ops::record_custom_function(spec, outs, py_custom_backward(std::move(backward)));
+  std::shared_ptr<CustomFunctionNode> node =
+      record_custom_function(spec, outs, py_custom_backward(std::move(backward)));
   py::list out_list;
   for (Tensor& t : outs) out_list.append(py::cast(std::move(t)));
   return py::make_tuple(out_list, node ? py::cast(FunctionHandle{node}) : py::none());
 }
 
 // ---- tensor hooks (Note [Tensor hooks] in autograd/hooks.h) --------------------------------------
-
-}  // namespace
-
-void bind_removable_handle(py::module_& m) {
-  py::class_<RemovableHandle>(m, "RemovableHandle",
-                              "Unregisters a hook (torch.utils.hooks.RemovableHandle): remove(), or leave a `with` block.")
-      .def_readonly("id", &RemovableHandle::id)
-      .def("remove", &RemovableHandle::remove, "Unregisters the hook (again: nothing happens).")
-      .def("__enter__", [](py::object self) { return self; })
-      .def("__exit__", [](RemovableHandle& h, py::args) { h.remove(); });
-}
-
-namespace {
 
 Tensor::GradHook py_grad_hook(py::object fn) {
   auto ref = std::make_shared<PyRef>(std::move(fn));
@@ -253,10 +240,19 @@ Tensor::GradHook py_grad_hook(py::object fn) {
   };
 }
 
-}  // namespace
+// ---- the bindings, by part ------------------------------------------------------------------------
 
-void init_autograd(py::module_& m) {
-  bind_removable_handle(m);
+void bind_removable_handle(py::module_& m) {
+  py::class_<RemovableHandle>(m, "RemovableHandle",
+                              "Unregisters a hook (torch.utils.hooks.RemovableHandle): remove(), or leave a `with` block.")
+      .def_readonly("id", &RemovableHandle::id)
+      .def("remove", &RemovableHandle::remove, "Unregisters the hook (again: nothing happens).")
+      .def("__enter__", [](py::object self) { return self; })
+      .def("__exit__", [](RemovableHandle& h, py::args) { h.remove(); });
+}
+
+// Autograd on strata.Tensor: requires_grad, grad, is_leaf, grad_fn, backward, detach, hooks.
+void def_tensor_autograd() {
   auto cls = py::reinterpret_borrow<py::class_<Tensor>>(py::type::of<Tensor>());
   cls.def_property(
          "requires_grad", [](const Tensor& t) { return t.requires_grad(); },
@@ -319,7 +315,10 @@ void init_autograd(py::module_& m) {
            "Makes a non-leaf keep its gradient in .grad after backward (a no-op on a leaf).")
       .def_property_readonly("retains_grad", &Tensor::retains_grad,
                              "True when retain_grad() was called on this non-leaf.");
+}
 
+// Node (what grad_fn returns) and backward / grad over several tensors.
+void def_graph(py::module_& m) {
   py::class_<autograd::Node, std::shared_ptr<autograd::Node>>(m, "Node",
       "A recorded op of the autograd graph (what Tensor.grad_fn returns).")
       .def("name", &autograd::Node::name, "The node's name, e.g. 'MulBackward'.")
@@ -384,6 +383,35 @@ void init_autograd(py::module_& m) {
       },
       py::arg("outputs"), py::arg("inputs"), py::arg("grad_outputs") = py::none(), py::arg("retain_graph") = py::none(),
       py::arg("create_graph") = false, py::arg("allow_unused") = false);
+}
+
+// The C++ half of strata.autograd.Function (Note [Custom functions]).
+void def_custom_functions(py::module_& m) {
+  py::class_<CustomFunctionNode, autograd::Node, std::shared_ptr<CustomFunctionNode>>(
+      m, "_CustomFunctionNode", "The node of one strata.autograd.Function call (its grad_fn).");
+  py::class_<FunctionHandle>(m, "_FunctionHandle").def("saved_tensors", &FunctionHandle::saved_tensors);
+  m.def("_record_function", &record_function, py::arg("name"), py::arg("inputs"), py::arg("outputs"),
+        py::arg("dirty"), py::arg("non_differentiable"), py::arg("to_save"), py::arg("materialize_grads"),
+        py::arg("backward"));
+  m.def(
+      "_needs_input_grad",
+      [](py::handle inputs) {
+        const std::vector<bool> v =
+            custom_function_needs_input_grad(tensors_of(inputs, "Function.apply", "inputs", true));
+        py::tuple out(v.size());
+        for (std::size_t i = 0; i < v.size(); ++i) out[i] = py::bool_(v[i]);
+        return out;
+      },
+      py::arg("inputs"));
+}
+
+}  // namespace
+
+void init_autograd(py::module_& m) {
+  bind_removable_handle(m);
+  def_tensor_autograd();
+  def_graph(m);
+  def_custom_functions(m);
 
   py::class_<PyHooksGuard>(m, "_SavedTensorHooksGuard")
       .def(py::init<py::object, py::object>(), py::arg("pack_hook"), py::arg("unpack_hook"))
@@ -438,23 +466,6 @@ void init_autograd(py::module_& m) {
         return autograd::format_saved_residuals(roots);
       },
       py::arg("tensors"));
-
-  py::class_<ops::CustomFunctionNode, autograd::Node, std::shared_ptr<ops::CustomFunctionNode>>(
-      m, "_CustomFunctionNode", "The node of one strata.autograd.Function call (its grad_fn).");
-  py::class_<FunctionHandle>(m, "_FunctionHandle").def("saved_tensors", &FunctionHandle::saved_tensors);
-  m.def("_record_function", &record_function, py::arg("name"), py::arg("inputs"), py::arg("outputs"),
-        py::arg("dirty"), py::arg("non_differentiable"), py::arg("to_save"), py::arg("materialize_grads"),
-        py::arg("backward"));
-  m.def(
-      "_needs_input_grad",
-      [](py::handle inputs) {
-        const std::vector<bool> v =
-            ops::custom_function_needs_input_grad(tensors_of(inputs, "Function.apply", "inputs", true));
-        py::tuple out(v.size());
-        for (std::size_t i = 0; i < v.size(); ++i) out[i] = py::bool_(v[i]);
-        return out;
-      },
-      py::arg("inputs"));
 
   m.def("is_inference_mode_enabled", [] { return autograd::InferenceMode::is_enabled(); },
         "Whether inference mode is on on this thread.");

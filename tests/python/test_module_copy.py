@@ -90,15 +90,29 @@ def test_module_deepcopy_keeps_state_structure_and_sharing():
 
 
 def test_module_pickle_round_trip():
-    Net = build(strata)
     for module in (strata.nn.Linear(3, 2), strata.nn.Sequential(strata.nn.Linear(3, 2), strata.nn.Tanh())):
         back = pickle.loads(pickle.dumps(module))
         assert type(back) is type(module) and repr(back) == repr(module)
         x = strata.ones(1, 3)
         np.testing.assert_array_equal(arr(back(x)), arr(module(x)))
-    net = Net()
-    back = pickle.loads(pickle.dumps(net)) if type(net).__qualname__.count("<locals>") == 0 else copy.deepcopy(net)
+    net = PickledNet(4)
+    back = pickle.loads(pickle.dumps(net))
+    assert type(back) is PickledNet and back.width == 4 and back.training
     np.testing.assert_array_equal(arr(back(strata.ones(2, 3))), arr(net(strata.ones(2, 3))))
+    assert back.fc.weight.requires_grad and back.offset.dtype == strata.float32
+
+
+class PickledNet(strata.nn.Module):
+    """A Python module at module level (pickle finds classes by name)."""
+
+    def __init__(self, width):
+        super().__init__()
+        self.width = width
+        self.fc = strata.nn.Linear(3, width)
+        self.register_buffer("offset", strata.ones(width))
+
+    def forward(self, x):
+        return self.fc(x) + self.offset
 
 
 def test_copy_does_not_change_later_random_numbers():

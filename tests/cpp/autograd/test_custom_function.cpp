@@ -17,27 +17,26 @@ namespace {
 using namespace strata;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-using ops::CustomFunctionSpec;
 
 // A custom "scale by k" of x with the backward given.
-Tensor scale(const Tensor& x, double k, ops::CustomBackward backward, TensorList save = {}) {
+Tensor scale(const Tensor& x, double k, CustomBackward backward, TensorList save = {}) {
   Tensor y;
   {
     autograd::NoGradGuard no_grad;
-    y = ops::mul(x, k);
+    y = mul(x, k);
   }
   CustomFunctionSpec spec;
   spec.name = "ScaleBackward";
   spec.inputs = {x, Tensor()};  // (x, k): k is not a tensor
   spec.to_save = std::move(save);
   TensorList outs{y};
-  ops::record_custom_function(spec, outs, std::move(backward));
+  record_custom_function(spec, outs, std::move(backward));
   return outs[0];
 }
 
 TEST(CustomFunction, RecordsOneNodeCallingTheUserBackward) {
   Tensor x = f64({1, 2}).set_requires_grad();
-  Tensor y = scale(x, 3, [](const TensorList& g) -> TensorList { return {ops::mul(g[0], 3.0), Tensor()}; });
+  Tensor y = scale(x, 3, [](const TensorList& g) -> TensorList { return {mul(g[0], 3.0), Tensor()}; });
   ASSERT_TRUE(y.grad_fn());
   EXPECT_EQ(y.grad_fn()->name(), "ScaleBackward");
   EXPECT_TRUE(y.grad_fn()->needs_input_grad(0));
@@ -49,11 +48,11 @@ TEST(CustomFunction, RecordsOneNodeCallingTheUserBackward) {
 TEST(CustomFunction, NothingRecordedWithoutGrad) {
   Tensor x = f64({1, 2});
   EXPECT_FALSE(scale(x, 3, [](const TensorList&) -> TensorList { return {}; }).grad_fn());
-  EXPECT_THAT(ops::custom_function_needs_input_grad({x, Tensor()}), ElementsAre(false, false));
+  EXPECT_THAT(custom_function_needs_input_grad({x, Tensor()}), ElementsAre(false, false));
   x.set_requires_grad();
-  EXPECT_THAT(ops::custom_function_needs_input_grad({x, Tensor()}), ElementsAre(true, false));
+  EXPECT_THAT(custom_function_needs_input_grad({x, Tensor()}), ElementsAre(true, false));
   autograd::NoGradGuard no_grad;
-  EXPECT_THAT(ops::custom_function_needs_input_grad({x}), ElementsAre(false));
+  EXPECT_THAT(custom_function_needs_input_grad({x}), ElementsAre(false));
 }
 
 TEST(CustomFunction, SavedValueIsVersionChecked) {
@@ -100,7 +99,7 @@ TEST(CustomFunction, DirtyInputGetsTheNewHistoryItself) {
   spec.inputs = {a};
   spec.dirty = {a};
   TensorList outs{a};
-  ops::record_custom_function(spec, outs, [](const TensorList& g) -> TensorList { return {ops::mul(g[0], 2.0)}; });
+  record_custom_function(spec, outs, [](const TensorList& g) -> TensorList { return {mul(g[0], 2.0)}; });
   EXPECT_TRUE(outs[0].is_same(a));
   EXPECT_EQ(a.grad_fn()->name(), "FillBackward");
   a.backward(f64({1, 1}));
@@ -116,7 +115,7 @@ TEST(CustomFunction, NonDifferentiableOutputsGetZeroGradients) {
   spec.non_differentiable = {idx};
   TensorList outs{y, idx};
   std::vector<double> second;
-  ops::record_custom_function(spec, outs, [&](const TensorList& g) -> TensorList {
+  record_custom_function(spec, outs, [&](const TensorList& g) -> TensorList {
     second = vals(g[1]);
     return {g[0]};
   });
@@ -135,17 +134,17 @@ TEST(CustomFunction, BadSpecs) {
   TensorList outs{x.detach().clone()};
   auto none = [](const TensorList&) -> TensorList { return {}; };
   spec.dirty = {other};
-  EXPECT_ERROR_HAS(ops::record_custom_function(spec, outs, none), "mark_dirty only accepts input tensors");
+  EXPECT_ERROR_HAS(record_custom_function(spec, outs, none), "mark_dirty only accepts input tensors");
   spec.dirty = {x};
-  EXPECT_ERROR_HAS(ops::record_custom_function(spec, outs, none), "were not returned as output");
+  EXPECT_ERROR_HAS(record_custom_function(spec, outs, none), "were not returned as output");
   TensorList self{x};
-  EXPECT_ERROR_HAS(ops::record_custom_function(spec, self, none), "a leaf Variable that requires grad");
+  EXPECT_ERROR_HAS(record_custom_function(spec, self, none), "a leaf Variable that requires grad");
   spec.dirty = {};
   spec.non_differentiable = {other};
-  EXPECT_ERROR_HAS(ops::record_custom_function(spec, outs, none), "mark_non_differentiable only accepts output tensors");
+  EXPECT_ERROR_HAS(record_custom_function(spec, outs, none), "mark_non_differentiable only accepts output tensors");
   spec.non_differentiable = {};
   TensorList undefined{Tensor()};
-  EXPECT_ERROR_HAS(ops::record_custom_function(spec, undefined, none), "output 0 of the forward is undefined");
+  EXPECT_ERROR_HAS(record_custom_function(spec, undefined, none), "output 0 of the forward is undefined");
 }
 
 }  // namespace

@@ -68,7 +68,7 @@ TEST(TensorHooks, RetainGradKeepsTheNonLeafGradientAfterHooks) {
   y.register_hook([](const Tensor& g) { return tadd(g, g); });  // registered after retain_grad: still first
   EXPECT_TRUE(y.retains_grad());
   EXPECT_FALSE(x.retains_grad());
-  z.backward(f64({1, 1}));
+  z.backward(f64({1, 1}), /*retain_graph=*/true);  // y's graph is used again below
   EXPECT_THAT(vals(y.grad()), ElementsAre(6, 8));
   z = tmul(y, f64({3, 4}));
   z.backward(f64({1, 1}));  // a second backward through y accumulates
