@@ -150,3 +150,23 @@ def test_zoo_model_deepcopy_and_pickle(name):
         assert type(c) is type(model)
         np.testing.assert_array_equal(run(c), run(model))
         assert sum(p.numel() for p in c.parameters()) == sum(p.numel() for p in model.parameters())
+
+
+def test_optimizer_state_dict_round_trips_through_pickle():
+    def step(model, opt):
+        opt.zero_grad()
+        model(strata.ones(1, 3)).sum().backward()
+        opt.step()
+
+    strata.manual_seed(0)
+    model = strata.nn.Linear(3, 2)
+    opt = strata.optim.Adam(model.parameters(), lr=0.1)
+    step(model, opt)
+    twin = copy.deepcopy(model)
+    restored = strata.optim.Adam(twin.parameters(), lr=0.5)
+    restored.load_state_dict(pickle.loads(pickle.dumps(opt.state_dict())))
+    assert restored.param_groups[0]["lr"] == 0.1
+    step(model, opt)
+    step(twin, restored)
+    for a, b in zip(model.parameters(), twin.parameters()):
+        np.testing.assert_array_equal(arr(a), arr(b))
