@@ -124,6 +124,25 @@ CASES = {
     "embedding_bag": ([nonfinite(6, 3), idx(1, 5, 1, 0, 3, 2, 2), idx(0, 2, 2, 5), nonfinite(7, shift=4)],
                       lambda w, i, o, p: F.embedding_bag(i, w, o, mode="sum", per_sample_weights=p),
                       lambda w, i, o, p: TF.embedding_bag(i, w, o, mode="sum", per_sample_weights=p)),
+    # Issue 26 parts 7-8.
+    "silu": ([nonfinite(6, 7)], F.silu, TF.silu),
+    "l1_loss": ([nonfinite(6, 7), nonfinite(6, 7, shift=2)], lambda x, t: F.l1_loss(x, t, reduction="none"),
+                lambda x, t: TF.l1_loss(x, t, reduction="none")),
+    "embedding": ([nonfinite(6, 3), idx(1, 5, 1, 0, 3, 2, 2)], lambda w, i: F.embedding(i, w),
+                  lambda w, i: TF.embedding(i, w)),
+    # Non-finite values, keys and queries: NaN and +inf scores make their rows NaN, -inf ones drop out.
+    "scaled_dot_product_attention/value": (
+        [finite(2, 2, 5, 4), finite(2, 2, 5, 4, seed=2), nonfinite(2, 2, 5, 4)],
+        lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+        lambda q, k, v: TF.scaled_dot_product_attention(q, k, v, is_causal=True)),
+    "scaled_dot_product_attention/query": (
+        [nonfinite(2, 2, 5, 4), finite(2, 2, 5, 4, seed=2), finite(2, 2, 5, 4, seed=3)],
+        lambda q, k, v: F.scaled_dot_product_attention(q, k, v),
+        lambda q, k, v: TF.scaled_dot_product_attention(q, k, v)),
+    "scaled_dot_product_attention/key": (
+        [finite(2, 2, 5, 4), nonfinite(2, 2, 5, 4, shift=3), finite(2, 2, 5, 4, seed=3)],
+        lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+        lambda q, k, v: TF.scaled_dot_product_attention(q, k, v, is_causal=True)),
 }
 
 # Issue 26 part 1. floor_divide has no derivative in PyTorch (its backward raises): values only.
