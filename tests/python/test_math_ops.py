@@ -555,3 +555,42 @@ def test_factory_requires_grad_tensors_train():
     w = strata.zeros(3, requires_grad=True)
     (w * strata.tensor([1.0, 2.0, 3.0])).sum().backward()
     same(w.grad, torch.tensor([1.0, 2.0, 3.0]))
+
+
+LAYERS = [
+    ("Linear", (3, 4)),
+    ("Conv2d", (2, 3, 3)),
+    ("BatchNorm1d", (4,)),
+    ("LayerNorm", (5,)),
+    ("Embedding", (6, 3)),
+    ("MultiheadAttention", (8, 2)),
+]
+
+
+@pytest.mark.parametrize("name,args", LAYERS, ids=[n for n, _ in LAYERS])
+def test_layers_take_dtype_and_device_like_pytorch(name, args):
+    ms = getattr(strata.nn, name)(*args, dtype=strata.float64, device="cpu")
+    mt = getattr(torch.nn, name)(*args, dtype=torch.float64, device="cpu")
+    s_state, t_state = ms.state_dict(), mt.state_dict()
+    assert sorted(s_state) == sorted(t_state)
+    for k in t_state:
+        assert name_of(s_state[k].dtype) == name_of(t_state[k].dtype), k
+    assert getattr(strata.nn, name)(*args).state_dict()[next(iter(t_state))].dtype == strata.float32
+    with pytest.raises(ValueError, match="not available"):
+        getattr(strata.nn, name)(*args, device="cuda")
+
+
+def test_layer_dtype_keyword_in_a_subclass_and_training():
+    class Net(strata.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = strata.nn.Linear(3, 2, dtype=strata.float64)
+
+        def forward(self, x):
+            return self.fc(x)
+
+    net = Net()
+    out = net(strata.ones(4, 3, dtype=strata.float64))
+    assert out.dtype == strata.float64
+    out.sum().backward()
+    assert net.fc.weight.grad.dtype == strata.float64
