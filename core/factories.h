@@ -52,7 +52,8 @@ Tensor eye(int64_t n, std::optional<int64_t> m = std::nullopt, TensorOptions opt
 
 /// `steps` (>= 0) values evenly spaced from start to end, both included, like torch.linspace:
 /// start + i * step for the first half and end - (steps - 1 - i) * step for the rest, so both ends
-/// are exact; computed in f64 and converted (integer dtypes truncate). Default dtype f32.
+/// are exact; computed in f64 and converted. Integer dtypes truncate start and end first, then each
+/// value (PyTorch's integer linspace). Default dtype f32.
 Tensor linspace(double start, double end, int64_t steps, TensorOptions options = {});
 
 /// A random permutation of 0 .. n-1 (torch.randperm), by a Fisher-Yates shuffle drawing 64-bit
