@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <type_traits>
+#include <vector>
 
 #include "autograd/node.h"
 #include "core/error.h"
@@ -87,6 +88,12 @@ Tensor promote_with_scalar(const char* op, OpKind kind, const Tensor& a, const S
 /// Sums `g` over the dims that were broadcast to reach g's shape from `shape` (g itself when the
 /// shapes already match). In ops/binary.cpp.
 Tensor sum_to_shape(const Tensor& g, IntArrayRef shape);
+
+/// Which dims of x a reduction over `dims` reduces (empty `dims` = all; none for a 0-D x); checks
+/// them (range, repeats) with errors naming `op`. In ops/reduction.cpp.
+std::vector<bool> reduce_mask(const char* op, const Tensor& x, IntArrayRef dims);
+/// x's sizes with the dims of `mask` kept as 1 (keepdim) or dropped. In ops/reduction.cpp.
+Dims reduced_sizes(const Tensor& x, const std::vector<bool>& mask, bool keepdim);
 
 /// `x` with `dim` moved last and made contiguous: one row of x.size(dim) elements per position of
 /// the other dims, the rows in those dims' row-major order (a 0-dim x is one row of one element).

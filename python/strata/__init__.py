@@ -152,6 +152,56 @@ from ._C import (  # noqa: E402
     topk,
 )
 
+# Issue 26 part 4: the missing ops (python/src/math_bindings.cpp) and factories
+# (factories_bindings.cpp). round shadows the Python builtin inside this module only, as in
+# PyTorch's namespace.
+from ._C import (  # noqa: E402
+    acos,
+    arccos,
+    arcsin,
+    arctan,
+    arctan2,
+    asin,
+    atan,
+    atan2,
+    ceil,
+    chunk,
+    cos,
+    cosh,
+    cumsum,
+    einsum,
+    erf,
+    expm1,
+    eye,
+    fix,
+    flip,
+    floor,
+    linspace,
+    log1p,
+    logsumexp,
+    norm,
+    rand_like,
+    randint_like,
+    randn_like,
+    randperm,
+    reciprocal,
+    repeat_interleave,
+    roll,
+    round,
+    rsqrt,
+    sign,
+    sin,
+    sinh,
+    square,
+    stack,
+    std,
+    tan,
+    tril,
+    triu,
+    trunc,
+    var,
+)
+
 # These dtype names shadow Python builtins, so they are attributes (strata.float, strata.int,
 # strata.bool) but not part of `from strata import *` — as in PyTorch.
 float = _C.float  # noqa: A001
@@ -279,4 +329,10 @@ __all__ += [
     "greater_equal", "gt", "half", "le", "less", "less_equal", "logical_and", "logical_not", "logical_or",
     "logical_xor", "lt", "min", "minimum", "ne", "neg", "negative", "not_equal", "prod", "promote_types",
     "remainder", "result_type", "return_types", "sort", "topk",
+]
+__all__ += [
+    "acos", "arccos", "arcsin", "arctan", "arctan2", "asin", "atan", "atan2", "ceil", "cos", "cosh", "erf",
+    "expm1", "fix", "floor", "log1p", "reciprocal", "round", "rsqrt", "sign", "sin", "sinh", "square",
+    "tan", "trunc", "cumsum", "logsumexp", "norm", "std", "var", "chunk", "einsum", "flip", "repeat_interleave",
+    "roll", "stack", "tril", "triu", "eye", "linspace", "rand_like", "randint_like", "randn_like", "randperm",
 ]

@@ -193,6 +193,30 @@ for _name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
     CASES[_name] = ([nonfinite(6, 7), nonfinite(6, 7, shift=3)], masks(getattr(strata, _name)),
                     masks(getattr(torch, _name)))
 
+# Issue 26 part 4: element-wise math, statistics, shape transforms and einsum.
+for _name in ("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "floor", "ceil", "trunc", "round", "sign",
+              "expm1", "log1p", "rsqrt", "erf", "square", "reciprocal"):
+    CASES[_name] = ([nonfinite(6, 7)], getattr(strata, _name), getattr(torch, _name))
+CASES.update({
+    "atan2": ([nonfinite(6, 7), nonfinite(6, 7, shift=3)], strata.atan2, torch.atan2),
+    "var": ([nonfinite(6, 7)], lambda x: strata.var(x, 1), lambda x: torch.var(x, 1)),
+    "std": ([nonfinite(6, 7)], lambda x: strata.std(x, 0), lambda x: torch.std(x, 0)),
+    "norm": ([nonfinite(6, 7)], lambda x: strata.norm(x, dim=1), lambda x: torch.norm(x, dim=1)),
+    "logsumexp": ([nonfinite(6, 7)], lambda x: strata.logsumexp(x, 1), lambda x: torch.logsumexp(x, 1)),
+    "cumsum": ([nonfinite(6, 7)], lambda x: strata.cumsum(x, 1), lambda x: torch.cumsum(x, 1)),
+    "stack": ([nonfinite(3, 4), finite(3, 4)], lambda a, b: strata.stack([a, b], 1), lambda a, b: torch.stack([a, b], 1)),
+    "chunk": ([nonfinite(6, 7)], lambda x: strata.chunk(x, 3, 1), lambda x: torch.chunk(x, 3, 1)),
+    "flip": ([nonfinite(6, 7)], lambda x: strata.flip(x, (0, 1)), lambda x: torch.flip(x, (0, 1))),
+    "roll": ([nonfinite(6, 7)], lambda x: strata.roll(x, (2, -3), (0, 1)), lambda x: torch.roll(x, (2, -3), (0, 1))),
+    "repeat": ([nonfinite(3, 4)], lambda x: x.repeat(2, 1, 3), lambda x: x.repeat(2, 1, 3)),
+    "repeat_interleave": ([nonfinite(6, 7)], lambda x: strata.repeat_interleave(x, 2, 0),
+                          lambda x: torch.repeat_interleave(x, 2, 0)),
+    "tril": ([nonfinite(6, 7)], lambda x: strata.tril(x, -1), lambda x: torch.tril(x, -1)),
+    "triu": ([nonfinite(6, 7)], lambda x: strata.triu(x, 1), lambda x: torch.triu(x, 1)),
+    "einsum": ([nonfinite(3, 4), finite(4, 5)], lambda a, b: strata.einsum("ij,jk->ik", a, b),
+               lambda a, b: torch.einsum("ij,jk->ik", a, b)),
+})
+
 
 def torch_dot_interaction(features, itself):
     """The DLRM reference's interact_features (op dot): bmm, then the lower triangle."""
