@@ -91,6 +91,7 @@ void init_nn(py::module_& m);  // nn_bindings.cpp: strata._C.nn
 void init_checkpoint(py::module_& m);  // checkpoint_bindings.cpp
 void init_zoo(py::module_& m);  // zoo_bindings.cpp: strata._C.models (after init_nn)
 void init_ops(py::module_& m);
+void init_indexing(py::module_& m);  // indexing_bindings.cpp: __getitem__/__setitem__, scatter, masked ops
 void init_semantics(py::module_& m);  // semantics_bindings.cpp: comparisons, index reductions, promotion
 void init_dlrm(py::module_& m);  // dlrm_bindings.cpp: strata._C.dlrm
 void init_metrics(py::module_& m);  // metrics_bindings.cpp: strata._C.metrics
@@ -125,6 +126,8 @@ Tensor to_diff(const Tensor& t, DType dtype, bool copy);
 /// Refuses, like PyTorch, an in-place op on a leaf that requires grad while grad mode is on; and
 /// (Strata limitation) one on a differentiable view of a tensor that requires grad.
 void check_inplace(const Tensor& self, const char* op);
+// Raises NotImplementedError with `what` (ops_bindings.cpp).
+[[noreturn]] void raise_not_implemented(const std::string& what);
 void init_optim(py::module_& m);
 void init_memory(py::module_& m);  // strata._C._memory (memory_bindings.cpp)
 void init_remat(py::module_& m);  // strata._C._remat_checkpoint (remat_bindings.cpp)

@@ -106,6 +106,19 @@ from ._C import (  # noqa: E402
     where,
 )
 
+# Issue 26 part 2: indexing ops (python/src/indexing_bindings.cpp; one_hot is in nn.functional).
+from ._C import (  # noqa: E402
+    index_add,
+    index_put,
+    masked_fill,
+    masked_select,
+    nonzero,
+    scatter,
+    scatter_add,
+    scatter_reduce,
+    take_along_dim,
+)
+
 # Issue 26 part 1: comparisons, logical and bitwise ops, integer division, the index-returning
 # reductions and the type-promotion queries (python/src/semantics_bindings.cpp). min, max, any, all
 # and abs shadow Python builtins inside this module only, as in PyTorch's namespace.
@@ -279,4 +292,8 @@ __all__ += [
     "greater_equal", "gt", "half", "le", "less", "less_equal", "logical_and", "logical_not", "logical_or",
     "logical_xor", "lt", "min", "minimum", "ne", "neg", "negative", "not_equal", "prod", "promote_types",
     "remainder", "result_type", "return_types", "sort", "topk",
+]
+__all__ += [
+    "index_add", "index_put", "masked_fill", "masked_select", "nonzero", "scatter", "scatter_add",
+    "scatter_reduce", "take_along_dim",
 ]
