@@ -35,7 +35,8 @@ bool has_advanced(TensorIndices indices) {
                      [](const TensorIndex& ix) { return ix.is_advanced() && !is_integer_scalar_tensor(ix); });
 }
 
-/// Throws unless `x` is defined and no write into it would be lost by autograd.
+/// Throws unless `x` is defined and an in-place write into it would not be lost by autograd (the
+/// in-place autograd is issue 26 part 3).
 void check_writable(const char* op, const Tensor& x) {
   check_defined(op, x, "self");
   STRATA_CHECK(!(autograd::GradMode::is_enabled() && x.requires_grad()), op, ": writing into ", x.describe(),
@@ -532,9 +533,7 @@ Tensor& masked_fill_inplace(Tensor& x, const Tensor& mask, const V& value) {
   check_mask("masked_fill_", mask);
   STRATA_CHECK(broadcasts_to(mask.sizes(), x.sizes()), "masked_fill_: mask ", mask.describe(),
                " is not broadcastable to self ", x.describe());
-  const Tensor r = masked_fill(x, mask, value);
-  x.copy_(r);
-  return x;
+  return x.copy_(masked_fill(x, mask, value));
 }
 
 }  // namespace

@@ -16,6 +16,15 @@ namespace {
 
 using namespace ops::detail;
 
+/// Throws unless `x` is defined and an in-place write into it would not be lost by autograd (the
+/// in-place autograd is issue 26 part 3).
+void check_writable(const char* op, const Tensor& x) {
+  check_defined(op, x, "self");
+  STRATA_CHECK(!(autograd::GradMode::is_enabled() && x.requires_grad()), op, ": writing into ", x.describe(),
+               ", which requires grad, is not recorded by autograd yet; use a no_grad scope or the "
+               "out-of-place op");
+}
+
 enum class Reduce { none, sum, prod, mean, amax, amin };
 
 Reduce parse_reduce(std::string_view r) {
@@ -237,15 +246,6 @@ Tensor src_grad(const Tensor& grad, int64_t d, const Tensor& index, const Dims& 
   return gs;
 }
 
-/// The in-place forms: the out-of-place result copied into x (which must not require grad).
-Tensor& write_back(const char* op, Tensor& x, const Tensor& result) {
-  STRATA_CHECK(!(autograd::GradMode::is_enabled() && x.requires_grad()), op, ": writing into ", x.describe(),
-               ", which requires grad, is not recorded by autograd yet; use a no_grad scope or the "
-               "out-of-place op");
-  x.copy_(result);
-  return x;
-}
-
 }  // namespace
 
 Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
@@ -281,11 +281,14 @@ Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, Scalar value) 
   return out;
 }
 
+// The in-place forms: the out-of-place result copied into x (which must not require grad).
 Tensor& scatter_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
-  return write_back("scatter_", x, scatter(x, dim, index, src));
+  check_writable("scatter_", x);
+  return x.copy_(scatter(x, dim, index, src));
 }
 Tensor& scatter_(Tensor& x, int64_t dim, const Tensor& index, Scalar value) {
-  return write_back("scatter_", x, scatter(x, dim, index, value));
+  check_writable("scatter_", x);
+  return x.copy_(scatter(x, dim, index, value));
 }
 
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
@@ -306,7 +309,8 @@ Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tens
 }
 
 Tensor& scatter_add_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
-  return write_back("scatter_add_", x, scatter_add(x, dim, index, src));
+  check_writable("scatter_add_", x);
+  return x.copy_(scatter_add(x, dim, index, src));
 }
 
 Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, std::string_view reduce,

@@ -27,7 +27,8 @@ std::optional<int64_t> slice_bound(py::handle v, const char* what) {
 TensorIndex slice_entry(py::handle item) {
   indexing::Slice s{slice_bound(item.attr("start"), "start"), slice_bound(item.attr("stop"), "stop"), 1};
   if (const auto step = slice_bound(item.attr("step"), "step")) {
-    if (*step <= 0) throw BindingValueError(msg("step must be greater than zero, got ", *step));
+    if (*step == 0) throw BindingValueError("slice step cannot be zero");
+    if (*step < 0) throw BindingValueError(msg("step must be greater than zero, got ", *step));
     s.step = *step;
   }
   return s;
@@ -132,13 +133,28 @@ py::object nonzero_py(const Tensor& x, bool as_tuple) {
   return std::move(out);
 }
 
-// The in-place form of an out-of-place op: the result copied into self (checked like every
-// in-place method; see Note [In-place ops in the bindings] in ops_bindings.cpp).
-Tensor& write_into(Tensor& self, const char* op, const Tensor& result) {
-  check_inplace(self, op);
+Tensor& masked_fill_inplace(Tensor& x, const Tensor& mask, py::handle value) {
+  check_inplace(x, "masked_fill_");
+  if (py::isinstance<Tensor>(value)) {
+    const Tensor v = value.cast<Tensor>();
+    py::gil_scoped_release release;
+    return masked_fill_(x, mask, v);
+  }
+  const Scalar s = scalar_arg(value, "masked_fill_", "value");
   py::gil_scoped_release release;
-  self.copy_(result);
-  return self;
+  return masked_fill_(x, mask, s);
+}
+
+Tensor& scatter_inplace(Tensor& x, int64_t dim, const Tensor& index, py::handle src) {
+  check_inplace(x, "scatter_");
+  if (py::isinstance<Tensor>(src)) {
+    const Tensor s = src.cast<Tensor>();
+    py::gil_scoped_release release;
+    return scatter_(x, dim, index, s);
+  }
+  const Scalar v = scalar_arg(src, "scatter_", "value");
+  py::gil_scoped_release release;
+  return scatter_(x, dim, index, v);
 }
 
 void def_functions(py::module_& m) {
@@ -177,19 +193,16 @@ void def_methods(py::class_<Tensor>& cls) {
   cls.def("__getitem__", &getitem)
       .def("__setitem__", &setitem)
       .def("masked_fill", &masked_fill_any, py::arg("mask"), py::arg("value"))
-      .def("masked_fill_", [](Tensor& x, const Tensor& mask, py::handle value) -> Tensor& {
-             return write_into(x, "masked_fill_", masked_fill_any(x, mask, value));
-           }, py::arg("mask"), py::arg("value"))
+      .def("masked_fill_", &masked_fill_inplace, py::arg("mask"), py::arg("value"))
       .def("masked_select", [](const Tensor& x, const Tensor& mask) { return masked_select(x, mask); }, py::arg("mask"))
       .def("nonzero", &nonzero_py, py::kw_only(), py::arg("as_tuple") = false)
       .def("scatter", &scatter_any, py::arg("dim"), py::arg("index"), py::arg("src"))
-      .def("scatter_", [](Tensor& x, int64_t dim, const Tensor& index, py::handle src) -> Tensor& {
-             return write_into(x, "scatter_", scatter_any(x, dim, index, src));
-           }, py::arg("dim"), py::arg("index"), py::arg("src"))
+      .def("scatter_", &scatter_inplace, py::arg("dim"), py::arg("index"), py::arg("src"))
       .def("scatter_add", [](const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) { return scatter_add(x, dim, index, src); },
            py::arg("dim"), py::arg("index"), py::arg("src"))
       .def("scatter_add_", [](Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) -> Tensor& {
-             return write_into(x, "scatter_add_", scatter_add(x, dim, index, src));
+             check_inplace(x, "scatter_add_");
+             return scatter_add_(x, dim, index, src);
            }, py::arg("dim"), py::arg("index"), py::arg("src"))
       .def("scatter_reduce",
            [](const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, const std::string& reduce, bool include_self) {
