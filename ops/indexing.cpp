@@ -477,11 +477,11 @@ void set_index(Tensor& x, TensorIndices indices, const Tensor& value) {
   check_defined("__setitem__", value, "value");
   STRATA_CHECK(!(autograd::GradMode::is_enabled() && value.requires_grad()), "__setitem__: assigning ",
                value.describe(), ", which requires grad, is not recorded by autograd yet");
-  const Tensor v = value.to(x.dtype());
-  if (has_advanced(indices)) {
-    put_into("__setitem__", x, indices, v, false);
+  if (has_advanced(indices)) {  // PyTorch's index_put_: the value keeps its dtype, which must be x's
+    put_into("__setitem__", x, indices, value, false);
     return;
   }
+  const Tensor v = value.to(x.dtype());
   Tensor view = apply_basic("__setitem__", x, indices, false).view;
   view.copy_(v.shares_storage(x) ? v.clone() : v);
 }

@@ -103,8 +103,9 @@ Tensor& index_put_(Tensor& x, TensorIndices indices, const Tensor& values, bool 
 /// positions summed back to values' shape.
 Tensor index_put(const Tensor& x, TensorIndices indices, const Tensor& values, bool accumulate = false);
 
-/// Python's `x[indices] = value` (__setitem__): value converted to x's dtype and broadcast; a basic
-/// index copies into the view, an advanced one calls index_put_. Same grad restriction.
+/// Python's `x[indices] = value` (__setitem__), value broadcast: a basic index copies into the view
+/// (converting the value to x's dtype), an advanced one is index_put_ (the value must have x's
+/// dtype, as in PyTorch). Same grad restriction.
 void set_index(Tensor& x, TensorIndices indices, const Tensor& value);
 /// The same with a number.
 void set_index(Tensor& x, TensorIndices indices, Scalar value);

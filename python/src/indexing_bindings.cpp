@@ -2,6 +2,8 @@
 // TensorIndex entries and call ops/indexing.h; the indexed ops of ops/indexing.h and ops/scatter.h
 // under PyTorch's names (functions and Tensor methods, with the in-place forms).
 
+#include <pybind11/stl.h>
+
 #include <string>
 #include <vector>
 

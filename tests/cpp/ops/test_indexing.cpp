@@ -98,8 +98,12 @@ TEST(Indexing, SetIndexBasicAndAdvanced) {
   const TensorIndex row[] = {1};
   set_index(x, row, Scalar(7));
   const TensorIndex cells[] = {Slice{}, from_indices({0, 2}, {2})};
-  set_index(x, cells, from_values({1.5, 2.5}, {2}));  // converted to i64, broadcast over rows
+  set_index(x, cells, from_indices({1, 2}, {2}));  // broadcast over rows
   EXPECT_EQ(indices_of(x), (std::vector<int64_t>{1, 0, 2, 1, 7, 2}));
+  EXPECT_THROW(set_index(x, cells, from_values({1.5, 2.5}, {2})), Error);  // as PyTorch's index_put_
+  const TensorIndex cols[] = {Slice{}, Slice{0, 2}};
+  set_index(x, cols, from_values({1.5, 2.5}, {2}));  // a basic index converts
+  EXPECT_EQ(indices_of(x), (std::vector<int64_t>{1, 2, 2, 1, 2, 2}));
 }
 
 TEST(Indexing, SetIndexReadsTheValueBeforeWriting) {
