@@ -22,6 +22,7 @@
 /// Reads are differentiable: the backward of `index` is index_put with accumulate into zeros.
 
 #include <concepts>
+#include <initializer_list>
 #include <optional>
 #include <span>
 #include <string>
@@ -109,6 +110,20 @@ Tensor index_put(const Tensor& x, TensorIndices indices, const Tensor& values, b
 void set_index(Tensor& x, TensorIndices indices, const Tensor& value);
 /// The same with a number.
 void set_index(Tensor& x, TensorIndices indices, Scalar value);
+
+/// The same with a braced list, as PyTorch's C++ `x.index({Slice(), idx})`:
+/// `index(x, {Slice{}, idx})`, `index_put_(x, {mask}, values)`.
+inline Tensor index(const Tensor& x, std::initializer_list<TensorIndex> indices) {
+  return index(x, TensorIndices(indices.begin(), indices.size()));
+}
+inline Tensor& index_put_(Tensor& x, std::initializer_list<TensorIndex> indices, const Tensor& values,
+                          bool accumulate = false) {
+  return index_put_(x, TensorIndices(indices.begin(), indices.size()), values, accumulate);
+}
+inline Tensor index_put(const Tensor& x, std::initializer_list<TensorIndex> indices, const Tensor& values,
+                        bool accumulate = false) {
+  return index_put(x, TensorIndices(indices.begin(), indices.size()), values, accumulate);
+}
 
 /// x with the elements where `mask` (bool or u8, broadcastable to x's shape) is true replaced by
 /// `value` (a number, or a 0-dim tensor; converted to x's dtype). Backward: the gradient with the

@@ -45,6 +45,16 @@ TEST(Indexing, BasicIndexIsARecordedView) {
   EXPECT_EQ(sum(x.grad()).item<double>(), 2.0);
 }
 
+TEST(Indexing, BracedListsAsInPyTorchsCppApi) {
+  Tensor x = iota({3, 4});
+  Tensor y = index(x, {Slice{}, from_indices({3, 0}, {2})});
+  EXPECT_EQ(values_of(y), (std::vector<double>{3, 0, 7, 4, 11, 8}));
+  Tensor z = index_put(x, {mask({0, 1, 1})}, from_values({-1}, {1}));
+  EXPECT_EQ(values_of(z)[4], -1.0);
+  index_put_(x, {0, 0}, from_values({9}, {}));
+  EXPECT_EQ(values_of(x)[0], 9.0);
+}
+
 TEST(Indexing, ZeroDimIntegerTensorSelects) {
   Tensor x = iota({4, 2});
   const TensorIndex ix[] = {from_indices({-1}, {})};
