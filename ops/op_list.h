@@ -144,7 +144,19 @@
   X(tril, shape_transforms)           \
   X(triu, shape_transforms)           \
   /* ops/einsum.h */                  \
-  X(einsum, einsum)
+  X(einsum, einsum)                \
+  /* issue 26 part 2: ops/indexing.h, ops/scatter.h */ \
+  X(index, indexing)                  \
+  X(index_put, indexing)              \
+  X(masked_fill, indexing)            \
+  X(masked_select, indexing)          \
+  X(nonzero, indexing)                \
+  X(one_hot, indexing)                \
+  X(index_add, indexing)              \
+  X(take_along_dim, indexing)         \
+  X(scatter, scatter)                 \
+  X(scatter_add, scatter)             \
+  X(scatter_reduce, scatter)
 
 namespace strata {
 

@@ -132,6 +132,39 @@ void dispatch_kernel_dtype(DType dtype, Fn&& fn) {
   }
 }
 
+/// Calls fn(U{}) with an unsigned type of the dtype's size, for kernels that only move elements.
+template <typename Fn>
+void dispatch_itemsize(std::size_t size, Fn&& fn) {
+  switch (size) {
+    case 1: fn(uint8_t{}); return;
+    case 2: fn(uint16_t{}); return;
+    case 4: fn(uint32_t{}); return;
+    case 8: fn(uint64_t{}); return;
+    default: STRATA_ASSERT(false, "dispatch_itemsize: unexpected item size ", size);
+  }
+}
+
+/// Calls fn(int64_t{}) or fn(int32_t{}) by the index dtype (checked with check_index before).
+template <typename Fn>
+void dispatch_index(DType dtype, Fn&& fn) {
+  if (dtype == DType::i64) fn(int64_t{});
+  else fn(int32_t{});
+}
+
+/// The element offsets of a strided block with `sizes` and `strides`, in row-major order (for
+/// kernels that visit the elements of a view, e.g. the advanced-indexing and scatter kernels).
+inline std::vector<int64_t> strided_offsets(IntArrayRef sizes, IntArrayRef strides) {
+  std::vector<int64_t> out{0};
+  for (std::size_t d = 0; d < sizes.size(); ++d) {
+    std::vector<int64_t> next;
+    next.reserve(out.size() * static_cast<std::size_t>(sizes[d]));
+    for (int64_t base : out)
+      for (int64_t i = 0; i < sizes[d]; ++i) next.push_back(base + i * strides[d]);
+    out = std::move(next);
+  }
+  return out;
+}
+
 /// The same bytes viewed as another dtype of the same size (bool as u8 and back).
 inline Tensor reinterpret_dtype(const Tensor& t, DType dtype) {
   return Tensor(t.storage(), t.sizes(), t.strides(), t.offset(), dtype);

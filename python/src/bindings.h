@@ -96,6 +96,7 @@ void init_nn(py::module_& m);  // nn_bindings.cpp: strata._C.nn
 void init_checkpoint(py::module_& m);  // checkpoint_bindings.cpp
 void init_zoo(py::module_& m);  // zoo_bindings.cpp: strata._C.models (after init_nn)
 void init_ops(py::module_& m);
+void init_indexing(py::module_& m);  // indexing_bindings.cpp: __getitem__/__setitem__, scatter, masked ops
 void init_semantics(py::module_& m);  // semantics_bindings.cpp: comparisons, index reductions, promotion
 void init_math(py::module_& m);  // math_bindings.cpp: issue 26 part 4's ops (element-wise math, ...)
 void init_dlrm(py::module_& m);  // dlrm_bindings.cpp: strata._C.dlrm
@@ -141,6 +142,8 @@ py::tuple tensors_tuple(const std::vector<Tensor>& ts);
 /// then computes on a copy). Returns self.
 py::object inplace_op(py::object self, const char* op, bool saves_self, bool other_requires_grad,
                       const std::function<Tensor(const Tensor&)>& compute);
+// Raises NotImplementedError with `what` (ops_bindings.cpp).
+[[noreturn]] void raise_not_implemented(const std::string& what);
 void init_optim(py::module_& m);
 void init_memory(py::module_& m);  // strata._C._memory (memory_bindings.cpp)
 void init_remat(py::module_& m);  // strata._C._remat_checkpoint (remat_bindings.cpp)

@@ -106,6 +106,19 @@ from ._C import (  # noqa: E402
     where,
 )
 
+# Issue 26 part 2: indexing ops (python/src/indexing_bindings.cpp; one_hot is in nn.functional).
+from ._C import (  # noqa: E402
+    index_add,
+    index_put,
+    masked_fill,
+    masked_select,
+    nonzero,
+    scatter,
+    scatter_add,
+    scatter_reduce,
+    take_along_dim,
+)
+
 # Issue 26 part 1: comparisons, logical and bitwise ops, integer division, the index-returning
 # reductions and the type-promotion queries (python/src/semantics_bindings.cpp). min, max, any, all
 # and abs shadow Python builtins inside this module only, as in PyTorch's namespace.
@@ -335,4 +348,6 @@ __all__ += [
     "expm1", "fix", "floor", "log1p", "reciprocal", "round", "rsqrt", "sign", "sin", "sinh", "square",
     "tan", "trunc", "cumsum", "logsumexp", "norm", "std", "var", "chunk", "einsum", "flip", "repeat_interleave",
     "roll", "stack", "tril", "triu", "eye", "linspace", "rand_like", "randint_like", "randn_like", "randperm",
+    "index_add", "index_put", "masked_fill", "masked_select", "nonzero", "scatter", "scatter_add",
+    "scatter_reduce", "take_along_dim",
 ]

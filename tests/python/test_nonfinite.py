@@ -218,6 +218,37 @@ CASES.update({
 })
 
 
+# Issue 26 part 2: indexing (ops/indexing.h, ops/scatter.h). Masks come from the detached input.
+_ROWS = idx(0, 5, 2, 1, 3, 4, 0, 1, 2, 3, 4, 5, 1, 0).reshape(2, 7)  # distinct per column (scatter overwrites)
+_DUPS = idx(1, 5, 1, 0, 5, 2, 2, 4, 4, 4, 1, 0, 3, 3, 1, 1, 1, 2, 0, 5, 0).reshape(3, 7)
+CASES.update({
+    "index": ([nonfinite(6, 7), idx(4, 0, 4)], lambda x, i: x[i, 1:5], lambda x, i: x[i, 1:5]),
+    "index_put": ([nonfinite(6, 7), nonfinite(3, 7, shift=2), idx(1, 5, 1)],
+                  lambda x, v, i: strata.index_put(x, (i,), v, accumulate=True),
+                  lambda x, v, i: torch.index_put(x, (i,), v, accumulate=True)),
+    "masked_fill": ([nonfinite(6, 7)], lambda x: x.masked_fill(x.detach() > 0, 2.0),
+                    lambda x: x.masked_fill(x.detach() > 0, 2.0)),
+    "masked_select": ([nonfinite(6, 7)], lambda x: strata.masked_select(x, x.detach() > 0),
+                      lambda x: torch.masked_select(x, x.detach() > 0)),
+    "nonzero": ([nonfinite(6, 7)], lambda x: strata.nonzero(x.detach()), lambda x: torch.nonzero(x.detach())),
+    "one_hot": ([idx(3, 0, 4, 4)], lambda i: F.one_hot(i, 6), lambda i: TF.one_hot(i, 6)),
+    "index_add": ([nonfinite(6, 7), nonfinite(3, 7, shift=2), idx(1, 5, 1)],
+                  lambda x, s, i: strata.index_add(x, 0, i, s), lambda x, s, i: torch.index_add(x, 0, i, s)),
+    "take_along_dim": ([nonfinite(6, 7), idx(6, 0, 6).reshape(1, 3)], lambda x, i: strata.take_along_dim(x, i, dim=1),
+                       lambda x, i: torch.take_along_dim(x, i, dim=1)),
+    "scatter": ([nonfinite(6, 7), nonfinite(2, 7, shift=2), _ROWS], lambda x, s, i: strata.scatter(x, 0, i, s),
+                lambda x, s, i: torch.scatter(x, 0, i, s)),
+    "scatter_add": ([nonfinite(6, 7), nonfinite(3, 7, shift=2), _DUPS], lambda x, s, i: strata.scatter_add(x, 0, i, s),
+                    lambda x, s, i: torch.scatter_add(x, 0, i, s)),
+    "scatter_reduce": ([nonfinite(6, 7), nonfinite(3, 7, shift=2), _DUPS],
+                       lambda x, s, i: strata.scatter_reduce(x, 0, i, s, "sum", include_self=False),
+                       lambda x, s, i: torch.scatter_reduce(x, 0, i, s, "sum", include_self=False)),
+    "scatter_reduce/mean": ([nonfinite(6, 7), nonfinite(3, 7, shift=2), _DUPS],
+                            lambda x, s, i: strata.scatter_reduce(x, 0, i, s, "mean"),
+                            lambda x, s, i: torch.scatter_reduce(x, 0, i, s, "mean")),
+})
+
+
 def torch_dot_interaction(features, itself):
     """The DLRM reference's interact_features (op dot): bmm, then the lower triangle."""
     t = torch.stack(features, 1)
