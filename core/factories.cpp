@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 #include <numbers>
+#include <vector>
 
 #include "core/pin_set.h"
 #include "core/threading.h"
@@ -237,6 +238,78 @@ Tensor normal(IntArrayRef sizes, double mean, double std, TensorOptions options,
 }
 Tensor randn(IntArrayRef sizes, TensorOptions options, Generator* gen) {
   return normal_for("randn", sizes, 0.0, 1.0, options, gen);
+}
+
+Tensor eye(int64_t n, std::optional<int64_t> m, TensorOptions options) {
+  const int64_t cols = m.value_or(n);
+  STRATA_CHECK(n >= 0 && cols >= 0, "eye: n and m must be non-negative, got n = ", n, ", m = ", cols);
+  Tensor t = zeros({n, cols}, options);
+  PinSet pins;
+  pins.add(t, AccessMode::Write).acquire();
+  dispatch_dtype(options.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T* out = t.data<T>();
+    for (int64_t i = 0; i < std::min(n, cols); ++i) out[i * cols + i] = convert_element<T>(1.0);
+  });
+  return t;
+}
+
+Tensor linspace(double start, double end, int64_t steps, TensorOptions options) {
+  STRATA_CHECK(steps >= 0, "linspace: number of steps must be non-negative, got ", steps);
+  STRATA_CHECK(std::isfinite(start) && std::isfinite(end), "linspace: start ", start, " and end ", end, " must be finite");
+  if (is_integral(options.dtype)) {  // PyTorch converts the ends to the dtype first
+    start = std::trunc(start);
+    end = std::trunc(end);
+  }
+  Tensor t = empty_for("linspace", {steps}, options);
+  const double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
+  const int64_t half = steps / 2;
+  dispatch_dtype(options.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    fill_indexed<T>(t, [&](int64_t i) {
+      return i < half ? start + static_cast<double>(i) * step : end - static_cast<double>(steps - 1 - i) * step;
+    });
+  });
+  return t;
+}
+
+namespace {
+
+/// The largest integer every smaller non-negative integer of which `dtype` holds exactly.
+double largest_exact_integer(DType dtype) {
+  switch (dtype) {
+    case DType::u8: return 255.0;
+    case DType::i32: return 2147483647.0;
+    case DType::i64: return 9.2e18;
+    case DType::bf16: return 256.0;
+    case DType::f16: return 2048.0;
+    case DType::f32: return 16777216.0;
+    case DType::f64: return 9007199254740992.0;
+    default: return 0.0;
+  }
+}
+
+}  // namespace
+
+Tensor randperm(int64_t n, TensorOptions options, Generator* gen) {
+  STRATA_CHECK(n >= 0, "randperm: n must be non-negative, got ", n);
+  STRATA_CHECK(options.dtype != DType::boolean, "randperm: dtype bool is not supported");
+  STRATA_CHECK(n == 0 || static_cast<double>(n - 1) <= largest_exact_integer(options.dtype), "randperm: n = ", n,
+               " is too large for dtype ", options.dtype, " (it must hold n - 1 exactly)");
+  std::vector<int64_t> perm(static_cast<std::size_t>(n));
+  for (int64_t i = 0; i < n; ++i) perm[static_cast<std::size_t>(i)] = i;
+  Generator& g = gen ? *gen : default_generator();
+  const PhiloxRange r = g.reserve(static_cast<uint64_t>((n + 1) / 2));
+  for (int64_t i = n - 1; i > 0; --i) {  // element i swaps with one of 0..i, word i of the stream
+    const uint64_t w = word_pair(r.block(static_cast<uint64_t>(i / 2)), static_cast<int>(i % 2));
+    std::swap(perm[static_cast<std::size_t>(i)], perm[static_cast<std::size_t>(w % static_cast<uint64_t>(i + 1))]);
+  }
+  Tensor t = empty_for("randperm", {n}, options);
+  dispatch_dtype(options.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    fill_indexed<T>(t, [&](int64_t i) { return static_cast<double>(perm[static_cast<std::size_t>(i)]); });
+  });
+  return t;
 }
 
 Tensor randint(int64_t low, int64_t high, IntArrayRef sizes, TensorOptions options, Generator* gen) {

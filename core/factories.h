@@ -46,6 +46,21 @@ Tensor normal(IntArrayRef sizes, double mean, double std, TensorOptions options 
 Tensor randint(int64_t low, int64_t high, IntArrayRef sizes,
                TensorOptions options = {DType::i64, nullptr}, Generator* gen = nullptr);
 
+/// The n x m identity (ones on the diagonal, zeros elsewhere; m = n when omitted), like
+/// torch.eye. Every dtype; n and m non-negative.
+Tensor eye(int64_t n, std::optional<int64_t> m = std::nullopt, TensorOptions options = {});
+
+/// `steps` (>= 0) values evenly spaced from start to end, both included, like torch.linspace:
+/// start + i * step for the first half and end - (steps - 1 - i) * step for the rest, so both ends
+/// are exact; computed in f64 and converted. Integer dtypes truncate start and end first, then each
+/// value (PyTorch's integer linspace). Default dtype f32.
+Tensor linspace(double start, double end, int64_t steps, TensorOptions options = {});
+
+/// A random permutation of 0 .. n-1 (torch.randperm), by a Fisher-Yates shuffle drawing 64-bit
+/// words from `gen` (default_generator() when null): the same seed gives the same permutation on
+/// any thread count. Integer or floating dtype (default i64) that holds n - 1 exactly.
+Tensor randperm(int64_t n, TensorOptions options = {DType::i64, nullptr}, Generator* gen = nullptr);
+
 /// Wraps caller-owned memory without copying. `strides` defaults to contiguous; `deleter` (may be
 /// empty) runs when the last tensor referring to the memory goes away.
 Tensor from_blob(void* data, IntArrayRef sizes, DType dtype, std::function<void(void*)> deleter = {},

@@ -11,7 +11,10 @@
 // Causal masking (key j visible to query i iff j <= i) skips the blocks that lie wholly above the
 // diagonal in both passes; the others mask element-wise. A fully masked row has l = 0: its output
 // is 0 and its lse is +inf, so every recomputed probability of that row is 0 (PyTorch 2.13's
-// result for such rows).
+// result for such rows). A row with a NaN score (or a NaN sum: an +inf score) saves lse = NaN, so
+// its recomputed probabilities, and every gradient they reach, are NaN, as PyTorch's (whose row
+// maximum propagates NaN); its output is what the online softmax left (NaN, or 0 when no score was
+// a number), which is PyTorch's output too.
 // Parallelism: the forward splits (batch entry, query block) pairs over the threads; the backward
 // splits batch entries (each owns its dQ, dK and dV, so no two tasks write one element and the sums
 // run in one order: results do not depend on the thread count).
@@ -231,10 +234,16 @@ Masking<T> masking(const Tensor& mask, const Geometry& g, double dropout_p, cons
 
 // ---- row helpers ----------------------------------------------------------------------------------
 
+/// The largest of x[0, n) ignoring NaN (-inf when none is a number); `nan` is set when one is NaN.
 template <typename T>
-T row_max(const T* x, int64_t n) {
+T row_max(const T* x, int64_t n, bool& nan) {
   T m = -std::numeric_limits<T>::infinity();
-  for (int64_t i = 0; i < n; ++i) m = std::max(m, x[i]);
+  bool any_nan = false;
+  for (int64_t i = 0; i < n; ++i) {
+    m = std::max(m, x[i]);
+    any_nan |= x[i] != x[i];
+  }
+  nan = nan || any_nan;
   return m;
 }
 
@@ -262,7 +271,8 @@ struct Operands {
 template <typename T>
 struct RowState {
   std::vector<T> s, o, m, l;
-  explicit RowState(int64_t Ev) : s(kBlockQ * kBlockK), o(kBlockQ * Ev), m(kBlockQ), l(kBlockQ) {}
+  std::vector<char> nan;  ///< per row: a score was NaN
+  explicit RowState(int64_t Ev) : s(kBlockQ * kBlockK), o(kBlockQ * Ev), m(kBlockQ), l(kBlockQ), nan(kBlockQ) {}
 };
 
 /// Folds the score block in st.s (nr x nc, masked) into the running max, sum and output rows.
@@ -270,7 +280,9 @@ template <typename T>
 void online_softmax_step(RowState<T>& st, int64_t nr, int64_t nc, int64_t Ev) {
   for (int64_t r = 0; r < nr; ++r) {
     T* row = st.s.data() + r * kBlockK;
-    const T mnew = std::max(st.m[r], row_max(row, nc));
+    bool nan = st.nan[r] != 0;
+    const T mnew = std::max(st.m[r], row_max(row, nc, nan));
+    st.nan[r] = nan;
     const T sum = exp_row(row, mnew, nc);
     if (mnew == st.m[r]) {
       st.l[r] += sum;
@@ -291,6 +303,7 @@ void forward_block(const Operands<T>& x, const Batched<T>& out, T* lse, const Ma
   std::fill(st.o.begin(), st.o.end(), T(0));
   std::fill(st.m.begin(), st.m.end(), -std::numeric_limits<T>::infinity());
   std::fill(st.l.begin(), st.l.end(), T(0));
+  std::fill(st.nan.begin(), st.nan.end(), char{0});
   const int64_t j_end = g.causal ? std::min(g.S, i0 + nr) : g.S;
   for (int64_t j0 = 0; j0 < j_end; j0 += kBlockK) {
     const int64_t nc = std::min(kBlockK, g.S - j0);
@@ -306,7 +319,10 @@ void forward_block(const Operands<T>& x, const Batched<T>& out, T* lse, const Ma
     const T inv = l > T(0) ? T(1) / l : T(0);
     T* dst = out.mat(b) + (i0 + r) * out.rs;
     for (int64_t c = 0; c < g.Ev; ++c) dst[c] = st.o[r * g.Ev + c] * inv;
-    lse[b * g.L + i0 + r] = l > T(0) ? st.m[r] + std::log(l) : std::numeric_limits<T>::infinity();
+    // +inf for a fully masked row, NaN for a row with a NaN score or sum (Note [Blocked attention]).
+    lse[b * g.L + i0 + r] = st.nan[r] != 0 || std::isnan(l) ? std::numeric_limits<T>::quiet_NaN()
+                            : l > T(0)                      ? st.m[r] + std::log(l)
+                                                            : std::numeric_limits<T>::infinity();
   }
 }
 

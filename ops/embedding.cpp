@@ -13,13 +13,6 @@ namespace {
 
 using namespace ops::detail;
 
-/// Calls fn(int64_t{}) or fn(int32_t{}) by the index dtype (checked with check_index before).
-template <typename Fn>
-void dispatch_index(DType dtype, Fn&& fn) {
-  if (dtype == DType::i64) fn(int64_t{});
-  else fn(int32_t{});
-}
-
 /// The entries of a 1-D contiguous index tensor as int64 (pins it while reading).
 std::vector<int64_t> read_indices(const Tensor& t) {
   const Tensor c = t.contiguous();

@@ -106,7 +106,57 @@
   X(l1_loss, softmax_loss)            \
   X(embedding, embedding)             \
   /* ops/attention.h */               \
-  X(scaled_dot_product_attention, attention)
+  X(scaled_dot_product_attention, attention) \
+  /* issue 26 part 4: ops/elementwise_math.h */ \
+  X(sin, elementwise_math)     \
+  X(cos, elementwise_math)     \
+  X(tan, elementwise_math)     \
+  X(asin, elementwise_math)    \
+  X(acos, elementwise_math)    \
+  X(atan, elementwise_math)    \
+  X(atan2, elementwise_math)   \
+  X(sinh, elementwise_math)    \
+  X(cosh, elementwise_math)    \
+  X(floor, elementwise_math)   \
+  X(ceil, elementwise_math)    \
+  X(trunc, elementwise_math)   \
+  X(round, elementwise_math)   \
+  X(sign, elementwise_math)    \
+  X(expm1, elementwise_math)   \
+  X(log1p, elementwise_math)   \
+  X(rsqrt, elementwise_math)   \
+  X(erf, elementwise_math)     \
+  X(square, elementwise_math)  \
+  X(reciprocal, elementwise_math) \
+  /* ops/statistics.h */              \
+  X(var, statistics)                  \
+  X(std, statistics)                  \
+  X(norm, statistics)                 \
+  X(logsumexp, statistics)            \
+  X(cumsum, statistics)               \
+  /* ops/shape_transforms.h */        \
+  X(stack, shape_transforms)          \
+  X(chunk, shape_transforms)          \
+  X(flip, shape_transforms)           \
+  X(roll, shape_transforms)           \
+  X(repeat, shape_transforms)         \
+  X(repeat_interleave, shape_transforms) \
+  X(tril, shape_transforms)           \
+  X(triu, shape_transforms)           \
+  /* ops/einsum.h */                  \
+  X(einsum, einsum)                \
+  /* issue 26 part 2: ops/indexing.h, ops/scatter.h */ \
+  X(index, indexing)                  \
+  X(index_put, indexing)              \
+  X(masked_fill, indexing)            \
+  X(masked_select, indexing)          \
+  X(nonzero, indexing)                \
+  X(one_hot, indexing)                \
+  X(index_add, indexing)              \
+  X(take_along_dim, indexing)         \
+  X(scatter, scatter)                 \
+  X(scatter_add, scatter)             \
+  X(scatter_reduce, scatter)
 
 namespace strata {
 

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <type_traits>
+#include <vector>
 
 #include "autograd/node.h"
 #include "core/error.h"
@@ -88,6 +89,12 @@ Tensor promote_with_scalar(const char* op, OpKind kind, const Tensor& a, const S
 /// shapes already match). In ops/binary.cpp.
 Tensor sum_to_shape(const Tensor& g, IntArrayRef shape);
 
+/// Which dims of x a reduction over `dims` reduces (empty `dims` = all; none for a 0-D x); checks
+/// them (range, repeats) with errors naming `op`. In ops/reduction.cpp.
+std::vector<bool> reduce_mask(const char* op, const Tensor& x, IntArrayRef dims);
+/// x's sizes with the dims of `mask` kept as 1 (keepdim) or dropped. In ops/reduction.cpp.
+Dims reduced_sizes(const Tensor& x, const std::vector<bool>& mask, bool keepdim);
+
 /// `x` with `dim` moved last and made contiguous: one row of x.size(dim) elements per position of
 /// the other dims, the rows in those dims' row-major order (a 0-dim x is one row of one element).
 /// Raw core views and a copy: never recorded.
@@ -123,6 +130,39 @@ void dispatch_kernel_dtype(DType dtype, Fn&& fn) {
     case DType::u8: fn(uint8_t{}); return;
     default: STRATA_ASSERT(false, "kernel dispatch: unexpected dtype ", dtype);
   }
+}
+
+/// Calls fn(U{}) with an unsigned type of the dtype's size, for kernels that only move elements.
+template <typename Fn>
+void dispatch_itemsize(std::size_t size, Fn&& fn) {
+  switch (size) {
+    case 1: fn(uint8_t{}); return;
+    case 2: fn(uint16_t{}); return;
+    case 4: fn(uint32_t{}); return;
+    case 8: fn(uint64_t{}); return;
+    default: STRATA_ASSERT(false, "dispatch_itemsize: unexpected item size ", size);
+  }
+}
+
+/// Calls fn(int64_t{}) or fn(int32_t{}) by the index dtype (checked with check_index before).
+template <typename Fn>
+void dispatch_index(DType dtype, Fn&& fn) {
+  if (dtype == DType::i64) fn(int64_t{});
+  else fn(int32_t{});
+}
+
+/// The element offsets of a strided block with `sizes` and `strides`, in row-major order (for
+/// kernels that visit the elements of a view, e.g. the advanced-indexing and scatter kernels).
+inline std::vector<int64_t> strided_offsets(IntArrayRef sizes, IntArrayRef strides) {
+  std::vector<int64_t> out{0};
+  for (std::size_t d = 0; d < sizes.size(); ++d) {
+    std::vector<int64_t> next;
+    next.reserve(out.size() * static_cast<std::size_t>(sizes[d]));
+    for (int64_t base : out)
+      for (int64_t i = 0; i < sizes[d]; ++i) next.push_back(base + i * strides[d]);
+    out = std::move(next);
+  }
+  return out;
 }
 
 /// The same bytes viewed as another dtype of the same size (bool as u8 and back).

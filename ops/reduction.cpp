@@ -151,7 +151,10 @@ void reduce_ori(const T* in, T* out, int64_t O, int64_t R, int64_t I, double sca
   }
 }
 
-/// Which dims of x are reduced (empty `dims` = all); errors name `op`.
+}  // namespace
+
+namespace ops::detail {
+
 std::vector<bool> reduce_mask(const char* op, const Tensor& x, IntArrayRef dims) {
   const int64_t rank = x.dim();
   std::vector<bool> mask(static_cast<std::size_t>(std::max<int64_t>(rank, 1)), dims.empty());
@@ -168,7 +171,6 @@ std::vector<bool> reduce_mask(const char* op, const Tensor& x, IntArrayRef dims)
   return mask;
 }
 
-/// Output sizes with the reduced dims kept as 1 / dropped.
 Dims reduced_sizes(const Tensor& x, const std::vector<bool>& mask, bool keepdim) {
   Dims s;
   for (int64_t d = 0; d < x.dim(); ++d) {
@@ -177,6 +179,10 @@ Dims reduced_sizes(const Tensor& x, const std::vector<bool>& mask, bool keepdim)
   }
   return s;
 }
+
+}  // namespace ops::detail
+
+namespace {
 
 /// The reduction of x over `mask` with keepdim sizes (a fresh contiguous tensor). For Sum, the
 /// result is multiplied by `scale_total` (1/N for mean).

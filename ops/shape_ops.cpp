@@ -14,25 +14,6 @@ using namespace ops::detail;
 
 // ---- small shared pieces --------------------------------------------------------------------------
 
-/// Calls fn(U{}) with an unsigned type of the dtype's size: the ops here only move elements.
-template <typename Fn>
-void dispatch_itemsize(std::size_t size, Fn&& fn) {
-  switch (size) {
-    case 1: fn(uint8_t{}); return;
-    case 2: fn(uint16_t{}); return;
-    case 4: fn(uint32_t{}); return;
-    case 8: fn(uint64_t{}); return;
-    default: STRATA_ASSERT(false, "dispatch_itemsize: unexpected item size ", size);
-  }
-}
-
-/// Calls fn(int64_t{}) or fn(int32_t{}) by the index dtype (checked with check_index before).
-template <typename Fn>
-void dispatch_index(DType dtype, Fn&& fn) {
-  if (dtype == DType::i64) fn(int64_t{});
-  else fn(int32_t{});
-}
-
 /// Throws naming the first index outside [0, limit); `what` says which dim/table it indexes.
 template <typename I>
 void check_index_values(const char* op, const I* idx, int64_t n, int64_t limit, const std::string& what) {

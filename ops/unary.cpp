@@ -17,6 +17,7 @@
 #include "ops/cpu/elementwise.h"
 #include "ops/cpu/vec_math.h"
 #include "ops/op_util.h"
+#include "ops/pointwise.h"
 #include "ops/reduction.h"
 #include "ops/typed_kernels.h"
 
@@ -31,61 +32,6 @@ using ops::cpu::map1;
 using ops::cpu::map2;
 using ops::cpu::map3;
 using ops::cpu::relu_value;
-
-/// y = f(x) for every element (f is a generic lambda, called with float or double).
-template <typename F>
-Tensor unary_kernel(const Tensor& x, F f, int64_t grain = kCheapGrain) {
-  Tensor y = empty_output(x.sizes(), x.dtype());
-  PinSet pins;
-  pins.add(x, AccessMode::Read).add(y, AccessMode::Write);
-  pins.acquire();
-  dispatch_float(x.dtype(), [&](auto t) {
-    using T = decltype(t);
-    map1<T, T>(y, x, [f](T v) { return f(v); }, grain);
-  });
-  return y;
-}
-
-/// g = f(g, s) in place, for the incoming gradient g of a backward function when
-/// autograd::reusable_gradient(g) (Note [In-place backward] in autograd/engine.h) and s is
-/// contiguous with g's shape and dtype; returns false (and touches nothing) otherwise. Each element
-/// reads its own g before writing it, so the values are grad_kernel's.
-template <typename F>
-bool grad_in_place(const Tensor& g, const Tensor& s, F f, int64_t grain) {
-  if (!autograd::reusable_gradient(g) || !s.is_contiguous() || IntArrayRef(s.sizes()) != IntArrayRef(g.sizes()) ||
-      s.dtype() != g.dtype())
-    return false;
-  PinSet pins;
-  pins.add(g, AccessMode::Write).add(s, AccessMode::Read);
-  pins.acquire();
-  dispatch_float(g.dtype(), [&](auto t) {
-    using T = decltype(t);
-    T* gp = g.data<T>();
-    const T* sp = s.data<T>();
-    parallel_for(g.numel(), grain, [gp, sp, f](int64_t b, int64_t e) {
-      const F fn = f;  // a local copy keeps the loop vectorized (ops/cpu/elementwise.h)
-      for (int64_t i = b; i < e; ++i) gp[i] = fn(gp[i], sp[i]);
-    });
-  });
-  return true;
-}
-
-/// out = f(g, s) for a gradient g and a saved value s of the same shape; with `in_place`, into g
-/// when grad_in_place can (the caller passes in_place only for a backward function's incoming
-/// gradient).
-template <typename F>
-Tensor grad_kernel(const Tensor& g, const Tensor& s, F f, int64_t grain = kCheapGrain, bool in_place = false) {
-  if (in_place && grad_in_place(g, s, f, grain)) return g;
-  Tensor out = empty_output(g.sizes(), g.dtype());
-  PinSet pins;
-  pins.add(g, AccessMode::Read).add(s, AccessMode::Read).add(out, AccessMode::Write);
-  pins.acquire();
-  dispatch_float(g.dtype(), [&](auto t) {
-    using T = decltype(t);
-    map2<T, T, T>(out, g, s, [f](T a, T b) { return f(a, b); }, grain);
-  });
-  return out;
-}
 
 /// Elements per parallel task of the f32 array kernels (a few µs of work each).
 constexpr int64_t kVecGrain = 16384;
@@ -122,18 +68,6 @@ Tensor grad_vec(const Tensor& g, const Tensor& s, ops::cpu::vec::GradFn k, F f, 
   float* op = static_cast<float*>(out.data_ptr());
   parallel_for(g.numel(), kVecGrain, [&](int64_t b, int64_t e) { k(gp + b, sp + b, op + b, e - b); });
   return out;
-}
-
-/// Records a node whose backward is grad_kernel(g, saved, df), in place when it can be.
-template <typename DF>
-void record_pointwise(const char* name, const Tensor& x, Tensor& y, const Tensor& saved, DF df,
-                      int64_t grain = kCheapGrain) {
-  if (!autograd::needs_grad({&x})) return;
-  auto node = autograd::make_node(name, {&x}, [df, grain](autograd::Node& n, const TensorList& g) -> TensorList {
-    return {grad_kernel(g[0], n.saved(0), df, grain, /*in_place=*/true)};
-  });
-  node->save(saved);
-  autograd::set_history({&y}, node);
 }
 
 constexpr double kSqrt1_2 = 0.70710678118654752440;

@@ -64,4 +64,11 @@ int64_t wrap_dim_py(int64_t dim, int64_t rank, const char* op, bool scalar_ok) {
   return dim < 0 ? dim + rank : dim;
 }
 
+void check_cpu_device(py::handle device, const char* op) {
+  if (device.is_none()) return;
+  const std::string d = py::str(device);
+  if (d != "cpu" && d != "cpu:0")
+    throw BindingValueError(msg(op, ": device ", quote_field(d), " is not available; Strata runs on the CPU (device='cpu')"));
+}
+
 }  // namespace strata::python

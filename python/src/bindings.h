@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <vector>
 #include <string>
 
 #include "core/dtype.h"
@@ -110,6 +111,9 @@ int64_t int_from_py(py::handle obj, const char* op, const char* what);
 /// Wraps a dim into [0, rank) or raises IndexError like PyTorch ("dimension out of range"). With
 /// `scalar_ok`, a 0-dim tensor accepts dims 0 and -1.
 int64_t wrap_dim_py(int64_t dim, int64_t rank, const char* op, bool scalar_ok = false);
+/// Accepts device=None, "cpu", "cpu:0" or an object whose str() is one of those (torch.device);
+/// anything else raises ValueError naming `op` (Strata runs on the CPU only).
+void check_cpu_device(py::handle device, const char* op);
 
 // ---- NumPy interop ------------------------------------------------------------------------------
 /// Zero-copy tensor over a NumPy array's memory; the tensor keeps the array alive.
@@ -136,7 +140,9 @@ py::object call_module_with_hooks(nn::Module& m, const py::args& args, const py:
 void init_checkpoint(py::module_& m);  // checkpoint_bindings.cpp
 void init_zoo(py::module_& m);  // zoo_bindings.cpp: strata._C.models (after init_nn)
 void init_ops(py::module_& m);
+void init_indexing(py::module_& m);  // indexing_bindings.cpp: __getitem__/__setitem__, scatter, masked ops
 void init_semantics(py::module_& m);  // semantics_bindings.cpp: comparisons, index reductions, promotion
+void init_math(py::module_& m);  // math_bindings.cpp: issue 26 part 4's ops (element-wise math, ...)
 void init_dlrm(py::module_& m);  // dlrm_bindings.cpp: strata._C.dlrm
 void init_metrics(py::module_& m);  // metrics_bindings.cpp: strata._C.metrics
 }  // namespace strata::python
@@ -170,6 +176,18 @@ Tensor to_diff(const Tensor& t, DType dtype, bool copy);
 /// Refuses, like PyTorch, an in-place op on a leaf that requires grad while grad mode is on; and
 /// (Strata limitation) one on a differentiable view of a tensor that requires grad.
 void check_inplace(const Tensor& self, const char* op);
+/// A tuple or list of Tensors (TypeError otherwise, naming `op` and the argument `name`).
+std::vector<Tensor> tensor_list(py::handle seq, const char* op, const char* name);
+/// The tensors as a Python tuple.
+py::tuple tensors_tuple(const std::vector<Tensor>& ts);
+/// `self.op_(...)`: writes compute(self) into self under the rules of check_inplace and
+/// torch.can_cast, recording the result's history on self when self or the op's other operand
+/// (`other_requires_grad`) requires grad; `saves_self` when the op's backward reads its input (it
+/// then computes on a copy). Returns self.
+py::object inplace_op(py::object self, const char* op, bool saves_self, bool other_requires_grad,
+                      const std::function<Tensor(const Tensor&)>& compute);
+// Raises NotImplementedError with `what` (ops_bindings.cpp).
+[[noreturn]] void raise_not_implemented(const std::string& what);
 void init_optim(py::module_& m);
 void init_memory(py::module_& m);  // strata._C._memory (memory_bindings.cpp)
 void init_remat(py::module_& m);  // strata._C._remat_checkpoint (remat_bindings.cpp)

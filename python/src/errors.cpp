@@ -3,6 +3,7 @@
 #include <exception>
 
 #include "bindings.h"
+#include "ops/indexing.h"
 
 namespace strata::python {
 
@@ -53,6 +54,8 @@ void init_errors(py::module_& m) {
       PyErr_SetString(g_type_error, e.what());
     } catch (const BindingValueError& e) {
       PyErr_SetString(g_value_error, e.what());
+    } catch (const IndexError& e) {
+      PyErr_SetString(g_index_error, e.what());
     } catch (const Error& e) {
       PyErr_SetString(g_strata_error, e.what());
     }

@@ -1,4 +1,6 @@
 // Module-level factories with torch-like signatures: zeros(*size, dtype=None), arange(...), tensor(...).
+// Every factory takes PyTorch's keywords dtype=, device= (the CPU only: check_cpu_device) and
+// requires_grad=; the random ones also generator=.
 
 #include <string>
 #include <vector>
@@ -10,34 +12,76 @@ namespace strata::python {
 
 namespace {
 
-using SizedFactory = Tensor (*)(IntArrayRef, DType);
+using SizedFactory = Tensor (*)(IntArrayRef, DType, Generator*);
 
-// Defines `name(*size, dtype=None)`; size is ints or one sequence of ints.
-void def_sized(py::module_& m, const char* name, SizedFactory make, DType default_dtype, const char* doc) {
-  m.def(
-      name,
-      [name, make, default_dtype](const py::args& size, py::handle dtype) {
-        if (size.empty())
-          throw BindingTypeError(msg(name, "() missing the required argument 'size' (pass ints or a "
-                                           "tuple; () makes a 0-dim tensor)"));
-        const Dims sizes = int_list_from_args(size, name, "size");
-        const DType d = optional_dtype(dtype, name).value_or(default_dtype);
-        py::gil_scoped_release release;
-        return make(sizes, d);
-      },
-      py::arg("dtype") = py::none(), doc);
+/// `t` with requires_grad set when asked (floating dtypes only, PyTorch's rule).
+Tensor with_grad(Tensor t, py::handle requires_grad, const char* op) {
+  if (requires_grad.is_none() || !PyObject_IsTrue(requires_grad.ptr())) return t;
+  STRATA_CHECK(is_floating(t.dtype()), op, "(): only tensors of floating point dtype can require gradients, got ",
+               dtype_name(t.dtype()));
+  t.set_requires_grad(true);
+  return t;
 }
 
-// Defines `name(input, *, dtype=None)`: a new tensor with input's shape.
+/// The generator= argument: None (the default generator) or a strata.Generator.
+Generator* generator_arg(py::handle generator, const char* op) {
+  if (generator.is_none()) return nullptr;
+  if (!py::isinstance<Generator>(generator))
+    throw BindingTypeError(msg(op, "(): argument 'generator' must be strata.Generator, not ", Py_TYPE(generator.ptr())->tp_name));
+  return generator.cast<Generator*>();
+}
+
+Tensor make_sized(const char* name, SizedFactory make, DType default_dtype, const py::args& size, py::handle dtype,
+                  py::handle device, py::handle requires_grad, py::handle generator) {
+  if (size.empty())
+    throw BindingTypeError(msg(name, "() missing the required argument 'size' (pass ints or a "
+                                     "tuple; () makes a 0-dim tensor)"));
+  const Dims sizes = int_list_from_args(size, name, "size");
+  const DType d = optional_dtype(dtype, name).value_or(default_dtype);
+  check_cpu_device(device, name);
+  Generator* gen = generator_arg(generator, name);
+  Tensor t;
+  {
+    py::gil_scoped_release release;
+    t = make(sizes, d, gen);
+  }
+  return with_grad(std::move(t), requires_grad, name);
+}
+
+// Defines `name(*size, dtype=None, device=None, requires_grad=False)` (and generator=None when
+// `random`); size is ints or one sequence of ints.
+void def_sized(py::module_& m, const char* name, SizedFactory make, DType default_dtype, const char* doc,
+               bool random = false) {
+  const auto none = py::none();
+  if (random)
+    m.def(name, [name, make, default_dtype](const py::args& size, py::handle generator, py::handle dtype, py::handle device,
+                                            py::handle requires_grad) {
+      return make_sized(name, make, default_dtype, size, dtype, device, requires_grad, generator);
+    }, py::arg("generator") = none, py::arg("dtype") = none, py::arg("device") = none, py::arg("requires_grad") = false,
+       doc);
+  else
+    m.def(name, [name, make, default_dtype](const py::args& size, py::handle dtype, py::handle device, py::handle requires_grad) {
+      return make_sized(name, make, default_dtype, size, dtype, device, requires_grad, py::none());
+    }, py::arg("dtype") = none, py::arg("device") = none, py::arg("requires_grad") = false, doc);
+}
+
+// Defines `name(input, *, dtype=None, device=None, requires_grad=False)`: a new tensor with
+// input's shape.
 void def_like(py::module_& m, const char* name, SizedFactory make, const char* doc) {
   m.def(
       name,
-      [name, make](const Tensor& input, py::handle dtype) {
+      [name, make](const Tensor& input, py::handle dtype, py::handle device, py::handle requires_grad) {
         const DType d = optional_dtype(dtype, name).value_or(input.dtype());
-        py::gil_scoped_release release;
-        return make(input.sizes(), d);
+        check_cpu_device(device, name);
+        Tensor t;
+        {
+          py::gil_scoped_release release;
+          t = make(input.sizes(), d, nullptr);
+        }
+        return with_grad(std::move(t), requires_grad, name);
       },
-      py::arg("input"), py::kw_only(), py::arg("dtype") = py::none(), doc);
+      py::arg("input"), py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
+      py::arg("requires_grad") = false, doc);
 }
 
 bool is_python_bool(py::handle v) {
@@ -84,7 +128,7 @@ std::vector<py::object> bind_arguments(const char* op, const std::vector<const c
 }
 
 Tensor arange_py(const py::args& args, const py::kwargs& kwargs) {
-  static const std::vector<const char*> names = {"start", "end", "step", "dtype"};
+  static const std::vector<const char*> names = {"start", "end", "step", "dtype", "device", "requires_grad"};
   if (args.size() > 3) throw BindingTypeError(msg("arange() takes at most 3 positional arguments (", args.size(), " given)"));
   std::vector<const char*> positional;
   if (args.size() == 1) positional = {"end"};
@@ -102,12 +146,23 @@ Tensor arange_py(const py::args& args, const py::kwargs& kwargs) {
   const double step = a[2] ? to_double(a[2], "arange", "step") : 1.0;
   const DType dtype = (a[3] && !a[3].is_none()) ? dtype_from_py(a[3], "arange")
                                                  : (all_integers ? DType::i64 : DType::f32);
-  py::gil_scoped_release release;
-  return arange(start, end, step, {dtype, nullptr});
+  if (a[4]) check_cpu_device(a[4], "arange");
+  Tensor t;
+  {
+    py::gil_scoped_release release;
+    t = arange(start, end, step, {dtype, nullptr});
+  }
+  return a[5] ? with_grad(std::move(t), a[5], "arange") : t;
+}
+
+/// randint's values in `dtype`; a floating dtype draws them in i64 and converts (PyTorch allows it).
+Tensor random_integers(int64_t low, int64_t high, IntArrayRef sizes, DType dtype, Generator* gen) {
+  if (is_floating(dtype)) return randint(low, high, sizes, {DType::i64, nullptr}, gen).to(dtype);
+  return randint(low, high, sizes, {dtype, nullptr}, gen);
 }
 
 Tensor randint_py(const py::args& args, const py::kwargs& kwargs) {
-  static const std::vector<const char*> names = {"low", "high", "size", "dtype"};
+  static const std::vector<const char*> names = {"low", "high", "size", "dtype", "device", "requires_grad", "generator"};
   if (args.size() > 3) throw BindingTypeError(msg("randint() takes at most 3 positional arguments (", args.size(), " given)"));
   std::vector<const char*> positional;
   const bool size_kw = kwargs.contains("size");
@@ -122,8 +177,14 @@ Tensor randint_py(const py::args& args, const py::kwargs& kwargs) {
   const int64_t high = int_from_py(a[1], "randint", "high");
   const Dims sizes = int_list_from_sequence(a[2], "randint", "size");
   const DType dtype = (a[3] && !a[3].is_none()) ? dtype_from_py(a[3], "randint") : DType::i64;
-  py::gil_scoped_release release;
-  return randint(low, high, sizes, {dtype, nullptr});
+  if (a[4]) check_cpu_device(a[4], "randint");
+  Generator* gen = a[6] ? generator_arg(a[6], "randint") : nullptr;
+  Tensor t;
+  {
+    py::gil_scoped_release release;
+    t = random_integers(low, high, sizes, dtype, gen);
+  }
+  return a[5] ? with_grad(std::move(t), a[5], "randint") : t;  // integers: requires_grad=True raises
 }
 
 Tensor as_tensor_py(py::handle data, py::handle dtype_obj) {
@@ -152,26 +213,93 @@ Tensor as_tensor_py(py::handle data, py::handle dtype_obj) {
   return tensor_from_data(data, dtype, "as_tensor");
 }
 
+/// randint_like(input, high) / randint_like(input, low, high), with input's shape and dtype.
+Tensor randint_like_py(const Tensor& input, py::handle low_or_high, py::handle high, py::handle dtype, py::handle device,
+                       py::handle requires_grad, py::handle generator) {
+  const int64_t low = high.is_none() ? 0 : int_from_py(low_or_high, "randint_like", "low");
+  const int64_t hi = int_from_py(high.is_none() ? low_or_high : high, "randint_like", "high");
+  const DType d = optional_dtype(dtype, "randint_like").value_or(input.dtype());
+  check_cpu_device(device, "randint_like");
+  Generator* gen = generator_arg(generator, "randint_like");
+  Tensor t;
+  {
+    py::gil_scoped_release release;
+    t = random_integers(low, hi, input.sizes(), d, gen);
+  }
+  return with_grad(std::move(t), requires_grad, "randint_like");
+}
+
+/// eye, linspace, randperm and randint_like (issue 26 part 4).
+void def_new_factories(py::module_& m) {
+  using py::arg;
+  const auto none = py::none();
+  m.def("eye", [](py::handle n, py::handle m_cols, py::handle dtype, py::handle device, py::handle requires_grad) {
+    const int64_t rows = int_from_py(n, "eye", "n");
+    std::optional<int64_t> cols;
+    if (!m_cols.is_none()) cols = int_from_py(m_cols, "eye", "m");
+    const DType d = optional_dtype(dtype, "eye").value_or(DType::f32);
+    check_cpu_device(device, "eye");
+    Tensor t;
+    {
+      py::gil_scoped_release release;
+      t = eye(rows, cols, {d, nullptr});
+    }
+    return with_grad(std::move(t), requires_grad, "eye");
+  }, arg("n"), arg("m") = none, py::kw_only(), arg("dtype") = none, arg("device") = none, arg("requires_grad") = false,
+     "eye(n, m=None): the identity matrix (ones on the diagonal).");
+  m.def("linspace", [](py::handle start, py::handle end, py::handle steps, py::handle dtype, py::handle device,
+                       py::handle requires_grad) {
+    const double a = to_double(start, "linspace", "start"), b = to_double(end, "linspace", "end");
+    const int64_t n = int_from_py(steps, "linspace", "steps");
+    const DType d = optional_dtype(dtype, "linspace").value_or(DType::f32);
+    check_cpu_device(device, "linspace");
+    Tensor t;
+    {
+      py::gil_scoped_release release;
+      t = linspace(a, b, n, {d, nullptr});
+    }
+    return with_grad(std::move(t), requires_grad, "linspace");
+  }, arg("start"), arg("end"), arg("steps"), py::kw_only(), arg("dtype") = none, arg("device") = none,
+     arg("requires_grad") = false, "linspace(start, end, steps): steps values from start to end, both included.");
+  m.def("randperm", [](py::handle n, py::handle generator, py::handle dtype, py::handle device, py::handle requires_grad) {
+    const int64_t count = int_from_py(n, "randperm", "n");
+    const DType d = optional_dtype(dtype, "randperm").value_or(DType::i64);
+    check_cpu_device(device, "randperm");
+    Generator* gen = generator_arg(generator, "randperm");
+    Tensor t;
+    {
+      py::gil_scoped_release release;
+      t = randperm(count, {d, nullptr}, gen);
+    }
+    return with_grad(std::move(t), requires_grad, "randperm");
+  }, arg("n"), py::kw_only(), arg("generator") = none, arg("dtype") = none, arg("device") = none,
+     arg("requires_grad") = false, "randperm(n): a random permutation of 0 .. n-1 (default dtype int64).");
+  m.def("randint_like", &randint_like_py, arg("input"), arg("low"), arg("high") = none, py::kw_only(),
+        arg("dtype") = none, arg("device") = none, arg("requires_grad") = false, arg("generator") = none,
+        "randint_like(input, high) or (input, low, high): integers on [low, high) with input's shape and dtype.");
+}
+
 }  // namespace
 
 void init_factories(py::module_& m) {
-  def_sized(m, "empty", [](IntArrayRef s, DType d) { return empty(s, {d, nullptr}); }, DType::f32,
+  def_sized(m, "empty", [](IntArrayRef s, DType d, Generator*) { return empty(s, {d, nullptr}); }, DType::f32,
             "empty(*size, dtype=None): an uninitialized tensor (default dtype float32).");
-  def_sized(m, "zeros", [](IntArrayRef s, DType d) { return zeros(s, {d, nullptr}); }, DType::f32,
+  def_sized(m, "zeros", [](IntArrayRef s, DType d, Generator*) { return zeros(s, {d, nullptr}); }, DType::f32,
             "zeros(*size, dtype=None): a tensor of zeros (default dtype float32).");
-  def_sized(m, "ones", [](IntArrayRef s, DType d) { return ones(s, {d, nullptr}); }, DType::f32,
+  def_sized(m, "ones", [](IntArrayRef s, DType d, Generator*) { return ones(s, {d, nullptr}); }, DType::f32,
             "ones(*size, dtype=None): a tensor of ones (default dtype float32).");
-  def_sized(m, "rand", [](IntArrayRef s, DType d) { return rand(s, {d, nullptr}); }, DType::f32,
-            "rand(*size, dtype=None): uniform on [0, 1) from the default generator.");
-  def_sized(m, "randn", [](IntArrayRef s, DType d) { return randn(s, {d, nullptr}); }, DType::f32,
-            "randn(*size, dtype=None): standard normal from the default generator.");
+  def_sized(m, "rand", [](IntArrayRef s, DType d, Generator* g) { return rand(s, {d, nullptr}, g); }, DType::f32,
+            "rand(*size, generator=None, dtype=None): uniform on [0, 1).", /*random=*/true);
+  def_sized(m, "randn", [](IntArrayRef s, DType d, Generator* g) { return randn(s, {d, nullptr}, g); }, DType::f32,
+            "randn(*size, generator=None, dtype=None): standard normal.", /*random=*/true);
   m.def("randint", &randint_py,
         "randint(low=0, high, size, *, dtype=None): integers uniform on [low, high) (default int64).");
   m.def(
       "full",
-      [](py::handle size, py::handle fill_value, py::handle dtype_obj) {
+      [](py::handle size, py::handle fill_value, py::handle dtype_obj, py::handle device, py::handle requires_grad) {
         const Dims sizes = int_list_from_sequence(size, "full", "size");
         std::optional<DType> dtype = optional_dtype(dtype_obj, "full");
+        check_cpu_device(device, "full");
         double value;
         if (is_python_bool(fill_value)) {
           value = PyObject_IsTrue(fill_value.ptr()) ? 1.0 : 0.0;
@@ -180,43 +308,63 @@ void init_factories(py::module_& m) {
           value = to_double(fill_value, "full", "fill_value");
           if (!dtype) dtype = is_integer(fill_value) ? DType::i64 : DType::f32;
         }
-        py::gil_scoped_release release;
-        return full(sizes, value, {*dtype, nullptr});
+        Tensor t;
+        {
+          py::gil_scoped_release release;
+          t = full(sizes, value, {*dtype, nullptr});
+        }
+        return with_grad(std::move(t), requires_grad, "full");
       },
-      py::arg("size"), py::arg("fill_value"), py::kw_only(), py::arg("dtype") = py::none(),
+      py::arg("size"), py::arg("fill_value"), py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
+      py::arg("requires_grad") = false,
       "full(size, fill_value, *, dtype=None): the dtype defaults to bool, int64 or float32 after "
       "the fill value, like PyTorch.");
   m.def("arange", &arange_py,
         "arange(end) or arange(start, end, step=1, *, dtype=None): like torch.arange (int64 when "
         "all arguments are ints, float32 otherwise).");
 
-  def_like(m, "empty_like", [](IntArrayRef s, DType d) { return empty(s, {d, nullptr}); },
+  def_like(m, "empty_like", [](IntArrayRef s, DType d, Generator*) { return empty(s, {d, nullptr}); },
            "An uninitialized tensor with input's shape (and dtype unless given).");
-  def_like(m, "zeros_like", [](IntArrayRef s, DType d) { return zeros(s, {d, nullptr}); },
+  def_like(m, "zeros_like", [](IntArrayRef s, DType d, Generator*) { return zeros(s, {d, nullptr}); },
            "Zeros with input's shape (and dtype unless given).");
-  def_like(m, "ones_like", [](IntArrayRef s, DType d) { return ones(s, {d, nullptr}); },
+  def_like(m, "ones_like", [](IntArrayRef s, DType d, Generator*) { return ones(s, {d, nullptr}); },
            "Ones with input's shape (and dtype unless given).");
+  def_like(m, "rand_like", [](IntArrayRef s, DType d, Generator* g) { return rand(s, {d, nullptr}, g); },
+           "Uniform on [0, 1) with input's shape (and dtype unless given; floating only).");
+  def_like(m, "randn_like", [](IntArrayRef s, DType d, Generator* g) { return randn(s, {d, nullptr}, g); },
+           "Standard normal with input's shape (and dtype unless given; floating only).");
   m.def(
       "full_like",
-      [](const Tensor& input, py::handle fill_value, py::handle dtype_obj) {
+      [](const Tensor& input, py::handle fill_value, py::handle dtype_obj, py::handle device, py::handle requires_grad) {
         const DType d = optional_dtype(dtype_obj, "full_like").value_or(input.dtype());
+        check_cpu_device(device, "full_like");
         const double value = is_python_bool(fill_value) ? (PyObject_IsTrue(fill_value.ptr()) ? 1.0 : 0.0)
                                                         : to_double(fill_value, "full_like", "fill_value");
-        py::gil_scoped_release release;
-        return full(input.sizes(), value, {d, nullptr});
+        Tensor t;
+        {
+          py::gil_scoped_release release;
+          t = full(input.sizes(), value, {d, nullptr});
+        }
+        return with_grad(std::move(t), requires_grad, "full_like");
       },
-      py::arg("input"), py::arg("fill_value"), py::kw_only(), py::arg("dtype") = py::none());
+      py::arg("input"), py::arg("fill_value"), py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
+      py::arg("requires_grad") = false);
 
   m.def(
       "tensor",
-      [](py::handle data, py::handle dtype) {
-        return tensor_from_data(data, optional_dtype(dtype, "tensor"), "tensor");
+      [](py::handle data, py::handle dtype, py::handle device, py::handle requires_grad) {
+        check_cpu_device(device, "tensor");
+        return with_grad(tensor_from_data(data, optional_dtype(dtype, "tensor"), "tensor"), requires_grad, "tensor");
       },
-      py::arg("data"), py::kw_only(), py::arg("dtype") = py::none(),
+      py::arg("data"), py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
+      py::arg("requires_grad") = false,
       "tensor(data, *, dtype=None): a new tensor holding a copy of data (nested lists, numbers, "
       "NumPy arrays or tensors). Python floats default to float32, ints to int64; arrays keep "
       "their dtype.");
-  m.def("as_tensor", &as_tensor_py, py::arg("data"), py::arg("dtype") = py::none(),
+  m.def("as_tensor", [](py::handle data, py::handle dtype, py::handle device) {
+    check_cpu_device(device, "as_tensor");
+    return as_tensor_py(data, dtype);
+  }, py::arg("data"), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
         "as_tensor(data, dtype=None): like tensor(), but shares memory with a tensor or NumPy array "
         "when no conversion is needed.");
   m.def(
@@ -224,6 +372,7 @@ void init_factories(py::module_& m) {
       "from_numpy(array): a tensor sharing the array's memory (no copy); writes show through both "
       "ways, and the tensor keeps the array alive. Negative strides, strides that are not a "
       "multiple of the element size and unsupported dtypes raise.");
+  def_new_factories(m);
   m.def(
       "is_tensor", [](py::handle obj) { return py::isinstance<Tensor>(obj); }, py::arg("obj"));
 }

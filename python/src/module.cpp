@@ -66,6 +66,8 @@ PYBIND11_MODULE(_C, m) {
   init_autograd(m);
   init_ops(m);
   init_semantics(m);
+  init_math(m);
+  init_indexing(m);
   init_optim(m);
   init_memory(m);
   init_runtime(m);

@@ -478,6 +478,8 @@ py::object max_impl(const Tensor& t, py::handle dim, py::handle keepdim) {
 
 // ---- shapes -------------------------------------------------------------------------------------------
 
+}  // namespace
+
 std::vector<Tensor> tensor_list(py::handle seq, const char* op, const char* name) {
   if (py::isinstance<Tensor>(seq) || !PySequence_Check(seq.ptr()) || py::isinstance<py::str>(seq))
     throw BindingTypeError(msg(op, "(): argument '", name, "' must be a tuple or list of Tensors, not ", type_name(seq)));
@@ -497,6 +499,8 @@ py::tuple tensors_tuple(const std::vector<Tensor>& ts) {
   for (std::size_t i = 0; i < ts.size(); ++i) out[i] = py::cast(ts[i]);
   return out;
 }
+
+namespace {
 
 py::tuple split_impl(const Tensor& t, py::handle split_size, int64_t dim) {
   wrap_dim_py(dim, t.dim(), "split");
@@ -1160,6 +1164,11 @@ void def_methods(py::module_& m) {
 }
 
 }  // namespace
+
+py::object inplace_op(py::object self, const char* op, bool saves_self, bool other_requires_grad,
+                      const std::function<Tensor(const Tensor&)>& compute) {
+  return inplace(std::move(self), op, saves_self, other_requires_grad, compute);
+}
 
 void init_ops(py::module_& m) {
   def_functions(m);

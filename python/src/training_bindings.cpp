@@ -38,20 +38,13 @@ void set_generator_state(Generator& g, const Tensor& state) {
   g.set_offset(words[1]);
 }
 
-void check_cpu(py::handle device, const char* op) {
-  if (device.is_none()) return;
-  const std::string d = py::str(device);
-  if (d != "cpu")
-    throw BindingValueError(msg(op, ": device ", quote_field(d), " is not available; Strata runs on the CPU (device='cpu')"));
-}
-
 void bind_generator(py::module_& m) {
   py::class_<Generator, std::shared_ptr<Generator>>(
       m, "Generator",
       "A random-number generator (torch.Generator): Philox counter-based, seeded with manual_seed(); "
       "pass it as `generator=` to nn.init, DataLoader, random_split and the samplers.")
       .def(py::init([](py::handle device) {
-             check_cpu(device, "Generator");
+             check_cpu_device(device, "Generator");
              return std::make_shared<Generator>();
            }),
            py::arg("device") = "cpu")

@@ -106,6 +106,19 @@ from ._C import (  # noqa: E402
     where,
 )
 
+# Issue 26 part 2: indexing ops (python/src/indexing_bindings.cpp; one_hot is in nn.functional).
+from ._C import (  # noqa: E402
+    index_add,
+    index_put,
+    masked_fill,
+    masked_select,
+    nonzero,
+    scatter,
+    scatter_add,
+    scatter_reduce,
+    take_along_dim,
+)
+
 # Issue 26 part 1: comparisons, logical and bitwise ops, integer division, the index-returning
 # reductions and the type-promotion queries (python/src/semantics_bindings.cpp). min, max, any, all
 # and abs shadow Python builtins inside this module only, as in PyTorch's namespace.
@@ -150,6 +163,56 @@ from ._C import (  # noqa: E402
     return_types,
     sort,
     topk,
+)
+
+# Issue 26 part 4: the missing ops (python/src/math_bindings.cpp) and factories
+# (factories_bindings.cpp). round shadows the Python builtin inside this module only, as in
+# PyTorch's namespace.
+from ._C import (  # noqa: E402
+    acos,
+    arccos,
+    arcsin,
+    arctan,
+    arctan2,
+    asin,
+    atan,
+    atan2,
+    ceil,
+    chunk,
+    cos,
+    cosh,
+    cumsum,
+    einsum,
+    erf,
+    expm1,
+    eye,
+    fix,
+    flip,
+    floor,
+    linspace,
+    log1p,
+    logsumexp,
+    norm,
+    rand_like,
+    randint_like,
+    randn_like,
+    randperm,
+    reciprocal,
+    repeat_interleave,
+    roll,
+    round,
+    rsqrt,
+    sign,
+    sin,
+    sinh,
+    square,
+    stack,
+    std,
+    tan,
+    tril,
+    triu,
+    trunc,
+    var,
 )
 
 # These dtype names shadow Python builtins, so they are attributes (strata.float, strata.int,
@@ -282,4 +345,12 @@ __all__ += [
     "greater_equal", "gt", "half", "le", "less", "less_equal", "logical_and", "logical_not", "logical_or",
     "logical_xor", "lt", "min", "minimum", "ne", "neg", "negative", "not_equal", "prod", "promote_types",
     "remainder", "result_type", "return_types", "sort", "topk",
+]
+__all__ += [
+    "acos", "arccos", "arcsin", "arctan", "arctan2", "asin", "atan", "atan2", "ceil", "cos", "cosh", "erf",
+    "expm1", "fix", "floor", "log1p", "reciprocal", "round", "rsqrt", "sign", "sin", "sinh", "square",
+    "tan", "trunc", "cumsum", "logsumexp", "norm", "std", "var", "chunk", "einsum", "flip", "repeat_interleave",
+    "roll", "stack", "tril", "triu", "eye", "linspace", "rand_like", "randint_like", "randn_like", "randperm",
+    "index_add", "index_put", "masked_fill", "masked_select", "nonzero", "scatter", "scatter_add",
+    "scatter_reduce", "take_along_dim",
 ]

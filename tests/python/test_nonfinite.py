@@ -124,6 +124,25 @@ CASES = {
     "embedding_bag": ([nonfinite(6, 3), idx(1, 5, 1, 0, 3, 2, 2), idx(0, 2, 2, 5), nonfinite(7, shift=4)],
                       lambda w, i, o, p: F.embedding_bag(i, w, o, mode="sum", per_sample_weights=p),
                       lambda w, i, o, p: TF.embedding_bag(i, w, o, mode="sum", per_sample_weights=p)),
+    # Issue 26 parts 7-8.
+    "silu": ([nonfinite(6, 7)], F.silu, TF.silu),
+    "l1_loss": ([nonfinite(6, 7), nonfinite(6, 7, shift=2)], lambda x, t: F.l1_loss(x, t, reduction="none"),
+                lambda x, t: TF.l1_loss(x, t, reduction="none")),
+    "embedding": ([nonfinite(6, 3), idx(1, 5, 1, 0, 3, 2, 2)], lambda w, i: F.embedding(i, w),
+                  lambda w, i: TF.embedding(i, w)),
+    # Non-finite values, keys and queries: NaN and +inf scores make their rows NaN, -inf ones drop out.
+    "scaled_dot_product_attention/value": (
+        [finite(2, 2, 5, 4), finite(2, 2, 5, 4, seed=2), nonfinite(2, 2, 5, 4)],
+        lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+        lambda q, k, v: TF.scaled_dot_product_attention(q, k, v, is_causal=True)),
+    "scaled_dot_product_attention/query": (
+        [nonfinite(2, 2, 5, 4), finite(2, 2, 5, 4, seed=2), finite(2, 2, 5, 4, seed=3)],
+        lambda q, k, v: F.scaled_dot_product_attention(q, k, v),
+        lambda q, k, v: TF.scaled_dot_product_attention(q, k, v)),
+    "scaled_dot_product_attention/key": (
+        [finite(2, 2, 5, 4), nonfinite(2, 2, 5, 4, shift=3), finite(2, 2, 5, 4, seed=3)],
+        lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+        lambda q, k, v: TF.scaled_dot_product_attention(q, k, v, is_causal=True)),
 }
 
 # Issue 26 part 1. floor_divide has no derivative in PyTorch (its backward raises): values only.
@@ -173,6 +192,61 @@ for _name in ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "
 for _name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
     CASES[_name] = ([nonfinite(6, 7), nonfinite(6, 7, shift=3)], masks(getattr(strata, _name)),
                     masks(getattr(torch, _name)))
+
+# Issue 26 part 4: element-wise math, statistics, shape transforms and einsum.
+for _name in ("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "floor", "ceil", "trunc", "round", "sign",
+              "expm1", "log1p", "rsqrt", "erf", "square", "reciprocal"):
+    CASES[_name] = ([nonfinite(6, 7)], getattr(strata, _name), getattr(torch, _name))
+CASES.update({
+    "atan2": ([nonfinite(6, 7), nonfinite(6, 7, shift=3)], strata.atan2, torch.atan2),
+    "var": ([nonfinite(6, 7)], lambda x: strata.var(x, 1), lambda x: torch.var(x, 1)),
+    "std": ([nonfinite(6, 7)], lambda x: strata.std(x, 0), lambda x: torch.std(x, 0)),
+    "norm": ([nonfinite(6, 7)], lambda x: strata.norm(x, dim=1), lambda x: torch.norm(x, dim=1)),
+    "logsumexp": ([nonfinite(6, 7)], lambda x: strata.logsumexp(x, 1), lambda x: torch.logsumexp(x, 1)),
+    "cumsum": ([nonfinite(6, 7)], lambda x: strata.cumsum(x, 1), lambda x: torch.cumsum(x, 1)),
+    "stack": ([nonfinite(3, 4), finite(3, 4)], lambda a, b: strata.stack([a, b], 1), lambda a, b: torch.stack([a, b], 1)),
+    "chunk": ([nonfinite(6, 7)], lambda x: strata.chunk(x, 3, 1), lambda x: torch.chunk(x, 3, 1)),
+    "flip": ([nonfinite(6, 7)], lambda x: strata.flip(x, (0, 1)), lambda x: torch.flip(x, (0, 1))),
+    "roll": ([nonfinite(6, 7)], lambda x: strata.roll(x, (2, -3), (0, 1)), lambda x: torch.roll(x, (2, -3), (0, 1))),
+    "repeat": ([nonfinite(3, 4)], lambda x: x.repeat(2, 1, 3), lambda x: x.repeat(2, 1, 3)),
+    "repeat_interleave": ([nonfinite(6, 7)], lambda x: strata.repeat_interleave(x, 2, 0),
+                          lambda x: torch.repeat_interleave(x, 2, 0)),
+    "tril": ([nonfinite(6, 7)], lambda x: strata.tril(x, -1), lambda x: torch.tril(x, -1)),
+    "triu": ([nonfinite(6, 7)], lambda x: strata.triu(x, 1), lambda x: torch.triu(x, 1)),
+    "einsum": ([nonfinite(3, 4), finite(4, 5)], lambda a, b: strata.einsum("ij,jk->ik", a, b),
+               lambda a, b: torch.einsum("ij,jk->ik", a, b)),
+})
+
+
+# Issue 26 part 2: indexing (ops/indexing.h, ops/scatter.h). Masks come from the detached input.
+_ROWS = idx(0, 5, 2, 1, 3, 4, 0, 1, 2, 3, 4, 5, 1, 0).reshape(2, 7)  # distinct per column (scatter overwrites)
+_DUPS = idx(1, 5, 1, 0, 5, 2, 2, 4, 4, 4, 1, 0, 3, 3, 1, 1, 1, 2, 0, 5, 0).reshape(3, 7)
+CASES.update({
+    "index": ([nonfinite(6, 7), idx(4, 0, 4)], lambda x, i: x[i, 1:5], lambda x, i: x[i, 1:5]),
+    "index_put": ([nonfinite(6, 7), nonfinite(3, 7, shift=2), idx(1, 5, 1)],
+                  lambda x, v, i: strata.index_put(x, (i,), v, accumulate=True),
+                  lambda x, v, i: torch.index_put(x, (i,), v, accumulate=True)),
+    "masked_fill": ([nonfinite(6, 7)], lambda x: x.masked_fill(x.detach() > 0, 2.0),
+                    lambda x: x.masked_fill(x.detach() > 0, 2.0)),
+    "masked_select": ([nonfinite(6, 7)], lambda x: strata.masked_select(x, x.detach() > 0),
+                      lambda x: torch.masked_select(x, x.detach() > 0)),
+    "nonzero": ([nonfinite(6, 7)], lambda x: strata.nonzero(x.detach()), lambda x: torch.nonzero(x.detach())),
+    "one_hot": ([idx(3, 0, 4, 4)], lambda i: F.one_hot(i, 6), lambda i: TF.one_hot(i, 6)),
+    "index_add": ([nonfinite(6, 7), nonfinite(3, 7, shift=2), idx(1, 5, 1)],
+                  lambda x, s, i: strata.index_add(x, 0, i, s), lambda x, s, i: torch.index_add(x, 0, i, s)),
+    "take_along_dim": ([nonfinite(6, 7), idx(6, 0, 6).reshape(1, 3)], lambda x, i: strata.take_along_dim(x, i, dim=1),
+                       lambda x, i: torch.take_along_dim(x, i, dim=1)),
+    "scatter": ([nonfinite(6, 7), nonfinite(2, 7, shift=2), _ROWS], lambda x, s, i: strata.scatter(x, 0, i, s),
+                lambda x, s, i: torch.scatter(x, 0, i, s)),
+    "scatter_add": ([nonfinite(6, 7), nonfinite(3, 7, shift=2), _DUPS], lambda x, s, i: strata.scatter_add(x, 0, i, s),
+                    lambda x, s, i: torch.scatter_add(x, 0, i, s)),
+    "scatter_reduce": ([nonfinite(6, 7), nonfinite(3, 7, shift=2), _DUPS],
+                       lambda x, s, i: strata.scatter_reduce(x, 0, i, s, "sum", include_self=False),
+                       lambda x, s, i: torch.scatter_reduce(x, 0, i, s, "sum", include_self=False)),
+    "scatter_reduce/mean": ([nonfinite(6, 7), nonfinite(3, 7, shift=2), _DUPS],
+                            lambda x, s, i: strata.scatter_reduce(x, 0, i, s, "mean"),
+                            lambda x, s, i: torch.scatter_reduce(x, 0, i, s, "mean")),
+})
 
 
 def torch_dot_interaction(features, itself):

@@ -943,12 +943,10 @@ def test_index_errors_are_index_errors():
         s[::-1]
     with pytest.raises(ValueError, match="slice step cannot be zero"):
         s[::0]
-    with pytest.raises(TypeError, match="basic indexing only"):
-        s[[0, 1]]
-    with pytest.raises(TypeError, match="basic indexing only"):
+    with pytest.raises(IndexError, match="tensors used as indices must be long, int, byte or bool tensors"):
         s[s]
-    with pytest.raises(TypeError, match="basic indexing only"):
-        s[True]
+    with pytest.raises(IndexError, match="only integers, slices"):
+        s[0.5]
     with pytest.raises(TypeError, match="slice indices must be integers"):
         s[0.5:]
     with pytest.raises(strata.StrataIndexError, match=r"Dimension out of range|dimension out of range \(expected to be in range of \[-2, 1\], but got 2\)"):

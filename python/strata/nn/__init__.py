@@ -39,6 +39,26 @@ from .._C.nn import (  # issue 26 parts 7-8
     TransformerEncoderLayer,
 )
 
+
+def _accept_factory_kwargs(cls):
+    """Lets the layer take torch.nn's factory keywords, `Linear(3, 4, dtype=strata.float64,
+    device="cpu")`: the C++ constructor builds it and Module.to (C++) converts its parameters and
+    buffers and refuses any device but the CPU, as for `model.to(...)`."""
+    construct = cls.__init__
+
+    def __init__(self, *args, device=None, dtype=None, **kwargs):
+        construct(self, *args, **kwargs)
+        if device is not None or dtype is not None:
+            self.to(**{k: v for k, v in (("device", device), ("dtype", dtype)) if v is not None})
+
+    __init__.__doc__ = construct.__doc__
+    cls.__init__ = __init__
+
+
+for _layer in (BatchNorm1d, BatchNorm2d, Conv2d, Embedding, EmbeddingBag, LayerNorm, Linear, MultiheadAttention,
+               TransformerEncoderLayer):
+    _accept_factory_kwargs(_layer)
+
 from . import _copy
 from . import functional
 from . import init

@@ -249,3 +249,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if enable_gqa:
         _unsupported("scaled_dot_product_attention", "enable_gqa", True)
     return _C.scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, scale=scale)
+
+
+def one_hot(tensor, num_classes=-1):
+    return _C.one_hot(tensor, num_classes)

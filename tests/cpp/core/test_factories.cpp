@@ -481,6 +481,52 @@ TEST(Randint, Errors) {
               AllOf(HasSubstr("randint"), HasSubstr("i32")));
 }
 
+// ---- eye / linspace / randperm (issue 26 part 4; tests/python/test_math_ops.py compares with torch)
+
+TEST(Eye, SquareRectangularAndEveryDType) {
+  EXPECT_EQ(values(eye(2)), (std::vector<double>{1, 0, 0, 1}));
+  EXPECT_EQ(vec(eye(2, 3).sizes()), (V{2, 3}));
+  EXPECT_EQ(values(eye(2, 3)), (std::vector<double>{1, 0, 0, 0, 1, 0}));
+  EXPECT_EQ(values(eye(3, 1)), (std::vector<double>{1, 0, 0}));
+  EXPECT_EQ(eye(0).numel(), 0);
+  for (DType dt : {DType::f64, DType::i32, DType::boolean, DType::f16}) {
+    EXPECT_EQ(eye(2, std::nullopt, opt(dt)).dtype(), dt);
+    EXPECT_EQ(values(eye(2, std::nullopt, opt(dt))), (std::vector<double>{1, 0, 0, 1}));
+  }
+  EXPECT_THAT(ERROR_MESSAGE(eye(-1)), AllOf(HasSubstr("eye"), HasSubstr("-1")));
+  EXPECT_THAT(ERROR_MESSAGE(eye(2, -3)), AllOf(HasSubstr("eye"), HasSubstr("-3")));
+}
+
+TEST(Linspace, BothEndsExactAndIntegerTruncation) {
+  EXPECT_EQ(values(linspace(0, 1, 5)), (std::vector<double>{0, 0.25, 0.5, 0.75, 1}));
+  const auto v = values(linspace(-2.5, 7, 11, opt(DType::f64)));
+  EXPECT_EQ(v.front(), -2.5);
+  EXPECT_EQ(v.back(), 7.0);
+  EXPECT_EQ(values(linspace(3, 3, 1)), (std::vector<double>{3}));
+  EXPECT_EQ(linspace(0, 1, 0).numel(), 0);
+  // PyTorch's integer linspace: the ends converted first, then start + i * step (or end - ...).
+  EXPECT_EQ(values(linspace(-2.5, 7, 11, opt(DType::i64))), (std::vector<double>{-2, -1, 0, 0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_THAT(ERROR_MESSAGE(linspace(0, 1, -1)), AllOf(HasSubstr("linspace"), HasSubstr("-1")));
+  EXPECT_THAT(ERROR_MESSAGE(linspace(0, std::numeric_limits<double>::infinity(), 3)), HasSubstr("linspace"));
+}
+
+TEST(Randperm, IsASeededPermutation) {
+  for (int64_t n : {0, 1, 2, 17, 1000}) {
+    const auto v = values(randperm(n));
+    std::vector<double> sorted = v;
+    std::sort(sorted.begin(), sorted.end());
+    EXPECT_EQ(sorted, iota(n)) << n;
+  }
+  Generator a(11), b(11);
+  const auto first = values(randperm(500, opt(DType::i64), &a));
+  EXPECT_EQ(values(randperm(500, opt(DType::i64), &b)), first);
+  EXPECT_NE(values(randperm(500, opt(DType::i64), &a)), first);  // the generator moved on
+  EXPECT_EQ(randperm(5, opt(DType::f32)).dtype(), DType::f32);
+  EXPECT_THAT(ERROR_MESSAGE(randperm(-2)), AllOf(HasSubstr("randperm"), HasSubstr("-2")));
+  EXPECT_THAT(ERROR_MESSAGE(randperm(300, opt(DType::u8))), AllOf(HasSubstr("randperm"), HasSubstr("u8")));
+  EXPECT_THAT(ERROR_MESSAGE(randperm(3, opt(DType::boolean))), AllOf(HasSubstr("randperm"), HasSubstr("bool")));
+}
+
 // ---- from_blob ---------------------------------------------------------------------------------
 
 TEST(FromBlob, WrapsWithoutCopying) {

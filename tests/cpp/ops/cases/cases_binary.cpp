@@ -75,17 +75,7 @@ OpCase binary_case(std::string name, OpKind op, std::function<Tensor(const Tenso
 /// out = op(a) for a scalar overload.
 OpCase scalar_case(std::string name, OpKind op, std::function<Tensor(const Tensor&)> fn, std::function<double(double)> ref,
                    InputFn in = any_values) {
-  OpCase c;
-  c.name = std::move(name);
-  c.op = op;
-  c.inputs = [in](Generator& g) { return TensorList{in({4, 5}, g)}; };
-  c.run = [fn](const TensorList& x) { return TensorList{fn(x[0])}; };
-  c.reference = [ref](const TensorList& x) {
-    auto v = values_of(x[0]);
-    for (double& e : v) e = ref(e);
-    return TensorList{from_values(v, x[0].sizes())};
-  };
-  c.grad_inputs = {0};
+  OpCase c = unary_case(std::move(name), op, std::move(fn), std::move(ref), [in](Generator& g) { return in({4, 5}, g); });
   c.bench_inputs = [](Generator& g) { return TensorList{uniform({256, 4096}, 0.5, 2.0, {DType::f32, nullptr}, &g)}; };
   return c;
 }

@@ -61,20 +61,10 @@ Tensor positive(IntArrayRef sizes, Generator& g) { return uniform64(sizes, g, 0.
 Tensor bench_f32(Generator& g) { return randn32({256, 4096}, g); }
 Tensor bench_positive_f32(Generator& g) { return uniform({256, 4096}, 0.5, 2.0, {DType::f32, nullptr}, &g); }
 
-/// A case for y = op(x) with a scalar reference function.
+/// A case for y = op(x) with a scalar reference function, benchmarked on [256, 4096].
 OpCase pointwise_case(std::string name, OpKind op, std::function<Tensor(const Tensor&)> fn, std::function<double(double)> ref,
                       InputFn in, bool positive_bench = false) {
-  OpCase c;
-  c.name = std::move(name);
-  c.op = op;
-  c.inputs = [in](Generator& g) { return TensorList{in(g)}; };
-  c.run = [fn](const TensorList& x) { return TensorList{fn(x[0])}; };
-  c.reference = [ref](const TensorList& x) {
-    auto v = values_of(x[0]);
-    for (double& e : v) e = ref(e);
-    return TensorList{from_values(v, x[0].sizes())};
-  };
-  c.grad_inputs = {0};
+  OpCase c = unary_case(std::move(name), op, std::move(fn), std::move(ref), std::move(in));
   c.bench_inputs = [positive_bench](Generator& g) {
     return TensorList{positive_bench ? bench_positive_f32(g) : bench_f32(g)};
   };
@@ -191,12 +181,7 @@ OpCase pow_tensor_case(std::string name, Dims xs, Dims es) {
   c.inputs = [xs, es](Generator& g) { return TensorList{positive(xs, g), uniform64(es, g, -1.5, 2.5)}; };
   c.run = [](const TensorList& in) { return TensorList{pow(in[0], in[1])}; };
   c.reference = [](const TensorList& in) {
-    const Dims shape = broadcast_shapes(in[0].sizes(), in[1].sizes());
-    const auto x = values_of(in[0].expand(shape).contiguous());
-    const auto e = values_of(in[1].expand(shape).contiguous());
-    std::vector<double> out(x.size());
-    for (std::size_t i = 0; i < x.size(); ++i) out[i] = std::pow(x[i], e[i]);
-    return TensorList{from_values(out, shape)};
+    return TensorList{broadcast_reference(in, [](double x, double e) { return std::pow(x, e); })};
   };
   c.grad_inputs = {0, 1};
   c.bench_inputs = [](Generator& g) {

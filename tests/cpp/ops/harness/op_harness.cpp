@@ -46,6 +46,31 @@ std::vector<double> values_of(const Tensor& t) {
   return std::vector<double>(p, p + c.numel());
 }
 
+OpCase unary_case(std::string name, OpKind op, std::function<Tensor(const Tensor&)> fn, std::function<double(double)> ref,
+                  std::function<Tensor(Generator&)> input) {
+  OpCase c;
+  c.name = std::move(name);
+  c.op = op;
+  c.inputs = [input](Generator& g) { return TensorList{input(g)}; };
+  c.run = [fn](const TensorList& x) { return TensorList{fn(x[0])}; };
+  c.reference = [ref](const TensorList& x) {
+    auto v = values_of(x[0]);
+    for (double& e : v) e = ref(e);
+    return TensorList{from_values(v, x[0].sizes())};
+  };
+  c.grad_inputs = {0};
+  return c;
+}
+
+Tensor broadcast_reference(const TensorList& in, const std::function<double(double, double)>& f) {
+  const Dims shape = broadcast_shapes(in[0].sizes(), in[1].sizes());
+  const auto a = values_of(in[0].expand(shape).contiguous());
+  const auto b = values_of(in[1].expand(shape).contiguous());
+  std::vector<double> out(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) out[i] = f(a[i], b[i]);
+  return from_values(out, shape);
+}
+
 std::vector<int64_t> indices_of(const Tensor& t) {
   Tensor c = t.to(DType::i64).contiguous();
   const int64_t* p = c.data<int64_t>();

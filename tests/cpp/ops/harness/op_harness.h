@@ -90,6 +90,12 @@ Tensor from_indices(const std::vector<int64_t>& values, IntArrayRef sizes);
 /// A contiguous f64 copy's elements as a vector (for writing references).
 std::vector<double> values_of(const Tensor& t);
 std::vector<int64_t> indices_of(const Tensor& t);
+/// A case "name" for y = fn(x), x made by `input`, against the f64 reference `ref` applied to each
+/// element; the gradient of x is checked by finite differences.
+OpCase unary_case(std::string name, OpKind op, std::function<Tensor(const Tensor&)> fn, std::function<double(double)> ref,
+                  std::function<Tensor(Generator&)> input);
+/// The f64 reference of a broadcasting binary op: f(a, b) over the broadcast shape of in[0], in[1].
+Tensor broadcast_reference(const TensorList& in, const std::function<double(double, double)>& f);
 /// A non-contiguous view holding the same values (rank >= 1; rank-0 tensors are returned as is).
 Tensor noncontiguous(const Tensor& t);
 
