@@ -6,6 +6,7 @@
 
 #include "autograd/accumulate.h"
 #include "autograd/anomaly_mode.h"
+#include "autograd/hooks.h"
 #include "core/factories.h"
 
 namespace strata::autograd {
@@ -123,13 +124,14 @@ TensorList run_graph(const std::vector<Edge>& root_edges, TensorList root_grads,
     TensorList inputs = std::move(buffers[node]);
     buffers.erase(node);
     inputs.resize(node->output_meta().size());
+    detail::run_tensor_hooks(*node, inputs);  // Note [Tensor hooks]
     if (targets.count(node) > 0) captured_at[node] = inputs;
     if (!is_needed(is_needed, node)) continue;
 
     const bool accumulate = dynamic_cast<AccumulateGrad*>(node) != nullptr;
     const bool check = AnomalyMode::should_check_nan();  // Note [Anomaly detection]
     if (check && accumulate && !inputs.empty()) detail::check_leaf_gradient(*node, inputs[0]);
-    if (!accumulate) {
+    if (!accumulate && node->materialize_grads()) {
       for (std::size_t i = 0; i < inputs.size(); ++i)
         if (!inputs[i].defined()) inputs[i] = zeros(node->output_meta()[i].sizes, {node->output_meta()[i].dtype, nullptr});
     }

@@ -32,6 +32,12 @@ void Node::release_saved() {
   for (auto& s : saved_) s.release();
 }
 
+void Node::watch_output(uint32_t nr, const std::shared_ptr<::strata::detail::AutogradMeta>& meta) {
+  for (const WatchedOutput& w : watched_)
+    if (w.output_nr == nr && w.meta.lock() == meta) return;
+  watched_.push_back({nr, meta});
+}
+
 void Node::add_input(const Tensor& input) {
   if (input.defined()) {
     next_edges_.push_back(gradient_edge(input));
@@ -112,29 +118,31 @@ std::shared_ptr<Node> make_node(std::string name, const TensorList& inputs, Back
   return node;
 }
 
-namespace {
-void attach(Tensor& out, const std::shared_ptr<Node>& node, uint32_t nr) {
+void append_history(Tensor& out, const std::shared_ptr<Node>& node, bool in_place) {
+  const auto nr = static_cast<uint32_t>(node->output_meta().size());
   STRATA_ASSERT(out.defined(), node->name(), ": output ", nr, " is undefined");
-  // An op that hands back one of its inputs (or any tensor already in a graph) must not rewrite
-  // that tensor's history: give the output a handle of its own.
-  if (::strata::detail::AutogradMeta* m = out.autograd_meta_if_any(); m != nullptr && (m->grad_fn || m->requires_grad))
+  ::strata::detail::AutogradMeta* m = out.autograd_meta_if_any();
+  if (in_place) {
+    STRATA_CHECK(m == nullptr || m->grad_fn || !m->requires_grad, node->name(), ": output ", nr, " (",
+                 out.describe(), ") is a leaf Variable that requires grad and has been used in an in-place operation");
+  } else if (m != nullptr && (m->grad_fn || m->requires_grad)) {
+    // An op that hands back one of its inputs (or any tensor already in a graph) must not rewrite
+    // that tensor's history: give the output a handle of its own.
     out = out.detach();
+  }
   ::strata::detail::AutogradMeta& meta = out.autograd_meta();
   meta.grad_fn = node;
   meta.output_nr = nr;
   node->add_output(out);
   if (AnomalyMode::should_check_nan()) detail::check_forward_output(*node, out, nr);  // Note [Anomaly detection]
 }
-}  // namespace
 
 void set_history(std::initializer_list<Tensor*> outputs, const std::shared_ptr<Node>& node) {
-  uint32_t nr = 0;
-  for (Tensor* t : outputs) attach(*t, node, nr++);
+  for (Tensor* t : outputs) append_history(*t, node);
 }
 
 void set_history(TensorList& outputs, const std::shared_ptr<Node>& node) {
-  uint32_t nr = 0;
-  for (Tensor& t : outputs) attach(t, node, nr++);
+  for (Tensor& t : outputs) append_history(t, node);
 }
 
 }  // namespace strata::autograd

@@ -80,6 +80,19 @@ class Node : public std::enable_shared_from_this<Node> {
   const std::vector<SavedTensor>& saved_values() const { return saved_; }
   /// Drops every saved value (the engine calls it once the node ran, unless the graph is retained).
   void release_saved();
+  /// Whether the engine fills the gradient of an output nobody used with zeros before apply()
+  /// (otherwise apply() receives an undefined tensor there). True but for custom functions that
+  /// asked otherwise (ctx.set_materialize_grads(False)).
+  virtual bool materialize_grads() const { return true; }
+
+  /// Output `nr` is a tensor with gradient hooks or a retained gradient, whose record is `meta`
+  /// (held weakly: the node does not keep the tensor's record alive); Note [Tensor hooks].
+  void watch_output(uint32_t nr, const std::shared_ptr<::strata::detail::AutogradMeta>& meta);
+  struct WatchedOutput {
+    uint32_t output_nr;
+    std::weak_ptr<::strata::detail::AutogradMeta> meta;
+  };
+  const std::vector<WatchedOutput>& watched_outputs() const { return watched_; }
 
   // For make_node/set_history and the engine.
   void add_input(const Tensor& input);
@@ -92,6 +105,7 @@ class Node : public std::enable_shared_from_this<Node> {
   std::vector<SavedTensor> saved_;
 
  private:
+  std::vector<WatchedOutput> watched_;
   uint64_t sequence_nr_;
 };
 
@@ -136,5 +150,10 @@ std::shared_ptr<Node> make_node(std::string name, const TensorList& inputs, Back
 /// Makes `outputs` the outputs of `node` (output i gets output_nr i).
 void set_history(std::initializer_list<Tensor*> outputs, const std::shared_ptr<Node>& node);
 void set_history(TensorList& outputs, const std::shared_ptr<Node>& node);
+/// Makes `output` the next output of `node` (its output_nr is the node's output count so far).
+/// An output that already has a history or requires grad is first replaced by a new handle
+/// (detach()), so the tensor it was is left alone; with `in_place` the tensor itself gets the new
+/// history instead, as one an in-place op modified does (it must not be a leaf that requires grad).
+void append_history(Tensor& output, const std::shared_ptr<Node>& node, bool in_place = false);
 
 }  // namespace strata::autograd

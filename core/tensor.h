@@ -4,10 +4,13 @@
 /// Views share Storage. Row-major; dimension 0 is the outermost.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/dtype.h"
 #include "core/error.h"
@@ -65,6 +68,9 @@ class Tensor {
   const Storage& storage() const { return impl().storage; }
   /// True when both tensors view the same Storage.
   bool shares_storage(const Tensor& other) const;
+  /// True when both handles refer to one tensor (the same TensorImpl, hence the same autograd
+  /// identity), not merely to the same bytes; PyTorch's `is_same`.
+  bool is_same(const Tensor& other) const { return impl_ == other.impl_; }
   /// Number of Tensor handles sharing this tensor (a view is a tensor of its own; see
   /// Storage::use_count for the views of one Storage). 0 when undefined.
   long use_count() const { return impl_.use_count(); }
@@ -120,6 +126,21 @@ class Tensor {
   /// `grad` may be omitted only for one-element tensors. Frees the graph's saved values unless
   /// `retain_graph`.
   void backward(const Tensor& grad = Tensor(), bool retain_graph = false) const;
+  /// A function of the gradient w.r.t. a tensor: returns a replacement, or an undefined tensor to
+  /// keep the gradient as it is.
+  using GradHook = std::function<Tensor(const Tensor& grad)>;
+  /// Registers `hook` to run on the gradient w.r.t. this tensor each time one is computed, before
+  /// it reaches `.grad` (a leaf) or flows on (a non-leaf); hooks run in registration order, each on
+  /// the previous one's result (Note [Tensor hooks] in autograd/hooks.h; defined there). Throws
+  /// unless the tensor requires grad. Returns an id for remove_hook().
+  uint64_t register_hook(GradHook hook) const;
+  /// Removes the hook with id `id`; false when this tensor has no such hook (any more).
+  bool remove_hook(uint64_t id) const;
+  /// Makes a non-leaf keep the gradient that reaches it in `.grad`, accumulated as a leaf's is
+  /// (a no-op for a leaf). Throws unless the tensor requires grad.
+  void retain_grad() const;
+  /// True after retain_grad() on a non-leaf.
+  bool retains_grad() const;
   /// The autograd record, created on first use. For autograd/; not for users.
   detail::AutogradMeta& autograd_meta() const;
   /// The autograd record or null.
@@ -219,6 +240,10 @@ struct AutogradMeta {
   uint32_t output_nr = 0;
   /// The AccumulateGrad node of a leaf, shared by every graph that uses the leaf.
   std::weak_ptr<autograd::Node> grad_accumulator;
+  /// Tensor::register_hook's hooks with their ids, in registration order.
+  std::vector<std::pair<uint64_t, Tensor::GradHook>> hooks;
+  /// Set by Tensor::retain_grad() on a non-leaf.
+  bool retains_grad = false;
 };
 }  // namespace detail
 

@@ -215,7 +215,7 @@ MultiheadAttention::Output MultiheadAttention::forward(const Tensor& query, cons
   } else {
     out.output = multi_head_attention(p.q, p.k, p.v, num_heads_, mask, fused_causal, is_training() ? dropout_ : 0.0);
   }
-  out.output = out_proj_->forward(out.output);
+  out.output = (*out_proj_)(out.output);
   if (!batched) {
     out.output = squeeze0(out.output);
     if (out.weights.defined()) out.weights = squeeze0(out.weights);
@@ -252,15 +252,15 @@ TransformerEncoderLayer::TransformerEncoderLayer(int64_t d_model, int64_t nhead,
 Tensor TransformerEncoderLayer::self_attention_block(const Tensor& x, const Tensor& mask, const Tensor& kpm,
                                                      bool causal) {
   Tensor out = self_attn_->forward(x, x, x, kpm, false, mask, true, causal).output;
-  return dropout1_->forward(out);
+  return (*dropout1_)(out);
 }
 
 Tensor TransformerEncoderLayer::feed_forward_block(const Tensor& x) {
   const Activation act = options_.activation == "gelu" ? Activation::GELU : Activation::ReLU;
   Tensor h = linear(x, linear1_->parameter("weight"), linear1_->parameter("bias"), act);
-  h = dropout_->forward(h);
-  h = linear2_->forward(h);
-  return dropout2_->forward(h);
+  h = (*dropout_)(h);
+  h = (*linear2_)(h);
+  return (*dropout2_)(h);
 }
 
 Tensor TransformerEncoderLayer::forward(const Tensor& src, const Tensor& src_mask, const Tensor& src_key_padding_mask,
@@ -269,17 +269,17 @@ Tensor TransformerEncoderLayer::forward(const Tensor& src, const Tensor& src_mas
   // One op per statement (as in the zoo's blocks): each intermediate is released once consumed.
   Tensor x = src;
   if (options_.norm_first) {
-    Tensor h = norm1_->forward(x);
+    Tensor h = (*norm1_)(x);
     h = self_attention_block(h, src_mask, src_key_padding_mask, is_causal);
     x = add(x, h);
-    h = norm2_->forward(x);
+    h = (*norm2_)(x);
     h = feed_forward_block(h);
     return add(x, h);
   }
   Tensor h = self_attention_block(x, src_mask, src_key_padding_mask, is_causal);
-  x = norm1_->forward(add(x, h));
+  x = (*norm1_)(add(x, h));
   h = feed_forward_block(x);
-  return norm2_->forward(add(x, h));
+  return (*norm2_)(add(x, h));
 }
 
 int64_t TransformerEncoderLayer::append_remat_steps(int64_t input, std::vector<remat::GraphStep>& steps) const {

@@ -26,7 +26,7 @@ std::shared_ptr<Module> Sequential::operator[](int64_t i) const { return child_s
 
 Tensor Sequential::forward(const Tensor& input) {
   Tensor x = input;
-  for (const auto& slot : child_slots()) x = slot.module->forward(x);
+  for (const auto& slot : child_slots()) x = (*slot.module)(x);  // through its hooks (Note [Module hooks])
   return x;
 }
 

@@ -4,6 +4,8 @@
 /// children), names ("0.weight", "bn1.running_mean"), train/eval switch, state_dict and
 /// load_state_dict, and repr.
 
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -37,8 +39,33 @@ class Module : public std::enable_shared_from_this<Module> {
   /// The forward computation. The default throws "<Type> has no forward(Tensor)"; modules with
   /// several inputs add their own non-virtual overloads.
   virtual Tensor forward(const Tensor& input);
-  /// forward(input).
-  Tensor operator()(const Tensor& input) { return forward(input); }
+  /// forward(input) through the module's hooks (Note [Module hooks]); what containers call.
+  Tensor operator()(const Tensor& input) { return hooks_ == nullptr ? forward(input) : call_with_hooks(input); }
+
+  // ---- hooks (Note [Module hooks] in models/module_hooks.cpp) -----------------------------------
+  /// Runs before forward; returns a replacement input, or an undefined tensor to keep it.
+  using ForwardPreHook = std::function<Tensor(Module& module, const Tensor& input)>;
+  /// Runs after forward; returns a replacement output, or an undefined tensor to keep it.
+  using ForwardHook = std::function<Tensor(Module& module, const Tensor& input, const Tensor& output)>;
+  /// Runs when the gradient w.r.t. the module's input is computed, with it (undefined when the
+  /// input needs none) and the gradient w.r.t. the output; returns replacement input gradients or
+  /// an empty list to keep them.
+  using BackwardHook = std::function<std::vector<Tensor>(Module& module, const std::vector<Tensor>& grad_input,
+                                                         const std::vector<Tensor>& grad_output)>;
+  /// PyTorch's register_forward_pre_hook / register_forward_hook / register_full_backward_hook:
+  /// each returns an id for remove_hook(); `prepend` puts the hook before those already there.
+  uint64_t register_forward_pre_hook(ForwardPreHook hook, bool prepend = false);
+  uint64_t register_forward_hook(ForwardHook hook, bool prepend = false);
+  uint64_t register_full_backward_hook(BackwardHook hook, bool prepend = false);
+  /// Removes the hook with id `id`; false when this module has no such hook (any more).
+  bool remove_hook(uint64_t id);
+  /// True when some hook is registered on this module (not its children).
+  bool has_hooks() const;
+
+  /// Data a binding layer keeps with the module for as long as the module lives (Python: the
+  /// arguments it was constructed with, for copy.deepcopy and pickle); C++ never looks at it.
+  const std::shared_ptr<void>& binding_data() const { return binding_data_; }
+  void set_binding_data(std::shared_ptr<void> data) { binding_data_ = std::move(data); }
 
   // ---- registries -----------------------------------------------------------------------------
   /// Registers (or replaces) parameter `name`. A defined tensor becomes a leaf that requires grad
@@ -149,8 +176,14 @@ class Module : public std::enable_shared_from_this<Module> {
   // load_state_dict's validation: the result, and the (target, source) copies to make.
   LoadResult plan_load(const StateDict& state, bool strict, std::vector<std::pair<Tensor, Tensor>>& copies);
 
+  struct Hooks;
+  /// operator()'s path when hooks are registered (models/module_hooks.cpp).
+  Tensor call_with_hooks(const Tensor& input);
+
   std::string type_name_;
   bool training_ = true;
+  std::shared_ptr<Hooks> hooks_;  // null until a hook is registered
+  std::shared_ptr<void> binding_data_;
   std::vector<TensorSlot> parameters_;
   std::vector<TensorSlot> buffers_;
   std::vector<ModuleSlot> children_;

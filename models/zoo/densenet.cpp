@@ -34,9 +34,9 @@ DenseLayer::DenseLayer(int64_t in_features, int64_t growth_rate, int64_t bn_size
 }
 
 Tensor DenseLayer::forward(const Tensor& input) {
-  Tensor y = conv1_->forward(relu(norm1_->forward(input)));
-  y = conv2_->forward(relu(norm2_->forward(y)));
-  return dropout_ ? dropout_->forward(y) : y;
+  Tensor y = (*conv1_)(relu((*norm1_)(input)));
+  y = (*conv2_)(relu((*norm2_)(y)));
+  return dropout_ ? (*dropout_)(y) : y;
 }
 
 int64_t DenseLayer::append_layer_steps(int64_t input, std::vector<remat::GraphStep>& steps) const {
@@ -60,7 +60,7 @@ DenseBlock::DenseBlock(int64_t num_layers, int64_t in_features, int64_t growth_r
 
 Tensor DenseBlock::forward(const Tensor& input) {
   std::vector<Tensor> features{input};
-  for (auto& layer : layers_) features.push_back(layer->forward(features.size() == 1 ? input : cat(features, 1)));
+  for (auto& layer : layers_) features.push_back((*layer)(features.size() == 1 ? input : cat(features, 1)));
   return cat(features, 1);
 }
 
@@ -117,8 +117,8 @@ DenseNet::DenseNet(const DenseNetOptions& o, Generator* gen) : Module("DenseNet"
 Tensor DenseNet::forward(const Tensor& input) {
   STRATA_CHECK(input.dim() == 4 && input.sizes()[1] == options_.in_channels, "DenseNet: expected a 4-D input [N, ",
                options_.in_channels, ", H, W], got ", input.sizes());
-  Tensor x = relu(features_->forward(input));
-  return classifier_->forward(flatten(adaptive_avg_pool2d(x, {1, 1}), 1));
+  Tensor x = relu((*features_)(input));
+  return (*classifier_)(flatten(adaptive_avg_pool2d(x, {1, 1}), 1));
 }
 
 DenseNetOptions densenet_options(int depth, int64_t num_classes, const std::string& stem) {

@@ -42,9 +42,10 @@ Tensor FusedMLP::forward(const Tensor& input) {
                            : dynamic_cast<const ReLU*>(next) != nullptr    ? Activation::ReLU
                            : dynamic_cast<const Sigmoid*>(next) != nullptr ? Activation::Sigmoid
                                                                            : Activation::None;
-    if (lin == nullptr || act == Activation::None) {
+    // A layer with hooks runs on its own, through them (Note [Module hooks]).
+    if (lin == nullptr || act == Activation::None || lin->has_hooks() || next->has_hooks()) {
       flush();
-      x = children[i].module->forward(x);
+      x = (*children[i].module)(x);
       continue;
     }
     run.push_back({lin->weight(), lin->has_parameter("bias") ? lin->bias() : Tensor(), act});
@@ -145,7 +146,7 @@ Tensor DLRM::forward(const Tensor& dense, const std::vector<Tensor>& indices, co
   STRATA_CHECK(per_sample_weights.empty() || per_sample_weights.size() == tables, "DLRM: expected per-sample weights for ",
                tables, " tables or none, got ", per_sample_weights.size());
   const int64_t batch = dense.sizes()[0];
-  Tensor x = bot_->forward(dense);
+  Tensor x = (*bot_)(dense);
   std::vector<Tensor> ly;
   ly.reserve(tables);
   for (std::size_t k = 0; k < tables; ++k) {
@@ -154,7 +155,7 @@ Tensor DLRM::forward(const Tensor& dense, const std::vector<Tensor>& indices, co
     auto* bag = static_cast<EmbeddingBag*>((*emb_)[static_cast<int64_t>(k)].get());
     ly.push_back(bag->forward(indices[k], offsets[k], per_sample_weights.empty() ? Tensor() : per_sample_weights[k]));
   }
-  return top_->forward(interact(x, ly));
+  return (*top_)(interact(x, ly));
 }
 
 Tensor DLRM::forward(const Tensor&) {

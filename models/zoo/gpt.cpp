@@ -75,11 +75,11 @@ Tensor GPT::forward(const Tensor& idx) {
   STRATA_CHECK(T <= config_.block_size, "GPT: cannot forward a sequence of length ", T, ", the block size is only ",
                config_.block_size);
   const Tensor pos = arange(0, static_cast<double>(T), 1.0, {DType::i64, nullptr});
-  Tensor x = wte_->forward(idx);
-  x = add(x, wpe_->forward(pos));
-  x = drop_->forward(x);
-  x = blocks_->forward(x);
-  x = ln_f_->forward(x);
+  Tensor x = (*wte_)(idx);
+  x = add(x, (*wpe_)(pos));
+  x = (*drop_)(x);
+  x = (*blocks_)(x);
+  x = (*ln_f_)(x);
   return linear(x, wte_->weight());
 }
 

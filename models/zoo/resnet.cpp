@@ -39,12 +39,12 @@ Tensor BasicBlock::forward(const Tensor& input) {
   // One op per statement: each intermediate is released once the next op consumed it (a temporary
   // would live to the end of its full-expression), so the forward holds the block's input, one op's
   // operand and its result, which is the floor tape streaming leaves (Note [Tape streaming]).
-  Tensor out = conv1_->forward(input);
-  out = bn1_->forward(out);
+  Tensor out = (*conv1_)(input);
+  out = (*bn1_)(out);
   out = relu(out);
-  out = conv2_->forward(out);
-  out = bn2_->forward(out);
-  out = add(out, downsample_ ? downsample_->forward(input) : input);
+  out = (*conv2_)(out);
+  out = (*bn2_)(out);
+  out = add(out, downsample_ ? (*downsample_)(input) : input);
   return relu(out);
 }
 
@@ -98,15 +98,15 @@ Bottleneck::Bottleneck(int64_t in_planes, int64_t planes, int64_t stride, Genera
 
 Tensor Bottleneck::forward(const Tensor& input) {
   // One op per statement, as in BasicBlock::forward.
-  Tensor out = conv1_->forward(input);
-  out = bn1_->forward(out);
+  Tensor out = (*conv1_)(input);
+  out = (*bn1_)(out);
   out = relu(out);
-  out = conv2_->forward(out);
-  out = bn2_->forward(out);
+  out = (*conv2_)(out);
+  out = (*bn2_)(out);
   out = relu(out);
-  out = conv3_->forward(out);
-  out = bn3_->forward(out);
-  out = add(out, downsample_ ? downsample_->forward(input) : input);
+  out = (*conv3_)(out);
+  out = (*bn3_)(out);
+  out = add(out, downsample_ ? (*downsample_)(input) : input);
   return relu(out);
 }
 
@@ -148,10 +148,10 @@ ResNet::ResNet(const ResNetOptions& options, Generator* gen) : Module("ResNet"),
 Tensor ResNet::forward(const Tensor& input) {
   STRATA_CHECK(input.dim() == 4 && input.sizes()[1] == options_.in_channels, "ResNet: expected a 4-D input [N, ",
                options_.in_channels, ", H, W], got ", input.sizes());
-  Tensor x = relu(bn1_->forward(conv1_->forward(input)));
-  if (maxpool_) x = maxpool_->forward(x);
-  for (auto& stage : stages_) x = stage->forward(x);
-  return fc_->forward(flatten(avgpool_->forward(x), 1));
+  Tensor x = relu((*bn1_)((*conv1_)(input)));
+  if (maxpool_) x = (*maxpool_)(x);
+  for (auto& stage : stages_) x = (*stage)(x);
+  return (*fc_)(flatten((*avgpool_)(x), 1));
 }
 
 ResNetOptions resnet_options(int depth, int64_t num_classes, const std::string& stem) {

@@ -69,9 +69,9 @@ VGG::VGG(const VGGOptions& options, Generator* gen) : Module("VGG"), options_(op
 Tensor VGG::forward(const Tensor& input) {
   STRATA_CHECK(input.dim() == 4 && input.sizes()[1] == options_.in_channels, "VGG: expected a 4-D input [N, ",
                options_.in_channels, ", H, W], got ", input.sizes());
-  Tensor x = features_->forward(input);
-  x = avgpool_->forward(x);
-  return classifier_->forward(flatten(x, 1));
+  Tensor x = (*features_)(input);
+  x = (*avgpool_)(x);
+  return (*classifier_)(flatten(x, 1));
 }
 
 }  // namespace strata::nn::zoo

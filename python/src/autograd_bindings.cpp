@@ -1,5 +1,7 @@
-// Autograd on strata.Tensor (requires_grad, grad, is_leaf, grad_fn, backward, detach) and the grad
-// mode switch behind strata.no_grad / enable_grad / set_grad_enabled (python/strata/autograd).
+// Autograd on strata.Tensor (requires_grad, grad, is_leaf, grad_fn, backward, detach, gradient
+// hooks, retain_grad), the grad and inference mode switches behind strata.no_grad / enable_grad /
+// set_grad_enabled / inference_mode, and the C++ half of strata.autograd.Function
+// (python/strata/autograd).
 
 #include <any>
 #include <memory>
@@ -13,6 +15,7 @@
 #include "autograd/tape.h"
 #include "bindings.h"
 #include "core/factories.h"
+#include "ops/custom_function.h"
 
 namespace strata::python {
 namespace {
@@ -45,22 +48,8 @@ void set_grad_of(Tensor& t, py::handle value) {
 // Note [Python saved-tensor hooks]
 // Ops run with the GIL released, and the values a pack hook returns (and the hooks themselves) may
 // be dropped by backward, also without the GIL. So every trampoline acquires the GIL, and every
-// Python object the C++ side keeps is held by a PyRef, whose destructor acquires the GIL (and
-// leaks the reference instead if the interpreter is already gone).
-struct PyRef {
-  py::object obj;
-  explicit PyRef(py::object o) : obj(std::move(o)) {}
-  PyRef(const PyRef&) = delete;
-  PyRef& operator=(const PyRef&) = delete;
-  ~PyRef() {
-    if (!Py_IsInitialized()) {
-      obj.release();
-      return;
-    }
-    py::gil_scoped_acquire gil;
-    obj = py::object();
-  }
-};
+// Python object the C++ side keeps is held by a PyRef (bindings.h), whose destructor acquires the GIL
+// (and leaks the reference instead if the interpreter is already gone).
 
 class PySavedTensorHooks final : public autograd::SavedTensorHooks {
  public:
@@ -176,9 +165,94 @@ py::dict saved_info_dict(const autograd::SavedInfo& s) {
   return d;
 }
 
-}  // namespace
+// ---- custom functions (strata.autograd.Function; Note [Custom functions] in ops/custom_function.h)
 
-void init_autograd(py::module_& m) {
+// The user's backward as the node calls it: `fn` (python/strata/autograd/function.py) takes the
+// tuple of output gradients (None where undefined) and returns a tuple of gradients or None.
+CustomBackward py_custom_backward(py::object fn) {
+  auto ref = std::make_shared<PyRef>(std::move(fn));
+  return [ref](const autograd::TensorList& grads) {
+    py::gil_scoped_acquire gil;
+    py::tuple args(grads.size());
+    for (std::size_t i = 0; i < grads.size(); ++i) args[i] = grads[i].defined() ? py::cast(grads[i]) : py::none();
+    py::object out = ref->obj(args);
+    autograd::TensorList result;
+    for (py::handle item : py::reinterpret_borrow<py::tuple>(out)) {
+      if (item.is_none()) {
+        result.push_back(Tensor());
+      } else if (py::isinstance<Tensor>(item)) {
+        result.push_back(item.cast<Tensor>());
+      } else {
+        throw Error(msg("expected Variable or None (got ", Py_TYPE(item.ptr())->tp_name, ")"));
+      }
+    }
+    return result;
+  };
+}
+
+// What ctx keeps of its node: a weak reference, since the node holds ctx (through the backward
+// callable) and a strong one would make a cycle no garbage collector sees.
+struct FunctionHandle {
+  std::weak_ptr<CustomFunctionNode> node;
+
+  py::tuple saved_tensors() const {
+    std::shared_ptr<CustomFunctionNode> n = node.lock();
+    if (!n) throw Error("saved_tensors: the graph of this Function call is gone");
+    py::tuple out(n->saved_values().size());
+    for (std::size_t i = 0; i < n->saved_values().size(); ++i) {
+      Tensor t = n->saved(i);
+      out[i] = t.defined() ? py::cast(std::move(t)) : py::none();
+    }
+    return out;
+  }
+};
+
+py::tuple record_function(const std::string& name, py::handle inputs, py::handle outputs, py::handle dirty,
+                          py::handle non_differentiable, py::handle to_save, bool materialize_grads,
+                          py::object backward) {
+  CustomFunctionSpec spec;
+  spec.name = name;
+  spec.inputs = tensors_of(inputs, "Function.apply", "inputs", true);
+  spec.dirty = tensors_of(dirty, "mark_dirty", "arguments", false);
+  spec.non_differentiable = tensors_of(non_differentiable, "mark_non_differentiable", "arguments", false);
+  spec.to_save = tensors_of(to_save, "save_for_backward", "arguments", true);
+  spec.materialize_grads = materialize_grads;
+  autograd::TensorList outs = tensors_of(outputs, "Function.apply", "outputs", false);
+  std::shared_ptr<CustomFunctionNode> node =
+      record_custom_function(spec, outs, py_custom_backward(std::move(backward)));
+  py::list out_list;
+  for (Tensor& t : outs) out_list.append(py::cast(std::move(t)));
+  return py::make_tuple(out_list, node ? py::cast(FunctionHandle{node}) : py::none());
+}
+
+// ---- tensor hooks (Note [Tensor hooks] in autograd/hooks.h) --------------------------------------
+
+Tensor::GradHook py_grad_hook(py::object fn) {
+  auto ref = std::make_shared<PyRef>(std::move(fn));
+  return [ref](const Tensor& grad) -> Tensor {
+    py::gil_scoped_acquire gil;
+    py::object out = ref->obj(py::cast(grad));
+    if (out.is_none()) return Tensor();
+    if (!py::isinstance<Tensor>(out))
+      throw BindingTypeError(msg("register_hook: a hook must return a Tensor or None, got ",
+                                 Py_TYPE(out.ptr())->tp_name));
+    return out.cast<Tensor>();
+  };
+}
+
+// ---- the bindings, by part ------------------------------------------------------------------------
+
+void bind_removable_handle(py::module_& m) {
+  py::class_<RemovableHandle>(m, "RemovableHandle",
+                              "Unregisters a hook (torch.utils.hooks.RemovableHandle): remove(), or leave a `with` block.")
+      .def_readonly("id", &RemovableHandle::id)
+      .def("remove", &RemovableHandle::remove, "Unregisters the hook (again: nothing happens).")
+      .def("__enter__", [](py::object self) { return self; })
+      .def("__exit__", [](RemovableHandle& h, py::args) { h.remove(); });
+}
+
+// Autograd on strata.Tensor: requires_grad, grad, is_leaf, grad_fn, backward, detach, hooks.
+void def_tensor_autograd() {
   auto cls = py::reinterpret_borrow<py::class_<Tensor>>(py::type::of<Tensor>());
   cls.def_property(
          "requires_grad", [](const Tensor& t) { return t.requires_grad(); },
@@ -221,8 +295,30 @@ void init_autograd(py::module_& m) {
           },
           py::arg("gradient") = py::none(), py::arg("retain_graph") = py::none(), py::arg("create_graph") = false,
           "Accumulates the gradient of this tensor into the .grad of every leaf it depends on.")
-      .def("detach", &Tensor::detach, "A view of the same data, detached from the graph.");
+      .def("detach", &Tensor::detach, "A view of the same data, detached from the graph.")
+      .def(
+          "register_hook",
+          [](const Tensor& t, py::object hook) {
+            if (!PyCallable_Check(hook.ptr()))
+              throw BindingTypeError(msg("register_hook(): hook must be callable, got ", Py_TYPE(hook.ptr())->tp_name));
+            const uint64_t id = t.register_hook(py_grad_hook(std::move(hook)));
+            return RemovableHandle{id, [t, id] { t.remove_hook(id); }};
+          },
+          py::arg("hook"),
+          "Registers hook(grad) -> Tensor or None, run on the gradient w.r.t. this tensor each time one is "
+          "computed; returns a handle whose remove() unregisters it.")
+      .def(
+          "_tensor_key", [](const Tensor& t) { return reinterpret_cast<std::uintptr_t>(&t.autograd_meta()); },
+          "An integer identifying this tensor, the same for every handle to it (the address of its autograd "
+          "record); what deepcopy of modules keys shared tensors by.")
+      .def("retain_grad", &Tensor::retain_grad,
+           "Makes a non-leaf keep its gradient in .grad after backward (a no-op on a leaf).")
+      .def_property_readonly("retains_grad", &Tensor::retains_grad,
+                             "True when retain_grad() was called on this non-leaf.");
+}
 
+// Node (what grad_fn returns) and backward / grad over several tensors.
+void def_graph(py::module_& m) {
   py::class_<autograd::Node, std::shared_ptr<autograd::Node>>(m, "Node",
       "A recorded op of the autograd graph (what Tensor.grad_fn returns).")
       .def("name", &autograd::Node::name, "The node's name, e.g. 'MulBackward'.")
@@ -287,6 +383,35 @@ void init_autograd(py::module_& m) {
       },
       py::arg("outputs"), py::arg("inputs"), py::arg("grad_outputs") = py::none(), py::arg("retain_graph") = py::none(),
       py::arg("create_graph") = false, py::arg("allow_unused") = false);
+}
+
+// The C++ half of strata.autograd.Function (Note [Custom functions]).
+void def_custom_functions(py::module_& m) {
+  py::class_<CustomFunctionNode, autograd::Node, std::shared_ptr<CustomFunctionNode>>(
+      m, "_CustomFunctionNode", "The node of one strata.autograd.Function call (its grad_fn).");
+  py::class_<FunctionHandle>(m, "_FunctionHandle").def("saved_tensors", &FunctionHandle::saved_tensors);
+  m.def("_record_function", &record_function, py::arg("name"), py::arg("inputs"), py::arg("outputs"),
+        py::arg("dirty"), py::arg("non_differentiable"), py::arg("to_save"), py::arg("materialize_grads"),
+        py::arg("backward"));
+  m.def(
+      "_needs_input_grad",
+      [](py::handle inputs) {
+        const std::vector<bool> v =
+            custom_function_needs_input_grad(tensors_of(inputs, "Function.apply", "inputs", true));
+        py::tuple out(v.size());
+        for (std::size_t i = 0; i < v.size(); ++i) out[i] = py::bool_(v[i]);
+        return out;
+      },
+      py::arg("inputs"));
+}
+
+}  // namespace
+
+void init_autograd(py::module_& m) {
+  bind_removable_handle(m);
+  def_tensor_autograd();
+  def_graph(m);
+  def_custom_functions(m);
 
   py::class_<PyHooksGuard>(m, "_SavedTensorHooksGuard")
       .def(py::init<py::object, py::object>(), py::arg("pack_hook"), py::arg("unpack_hook"))
@@ -342,6 +467,9 @@ void init_autograd(py::module_& m) {
       },
       py::arg("tensors"));
 
+  m.def("is_inference_mode_enabled", [] { return autograd::InferenceMode::is_enabled(); },
+        "Whether inference mode is on on this thread.");
+  m.def("_set_inference_mode", [](bool on) { autograd::InferenceMode::set_enabled(on); }, py::arg("enabled"));
   m.def("is_grad_enabled", [] { return autograd::GradMode::is_enabled(); },
         "Whether ops record the graph on this thread.");
   m.def("_set_grad_enabled", [](bool on) { autograd::GradMode::set_enabled(on); }, py::arg("enabled"));

@@ -5,6 +5,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <vector>
@@ -16,6 +17,10 @@
 #include "core/shape.h"
 #include "core/tensor.h"
 #include "core/text.h"
+
+namespace strata::nn {
+class Module;
+}
 
 namespace strata::python {
 
@@ -42,6 +47,38 @@ template <typename... Args>
 std::string msg(const Args&... args) {
   return detail::format_message(args...);
 }
+
+// ---- Python objects held by C++ and hook handles -------------------------------------------------
+/// A Python object kept by C++ code that may drop it without the GIL (a hook, a backward
+/// callable; Note [Python saved-tensor hooks] in autograd_bindings.cpp): its destructor acquires
+/// the GIL, and leaks the reference instead if the interpreter is already gone.
+struct PyRef {
+  py::object obj;
+  explicit PyRef(py::object o) : obj(std::move(o)) {}
+  PyRef(const PyRef&) = delete;
+  PyRef& operator=(const PyRef&) = delete;
+  ~PyRef() {
+    if (!Py_IsInitialized()) {
+      obj.release();
+      return;
+    }
+    py::gil_scoped_acquire gil;
+    obj = py::object();
+  }
+};
+
+/// What the register_*hook methods return (strata.utils.hooks.RemovableHandle, PyTorch's
+/// torch.utils.hooks.RemovableHandle): remove() unregisters the hook, once.
+struct RemovableHandle {
+  uint64_t id = 0;
+  std::function<void()> remover;
+  void remove() {
+    if (!remover) return;
+    std::function<void()> r = std::move(remover);
+    remover = nullptr;
+    r();
+  }
+};
 
 // ---- dtypes -------------------------------------------------------------------------------------
 /// The C++ side of a `strata.dtype` object. There is exactly one Python object per DType.
@@ -92,7 +129,14 @@ void init_dtypes(py::module_& m);
 void init_tensor(py::module_& m);
 void init_factories(py::module_& m);
 void init_autograd(py::module_& m);
+/// copy.deepcopy of a leaf: its values, requires_grad and a copy of its .grad; throws for a
+/// non-leaf, naming `op` (Note [Copying and pickling tensors] in tensor_bindings.cpp).
+Tensor copy_leaf(const Tensor& t, const char* op);
 void init_nn(py::module_& m);  // nn_bindings.cpp: strata._C.nn
+/// Module's register_*hook methods, and Module.__call__ for a module with hooks
+/// (module_hooks_bindings.cpp; Note [Module hooks] in models/module_hooks.cpp).
+void def_module_hooks(py::handle module_class);
+py::object call_module_with_hooks(nn::Module& m, const py::args& args, const py::kwargs& kwargs);
 void init_checkpoint(py::module_& m);  // checkpoint_bindings.cpp
 void init_zoo(py::module_& m);  // zoo_bindings.cpp: strata._C.models (after init_nn)
 void init_ops(py::module_& m);

@@ -392,6 +392,8 @@ void def_module_attributes(ModuleClass& cls) {
           py::arg("input"))
       .def("__call__",
            [](py::object self, const py::args& args, const py::kwargs& kwargs) {
+             if (Module* m = module_or_null(self); m != nullptr && m->has_hooks())
+               return call_module_with_hooks(*m, args, kwargs);
              return self.attr("forward")(*args, **kwargs);
            })
       .def("__setattr__", &module_setattr)
@@ -617,6 +619,16 @@ void bind_module(py::module_& nnm) {
   def_module_attributes(cls);
   def_module_traversals(cls);
   def_module_state(cls);
+  def_module_hooks(cls);
+  // What python/strata/nn/_copy.py rebuilds a module from: kept in the C++ module, since the Python
+  // object of a C++ layer may be dropped and made again while the module lives on in a parent.
+  cls.def("_get_init_args", [](py::handle self) -> py::object {
+       const std::shared_ptr<void>& d = init_module(self).binding_data();
+       return d ? static_cast<const PyRef*>(d.get())->obj : py::none();
+     })
+      .def("_set_init_args", [](py::handle self, py::object args) {
+        init_module(self).set_binding_data(std::make_shared<PyRef>(std::move(args)));
+      });
 }
 
 // ---- containers ---------------------------------------------------------------------------------
@@ -1074,6 +1086,20 @@ void init_nn(py::module_& m) {
            py::arg("data") = py::none(), py::arg("requires_grad") = true)
       .def("__repr__", [](py::object self) {
         return "Parameter containing:\n" + py::str(py::type::of<Tensor>().attr("__repr__")(self)).cast<std::string>();
+      })
+      // Note [Copying and pickling tensors] (tensor_bindings.cpp): a Parameter stays a Parameter.
+      .def("__deepcopy__",
+           [](py::handle self, py::dict memo) -> py::object {
+             py::int_ key(reinterpret_cast<std::uintptr_t>(self.ptr()));
+             if (memo.contains(key)) return memo[key];
+             py::object out = py::cast(Parameter(copy_leaf(self.cast<const Tensor&>(), "deepcopy")));
+             memo[key] = out;
+             return out;
+           },
+           py::arg("memo"))
+      .def("__reduce__", [](py::handle self) {
+        const Tensor& t = self.cast<const Tensor&>();
+        return py::make_tuple(py::type::of(self), py::make_tuple(py::cast(t.detach()), t.requires_grad()));
       });
 
   bind_module(nnm);

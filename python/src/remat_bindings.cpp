@@ -20,28 +20,15 @@ namespace strata::python {
 namespace {
 
 // The Python function of a segment. The checkpoint's node keeps it for the re-run and may drop it
-// during backward without the GIL (as in Note [Python saved-tensor hooks]).
-struct PyFunction {
-  py::object fn;
-  explicit PyFunction(py::object f) : fn(std::move(f)) {}
-  PyFunction(const PyFunction&) = delete;
-  PyFunction& operator=(const PyFunction&) = delete;
-  ~PyFunction() {
-    if (!Py_IsInitialized()) {
-      fn.release();
-      return;
-    }
-    py::gil_scoped_acquire gil;
-    fn = py::object();
-  }
-};
+// during backward without the GIL: a PyRef (bindings.h).
+using PyFunction = PyRef;
 
 // Calls fn(*inputs); it must return a list or tuple of Tensors.
 autograd::TensorList call(const PyFunction& f, const autograd::TensorList& inputs) {
   py::gil_scoped_acquire gil;
   py::tuple args(inputs.size());
   for (std::size_t i = 0; i < inputs.size(); ++i) args[i] = py::cast(inputs[i]);
-  py::object out = f.fn(*args);
+  py::object out = f.obj(*args);
   if (!py::isinstance<py::list>(out) && !py::isinstance<py::tuple>(out))
     throw BindingTypeError(msg("_remat_checkpoint: the segment function must return a list or tuple of Tensors, got ",
                                Py_TYPE(out.ptr())->tp_name));

@@ -1,11 +1,13 @@
 // strata.Tensor: metadata, views, copies, indexing and conversions, under PyTorch's names.
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "autograd/grad_mode.h"
+#include "autograd/node.h"
 #include "bindings.h"
 #include "core/factories.h"
 #include "ops/shape_ops.h"
@@ -89,6 +91,56 @@ Tensor to_dtype(const Tensor& t, py::handle target, bool copy) {
 py::bytes tensor_bytes(const Tensor& t) {
   const Tensor c = t.contiguous();
   return py::bytes(static_cast<const char*>(c.data_ptr()), c.nbytes());
+}
+
+}  // namespace
+
+// ---- copy.deepcopy and pickle ---------------------------------------------------------------------
+// Note [Copying and pickling tensors]
+// Both keep the values, dtype, shape and requires_grad (deepcopy also a copy of .grad), as
+// PyTorch's do. deepcopy refuses a non-leaf, with PyTorch's reason (a copy cannot take its graph
+// along); pickle makes it a leaf that requires grad, as PyTorch 2.13 does. deepcopy goes through the memo, so a tensor met twice in one deepcopy
+// (a parameter shared by two modules) is copied once. strata.nn.Parameter keeps its type
+// (nn_bindings.cpp). A pickle state is (dtype name, shape, bytes[, requires_grad]); the 3-entry
+// form of older pickles still loads.
+
+Tensor copy_leaf(const Tensor& t, const char* op) {
+  if (!t.is_leaf())
+    throw Error(msg(op, ": only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol "
+                    "at the moment (", t.describe(), " was produced by ", t.grad_fn()->name(), ")"));
+  Tensor out = t.clone();
+  if (t.requires_grad()) out.set_requires_grad(true);
+  if (t.grad().defined()) out.set_grad(t.grad().clone());
+  return out;
+}
+
+namespace {
+
+py::object deepcopy_tensor(py::handle self, py::dict memo) {
+  py::int_ key(reinterpret_cast<std::uintptr_t>(self.ptr()));
+  if (memo.contains(key)) return memo[key];
+  py::object out = py::cast(copy_leaf(self.cast<const Tensor&>(), "deepcopy"));
+  memo[key] = out;
+  return out;
+}
+
+py::tuple tensor_state(const Tensor& t) {
+  return py::make_tuple(std::string(dtype_py_name(t.dtype())), dims_tuple(t.sizes()), tensor_bytes(t),
+                        t.requires_grad());
+}
+
+Tensor tensor_from_state(const py::tuple& state) {
+  if (state.size() != 3 && state.size() != 4) throw BindingValueError("Tensor.__setstate__: invalid state");
+  const DType dtype = dtype_from_name(state[0].cast<std::string>());
+  const Dims sizes = int_list_from_sequence(state[1], "__setstate__", "shape");
+  const std::string bytes = state[2].cast<std::string>();
+  Tensor t = empty(sizes, {dtype, nullptr});
+  if (bytes.size() != t.nbytes())
+    throw BindingValueError(msg("Tensor.__setstate__: ", bytes.size(), " bytes for ", t.describe(), ", which needs ",
+                                t.nbytes()));
+  if (!bytes.empty()) std::memcpy(t.data_ptr(), bytes.data(), bytes.size());
+  if (state.size() == 4 && state[3].cast<bool>()) t.set_requires_grad(true);
+  return t;
 }
 
 }  // namespace
@@ -352,24 +404,9 @@ void init_tensor(py::module_& m) {
             return arr;
           },
           py::arg("dtype") = py::none(), py::arg("copy") = py::none())
-      .def("__deepcopy__", [](const Tensor& t, py::handle) { return t.clone(); }, py::arg("memo"))
-      .def(py::pickle(
-          [](const Tensor& t) {
-            return py::make_tuple(std::string(dtype_py_name(t.dtype())), dims_tuple(t.sizes()),
-                                  tensor_bytes(t));
-          },
-          [](const py::tuple& state) {
-            if (state.size() != 3) throw BindingValueError("Tensor.__setstate__: invalid state");
-            const DType dtype = dtype_from_name(state[0].cast<std::string>());
-            const Dims sizes = int_list_from_sequence(state[1], "__setstate__", "shape");
-            const std::string bytes = state[2].cast<std::string>();
-            Tensor t = empty(sizes, {dtype, nullptr});
-            if (bytes.size() != t.nbytes())
-              throw BindingValueError(msg("Tensor.__setstate__: ", bytes.size(), " bytes for ",
-                                          t.describe(), ", which needs ", t.nbytes()));
-            if (!bytes.empty()) std::memcpy(t.data_ptr(), bytes.data(), bytes.size());
-            return t;
-          }));
+      .def("__deepcopy__", &deepcopy_tensor, py::arg("memo"),
+           "copy.deepcopy: a copy of the values with requires_grad and .grad (leaves only, as PyTorch).")
+      .def(py::pickle(&tensor_state, &tensor_from_state));
 }
 
 }  // namespace strata::python

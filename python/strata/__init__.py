@@ -223,7 +223,8 @@ bool = _C.bool  # noqa: A001
 
 from . import autograd  # noqa: E402
 from . import nn  # noqa: E402
-from .autograd import enable_grad, is_anomaly_enabled, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
+from .autograd import (enable_grad, inference_mode, is_anomaly_enabled, is_grad_enabled,  # noqa: E402
+                       is_inference_mode_enabled, no_grad, set_grad_enabled)
 from .checkpoint import load_checkpoint, save_checkpoint  # noqa: E402
 from .serialization import load, save  # noqa: E402
 from . import models  # noqa: E402
@@ -285,11 +286,13 @@ __all__ = [
     "i32",
     "i64",
     "index_select",
+    "inference_mode",
     "initial_seed",
     "int32",
     "int64",
     "is_anomaly_enabled",
     "is_grad_enabled",
+    "is_inference_mode_enabled",
     "is_tensor",
     "layer_norm",
     "leaky_relu",

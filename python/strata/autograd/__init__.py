@@ -1,11 +1,15 @@
 """Automatic differentiation: backward/grad over several tensors, grad mode switches
-(``strata.no_grad`` and friends), anomaly detection (``detect_anomaly``, ``set_detect_anomaly``),
-saved-tensor hooks (``graph``) and tape introspection (``tape``)."""
+(``strata.no_grad``, ``strata.inference_mode`` and friends), custom functions (``Function``),
+numerical gradient checks (``gradcheck``), anomaly detection (``detect_anomaly``,
+``set_detect_anomaly``), saved-tensor hooks (``graph``) and tape introspection (``tape``)."""
 
 from .. import _C
-from . import graph, tape
+from . import function, graph, tape
+from .function import Function
+from .gradcheck import gradcheck
 from .anomaly_mode import detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled, set_detect_anomaly
-from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,
+                        set_grad_enabled)
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False):
@@ -27,5 +31,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     return _C._grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused)
 
 
-__all__ = ["backward", "detect_anomaly", "enable_grad", "grad", "graph", "is_anomaly_check_nan_enabled",
-           "is_anomaly_enabled", "is_grad_enabled", "no_grad", "set_detect_anomaly", "set_grad_enabled", "tape"]
+__all__ = ["Function", "backward", "detect_anomaly", "enable_grad", "function", "grad", "gradcheck", "graph",
+           "inference_mode", "is_anomaly_check_nan_enabled", "is_anomaly_enabled", "is_grad_enabled",
+           "is_inference_mode_enabled", "no_grad", "set_detect_anomaly", "set_grad_enabled", "tape"]

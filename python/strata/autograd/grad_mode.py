@@ -66,3 +66,33 @@ class set_grad_enabled(_GradModeSwitch):
 
     def _clone(self):
         return set_grad_enabled(self._mode)
+
+
+is_inference_mode_enabled = _C.is_inference_mode_enabled
+
+
+class inference_mode(_GradModeSwitch):
+    """``with strata.inference_mode():`` or ``@strata.inference_mode()``: grad mode off and
+    ``is_inference_mode_enabled()`` true inside (torch.inference_mode); ``inference_mode(False)``
+    changes nothing. The flag is C++ (autograd/grad_mode.h, InferenceMode). Unlike PyTorch's, tensors
+    made inside are ordinary tensors that autograd may use later."""
+
+    def __init__(self, mode=True):
+        if not isinstance(mode, bool):
+            raise TypeError(f"inference_mode(): mode must be a bool, got {type(mode).__name__}")
+        self._mode_on = mode
+
+    def __enter__(self):
+        self._prev = (_C.is_inference_mode_enabled(), _C.is_grad_enabled())
+        if self._mode_on:
+            _C._set_inference_mode(True)
+            _C._set_grad_enabled(False)
+        return None
+
+    def __exit__(self, *exc):
+        _C._set_inference_mode(self._prev[0])
+        _C._set_grad_enabled(self._prev[1])
+        return False
+
+    def _clone(self):
+        return inference_mode(self._mode_on)

@@ -18,6 +18,11 @@ from .._C.models import (
     GPT,
 )
 from . import gpt  # noqa: E402  (strata.models.gpt)
+from ..nn import Module as _Module
+from ..nn import _copy as _nn_copy
+
+# copy.deepcopy and pickle of the zoo's models (python/strata/nn/_copy.py).
+_nn_copy._install([c for c in vars(_zoo).values() if isinstance(c, type) and issubclass(c, _Module)])
 
 __all__ = [
     "MLP",

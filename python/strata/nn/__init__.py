@@ -59,6 +59,7 @@ for _layer in (BatchNorm1d, BatchNorm2d, Conv2d, Embedding, EmbeddingBag, LayerN
                TransformerEncoderLayer):
     _accept_factory_kwargs(_layer)
 
+from . import _copy
 from . import functional
 from . import init
 from . import utils
@@ -105,3 +106,6 @@ __all__ = [
     "Softmax",
     "TransformerEncoderLayer",
 ]
+
+# copy.deepcopy and pickle of modules (python/strata/nn/_copy.py).
+_copy._install([Module] + [c for c in (globals()[n] for n in __all__) if isinstance(c, type) and issubclass(c, Module)])
