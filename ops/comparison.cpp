@@ -27,12 +27,6 @@ Tensor compare(const char* op, OpKind kind, const Tensor& a, const Scalar& s, F 
   return typed_predicate(x, scalar_tensor(s, x.dtype()), x.sizes(), f);
 }
 
-constexpr auto kEq = [](auto x, auto y) { return x == y; };
-constexpr auto kNe = [](auto x, auto y) { return x != y; };
-constexpr auto kLt = [](auto x, auto y) { return x < y; };
-constexpr auto kLe = [](auto x, auto y) { return x <= y; };
-constexpr auto kGt = [](auto x, auto y) { return x > y; };
-constexpr auto kGe = [](auto x, auto y) { return x >= y; };
 
 /// f(bool(a), bool(b)) -> bool for operands of any dtypes.
 template <typename F>
@@ -58,9 +52,6 @@ auto bitwise_fn(F f) {
     else return x;  // floating: refused before dispatch
   };
 }
-constexpr auto kAnd = [](auto x, auto y) { return x & y; };
-constexpr auto kOr = [](auto x, auto y) { return x | y; };
-constexpr auto kXor = [](auto x, auto y) { return x ^ y; };
 
 template <typename F>
 Tensor bitwise(const char* op, OpKind kind, const Tensor& a, const Tensor& b, F f) {
@@ -78,18 +69,24 @@ Tensor bitwise(const char* op, OpKind kind, const Tensor& a, const Scalar& s, F 
 
 }  // namespace
 
-Tensor eq(const Tensor& a, const Tensor& b) { return compare("eq", OpKind::eq, a, b, kEq); }
-Tensor eq(const Tensor& a, Scalar b) { return compare("eq", OpKind::eq, a, b, kEq); }
-Tensor ne(const Tensor& a, const Tensor& b) { return compare("ne", OpKind::ne, a, b, kNe); }
-Tensor ne(const Tensor& a, Scalar b) { return compare("ne", OpKind::ne, a, b, kNe); }
-Tensor lt(const Tensor& a, const Tensor& b) { return compare("lt", OpKind::lt, a, b, kLt); }
-Tensor lt(const Tensor& a, Scalar b) { return compare("lt", OpKind::lt, a, b, kLt); }
-Tensor le(const Tensor& a, const Tensor& b) { return compare("le", OpKind::le, a, b, kLe); }
-Tensor le(const Tensor& a, Scalar b) { return compare("le", OpKind::le, a, b, kLe); }
-Tensor gt(const Tensor& a, const Tensor& b) { return compare("gt", OpKind::gt, a, b, kGt); }
-Tensor gt(const Tensor& a, Scalar b) { return compare("gt", OpKind::gt, a, b, kGt); }
-Tensor ge(const Tensor& a, const Tensor& b) { return compare("ge", OpKind::ge, a, b, kGe); }
-Tensor ge(const Tensor& a, Scalar b) { return compare("ge", OpKind::ge, a, b, kGe); }
+// The comparison and binary bitwise ops, each as a tensor-tensor and a tensor-scalar overload.
+#define STRATA_COMPARISON_OPS(X) X(eq, ==) X(ne, !=) X(lt, <) X(le, <=) X(gt, >) X(ge, >=)
+#define STRATA_BITWISE_OPS(X) X(bitwise_and, &) X(bitwise_or, |) X(bitwise_xor, ^)
+
+#define STRATA_DEFINE_BINARY_PREDICATE(IMPL, NAME, OP)                                          \
+  Tensor NAME(const Tensor& a, const Tensor& b) {                                               \
+    return IMPL(#NAME, OpKind::NAME, a, b, [](auto x, auto y) { return x OP y; });              \
+  }                                                                                             \
+  Tensor NAME(const Tensor& a, Scalar b) {                                                      \
+    return IMPL(#NAME, OpKind::NAME, a, b, [](auto x, auto y) { return x OP y; });              \
+  }
+#define STRATA_DEFINE_COMPARISON(NAME, OP) STRATA_DEFINE_BINARY_PREDICATE(compare, NAME, OP)
+#define STRATA_DEFINE_BITWISE(NAME, OP) STRATA_DEFINE_BINARY_PREDICATE(bitwise, NAME, OP)
+STRATA_COMPARISON_OPS(STRATA_DEFINE_COMPARISON)
+STRATA_BITWISE_OPS(STRATA_DEFINE_BITWISE)
+#undef STRATA_DEFINE_BITWISE
+#undef STRATA_DEFINE_COMPARISON
+#undef STRATA_DEFINE_BINARY_PREDICATE
 
 Tensor logical_and(const Tensor& a, const Tensor& b) {
   return logical("logical_and", OpKind::logical_and, a, b, [](auto x, auto y) { return x && y; });
@@ -106,13 +103,6 @@ Tensor logical_not(const Tensor& a) {
   const Tensor x = a.to(DType::boolean);
   return typed_predicate(x, x, x.sizes(), [](auto v, auto) { return !v; });
 }
-
-Tensor bitwise_and(const Tensor& a, const Tensor& b) { return bitwise("bitwise_and", OpKind::bitwise_and, a, b, kAnd); }
-Tensor bitwise_and(const Tensor& a, Scalar b) { return bitwise("bitwise_and", OpKind::bitwise_and, a, b, kAnd); }
-Tensor bitwise_or(const Tensor& a, const Tensor& b) { return bitwise("bitwise_or", OpKind::bitwise_or, a, b, kOr); }
-Tensor bitwise_or(const Tensor& a, Scalar b) { return bitwise("bitwise_or", OpKind::bitwise_or, a, b, kOr); }
-Tensor bitwise_xor(const Tensor& a, const Tensor& b) { return bitwise("bitwise_xor", OpKind::bitwise_xor, a, b, kXor); }
-Tensor bitwise_xor(const Tensor& a, Scalar b) { return bitwise("bitwise_xor", OpKind::bitwise_xor, a, b, kXor); }
 
 Tensor bitwise_not(const Tensor& a) {
   check_backend(OpKind::bitwise_not);

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <variant>
 #include <vector>
 #include <string>
 
@@ -156,6 +157,11 @@ py::dict metrics_dict(const metrics::BinaryMetrics& r);
 bool is_number(py::handle h);
 /// A Python number as a Scalar of its kind (bool, int as int64, float); TypeError otherwise.
 Scalar scalar_arg(py::handle h, const char* op, const char* name);
+/// An argument that PyTorch accepts as a Tensor or a Python number (where's input/other, masked_fill's
+/// value, scatter's src): parse it with the GIL held, then std::visit the op with the GIL released.
+using TensorOrScalar = std::variant<Tensor, Scalar>;
+/// `h` as a Tensor when it is one, else as scalar_arg(h, op, name) (TypeError for anything else).
+TensorOrScalar tensor_or_scalar(py::handle h, const char* op, const char* name);
 /// max(input, dim, keepdim) / min(...): the (values, indices) named tuple (semantics_bindings.cpp).
 py::object extreme_dim_py(const Tensor& t, py::handle dim, py::handle keepdim, bool is_max);
 /// `obj` as a Tensor, or TypeError "op(): argument 'name' must be Tensor, not <type>".

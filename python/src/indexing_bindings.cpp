@@ -108,25 +108,15 @@ std::vector<TensorIndex> indices_arg(py::handle h, const char* op) {
 }
 
 Tensor masked_fill_any(const Tensor& x, const Tensor& mask, py::handle value) {
-  if (py::isinstance<Tensor>(value)) {
-    const Tensor v = value.cast<Tensor>();
-    py::gil_scoped_release release;
-    return masked_fill(x, mask, v);
-  }
-  const Scalar s = scalar_arg(value, "masked_fill", "value");
+  const TensorOrScalar arg = tensor_or_scalar(value, "masked_fill", "value");
   py::gil_scoped_release release;
-  return masked_fill(x, mask, s);
+  return std::visit([&](const auto& v) { return masked_fill(x, mask, v); }, arg);
 }
 
 Tensor scatter_any(const Tensor& x, int64_t dim, const Tensor& index, py::handle src) {
-  if (py::isinstance<Tensor>(src)) {
-    const Tensor s = src.cast<Tensor>();
-    py::gil_scoped_release release;
-    return scatter(x, dim, index, s);
-  }
-  const Scalar v = scalar_arg(src, "scatter", "value");
+  const TensorOrScalar arg = tensor_or_scalar(src, "scatter", "value");
   py::gil_scoped_release release;
-  return scatter(x, dim, index, v);
+  return std::visit([&](const auto& v) { return scatter(x, dim, index, v); }, arg);
 }
 
 py::object nonzero_py(const Tensor& x, bool as_tuple) {

@@ -152,6 +152,11 @@ Scalar scalar_arg(py::handle h, const char* op, const char* name) {
   return Scalar(v);
 }
 
+TensorOrScalar tensor_or_scalar(py::handle h, const char* op, const char* name) {
+  if (py::isinstance<Tensor>(h)) return h.cast<Tensor>();
+  return scalar_arg(h, op, name);
+}
+
 namespace {
 
 double number_arg(py::handle h, const char* op, const char* name) {
@@ -557,13 +562,38 @@ Tensor clamp_impl(const Tensor& t, py::handle min, py::handle max) {
   return clamp(t, lo, hi);
 }
 
+// conv2d's `padding`: an int, a pair, or PyTorch's 'valid' / 'same' (symmetric padding only).
+Dims conv2d_padding_arg(py::handle padding, const Tensor& weight, const Dims& stride, const Dims& dilation) {
+  if (!py::isinstance<py::str>(padding)) return pair_arg(padding, "conv2d", "padding");
+  const std::string mode = padding.cast<std::string>();
+  if (mode == "valid") return {0, 0};
+  if (mode != "same")
+    throw BindingValueError(msg("conv2d(): invalid padding string ", quote_field(mode), ", should be one of {'valid', 'same'}"));
+  if (stride[0] != 1 || stride[1] != 1)
+    throw BindingValueError("conv2d(): padding='same' is not supported for strided convolution");
+  check_rank(weight, {4}, "conv2d", "weight");
+  Dims p;
+  for (int i = 0; i < 2; ++i) {
+    const int64_t total = dilation[i] * (weight.size(2 + i) - 1);
+    if (total % 2 != 0)
+      raise_not_implemented("conv2d(): padding='same' needs asymmetric padding for this kernel and dilation, "
+                            "which Strata's conv2d does not support");
+    p.push_back(total / 2);
+  }
+  return p;
+}
+
+// A pooling op's `stride`: None or an empty sequence means the kernel size (PyTorch's default).
+Dims pool_stride_arg(py::handle stride, const Dims& kernel, const char* op) {
+  if (stride.is_none() || (PySequence_Check(stride.ptr()) && py::len(stride) == 0)) return kernel;
+  return pair_arg(stride, op, "stride");
+}
+
 void def_transformer_ops(py::module_& m);
 
-void def_functions(py::module_& m) {
+void def_linalg(py::module_& m) {
   using py::arg;
   const auto none = py::none();
-
-  // linalg
   m.def("matmul", [](py::handle a, py::handle b) {
     Tensor x = tensor_arg(a, "matmul", "input"), y = tensor_arg(b, "matmul", "other");
     py::gil_scoped_release r;
@@ -580,49 +610,33 @@ void def_functions(py::module_& m) {
     py::gil_scoped_release r;
     return bmm(x, y);
   }, arg("input"), arg("mat2"), "Batched matrix product of 3-D tensors (torch.bmm).");
+}
 
-  // conv
+void def_conv(py::module_& m) {
+  using py::arg;
+  const auto none = py::none();
   m.def("conv2d", [](py::handle input, py::handle weight, py::handle bias, py::handle stride, py::handle padding,
                      py::handle dilation, py::handle groups) {
     Tensor x = tensor_arg(input, "conv2d", "input"), w = tensor_arg(weight, "conv2d", "weight");
     Tensor b = opt_tensor(bias, "conv2d", "bias");
     const Dims s = pair_arg(stride, "conv2d", "stride"), d = pair_arg(dilation, "conv2d", "dilation");
-    Dims p;
-    if (py::isinstance<py::str>(padding)) {
-      const std::string mode = padding.cast<std::string>();
-      if (mode == "valid") {
-        p = {0, 0};
-      } else if (mode == "same") {
-        if (s[0] != 1 || s[1] != 1)
-          throw BindingValueError("conv2d(): padding='same' is not supported for strided convolution");
-        check_rank(w, {4}, "conv2d", "weight");
-        for (int i = 0; i < 2; ++i) {
-          const int64_t total = d[i] * (w.size(2 + i) - 1);
-          if (total % 2 != 0)
-            raise_not_implemented("conv2d(): padding='same' needs asymmetric padding for this kernel and dilation, "
-                                  "which Strata's conv2d does not support");
-          p.push_back(total / 2);
-        }
-      } else {
-        throw BindingValueError(msg("conv2d(): invalid padding string ", quote_field(mode), ", should be one of {'valid', 'same'}"));
-      }
-    } else {
-      p = pair_arg(padding, "conv2d", "padding");
-    }
+    const Dims p = conv2d_padding_arg(padding, w, s, d);
     const int64_t g = int_from_py(groups, "conv2d", "groups");
     py::gil_scoped_release r;
     return conv2d(x, w, b, s, p, d, g);
   }, arg("input"), arg("weight"), arg("bias") = none, arg("stride") = 1, arg("padding") = 0, arg("dilation") = 1,
      arg("groups") = 1, "2-D convolution over NCHW input (torch.nn.functional.conv2d).");
+}
 
-  // pooling
+void def_pooling(py::module_& m) {
+  using py::arg;
+  const auto none = py::none();
   m.def("max_pool2d", [](py::handle input, py::handle kernel_size, py::handle stride, py::handle padding,
                          py::handle dilation, bool ceil_mode, bool return_indices) {
     if (return_indices) raise_not_implemented("max_pool2d(): return_indices=True is not supported by Strata");
     Tensor x = tensor_arg(input, "max_pool2d", "input");
     const Dims k = pair_arg(kernel_size, "max_pool2d", "kernel_size");
-    const Dims s = (stride.is_none() || (PySequence_Check(stride.ptr()) && py::len(stride) == 0))
-                       ? k : pair_arg(stride, "max_pool2d", "stride");
+    const Dims s = pool_stride_arg(stride, k, "max_pool2d");
     const Dims p = pair_arg(padding, "max_pool2d", "padding"), d = pair_arg(dilation, "max_pool2d", "dilation");
     py::gil_scoped_release r;
     return max_pool2d(x, k, s, p, d, ceil_mode);
@@ -634,8 +648,7 @@ void def_functions(py::module_& m) {
       raise_not_implemented("avg_pool2d(): divisor_override is not supported by Strata");
     Tensor x = tensor_arg(input, "avg_pool2d", "input");
     const Dims k = pair_arg(kernel_size, "avg_pool2d", "kernel_size");
-    const Dims s = (stride.is_none() || (PySequence_Check(stride.ptr()) && py::len(stride) == 0))
-                       ? k : pair_arg(stride, "avg_pool2d", "stride");
+    const Dims s = pool_stride_arg(stride, k, "avg_pool2d");
     const Dims p = pair_arg(padding, "avg_pool2d", "padding");
     py::gil_scoped_release r;
     return avg_pool2d(x, k, s, p, ceil_mode, count_include_pad);
@@ -659,8 +672,11 @@ void def_functions(py::module_& m) {
     py::gil_scoped_release r;
     return adaptive_avg_pool2d(x, o);
   }, arg("input"), arg("output_size"), "2-D adaptive average pooling.");
+}
 
-  // normalization
+void def_normalization(py::module_& m) {
+  using py::arg;
+  const auto none = py::none();
   m.def("batch_norm", [](py::handle input, py::handle running_mean, py::handle running_var, py::handle weight,
                          py::handle bias, bool training, double momentum, double eps) {
     Tensor x = tensor_arg(input, "batch_norm", "input");
@@ -680,8 +696,11 @@ void def_functions(py::module_& m) {
     return layer_norm(x, shape, w, b, eps);
   }, arg("input"), arg("normalized_shape"), arg("weight") = none, arg("bias") = none, arg("eps") = 1e-5,
      "Layer normalization over the trailing normalized_shape dims.");
+}
 
-  // unary
+void def_unary(py::module_& m) {
+  using py::arg;
+  const auto none = py::none();
 #define STRATA_DEF_UNARY(NAME, DOC)                                   \
   m.def(#NAME, [](py::handle input) {                                 \
     Tensor x = tensor_arg(input, #NAME, "input");                     \
@@ -720,8 +739,11 @@ void def_functions(py::module_& m) {
     py::gil_scoped_release r;
     return dropout(x, prob, train);
   }, arg("input"), arg("p") = 0.5, arg("train") = true, "Dropout (torch.dropout(input, p, train)).");
+}
 
-  // binary
+void def_binary(py::module_& m) {
+  using py::arg;
+  const auto none = py::none();
   m.def("add", [](py::handle input, py::handle other, py::handle alpha) {
     return binary(Bin::Add, input, other, scalar_arg(alpha, "add", "alpha"));
   }, arg("input"), arg("other"), py::kw_only(), arg("alpha") = 1, "input + alpha * other.");
@@ -744,30 +766,15 @@ void def_functions(py::module_& m) {
     Tensor c = tensor_arg(condition, "where", "condition");
     if (c.dtype() != DType::boolean && c.dtype() != DType::u8)
       throw BindingTypeError(msg("where(): expected condition to be a bool tensor, got ", dtype_py_name(c.dtype())));
-    const bool at = py::isinstance<Tensor>(input), bt = py::isinstance<Tensor>(other);
-    if (!at && !bt) {
-      const Scalar a = scalar_arg(input, "where", "input"), b = scalar_arg(other, "where", "other");
-      py::gil_scoped_release r;
-      return where(c, a, b);
-    }
-    if (!at) {
-      const Scalar a = scalar_arg(input, "where", "input");
-      const Tensor b = other.cast<Tensor>();
-      py::gil_scoped_release r;
-      return where(c, a, b);
-    }
-    const Tensor a = input.cast<Tensor>();
-    if (!bt) {
-      const Scalar b = scalar_arg(other, "where", "other");
-      py::gil_scoped_release r;
-      return where(c, a, b);
-    }
-    const Tensor b = other.cast<Tensor>();
+    const TensorOrScalar a = tensor_or_scalar(input, "where", "input"), b = tensor_or_scalar(other, "where", "other");
     py::gil_scoped_release r;
-    return where(c, a, b);
+    return std::visit([&](const auto& x, const auto& y) { return where(c, x, y); }, a, b);
   }, arg("condition"), arg("input"), arg("other"), "condition ? input : other element-wise, broadcasting.");
+}
 
-  // reductions
+void def_reductions(py::module_& m) {
+  using py::arg;
+  const auto none = py::none();
   m.def("sum", [](py::handle input, py::handle dim, bool keepdim, py::handle dtype) {
     return sum_impl(tensor_arg(input, "sum", "input"), dim, keepdim, dtype, false);
   }, arg("input"), arg("dim") = none, arg("keepdim") = false, py::kw_only(), arg("dtype") = none,
@@ -783,8 +790,11 @@ void def_functions(py::module_& m) {
     return max_impl(tensor_arg(input, "max", "input"), dim, keepdim);
   }, arg("input"), arg("dim") = none, arg("keepdim") = none,
      "max(input): the maximum of all elements; max(input, other): element-wise maximum.");
+}
 
-  // shapes
+void def_shape_functions(py::module_& m) {
+  using py::arg;
+  const auto none = py::none();
   m.def("reshape", [](py::handle input, py::handle shape) {
     Tensor x = tensor_arg(input, "reshape", "input");
     const Dims s = int_list_from_sequence(shape, "reshape", "shape");
@@ -852,8 +862,11 @@ void def_functions(py::module_& m) {
     py::gil_scoped_release r;
     return gather(x, d, idx);
   }, arg("input"), arg("dim"), arg("index"), py::kw_only(), arg("sparse_grad") = false);
+}
 
-  // softmax and losses
+void def_losses(py::module_& m) {
+  using py::arg;
+  const auto none = py::none();
   m.def("softmax", [](py::handle input, py::handle dim, py::handle dtype) {
     check_no_dtype(dtype, "softmax");
     Tensor x = tensor_arg(input, "softmax", "input");
@@ -913,8 +926,11 @@ void def_functions(py::module_& m) {
     return cross_entropy(x, t, w, red, ignore_index, label_smoothing);
   }, arg("input"), arg("target"), arg("weight") = none, arg("ignore_index") = -100, arg("reduction") = "mean",
      arg("label_smoothing") = 0.0);
+}
 
-  // embedding
+void def_embedding_functions(py::module_& m) {
+  using py::arg;
+  const auto none = py::none();
   m.def("_embedding_bag", [](py::handle weight, py::handle indices, py::handle offsets, py::handle mode,
                              py::handle per_sample_weights, bool include_last_offset) {
     Tensor w = tensor_arg(weight, "embedding_bag", "weight"), i = tensor_arg(indices, "embedding_bag", "input");
@@ -935,6 +951,19 @@ void def_functions(py::module_& m) {
     py::gil_scoped_release r;
     return dot_interaction(fs, self_interaction);
   }, arg("features"), arg("self_interaction") = false, "The DLRM dot interaction of [B, d] features.");
+}
+
+void def_functions(py::module_& m) {
+  def_linalg(m);
+  def_conv(m);
+  def_pooling(m);
+  def_normalization(m);
+  def_unary(m);
+  def_binary(m);
+  def_reductions(m);
+  def_shape_functions(m);
+  def_losses(m);
+  def_embedding_functions(m);
   def_transformer_ops(m);
 }
 
@@ -984,11 +1013,11 @@ void def_transformer_ops(py::module_& m) {
 
 // ---- Tensor methods and operators -----------------------------------------------------------------
 
-void def_methods(py::module_& m) {
-  using py::arg;
-  const auto none = py::none();
-  auto cls = py::reinterpret_borrow<py::class_<Tensor>>(py::type::of<Tensor>());
+py::class_<Tensor> tensor_class() { return py::reinterpret_borrow<py::class_<Tensor>>(py::type::of<Tensor>()); }
 
+// relu, sigmoid, ... as methods, and their in-place forms (relu_, ...).
+void def_unary_methods() {
+  auto cls = tensor_class();
 #define STRATA_METHOD_UNARY(NAME)                                    \
   cls.def(#NAME, [](const Tensor& t) {                               \
     py::gil_scoped_release r;                                        \
@@ -1012,7 +1041,13 @@ void def_methods(py::module_& m) {
   STRATA_METHOD_UNARY_INPLACE(log, true)
   STRATA_METHOD_UNARY_INPLACE(sqrt, false)
 #undef STRATA_METHOD_UNARY_INPLACE
+}
 
+// The ops of def_functions as Tensor methods (t.matmul(o), t.sum(dim), ...) and the in-place binary ops.
+void def_op_methods() {
+  using py::arg;
+  const auto none = py::none();
+  auto cls = tensor_class();
   cls.def("matmul", [](const Tensor& t, py::handle other) {
     Tensor o = tensor_arg(other, "matmul", "other");
     py::gil_scoped_release r;
@@ -1105,7 +1140,12 @@ void def_methods(py::module_& m) {
         py::gil_scoped_release r;
         return gather(t, d, idx);
       }, arg("dim"), arg("index"));
+}
 
+// copy_, fill_, zero_.
+void def_fill_methods() {
+  using py::arg;
+  auto cls = tensor_class();
   cls.def("copy_", [](py::object self, py::handle src) {
     const Tensor s = py::isinstance<Tensor>(src) ? src.cast<Tensor>() : tensor_from_data(src, std::nullopt, "copy_");
     return copy_impl(self, s);
@@ -1117,8 +1157,11 @@ void def_methods(py::module_& m) {
       },
            arg("value"))
       .def("zero_", [](py::object self) { return fill_impl(self, 0.0, "zero_"); });
+}
 
-  // operators
+// Python's arithmetic operators, reflected and augmented (+=, ...).
+void def_operators() {
+  auto cls = tensor_class();
   cls.def("__add__", [](py::handle s, py::handle o) { return operator_impl(Bin::Add, s, o, false); }, py::is_operator())
       .def("__radd__", [](py::handle s, py::handle o) { return operator_impl(Bin::Add, s, o, true); }, py::is_operator())
       .def("__sub__", [](py::handle s, py::handle o) { return operator_impl(Bin::Sub, s, o, false); }, py::is_operator())
@@ -1163,6 +1206,7 @@ void def_methods(py::module_& m) {
       }, py::is_operator());
 }
 
+
 }  // namespace
 
 py::object inplace_op(py::object self, const char* op, bool saves_self, bool other_requires_grad,
@@ -1172,7 +1216,10 @@ py::object inplace_op(py::object self, const char* op, bool saves_self, bool oth
 
 void init_ops(py::module_& m) {
   def_functions(m);
-  def_methods(m);
+  def_unary_methods();
+  def_op_methods();
+  def_fill_methods();
+  def_operators();
 }
 
 }  // namespace strata::python

@@ -143,13 +143,8 @@ Tensor tensor_from_state(const py::tuple& state) {
   return t;
 }
 
-}  // namespace
-
-void init_tensor(py::module_& m) {
-  py::class_<Tensor> cls(m, "Tensor",
-                         "A strided view of typed elements; views share storage (like torch.Tensor).");
-
-  // ---- metadata -----------------------------------------------------------------------------
+// shape, size(), stride(), dtype, ... and the storage queries.
+void def_metadata(py::class_<Tensor>& cls) {
   cls.def_property_readonly("shape", [](const Tensor& t) { return dims_tuple(t.sizes()); },
                             "The sizes, as a tuple.")
       .def(
@@ -187,8 +182,10 @@ void init_tensor(py::module_& m) {
                              "In-place version counter shared by all views of the storage.")
       .def("_shares_storage", [](const Tensor& t, const Tensor& other) { return t.shares_storage(other); },
            py::arg("other"), "True when both tensors view the same storage.");
+}
 
-  // ---- views --------------------------------------------------------------------------------
+// The view methods (view, narrow, transpose, expand, squeeze, ...).
+void def_views(py::class_<Tensor>& cls) {
   // Note: every view below is recorded (through ops/shape_ops.h or an ExpandBackward node) when
   // the tensor requires grad and grad mode is on; otherwise it is the raw core view.
   cls.def("view", [](const Tensor& t, const py::args& shape) { return view_diff(t, int_list_from_args(shape, "view", "shape")); })
@@ -307,8 +304,10 @@ void init_tensor(py::module_& m) {
                                 int_list_from_sequence(stride, "as_strided", "stride"), off);
           },
           py::arg("size"), py::arg("stride"), py::arg("storage_offset") = py::none());
+}
 
-  // ---- copies and conversions ---------------------------------------------------------------
+// contiguous, clone, to(dtype) and the dtype shorthands.
+void def_conversions(py::class_<Tensor>& cls) {
   cls.def("contiguous", [](const Tensor& t) { py::gil_scoped_release r; return clone_diff(t, true); })
       .def("clone", [](const Tensor& t) { py::gil_scoped_release r; return clone_diff(t, false); })
       .def(
@@ -323,8 +322,42 @@ void init_tensor(py::module_& m) {
       .def("long", [](const Tensor& t) { py::gil_scoped_release r; return to_diff(t, DType::i64, false); })
       .def("byte", [](const Tensor& t) { py::gil_scoped_release r; return to_diff(t, DType::u8, false); })
       .def("bool", [](const Tensor& t) { py::gil_scoped_release r; return to_diff(t, DType::boolean, false); });
+}
 
-  // ---- Python protocols ---------------------------------------------------------------------
+// __array__(dtype=None, copy=None): NumPy's protocol, honouring copy=False by refusing a conversion that copies.
+py::object array_protocol(py::object self, py::object dtype, py::object copy) {
+  const Tensor& t = self.cast<const Tensor&>();
+  const bool never_copy = !copy.is_none() && !copy.cast<bool>();
+  const bool force_copy = !copy.is_none() && copy.cast<bool>();
+  py::object arr;
+  bool copied = false;
+  if (t.dtype() == DType::bf16) {
+    // NumPy has no bfloat16: hand out float32 values (exact), which takes a copy.
+    if (never_copy)
+      throw BindingValueError(
+          "__array__(): a bfloat16 tensor can only be converted to NumPy with a copy "
+          "(NumPy has no bfloat16 dtype)");
+    arr = tensor_to_numpy(py::cast(t.to(DType::f32)), "__array__");
+    copied = true;
+  } else {
+    arr = tensor_to_numpy(self, "__array__");
+  }
+  if (!dtype.is_none()) {
+    py::object converted = arr.attr("astype")(dtype, py::arg("copy") = false);
+    if (!converted.is(arr)) {
+      if (never_copy)
+        throw BindingValueError(
+            "__array__(): converting to the requested dtype needs a copy, but copy=False");
+      copied = true;
+    }
+    arr = converted;
+  }
+  if (force_copy && !copied) arr = arr.attr("copy")();
+  return arr;
+}
+
+// repr, len, iteration, item, bool/float/int, tolist, NumPy and pickle.
+void def_protocols(py::class_<Tensor>& cls) {
   cls.def("__repr__", [](const Tensor& t) { return t.to_string(); })
       .def("__str__", [](const Tensor& t) { return t.to_string(); })
       .def("__len__",
@@ -371,42 +404,21 @@ void init_tensor(py::module_& m) {
           "numpy", [](py::object self) { return tensor_to_numpy(self, "numpy"); },
           "A NumPy array that views this tensor's memory (no copy); writes show through both ways. "
           "bfloat16 tensors must be converted first (.to(strata.float32)).")
-      .def(
-          "__array__",
-          [](py::object self, py::object dtype, py::object copy) -> py::object {
-            const Tensor& t = self.cast<const Tensor&>();
-            const bool never_copy = !copy.is_none() && !copy.cast<bool>();
-            const bool force_copy = !copy.is_none() && copy.cast<bool>();
-            py::object arr;
-            bool copied = false;
-            if (t.dtype() == DType::bf16) {
-              // NumPy has no bfloat16: hand out float32 values (exact), which takes a copy.
-              if (never_copy)
-                throw BindingValueError(
-                    "__array__(): a bfloat16 tensor can only be converted to NumPy with a copy "
-                    "(NumPy has no bfloat16 dtype)");
-              arr = tensor_to_numpy(py::cast(t.to(DType::f32)), "__array__");
-              copied = true;
-            } else {
-              arr = tensor_to_numpy(self, "__array__");
-            }
-            if (!dtype.is_none()) {
-              py::object converted = arr.attr("astype")(dtype, py::arg("copy") = false);
-              if (!converted.is(arr)) {
-                if (never_copy)
-                  throw BindingValueError(
-                      "__array__(): converting to the requested dtype needs a copy, but copy=False");
-                copied = true;
-              }
-              arr = converted;
-            }
-            if (force_copy && !copied) arr = arr.attr("copy")();
-            return arr;
-          },
-          py::arg("dtype") = py::none(), py::arg("copy") = py::none())
+      .def("__array__", &array_protocol, py::arg("dtype") = py::none(), py::arg("copy") = py::none())
       .def("__deepcopy__", &deepcopy_tensor, py::arg("memo"),
            "copy.deepcopy: a copy of the values with requires_grad and .grad (leaves only, as PyTorch).")
       .def(py::pickle(&tensor_state, &tensor_from_state));
+}
+
+}  // namespace
+
+void init_tensor(py::module_& m) {
+  py::class_<Tensor> cls(m, "Tensor",
+                         "A strided view of typed elements; views share storage (like torch.Tensor).");
+  def_metadata(cls);
+  def_views(cls);
+  def_conversions(cls);
+  def_protocols(cls);
 }
 
 }  // namespace strata::python
