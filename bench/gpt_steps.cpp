@@ -3,7 +3,7 @@
 //
 //   strata-bench-gpt [--what sdpa|step|remat|all] [--layers 6] [--width 384] [--heads 6]
 //                    [--context 256] [--batch 8] [--vocab 65] [--lr 0.01] [--fractions 0.25,0.125]
-//                    [--steps N] [--warmup W] [--seed S] [--threads T] [--json FILE] [--quick]
+//                    [--ffn-chunks K] [--steps N] [--warmup W] [--seed S] [--threads T] [--json FILE] [--quick]
 //
 // sdpa:  q, k, v, dout ~ N(0, 1) [batch, heads, context, width / heads]; one sample =
 //        scaled_dot_product_attention(q, k, v, is_causal) and its backward for dout (q, k, v
@@ -20,13 +20,19 @@
 //        whole step's measured peak is what must fit f · peak. Per fraction: the measured peak,
 //        the plan's prediction, whether the gradients equal StoreAll's bit for bit, and the
 //        overhead, the median over the timed steps of each Auto step's time over the StoreAll step
-//        run just before it.
+//        run just before it. --ffn-chunks K (default 1) runs each block's MLP on K slices of the
+//        tokens (Note [Feed-forward in row chunks] in models/attention.cpp), in every item; in
+//        remat, K > 1 keeps the model as PyTorch has it (K = 1, the same weights) as the reference:
+//        the fractions are of its StoreAll peak and the overhead is over its StoreAll step, while
+//        "bitwise" compares Auto's gradients with StoreAll's of the chunked model (the same
+//        function, but the GEMMs sum over a slice's rows instead of all).
 
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -58,7 +64,8 @@ using Clock = std::chrono::steady_clock;
 constexpr const char* kProg = "strata-bench-gpt";
 constexpr const char* kUsage =
     "strata-bench-gpt [--what sdpa|step|remat|all] [--layers L] [--width E] [--heads H] [--context T] [--batch B] "
-    "[--vocab V] [--lr LR] [--fractions F,F] [--steps N] [--warmup W] [--seed S] [--threads T] [--json FILE] "
+    "[--vocab V] [--lr LR] [--fractions F,F] [--ffn-chunks K] [--steps N] [--warmup W] [--seed S] [--threads T] "
+    "[--json FILE] "
     "[--quick]";
 
 /// Warm-up before timing: at least this long (--quick: a tenth), whatever --warmup says
@@ -68,7 +75,7 @@ double min_warm_seconds = kMinWarmSeconds;
 
 struct Options {
   std::string what = "all";
-  int64_t layers = 6, width = 384, heads = 6, context = 256, batch = 8, vocab = 65;
+  int64_t layers = 6, width = 384, heads = 6, context = 256, batch = 8, vocab = 65, ffn_chunks = 1;
   double lr = 0.01;
   std::vector<double> fractions = {0.25, 0.125};
   int steps = 10, warmup = 3;
@@ -103,6 +110,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--context") o.context = cli.integer(a, cli.value(argc, argv, i), 1, 1 << 16);
     else if (a == "--batch") o.batch = cli.integer(a, cli.value(argc, argv, i), 1, 1 << 16);
     else if (a == "--vocab") o.vocab = cli.integer(a, cli.value(argc, argv, i), 1, 1 << 20);
+    else if (a == "--ffn-chunks") o.ffn_chunks = cli.integer(a, cli.value(argc, argv, i), 1, 1 << 16);
     else if (a == "--lr") o.lr = cli.real(a, cli.value(argc, argv, i), 0.0, 1e3);
     else if (a == "--fractions") o.fractions = parse_fractions(cli, cli.value(argc, argv, i));
     else if (a == "--steps") o.steps = static_cast<int>(cli.integer(a, cli.value(argc, argv, i), 1, 100000));
@@ -156,6 +164,7 @@ std::vector<double> bench_sdpa(const Options& o, Generator& gen) {
 nn::zoo::GPTConfig gpt_config(const Options& o) {
   nn::zoo::GPTConfig c;
   c.vocab_size = o.vocab, c.block_size = o.context, c.n_layer = o.layers, c.n_head = o.heads, c.n_embd = o.width;
+  c.ffn_chunks = o.ffn_chunks;
   return c;
 }
 
@@ -229,7 +238,9 @@ struct BudgetResult {
   std::vector<double> overhead;
 };
 
-BudgetResult run_budget(ChainStep& cs, double f, std::size_t full, std::size_t outside,
+// `base` is the StoreAll step the overhead is measured against (the same model, or the
+// unchunked one: --ffn-chunks).
+BudgetResult run_budget(ChainStep& cs, ChainStep& base, double f, std::size_t full, std::size_t outside,
                         const std::vector<Tensor>& ref, const Options& o) {
   BudgetResult b;
   b.fraction = f;
@@ -253,20 +264,21 @@ BudgetResult run_budget(ChainStep& cs, double f, std::size_t full, std::size_t o
   for (remat::Decision d : autop.auto_chain->last_plan()->decisions)
     b.plan += d == remat::Decision::Slow ? 'p' : remat::to_string(d)[0];
   for (int i = 0; i < o.steps; ++i) {
-    cs.chain.set_policy(store);
+    if (&base == &cs) cs.chain.set_policy(store);
     auto t0 = Clock::now();
-    cs.run();
-    const double base = since_us(t0);
+    base.run();
+    const double base_us = since_us(t0);
     cs.chain.set_policy(autop);
     t0 = Clock::now();
     cs.run();
-    b.overhead.push_back(since_us(t0) / base);
+    b.overhead.push_back(since_us(t0) / base_us);
   }
   return b;
 }
 
 struct RematResult {
   std::size_t full = 0, outside = 0;
+  std::size_t chunked_full = 0;  // StoreAll's peak of the model with the MLP in chunks (--ffn-chunks > 1)
   std::vector<double> store_all_us;
   std::vector<BudgetResult> budgets;
 };
@@ -275,12 +287,32 @@ RematResult bench_remat(const Options& o, nn::zoo::GPT& gpt, const Tensor& x, co
   ChainStep cs(gpt, x, y);
   RematResult r;
   cs.run();  // allocates the gradients
-  r.store_all_us = time_calls(o.warmup, o.steps, [&] { cs.run(); });
-  r.full = remat::measure_fast_peak([&] { cs.run(); }).step_peak_bytes();
+  const std::size_t own_full = remat::measure_fast_peak([&] { cs.run(); }).step_peak_bytes();
   const std::vector<Tensor> ref = cs.grads();
+  // The reference StoreAll step: the model itself, or with --ffn-chunks the unchunked model with
+  // the same weights.
+  std::unique_ptr<nn::zoo::GPT> whole;
+  std::unique_ptr<ChainStep> whole_step;
+  ChainStep* base = &cs;
+  if (o.ffn_chunks > 1) {
+    nn::zoo::GPTConfig c = gpt_config(o);
+    c.ffn_chunks = 1;
+    whole = std::make_unique<nn::zoo::GPT>(c);
+    whole->load_state_dict(gpt.state_dict());
+    whole_step = std::make_unique<ChainStep>(*whole, x, y);
+    base = whole_step.get();
+    base->run();
+    r.chunked_full = own_full;
+    std::printf("remat reference: the model with the MLP whole (--ffn-chunks 1); StoreAll peak %zu B, with the MLP in "
+                "%lld chunks %zu B\n",
+                remat::measure_fast_peak([&] { base->run(); }).step_peak_bytes(), static_cast<long long>(o.ffn_chunks),
+                own_full);
+  }
+  r.store_all_us = time_calls(o.warmup, o.steps, [&] { base->run(); });
+  r.full = base == &cs ? own_full : remat::measure_fast_peak([&] { base->run(); }).step_peak_bytes();
   r.outside = 2 * static_cast<std::size_t>(x.numel()) * static_cast<std::size_t>(o.width) * sizeof(float);
   for (double f : o.fractions) {
-    r.budgets.push_back(run_budget(cs, f, r.full, r.outside, ref, o));
+    r.budgets.push_back(run_budget(cs, *base, f, r.full, r.outside, ref, o));
     const BudgetResult& b = r.budgets.back();
     if (!b.feasible) {
       std::printf("remat %5.1f %% = %zu B: infeasible: %s\n", 100 * f, b.budget, b.error.c_str());
@@ -299,6 +331,7 @@ void write_remat(bench::Json& j, const RematResult& r) {
   j.key("remat").begin_object();
   j.kv("store_all_peak_bytes", static_cast<long long>(r.full));
   j.kv("outside_chain_bytes", static_cast<long long>(r.outside));
+  if (r.chunked_full > 0) j.kv("chunked_store_all_peak_bytes", static_cast<long long>(r.chunked_full));
   j.timed("store_all_us", "us", r.store_all_us);
   j.key("budgets").begin_array();
   for (const BudgetResult& b : r.budgets) {
@@ -328,6 +361,7 @@ void write_json(const Options& o, int threads, const std::string& library, const
   j.kv("layers", static_cast<long long>(o.layers)).kv("width", static_cast<long long>(o.width));
   j.kv("heads", static_cast<long long>(o.heads)).kv("context", static_cast<long long>(o.context));
   j.kv("batch", static_cast<long long>(o.batch)).kv("vocab", static_cast<long long>(o.vocab)).kv("lr", o.lr);
+  j.kv("ffn_chunks", static_cast<long long>(o.ffn_chunks));
   j.kv("steps", o.steps).kv("warmup", o.warmup).kv("seed", o.seed);
   j.end_object();
   if (!sdpa_us.empty()) j.timed("sdpa_fwd_bwd_us", "us", sdpa_us);

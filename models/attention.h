@@ -79,6 +79,9 @@ struct TransformerEncoderLayerOptions {
   bool batch_first = false;
   bool norm_first = false;
   bool bias = true;
+  /// The feed-forward block runs on this many slices of the token rows, one after another (Note
+  /// [Feed-forward in row chunks]); 1 (PyTorch's layer) runs it on all rows at once.
+  int64_t ffn_chunks = 1;
 };
 
 /// torch.nn.TransformerEncoderLayer: self-attention and a feed-forward block (linear1 → activation
@@ -103,6 +106,8 @@ class TransformerEncoderLayer : public Module, public RematGraphModule {
  private:
   Tensor self_attention_block(const Tensor& x, const Tensor& mask, const Tensor& kpm, bool causal);
   Tensor feed_forward_block(const Tensor& x);
+  /// linear1 + activation, dropout, linear2, dropout2 on rows [begin, end) of x viewed as [rows, E].
+  Tensor feed_forward_rows(const Tensor& x, int64_t begin, int64_t end) const;
 
   TransformerEncoderLayerOptions options_;
   bool causal_ = false;

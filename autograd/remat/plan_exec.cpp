@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <any>
+#include <map>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -11,6 +12,7 @@
 
 #include "autograd/engine.h"
 #include "autograd/grad_mode.h"
+#include "autograd/node.h"
 #include "autograd/saved_tensor.h"
 #include "core/allocator.h"
 #include "core/error.h"
@@ -71,9 +73,54 @@ struct StepProfile {
   // tensor to both operands), or -1.
   std::vector<int64_t> grad_alias[2];
   std::vector<char> grad_input;  // per input: the step's backward returns a gradient for it (measured)
+  // The leaves outside the step's inputs that its backward sends a gradient to (parameters), by
+  // storage, with their gradients' bytes.
+  std::vector<std::pair<const Allocation*, std::size_t>> parameters;
   bool has_backward = false;
   double forward_time = 0, backward_time = 0;
 };
+
+// The leaves that `out`'s graph reaches other than `inputs` (the step's parameters), by storage,
+// with their bytes.
+std::vector<std::pair<const Allocation*, std::size_t>> parameter_leaves(const Tensor& out, const TensorList& inputs) {
+  std::set<const Allocation*> skip;
+  for (const Tensor& t : inputs)
+    if (t.defined()) skip.insert(t.storage().allocation());
+  std::vector<std::pair<const Allocation*, std::size_t>> found;
+  std::set<const autograd::Node*> seen;
+  std::vector<const autograd::Node*> stack;
+  if (out.grad_fn()) stack.push_back(out.grad_fn().get());
+  while (!stack.empty()) {
+    const autograd::Node* n = stack.back();
+    stack.pop_back();
+    if (!seen.insert(n).second) continue;
+    if (const auto* acc = dynamic_cast<const autograd::AccumulateGrad*>(n)) {
+      const Allocation* a = acc->leaf().storage().allocation();
+      if (skip.insert(a).second) found.emplace_back(a, acc->leaf().nbytes());
+      continue;
+    }
+    for (const autograd::Edge& e : n->next_edges())
+      if (e.valid()) stack.push_back(e.node.get());
+  }
+  return found;
+}
+
+// Note [Auto graph execution]: a parameter read by several steps has its gradient pending in its
+// AccumulateGrad node from the backward of its last reader to that of its first (inclusive).
+void add_pending_parameter_gradients(const std::vector<StepProfile>& prof, std::vector<std::size_t>& pending) {
+  std::map<const Allocation*, std::pair<int64_t, int64_t>> readers;  // first, last
+  std::map<const Allocation*, std::size_t> bytes;
+  for (int64_t i = 0; i < static_cast<int64_t>(prof.size()); ++i) {
+    if (!prof[i].has_backward) continue;
+    for (const auto& [a, n] : prof[i].parameters) {
+      auto [it, fresh] = readers.try_emplace(a, i, i);
+      if (!fresh) it->second.second = i;
+      bytes[a] = n;
+    }
+  }
+  for (const auto& [a, range] : readers)
+    for (int64_t k = range.first; k < range.second; ++k) pending[k] += bytes[a];
+}
 
 // ---- execution state ----------------------------------------------------------------------------
 
@@ -368,6 +415,7 @@ ChainGraph AutoChain::build_graph(const std::vector<GraphStep>& steps, const Ten
     }
     P.forward_peak = above(peak(), before);
     STRATA_CHECK(out.defined(), "AutoChain: step ", i, " returned an undefined tensor");
+    P.parameters = parameter_leaves(out, in);
     P.out_size_allocations = std::count(allocated.begin(), allocated.end(), out.storage().nbytes());
     // Run B while A's storages are alive (no address reuse): a storage both runs saved existed
     // before the step (a parameter or buffer), not an activation.
@@ -602,6 +650,7 @@ ChainGraph AutoChain::build_graph(const std::vector<GraphStep>& steps, const Ten
       for (int64_t k = j + 1; k < last_grad_reader[j]; ++k) pending[k] += prof[j].out_nbytes;
   if (input.requires_grad() && is_floating(input.dtype()))
     for (int64_t k = input_first_grad + 1; k < input_last_grad; ++k) pending[k] += input.nbytes();
+  add_pending_parameter_gradients(prof, pending);
   // Whether each step's incoming gradient is reusable in the whole backward (Note [In-place
   // backward]), so its backward works in place: one contribution decides by what its reader's
   // backward returned (itself given a reusable gradient or not), two or more are summed into one

@@ -74,6 +74,10 @@
 ///    with j < k < r holds it (for a chain, r = j + 1 and nothing is pending). This does not
 ///    depend on the plan and is added to those steps' backward workspace. (The graph input's
 ///    gradient, when it requires one, likewise between its first and last readers.)
+///  - A parameter read by several steps (the same linear applied to row slices: Note
+///    [Feed-forward in row chunks] in models/attention.cpp) has one AccumulateGrad node, which
+///    runs only when every reader's gradient has arrived: the gradient is pending from the
+///    backward of its last reader to that of its first, which holds it too while adding its own.
 /// Steps' outputs are released after their last reader, so forward liveness is what the model
 /// says: a value is resident from its producer to its last forward use.
 

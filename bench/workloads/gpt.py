@@ -8,7 +8,9 @@ timing.
 - step: one training step (zero_grad, forward, cross-entropy, backward, SGD). Target >= 1.0x.
 - remat: the step under a fast-memory budget, f = 25 % and 12.5 % of each side's own StoreAll
   activation peak (gradients allocated before the step): Strata's Auto planner (per op over the
-  blocks, the final norm and the head) against PyTorch's fastest torch.utils.checkpoint
+  blocks, the final norm and the head; each block's MLP in 4 row chunks, Note [Feed-forward in row
+  chunks], while the StoreAll reference, its peak and its step time, is the model as PyTorch has it)
+  against PyTorch's fastest torch.utils.checkpoint
   configuration (every block checkpointed, or checkpoint_sequential with 2, 3 or 6 segments) whose
   measured peak fits — when none fits, the configuration with PyTorch's lowest peak (which then
   holds more than the budget; the log says so). Figures are overheads, step time over the StoreAll
@@ -46,9 +48,14 @@ def _meta(d):
     return {"threads": d["threads"], "dtype": d["dtype"], "library": d["library"]}
 
 
+# Strata's remat side runs the MLP in row chunks (the reference StoreAll stays unchunked).
+REMAT_FFN_CHUNKS = 4
+
+
 def _strata(what, steps, warmup):
     def run(ctx):
-        d = ctx.run_json("strata-bench-gpt", _args(ctx, what, steps, warmup), tag=what)
+        extra = ["--ffn-chunks", REMAT_FFN_CHUNKS] if what == "remat" else []
+        d = ctx.run_json("strata-bench-gpt", _args(ctx, what, steps, warmup) + extra, tag=what)
         if what == "sdpa":
             return Run(_meta(d), {"fwd_bwd": d["sdpa_fwd_bwd_us"]["samples"]})
         if what == "step":

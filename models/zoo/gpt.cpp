@@ -37,6 +37,7 @@ GPT::GPT(const GPTConfig& config, Generator* gen) : Module("GPT"), config_(confi
   o.batch_first = true;
   o.norm_first = true;
   o.bias = config.bias;
+  o.ffn_chunks = config.ffn_chunks;
   for (int64_t i = 0; i < config.n_layer; ++i) {
     auto block = std::make_shared<TransformerEncoderLayer>(config.n_embd, config.n_head, o, gen);
     block->set_causal(true);

@@ -19,6 +19,9 @@ struct GPTConfig {
   int64_t n_embd = 768;
   double dropout = 0.0;
   bool bias = true;  ///< biases in the linear layers and layer norms
+  /// Each block's MLP runs on this many slices of the tokens (Note [Feed-forward in row chunks] in
+  /// models/attention.cpp): the same function, a finer plan for Auto under small budgets.
+  int64_t ffn_chunks = 1;
 };
 
 /// GPT-2 (Radford et al. 2019): token and position embeddings, n_layer pre-norm blocks of causal

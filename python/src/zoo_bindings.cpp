@@ -174,11 +174,12 @@ void init_zoo(py::module_& m) {
 
   Model<GPT>(zm, "GPT", "A GPT-2-style decoder (see models/zoo/gpt.h).")
       .def(py::init([](int64_t vocab_size, int64_t block_size, int64_t n_layer, int64_t n_head, int64_t n_embd,
-                       double dropout, bool bias) {
-             return std::make_shared<GPT>(GPTConfig{vocab_size, block_size, n_layer, n_head, n_embd, dropout, bias});
+                       double dropout, bool bias, int64_t ffn_chunks) {
+             return std::make_shared<GPT>(
+                 GPTConfig{vocab_size, block_size, n_layer, n_head, n_embd, dropout, bias, ffn_chunks});
            }),
            py::arg("vocab_size") = 50304, py::arg("block_size") = 1024, py::arg("n_layer") = 12, py::arg("n_head") = 12,
-           py::arg("n_embd") = 768, py::arg("dropout") = 0.0, py::arg("bias") = true)
+           py::arg("n_embd") = 768, py::arg("dropout") = 0.0, py::arg("bias") = true, py::arg("ffn_chunks") = 1)
       .def(
           "forward",
           [](GPT& g, const Tensor& idx, std::optional<Tensor> targets) -> py::object {

@@ -526,6 +526,26 @@ def test_gpt_blocks_under_auto_give_bitwise_gradients_within_the_budget():
         np.testing.assert_array_equal(got[1][n], want[1][n], err_msg=n)
 
 
+def test_gpt_with_the_mlp_in_row_chunks_is_the_same_function():
+    # Note [Feed-forward in row chunks]: the same weights and names, the same loss and gradients up
+    # to the GEMMs' summation order (a slice's rows instead of all of them).
+    s, t = gpt_pair(T=16, L=2, E=16)
+    c = strata.models.gpt.GPT(vocab_size=17, block_size=16, n_layer=2, n_head=2, n_embd=16, ffn_chunks=3)
+    assert list(c.state_dict()) == list(s.state_dict())
+    c.load_state_dict(s.state_dict())
+    data = RNG.integers(0, 17, (3, 17))
+    x, y = strata.tensor(data[:, :-1]), strata.tensor(data[:, 1:])
+    for model in (s, c):
+        model.zero_grad()
+        model(x, y).backward()
+    np.testing.assert_allclose(c(x, y).item(), s(x, y).item(), rtol=1e-6)
+    got = dict(c.named_parameters())
+    for n, p in s.named_parameters():
+        np.testing.assert_allclose(got[n].grad.numpy(), p.grad.numpy(), rtol=1e-5, atol=1e-6, err_msg=n)
+    with pytest.raises(RuntimeError, match="ffn_chunks must be at least 1, got 0"):
+        strata.models.gpt.GPT(n_embd=16, n_head=2, n_layer=1, ffn_chunks=0)
+
+
 def test_gpt_bad_inputs():
     s, _ = gpt_pair()
     with pytest.raises(RuntimeError, match="the block size is only 16"):

@@ -137,6 +137,53 @@ TEST(TransformerEncoderLayer, RematStepsComputeForward) {
   }
 }
 
+// Note [Feed-forward in row chunks]: the MLP over k slices of the token rows is the same function
+// (the per-op steps run it alike), for row counts that k does not divide and for k above the rows.
+TEST(TransformerEncoderLayer, FeedForwardInRowChunks) {
+  auto make = [](int64_t chunks, double dropout = 0.0) {
+    manual_seed(5);  // the same parameters for every chunk count
+    nn::TransformerEncoderLayerOptions o;
+    o.dropout = dropout;
+    o.dim_feedforward = 16;
+    o.activation = "gelu";
+    o.batch_first = true;
+    o.norm_first = true;
+    o.ffn_chunks = chunks;
+    auto layer = std::make_shared<nn::TransformerEncoderLayer>(8, 2, o);
+    layer->set_causal(true);
+    return layer;
+  };
+  const Tensor x = randn({2, 5, 8});
+  auto whole = make(1);
+  const Tensor xw = x.clone().requires_grad_(true);
+  const Tensor yw = whole->forward(xw);
+  sum(yw).backward();
+  for (int64_t chunks : {3, 16}) {
+    SCOPED_TRACE("ffn_chunks " + std::to_string(chunks));
+    auto layer = make(chunks);
+    const Tensor xc = x.clone().requires_grad_(true);
+    const Tensor yc = layer->forward(xc);
+    EXPECT_EQ(yc.sizes(), yw.sizes());
+    EXPECT_LT(max_abs_diff(yc, yw), 1e-6);
+    sum(yc).backward();
+    EXPECT_LT(max_abs_diff(xc.grad(), xw.grad()), 1e-5);
+    EXPECT_LT(max_abs_diff(layer->child("linear1")->parameter("weight").grad(),
+                           whole->child("linear1")->parameter("weight").grad()),
+              1e-5);
+    autograd::NoGradGuard no_grad;
+    EXPECT_LT(max_abs_diff(run_steps(*layer, x), layer->forward(x)), 1e-6);
+    // With dropout, the steps draw the slices' masks in forward's order: the same bits.
+    auto dropping = make(chunks, 0.25);
+    manual_seed(11);
+    const Tensor by_steps = run_steps(*dropping, x);
+    manual_seed(11);
+    EXPECT_EQ(max_abs_diff(by_steps, dropping->forward(x)), 0.0);
+  }
+  nn::TransformerEncoderLayerOptions bad;
+  bad.ffn_chunks = 0;
+  EXPECT_ERROR_HAS(nn::TransformerEncoderLayer layer(8, 2, bad), "ffn_chunks must be at least 1, got 0");
+}
+
 TEST(MultiheadAttention, BadInputs) {
   EXPECT_ERROR_HAS(nn::MultiheadAttention m(10, 3), "embed_dim must be divisible by num_heads");
   EXPECT_ERROR_HAS(nn::MultiheadAttention m(8, 2, 1.5), "dropout probability has to be between 0 and 1");
