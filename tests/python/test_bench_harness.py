@@ -281,8 +281,10 @@ def test_peer_worker_runs_one_peer_round_in_a_fresh_process(tmp_path):
     p, run = _peer_worker(tmp_path, job)
     assert p.returncode == 0, p.stderr
     assert run["meta"]["threads"] == 1 and run["meta"]["dtype"] == "f32"
-    assert len(run["samples"]["fwd"]) == 5 and len(run["samples"]["fwd_bwd"]) == 5
-    assert all(t > 0 for t in run["samples"]["fwd"])
+    # --quick: 2 timed calls per figure (ops.QUICK_POLICY), and the first call as the cold figure
+    assert len(run["samples"]["fwd"]) == 2 and len(run["samples"]["fwd_bwd"]) == 2
+    assert len(run["samples"]["fwd_first"]) == 1
+    assert all(t > 0 for t in run["samples"]["fwd"] + run["samples"]["fwd_first"])
 
 
 def test_peer_worker_refuses_an_unknown_item(tmp_path):
