@@ -10,8 +10,8 @@ until >= 10 calls and >= 0.2 s (at most 200); both sides get the same parameters
 The figures pool the timed calls of every round: median and interquartile range. No discarded
 warm-up rounds (each round warms itself). A round whose second half of timed forward calls is
 more than 10 % faster than its first half is logged (warm-up that was not enough). The first
-forward call of each process is the separate cold-start figure ("first call, cold"), counted in no
-headline: it measures one-time costs (allocation, primitive creation), not the op's speed."""
+forward call of each process is the separate cold-start figure ("first forward call in a fresh
+process"), counted in no headline: it measures one-time costs (allocation, primitive creation), not the op's speed."""
 import math
 
 import torch
