@@ -204,7 +204,7 @@ def run_workload(name, args, ctx, env, command):
                          for r in rows)
         print(f"  [{k + 1}/{len(items)}] {item.name}: {desc} ({time.time() - t0:.1f} s)", flush=True)
     rows = report.rows_of(results, limits)
-    table = report.markdown_table(rows, wl.peer_name)
+    table = report.markdown_table(rows, wl.peer_name, wl.spread)
     libs = sorted(set(ctx.library.values()))
     head = (f"# {wl.title}\n\n{wl.describe.strip()}\n\n"
             f"- command: `{command}`\n- date: {env['date']}; git {env['git']}; {env['cpu']}, {env['ncpu']} CPUs, "
@@ -212,7 +212,7 @@ def run_workload(name, args, ctx, env, command):
             f"- threads: {threads} on both sides, pinned to CPUs {env['cpus']}; {rounds} interleaved round(s) "
             f"(Strata, then {wl.peer_name}) after {warmup} warm-up round(s), "
             f"{'the peer in one long-lived process' if ctx.peer_runner is None else 'each side in a fresh process every round'}; "
-            f"medians and ranges over every sample of every round\n"
+            f"medians and {'interquartile ranges' if wl.spread == 'iqr' else 'ranges'} over every sample of every round\n"
             f"- Strata: {'; '.join(libs) or 'n/a'}; peer: PyTorch {env['torch']} (numpy {env['numpy']}, Python {env['python']})\n"
             f"- slow tier: {wl.slow_tier}\n"
             f"- machine limits measured in this run ({threads} thread(s), best of each measurement's repetitions): "

@@ -29,6 +29,7 @@ class Figure:
     unit: str = "µs"
     limit: Optional[str] = None   # machine limit the work rate is compared with (see LIMIT_UNITS)
     target: Optional[Target] = None
+    headline: bool = True         # counted in the RESULTS.md summary line (False: e.g. a cold-start figure)
 
 
 # Machine limits as strata-limits reports them, and the factor to base units per second.
@@ -73,6 +74,7 @@ class Workload:
     threads: Optional[int] = None        # overrides --threads (e.g. migration: memcpy has one thread)
     rounds: Optional[int] = None         # overrides --rounds (e.g. limits: each run is already a median)
     warmup: Optional[int] = None         # overrides --warmup
+    spread: str = "range"                # the table's spread beside the median: "range" (min–max) or "iqr"
 
 
 @dataclass

@@ -26,6 +26,7 @@ class Row:
     limit: Optional[str]
     target: Optional[str]
     met: Optional[bool]
+    headline: bool = True
 
 
 def rows_of(results: list, limits: dict) -> list:
@@ -57,7 +58,7 @@ def rows_of(results: list, limits: dict) -> list:
                 if f.target.min_fraction is not None:
                     met = met and sf is not None and sf >= f.target.min_fraction
             rows.append(Row(res.item.name, f.label, f.kind, f.unit, s, p, r, sf, pf, f.limit,
-                            f.target.text if f.target else None, met))
+                            f.target.text if f.target else None, met, f.headline))
     return rows
 
 
@@ -72,24 +73,31 @@ def _num(x: float) -> str:
     return f"{x:.2f}" if a >= 0.1 else f"{x:.3g}"
 
 
-def _fmt(s: Summary) -> str:
-    return f"{_num(s.median)} [{_num(s.min)}–{_num(s.max)}]"
+def _fmt(s: Summary, spread: str = "range") -> str:
+    lo, hi = (s.q1, s.q3) if spread == "iqr" else (s.min, s.max)
+    return f"{_num(s.median)} [{_num(lo)}–{_num(hi)}]"
 
 
-def markdown_table(rows: list, peer_name: str) -> str:
-    out = [f"| item | figure | Strata median [min–max] | {peer_name} median [min–max] | ratio | "
+def markdown_table(rows: list, peer_name: str, spread: str = "range") -> str:
+    """spread: what the brackets beside each median hold, "range" (min–max) or "iqr" (q1–q3)."""
+    if spread not in ("range", "iqr"):
+        raise ValueError(f"spread must be 'range' or 'iqr', got {spread!r}")
+    sp = "IQR" if spread == "iqr" else "min–max"
+    out = [f"| item | figure | Strata median [{sp}] | {peer_name} median [{sp}] | ratio | "
            f"Strata / limit | {peer_name} / limit | target | met |",
            "|---|---|---:|---:|---:|---:|---:|---|---|"]
     for r in rows:
         frac = lambda x: "" if x is None else f"{x:.2f} ({r.limit})" if x is r.strata_fraction else f"{x:.2f}"
         met = "" if r.met is None else ("yes" if r.met else "**no**")
-        out.append(f"| {r.item} | {r.figure} ({r.unit}) | {_fmt(r.strata)} | {_fmt(r.peer)} | {r.ratio:.2f} | "
+        out.append(f"| {r.item} | {r.figure} ({r.unit}) | {_fmt(r.strata, spread)} | {_fmt(r.peer, spread)} | {r.ratio:.2f} | "
                    f"{frac(r.strata_fraction)} | {frac(r.peer_fraction)} | {r.target or ''} | {met} |")
     return "\n".join(out) + "\n"
 
 
 def headline(rows: list) -> str:
-    """One line: median time ratio, targets met, worst figures against their targets."""
+    """One line: median time ratio, targets met, worst figures against their targets (figures with
+    headline=False, e.g. cold starts, are left out)."""
+    rows = [r for r in rows if r.headline]
     times = sorted(r.ratio for r in rows if r.kind == "time")
     parts = []
     if times:

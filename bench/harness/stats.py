@@ -17,6 +17,8 @@ class Summary:
     min: float
     max: float
     n: int
+    q1: float = math.nan  # first and third quartiles (the interquartile range, IQR)
+    q3: float = math.nan
 
     def format(self, digits: int = 1) -> str:
         return f"{self.median:.{digits}f} [{self.min:.{digits}f}–{self.max:.{digits}f}]"
@@ -30,8 +32,24 @@ def median(samples: Sequence[float]) -> float:
     return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
 
 
+def quartiles(samples: Sequence[float]) -> tuple:
+    """(q1, q3) of the samples, linear interpolation between order statistics (numpy's default,
+    statistics.quantiles(method="inclusive")); one sample is its own quartiles."""
+    if not samples:
+        raise ValueError("quartiles of no samples")
+    s = sorted(samples)
+
+    def at(q):
+        pos = q * (len(s) - 1)
+        lo = math.floor(pos)
+        hi = min(lo + 1, len(s) - 1)
+        return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+
+    return at(0.25), at(0.75)
+
+
 def summarize(samples: Iterable[float]) -> Summary:
-    """Median, min and max of raw samples; NaN or infinite samples are an error (a broken timer or
+    """Median, min, max and quartiles of raw samples; NaN or infinite samples are an error (a broken timer or
     a figure that was never measured), not something to average over."""
     s = [float(x) for x in samples]
     if not s:
@@ -39,7 +57,7 @@ def summarize(samples: Iterable[float]) -> Summary:
     bad = [x for x in s if not math.isfinite(x)]
     if bad:
         raise ValueError(f"non-finite sample(s) {bad[:3]} among {len(s)}")
-    return Summary(median(s), min(s), max(s), len(s))
+    return Summary(median(s), min(s), max(s), len(s), *quartiles(s))
 
 
 def ratio(strata: Summary, peer: Summary) -> float:

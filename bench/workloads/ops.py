@@ -1,14 +1,25 @@
 """Op micro-benchmarks: every op-harness case with bench inputs that has a PyTorch peer below, run
 by strata-bench-ops (forward, and forward+backward with a ones gradient) and by PyTorch 2.13 on
 tensors of the same shapes. Target: every figure within 10 % of PyTorch or faster; the large matmul
-at >= 80 % of the measured sgemm limit."""
+at >= 80 % of the measured sgemm limit.
+
+Warm against warm (Note [Warm op timing] in bench/ops_micro.cpp): in every round each side runs in
+a fresh process (Strata's binary, PyTorch's `compare.py --peer-worker`), Strata first, then
+PyTorch, and within it warms each figure up for >= 0.5 s (at least 2 calls) before timing calls
+until >= 10 calls and >= 0.2 s (at most 200); both sides get the same parameters from this file.
+The figures pool the timed calls of every round: median and interquartile range. No discarded
+warm-up rounds (each round warms itself). A round whose second half of timed forward calls is
+more than 10 % faster than its first half is logged (warm-up that was not enough). The first
+forward call of each process is the separate cold-start figure ("first forward call in a fresh
+process"), counted in no headline: it measures one-time costs (allocation, primitive creation), not the op's speed."""
 import math
 
 import torch
 import torch.nn.functional as F
 
 from harness.core import Figure, Item, Run, Target, Workload
-from workloads.torch_side import meta, time_us
+from harness.stats import median
+from workloads.torch_side import meta, time_warm_us
 
 
 def _tril_dot(feats, self_interaction=False):
@@ -59,7 +70,69 @@ PEERS = {
     "silu/basic": (lambda x: F.silu(x), [0]),
     "embedding/2d_indices_repeated": (lambda w, i: F.embedding(i, w), [0]),
     "scaled_dot_product_attention/basic": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v), [0, 1, 2]),
+    # issue 26 part 4: element-wise math (inputs in each op's domain, as the harness cases draw them)
+    "abs/basic": (lambda x: torch.abs(x), [0]),
+    "sin/basic": (lambda x: torch.sin(x), [0]),
+    "cos/basic": (lambda x: torch.cos(x), [0]),
+    "tan/basic": (lambda x: torch.tan(x), [0]),
+    "asin/basic": (lambda x: torch.asin(x), [0]),
+    "acos/basic": (lambda x: torch.acos(x), [0]),
+    "atan/basic": (lambda x: torch.atan(x), [0]),
+    "atan2/same_shape": (lambda a, b: torch.atan2(a, b), [0, 1]),
+    "sinh/basic": (lambda x: torch.sinh(x), [0]),
+    "cosh/basic": (lambda x: torch.cosh(x), [0]),
+    "expm1/basic": (lambda x: torch.expm1(x), [0]),
+    "log1p/basic": (lambda x: torch.log1p(x), [0]),
+    "rsqrt/basic": (lambda x: torch.rsqrt(x), [0]),
+    "erf/basic": (lambda x: torch.erf(x), [0]),
+    "square/basic": (lambda x: torch.square(x), [0]),
+    "reciprocal/positive": (lambda x: torch.reciprocal(x), [0]),
+    "floor/basic": (lambda x: torch.floor(x), [0]),
+    "ceil/basic": (lambda x: torch.ceil(x), [0]),
+    "trunc/basic": (lambda x: torch.trunc(x), [0]),
+    "round/basic": (lambda x: torch.round(x), [0]),
+    "sign/basic": (lambda x: torch.sign(x), [0]),
+    # issue 26 parts 1 and 4: reductions, sort/topk, cumsum (backward through the values only)
+    "max/dim1": (lambda x: torch.max(x, 1).values, [0]),
+    "argmax/dim1": (lambda x: torch.argmax(x, 1), []),
+    "argmin/dim0_keepdim": (lambda x: torch.argmin(x, 0, keepdim=True), []),
+    "topk/largest_last_dim": (lambda x: torch.topk(x, 3).values, [0]),
+    "sort/ascending": (lambda x: torch.sort(x).values, [0]),
+    "amax/dim1": (lambda x: torch.amax(x, 1), [0]),
+    "var/dim1_keepdim": (lambda x: torch.var(x, 1, correction=1, keepdim=True), [0]),
+    "std/all": (lambda x: torch.std(x), [0]),
+    "norm/p2_dim1_keepdim": (lambda x: torch.norm(x, 2, 1, keepdim=True), [0]),
+    "logsumexp/dim1": (lambda x: torch.logsumexp(x, 1), [0]),
+    "cumsum/dim-1": (lambda x: torch.cumsum(x, -1), [0]),
+    # issue 26 part 2: indexing and the masked / scatter / index ops
+    "index/adjacent_broadcast": (lambda x, i, j: x[:, i, j], [0]),
+    "index_put/accumulate_duplicates": (lambda x, i, v: x.index_put((i,), v, accumulate=True), [0, 2]),
+    "masked_fill/broadcast_mask": (lambda x, m: x.masked_fill(m, 0.5), [0]),
+    "masked_select/broadcast_input": (lambda x, m: torch.masked_select(x, m), [0]),
+    "nonzero/with_zeros": (lambda x: torch.nonzero(x), []),
+    "index_add/dim1_alpha_duplicates": (lambda x, i, s: torch.index_add(x, 1, i, s, alpha=2.0), [0, 2]),
+    "take_along_dim/broadcast": (lambda x, i: torch.take_along_dim(x, i, 1), [0]),
+    "gather/dim0": (lambda x, i: torch.gather(x, 0, i), [0]),
+    "scatter/value_dim1": (lambda x, i: torch.scatter(x, 1, i, 1.5), [0]),
+    "scatter_add/dim0_duplicates": (lambda x, i, s: torch.scatter_add(x, 0, i, s), [0, 2]),
 }
+
+# Integer inputs: case -> {input position: exclusive upper bound of its values}, the bounds the
+# harness case's bench_inputs draw from (tests/cpp/ops/cases/cases_indexing.cpp).
+INDEX_BOUNDS = {
+    "index/adjacent_broadcast": {1: 512, 2: 64},
+    "index_put/accumulate_duplicates": {1: 4096},
+    "index_add/dim1_alpha_duplicates": {1: 4096},
+    "take_along_dim/broadcast": {1: 4096},
+    "scatter/value_dim1": {1: 4096},
+    "scatter_add/dim0_duplicates": {1: 256},
+}
+# Floating inputs drawn uniformly in [lo, hi) instead of normally (the case's bench input domain).
+UNIFORM = {"tan/basic": (-1.2, 1.2), "asin/basic": (-0.9, 0.9), "acos/basic": (-0.9, 0.9), "atan/basic": (-4, 4),
+           "sin/basic": (-3, 3), "cos/basic": (-3, 3), "sinh/basic": (-2, 2), "cosh/basic": (-2, 2),
+           "expm1/basic": (-2, 2), "log1p/basic": (-0.5, 2), "rsqrt/basic": (0.5, 3), "erf/basic": (-2.5, 2.5),
+           "square/basic": (-2, 2), "reciprocal/positive": (0.5, 2), "floor/basic": (-3, 3), "ceil/basic": (-3, 3),
+           "trunc/basic": (-3, 3), "round/basic": (-3, 3), "sign/basic": (-1, 1), "logsumexp/dim1": (-3, 3)}
 
 _TORCH_DT = {"f32": torch.float32, "f64": torch.float64}
 
@@ -80,16 +153,25 @@ def make_inputs(case, specs):
                 out.append(torch.randint(0, specs[0]["shape"][0], shape, generator=g))
             elif case == "cross_entropy/mean":
                 out.append(torch.randint(0, specs[0]["shape"][1], shape, generator=g))
-            elif case in ("index_select/duplicates", "embedding/2d_indices_repeated"):
+            elif case in ("index_select/duplicates", "embedding/2d_indices_repeated", "gather/dim0"):
                 out.append(torch.randint(0, specs[0]["shape"][0], shape, generator=g))
+            elif k in INDEX_BOUNDS.get(case, {}):
+                out.append(torch.randint(0, INDEX_BOUNDS[case][k], shape, generator=g))
             else:
                 out.append(torch.randint(0, 2, shape, generator=g))
+        elif dt == "bool":  # masks: half set, as gt(randn, 0) draws them
+            out.append(torch.randn(shape, generator=g) > 0)
         else:
             if dt not in _TORCH_DT:
                 raise ValueError(f"{case}: input {k} has dtype {dt}, which the PyTorch peer does not handle")
             t = torch.randn(shape, generator=g, dtype=_TORCH_DT[dt])
+            if case in UNIFORM:
+                lo, hi = UNIFORM[case]
+                t = torch.rand(shape, generator=g, dtype=_TORCH_DT[dt]) * (hi - lo) + lo
             if case == "batch_norm/train_4d" and k == 2:
                 t = t.abs() + 0.5  # running variance
+            if case == "nonzero/with_zeros":
+                t = t.clamp_min(0)  # relu(randn): half zeros
             out.append(t)
     return out
 
@@ -111,17 +193,38 @@ def forward_flops(case, specs):
     return None
 
 
-def _strata_run(case, reps):
+# The warm timing policy of both sides (Note [Warm op timing] in bench/ops_micro.cpp).
+POLICY = {"warmup_s": 0.5, "min_time_s": 0.2, "reps": 10, "max_reps": 200}
+QUICK_POLICY = {"warmup_s": 0.0, "min_time_s": 0.0, "reps": 2, "max_reps": 2}
+
+
+def _policy(ctx):
+    return QUICK_POLICY if ctx.quick else POLICY
+
+
+def _check_warm(ctx, side, case, samples):
+    """Logs a round whose second half of timed calls is > 10 % faster than its first half."""
+    n = len(samples) // 2
+    if n >= 5:
+        first, second = median(samples[:n]), median(samples[n:])
+        if second < 0.9 * first:
+            ctx.log(f"  {case}: {side} still warming up while timed (median {first:.1f} -> {second:.1f} µs)")
+
+
+def _strata_run(case):
     def run(ctx):
-        data = ctx.run_json("strata-bench-ops", ["--filter", "=" + case, "--reps", reps, "--threads", ctx.threads],
-                            tag=case.replace("/", "_"))
+        p = _policy(ctx)
+        args = ["--filter", "=" + case, "--threads", ctx.threads, "--warmup-s", p["warmup_s"],
+                "--min-time-s", p["min_time_s"], "--reps", p["reps"], "--max-reps", p["max_reps"]]
+        data = ctx.run_json("strata-bench-ops", args, tag=case.replace("/", "_"))
         rows = data["cases"]
         if len(rows) != 1 or rows[0]["case"] != case:
             raise RuntimeError(f"strata-bench-ops --filter ={case} returned {[r['case'] for r in rows]}")
         row = rows[0]
         dtypes = {s["dtype"] for s in row["inputs"] if s and s["dtype"] in ("f32", "f64", "bf16")}
         m = {"threads": data["threads"], "dtype": "/".join(sorted(dtypes)), "library": data.get("library", "")}
-        samples = {"fwd": row["fwd_us"]["samples"]}
+        samples = {"fwd": row["fwd_us"]["samples"], "fwd_first": [row["fwd_us"]["first"]]}
+        _check_warm(ctx, "Strata", case, samples["fwd"])
         if row.get("fwd_bwd_us"):
             samples["fwd_bwd"] = row["fwd_bwd_us"]["samples"]
         fl = forward_flops(case, row["inputs"])
@@ -131,7 +234,7 @@ def _strata_run(case, reps):
     return run
 
 
-def _peer_run(case, reps, with_bwd):
+def _peer_run(case):
     def run(ctx):
         specs = ctx.shared["inputs:" + case]  # the shapes the Strata side just reported
         fn, grads = PEERS[case]
@@ -141,13 +244,16 @@ def _peer_run(case, reps, with_bwd):
         dtypes = {str(t.dtype) for t in inputs if t is not None and t.is_floating_point()}
         m = meta()
         m["dtype"] = "/".join(sorted(meta(d)["dtype"] for d in dtypes))
+        p = _policy(ctx)
 
         def fwd():
             with torch.no_grad():
                 fn(*inputs)
 
-        samples = {"fwd": time_us(fwd, reps)}
-        if with_bwd:
+        first, timed, _ = time_warm_us(fwd, **p)
+        samples = {"fwd": timed, "fwd_first": [first]}
+        _check_warm(ctx, "PyTorch", case, timed)
+        if grads:
             leaves = [t.detach().requires_grad_(True) if k in grads else t for k, t in enumerate(inputs)]
             ones = torch.ones_like(fn(*leaves))
 
@@ -157,7 +263,7 @@ def _peer_run(case, reps, with_bwd):
                 for k in grads:
                     leaves[k].grad = None
 
-            samples["fwd_bwd"] = time_us(both, reps)
+            samples["fwd_bwd"] = time_warm_us(both, **p)[1]
         return Run(m, samples)
     return run
 
@@ -169,18 +275,19 @@ def _peer_run(case, reps, with_bwd):
 # from DRAM against the gather limits).
 _TARGET = Target("ratio <= 1.10", max_ratio=1.10)
 _LARGE = Target("ratio <= 1.10, >= 0.80 of sgemm", max_ratio=1.10, min_fraction=0.80)
+QUICK_CASES = ["matmul/mat_mat", "relu/basic", "softmax/2d_dim1"]
 
 
 def items(ctx):
-    reps = 5 if ctx.quick else 10
     out = []
-    cases = list(PEERS) if not ctx.quick else ["matmul/mat_mat", "relu/basic", "softmax/2d_dim1"]
-    for case in cases:
+    for case in QUICK_CASES if ctx.quick else list(PEERS):
         gemm = case.split("/")[0] in ("matmul", "linear", "bmm", "conv2d")
         figs = [Figure("fwd", "forward", limit="sgemm" if gemm else None,
-                       target=_LARGE if case == "matmul/mat_mat" else _TARGET),
-                Figure("fwd_bwd", "forward+backward", limit="sgemm" if gemm else None, target=_TARGET)]
-        out.append(Item(case, figs, strata=_strata_run(case, reps), peer=_peer_run(case, reps, True)))
+                       target=_LARGE if case == "matmul/mat_mat" else _TARGET)]
+        if PEERS[case][1] != []:
+            figs.append(Figure("fwd_bwd", "forward+backward", limit="sgemm" if gemm else None, target=_TARGET))
+        figs.append(Figure("fwd_first", "first forward call in a fresh process (cold start)", headline=False))
+        out.append(Item(case, figs, strata=_strata_run(case), peer=_peer_run(case)))
     return out
 
 
@@ -191,4 +298,6 @@ WORKLOAD = Workload(
     slow_tier="not involved (every tensor fits the fast tier)",
     items=items,
     describe=__doc__,
+    warmup=0,
+    spread="iqr",
 )

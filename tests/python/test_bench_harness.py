@@ -29,6 +29,15 @@ def test_summarize_gives_median_min_max_and_count():
     assert (s.median, s.min, s.max, s.n) == (4.0, 1.0, 9.0, 4)
 
 
+def test_summarize_gives_the_quartiles_numpy_would():
+    import numpy as np
+    xs = [5.0, 1.0, 9.0, 3.0, 7.0, 2.0]
+    s = summarize(xs)
+    assert math.isclose(s.q1, np.percentile(xs, 25)) and math.isclose(s.q3, np.percentile(xs, 75))
+    one = summarize([4.0])
+    assert one.q1 == one.q3 == 4.0
+
+
 @pytest.mark.parametrize("bad", [[], [1.0, float("nan")], [float("inf")]])
 def test_summarize_refuses_empty_and_non_finite(bad):
     with pytest.raises(ValueError):
@@ -193,6 +202,37 @@ def test_min_fraction_target_needs_the_fraction():
     assert r.met is (r.strata_fraction >= 0.9)
 
 
+def test_iqr_table_shows_quartiles_and_the_headline_leaves_out_cold_figures():
+    ctx = _ctx()
+
+    def strata(ctx):
+        return Run({"threads": 2, "dtype": "f32"}, {"t": [1.0, 2.0, 3.0, 4.0, 5.0], "cold": [900.0]})
+
+    def peer(ctx):
+        return Run({"threads": 2, "dtype": "f32"}, {"t": [10.0] * 5, "cold": [100.0]})
+
+    item = Item("op", [Figure("t", "warm"), Figure("cold", "first call", headline=False)], strata=strata, peer=peer)
+    rows = report.rows_of([run_item(item, ctx, rounds=1, warmup=0)], ctx.limits())
+    table = report.markdown_table(rows, "PyTorch", spread="iqr")
+    assert "Strata median [IQR]" in table and "| 3.00 [2.00–4.00] |" in table
+    assert "| 3.00 [1.00–5.00] |" in report.markdown_table(rows, "PyTorch")  # the default: min–max
+    # only the warm figure (ratio 0.30) counts; the cold one (ratio 9) is in the table, not the headline
+    assert "**0.30** over 1 figures" in report.headline(rows)
+    with pytest.raises(ValueError, match="spread"):
+        report.markdown_table(rows, "PyTorch", spread="stddev")
+
+
+def test_time_warm_us_warms_for_the_given_time_then_times_between_reps_and_max_reps():
+    from workloads.torch_side import time_warm_us
+    calls = []
+    first, timed, warm = time_warm_us(lambda: calls.append(1), warmup_s=0.02, min_time_s=0.0, reps=3, max_reps=50)
+    assert warm >= 2 and len(timed) == 3 and len(calls) == warm + 3 and first > 0
+    # a call that takes ~1 ms: the warm-up lasts >= 20 ms, the timed phase >= 10 ms, capped at 12 calls
+    import time as _t
+    first, timed, warm = time_warm_us(lambda: _t.sleep(0.001), warmup_s=0.02, min_time_s=0.01, reps=2, max_reps=12)
+    assert warm >= 2 and warm <= 21 and 2 <= len(timed) <= 12 and (sum(timed) >= 1e4 or len(timed) == 12)
+
+
 def test_plot_writes_a_png(tmp_path):
     path = tmp_path / "x.png"
     report.plot(_rows(), str(path), "fake", "PyTorch")
@@ -281,8 +321,10 @@ def test_peer_worker_runs_one_peer_round_in_a_fresh_process(tmp_path):
     p, run = _peer_worker(tmp_path, job)
     assert p.returncode == 0, p.stderr
     assert run["meta"]["threads"] == 1 and run["meta"]["dtype"] == "f32"
-    assert len(run["samples"]["fwd"]) == 5 and len(run["samples"]["fwd_bwd"]) == 5
-    assert all(t > 0 for t in run["samples"]["fwd"])
+    # --quick: 2 timed calls per figure (ops.QUICK_POLICY), and the first call as the cold figure
+    assert len(run["samples"]["fwd"]) == 2 and len(run["samples"]["fwd_bwd"]) == 2
+    assert len(run["samples"]["fwd_first"]) == 1
+    assert all(t > 0 for t in run["samples"]["fwd"] + run["samples"]["fwd_first"])
 
 
 def test_peer_worker_refuses_an_unknown_item(tmp_path):

@@ -60,10 +60,10 @@ OpCase index_case(std::string name, OpKind op, Dims sizes, std::function<TensorL
 }
 
 // max / min over a dim (values and indices), with and without keepdim
-STRATA_REGISTER_CASE(index_case(
+STRATA_REGISTER_CASE(with_bench(index_case(
     "max/dim1", OpKind::max, {4, 6},
     [](const Tensor& x) { auto r = max(x, 1); return TensorList{r.values, r.indices}; },
-    [](const Tensor& x) { return squeezed(order_ref(x, 1, 1, greater), 1); }, true));
+    [](const Tensor& x) { return squeezed(order_ref(x, 1, 1, greater), 1); }, true), Dims{256, 4096}));
 STRATA_REGISTER_CASE(index_case(
     "max/dim0_keepdim", OpKind::max, {5, 3, 2},
     [](const Tensor& x) { auto r = max(x, 0, true); return TensorList{r.values, r.indices}; },
@@ -73,28 +73,28 @@ STRATA_REGISTER_CASE(index_case(
     [](const Tensor& x) { auto r = min(x, -2); return TensorList{r.values, r.indices}; },
     [](const Tensor& x) { return squeezed(order_ref(x, 1, 1, less), 1); }, true));
 // argmax / argmin (indices only)
-STRATA_REGISTER_CASE(index_case(
+STRATA_REGISTER_CASE(with_bench(index_case(
     "argmax/dim1", OpKind::argmax, {4, 7}, [](const Tensor& x) { return TensorList{argmax(x, 1)}; },
-    [](const Tensor& x) { return TensorList{squeezed(order_ref(x, 1, 1, greater), 1)[1]}; }, false));
+    [](const Tensor& x) { return TensorList{squeezed(order_ref(x, 1, 1, greater), 1)[1]}; }, false), Dims{256, 4096}));
 STRATA_REGISTER_CASE(index_case(
     "argmax/flattened", OpKind::argmax, {3, 5}, [](const Tensor& x) { return TensorList{argmax(x)}; },
     [](const Tensor& x) { return TensorList{order_ref(x.reshape({x.numel()}), 0, 1, greater)[1].reshape({})}; }, false));
-STRATA_REGISTER_CASE(index_case(
+STRATA_REGISTER_CASE(with_bench(index_case(
     "argmin/dim0_keepdim", OpKind::argmin, {6, 3}, [](const Tensor& x) { return TensorList{argmin(x, 0, true)}; },
-    [](const Tensor& x) { return TensorList{order_ref(x, 0, 1, less)[1]}; }, false));
+    [](const Tensor& x) { return TensorList{order_ref(x, 0, 1, less)[1]}; }, false), Dims{256, 4096}));
 // topk and sort
-STRATA_REGISTER_CASE(index_case(
+STRATA_REGISTER_CASE(with_bench(index_case(
     "topk/largest_last_dim", OpKind::topk, {3, 8},
     [](const Tensor& x) { auto r = topk(x, 3); return TensorList{r.values, r.indices}; },
-    [](const Tensor& x) { return order_ref(x, 1, 3, greater); }, true));
+    [](const Tensor& x) { return order_ref(x, 1, 3, greater); }, true), Dims{256, 4096}));
 STRATA_REGISTER_CASE(index_case(
     "topk/smallest_dim0", OpKind::topk, {6, 2, 3},
     [](const Tensor& x) { auto r = topk(x, 2, 0, false); return TensorList{r.values, r.indices}; },
     [](const Tensor& x) { return order_ref(x, 0, 2, less); }, true));
-STRATA_REGISTER_CASE(index_case(
+STRATA_REGISTER_CASE(with_bench(index_case(
     "sort/ascending", OpKind::sort, {4, 6},
     [](const Tensor& x) { auto r = sort(x); return TensorList{r.values, r.indices}; },
-    [](const Tensor& x) { return order_ref(x, 1, 6, less); }, true));
+    [](const Tensor& x) { return order_ref(x, 1, 6, less); }, true), Dims{256, 4096}));
 STRATA_REGISTER_CASE(index_case(
     "sort/descending_dim0", OpKind::sort, {5, 3},
     [](const Tensor& x) { auto r = sort(x, 0, true); return TensorList{r.values, r.indices}; },

@@ -6,8 +6,10 @@
 #include <functional>
 #include <vector>
 
+#include "ops/comparison.h"
 #include "ops/indexing.h"
 #include "ops/scatter.h"
+#include "ops/unary.h"
 #include "tests/cpp/ops/harness/op_harness.h"
 
 namespace strata::testing {
@@ -31,7 +33,7 @@ Tensor build2(int64_t rows, int64_t cols, const std::function<double(int64_t, in
 
 // ---- index ---------------------------------------------------------------------------------------
 
-STRATA_REGISTER_CASE(OpCase{
+STRATA_REGISTER_CASE(with_bench_inputs(OpCase{
     .name = "index/adjacent_broadcast",
     .op = OpKind::index,
     .inputs = [](Generator& g) { return TensorList{uniform64({4, 5, 3}, g), from_indices({3, -1, 3}, {3}), from_indices({2, 0}, {2, 1})}; },
@@ -50,7 +52,7 @@ STRATA_REGISTER_CASE(OpCase{
           return TensorList{from_values(out, {4, 2, 3})};
         },
     .grad_inputs = {0},
-});
+}, [](Generator& g) { return TensorList{randn32({64, 512, 64}, g), randint64(0, 512, {256}, g), randint64(0, 64, {16, 1}, g)}; }));
 
 STRATA_REGISTER_CASE(OpCase{
     .name = "index/separated_by_slice_with_mask",
@@ -85,7 +87,7 @@ STRATA_REGISTER_CASE(OpCase{
 
 // ---- index_put -----------------------------------------------------------------------------------
 
-STRATA_REGISTER_CASE(OpCase{
+STRATA_REGISTER_CASE(with_bench_inputs(OpCase{
     .name = "index_put/accumulate_duplicates",
     .op = OpKind::index_put,
     .inputs = [](Generator& g) { return TensorList{uniform64({5, 3}, g), from_indices({1, 3, 1, 0}, {4}), uniform64({4, 3}, g)}; },
@@ -100,7 +102,7 @@ STRATA_REGISTER_CASE(OpCase{
           return TensorList{from_values(out, {5, 3})};
         },
     .grad_inputs = {0, 2},
-});
+}, [](Generator& g) { return TensorList{randn32({4096, 256}, g), randint64(0, 4096, {2048}, g), randn32({2048, 256}, g)}; }));
 
 STRATA_REGISTER_CASE(OpCase{
     .name = "index_put/broadcast_values",
@@ -120,7 +122,7 @@ STRATA_REGISTER_CASE(OpCase{
 
 // ---- masked_fill / masked_select / nonzero ---------------------------------------------------------
 
-STRATA_REGISTER_CASE(OpCase{
+STRATA_REGISTER_CASE(with_bench_inputs(OpCase{
     .name = "masked_fill/broadcast_mask",
     .op = OpKind::masked_fill,
     .inputs = [](Generator& g) { return TensorList{uniform64({3, 4}, g), mask_of({1, 0, 0, 1}, {4})}; },
@@ -131,9 +133,9 @@ STRATA_REGISTER_CASE(OpCase{
           return TensorList{build2(3, 4, [&](int64_t i, int64_t j) { return j == 0 || j == 3 ? 0.5 : x[static_cast<std::size_t>(i * 4 + j)]; })};
         },
     .grad_inputs = {0},
-});
+}, [](Generator& g) { return TensorList{randn32({256, 4096}, g), gt(randn32({4096}, g), 0)}; }));
 
-STRATA_REGISTER_CASE(OpCase{
+STRATA_REGISTER_CASE(with_bench_inputs(OpCase{
     .name = "masked_select/broadcast_input",
     .op = OpKind::masked_select,
     .inputs = [](Generator& g) { return TensorList{uniform64({4}, g), mask_of({1, 0, 1, 1, 0, 0, 0, 1}, {2, 4})}; },
@@ -144,15 +146,15 @@ STRATA_REGISTER_CASE(OpCase{
           return TensorList{from_values({x[0], x[2], x[3], x[3]}, {4})};
         },
     .grad_inputs = {0},
-});
+}, [](Generator& g) { return TensorList{randn32({4096}, g), gt(randn32({256, 4096}, g), 0)}; }));
 
-STRATA_REGISTER_CASE(OpCase{
+STRATA_REGISTER_CASE(with_bench_inputs(OpCase{
     .name = "nonzero/with_zeros",
     .op = OpKind::nonzero,
     .inputs = [](Generator&) { return TensorList{from_values({0.0, 1.5, -0.0, 0.0, -2.0, 3.0}, {2, 3})}; },
     .run = [](const TensorList& in) { return TensorList{nonzero(in[0])}; },
     .reference = [](const TensorList&) { return TensorList{from_values({0, 1, 1, 1, 1, 2}, {3, 2})}; },
-});
+}, [](Generator& g) { return TensorList{relu(randn32({256, 4096}, g))}; }));
 
 STRATA_REGISTER_CASE(OpCase{
     .name = "one_hot/inferred_classes",
@@ -167,7 +169,7 @@ STRATA_REGISTER_CASE(OpCase{
 
 // ---- index_add / take_along_dim --------------------------------------------------------------------
 
-STRATA_REGISTER_CASE(OpCase{
+STRATA_REGISTER_CASE(with_bench_inputs(OpCase{
     .name = "index_add/dim1_alpha_duplicates",
     .op = OpKind::index_add,
     .inputs = [](Generator& g) { return TensorList{uniform64({3, 4}, g), from_indices({3, 0, 3}, {3}), uniform64({3, 3}, g)}; },
@@ -182,9 +184,9 @@ STRATA_REGISTER_CASE(OpCase{
           return TensorList{from_values(out, {3, 4})};
         },
     .grad_inputs = {0, 2},
-});
+}, [](Generator& g) { return TensorList{randn32({256, 4096}, g), randint64(0, 4096, {1024}, g), randn32({256, 1024}, g)}; }));
 
-STRATA_REGISTER_CASE(OpCase{
+STRATA_REGISTER_CASE(with_bench_inputs(OpCase{
     .name = "take_along_dim/broadcast",
     .op = OpKind::take_along_dim,
     .inputs = [](Generator& g) { return TensorList{uniform64({3, 4}, g), from_indices({3, 1}, {1, 2})}; },
@@ -196,7 +198,7 @@ STRATA_REGISTER_CASE(OpCase{
           return TensorList{build2(3, 2, [&](int64_t i, int64_t j) { return x[static_cast<std::size_t>(i * 4 + t[j])]; })};
         },
     .grad_inputs = {0},
-});
+}, [](Generator& g) { return TensorList{randn32({256, 4096}, g), randint64(0, 4096, {256, 1024}, g)}; }));
 
 STRATA_REGISTER_CASE(OpCase{
     .name = "take_along_dim/flattened",
@@ -255,7 +257,7 @@ STRATA_REGISTER_CASE(OpCase{
     .grad_inputs = {0, 2},
 });
 
-STRATA_REGISTER_CASE(OpCase{
+STRATA_REGISTER_CASE(with_bench_inputs(OpCase{
     .name = "scatter/value_dim1",
     .op = OpKind::scatter,
     .inputs = [](Generator& g) { return TensorList{uniform64({3, 4}, g), from_indices({3, 0, 1, 1, 2, 2}, {3, 2})}; },
@@ -265,16 +267,16 @@ STRATA_REGISTER_CASE(OpCase{
           return TensorList{ref_scatter({in[0], in[1], full({3, 2}, 1.5, {DType::f64, nullptr})}, 1, "none", true)};
         },
     .grad_inputs = {0},
-});
+}, [](Generator& g) { return TensorList{randn32({256, 4096}, g), randint64(0, 4096, {256, 1024}, g)}; }));
 
-STRATA_REGISTER_CASE(OpCase{
+STRATA_REGISTER_CASE(with_bench_inputs(OpCase{
     .name = "scatter_add/dim0_duplicates",
     .op = OpKind::scatter_add,
     .inputs = scatter_inputs,
     .run = [](const TensorList& in) { return TensorList{scatter_add(in[0], 0, in[1], in[2])}; },
     .reference = [](const TensorList& in) { return TensorList{ref_scatter(in, 0, "sum", true)}; },
     .grad_inputs = {0, 2},
-});
+}, [](Generator& g) { return TensorList{randn32({256, 4096}, g), randint64(0, 256, {512, 4096}, g), randn32({512, 4096}, g)}; }));
 
 OpCase reduce_case(const std::string& reduce, bool include_self) {
   return OpCase{

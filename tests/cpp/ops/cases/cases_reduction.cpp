@@ -111,11 +111,6 @@ STRATA_REGISTER_CASE(OpCase{
     },
 });
 
-OpCase with_bench(OpCase c, Dims sizes) {
-  c.bench_inputs = [sizes](Generator& g) { return TensorList{randn32(sizes, g)}; };
-  return c;
-}
-
 // sum
 STRATA_REGISTER_CASE(with_bench(reduction_case("sum/dim0", OpKind::sum, Kind::Sum, {5, 7}, {0}, false), {4096, 1024}));
 STRATA_REGISTER_CASE(with_bench(reduction_case("sum/dim1", OpKind::sum, Kind::Sum, {5, 7}, {1}, false), {4096, 1024}));

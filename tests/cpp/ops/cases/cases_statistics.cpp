@@ -102,19 +102,19 @@ double log_sum_exp(const std::vector<double>& v) {
 
 STRATA_REGISTER_CASE(reduce_case("var/all", OpKind::var, [](const Tensor& x) { return var(x); }, variance(1), {4, 5}, {},
                                  false));
-STRATA_REGISTER_CASE(reduce_case("var/dim1_keepdim", OpKind::var, [](const Tensor& x) { return var(x, {1}, 1.0, true); },
-                                 variance(1), {3, 6, 2}, {1}, true));
+STRATA_REGISTER_CASE(with_bench(reduce_case("var/dim1_keepdim", OpKind::var, [](const Tensor& x) { return var(x, {1}, 1.0, true); },
+                                 variance(1), {3, 6, 2}, {1}, true), Dims{256, 4096}));
 STRATA_REGISTER_CASE(reduce_case("var/two_dims_correction0", OpKind::var,
                                  [](const Tensor& x) { return var(x, {0, -1}, 0.0); }, variance(0), {3, 4, 5}, {0, -1},
                                  false));
-STRATA_REGISTER_CASE(reduce_case("std/all", OpKind::std, [](const Tensor& x) { return std(x); },
-                                 [](const std::vector<double>& v) { return std::sqrt(variance(1)(v)); }, {4, 5}, {}, false));
+STRATA_REGISTER_CASE(with_bench(reduce_case("std/all", OpKind::std, [](const Tensor& x) { return std(x); },
+                                 [](const std::vector<double>& v) { return std::sqrt(variance(1)(v)); }, {4, 5}, {}, false), Dims{256, 4096}));
 STRATA_REGISTER_CASE(reduce_case("std/dim0_correction2", OpKind::std, [](const Tensor& x) { return std(x, {0}, 2.0); },
                                  [](const std::vector<double>& v) { return std::sqrt(variance(2)(v)); }, {6, 3}, {0}, false));
 STRATA_REGISTER_CASE(reduce_case("norm/p2_all", OpKind::norm, [](const Tensor& x) { return norm(x); }, p_norm(2), {3, 5},
                                  {}, false));
-STRATA_REGISTER_CASE(reduce_case("norm/p2_dim1_keepdim", OpKind::norm, [](const Tensor& x) { return norm(x, 2, {1}, true); },
-                                 p_norm(2), {4, 6}, {1}, true));
+STRATA_REGISTER_CASE(with_bench(reduce_case("norm/p2_dim1_keepdim", OpKind::norm, [](const Tensor& x) { return norm(x, 2, {1}, true); },
+                                 p_norm(2), {4, 6}, {1}, true), Dims{256, 4096}));
 STRATA_REGISTER_CASE(reduce_case("norm/p1_dim0", OpKind::norm, [](const Tensor& x) { return norm(x, 1, {0}); }, p_norm(1),
                                  {5, 3}, {0}, false, 0.1, 1.0));
 STRATA_REGISTER_CASE(reduce_case("norm/p3_dim-1", OpKind::norm, [](const Tensor& x) { return norm(x, 3, {-1}); }, p_norm(3),
@@ -124,8 +124,8 @@ STRATA_REGISTER_CASE(reduce_case("norm/p0.5", OpKind::norm, [](const Tensor& x) 
 STRATA_REGISTER_CASE(reduce_case("norm/inf_dim1", OpKind::norm,
                                  [](const Tensor& x) { return norm(x, std::numeric_limits<double>::infinity(), {1}); },
                                  max_abs, {4, 5}, {1}, false));
-STRATA_REGISTER_CASE(reduce_case("logsumexp/dim1", OpKind::logsumexp, [](const Tensor& x) { return logsumexp(x, {1}); },
-                                 log_sum_exp, {4, 6}, {1}, false, -3, 3));
+STRATA_REGISTER_CASE(with_bench(reduce_case("logsumexp/dim1", OpKind::logsumexp, [](const Tensor& x) { return logsumexp(x, {1}); },
+                                 log_sum_exp, {4, 6}, {1}, false, -3, 3), Dims{256, 4096}, -3, 3));
 STRATA_REGISTER_CASE(reduce_case("logsumexp/all_keepdim", OpKind::logsumexp,
                                  [](const Tensor& x) { return logsumexp(x, {0, 1}, true); }, log_sum_exp, {3, 5}, {}, true,
                                  -3, 3));
@@ -170,7 +170,7 @@ OpCase cumsum_case(std::string name, Dims sizes, int64_t dim) {
   return c;
 }
 STRATA_REGISTER_CASE(cumsum_case("cumsum/dim0", {5, 3}, 0));
-STRATA_REGISTER_CASE(cumsum_case("cumsum/dim-1", {2, 3, 7}, -1));
+STRATA_REGISTER_CASE(with_bench(cumsum_case("cumsum/dim-1", {2, 3, 7}, -1), Dims{256, 4096}));
 STRATA_REGISTER_CASE(cumsum_case("cumsum/middle", {2, 4, 3}, 1));
 
 // ---- bad inputs ---------------------------------------------------------------------------------

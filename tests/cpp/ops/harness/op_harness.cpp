@@ -20,6 +20,21 @@ Tensor randn64(IntArrayRef sizes, Generator& gen) { return randn(sizes, {DType::
 
 Tensor randn32(IntArrayRef sizes, Generator& gen) { return randn(sizes, {DType::f32, nullptr}, &gen); }
 
+OpCase with_bench_inputs(OpCase c, std::function<TensorList(Generator&)> make) {
+  c.bench_inputs = std::move(make);
+  return c;
+}
+
+OpCase with_bench(OpCase c, Dims sizes) {
+  return with_bench_inputs(std::move(c), [sizes](Generator& g) { return TensorList{randn32(sizes, g)}; });
+}
+
+OpCase with_bench(OpCase c, Dims sizes, double lo, double hi) {
+  return with_bench_inputs(std::move(c), [sizes, lo, hi](Generator& g) {
+    return TensorList{uniform(sizes, lo, hi, {DType::f32, nullptr}, &g)};
+  });
+}
+
 Tensor randint64(int64_t lo, int64_t hi, IntArrayRef sizes, Generator& gen) {
   return randint(lo, hi, sizes, {DType::i64, nullptr}, &gen);
 }

@@ -81,6 +81,12 @@ Tensor uniform64(IntArrayRef sizes, Generator& gen, double lo = -1.0, double hi 
 Tensor randn64(IntArrayRef sizes, Generator& gen);
 /// f32 tensor of normal values (for bench_inputs).
 Tensor randn32(IntArrayRef sizes, Generator& gen);
+/// `c` with benchmark inputs made by `make` (f32 floating inputs, same layout as c.inputs; for
+/// cases whose inputs are not one tensor). See bench/ops_micro.cpp.
+OpCase with_bench_inputs(OpCase c, std::function<TensorList(Generator&)> make);
+/// `c` with one f32 benchmark input of `sizes`: normal values (randn32), or uniform in [lo, hi).
+OpCase with_bench(OpCase c, Dims sizes);
+OpCase with_bench(OpCase c, Dims sizes, double lo, double hi);
 /// i64 tensor of values in [lo, hi).
 Tensor randint64(int64_t lo, int64_t hi, IntArrayRef sizes, Generator& gen);
 /// Contiguous f64 tensor from values.
