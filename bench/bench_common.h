@@ -29,9 +29,22 @@ class Cli {
  public:
   Cli(const char* prog, const char* usage) : prog_(prog), usage_(usage) {}
 
+  /// Bad input: the message and the usage on stderr, exit status 2 (every Strata binary's convention).
   [[noreturn]] void fail(const std::string& message) const {
     std::fprintf(stderr, "%s: %s\nusage: %s\n", prog_, message.c_str(), usage_);
     std::exit(2);
+  }
+
+  /// --help / -h: the usage on stdout, exit status 0.
+  [[noreturn]] void help() const {
+    std::printf("usage: %s\n", usage_);
+    std::exit(0);
+  }
+
+  /// A flag no branch of the parser took: help() for --help / -h, else fail("unknown flag ...").
+  [[noreturn]] void unknown(const std::string& flag) const {
+    if (flag == "--help" || flag == "-h") help();
+    fail("unknown flag " + flag);
   }
 
   /// The value after flag argv[i] (advances i); fails when it is missing.
