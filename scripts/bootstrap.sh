@@ -12,7 +12,7 @@ SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 
 # ---- Debian packages -----------------------------------------------------------------------------
-APT_PACKAGES=(g++ pkg-config ccache libtbb-dev libeigen3-dev libmemkind-dev libnuma-dev libglpk-dev zlib1g-dev)
+APT_PACKAGES=(g++ pkg-config ccache libtbb-dev libmemkind-dev libnuma-dev libglpk-dev zlib1g-dev)
 if [ "$RUN_ONLY" = 0 ]; then APT_PACKAGES+=(libgtest-dev libgmock-dev); fi
 missing_apt=()
 for p in "${APT_PACKAGES[@]}"; do
