@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "autograd/grad_mode.h"
+#include "core/config.h"
 #include "core/error.h"
 #include "core/file.h"
 #include "core/npz.h"
@@ -92,21 +93,6 @@ void init_uniform(Table& t, const PhiloxRange& range, int64_t bpr, float lo, flo
   t.charge_slow_write(slow);
 }
 
-memory::SlowTierModel resolve_model(const SlowTierModelSpec& spec) {
-  switch (spec.mode) {
-    case SlowTierModelSpec::Mode::Off: return memory::SlowTierModel::off();
-    case SlowTierModelSpec::Mode::Custom:
-      return memory::SlowTierModel::custom(spec.read_gbps, spec.write_gbps, spec.latency_ns);
-    case SlowTierModelSpec::Mode::Auto:  // the process's; callers do not resolve it
-    case SlowTierModelSpec::Mode::Default: break;
-  }
-  double dram = memory::positive_env("STRATA_DRAM_GBPS");
-  if (dram == 0) dram = memory::measure_dram_copy_gbps();
-  double gather = memory::positive_env("STRATA_DRAM_GATHER_GBPS");
-  if (gather == 0) gather = memory::measure_dram_gather_gbps(256);
-  return memory::SlowTierModel::defaults(dram, gather);
-}
-
 /// Free bytes of the filesystem holding `dir` (0 when unknown).
 std::size_t free_bytes(const std::string& dir) {
   struct statvfs s{};
@@ -152,7 +138,7 @@ std::size_t dense_working_set_bytes(const DLRMConfig& c) {
 void configure_process_memory(const DLRMConfig& c) {
   if (memory::tiered_memory_created()) return;
   memory::TieredConfig t = memory::TieredConfig::from_env();
-  const bool fast_from_env = std::getenv("STRATA_FAST_BYTES") != nullptr;
+  const bool fast_from_env = config::fast_bytes().has_value();
   if (fast_from_env) {
     STRATA_CHECK(t.fast_bytes >= c.fast_budget, "STRATA_FAST_BYTES: the process's fast tier of ",
                  format_bytes(static_cast<double>(t.fast_bytes)), " cannot hold --fast-budget ",
@@ -164,7 +150,7 @@ void configure_process_memory(const DLRMConfig& c) {
   }
   if (!c.slow_dir.empty()) {
     t.slow_dir = c.slow_dir;
-    if (std::getenv("STRATA_SLOW_BYTES") == nullptr) t.slow_bytes = memory::TieredConfig::default_slow_bytes(t.slow_dir);
+    if (!config::slow_bytes()) t.slow_bytes = memory::TieredConfig::default_slow_bytes(t.slow_dir);
   }
   try {
     memory::configure_tiered_memory(t);
@@ -501,7 +487,7 @@ void TieredDLRM::attach_memory(const Placement& plan) {
   STRATA_CHECK(fast.reserve(plan.fast_bytes), "--fast-budget: cannot map ", format_bytes(static_cast<double>(plan.fast_bytes)),
                " of fast memory for the tables: ", fast.no_room_message(plan.fast_bytes));
   if (config_.slow_tier_model.mode != SlowTierModelSpec::Mode::Auto)
-    memory_->set_slow_tier_model(resolve_model(config_.slow_tier_model));
+    memory_->set_slow_tier_model(memory_->model_for(config_.slow_tier_model));
   if (!uses_slow_) return;
   const std::string& dir = memory_->config().slow_dir;
   std::error_code ec;

@@ -82,39 +82,6 @@ std::vector<double> parse_floats(const std::string& flag, const std::string& v) 
   return out;
 }
 
-SlowTierModelSpec parse_model(const std::string& flag, const std::string& v) {
-  SlowTierModelSpec m;
-  if (v == "auto") return m;
-  if (v == "off") {
-    m.mode = SlowTierModelSpec::Mode::Off;
-    return m;
-  }
-  if (v == "default" || v == "on") {
-    m.mode = SlowTierModelSpec::Mode::Default;
-    return m;
-  }
-  double x[3] = {0, 0, 0};
-  std::size_t start = 0;
-  for (int k = 0; k < 3; ++k) {
-    const std::size_t comma = v.find(',', start);
-    STRATA_CHECK((k < 2) == (comma != std::string::npos), flag, ": expected auto, off, default or R,W,L (read GB/s, ",
-                 "write GB/s, latency ns), got ", quote_field(v));
-    const std::string part = v.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    char* end = nullptr;
-    x[k] = part.empty() ? -1 : std::strtod(part.c_str(), &end);
-    STRATA_CHECK(!part.empty() && end != nullptr && *end == '\0' && std::isfinite(x[k]), flag,
-                 ": expected auto, off, default or R,W,L (read GB/s, write GB/s, latency ns), got ", quote_field(v));
-    start = comma + 1;
-  }
-  STRATA_CHECK(x[0] > 0 && x[1] > 0 && x[2] >= 0, flag, ": read and write bandwidths must be positive and the ",
-               "latency non-negative, got ", quote_field(v));
-  m.mode = SlowTierModelSpec::Mode::Custom;
-  m.read_gbps = x[0];
-  m.write_gbps = x[1];
-  m.latency_ns = x[2];
-  return m;
-}
-
 // ---- the flag table ---------------------------------------------------------------------------------
 
 using Setter = std::function<void(DLRMConfig&, const std::string& flag, const std::string& value)>;
@@ -299,7 +266,7 @@ void add_strata_flags(FlagTable& t) {
   t["--preset"] = value([](DLRMConfig&, const std::string&, const std::string&) {});  // applied first
   t["--scale-rows"] = STRATA_REAL_FLAG(scale_rows);
   t["--fast-budget"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
-    c.fast_budget = memory::parse_bytes(v, f.c_str());
+    c.fast_budget = parse_bytes(v, f);
   });
   t["--slow-dir"] = STRATA_STRING_FLAG(slow_dir);
   t["--emb-policy"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
@@ -307,7 +274,7 @@ void add_strata_flags(FlagTable& t) {
   });
   t["--cache-fraction"] = STRATA_REAL_FLAG(cache_fraction);
   t["--slow-tier-model"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
-    c.slow_tier_model = parse_model(f, v);
+    c.slow_tier_model = parse_slow_tier_model(v, f);
   });
   t["--threads"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
     c.threads = v == "0" ? 0 : parse_num_threads(v, f);  // 0: all hardware threads
@@ -378,15 +345,6 @@ std::string format_bytes(double b) {
   else if (b >= 1024.0) std::snprintf(buf, sizeof buf, "%.2f KiB", b / 1024.0);
   else std::snprintf(buf, sizeof buf, "%.0f B", b);
   return buf;
-}
-
-std::string SlowTierModelSpec::to_string() const {
-  if (mode == Mode::Auto) return "auto";
-  if (mode == Mode::Off) return "off";
-  if (mode == Mode::Default) return "default";
-  std::ostringstream os;
-  os << read_gbps << "," << write_gbps << "," << latency_ns;
-  return os.str();
 }
 
 const char* to_string(DataGeneration g) {

@@ -24,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/config.h"
 #include "embeddings/table.h"
 
 namespace strata::emb {
@@ -51,16 +52,12 @@ enum class WeightedPooling : uint8_t { None, Fixed, Learned };
 /// is 2d wide and --arch-mlp-bot must end in 2d).
 enum class QROperation : uint8_t { Mult, Add, Concat };
 
-/// --slow-tier-model: auto (the process's model: STRATA_SLOW_MODEL, by default on unless the slow
-/// tier is a real device), off, default (the dissertation's Optane ratios against this machine's
-/// measured DRAM bandwidth), or custom R,W,L (read GB/s, write GB/s, latency ns). Anything but
-/// auto sets the process's model (Note [One tiered memory per process], embeddings/dlrm.h).
-struct SlowTierModelSpec {
-  enum class Mode : uint8_t { Auto, Off, Default, Custom } mode = Mode::Auto;
-  double read_gbps = 0, write_gbps = 0, latency_ns = 0;  ///< Custom only
-  /// "auto", "off", "default" or "R,W,L".
-  std::string to_string() const;
-};
+/// --slow-tier-model (core/config.h parse_slow_tier_model, the spellings of STRATA_SLOW_MODEL):
+/// auto (the process's model: STRATA_SLOW_MODEL, by default on unless the slow tier is a real
+/// device), off, default (the dissertation's Optane ratios against this machine's measured DRAM
+/// bandwidth), or custom R,W,L (read GB/s, write GB/s, latency ns). Anything but auto sets the
+/// process's model (Note [One tiered memory per process], embeddings/dlrm.h).
+using strata::SlowTierModelSpec;
 
 /// Every option of a run. Field names are the reference's argparse destinations (`args.<name>`);
 /// defaults are the reference's. Strata's additions follow.

@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 
+#include "core/config.h"
 #include "memory/arena.h"
 #include "memory/region.h"
 #include "memory/tier.h"
@@ -146,13 +147,8 @@ class DramHeap final : public Heap {
   void unmap_segment(void* base, std::size_t bytes) noexcept override;
 };
 
-/// How the slow heap gets its memory.
-enum class PmBackend {
-  Auto,     ///< memkind on a DAX directory (when built with it), else Mmap
-  Memkind,  ///< memkind's PMEM kind over `dir` (fsdax on real PMem/CXL, any filesystem otherwise)
-  Mmap,     ///< a file in `dir` mapped shared
-  Numa,     ///< anonymous memory bound to NUMA node `numa_node` (a CPU-less CXL expander)
-};
+/// How the slow heap gets its memory (defined with its names and parser in core/config.h).
+using strata::PmBackend;
 
 struct PmHeapOptions {
   std::size_t capacity = 0;  ///< the limit

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <utility>
 
+#include "core/config.h"
 #include "core/error.h"
 #include "core/file.h"
 #include "memory/heap.h"
@@ -632,8 +633,7 @@ void save_occupancy_png(const OccupancyTimeline& timeline, const std::string& pn
                "' ends in .json, which is where the timeline JSON goes; expected a path like out.png");
   timeline.save_json(json_path);
 
-  const char* env = std::getenv("STRATA_PYTHON");
-  const std::string python = env != nullptr && *env != '\0' ? env : "python3";
+  const std::string python = config::python();
   const std::string command = shell_quote(python) + " -m strata.memory_plot " +
                               shell_quote(json_path) + " " + shell_quote(png_path);
   std::fflush(nullptr);  // the child must not inherit unflushed stdio buffers

@@ -19,8 +19,10 @@
 #include <utility>
 #include <vector>
 
+#include "core/config.h"
 #include "core/error.h"
 #include "memory/memory_stats.h"
+#include "tests/cpp/scoped_env.h"
 
 namespace strata::memory {
 namespace {
@@ -285,25 +287,7 @@ std::string read_file(const std::string& path) {
   return os.str();
 }
 
-// Sets an environment variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    ::setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      ::setenv(name_, old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using testing_util::ScopedEnv;
 
 std::string write_script(const TempDir& dir, const std::string& name, const std::string& body) {
   const std::string path = dir / name;
@@ -949,8 +933,7 @@ TEST(SaveOccupancyPng, RejectsAPngPathThatIsTheJsonPath) {
 
 // The real thing, when this machine has the strata package (with strata.memory_plot) installed.
 TEST(SaveOccupancyPng, RendersARealPngWhenStrataIsInstalled) {
-  const char* env = std::getenv("STRATA_PYTHON");
-  const std::string python = env != nullptr && *env != '\0' ? env : "python3";
+  const std::string python = config::python();
   const std::string probe = "'" + python + "' -c 'import strata.memory_plot' >/dev/null 2>&1";
   if (std::system(probe.c_str()) != 0) {
     GTEST_SKIP() << "strata.memory_plot is not importable by " << python
