@@ -49,8 +49,7 @@ bool parse_bool(const std::string& flag, const std::string& v) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
   if (s == "true" || s == "1" || s == "yes") return true;
   if (s == "false" || s == "0" || s == "no") return false;
-  STRATA_CHECK(false, flag, ": expected True or False (or 1/0), got ", quote_field(v));
-  return false;
+  STRATA_FAIL(flag, ": expected True or False (or 1/0), got ", quote_field(v));
 }
 
 std::string parse_choice(const std::string& flag, const std::string& v, std::initializer_list<const char*> choices) {
@@ -60,8 +59,7 @@ std::string parse_choice(const std::string& flag, const std::string& v, std::ini
     list += list.empty() ? "" : ", ";
     list += c;
   }
-  STRATA_CHECK(false, flag, ": expected one of ", list, ", got ", quote_field(v));
-  return {};
+  STRATA_FAIL(flag, ": expected one of ", list, ", got ", quote_field(v));
 }
 
 /// The reference's dash_separated_floats ("1.0-1.0").
@@ -286,7 +284,7 @@ void add_strata_flags(FlagTable& t) {
     try {
       c.emb_dtype = parse_elem_type(v);
     } catch (const Error&) {
-      STRATA_CHECK(false, f, ": expected f32 or bf16, got ", quote_field(v));
+      STRATA_FAIL(f, ": expected f32 or bf16, got ", quote_field(v));
     }
   });
   t["--check-finite"] = STRATA_TRUE_FLAG(check_finite);
@@ -338,14 +336,6 @@ std::string join(const std::vector<int64_t>& v) {
 
 }  // namespace
 
-std::string format_bytes(double b) {
-  char buf[48];
-  if (b >= double(1ull << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", b / double(1ull << 30));
-  else if (b >= double(1ull << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", b / double(1ull << 20));
-  else if (b >= 1024.0) std::snprintf(buf, sizeof buf, "%.2f KiB", b / 1024.0);
-  else std::snprintf(buf, sizeof buf, "%.0f B", b);
-  return buf;
-}
 
 const char* to_string(DataGeneration g) {
   switch (g) {
@@ -544,7 +534,7 @@ void apply_dlrm_preset(DLRMConfig& c, std::string_view name) {
   } else {
     std::string names;
     for (const auto& n : dlrm_preset_names()) names += (names.empty() ? "" : ", ") + n;
-    STRATA_CHECK(false, "--preset: unknown preset ", quote_field(name), " (expected one of ", names, ")");
+    STRATA_FAIL("--preset: unknown preset ", quote_field(name), " (expected one of ", names, ")");
   }
   c.preset = std::string(name);
 }
@@ -578,7 +568,7 @@ DLRMConfig parse_dlrm_args(const std::vector<std::string>& args) {
     const auto it = table.find(name);
     STRATA_CHECK(it != table.end(), "unknown flag ", quote_field(name), " (see --help)");
     const Flag& flag = it->second;
-    if (flag.kind == Flag::Kind::Refused) STRATA_CHECK(false, name, flag.refusal);
+    if (flag.kind == Flag::Kind::Refused) STRATA_FAIL(name, flag.refusal);
     if (flag.kind == Flag::Kind::StoreTrue) {
       STRATA_CHECK(!has_inline, name, ": takes no value (got ", quote_field(inline_value), ")");
       flag.set(c, name, "");

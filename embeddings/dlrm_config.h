@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "core/config.h"
+#include "core/text.h"
 #include "embeddings/table.h"
 
 namespace strata::emb {
@@ -242,8 +243,7 @@ std::string dlrm_usage();
 /// A one-paragraph description of the run (architecture, data, tiers) for the start of a log.
 std::string describe(const DLRMConfig& config);
 
-/// `bytes` in binary units for reports: "512 B", "1.50 KiB", "64.0 MiB", "1.00 GiB".
-std::string format_bytes(double bytes);
+using strata::format_bytes;  // core/text.h
 
 const char* to_string(DataGeneration g);
 const char* to_string(LossFunction l);

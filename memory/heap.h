@@ -16,6 +16,7 @@
 #include <string>
 
 #include "core/config.h"
+#include "core/text.h"
 #include "memory/arena.h"
 #include "memory/region.h"
 #include "memory/tier.h"
@@ -28,8 +29,7 @@ namespace strata::memory {
 
 /// Bytes of physical memory on this machine, or 0 when the OS does not say.
 std::size_t physical_memory_bytes();
-/// `bytes` as "12.3 MiB", for messages and reports.
-std::string format_mib(std::size_t bytes);
+using strata::format_mib;  // core/text.h
 
 /// Note [Heaps grow on demand]
 /// A heap's capacity is a limit, not a mapping: it maps a first segment when it is created and

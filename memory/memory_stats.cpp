@@ -640,7 +640,7 @@ void save_occupancy_png(const OccupancyTimeline& timeline, const std::string& pn
   FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
   if (pipe == nullptr) {
     const int err = errno;
-    STRATA_CHECK(false, "save_occupancy_png: cannot run `", command, "`: ", std::strerror(err));
+    STRATA_FAIL("save_occupancy_png: cannot run `", command, "`: ", std::strerror(err));
   }
   std::string output;
   char buf[4096];
@@ -680,9 +680,9 @@ void save_occupancy_png(const OccupancyTimeline& timeline, const std::string& pn
   } else {
     exit_desc = "failed";
   }
-  STRATA_CHECK(false, "save_occupancy_png: rendering '", png_path, "' failed: ", why, "`", command,
-               "` ", exit_desc, (output.empty() ? "" : ":\n"), output,
-               "\nThe timeline is saved in '", json_path, "'; to render it by hand run: ", command);
+  STRATA_FAIL("save_occupancy_png: rendering '", png_path, "' failed: ", why, "`", command,
+              "` ", exit_desc, (output.empty() ? "" : ":\n"), output,
+              "\nThe timeline is saved in '", json_path, "'; to render it by hand run: ", command);
 }
 
 }  // namespace strata::memory

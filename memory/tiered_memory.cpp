@@ -1,6 +1,5 @@
 #include "memory/tiered_memory.h"
 
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +10,7 @@
 
 #include "core/config.h"
 #include "core/error.h"
+#include "core/file.h"
 #include "core/text.h"
 #include "memory/copy_engine.h"
 #include "memory/dram_allocator.h"
@@ -73,13 +73,9 @@ class ObjectAllocation final : public Allocation {
 std::size_t TieredConfig::default_slow_bytes(const std::string& dir) {
   // Twice the machine's memory, but never more than 90% of the free space in the directory
   // (growing past what the disk holds fails anyway: Note [Heaps grow on demand]).
-  std::size_t bytes = physical_memory() * 2;
-  struct statvfs fs {};
-  if (statvfs(dir.c_str(), &fs) == 0) {
-    const auto free_bytes = static_cast<std::size_t>(fs.f_bavail) * static_cast<std::size_t>(fs.f_frsize);
-    bytes = std::min(bytes, free_bytes / 10 * 9);
-  }
-  return bytes;
+  const std::size_t bytes = physical_memory() * 2;
+  const std::optional<std::size_t> free_bytes = free_disk_bytes(dir);
+  return free_bytes ? std::min(bytes, *free_bytes / 10 * 9) : bytes;
 }
 
 TieredConfig TieredConfig::from_env() {
