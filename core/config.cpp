@@ -143,7 +143,7 @@ SlowTierModelSpec parse_slow_tier_model(std::string_view text, std::string_view 
 
 // ---- the environment -------------------------------------------------------------------------------
 
-namespace config {
+namespace environment {
 
 namespace {
 
@@ -233,6 +233,6 @@ std::string python() {
          }).value_or("python3");
 }
 
-}  // namespace config
+}  // namespace environment
 
 }  // namespace strata

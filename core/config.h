@@ -5,8 +5,8 @@
 ///
 /// Note [One configuration layer]
 /// Every `STRATA_*` environment variable the library, the Python bindings or a program reads is
-/// read by one of the `config::` functions below and nowhere else (scripts/check_config_reads.sh
-/// fails CI otherwise; tests may keep test-only variables). Each is parsed strictly, with one error
+/// read by one of the `environment::` functions below and nowhere else
+/// (scripts/check_config_reads.sh fails CI otherwise; tests may keep test-only variables). Each is parsed strictly, with one error
 /// style: a value that does not parse throws strata::Error
 ///     `<VARIABLE>: expected <what is accepted>, got '<value>'`
 /// (the value quoted, Note [Quoting user data in messages]); nothing is ignored or guessed, and a
@@ -79,7 +79,7 @@ enum class DnnlPrimitives : uint8_t { Auto, Always, Never };
 enum class MemoryKind : uint8_t { Tiered, Dram };
 
 /// The environment, one function a variable (Note [One configuration layer]); nullopt: unset.
-namespace config {
+namespace environment {
 
 std::optional<std::size_t> fast_bytes();            ///< STRATA_FAST_BYTES: a byte count
 std::optional<std::size_t> slow_bytes();            ///< STRATA_SLOW_BYTES: a byte count
@@ -98,6 +98,6 @@ std::optional<DnnlPrimitives> dnnl_primitives();
 /// STRATA_PYTHON: the Python interpreter the memory library runs for plots (default "python3").
 std::string python();
 
-}  // namespace config
+}  // namespace environment
 
 }  // namespace strata

@@ -166,8 +166,9 @@ AtomicFile::AtomicFile(std::string path, std::string what) : path_(std::move(pat
   fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd_ < 0) {
     const int err = errno;
-    throw Error(detail::format_message(what_, ": cannot write ", quote_path(path_), ": cannot create the temporary file ",
-                                       quote_path(tmp_), ": ", std::strerror(err)));
+    throw Error(detail::format_message(what_, ": cannot write ", quote_path(path_),
+                                       ": cannot create the temporary file ", quote_path(tmp_), ": ",
+                                       std::strerror(err)));
   }
   buffer_.reserve(kAtomicFileBuffer);
 }

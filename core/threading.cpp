@@ -47,7 +47,7 @@ struct ThreadSettings {
 
   ThreadSettings() {
     int n = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, static_cast<unsigned>(kMaxThreads)));
-    if (const std::optional<int> env = config::num_threads()) n = *env;
+    if (const std::optional<int> env = environment::num_threads()) n = *env;
     apply(n);
   }
   void apply(int n) {

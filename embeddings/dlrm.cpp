@@ -129,7 +129,7 @@ std::size_t dense_working_set_bytes(const DLRMConfig& c) {
 void configure_process_memory(const DLRMConfig& c) {
   if (memory::tiered_memory_created()) return;
   memory::TieredConfig t = memory::TieredConfig::from_env();
-  const bool fast_from_env = config::fast_bytes().has_value();
+  const bool fast_from_env = environment::fast_bytes().has_value();
   if (fast_from_env) {
     STRATA_CHECK(t.fast_bytes >= c.fast_budget, "STRATA_FAST_BYTES: the process's fast tier of ",
                  format_bytes(static_cast<double>(t.fast_bytes)), " cannot hold --fast-budget ",
@@ -141,7 +141,7 @@ void configure_process_memory(const DLRMConfig& c) {
   }
   if (!c.slow_dir.empty()) {
     t.slow_dir = c.slow_dir;
-    if (!config::slow_bytes()) t.slow_bytes = memory::TieredConfig::default_slow_bytes(t.slow_dir);
+    if (!environment::slow_bytes()) t.slow_bytes = memory::TieredConfig::default_slow_bytes(t.slow_dir);
   }
   try {
     memory::configure_tiered_memory(t);

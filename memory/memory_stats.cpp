@@ -633,7 +633,7 @@ void save_occupancy_png(const OccupancyTimeline& timeline, const std::string& pn
                "' ends in .json, which is where the timeline JSON goes; expected a path like out.png");
   timeline.save_json(json_path);
 
-  const std::string python = config::python();
+  const std::string python = environment::python();
   const std::string command = shell_quote(python) + " -m strata.memory_plot " +
                               shell_quote(json_path) + " " + shell_quote(png_path);
   std::fflush(nullptr);  // the child must not inherit unflushed stdio buffers

@@ -82,18 +82,18 @@ TieredConfig TieredConfig::from_env() {
   TieredConfig c;
   c.fast_bytes = physical_memory() / 2;
   c.fast_initial = kDefaultFastInitial;  // the default budget is a limit to grow to, not a mapping
-  if (const std::optional<std::size_t> fast = config::fast_bytes()) {
+  if (const std::optional<std::size_t> fast = environment::fast_bytes()) {
     c.fast_bytes = *fast;
     c.fast_initial = 0;
   }
-  c.slow_dir = config::slow_dir().value_or(c.slow_dir);
-  const std::optional<std::size_t> slow = config::slow_bytes();
+  c.slow_dir = environment::slow_dir().value_or(c.slow_dir);
+  const std::optional<std::size_t> slow = environment::slow_bytes();
   c.slow_bytes = slow ? *slow : default_slow_bytes(c.slow_dir);
-  c.backend = config::slow_backend().value_or(c.backend);
-  c.model = config::slow_model().value_or(c.model);
-  c.dram_gbps = config::dram_gbps().value_or(0);
-  c.dram_gather_gbps = config::dram_gather_gbps().value_or(0);
-  c.numa_node = config::slow_numa_node().value_or(c.numa_node);
+  c.backend = environment::slow_backend().value_or(c.backend);
+  c.model = environment::slow_model().value_or(c.model);
+  c.dram_gbps = environment::dram_gbps().value_or(0);
+  c.dram_gather_gbps = environment::dram_gather_gbps().value_or(0);
+  c.numa_node = environment::slow_numa_node().value_or(c.numa_node);
   return c;
 }
 
@@ -335,7 +335,7 @@ const bool kRegistered = [] {
   static DefaultTieredAllocator tiered;
   Allocator* chosen = &tiered;
   try {
-    if (config::memory_kind() == MemoryKind::Dram) chosen = &dram_allocator();
+    if (environment::memory_kind() == MemoryKind::Dram) chosen = &dram_allocator();
   } catch (const Error& e) {
     static MisconfiguredAllocator misconfigured(e.what());
     chosen = &misconfigured;

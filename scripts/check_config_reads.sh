@@ -15,7 +15,7 @@ check_tree() {
            --include='*.c' --include='*.cc' --include='*.cpp' --exclude-dir=tests --exclude-dir='build*' \
            --exclude-dir=.git . | grep -v '^\./core/config\.cpp:' || true)
   if [[ -n $hits ]]; then
-    echo "environment read outside core/config.cpp (add a config:: function there instead):"
+    echo "environment read outside core/config.cpp (add an environment:: function there instead):"
     echo "$hits"
     found=1
   fi

@@ -14,9 +14,9 @@ namespace {
 DnnlPrimitives mode_from_env() {
 #if defined(__SANITIZE_THREAD__)
   // Note [When Strata uses oneDNN primitives]: TSan trees default to the own kernels.
-  return config::dnnl_primitives().value_or(DnnlPrimitives::Never);
+  return environment::dnnl_primitives().value_or(DnnlPrimitives::Never);
 #else
-  return config::dnnl_primitives().value_or(DnnlPrimitives::Auto);
+  return environment::dnnl_primitives().value_or(DnnlPrimitives::Auto);
 #endif
 }
 

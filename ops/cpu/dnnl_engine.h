@@ -14,7 +14,7 @@
 ///  - Never: own kernels only.
 /// The environment variable STRATA_DNNL_PRIMITIVES sets the initial mode: "0" (off, never) →
 /// Never, "1" (on, always) → Always, unset or "auto" → Auto; anything else is an error
-/// (core/config.h config::dnnl_primitives), thrown by the first op that consults the mode.
+/// (core/config.h environment::dnnl_primitives), thrown by the first op that consults the mode.
 /// Sanitizers (measured with oneDNN 3.13): under ASan+UBSan the primitive path runs cleanly (only
 /// the OpenCL ICD loader's and SYCL runtime's one-time allocations are suppressed for LSan, see
 /// dnnl_engine.cpp). Under TSan, primitives executed from one thread are clean apart from the

@@ -84,7 +84,8 @@ SlowTierModelSpec model_from_py(py::handle model) {
   if (!py::isinstance<py::dict>(model))
     throw BindingTypeError(msg("strata.memory.configure(): model must be a string or a dict, not ",
                                Py_TYPE(model.ptr())->tp_name, " (expected 'auto', 'off', 'default', "
-                               "'read=GB/s,write=GB/s,latency=ns' or a dict {'read': GB/s, 'write': GB/s, 'latency': ns})"));
+                               "'read=GB/s,write=GB/s,latency=ns' or a dict "
+                               "{'read': GB/s, 'write': GB/s, 'latency': ns})"));
   py::dict d = model.cast<py::dict>();
   for (auto item : d) {
     const std::string key = py::str(item.first).cast<std::string>();

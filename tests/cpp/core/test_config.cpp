@@ -88,11 +88,11 @@ TEST(Config, UnsetVariablesGiveTheDefaults) {
                         "STRATA_SLOW_NUMA_NODE", "STRATA_SLOW_MODEL", "STRATA_DRAM_GBPS", "STRATA_DRAM_GATHER_GBPS",
                         "STRATA_MEMORY", "STRATA_NUM_THREADS", "STRATA_DNNL_PRIMITIVES", "STRATA_PYTHON"})
     unset.emplace_back(v, std::nullopt);
-  EXPECT_FALSE(config::fast_bytes() || config::slow_bytes() || config::slow_dir() || config::slow_backend() ||
-               config::slow_numa_node() || config::slow_model() || config::dram_gbps() ||
-               config::dram_gather_gbps() || config::num_threads() || config::dnnl_primitives());
-  EXPECT_EQ(config::memory_kind(), MemoryKind::Tiered);
-  EXPECT_EQ(config::python(), "python3");
+  EXPECT_FALSE(environment::fast_bytes() || environment::slow_bytes() || environment::slow_dir() || environment::slow_backend() ||
+               environment::slow_numa_node() || environment::slow_model() || environment::dram_gbps() ||
+               environment::dram_gather_gbps() || environment::num_threads() || environment::dnnl_primitives());
+  EXPECT_EQ(environment::memory_kind(), MemoryKind::Tiered);
+  EXPECT_EQ(environment::python(), "python3");
 }
 
 TEST(Config, GoodValues) {
@@ -101,27 +101,27 @@ TEST(Config, GoodValues) {
         d("STRATA_SLOW_BACKEND", "numa"), e("STRATA_SLOW_NUMA_NODE", "1"), f("STRATA_SLOW_MODEL", "off"),
         g("STRATA_DRAM_GBPS", "12.5"), h("STRATA_DRAM_GATHER_GBPS", "3"), i("STRATA_MEMORY", "dram"),
         j("STRATA_NUM_THREADS", "2"), k("STRATA_DNNL_PRIMITIVES", "never"), l("STRATA_PYTHON", "/opt/py");
-    EXPECT_EQ(config::fast_bytes(), 64ull << 20);
-    EXPECT_EQ(config::slow_bytes(), 1ull << 30);
-    EXPECT_EQ(config::slow_dir(), "/var/tmp");
-    EXPECT_EQ(config::slow_backend(), PmBackend::Numa);
-    EXPECT_EQ(config::slow_numa_node(), 1);
-    EXPECT_EQ(config::slow_model()->mode, SlowTierModelSpec::Mode::Off);
-    EXPECT_EQ(config::dram_gbps(), 12.5);
-    EXPECT_EQ(config::dram_gather_gbps(), 3.0);
-    EXPECT_EQ(config::memory_kind(), MemoryKind::Dram);
-    EXPECT_EQ(config::num_threads(), 2);
-    EXPECT_EQ(config::dnnl_primitives(), DnnlPrimitives::Never);
-    EXPECT_EQ(config::python(), "/opt/py");
+    EXPECT_EQ(environment::fast_bytes(), 64ull << 20);
+    EXPECT_EQ(environment::slow_bytes(), 1ull << 30);
+    EXPECT_EQ(environment::slow_dir(), "/var/tmp");
+    EXPECT_EQ(environment::slow_backend(), PmBackend::Numa);
+    EXPECT_EQ(environment::slow_numa_node(), 1);
+    EXPECT_EQ(environment::slow_model()->mode, SlowTierModelSpec::Mode::Off);
+    EXPECT_EQ(environment::dram_gbps(), 12.5);
+    EXPECT_EQ(environment::dram_gather_gbps(), 3.0);
+    EXPECT_EQ(environment::memory_kind(), MemoryKind::Dram);
+    EXPECT_EQ(environment::num_threads(), 2);
+    EXPECT_EQ(environment::dnnl_primitives(), DnnlPrimitives::Never);
+    EXPECT_EQ(environment::python(), "/opt/py");
   }
   for (const auto& [text, mode] : std::vector<std::pair<const char*, DnnlPrimitives>>{
            {"auto", DnnlPrimitives::Auto}, {"1", DnnlPrimitives::Always}, {"on", DnnlPrimitives::Always},
            {"always", DnnlPrimitives::Always}, {"0", DnnlPrimitives::Never}, {"off", DnnlPrimitives::Never}}) {
     ScopedEnv v("STRATA_DNNL_PRIMITIVES", text);
-    EXPECT_EQ(config::dnnl_primitives(), mode) << text;
+    EXPECT_EQ(environment::dnnl_primitives(), mode) << text;
   }
   ScopedEnv tiered("STRATA_MEMORY", "tiered");
-  EXPECT_EQ(config::memory_kind(), MemoryKind::Tiered);
+  EXPECT_EQ(environment::memory_kind(), MemoryKind::Tiered);
 }
 
 // Every variable: a bad value (the empty string included) is an error that names the variable,
@@ -133,18 +133,18 @@ struct BadValue {
 };
 
 void read_variable(const std::string& name) {
-  if (name == "STRATA_FAST_BYTES") config::fast_bytes();
-  else if (name == "STRATA_SLOW_BYTES") config::slow_bytes();
-  else if (name == "STRATA_SLOW_DIR") config::slow_dir();
-  else if (name == "STRATA_SLOW_BACKEND") config::slow_backend();
-  else if (name == "STRATA_SLOW_NUMA_NODE") config::slow_numa_node();
-  else if (name == "STRATA_SLOW_MODEL") config::slow_model();
-  else if (name == "STRATA_DRAM_GBPS") config::dram_gbps();
-  else if (name == "STRATA_DRAM_GATHER_GBPS") config::dram_gather_gbps();
-  else if (name == "STRATA_MEMORY") config::memory_kind();
-  else if (name == "STRATA_NUM_THREADS") config::num_threads();
-  else if (name == "STRATA_DNNL_PRIMITIVES") config::dnnl_primitives();
-  else if (name == "STRATA_PYTHON") config::python();
+  if (name == "STRATA_FAST_BYTES") environment::fast_bytes();
+  else if (name == "STRATA_SLOW_BYTES") environment::slow_bytes();
+  else if (name == "STRATA_SLOW_DIR") environment::slow_dir();
+  else if (name == "STRATA_SLOW_BACKEND") environment::slow_backend();
+  else if (name == "STRATA_SLOW_NUMA_NODE") environment::slow_numa_node();
+  else if (name == "STRATA_SLOW_MODEL") environment::slow_model();
+  else if (name == "STRATA_DRAM_GBPS") environment::dram_gbps();
+  else if (name == "STRATA_DRAM_GATHER_GBPS") environment::dram_gather_gbps();
+  else if (name == "STRATA_MEMORY") environment::memory_kind();
+  else if (name == "STRATA_NUM_THREADS") environment::num_threads();
+  else if (name == "STRATA_DNNL_PRIMITIVES") environment::dnnl_primitives();
+  else if (name == "STRATA_PYTHON") environment::python();
   else FAIL() << "no reader for " << name;
 }
 
@@ -183,7 +183,7 @@ TEST(Config, BadValuesNameTheVariableTheValueAndWhatIsAccepted) {
 
 TEST(Config, ValuesAreQuotedInMessages) {
   ScopedEnv v("STRATA_SLOW_BACKEND", std::string("mm\x01") + std::string(100, 'a'));
-  const std::string message = error_of([] { config::slow_backend(); });
+  const std::string message = error_of([] { environment::slow_backend(); });
   EXPECT_THAT(message, HasSubstr("got 'mm\\x01aaa"));
   EXPECT_THAT(message, HasSubstr("(103 bytes)"));
 }

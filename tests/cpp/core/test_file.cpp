@@ -154,8 +154,8 @@ TEST_F(FileTest, AtomicFileErrorsNameThePathAndTheStep) {
   EXPECT_THAT(ERROR_MESSAGE(AtomicFile(std::string("a\0b", 3), "--json")), HasSubstr("(the path contains a NUL byte)"));
   const std::string missing = path("no/such/dir/out.json");
   EXPECT_THAT(ERROR_MESSAGE(AtomicFile(missing, "--json")),
-              HasSubstr("--json: cannot write '" + missing + "': cannot create the temporary file '" + path("no/such/dir/") +
-                        ".out.json.tmp."));
+              HasSubstr("--json: cannot write '" + missing + "': cannot create the temporary file '" +
+                        path("no/such/dir/") + ".out.json.tmp."));
   // A non-empty directory in the way: the rename fails, the temporary is removed.
   std::filesystem::create_directories(path("taken/sub"));
   AtomicFile f(path("taken"), "--json");

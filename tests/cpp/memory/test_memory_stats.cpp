@@ -934,7 +934,7 @@ TEST(SaveOccupancyPng, RejectsAPngPathThatIsTheJsonPath) {
 
 // The real thing, when this machine has the strata package (with strata.memory_plot) installed.
 TEST(SaveOccupancyPng, RendersARealPngWhenStrataIsInstalled) {
-  const std::string python = config::python();
+  const std::string python = environment::python();
   const std::string probe = "'" + python + "' -c 'import strata.memory_plot' >/dev/null 2>&1";
   if (std::system(probe.c_str()) != 0) {
     GTEST_SKIP() << "strata.memory_plot is not importable by " << python
