@@ -151,7 +151,7 @@ void map_slow(Mapping& m, const std::string& dir, std::size_t n) {
   const int rc = posix_fallocate(fd, 0, static_cast<off_t>(n));
   if (rc != 0) {
     close(fd);
-    STRATA_CHECK(false, "--dir ", dir, ": cannot allocate ", n, " bytes (", std::strerror(rc), ")");
+    STRATA_FAIL("--dir ", dir, ": cannot allocate ", n, " bytes (", std::strerror(rc), ")");
   }
   void* p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   const int err = errno;

@@ -550,9 +550,8 @@ const ArrayInfo& Program::array(const std::string& name) const {
     if (a.name == name) return a;
     known += (known.empty() ? "" : ", ") + a.name;
   }
-  STRATA_CHECK(false, "sim::Program '", trace.name, "': no array named '", name, "' (arrays: ",
-               known, ")");
-  return arrays.front();  // unreachable
+  STRATA_FAIL("sim::Program '", trace.name, "': no array named '", name, "' (arrays: ",
+              known, ")");
 }
 
 // ---- Tracer ----
