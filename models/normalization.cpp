@@ -101,7 +101,7 @@ std::string LayerNorm::extra_repr() const {
          ", bias=" + py_bool(parameter("bias").defined());
 }
 
-GroupNorm::GroupNorm(int64_t num_groups, int64_t num_channels, double eps, bool affine)
+GroupNorm::GroupNorm(int64_t num_groups, int64_t num_channels, double eps, bool affine, bool bias)
     : Module("GroupNorm"), num_groups_(num_groups), num_channels_(num_channels), eps_(eps), affine_(affine) {
   STRATA_CHECK(num_groups > 0 && num_channels > 0, "GroupNorm: num_groups and num_channels must be positive, got ",
                num_groups, " and ", num_channels);
@@ -109,7 +109,7 @@ GroupNorm::GroupNorm(int64_t num_groups, int64_t num_channels, double eps, bool 
                ") must be divisible by num_groups (", num_groups, ")");
   STRATA_CHECK(eps >= 0, "GroupNorm: eps must be non-negative, got ", eps);
   register_parameter("weight", affine ? ones({num_channels}) : Tensor());
-  register_parameter("bias", affine ? zeros({num_channels}) : Tensor());
+  register_parameter("bias", affine && bias ? zeros({num_channels}) : Tensor());
 }
 
 Tensor GroupNorm::forward(const Tensor& input) {
@@ -121,7 +121,7 @@ Tensor GroupNorm::forward(const Tensor& input) {
 
 std::string GroupNorm::extra_repr() const {
   return std::to_string(num_groups_) + ", " + std::to_string(num_channels_) + ", eps=" + py_float_repr(eps_) +
-         ", affine=" + py_bool(affine_);
+         ", affine=" + py_bool(affine_) + ", bias=" + py_bool(parameter("bias").defined());
 }
 
 }  // namespace strata::nn

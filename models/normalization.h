@@ -72,10 +72,11 @@ class LayerNorm : public Module {
 };
 
 /// Group normalization over [N, C, *] inputs (torch.nn.GroupNorm): `num_groups` must divide
-/// `num_channels`; weight (ones) and bias (zeros), shape [num_channels], when `affine`.
+/// `num_channels`; weight (ones) and bias (zeros, only with `bias`, PyTorch 2.13's keyword), shape
+/// [num_channels], when `affine`.
 class GroupNorm : public Module {
  public:
-  GroupNorm(int64_t num_groups, int64_t num_channels, double eps = 1e-5, bool affine = true);
+  GroupNorm(int64_t num_groups, int64_t num_channels, double eps = 1e-5, bool affine = true, bool bias = true);
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
   int64_t num_groups() const { return num_groups_; }

@@ -1270,11 +1270,12 @@ void bind_conv_norm_extra(py::module_& nnm) {
 
   Layer<nn::GroupNorm>(nnm, "GroupNorm", "Group normalization (torch.nn.GroupNorm).")
       .def(STRATA_MODULE_INIT_CHECKED(
-               nn::GroupNorm, (int64_t num_groups, int64_t num_channels, double eps, bool affine),
+               nn::GroupNorm, (int64_t num_groups, int64_t num_channels, double eps, bool affine, bool bias),
                if (num_groups <= 0 || num_channels % num_groups != 0) throw BindingValueError(
                    msg("num_channels (", num_channels, ") must be divisible by num_groups (", num_groups, ")")),
-               (num_groups, num_channels, eps, affine)),
-           py::arg("num_groups"), py::arg("num_channels"), py::arg("eps") = 1e-5, py::arg("affine") = true)
+               (num_groups, num_channels, eps, affine, bias)),
+           py::arg("num_groups"), py::arg("num_channels"), py::arg("eps") = 1e-5, py::arg("affine") = true,
+           py::kw_only(), py::arg("bias") = true)
       .def_property_readonly("num_groups", &nn::GroupNorm::num_groups)
       .def_property_readonly("num_channels", &nn::GroupNorm::num_channels);
 

@@ -4,6 +4,8 @@
 // parses arguments and raises the Python error types PyTorch raises for wrong arguments
 // (ValueError, NotImplementedError, IndexError) before the op's own checks.
 
+#include <pybind11/stl.h>
+
 #include <cmath>
 #include <string>
 
@@ -72,8 +74,6 @@ Tensor pad_py(py::handle input, py::handle pad_arg, const std::string& mode, py:
     if (p.size() % 2 == 0 && !(pairs >= 1 && pairs <= 3 && (x.dim() == pairs + 1 || x.dim() == pairs + 2)))
       raise_not_implemented(msg("pad(): padding size ", p.size(), " is not supported for ", x.dim(),
                                 "-D input in mode '", mode, "' (2-D or 3-D input: 2; 3-D or 4-D: 4; 4-D or 5-D: 6)"));
-    if (!value.is_none())
-      raise_not_implemented(msg("pad(): padding mode \"", mode, "\" doesn't take in value argument"));
   }
   const double v = value.is_none() ? 0.0 : value.cast<double>();
   py::gil_scoped_release release;

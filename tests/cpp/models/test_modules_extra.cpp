@@ -67,7 +67,7 @@ TEST(ConvTranspose2d, ShapesNamesAndInit) {
 TEST(GroupNorm, NamesValuesAndBadArguments) {
   GroupNorm g(2, 4);
   EXPECT_EQ(keys_of(g.state_dict()), (std::vector<std::string>{"weight", "bias"}));
-  EXPECT_EQ(g.to_string(), "GroupNorm(2, 4, eps=1e-05, affine=True)");
+  EXPECT_EQ(g.to_string(), "GroupNorm(2, 4, eps=1e-05, affine=True, bias=True)");
   const Tensor y = g.forward(randn({3, 4, 5}));
   // Each (sample, group) of 2 channels · 5 values has mean 0 after the norm (weight 1, bias 0).
   double sum = 0;
