@@ -4,6 +4,7 @@ nn.ParameterList — values and gradients from the same inputs and weights, bad 
 error type torch raises, and a small 1-D conv net trained three steps with only the module name
 changed."""
 import copy
+import pickle
 
 import numpy as np
 import pytest
@@ -403,3 +404,15 @@ def test_script_matches_torch():
         runs[lib] = ns["losses"]
     np.testing.assert_allclose(runs["strata"], runs["torch"], rtol=1e-5)
     assert runs["strata"][2] < runs["strata"][0]
+
+
+def test_deepcopy_and_pickle_keep_structure_and_weights():
+    nn = strata.nn
+    for m in [nn.Conv1d(2, 3, 3, padding="same", padding_mode="circular"), nn.ConvTranspose2d(2, 3, 2, stride=2),
+              nn.GroupNorm(2, 4, bias=False), nn.ParameterList([strata.ones(2)]),
+              nn.ModuleDict({"a": nn.Linear(2, 2)})]:
+        for c in (copy.deepcopy(m), pickle.loads(pickle.dumps(m))):
+            a, b = m.state_dict(), c.state_dict()
+            assert list(a) == list(b) and repr(c) == repr(m)
+            for k in a:
+                np.testing.assert_array_equal(a[k].numpy(), b[k].numpy())
