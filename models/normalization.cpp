@@ -101,4 +101,27 @@ std::string LayerNorm::extra_repr() const {
          ", bias=" + py_bool(parameter("bias").defined());
 }
 
+GroupNorm::GroupNorm(int64_t num_groups, int64_t num_channels, double eps, bool affine, bool bias)
+    : Module("GroupNorm"), num_groups_(num_groups), num_channels_(num_channels), eps_(eps), affine_(affine) {
+  STRATA_CHECK(num_groups > 0 && num_channels > 0, "GroupNorm: num_groups and num_channels must be positive, got ",
+               num_groups, " and ", num_channels);
+  STRATA_CHECK(num_channels % num_groups == 0, "GroupNorm: num_channels (", num_channels,
+               ") must be divisible by num_groups (", num_groups, ")");
+  STRATA_CHECK(eps >= 0, "GroupNorm: eps must be non-negative, got ", eps);
+  register_parameter("weight", affine ? ones({num_channels}) : Tensor());
+  register_parameter("bias", affine && bias ? zeros({num_channels}) : Tensor());
+}
+
+Tensor GroupNorm::forward(const Tensor& input) {
+  STRATA_CHECK(input.defined(), "GroupNorm: the input is undefined");
+  STRATA_CHECK(input.dim() >= 2 && input.size(1) == num_channels_, "GroupNorm: expected an input [N, C, *] with C = ",
+               num_channels_, ", got ", input.sizes());
+  return group_norm(input, num_groups_, parameter("weight"), parameter("bias"), eps_);
+}
+
+std::string GroupNorm::extra_repr() const {
+  return std::to_string(num_groups_) + ", " + std::to_string(num_channels_) + ", eps=" + py_float_repr(eps_) +
+         ", affine=" + py_bool(affine_) + ", bias=" + py_bool(parameter("bias").defined());
+}
+
 }  // namespace strata::nn

@@ -1,6 +1,6 @@
 #pragma once
 /// @file
-/// nn::BatchNorm1d, nn::BatchNorm2d and nn::LayerNorm.
+/// nn::BatchNorm1d, nn::BatchNorm2d, nn::LayerNorm and nn::GroupNorm.
 
 #include <optional>
 #include <vector>
@@ -69,6 +69,23 @@ class LayerNorm : public Module {
   std::vector<int64_t> normalized_shape_;
   double eps_;
   bool elementwise_affine_;
+};
+
+/// Group normalization over [N, C, *] inputs (torch.nn.GroupNorm): `num_groups` must divide
+/// `num_channels`; weight (ones) and bias (zeros, only with `bias`, PyTorch 2.13's keyword), shape
+/// [num_channels], when `affine`.
+class GroupNorm : public Module {
+ public:
+  GroupNorm(int64_t num_groups, int64_t num_channels, double eps = 1e-5, bool affine = true, bool bias = true);
+  Tensor forward(const Tensor& input) override;
+  std::string extra_repr() const override;
+  int64_t num_groups() const { return num_groups_; }
+  int64_t num_channels() const { return num_channels_; }
+
+ private:
+  int64_t num_groups_, num_channels_;
+  double eps_;
+  bool affine_;
 };
 
 }  // namespace strata::nn

@@ -10,7 +10,10 @@
 #include "autograd/engine.h"
 #include "ops/cpu/dnnl_engine.h"
 #include "ops/cpu/primitive_cache.h"
+#include "ops/binary.h"
 #include "ops/op_util.h"
+#include "ops/resample.h"
+#include "ops/shape_ops.h"
 
 namespace strata {
 
@@ -24,6 +27,9 @@ constexpr const char* kOp = "conv2d";
 /// Every size of one conv2d problem (batch N = 1 for unbatched inputs).
 struct Geom {
   int64_t N, C, H, W, O, KH, KW, OH, OW, sh, sw, ph, pw, dh, dw, G;
+  /// False for a transposed conv whose output_padding reaches its stride (Note [Transposed conv
+  /// as the conv's adjoint]): H is then not the size whose conv output is OH, which oneDNN checks.
+  bool conv_consistent = true;
   int64_t Cg() const { return C / G; }
   int64_t Og() const { return O / G; }
   int64_t K() const { return Cg() * KH * KW; }  // GEMM reduction length per group
@@ -452,6 +458,7 @@ constexpr int64_t kPrimitiveMinChannels = 8;
 
 bool use_primitives(DType dtype, const Geom& g) {
   if (dtype != DType::f32 || g.N == 0 || g.C == 0) return false;  // oneDNN rejects empty dims
+  if (!g.conv_consistent) return false;
   switch (cpu::dnnl_primitives_mode()) {
     case cpu::DnnlPrimitives::Never: return false;
     case cpu::DnnlPrimitives::Always: return true;
@@ -673,6 +680,150 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntArra
   if (OpRecorder* rec = op_recorder())  // Note [Op recording hook]
     rec->conv2d(x, weight, bias, stride, padding, dilation, groups, y);
   return y;
+}
+
+
+// ---- conv1d --------------------------------------------------------------------------------------
+
+namespace {
+
+int64_t single_arg(IntArrayRef v, const char* op, const char* what) {
+  STRATA_CHECK(v.size() == 1, op, ": ", what, " must have 1 element, got ", v);
+  return v[0];
+}
+
+/// conv1d's checks before it becomes a conv2d with H = 1 (that conv2d checks the rest).
+void check_conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  check_backend(OpKind::conv1d);
+  check_float("conv1d", x, "input");
+  check_float("conv1d", weight, "weight");
+  check_same_dtype("conv1d", x, weight);
+  STRATA_CHECK(x.dim() == 2 || x.dim() == 3, "conv1d: expected 2-D (unbatched) or 3-D (batched) input, got ",
+               x.describe());
+  STRATA_CHECK(weight.dim() == 3, "conv1d: weight must be 3-D (O, C/groups, K), got ", weight.describe());
+  if (bias.defined()) check_same_dtype("conv1d", x, bias);
+}
+
+/// x or weight with a size-1 dim inserted before the last (a recorded reshape).
+Tensor with_unit_height(const Tensor& t) {
+  Dims s = t.sizes();
+  s.insert(s.size() - 1, 1);
+  return reshape(t, s);
+}
+
+}  // namespace
+
+Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntArrayRef stride, IntArrayRef padding,
+              IntArrayRef dilation, int64_t groups) {
+  check_conv1d(x, weight, bias);
+  const int64_t s = single_arg(stride, "conv1d", "stride"), p = single_arg(padding, "conv1d", "padding");
+  const int64_t d = single_arg(dilation, "conv1d", "dilation");
+  Tensor y = conv2d(with_unit_height(x), with_unit_height(weight), bias, {1, s}, {0, p}, {1, d}, groups);
+  Dims out = y.sizes();
+  out.erase(out.size() - 2);
+  return reshape(y, out);
+}
+
+Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
+              std::string_view padding, IntArrayRef dilation, int64_t groups) {
+  check_conv1d(x, weight, bias);
+  STRATA_CHECK(padding == "same" || padding == "valid", "conv1d: invalid padding string '", padding,
+               "' (expected 'same' or 'valid')");
+  if (padding == "valid") return conv1d(x, weight, bias, stride, IntArrayRef{0}, dilation, groups);
+  const int64_t s = single_arg(stride, "conv1d", "stride"), d = single_arg(dilation, "conv1d", "dilation");
+  STRATA_CHECK(s == 1, "conv1d: padding='same' is not supported for strided convolutions (stride ", s, ")");
+  // PyTorch's 'same': total = dilation·(K − 1), half on each side, the odd one on the right.
+  const int64_t total = d * (weight.size(2) - 1);
+  const Tensor xp = total % 2 == 0 ? x : pad(x, {0, 1});
+  return conv1d(xp, weight, bias, stride, IntArrayRef{total / 2}, dilation, groups);
+}
+
+// ---- conv_transpose2d ----------------------------------------------------------------------------
+
+// Note [Transposed conv as the conv's adjoint]
+// conv_transpose2d(x, w) is the input gradient of a conv2d whose input has the transposed conv's
+// output shape and whose weight is w (O = C_in of x, C/groups = C_out/groups): PyTorch's weight
+// layout (C_in, C_out/groups, KH, KW) is exactly that conv's. So its forward is that conv's
+// backward_input (oneDNN's convolution-backward-data primitive, which is how oneDNN implements
+// deconvolution, or im2col's adjoint), its input gradient is the conv's forward of the output
+// gradient, and its weight gradient is the conv's backward_weight with the roles of input and
+// output gradient swapped. Output size OH = (H − 1)·stride − 2·padding + dilation·(KH − 1) +
+// output_padding + 1; with output_padding < stride the conv of OH gives H back, as oneDNN checks;
+// output_padding < dilation (PyTorch's other allowed case) runs the own kernels only.
+
+namespace {
+
+Geom transposed_geom(const Tensor& x, const Tensor& w, IntArrayRef stride, IntArrayRef padding,
+                     IntArrayRef output_padding, IntArrayRef dilation, int64_t groups) {
+  constexpr const char* op = "conv_transpose2d";
+  STRATA_CHECK(x.dim() == 3 || x.dim() == 4, op, ": expected 3-D (unbatched) or 4-D (batched) input, got ",
+               x.describe());
+  STRATA_CHECK(w.dim() == 4, op, ": weight must be 4-D (C_in, C_out/groups, KH, KW), got ", w.describe());
+  const auto s = pair_arg(stride, "stride"), p = pair_arg(padding, "padding");
+  const auto op_ = pair_arg(output_padding, "output_padding"), d = pair_arg(dilation, "dilation");
+  STRATA_CHECK(s[0] > 0 && s[1] > 0 && d[0] > 0 && d[1] > 0, op, ": stride and dilation must be positive, got ",
+               stride, " and ", dilation);
+  STRATA_CHECK(p[0] >= 0 && p[1] >= 0 && op_[0] >= 0 && op_[1] >= 0, op,
+               ": padding and output_padding must be non-negative, got ", padding, " and ", output_padding);
+  for (int i = 0; i < 2; ++i)
+    STRATA_CHECK(op_[i] < s[i] || op_[i] < d[i], op, ": output padding must be smaller than either stride or "
+                 "dilation, got output_padding ", output_padding, ", stride ", stride, ", dilation ", dilation);
+  STRATA_CHECK(groups > 0, op, ": groups must be positive, got ", groups);
+  const bool batched = x.dim() == 4;
+  const int64_t cin = x.size(batched ? 1 : 0);
+  STRATA_CHECK(w.size(0) == cin, op, ": weight ", w.describe(), " expects ", w.size(0),
+               " input channels, got input ", x.describe());
+  STRATA_CHECK(cin % groups == 0, op, ": groups=", groups, " does not divide the ", cin, " input channels");
+  Geom g{};
+  g.N = batched ? x.size(0) : 1;
+  g.O = cin;
+  g.C = w.size(1) * groups;
+  g.KH = w.size(2), g.KW = w.size(3);
+  g.OH = x.size(batched ? 2 : 1), g.OW = x.size(batched ? 3 : 2);
+  g.sh = s[0], g.sw = s[1], g.ph = p[0], g.pw = p[1], g.dh = d[0], g.dw = d[1], g.G = groups;
+  g.H = (g.OH - 1) * g.sh - 2 * g.ph + g.dh * (g.KH - 1) + op_[0] + 1;
+  g.W = (g.OW - 1) * g.sw - 2 * g.pw + g.dw * (g.KW - 1) + op_[1] + 1;
+  STRATA_CHECK(g.C > 0 && g.KH > 0 && g.KW > 0, op, ": weight ", w.describe(), " is empty");
+  STRATA_CHECK(g.H > 0 && g.W > 0, op, ": output size (", g.H, ", ", g.W, ") is not positive for input ",
+               x.describe(), " and weight ", w.describe());
+  g.conv_consistent = op_[0] < s[0] && op_[1] < s[1];
+  return g;
+}
+
+}  // namespace
+
+Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
+                        IntArrayRef padding, IntArrayRef output_padding, int64_t groups, IntArrayRef dilation) {
+  constexpr const char* op = "conv_transpose2d";
+  check_backend(OpKind::conv_transpose2d);
+  check_float(op, x, "input");
+  check_float(op, weight, "weight");
+  check_same_dtype(op, x, weight);
+  const Geom g = transposed_geom(x, weight, stride, padding, output_padding, dilation, groups);
+  if (bias.defined()) {
+    check_float(op, bias, "bias");
+    check_same_dtype(op, x, bias);
+    STRATA_CHECK(bias.dim() == 1 && bias.size(0) == g.C, op, ": bias must be 1-D with ", g.C,
+                 " elements (the output channels), got ", bias.describe());
+  }
+  const bool batched = x.dim() == 4;
+  const Dims y_sizes = batched ? Dims{g.N, g.C, g.H, g.W} : Dims{g.C, g.H, g.W};
+  Tensor y = backward_input(x, weight, g, y_sizes);
+  if (autograd::needs_grad({&x, &weight})) {
+    auto node = autograd::make_node(
+        "ConvTranspose2DBackward", {&x, &weight}, [g, batched](autograd::Node& n, const TensorList& grads) {
+          const Tensor x = n.saved(0), w = n.saved(1);
+          TensorList out(2);
+          if (n.needs_input_grad(1)) backward_weight(x, grads[0], g, &out[1], nullptr, w.sizes());
+          if (n.needs_input_grad(0)) out[0] = forward(grads[0], w, Tensor(), g, batched);
+          return out;
+        });
+    node->save(x);
+    node->save(weight);
+    autograd::set_history({&y}, node);
+  }
+  if (!bias.defined()) return y;
+  return add(y, reshape(bias, {g.C, 1, 1}));
 }
 
 }  // namespace strata

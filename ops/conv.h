@@ -2,6 +2,8 @@
 /// @file
 /// Convolutions (differentiable; f32 and f64; NCHW).
 
+#include <string_view>
+
 #include "core/tensor.h"
 
 namespace strata {
@@ -36,6 +38,27 @@ Tensor conv2d_data_step(const Tensor& x, const Tensor& weight, const Tensor& bia
 Tensor conv2d_weight_step(const Tensor& y, const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
                           IntArrayRef stride = {1, 1}, IntArrayRef padding = {0, 0}, IntArrayRef dilation = {1, 1},
                           int64_t groups = 1);
+
+/// 1-D convolution like torch.nn.functional.conv1d: `x` is (N, C, L) or unbatched (C, L), `weight`
+/// (O, C / groups, K), `bias` (optional) (O); `stride`, `padding`, `dilation` hold one value.
+/// Runs as conv2d with H = 1 (recorded reshapes around it), so it has conv2d's kernels, checks
+/// and gradients. Output (N, O, (L + 2·pad − dilation·(K − 1) − 1) / stride + 1).
+Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), IntArrayRef stride = {1},
+              IntArrayRef padding = {0}, IntArrayRef dilation = {1}, int64_t groups = 1);
+/// conv1d with PyTorch's string padding: "valid" (none) or "same" (output length L; stride must
+/// be 1; the total dilation·(K − 1) split in half, the odd element on the right, padded first).
+Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntArrayRef stride, std::string_view padding,
+              IntArrayRef dilation = {1}, int64_t groups = 1);
+
+/// 2-D transposed convolution like torch.nn.functional.conv_transpose2d (PyTorch's argument
+/// order): `x` (N, C_in, H, W) or unbatched (C_in, H, W), `weight` (C_in, C_out / groups, KH, KW),
+/// `bias` (optional) (C_out). Output (N, C_out, OH, OW) with OH = (H − 1)·stride − 2·padding +
+/// dilation·(KH − 1) + output_padding + 1; output_padding must be smaller than stride or dilation.
+/// Computed as the adjoint of conv2d (Note [Transposed conv as the conv's adjoint] in
+/// ops/conv.cpp). Backward: gradients for input, weight and bias.
+Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
+                        IntArrayRef stride = {1, 1}, IntArrayRef padding = {0, 0}, IntArrayRef output_padding = {0, 0},
+                        int64_t groups = 1, IntArrayRef dilation = {1, 1});
 
 namespace ops {
 /// Which implementation conv2d picks for an f32 problem of this size under the current

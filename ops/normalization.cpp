@@ -7,7 +7,11 @@
 
 #include "autograd/engine.h"
 #include "ops/cpu/norm_loss_math.h"
+#include "ops/binary.h"
 #include "ops/op_util.h"
+#include "ops/shape_ops.h"
+#include "ops/statistics.h"
+#include "ops/unary.h"
 
 namespace strata {
 
@@ -479,6 +483,46 @@ Tensor layer_norm(const Tensor& x, IntArrayRef normalized_shape, const Tensor& w
     autograd::set_history({&y}, node);
   }
   return y;
+}
+
+// ================================================================================================
+// group_norm, normalize (compositions)
+// ================================================================================================
+
+Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, const Tensor& bias, double eps) {
+  check_backend(OpKind::group_norm);
+  constexpr const char* op = "group_norm";
+  check_float(op, x, "input");
+  STRATA_CHECK(x.dim() >= 2, op, ": expected at least 2 dims (N, C, *) for input, got ", x.describe());
+  const int64_t N = x.size(0), C = x.size(1);
+  STRATA_CHECK(num_groups > 0 && C % num_groups == 0, op, ": expected the number of channels of input ",
+               x.describe(), " to be divisible by num_groups=", num_groups);
+  for (const auto& [t, what] : {std::pair{&weight, "weight"}, std::pair{&bias, "bias"}}) {
+    if (!t->defined()) continue;
+    check_float(op, *t, what);
+    check_same_dtype(op, x, *t);
+    STRATA_CHECK(t->dim() == 1 && t->size(0) == C, op, ": expected ", what,
+                 " to be a vector of size equal to the number of channels (", C, ") of input ", x.describe(),
+                 ", got ", t->describe());
+  }
+  const int64_t per_group = N == 0 ? 0 : x.numel() / (N * num_groups);
+  Tensor y = reshape(layer_norm(reshape(x, {N, num_groups, per_group}), {per_group}, {}, {}, eps), x.sizes());
+  if (!weight.defined() && !bias.defined()) return y;
+  Dims channel(static_cast<std::size_t>(x.dim() - 1), 1);  // (C, 1, ..., 1): broadcasts over N and *
+  channel[0] = C;
+  if (weight.defined()) y = mul(y, reshape(weight, channel));
+  if (bias.defined()) y = add(y, reshape(bias, channel));
+  return y;
+}
+
+Tensor normalize(const Tensor& x, double p, int64_t dim, double eps) {
+  check_backend(OpKind::normalize);
+  check_float("normalize", x, "input");
+  STRATA_CHECK(eps >= 0 && std::isfinite(eps), "normalize: eps must be a non-negative number, got ", eps);
+  const int64_t rank = std::max<int64_t>(x.dim(), 1);
+  STRATA_CHECK(dim >= -rank && dim < rank, "normalize: dim ", dim, " is out of range for input ", x.describe(),
+               " (expected to be in range of [", -rank, ", ", rank - 1, "])");
+  return div(x, clamp(norm(x, p, {dim}, /*keepdim=*/true), eps, std::nullopt));
 }
 
 }  // namespace strata

@@ -29,4 +29,18 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
 Tensor layer_norm(const Tensor& x, IntArrayRef normalized_shape, const Tensor& weight = {}, const Tensor& bias = {},
                   double eps = 1e-5);
 
+/// Group normalization like torch.nn.functional.group_norm: `x` is (N, C, *) (rank >= 2),
+/// `num_groups` divides C; each sample's channels are split into num_groups groups normalized
+/// with their own mean and biased variance, then scaled by `weight` and shifted by `bias` (each
+/// (C), may be undefined). Composed of layer_norm over each group (a recorded reshape to
+/// (N, num_groups, C/num_groups · S)) and a per-channel multiply-add: gradients for x, weight
+/// and bias are theirs.
+Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight = {}, const Tensor& bias = {},
+                  double eps = 1e-5);
+
+/// Lp normalization along `dim` like torch.nn.functional.normalize: x / max(‖x‖_p, eps), the
+/// norm over `dim` broadcast back. Composed of norm, clamp and div (PyTorch's own composition):
+/// the gradient flows through the norm as well.
+Tensor normalize(const Tensor& x, double p = 2.0, int64_t dim = 1, double eps = 1e-12);
+
 }  // namespace strata

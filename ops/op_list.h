@@ -156,7 +156,14 @@
   X(take_along_dim, indexing)         \
   X(scatter, scatter)                 \
   X(scatter_add, scatter)             \
-  X(scatter_reduce, scatter)
+  X(scatter_reduce, scatter)          \
+  /* issue 26 part 7: conv1d, conv_transpose2d, group_norm, normalize, pad, interpolate */ \
+  X(conv1d, conv)                     \
+  X(conv_transpose2d, conv)           \
+  X(group_norm, normalization)        \
+  X(normalize, normalization)         \
+  X(pad, resample)                    \
+  X(interpolate, resample)
 
 namespace strata {
 

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/factories.h"
+#include "models/container.h"
 #include "models/dropout.h"
 #include "models/linear.h"
 #include "models/normalization.h"
@@ -23,7 +24,7 @@ GPT::GPT(const GPTConfig& config, Generator* gen) : Module("GPT"), config_(confi
   STRATA_CHECK(config.n_embd % config.n_head == 0, "GPT: n_embd (", config.n_embd, ") must be a multiple of n_head (",
                config.n_head, ")");
   STRATA_CHECK(config.dropout >= 0 && config.dropout < 1, "GPT: dropout must lie in [0, 1), got ", config.dropout);
-  auto transformer = register_module("transformer", std::make_shared<Module>("ModuleDict"));
+  auto transformer = register_module("transformer", std::make_shared<ModuleDict>());
   wte_ = transformer->register_module("wte", std::make_shared<Embedding>(config.vocab_size, config.n_embd,
                                                                          std::nullopt, std::nullopt, 2.0, gen));
   wpe_ = transformer->register_module("wpe", std::make_shared<Embedding>(config.block_size, config.n_embd,

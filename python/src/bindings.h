@@ -146,6 +146,7 @@ void init_semantics(py::module_& m);  // semantics_bindings.cpp: comparisons, in
 void init_math(py::module_& m);  // math_bindings.cpp: issue 26 part 4's ops (element-wise math, ...)
 void init_dlrm(py::module_& m);  // dlrm_bindings.cpp: strata._C.dlrm
 void init_metrics(py::module_& m);  // metrics_bindings.cpp: strata._C.metrics
+void init_nn_extra(py::module_& m);  // nn_extra_bindings.cpp: conv1d, conv_transpose2d, group_norm, pad, ...
 }  // namespace strata::python
 namespace strata::metrics { struct BinaryMetrics; }
 namespace strata::python {

@@ -72,6 +72,7 @@ PYBIND11_MODULE(_C, m) {
   init_memory(m);
   init_runtime(m);
   init_nn(m);
+  init_nn_extra(m);
   init_training(m);
   init_checkpoint(m);
   init_zoo(m);

@@ -264,7 +264,9 @@ py::object tensors_iter(const std::vector<Tensor>& ts, bool as_parameter) {
 /// Python read their children by name, so they accept the change.
 void check_child_replaceable(py::handle self, Module& m, const std::string& name) {
   if (!m.has_child(name)) return;
-  if (dynamic_cast<nn::Sequential*>(&m) != nullptr || dynamic_cast<nn::ModuleList*>(&m) != nullptr) return;
+  if (dynamic_cast<nn::Sequential*>(&m) != nullptr || dynamic_cast<nn::ModuleList*>(&m) != nullptr ||
+      dynamic_cast<nn::ModuleDict*>(&m) != nullptr)
+    return;
   if (typeid(m) == typeid(Module) || typeid(m) == typeid(PyModuleT<Module>)) return;
   py::object forward = py::getattr(py::type::of(self), "forward", py::none());
   if (py::hasattr(forward, "__code__")) return;  // a Python forward
@@ -1056,6 +1058,230 @@ void bind_transformer_layers(py::module_& nnm) {
   bind_attention(nnm);
 }
 
+
+/// An int or a 1-sequence of one int (Conv1d's kernel_size, stride, dilation, padding).
+int64_t n_ints_1d(py::handle h) {
+  const Dims d = int_list_from_sequence(h, "Conv1d", "argument");
+  if (d.size() != 1) throw BindingValueError(msg("Conv1d: expected an int or a 1-tuple, got ", d.size(), " values"));
+  return d[0];
+}
+
+// ---- issue 26 part 7: Conv1d, ConvTranspose2d, GroupNorm, ModuleDict, ParameterList -----------------
+
+/// A ModuleDict key: a str without '.', not empty (KeyError otherwise, as PyTorch's add_module).
+std::string dict_key(py::handle key) {
+  if (!py::isinstance<py::str>(key))
+    throw BindingTypeError(msg("ModuleDict: module name should be a string, got ", tp_name(key)));
+  std::string k = key.cast<std::string>();
+  if (k.empty() || k.find('.') != std::string::npos)
+    throw py::key_error(msg("module name can't contain \".\" or be empty, got: '", k, "'"));
+  return k;
+}
+
+/// ModuleDict.update / __init__: a mapping (its items()) or an iterable of (key, module) pairs.
+void dict_update(nn::ModuleDict& d, py::handle modules) {
+  if (modules.is_none()) return;
+  if (is_module(modules) || !py::isinstance<py::iterable>(modules))
+    throw BindingTypeError(msg("ModuleDict.update should be called with an iterable of key/value pairs, but got ",
+                               tp_name(modules)));
+  py::object items = py::hasattr(modules, "items") ? modules.attr("items")() : py::reinterpret_borrow<py::object>(modules);
+  for (py::handle kv : items) {
+    py::sequence pair = py::reinterpret_borrow<py::sequence>(kv);
+    if (!py::isinstance<py::sequence>(kv) || py::len(pair) != 2)
+      throw BindingTypeError("ModuleDict.update: every element must be a (key, module) pair");
+    d.insert(dict_key(pair[0]), module_arg(pair[1], "ModuleDict", "update"));
+  }
+}
+
+void bind_module_dict(py::module_& nnm) {
+  using D = nn::ModuleDict;
+  py::class_<D, PyModuleT<D>, Module, py::smart_holder> md(
+      nnm, "ModuleDict", "Holds modules by string key in insertion order (torch.nn.ModuleDict); it has no forward.");
+  md.def(py::init(
+             [](py::handle modules) {
+               auto* d = new D();
+               dict_update(*d, modules);
+               return d;
+             },
+             [](py::handle modules) {
+               auto* d = new PyModuleT<D>();
+               dict_update(*d, modules);
+               return d;
+             }),
+         py::arg("modules") = py::none());
+  auto get = [](py::handle self, py::handle key) {
+    const D& d = init_as<D>(self);
+    const std::string k = py::isinstance<py::str>(key) ? key.cast<std::string>() : std::string();
+    if (!py::isinstance<py::str>(key) || !d.contains(k)) throw py::key_error(py::str(key).cast<std::string>());
+    return module_object(d[k]);
+  };
+  md.def("__getitem__", get)
+      .def("__setitem__", [](py::handle self, py::handle key, py::handle module) {
+        init_as<D>(self).insert(dict_key(key), module_arg(module, "ModuleDict", "__setitem__"));
+      })
+      .def("__delitem__", [get](py::handle self, py::handle key) {
+        get(self, key);
+        init_as<D>(self).pop(key.cast<std::string>());
+      })
+      .def("__len__", [](py::handle self) { return init_as<D>(self).size(); })
+      .def("__iter__", [](py::handle self) { return py::iter(py::cast(init_as<D>(self).keys())); })
+      .def("__contains__", [](py::handle self, py::handle key) {
+        return py::isinstance<py::str>(key) && init_as<D>(self).contains(key.cast<std::string>());
+      })
+      .def("keys", [](py::handle self) { return init_as<D>(self).keys(); })
+      .def("values", [](py::handle self) {
+        py::list out;
+        const D& d = init_as<D>(self);
+        for (const std::string& k : d.keys()) out.append(module_object(d[k]));
+        return out;
+      })
+      .def("items", [](py::handle self) {
+        py::list out;
+        const D& d = init_as<D>(self);
+        for (const std::string& k : d.keys()) out.append(py::make_tuple(k, module_object(d[k])));
+        return out;
+      })
+      .def("pop", [get](py::handle self, py::handle key) {
+        py::object m = get(self, key);
+        init_as<D>(self).pop(key.cast<std::string>());
+        return m;
+      }, py::arg("key"))
+      .def("clear", [](py::handle self) { init_as<D>(self).clear(); })
+      .def("update", [](py::handle self, py::handle modules) { dict_update(init_as<D>(self), modules); },
+           py::arg("modules"));
+}
+
+/// A ParameterList element: a Tensor (a Parameter keeps its requires_grad; a plain tensor becomes
+/// one that requires grad, as PyTorch's ParameterList wraps it).
+std::pair<Tensor, bool> list_parameter(py::handle v, const char* what) {
+  if (!py::isinstance<Tensor>(v))
+    throw BindingTypeError(msg("ParameterList.", what, ": expected a strata.nn.Parameter or Tensor, got ", tp_name(v)));
+  Tensor t = v.cast<Tensor>();
+  return {t, is_parameter(v) ? t.requires_grad() : true};
+}
+
+void bind_parameter_list(py::module_& nnm) {
+  using L = nn::ParameterList;
+  auto fill = [](L* l, py::handle values) {
+    if (values.is_none()) return l;
+    if (!py::isinstance<py::iterable>(values) || py::isinstance<Tensor>(values))
+      throw BindingTypeError(msg("ParameterList: expected an iterable of parameters, got ", tp_name(values)));
+    for (py::handle v : values) {
+      auto [t, rg] = list_parameter(v, "__init__");
+      l->append(t, rg);
+    }
+    return l;
+  };
+  py::class_<L, PyModuleT<L>, Module, py::smart_holder> pl(
+      nnm, "ParameterList", "Holds parameters in a list (torch.nn.ParameterList); it has no forward.");
+  pl.def(py::init([fill](py::handle values) { return fill(new L(), values); },
+                  [fill](py::handle values) { return fill(new PyModuleT<L>(), values); }),
+         py::arg("values") = py::none());
+  auto index = [](const L& l, py::handle i) {
+    const auto n = static_cast<int64_t>(l.size());
+    const int64_t k = int_from_py(i, "ParameterList", "index");
+    if (k < -n || k >= n) throw BindingIndexError(msg("index ", k, " is out of range for ParameterList of length ", n));
+    return k;
+  };
+  pl.def("__len__", [](py::handle self) { return init_as<L>(self).size(); })
+      .def("__getitem__", [index](py::handle self, py::handle i) {
+        L& l = init_as<L>(self);
+        return parameter_object(l[index(l, i)]);
+      })
+      .def("__setitem__", [index](py::handle self, py::handle i, py::handle v) {
+        L& l = init_as<L>(self);
+        auto [t, rg] = list_parameter(v, "__setitem__");
+        l.set(index(l, i), t, rg);
+      })
+      .def("__iter__", [](py::handle self) {
+        L& l = init_as<L>(self);
+        py::list out;
+        for (std::size_t i = 0; i < l.size(); ++i) out.append(parameter_object(l[static_cast<int64_t>(i)]));
+        return py::iter(out);
+      })
+      .def("append", [](py::object self, py::handle v) {
+        auto [t, rg] = list_parameter(v, "append");
+        init_as<L>(self).append(t, rg);
+        return self;
+      }, py::arg("value"))
+      .def("extend", [](py::object self, py::iterable values) {
+        for (py::handle v : values) {
+          auto [t, rg] = list_parameter(v, "extend");
+          init_as<L>(self).append(t, rg);
+        }
+        return self;
+      }, py::arg("values"));
+}
+
+/// PyTorch raises ValueError for these constructor arguments.
+void check_conv_module_args(const char* type, int64_t in_channels, int64_t out_channels, int64_t groups) {
+  if (groups <= 0) throw BindingValueError(msg(type, ": groups must be a positive integer, got ", groups));
+  if (in_channels % groups != 0) throw BindingValueError(msg(type, ": in_channels must be divisible by groups"));
+  if (out_channels % groups != 0) throw BindingValueError(msg(type, ": out_channels must be divisible by groups"));
+}
+
+nn::Padding1d padding1d_arg(py::handle h, int64_t stride) {
+  if (!py::isinstance<py::str>(h)) return nn::Padding1d(n_ints_1d(h));
+  const std::string mode = h.cast<std::string>();
+  if (mode != "same" && mode != "valid")
+    throw BindingValueError(msg("Invalid padding string '", mode, "', should be one of {'valid', 'same'}"));
+  if (mode == "same" && stride != 1)
+    throw BindingValueError("padding='same' is not supported for strided convolutions");
+  return nn::Padding1d(mode);
+}
+
+void bind_conv_norm_extra(py::module_& nnm) {
+  Layer<nn::Conv1d>(nnm, "Conv1d", "1-D convolution (torch.nn.Conv1d).")
+      .def(STRATA_MODULE_INIT_CHECKED(
+               nn::Conv1d,
+               (int64_t in_channels, int64_t out_channels, py::handle kernel_size, py::handle stride,
+                py::handle padding, py::handle dilation, int64_t groups, bool bias, const std::string& padding_mode),
+               check_conv_module_args("Conv1d", in_channels, out_channels, groups);
+               if (padding_mode != "zeros" && padding_mode != "reflect" && padding_mode != "replicate" &&
+                   padding_mode != "circular") throw BindingValueError(
+                   msg("padding_mode must be one of {'circular', 'reflect', 'zeros', 'replicate'}, but got "
+                       "padding_mode='", padding_mode, "'")),
+               (in_channels, out_channels, n_ints_1d(kernel_size), n_ints_1d(stride),
+                padding1d_arg(padding, n_ints_1d(stride)), n_ints_1d(dilation), groups, bias, padding_mode)),
+           py::arg("in_channels"), py::arg("out_channels"), py::arg("kernel_size"), py::arg("stride") = 1,
+           py::arg("padding") = 0, py::arg("dilation") = 1, py::arg("groups") = 1, py::arg("bias") = true,
+           py::arg("padding_mode") = "zeros")
+      .def_property_readonly("in_channels", &nn::Conv1d::in_channels)
+      .def_property_readonly("out_channels", &nn::Conv1d::out_channels);
+
+  Layer<nn::ConvTranspose2d>(nnm, "ConvTranspose2d", "2-D transposed convolution (torch.nn.ConvTranspose2d).")
+      .def(STRATA_MODULE_INIT_CHECKED(
+               nn::ConvTranspose2d,
+               (int64_t in_channels, int64_t out_channels, py::handle kernel_size, py::handle stride,
+                py::handle padding, py::handle output_padding, int64_t groups, bool bias, py::handle dilation,
+                const std::string& padding_mode),
+               check_conv_module_args("ConvTranspose2d", in_channels, out_channels, groups);
+               if (padding_mode != "zeros") throw BindingValueError(
+                   msg("Only \"zeros\" padding mode is supported for ConvTranspose2d, got '", padding_mode, "'")),
+               (in_channels, out_channels, size2_arg(kernel_size, "ConvTranspose2d", "kernel_size"),
+                size2_arg(stride, "ConvTranspose2d", "stride"), size2_arg(padding, "ConvTranspose2d", "padding"),
+                size2_arg(output_padding, "ConvTranspose2d", "output_padding"), groups, bias,
+                size2_arg(dilation, "ConvTranspose2d", "dilation"), padding_mode)),
+           py::arg("in_channels"), py::arg("out_channels"), py::arg("kernel_size"), py::arg("stride") = 1,
+           py::arg("padding") = 0, py::arg("output_padding") = 0, py::arg("groups") = 1, py::arg("bias") = true,
+           py::arg("dilation") = 1, py::arg("padding_mode") = "zeros")
+      .def_property_readonly("in_channels", &nn::ConvTranspose2d::in_channels)
+      .def_property_readonly("out_channels", &nn::ConvTranspose2d::out_channels);
+
+  Layer<nn::GroupNorm>(nnm, "GroupNorm", "Group normalization (torch.nn.GroupNorm).")
+      .def(STRATA_MODULE_INIT_CHECKED(
+               nn::GroupNorm, (int64_t num_groups, int64_t num_channels, double eps, bool affine, bool bias),
+               if (num_groups <= 0 || num_channels % num_groups != 0) throw BindingValueError(
+                   msg("num_channels (", num_channels, ") must be divisible by num_groups (", num_groups, ")")),
+               (num_groups, num_channels, eps, affine, bias)),
+           py::arg("num_groups"), py::arg("num_channels"), py::arg("eps") = 1e-5, py::arg("affine") = true,
+           py::kw_only(), py::arg("bias") = true)
+      .def_property_readonly("num_groups", &nn::GroupNorm::num_groups)
+      .def_property_readonly("num_channels", &nn::GroupNorm::num_channels);
+
+  bind_module_dict(nnm);
+  bind_parameter_list(nnm);
+}
 }  // namespace
 
 void set_python_type_name(py::handle module) {
@@ -1106,6 +1332,7 @@ void init_nn(py::module_& m) {
   bind_containers(nnm);
   bind_layers(nnm);
   bind_transformer_layers(nnm);
+  bind_conv_norm_extra(nnm);
   nnm.attr("IncompatibleKeys") = incompatible_keys_type();
 }
 

@@ -38,6 +38,13 @@ from .._C.nn import (  # issue 26 parts 7-8
     Softmax,
     TransformerEncoderLayer,
 )
+from .._C.nn import (  # issue 26 part 7
+    Conv1d,
+    ConvTranspose2d,
+    GroupNorm,
+    ModuleDict,
+    ParameterList,
+)
 
 
 def _accept_factory_kwargs(cls):
@@ -55,8 +62,8 @@ def _accept_factory_kwargs(cls):
     cls.__init__ = __init__
 
 
-for _layer in (BatchNorm1d, BatchNorm2d, Conv2d, Embedding, EmbeddingBag, LayerNorm, Linear, MultiheadAttention,
-               TransformerEncoderLayer):
+for _layer in (BatchNorm1d, BatchNorm2d, Conv1d, Conv2d, ConvTranspose2d, Embedding, EmbeddingBag, GroupNorm,
+               LayerNorm, Linear, MultiheadAttention, TransformerEncoderLayer):
     _accept_factory_kwargs(_layer)
 
 from . import _copy
@@ -105,6 +112,12 @@ __all__ = [
     "SiLU",
     "Softmax",
     "TransformerEncoderLayer",
+    # issue 26 part 7
+    "Conv1d",
+    "ConvTranspose2d",
+    "GroupNorm",
+    "ModuleDict",
+    "ParameterList",
 ]
 
 # copy.deepcopy and pickle of modules (python/strata/nn/_copy.py).

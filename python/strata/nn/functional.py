@@ -14,6 +14,8 @@ __all__ = [
     "flatten", "gelu", "layer_norm", "leaky_relu", "linear", "log_softmax", "max_pool2d", "mse_loss",
     "nll_loss", "relu", "sigmoid", "softmax", "tanh",
     "embedding", "l1_loss", "scaled_dot_product_attention", "silu",
+    # issue 26 part 7
+    "conv1d", "conv_transpose2d", "group_norm", "interpolate", "normalize", "pad",
 ]
 
 
@@ -253,3 +255,30 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 
 def one_hot(tensor, num_classes=-1):
     return _C.one_hot(tensor, num_classes)
+
+
+# ---- issue 26 part 7 (python/src/nn_extra_bindings.cpp) ----------------------------------------
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return _C.conv1d(input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    return _C.conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
+    return _C.group_norm(input, num_groups, weight, bias, eps)
+
+
+def pad(input, pad, mode="constant", value=None):
+    return _C.pad(input, pad, mode, value)
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    return _C.interpolate(input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias)
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    return _C.normalize(input, p, dim, eps, out)
