@@ -197,11 +197,11 @@ void init_tensor(py::module_& m) {
       .def("reshape", [](const Tensor& t, const py::args& shape) {
         const Dims s = int_list_from_args(shape, "reshape", "shape");
         py::gil_scoped_release release;
-        return records_grad(t) ? reshape(t, s) : t.reshape(s);
+        return tracks_views() ? reshape(t, s) : t.reshape(s);
       })
       .def("reshape_as", [](const Tensor& t, const Tensor& other) {
         py::gil_scoped_release release;
-        return records_grad(t) ? reshape(t, other.sizes()) : t.reshape(other.sizes());
+        return tracks_views() ? reshape(t, other.sizes()) : t.reshape(other.sizes());
       }, py::arg("other"))
       .def(
           "narrow",
@@ -211,7 +211,7 @@ void init_tensor(py::module_& m) {
             if (start < -n || start > n)
               throw BindingIndexError(msg("narrow(): start out of range (expected to be in range of [",
                                           -n, ", ", n, "], but got ", start, ")"));
-            if (!records_grad(t)) return t.narrow(dim, start, length);
+            if (!tracks_views()) return t.narrow(dim, start, length);
             const int64_t s0 = start < 0 ? start + n : start;
             t.narrow(dim, start, length);  // validates the length
             return slice(t, d, s0, s0 + length, 1);
@@ -225,7 +225,7 @@ void init_tensor(py::module_& m) {
             if (index < -n || index >= n)
               throw BindingIndexError(msg("select(): index ", index, " out of range for tensor of size ",
                                           t.sizes(), " at dimension ", d));
-            if (!records_grad(t)) return t.select(dim, index);
+            if (!tracks_views()) return t.select(dim, index);
             const int64_t w = index < 0 ? index + n : index;
             return reshape(slice(t, d, w, w + 1, 1), t.select(dim, index).sizes());
           },
@@ -235,7 +235,7 @@ void init_tensor(py::module_& m) {
           [](const Tensor& t, int64_t dim0, int64_t dim1) {
             wrap_dim_py(dim0, t.dim(), "transpose", true);
             wrap_dim_py(dim1, t.dim(), "transpose", true);
-            if (records_grad(t) && t.dim() > 0) return transpose(t, dim0, dim1);
+            if (tracks_views() && t.dim() > 0) return transpose(t, dim0, dim1);
             return t.transpose(dim0, dim1);
           },
           py::arg("dim0"), py::arg("dim1"))
@@ -244,7 +244,7 @@ void init_tensor(py::module_& m) {
           [](const Tensor& t, int64_t dim0, int64_t dim1) {
             wrap_dim_py(dim0, t.dim(), "swapaxes", true);
             wrap_dim_py(dim1, t.dim(), "swapaxes", true);
-            if (records_grad(t) && t.dim() > 0) return transpose(t, dim0, dim1);
+            if (tracks_views() && t.dim() > 0) return transpose(t, dim0, dim1);
             return t.transpose(dim0, dim1);
           },
           py::arg("axis0"), py::arg("axis1"))
@@ -253,16 +253,16 @@ void init_tensor(py::module_& m) {
              const Dims d = int_list_from_args(dims, "permute", "dims");
              if (static_cast<int64_t>(d.size()) == t.dim())
                for (int64_t x : d) wrap_dim_py(x, t.dim(), "permute");
-             if (records_grad(t)) return permute(t, d);
+             if (tracks_views()) return permute(t, d);
              return t.permute(d);
            })
       .def("t", [](const Tensor& t) {
         Tensor raw = t.t();  // validates the rank
-        if (!records_grad(t)) return raw;
+        if (!tracks_views()) return raw;
         return t.dim() == 2 ? transpose(t, 0, 1) : reshape(t, t.sizes());
       })
       .def_property_readonly("T", [](const Tensor& t) {
-        if (records_grad(t)) return t.dim() == 0 ? reshape(t, t.sizes()) : permute(t, reversed_dims(t.dim()));
+        if (tracks_views()) return t.dim() == 0 ? reshape(t, t.sizes()) : permute(t, reversed_dims(t.dim()));
         return t.permute(reversed_dims(t.dim()));
       }, "The tensor with its dims reversed.")
       .def("expand", [](const Tensor& t, const py::args& sizes) {
@@ -278,7 +278,7 @@ void init_tensor(py::module_& m) {
           "squeeze",
           [](const Tensor& t, py::object dim) {
             Tensor raw = squeeze_raw(t, dim);
-            return records_grad(t) ? reshape(t, raw.sizes()) : raw;
+            return tracks_views() ? reshape(t, raw.sizes()) : raw;
           },
           py::arg("dim") = py::none())
       .def(
@@ -286,7 +286,7 @@ void init_tensor(py::module_& m) {
           [](const Tensor& t, int64_t dim) {
             wrap_dim_py(dim, t.dim() + 1, "unsqueeze");
             Tensor raw = t.unsqueeze(dim);
-            return records_grad(t) ? reshape(t, raw.sizes()) : raw;
+            return tracks_views() ? reshape(t, raw.sizes()) : raw;
           },
           py::arg("dim"))
       .def(
@@ -295,7 +295,7 @@ void init_tensor(py::module_& m) {
             wrap_dim_py(start_dim, t.dim(), "flatten", true);
             wrap_dim_py(end_dim, t.dim(), "flatten", true);
             py::gil_scoped_release release;
-            return records_grad(t) ? flatten(t, start_dim, end_dim) : t.flatten(start_dim, end_dim);
+            return tracks_views() ? flatten(t, start_dim, end_dim) : t.flatten(start_dim, end_dim);
           },
           py::arg("start_dim") = 0, py::arg("end_dim") = -1)
       .def(
