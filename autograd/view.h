@@ -6,7 +6,9 @@
 /// Note [View tracking]
 /// A differentiable view op of ops/shape_ops.h (reshape as a view, flatten, transpose, permute,
 /// split, slice, and what is built from them: select, narrow, squeeze, unsqueeze, basic indexing)
-/// run while grad mode is on calls mark_view(): the output remembers its *base*, the tensor that is
+/// run while grad mode is on calls mark_view() — as do basic indexing and the Python view methods
+/// for the raw views (with the raw strides) they hand out for a tensor that needs no gradient, so
+/// that `buf[1:3].copy_(y)` still records —: the output remembers its *base*, the tensor that is
 /// not itself a tracked view at the root of the chain (a view of a view has the first one's base),
 /// and the storage version at which its history was made. Its geometry needs no copy: a view's
 /// sizes, strides and storage offset are its own (PyTorch's as_strided fallback, enough for every

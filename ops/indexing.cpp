@@ -5,6 +5,7 @@
 #include <string>
 
 #include "autograd/grad_mode.h"
+#include "autograd/view.h"
 #include "ops/binary.h"
 #include "ops/inplace.h"
 #include "ops/op_util.h"
@@ -395,6 +396,16 @@ Tensor expand_recorded(const Tensor& x, IntArrayRef sizes) {
   return out;
 }
 
+/// x[indices] for a basic index: a view, recorded when x needs grad, and tracked while grad mode
+/// is on even when it does not (with the raw views' strides), so that a write of a value that
+/// requires grad into it reaches x's history (Note [View tracking] in autograd/view.h).
+Tensor basic_index_view(const char* op, const Tensor& x, TensorIndices indices) {
+  const bool grad = autograd::needs_grad({&x});
+  Tensor view = apply_basic(op, x, indices, grad).view;
+  if (!grad) autograd::mark_view(view, x);
+  return view;
+}
+
 }  // namespace
 
 // ---- index / index_put --------------------------------------------------------------------------------
@@ -403,7 +414,7 @@ Tensor index(const Tensor& x, TensorIndices indices) {
   check_backend(OpKind::index);
   check_defined("index", x, "self");
   const bool grad = autograd::needs_grad({&x});
-  if (!has_advanced(indices)) return apply_basic("index", x, indices, grad).view;
+  if (!has_advanced(indices)) return basic_index_view("index", x, indices);
   Tensor out = gather_plan(make_plan("index", apply_basic("index", x, indices, false)));
   if (grad) {
     const Dims in_sizes = x.sizes();
@@ -467,12 +478,6 @@ Tensor& index_put_in_place(const char* op, Tensor& x, TensorIndices indices, con
   return apply_in_place(x, {op, compute, false, values.requires_grad(), direct});
 }
 
-/// The view `x[indices]` of a basic index, tracked (Note [View tracking]) while grad mode is on so
-/// that a write into it rebases x's history.
-Tensor basic_view(Tensor& x, TensorIndices indices) {
-  check_defined("__setitem__", x, "self");
-  return apply_basic("__setitem__", x, indices, autograd::GradMode::is_enabled()).view;
-}
 
 }  // namespace
 
@@ -482,22 +487,23 @@ Tensor& index_put_(Tensor& x, TensorIndices indices, const Tensor& values, bool 
 }
 
 void set_index(Tensor& x, TensorIndices indices, const Tensor& value) {
+  check_defined("__setitem__", x, "self");
   check_defined("__setitem__", value, "value");
   if (has_advanced(indices)) {  // PyTorch's index_put_: the value keeps its dtype, which must be x's
     index_put_in_place("__setitem__", x, indices, value, false);
     return;
   }
-  Tensor view = basic_view(x, indices);
+  Tensor view = basic_index_view("__setitem__", x, indices);
   copy_(view, value);  // PyTorch's x[s].copy_(value): CopySlices on x when recorded
 }
 
 void set_index(Tensor& x, TensorIndices indices, Scalar value) {
+  check_defined("__setitem__", x, "self");
   if (has_advanced(indices)) {
-    check_defined("__setitem__", x, "self");
     index_put_in_place("__setitem__", x, indices, scalar_tensor(value, x.dtype()), false);
     return;
   }
-  Tensor view = basic_view(x, indices);
+  Tensor view = basic_index_view("__setitem__", x, indices);
   fill_(view, value);
 }
 

@@ -162,9 +162,6 @@ py::object extreme_dim_py(const Tensor& t, py::handle dim, py::handle keepdim, b
 Tensor tensor_arg(py::handle obj, const char* op, const char* name);
 /// True when ops on `t` record the graph (grad mode on and `t` requires grad).
 bool records_grad(const Tensor& t);
-/// True when the view methods must make tracked differentiable views (grad mode on), so an
-/// in-place write through one reaches its base's history (Note [View tracking] in autograd/view.h).
-bool tracks_views();
 /// `t` expanded to `sizes` (a view); recorded (ExpandBackward sums the gradient back) when `t`
 /// requires grad and grad mode is on.
 Tensor expand_diff(const Tensor& t, IntArrayRef sizes);

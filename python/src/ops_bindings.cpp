@@ -12,6 +12,7 @@
 
 #include "autograd/grad_mode.h"
 #include "autograd/node.h"
+#include "autograd/view.h"
 #include "ops/attention.h"
 #include "bindings.h"
 #include "core/factories.h"
@@ -44,8 +45,6 @@ Tensor tensor_arg(py::handle obj, const char* op, const char* name) {
 
 bool records_grad(const Tensor& t) { return autograd::GradMode::is_enabled() && t.requires_grad(); }
 
-bool tracks_views() { return autograd::GradMode::is_enabled(); }
-
 namespace {
 
 // Sums `g` over the dims that broadcasting added or stretched, back to `target` sizes.
@@ -76,7 +75,10 @@ Tensor expand_diff(const Tensor& t, IntArrayRef sizes) {
 
 Tensor view_diff(const Tensor& t, IntArrayRef sizes) {
   Tensor raw = t.view(sizes);  // validates like Tensor.view
-  if (!tracks_views()) return raw;
+  if (!records_grad(t)) {
+    autograd::mark_view(raw, t);  // Note [View tracking]: a write into it may still record
+    return raw;
+  }
   return reshape(t, raw.sizes());
 }
 

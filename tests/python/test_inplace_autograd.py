@@ -85,7 +85,10 @@ def test_assignment_of_a_value_that_requires_grad_into_a_plain_tensor():
         x = L.zeros(4, 3, dtype=L.float64)
         x[1:3] = y  # broadcast
         assert x.requires_grad and not x.is_leaf
-        return x * x
+        b = L.zeros(4, 3, dtype=L.float64)
+        b[2:].copy_(y)
+        b.narrow(0, 0, 2).add_(y * 3)
+        return x * x + b
     assert_same(script, data((1, 3), 9))
 
 

@@ -134,6 +134,8 @@ TEST(InPlaceAutograd, CopyIntoAViewOfATensorThatNeedsNoGrad) {  // x = zeros; x[
     Tensor x = zeros({4, 3}, {DType::f64, nullptr});
     Tensor v = slice(x, 0, 1, 3);
     copy_(v, l[0]);
+    Tensor last = index(x, {3});  // a basic index of a tensor that needs no grad is tracked too
+    mul_(last, reshape(l[0], {3}));
     if (autograd::GradMode::is_enabled()) {
       EXPECT_EQ(x.grad_fn()->name(), "CopySlices");
     }
