@@ -2,6 +2,7 @@
 
 #include "autograd/accumulate.h"
 #include "autograd/anomaly_mode.h"
+#include "autograd/view.h"
 
 #include <mutex>
 
@@ -87,6 +88,7 @@ bool needs_grad(const TensorList& inputs) {
 
 Edge gradient_edge(const Tensor& t) {
   if (!t.defined()) return {};
+  refresh_view(t);  // Note [View tracking]
   ::strata::detail::AutogradMeta* m = t.autograd_meta_if_any();
   if (m == nullptr) return {};
   if (m->grad_fn) return {m->grad_fn, m->output_nr};

@@ -78,9 +78,11 @@ Tensor SavedTensor::unpack(const char* node) const {
   STRATA_CHECK(!released_, "autograd: ", node, " tried to use a saved value that was already freed: the graph was run backward once already (pass retain_graph=true "
                "to backward the first time to keep it)");
   const std::optional<uint64_t> now = storage_.version();
-  STRATA_CHECK(!now || *now == version_, "autograd: a value saved by ", node, " (shape ", IntArrayRef(sizes_),
-               ", ", dtype_, ") was modified by an in-place operation: it is at version ", now.value_or(0),
-               ", expected version ", version_, ". Clone it before modifying it, or modify it after backward.");
+  // PyTorch's message (its tests and users match on it).
+  STRATA_CHECK(!now || *now == version_, "one of the variables needed for gradient computation has been modified by "
+               "an inplace operation: [Tensor", IntArrayRef(sizes_), " ", dtype_, "], which was saved by ", node,
+               ", is at version ", now.value_or(0), "; expected version ", version_,
+               " instead. Hint: clone it before modifying it, or modify it after backward.");
   if (!hooks_) return value_;
   Tensor t = hooks_->unpack(packed_);
   STRATA_CHECK(t.defined() && t.sizes() == sizes_ && t.dtype() == dtype_, "autograd: the unpack hook for a value saved by ",

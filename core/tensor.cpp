@@ -3,6 +3,7 @@
 #include "core/pin_set.h"
 
 #include <algorithm>
+#include <atomic>
 #include <numeric>
 #include <sstream>
 
@@ -334,8 +335,24 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.to_
 
 // ---- autograd metadata ------------------------------------------------------------------------
 
+namespace {
+
+std::atomic<detail::ViewRefresh> view_refresh{nullptr};
+
+/// Note [View tracking] in autograd/view.h: a view whose storage was written since its history
+/// was made gets it regenerated before anyone reads it.
+void refresh_if_stale(const Tensor& t, const detail::AutogradMeta* m) {
+  if (m == nullptr || !m->view_base.defined() || m->view_version == t.version()) return;
+  if (const detail::ViewRefresh refresh = view_refresh.load(std::memory_order_acquire)) refresh(t);
+}
+
+}  // namespace
+
+void detail::set_view_refresh(ViewRefresh refresh) { view_refresh.store(refresh, std::memory_order_release); }
+
 bool Tensor::requires_grad() const {
   const detail::AutogradMeta* m = impl().autograd.get();
+  refresh_if_stale(*this, m);
   return m != nullptr && (m->requires_grad || m->grad_fn != nullptr);
 }
 
@@ -382,11 +399,13 @@ void Tensor::set_grad(const Tensor& grad) {
 const std::shared_ptr<autograd::Node>& Tensor::grad_fn() const {
   static const std::shared_ptr<autograd::Node> none;
   const detail::AutogradMeta* m = impl().autograd.get();
+  refresh_if_stale(*this, m);
   return m != nullptr ? m->grad_fn : none;
 }
 
 uint32_t Tensor::output_nr() const {
   const detail::AutogradMeta* m = impl().autograd.get();
+  refresh_if_stale(*this, m);
   return m != nullptr ? m->output_nr : 0;
 }
 

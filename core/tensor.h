@@ -244,7 +244,16 @@ struct AutogradMeta {
   std::vector<std::pair<uint64_t, Tensor::GradHook>> hooks;
   /// Set by Tensor::retain_grad() on a non-leaf.
   bool retains_grad = false;
+  /// A tracked differentiable view's base, undefined for other tensors, and the storage version
+  /// its grad_fn was made at (Note [View tracking] in autograd/view.h).
+  Tensor view_base;
+  uint64_t view_version = 0;
 };
+
+/// Regenerates a stale view's history; installed by autograd/ (autograd/view.cpp) when it tracks
+/// its first view, called by requires_grad() and grad_fn() (Note [View tracking]).
+using ViewRefresh = void (*)(const Tensor& view);
+void set_view_refresh(ViewRefresh refresh);
 }  // namespace detail
 
 }  // namespace strata

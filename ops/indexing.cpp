@@ -5,7 +5,9 @@
 #include <string>
 
 #include "autograd/grad_mode.h"
+#include "autograd/view.h"
 #include "ops/binary.h"
+#include "ops/inplace.h"
 #include "ops/op_util.h"
 #include "ops/shape_ops.h"
 
@@ -33,15 +35,6 @@ bool is_integer_scalar_tensor(const TensorIndex& ix) {
 bool has_advanced(TensorIndices indices) {
   return std::any_of(indices.begin(), indices.end(),
                      [](const TensorIndex& ix) { return ix.is_advanced() && !is_integer_scalar_tensor(ix); });
-}
-
-/// Throws unless `x` is defined and an in-place write into it would not be lost by autograd (the
-/// in-place autograd is issue 26 part 3).
-void check_writable(const char* op, const Tensor& x) {
-  check_defined(op, x, "self");
-  STRATA_CHECK(!(autograd::GradMode::is_enabled() && x.requires_grad()), op, ": writing into ", x.describe(),
-               ", which requires grad, is not recorded by autograd yet; use a no_grad scope or the "
-               "out-of-place op");
 }
 
 /// True when `from` broadcasts to `to` (NumPy's rules; `from` may have more leading 1s).
@@ -403,6 +396,16 @@ Tensor expand_recorded(const Tensor& x, IntArrayRef sizes) {
   return out;
 }
 
+/// x[indices] for a basic index: a view, recorded when x needs grad, and tracked while grad mode
+/// is on even when it does not (with the raw views' strides), so that a write of a value that
+/// requires grad into it reaches x's history (Note [View tracking] in autograd/view.h).
+Tensor basic_index_view(const char* op, const Tensor& x, TensorIndices indices) {
+  const bool grad = autograd::needs_grad({&x});
+  Tensor view = apply_basic(op, x, indices, grad).view;
+  if (!grad) autograd::mark_view(view, x);
+  return view;
+}
+
 }  // namespace
 
 // ---- index / index_put --------------------------------------------------------------------------------
@@ -411,7 +414,7 @@ Tensor index(const Tensor& x, TensorIndices indices) {
   check_backend(OpKind::index);
   check_defined("index", x, "self");
   const bool grad = autograd::needs_grad({&x});
-  if (!has_advanced(indices)) return apply_basic("index", x, indices, grad).view;
+  if (!has_advanced(indices)) return basic_index_view("index", x, indices);
   Tensor out = gather_plan(make_plan("index", apply_basic("index", x, indices, false)));
   if (grad) {
     const Dims in_sizes = x.sizes();
@@ -426,13 +429,6 @@ Tensor index(const Tensor& x, TensorIndices indices) {
     autograd::set_history({&out}, node);
   }
   return out;
-}
-
-Tensor& index_put_(Tensor& x, TensorIndices indices, const Tensor& values, bool accumulate) {
-  check_backend(OpKind::index_put);
-  check_writable("index_put_", x);
-  put_into("index_put_", x, indices, values, accumulate);
-  return x;
 }
 
 namespace {
@@ -472,28 +468,43 @@ Tensor index_put(const Tensor& x, TensorIndices indices, const Tensor& values, b
   return index_put_recorded("index_put", x, indices, values, accumulate);
 }
 
+namespace {
+
+/// index_put_ (errors name `op`) through Note [In-place ops]: index_put recorded, or put_into.
+Tensor& index_put_in_place(const char* op, Tensor& x, TensorIndices indices, const Tensor& values, bool accumulate) {
+  check_defined(op, values, "values");
+  auto compute = [&](const Tensor& a) { return index_put_recorded(op, a, indices, values, accumulate); };
+  auto direct = [&](Tensor& s) { put_into(op, s, indices, values, accumulate); };
+  return apply_in_place(x, {op, compute, false, values.requires_grad(), direct});
+}
+
+
+}  // namespace
+
+Tensor& index_put_(Tensor& x, TensorIndices indices, const Tensor& values, bool accumulate) {
+  check_backend(OpKind::index_put);
+  return index_put_in_place("index_put_", x, indices, values, accumulate);
+}
+
 void set_index(Tensor& x, TensorIndices indices, const Tensor& value) {
-  check_writable("__setitem__", x);
+  check_defined("__setitem__", x, "self");
   check_defined("__setitem__", value, "value");
-  STRATA_CHECK(!(autograd::GradMode::is_enabled() && value.requires_grad()), "__setitem__: assigning ",
-               value.describe(), ", which requires grad, is not recorded by autograd yet");
   if (has_advanced(indices)) {  // PyTorch's index_put_: the value keeps its dtype, which must be x's
-    put_into("__setitem__", x, indices, value, false);
+    index_put_in_place("__setitem__", x, indices, value, false);
     return;
   }
-  const Tensor v = value.to(x.dtype());
-  Tensor view = apply_basic("__setitem__", x, indices, false).view;
-  view.copy_(v.shares_storage(x) ? v.clone() : v);
+  Tensor view = basic_index_view("__setitem__", x, indices);
+  copy_(view, value);  // PyTorch's x[s].copy_(value): CopySlices on x when recorded
 }
 
 void set_index(Tensor& x, TensorIndices indices, Scalar value) {
-  check_writable("__setitem__", x);
+  check_defined("__setitem__", x, "self");
   if (has_advanced(indices)) {
-    put_into("__setitem__", x, indices, scalar_tensor(value, x.dtype()), false);
+    index_put_in_place("__setitem__", x, indices, scalar_tensor(value, x.dtype()), false);
     return;
   }
-  Tensor view = apply_basic("__setitem__", x, indices, false).view;
-  view.copy_(scalar_tensor(value, x.dtype()));
+  Tensor view = basic_index_view("__setitem__", x, indices);
+  fill_(view, value);
 }
 
 // ---- masked ops -------------------------------------------------------------------------------------
@@ -528,19 +539,21 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, const Tensor& value) {
 namespace {
 
 template <typename V>
-Tensor& masked_fill_inplace(Tensor& x, const Tensor& mask, const V& value) {
-  check_writable("masked_fill_", x);
+Tensor& masked_fill_inplace(Tensor& x, const Tensor& mask, const V& value, bool value_requires_grad) {
+  check_defined("masked_fill_", x, "self");
   check_mask("masked_fill_", mask);
   STRATA_CHECK(broadcasts_to(mask.sizes(), x.sizes()), "masked_fill_: mask ", mask.describe(),
                " is not broadcastable to self ", x.describe());
-  return x.copy_(masked_fill(x, mask, value));
+  return apply_in_place(x, {"masked_fill_", [&](const Tensor& a) { return masked_fill(a, mask, value); }, false,
+                            value_requires_grad, {}});
 }
 
 }  // namespace
 
-Tensor& masked_fill_(Tensor& x, const Tensor& mask, Scalar value) { return masked_fill_inplace(x, mask, value); }
+Tensor& masked_fill_(Tensor& x, const Tensor& mask, Scalar value) { return masked_fill_inplace(x, mask, value, false); }
 Tensor& masked_fill_(Tensor& x, const Tensor& mask, const Tensor& value) {
-  return masked_fill_inplace(x, mask, value);
+  check_defined("masked_fill_", value, "value");
+  return masked_fill_inplace(x, mask, value, value.requires_grad());
 }
 
 Tensor masked_select(const Tensor& x, const Tensor& mask) {
@@ -650,11 +663,11 @@ Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor
 
 Tensor& index_add_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& source, Scalar alpha) {
   check_backend(OpKind::index_add);
-  check_writable("index_add_", x);
+  check_defined("index_add_", x, "self");
   const std::vector<TensorIndex> ix = index_add_indices(x, dim, index, source);
   const bool unit = alpha.to_double() == 1.0 && !alpha.is_bool();
-  put_into("index_add_", x, ix, unit ? source : mul(source, alpha).to(x.dtype()), /*accumulate=*/true);
-  return x;
+  return index_put_in_place("index_add_", x, ix, unit ? source : convert_operand(mul(source, alpha), x.dtype()),
+                            /*accumulate=*/true);
 }
 
 Tensor take_along_dim(const Tensor& x, const Tensor& indices, std::optional<int64_t> dim) {

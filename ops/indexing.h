@@ -95,8 +95,7 @@ Tensor index(const Tensor& x, TensorIndices indices);
 /// x[indices] = values in place, every element of `values` (broadcast to the shape of
 /// index(x, indices)) written to the element it indexes; with `accumulate`, added to it instead
 /// (duplicate indices then sum up; without, which duplicate wins is unspecified, as in PyTorch).
-/// values has x's dtype. Not recorded: `x` must not require grad while grad mode is on (the
-/// in-place autograd is issue 26 part 3). Returns x.
+/// values has x's dtype. Recorded as an in-place op (Note [In-place ops] in ops/inplace.h). Returns x.
 Tensor& index_put_(Tensor& x, TensorIndices indices, const Tensor& values, bool accumulate = false);
 
 /// Out-of-place index_put_: a copy of x with the writes applied. Backward: to x, the gradient with
@@ -106,7 +105,8 @@ Tensor index_put(const Tensor& x, TensorIndices indices, const Tensor& values, b
 
 /// Python's `x[indices] = value` (__setitem__), value broadcast: a basic index copies into the view
 /// (converting the value to x's dtype), an advanced one is index_put_ (the value must have x's
-/// dtype, as in PyTorch). Same grad restriction.
+/// dtype, as in PyTorch). Recorded as PyTorch records `x[s].copy_(value)`: a basic index rebases x's
+/// history onto CopySlices (Note [CopySlices] in autograd/view.h).
 void set_index(Tensor& x, TensorIndices indices, const Tensor& value);
 /// The same with a number.
 void set_index(Tensor& x, TensorIndices indices, Scalar value);
@@ -124,13 +124,19 @@ inline Tensor index_put(const Tensor& x, std::initializer_list<TensorIndex> indi
                         bool accumulate = false) {
   return index_put(x, TensorIndices(indices.begin(), indices.size()), values, accumulate);
 }
+inline void set_index(Tensor& x, std::initializer_list<TensorIndex> indices, const Tensor& value) {
+  set_index(x, TensorIndices(indices.begin(), indices.size()), value);
+}
+inline void set_index(Tensor& x, std::initializer_list<TensorIndex> indices, Scalar value) {
+  set_index(x, TensorIndices(indices.begin(), indices.size()), value);
+}
 
 /// x with the elements where `mask` (bool or u8, broadcastable to x's shape) is true replaced by
 /// `value` (a number, or a 0-dim tensor; converted to x's dtype). Backward: the gradient with the
 /// masked elements zeroed to x; to a tensor value, the sum of the gradient over the masked elements.
 Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value);
 Tensor masked_fill(const Tensor& x, const Tensor& mask, const Tensor& value);
-/// masked_fill in place (x must not require grad while grad mode is on). Returns x.
+/// masked_fill in place (Note [In-place ops] in ops/inplace.h). Returns x.
 Tensor& masked_fill_(Tensor& x, const Tensor& mask, Scalar value);
 Tensor& masked_fill_(Tensor& x, const Tensor& mask, const Tensor& value);
 
@@ -149,7 +155,7 @@ std::vector<Tensor> nonzero_tuple(const Tensor& x);
 /// source has x's shape except size(dim) = index.numel() (x's dtype). Backward: the gradient to x,
 /// alpha * index_select(gradient) to source.
 Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source, Scalar alpha = 1);
-/// index_add in place (x must not require grad while grad mode is on). Returns x.
+/// index_add in place (Note [In-place ops] in ops/inplace.h). Returns x.
 Tensor& index_add_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& source, Scalar alpha = 1);
 
 /// gather along `dim` after broadcasting x and indices against each other in every other dim

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "autograd/grad_mode.h"
+#include "ops/inplace.h"
 #include "ops/op_util.h"
 #include "ops/shape_ops.h"
 
@@ -15,15 +16,6 @@ namespace strata {
 namespace {
 
 using namespace ops::detail;
-
-/// Throws unless `x` is defined and an in-place write into it would not be lost by autograd (the
-/// in-place autograd is issue 26 part 3).
-void check_writable(const char* op, const Tensor& x) {
-  check_defined(op, x, "self");
-  STRATA_CHECK(!(autograd::GradMode::is_enabled() && x.requires_grad()), op, ": writing into ", x.describe(),
-               ", which requires grad, is not recorded by autograd yet; use a no_grad scope or the "
-               "out-of-place op");
-}
 
 enum class Reduce { none, sum, prod, mean, amax, amin };
 
@@ -280,14 +272,14 @@ Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, Scalar value) 
   return out;
 }
 
-// The in-place forms: the out-of-place result copied into x (which must not require grad).
+// The in-place forms: the out-of-place op written into x (Note [In-place ops] in ops/inplace.h).
 Tensor& scatter_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
-  check_writable("scatter_", x);
-  return x.copy_(scatter(x, dim, index, src));
+  check_defined("scatter_", src, "src");
+  return apply_in_place(x, {"scatter_", [&](const Tensor& a) { return scatter(a, dim, index, src); }, false,
+                            src.requires_grad(), {}});
 }
 Tensor& scatter_(Tensor& x, int64_t dim, const Tensor& index, Scalar value) {
-  check_writable("scatter_", x);
-  return x.copy_(scatter(x, dim, index, value));
+  return apply_in_place(x, {"scatter_", [&](const Tensor& a) { return scatter(a, dim, index, value); }, false, false, {}});
 }
 
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
@@ -308,8 +300,9 @@ Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tens
 }
 
 Tensor& scatter_add_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
-  check_writable("scatter_add_", x);
-  return x.copy_(scatter_add(x, dim, index, src));
+  check_defined("scatter_add_", src, "src");
+  return apply_in_place(x, {"scatter_add_", [&](const Tensor& a) { return scatter_add(a, dim, index, src); }, false,
+                            src.requires_grad(), {}});
 }
 
 Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, std::string_view reduce,

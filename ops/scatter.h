@@ -8,8 +8,8 @@
 /// index values lie in [0, x.size(dim)) (out of range is an error naming the value and the dim);
 /// src has x's dtype. Outputs are fresh contiguous tensors with x's shape and dtype. Updates run in
 /// index order, so duplicates are deterministic (scatter: the last one wins, which PyTorch leaves
-/// unspecified; the reductions combine them all). The in-place forms refuse a tensor that requires
-/// grad while grad mode is on (in-place autograd is issue 26 part 3).
+/// unspecified; the reductions combine them all). The in-place forms are recorded through
+/// Note [In-place ops] (ops/inplace.h).
 
 #include <string_view>
 

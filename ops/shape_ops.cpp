@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "autograd/view.h"
 #include "ops/op_util.h"
 
 namespace strata {
@@ -109,6 +110,7 @@ std::vector<Tensor> split_views(const Tensor& x, const Dims& sizes, int64_t d) {
     });
     autograd::set_history(outs, node);
   }
+  for (Tensor& out : outs) autograd::mark_view(out, x);  // Note [View tracking]
   return outs;
 }
 
@@ -312,6 +314,7 @@ Tensor reshape(const Tensor& x, IntArrayRef sizes) {
     });
     autograd::set_history({&y}, node);
   }
+  autograd::mark_view(y, x);  // Note [View tracking]
   if (OpRecorder* rec = op_recorder()) rec->reshape(x, y);  // Note [Op recording hook]
   return y;
 }
@@ -346,6 +349,7 @@ Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1) {
     });
     autograd::set_history({&y}, node);
   }
+  autograd::mark_view(y, x);  // Note [View tracking]
   return y;
 }
 
@@ -370,6 +374,7 @@ Tensor permute(const Tensor& x, IntArrayRef dims) {
     });
     autograd::set_history({&y}, node);
   }
+  autograd::mark_view(y, x);  // Note [View tracking]
   return y;
 }
 
@@ -394,6 +399,7 @@ Tensor slice(const Tensor& x, int64_t dim, std::optional<int64_t> start, std::op
                                     });
     autograd::set_history({&y}, node);
   }
+  autograd::mark_view(y, x);  // Note [View tracking]
   return y;
 }
 

@@ -278,6 +278,8 @@ void def_tensor_autograd() {
           "The node (strata.autograd.graph.Node) of the recorded op that produced this tensor, or None.")
       .def_property_readonly("output_nr", [](const Tensor& t) { return t.output_nr(); },
                              "Which output of grad_fn this tensor is.")
+      .def_property_readonly("_version", [](const Tensor& t) { return t.version(); },
+                             "The in-place version counter shared by every view of the storage.")
       .def(
           "backward",
           [](const Tensor& t, py::object gradient, py::object retain_graph, bool create_graph) {

@@ -180,17 +180,13 @@ Tensor clone_diff(const Tensor& t, bool contiguous_only);
 /// `t` converted to `dtype`, recorded (ToCopyBackward converts the gradient back) when
 /// records_grad(t) and a conversion happened.
 Tensor to_diff(const Tensor& t, DType dtype, bool copy);
-/// Refuses, like PyTorch, an in-place op on a leaf that requires grad while grad mode is on; and
-/// (Strata limitation) one on a differentiable view of a tensor that requires grad.
-void check_inplace(const Tensor& self, const char* op);
 /// A tuple or list of Tensors (TypeError otherwise, naming `op` and the argument `name`).
 std::vector<Tensor> tensor_list(py::handle seq, const char* op, const char* name);
 /// The tensors as a Python tuple.
 py::tuple tensors_tuple(const std::vector<Tensor>& ts);
-/// `self.op_(...)`: writes compute(self) into self under the rules of check_inplace and
-/// torch.can_cast, recording the result's history on self when self or the op's other operand
-/// (`other_requires_grad`) requires grad; `saves_self` when the op's backward reads its input (it
-/// then computes on a copy). Returns self.
+/// `self.op_(...)`: strata::apply_in_place (Note [In-place ops] in ops/inplace.h) with compute as
+/// the op, run without the GIL; `saves_self` when the op's backward reads its input,
+/// `other_requires_grad` when another operand requires grad. Returns self.
 py::object inplace_op(py::object self, const char* op, bool saves_self, bool other_requires_grad,
                       const std::function<Tensor(const Tensor&)>& compute);
 // Raises NotImplementedError with `what` (ops_bindings.cpp).

@@ -7,7 +7,6 @@
 #include <string>
 #include <vector>
 
-#include "autograd/grad_mode.h"
 #include "bindings.h"
 #include "ops/indexing.h"
 #include "ops/scatter.h"
@@ -73,14 +72,8 @@ Tensor getitem(const Tensor& self, py::handle key) {
   return index(self, ix);
 }
 
+// Note [In-place ops] in ops/inplace.h: set_index records the write (CopySlices for a basic index).
 void setitem(Tensor self, py::handle key, py::handle value) {
-  check_inplace(self, "__setitem__");
-  const bool value_grad = py::isinstance<Tensor>(value) && value.cast<const Tensor&>().requires_grad();
-  if (autograd::GradMode::is_enabled() && (self.requires_grad() || value_grad))
-    raise_not_implemented(
-        "__setitem__: assigning into a tensor that requires grad, or assigning a value that requires grad, is not "
-        "recorded by Strata's autograd yet; use `with strata.no_grad():` or build the tensor out of place "
-        "(index_put, masked_fill, scatter, where)");
   const std::vector<TensorIndex> ix = parse_key(key);
   if (is_number(value)) {
     const Scalar s = scalar_arg(value, "__setitem__", "value");
@@ -126,27 +119,15 @@ py::object nonzero_py(const Tensor& x, bool as_tuple) {
 }
 
 Tensor& masked_fill_inplace(Tensor& x, const Tensor& mask, py::handle value) {
-  check_inplace(x, "masked_fill_");
-  if (py::isinstance<Tensor>(value)) {
-    const Tensor v = value.cast<Tensor>();
-    py::gil_scoped_release release;
-    return masked_fill_(x, mask, v);
-  }
-  const Scalar s = scalar_arg(value, "masked_fill_", "value");
+  const TensorOrScalar arg = tensor_or_scalar(value, "masked_fill_", "value");
   py::gil_scoped_release release;
-  return masked_fill_(x, mask, s);
+  return std::visit([&](const auto& v) -> Tensor& { return masked_fill_(x, mask, v); }, arg);
 }
 
 Tensor& scatter_inplace(Tensor& x, int64_t dim, const Tensor& index, py::handle src) {
-  check_inplace(x, "scatter_");
-  if (py::isinstance<Tensor>(src)) {
-    const Tensor s = src.cast<Tensor>();
-    py::gil_scoped_release release;
-    return scatter_(x, dim, index, s);
-  }
-  const Scalar v = scalar_arg(src, "scatter_", "value");
+  const TensorOrScalar arg = tensor_or_scalar(src, "scatter_", "value");
   py::gil_scoped_release release;
-  return scatter_(x, dim, index, v);
+  return std::visit([&](const auto& v) -> Tensor& { return scatter_(x, dim, index, v); }, arg);
 }
 
 void def_functions(py::module_& m) {
@@ -193,7 +174,6 @@ void def_methods(py::class_<Tensor>& cls) {
       .def("scatter_add", [](const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) { return scatter_add(x, dim, index, src); },
            py::arg("dim"), py::arg("index"), py::arg("src"))
       .def("scatter_add_", [](Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) -> Tensor& {
-             check_inplace(x, "scatter_add_");
              return scatter_add_(x, dim, index, src);
            }, py::arg("dim"), py::arg("index"), py::arg("src"))
       .def("scatter_reduce",
@@ -205,14 +185,12 @@ void def_methods(py::class_<Tensor>& cls) {
              return index_add(x, dim, index, source, scalar_arg(alpha, "index_add", "alpha"));
            }, py::arg("dim"), py::arg("index"), py::arg("source"), py::kw_only(), py::arg("alpha") = 1)
       .def("index_add_", [](Tensor& x, int64_t dim, const Tensor& index, const Tensor& source, py::handle alpha) -> Tensor& {
-             check_inplace(x, "index_add_");
              return index_add_(x, dim, index, source, scalar_arg(alpha, "index_add_", "alpha"));
            }, py::arg("dim"), py::arg("index"), py::arg("source"), py::kw_only(), py::arg("alpha") = 1)
       .def("index_put", [](const Tensor& x, py::handle indices, const Tensor& values, bool accumulate) {
              return index_put(x, indices_arg(indices, "index_put"), values, accumulate);
            }, py::arg("indices"), py::arg("values"), py::arg("accumulate") = false)
       .def("index_put_", [](Tensor& x, py::handle indices, const Tensor& values, bool accumulate) -> Tensor& {
-             check_inplace(x, "index_put_");
              return index_put_(x, indices_arg(indices, "index_put_"), values, accumulate);
            }, py::arg("indices"), py::arg("values"), py::arg("accumulate") = false)
       .def("take_along_dim", [](const Tensor& x, const Tensor& indices, std::optional<int64_t> dim) {

@@ -1,25 +1,18 @@
 // The ops of ops/op_list.h under PyTorch's names: strata.<op>(...) functions (strata._C), the
 // Tensor methods and operators, and the in-place methods (add_, mul_, clamp_, ...).
 //
-// Note [In-place ops in the bindings]
-// Strata's ops are out of place. An in-place method computes the out-of-place result, copies it
-// into `self` (Tensor::copy_, which bumps the version counter shared by every view of the storage,
-// so a saved value that was overwritten is detected by backward), and, when the op was recorded,
-// makes the recorded node `self`'s history (PyTorch's "rebase"). When the op saves its first
-// operand for backward (mul, div, clamp), that operand is first copied (a recorded add of 0) so the
-// saved value is not the storage being overwritten. Like PyTorch, a leaf that requires grad is
-// refused while grad mode is on. Unlike PyTorch, an in-place op on a differentiable *view* of a
-// tensor that requires grad is refused too (NotImplementedError): Strata has no view tracking, so
-// the base's history could not be updated (PyTorch's CopySlices).
+// The in-place methods bind ops/inplace.h (Note [In-place ops]): the refusals, the version bump
+// and the rebased histories, of views too (Note [CopySlices] in autograd/view.h), are C++'s; the
+// methods here only pick the out-of-place op and convert the Python arguments.
 
 #include <algorithm>
 #include <functional>
-#include <set>
 #include <string>
 #include <vector>
 
 #include "autograd/grad_mode.h"
 #include "autograd/node.h"
+#include "autograd/view.h"
 #include "ops/attention.h"
 #include "bindings.h"
 #include "core/factories.h"
@@ -28,6 +21,7 @@
 #include "ops/conv.h"
 #include "ops/embedding.h"
 #include "ops/index_reduction.h"
+#include "ops/inplace.h"
 #include "ops/linalg.h"
 #include "ops/normalization.h"
 #include "ops/pooling.h"
@@ -81,7 +75,10 @@ Tensor expand_diff(const Tensor& t, IntArrayRef sizes) {
 
 Tensor view_diff(const Tensor& t, IntArrayRef sizes) {
   Tensor raw = t.view(sizes);  // validates like Tensor.view
-  if (!records_grad(t)) return raw;
+  if (!records_grad(t)) {
+    autograd::mark_view(raw, t);  // Note [View tracking]: a write into it may still record
+    return raw;
+  }
   return reshape(t, raw.sizes());
 }
 
@@ -108,19 +105,6 @@ Tensor to_diff(const Tensor& t, DType dtype, bool copy) {
                                   });
   autograd::set_history({&out}, node);
   return out;
-}
-
-void check_inplace(const Tensor& self, const char* op) {
-  if (!autograd::GradMode::is_enabled() || !self.requires_grad()) return;
-  if (self.is_leaf())
-    throw Error(msg("a leaf Variable that requires grad is being used in an in-place operation. (",
-                    op, " on ", self.describe(), "; use `with strata.no_grad():` or detach())"));
-  static const std::set<std::string> kViewNodes = {"ReshapeBackward", "TransposeBackward", "PermuteBackward",
-                                                   "SliceBackward",   "SplitBackward",     "ExpandBackward"};
-  if (kViewNodes.count(self.grad_fn()->name()))
-    raise_not_implemented(msg(op, "(): in-place operation on a differentiable view (", self.grad_fn()->name(),
-                              ") of a tensor that requires grad is not supported by Strata; use the "
-                              "out-of-place op or clone() the view first"));
 }
 
 namespace {
@@ -330,32 +314,13 @@ py::object operator_impl(Bin op, py::handle self, py::handle other, bool reflect
 
 // ---- in-place -----------------------------------------------------------------------------------------
 
-// Note [In-place ops in the bindings]. `compute` gets the (possibly copied) value of self; it runs
-// without the GIL.
+// Note [In-place ops] in ops/inplace.h; `compute` runs without the GIL.
 py::object inplace(py::object self_obj, const char* op, bool saves_self, bool other_requires_grad,
                    const std::function<Tensor(const Tensor&)>& compute) {
   Tensor& self = self_obj.cast<Tensor&>();
-  check_inplace(self, op);
-  const bool record = autograd::GradMode::is_enabled() && (self.requires_grad() || other_requires_grad);
   {
     py::gil_scoped_release release;
-    Tensor src = (record && saves_self) ? add(self, 0) : self;
-    Tensor r = compute(src);
-    STRATA_CHECK(r.sizes() == self.sizes(), op, ": output with shape ", self.sizes(),
-                 " doesn't match the broadcast shape ", r.sizes());
-    // PyTorch's rule for writing a promoted result back (f32 += f64 is fine, i64 += 1.5 is not).
-    STRATA_CHECK(can_cast(r.dtype(), self.dtype()), op, ": result type ", dtype_name(r.dtype()),
-                 " can't be cast to the desired output type ", dtype_name(self.dtype()));
-    if (r.dtype() != self.dtype()) r = to_diff(r, self.dtype(), false);
-    {
-      autograd::NoGradGuard no_grad;
-      self.copy_(r);
-    }
-    if (record && r.grad_fn()) {
-      auto& meta = self.autograd_meta();
-      meta.grad_fn = r.grad_fn();
-      meta.output_nr = r.output_nr();
-    }
+    apply_in_place(self, {op, compute, saves_self, other_requires_grad, {}});
   }
   return self_obj;
 }
@@ -371,65 +336,6 @@ py::object inplace_binary(py::object self, Bin bop, const char* op, py::handle o
   return inplace(self, op, saves, false, [bop, s, alpha, unit_alpha](const Tensor& a) {
     return unit_alpha ? apply_bin(bop, a, s) : apply_bin(bop, a, scalar_tensor(s, result_type(a, s)), alpha);
   });
-}
-
-// copy_ and fill_ (zero_) with the rules above: the result depends on src only (CopyBackwards sends
-// the gradient to src, summed over broadcast dims, and zeros to self's old history) or on nothing.
-py::object copy_impl(py::object self_obj, const Tensor& src) {
-  Tensor& self = self_obj.cast<Tensor&>();
-  check_inplace(self, "copy_");
-  const bool record = autograd::GradMode::is_enabled() && (self.requires_grad() || src.requires_grad());
-  std::shared_ptr<autograd::Node> node;
-  if (record) {
-    if (src.requires_grad() && src.dtype() != self.dtype())
-      raise_not_implemented(msg("copy_(): copying ", src.describe(), " (which requires grad) into ", self.describe(),
-                                " converts the dtype, which Strata's autograd does not record; convert src first"));
-    const Dims self_sizes = self.sizes(), src_sizes = src.sizes();
-    const DType dt = self.dtype();
-    node = autograd::make_node("CopyBackwards", {&self, &src},
-                               [self_sizes, src_sizes, dt](autograd::Node& n, const autograd::TensorList& g)
-                                   -> autograd::TensorList {
-                                 return {n.needs_input_grad(0) ? zeros(self_sizes, {dt, nullptr}) : Tensor(),
-                                         n.needs_input_grad(1) ? sum_to(g[0], src_sizes) : Tensor()};
-                               });
-  }
-  {
-    py::gil_scoped_release release;
-    autograd::NoGradGuard no_grad;
-    self.copy_(src);
-  }
-  if (node) {
-    auto& meta = self.autograd_meta();
-    meta.grad_fn = node;
-    meta.output_nr = 0;
-    node->add_output(self);
-  }
-  return self_obj;
-}
-
-py::object fill_impl(py::object self_obj, double value, const char* op) {
-  Tensor& self = self_obj.cast<Tensor&>();
-  check_inplace(self, op);
-  std::shared_ptr<autograd::Node> node;
-  if (records_grad(self)) {
-    const Dims sizes = self.sizes();
-    const DType dt = self.dtype();
-    node = autograd::make_node("FillBackward", {&self},
-                               [sizes, dt](autograd::Node&, const autograd::TensorList&) -> autograd::TensorList {
-                                 return {zeros(sizes, {dt, nullptr})};
-                               });
-  }
-  {
-    py::gil_scoped_release release;
-    self.fill_(value);
-  }
-  if (node) {
-    auto& meta = self.autograd_meta();
-    meta.grad_fn = node;
-    meta.output_nr = 0;
-    node->add_output(self);
-  }
-  return self_obj;
 }
 
 // ---- reductions ---------------------------------------------------------------------------------------
@@ -1148,15 +1054,29 @@ void def_fill_methods() {
   auto cls = tensor_class();
   cls.def("copy_", [](py::object self, py::handle src) {
     const Tensor s = py::isinstance<Tensor>(src) ? src.cast<Tensor>() : tensor_from_data(src, std::nullopt, "copy_");
-    return copy_impl(self, s);
+    {
+      py::gil_scoped_release release;
+      copy_(self.cast<Tensor&>(), s);
+    }
+    return self;
   }, arg("src"), "Copies src into self (broadcasting and converting); returns self.")
       .def("fill_", [](py::object self, py::handle value) {
-        const double v = py::isinstance<Tensor>(value) ? value.cast<const Tensor&>().item<double>()
-                                                       : number_arg(value, "fill_", "value");
-        return fill_impl(self, v, "fill_");
+        const Scalar v = py::isinstance<Tensor>(value) ? Scalar(value.cast<const Tensor&>().item<double>())
+                                                       : scalar_arg(value, "fill_", "value");
+        {
+          py::gil_scoped_release release;
+          fill_(self.cast<Tensor&>(), v);
+        }
+        return self;
       },
            arg("value"))
-      .def("zero_", [](py::object self) { return fill_impl(self, 0.0, "zero_"); });
+      .def("zero_", [](py::object self) {
+        {
+          py::gil_scoped_release release;
+          zero_(self.cast<Tensor&>());
+        }
+        return self;
+      });
 }
 
 // Python's arithmetic operators, reflected and augmented (+=, ...).

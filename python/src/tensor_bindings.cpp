@@ -8,6 +8,7 @@
 
 #include "autograd/grad_mode.h"
 #include "autograd/node.h"
+#include "autograd/view.h"
 #include "bindings.h"
 #include "core/factories.h"
 #include "ops/shape_ops.h"
@@ -67,6 +68,14 @@ Tensor squeeze_raw(const Tensor& t, py::object dim) {
   Tensor r = t;
   for (auto it = wrapped.rbegin(); it != wrapped.rend(); ++it) r = r.squeeze(*it);
   return r;
+}
+
+// A raw view of `t` (which needs no gradient) made a tracked view while grad mode is on, with
+// the raw view's strides: a later write of a value that requires grad into it reaches t's history
+// (Note [View tracking] in autograd/view.h).
+Tensor tracked(Tensor view, const Tensor& t) {
+  autograd::mark_view(view, t);
+  return view;
 }
 
 Dims reversed_dims(int64_t rank) {
@@ -194,11 +203,11 @@ void def_views(py::class_<Tensor>& cls) {
       .def("reshape", [](const Tensor& t, const py::args& shape) {
         const Dims s = int_list_from_args(shape, "reshape", "shape");
         py::gil_scoped_release release;
-        return records_grad(t) ? reshape(t, s) : t.reshape(s);
+        return records_grad(t) ? reshape(t, s) : tracked(t.reshape(s), t);
       })
       .def("reshape_as", [](const Tensor& t, const Tensor& other) {
         py::gil_scoped_release release;
-        return records_grad(t) ? reshape(t, other.sizes()) : t.reshape(other.sizes());
+        return records_grad(t) ? reshape(t, other.sizes()) : tracked(t.reshape(other.sizes()), t);
       }, py::arg("other"))
       .def(
           "narrow",
@@ -208,7 +217,7 @@ void def_views(py::class_<Tensor>& cls) {
             if (start < -n || start > n)
               throw BindingIndexError(msg("narrow(): start out of range (expected to be in range of [",
                                           -n, ", ", n, "], but got ", start, ")"));
-            if (!records_grad(t)) return t.narrow(dim, start, length);
+            if (!records_grad(t)) return tracked(t.narrow(dim, start, length), t);
             const int64_t s0 = start < 0 ? start + n : start;
             t.narrow(dim, start, length);  // validates the length
             return slice(t, d, s0, s0 + length, 1);
@@ -222,7 +231,7 @@ void def_views(py::class_<Tensor>& cls) {
             if (index < -n || index >= n)
               throw BindingIndexError(msg("select(): index ", index, " out of range for tensor of size ",
                                           t.sizes(), " at dimension ", d));
-            if (!records_grad(t)) return t.select(dim, index);
+            if (!records_grad(t)) return tracked(t.select(dim, index), t);
             const int64_t w = index < 0 ? index + n : index;
             return reshape(slice(t, d, w, w + 1, 1), t.select(dim, index).sizes());
           },
@@ -233,7 +242,7 @@ void def_views(py::class_<Tensor>& cls) {
             wrap_dim_py(dim0, t.dim(), "transpose", true);
             wrap_dim_py(dim1, t.dim(), "transpose", true);
             if (records_grad(t) && t.dim() > 0) return transpose(t, dim0, dim1);
-            return t.transpose(dim0, dim1);
+            return tracked(t.transpose(dim0, dim1), t);
           },
           py::arg("dim0"), py::arg("dim1"))
       .def(
@@ -242,7 +251,7 @@ void def_views(py::class_<Tensor>& cls) {
             wrap_dim_py(dim0, t.dim(), "swapaxes", true);
             wrap_dim_py(dim1, t.dim(), "swapaxes", true);
             if (records_grad(t) && t.dim() > 0) return transpose(t, dim0, dim1);
-            return t.transpose(dim0, dim1);
+            return tracked(t.transpose(dim0, dim1), t);
           },
           py::arg("axis0"), py::arg("axis1"))
       .def("permute",
@@ -251,16 +260,16 @@ void def_views(py::class_<Tensor>& cls) {
              if (static_cast<int64_t>(d.size()) == t.dim())
                for (int64_t x : d) wrap_dim_py(x, t.dim(), "permute");
              if (records_grad(t)) return permute(t, d);
-             return t.permute(d);
+             return tracked(t.permute(d), t);
            })
       .def("t", [](const Tensor& t) {
         Tensor raw = t.t();  // validates the rank
-        if (!records_grad(t)) return raw;
+        if (!records_grad(t)) return tracked(raw, t);
         return t.dim() == 2 ? transpose(t, 0, 1) : reshape(t, t.sizes());
       })
       .def_property_readonly("T", [](const Tensor& t) {
         if (records_grad(t)) return t.dim() == 0 ? reshape(t, t.sizes()) : permute(t, reversed_dims(t.dim()));
-        return t.permute(reversed_dims(t.dim()));
+        return tracked(t.permute(reversed_dims(t.dim())), t);
       }, "The tensor with its dims reversed.")
       .def("expand", [](const Tensor& t, const py::args& sizes) {
         // -1 keeps a size: resolve through the raw view, then record.
@@ -275,7 +284,7 @@ void def_views(py::class_<Tensor>& cls) {
           "squeeze",
           [](const Tensor& t, py::object dim) {
             Tensor raw = squeeze_raw(t, dim);
-            return records_grad(t) ? reshape(t, raw.sizes()) : raw;
+            return records_grad(t) ? reshape(t, raw.sizes()) : tracked(raw, t);
           },
           py::arg("dim") = py::none())
       .def(
@@ -283,7 +292,7 @@ void def_views(py::class_<Tensor>& cls) {
           [](const Tensor& t, int64_t dim) {
             wrap_dim_py(dim, t.dim() + 1, "unsqueeze");
             Tensor raw = t.unsqueeze(dim);
-            return records_grad(t) ? reshape(t, raw.sizes()) : raw;
+            return records_grad(t) ? reshape(t, raw.sizes()) : tracked(raw, t);
           },
           py::arg("dim"))
       .def(
@@ -292,7 +301,7 @@ void def_views(py::class_<Tensor>& cls) {
             wrap_dim_py(start_dim, t.dim(), "flatten", true);
             wrap_dim_py(end_dim, t.dim(), "flatten", true);
             py::gil_scoped_release release;
-            return records_grad(t) ? flatten(t, start_dim, end_dim) : t.flatten(start_dim, end_dim);
+            return records_grad(t) ? flatten(t, start_dim, end_dim) : tracked(t.flatten(start_dim, end_dim), t);
           },
           py::arg("start_dim") = 0, py::arg("end_dim") = -1)
       .def(

@@ -157,11 +157,17 @@ def test_writes_into_tensors_that_require_grad_raise():
                   lambda x: x.index_put_((strata.tensor([0]),), strata.ones(1))):
         with pytest.raises(strata.StrataError, match="leaf Variable that requires grad"):
             write(s)
-    # Into a non-leaf (part 3, in-place autograd, will record these).
-    with pytest.raises(NotImplementedError, match="requires grad"):
-        (s * 2)[strata.tensor([0, 1])] = 1.0
-    with pytest.raises(NotImplementedError, match="requires grad"):
-        strata.zeros(3)[0:2] = s[0:2]
+    # Into a non-leaf, or a value that requires grad: recorded (tests/python/test_inplace_autograd.py).
+    grads = []
+    for L in (strata, torch):
+        leaf = L.tensor([1.0, 2.0, 3.0]).requires_grad_()
+        h = leaf * 2
+        h[L.tensor([0, 1])] = 1.0
+        buf = L.zeros(3)
+        buf[0:2] = leaf[0:2]
+        (h * buf).sum().backward()
+        grads.append(leaf.grad.tolist())
+    assert grads[0] == grads[1]
     with strata.no_grad():
         s[strata.tensor([0, 2])] = 4.0
     assert s.tolist() == [4.0, 0.0, 4.0]

@@ -61,7 +61,7 @@ TEST(CustomFunction, SavedValueIsVersionChecked) {
   Tensor y = scale(x, 2, [](const TensorList& g) -> TensorList { return {g[0], Tensor()}; }, {a});
   EXPECT_EQ(y.grad_fn()->saved_values().size(), 1u);
   a.fill_(5);
-  EXPECT_ERROR_HAS(y.grad_fn()->saved(0), "modified by an in-place operation");
+  EXPECT_ERROR_HAS(y.grad_fn()->saved(0), "modified by an inplace operation");
 }
 
 TEST(CustomFunction, GradientShapesAndDtypesAreAdjustedOrRejected) {

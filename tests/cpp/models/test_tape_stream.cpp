@@ -234,7 +234,7 @@ TEST(TapeStream, InPlaceModificationAfterSavingIsStillAnError) {
     y = exp(x);  // saves its output
   }
   y.detach().fill_(1.0);
-  EXPECT_THAT(message_of([&] { sum(y).backward(); }), HasSubstr("modified by an in-place operation"));
+  EXPECT_THAT(message_of([&] { sum(y).backward(); }), HasSubstr("modified by an inplace operation"));
 }
 
 TEST(TapeStream, RetainGraphRunsBackwardTwiceWithTheSameGradients) {

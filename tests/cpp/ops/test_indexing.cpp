@@ -124,7 +124,7 @@ TEST(Indexing, SetIndexReadsTheValueBeforeWriting) {
   EXPECT_EQ(values_of(x), (std::vector<double>{0, 0, 1, 2}));
 }
 
-TEST(Indexing, WritesIntoTensorsThatRequireGradAreRefused) {
+TEST(Indexing, WritesIntoLeavesThatRequireGradAreRefused) {
   Tensor x = iota({3});
   x.set_requires_grad(true);
   const TensorIndex ix[] = {from_indices({0}, {1})};
