@@ -12,7 +12,9 @@ SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 
 # ---- Debian packages -----------------------------------------------------------------------------
-APT_PACKAGES=(g++ pkg-config ccache libtbb-dev libeigen3-dev libmemkind-dev libnuma-dev libglpk-dev zlib1g-dev)
+# openmpi-bin + libopenmpi-dev: strata::dist's MPI transport and the mpirun the dist tests launch.
+APT_PACKAGES=(g++ pkg-config ccache libtbb-dev libeigen3-dev libmemkind-dev libnuma-dev libglpk-dev zlib1g-dev
+              openmpi-bin libopenmpi-dev)
 if [ "$RUN_ONLY" = 0 ]; then APT_PACKAGES+=(libgtest-dev libgmock-dev); fi
 missing_apt=()
 for p in "${APT_PACKAGES[@]}"; do
