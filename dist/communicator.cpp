@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/factories.h"
+#include "core/pin_set.h"
 #include "dist/transport.h"
 
 namespace strata::dist {
@@ -544,6 +545,17 @@ Tensor Communicator::gather_chunks(Op op, int64_t seq, Tensor chunks, const std:
 // ---- the collectives ---------------------------------------------------------------------------------
 
 namespace {
+// Pins the collective's operands for its whole duration (Note [Pinning kernel operands]): the rows
+// are read and written through data_ptr() while messages are in flight. Outputs are allocated
+// before, so that one PinSet covers all.
+void pin_operands(PinSet& pins, const std::vector<Tensor>& reads, const Tensor& written) {
+  for (const Tensor& t : reads) {
+    if (t.nbytes() > 0) pins.add(t, AccessMode::Read);
+  }
+  if (written.nbytes() > 0) pins.add(written, AccessMode::Write);
+  pins.acquire();
+}
+
 // A rank's rows as raw bytes: row_bytes per row.
 std::size_t row_bytes(const Tensor& t) { return static_cast<std::size_t>(t.dim() > 0 && t.size(0) > 0 ? t.numel() / t.size(0) : 0) * t.itemsize(); }
 std::size_t row_bytes_of(const int64_t* h) {
@@ -570,6 +582,8 @@ Tensor Communicator::run_alltoallv(int64_t seq, const Tensor& input, const std::
   for (int i = 0; i < size_; ++i) rows_from[static_cast<std::size_t>(i)] = hs.counts_a(i)[rank_];
   const std::vector<int64_t> in_at = prefix_sums(send_rows), out_at = prefix_sums(rows_from);
   Tensor out = empty(shape_from(hs.of(rank_), out_at.back()), {input.dtype()});
+  PinSet pins;
+  pin_operands(pins, {input}, out);
   const std::size_t rb = row_bytes_of(hs.of(rank_));
   auto* src = static_cast<char*>(input.data_ptr());
   auto* dst = static_cast<char*>(out.data_ptr());
@@ -598,6 +612,8 @@ Tensor Communicator::run_allgatherv(int64_t seq, const Tensor& input) {
   for (int r = 0; r < size_; ++r) rows[static_cast<std::size_t>(r)] = hs.of(r)[kRows];
   const std::vector<int64_t> at = prefix_sums(rows);
   Tensor out = empty(shape_from(hs.of(rank_), at.back()), {input.dtype()});
+  PinSet pins;
+  pin_operands(pins, {input}, out);
   const std::size_t rb = row_bytes_of(hs.of(rank_));
   auto* dst = static_cast<char*>(out.data_ptr());
   const std::size_t my_bytes = static_cast<std::size_t>(input.size(0)) * rb;
@@ -631,6 +647,8 @@ Tensor Communicator::run_reduce_scatter(int64_t seq, const Tensor& input, const 
   std::vector<int64_t> chunk_begin = prefix_sums(split);
   for (int64_t& b : chunk_begin) b *= static_cast<int64_t>(row_elems);
   Tensor out = empty(shape_from(hs.of(rank_), split[static_cast<std::size_t>(rank_)]), {input.dtype()});
+  PinSet pins;
+  pin_operands(pins, {input}, out);
   reduce_chunks(Op::reduce_scatter, seq, {input}, std::vector<int64_t>(static_cast<std::size_t>(size_), 1), chunk_begin,
                 input.dtype(), out.data_ptr());
   return out;
@@ -663,6 +681,8 @@ Tensor Communicator::run_allreduce(int64_t seq, Op op, const std::vector<Tensor>
   const int64_t* h = hs.of(shaped);
   Dims shape(h + kDims, h + kDims + h[kNDim]);
   Tensor out = empty(shape, {static_cast<DType>(h[kDType])});
+  PinSet pins;
+  pin_operands(pins, contributions, out);
   std::vector<int64_t> chunk_begin = prefix_sums(split_evenly(out.numel(), size_));
   auto* mine = static_cast<char*>(out.data_ptr()) + chunk_begin[rank_] * out.itemsize();
   reduce_chunks(op, seq, contributions, counts, chunk_begin, out.dtype(), mine);
@@ -677,6 +697,8 @@ Tensor Communicator::run_allreduce_fast(int64_t seq, const Tensor& input) {
   check_calls(hs, Op::allreduce, seq, rank_, local);
   check_like(hs, Op::allreduce, seq, 0);
   Tensor out = input.clone();
+  PinSet pins;
+  pin_operands(pins, {}, out);
   // The library's own algorithm: its bytes are not counted (OpStats counts Strata's messages).
   transport_->allreduce_sum_fast(out.data_ptr(), out.numel(), out.dtype(), {"allreduce(fast)", seq, "MPI_Allreduce"});
   return out;
