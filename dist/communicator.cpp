@@ -126,6 +126,11 @@ std::vector<int64_t> prefix_sums(const std::vector<int64_t>& counts) {
   return out;
 }
 
+// Bytes of chunk j of a flat buffer split at `begin` (N + 1 element offsets).
+std::size_t chunk_bytes(const std::vector<int64_t>& begin, int j, std::size_t isz) {
+  return static_cast<std::size_t>(begin[static_cast<std::size_t>(j) + 1] - begin[static_cast<std::size_t>(j)]) * isz;
+}
+
 std::vector<int64_t> split_evenly(int64_t total, int parts) {
   std::vector<int64_t> out(static_cast<std::size_t>(parts), total / parts);
   for (int64_t r = 0; r < total % parts; ++r) out[static_cast<std::size_t>(r)] += 1;
@@ -201,6 +206,15 @@ void check_like(const Headers& hs, Op op, int64_t seq, int from) {
     STRATA_CHECK(same, prefix(op, seq), "rank ", first, "'s input has ", from == 0 ? "shape " : "rows of shape ",
                  dims_text(f, from), " but rank ", r, "'s ", dims_text(h, from));
   }
+}
+
+// Every rank's header, checked by Note [Collective headers]'s common checks: the same call, every
+// input fine, the same dtype and the same shape from dim `from` on.
+Headers agree(std::vector<int64_t> all, int size, int rank, Op op, int64_t seq, const Local& local, int from) {
+  Headers hs{size, kHeaderFixed + 2 * size, std::move(all)};
+  check_calls(hs, op, seq, rank, local);
+  check_like(hs, op, seq, from);
+  return hs;
 }
 
 // alltoallv: what rank i sends to rank j must be what rank j expects from rank i.
@@ -502,7 +516,7 @@ void Communicator::reduce_chunks(Op op, int64_t seq, const std::vector<Tensor>& 
     for (int j = 0; j < size_; ++j) {
       const char* chunk = values + chunk_begin[j] * isz;
       if (j == rank_) known[{node.lo, node.hi}] = chunk;
-      else sends.push_back({j, const_cast<char*>(chunk), static_cast<std::size_t>(chunk_begin[j + 1] - chunk_begin[j]) * isz});
+      else sends.push_back({j, const_cast<char*>(chunk), chunk_bytes(chunk_begin, j, isz)});
     }
   }
   // 2. The other ranks' subtrees, for this rank's chunk only.
@@ -532,11 +546,11 @@ Tensor Communicator::gather_chunks(Op op, int64_t seq, Tensor chunks, const std:
   auto* base = static_cast<char*>(chunks.data_ptr());
   std::vector<detail::Message> sends, recvs;
   char* mine = base + chunk_begin[rank_] * isz;
-  const std::size_t my_bytes = static_cast<std::size_t>(chunk_begin[rank_ + 1] - chunk_begin[rank_]) * isz;
+  const std::size_t my_bytes = chunk_bytes(chunk_begin, rank_, isz);
   for (int r = 0; r < size_; ++r) {
     if (r == rank_) continue;
     sends.push_back({r, mine, my_bytes});
-    recvs.push_back({r, base + chunk_begin[r] * isz, static_cast<std::size_t>(chunk_begin[r + 1] - chunk_begin[r]) * isz});
+    recvs.push_back({r, base + chunk_begin[r] * isz, chunk_bytes(chunk_begin, r, isz)});
   }
   move(op, seq, "allgather", sends, recvs);
   return chunks;
@@ -556,8 +570,9 @@ void pin_operands(PinSet& pins, const std::vector<Tensor>& reads, const Tensor& 
   pins.acquire();
 }
 
-// A rank's rows as raw bytes: row_bytes per row.
-std::size_t row_bytes(const Tensor& t) { return static_cast<std::size_t>(t.dim() > 0 && t.size(0) > 0 ? t.numel() / t.size(0) : 0) * t.itemsize(); }
+// Elements per row of a tensor with dims (0 for no rows).
+int64_t row_elems(const Tensor& t) { return t.dim() > 0 && t.size(0) > 0 ? t.numel() / t.size(0) : 0; }
+// Bytes per row of the input a header describes.
 std::size_t row_bytes_of(const int64_t* h) {
   int64_t n = 1;
   for (int d = 1; d < h[kNDim]; ++d) n *= h[kDims + d];
@@ -570,12 +585,13 @@ Tensor Communicator::run_alltoallv(int64_t seq, const Tensor& input, const std::
   Local local;
   check_tensor(local, Op::alltoallv, seq, input, /*rows=*/true);
   if (local.status == kOk) check_counts(local, Op::alltoallv, seq, "send_rows", send_rows, size_, input.size(0));
-  if (local.status == kOk && recv_rows != nullptr) check_counts(local, Op::alltoallv, seq, "recv_rows", *recv_rows, size_, -1);
+  if (local.status == kOk && recv_rows != nullptr) {
+    check_counts(local, Op::alltoallv, seq, "recv_rows", *recv_rows, size_, /*rows=*/-1);
+  }
   std::vector<int64_t> header = make_header(size_, Op::alltoallv, seq, local, input);
   fill_counts(header, size_, send_rows, recv_rows);
-  const Headers hs{size_, static_cast<int>(header.size()), exchange_headers(Op::alltoallv, seq, std::move(header))};
-  check_calls(hs, Op::alltoallv, seq, rank_, local);
-  check_like(hs, Op::alltoallv, seq, 1);
+  const Headers hs = agree(exchange_headers(Op::alltoallv, seq, std::move(header)), size_, rank_, Op::alltoallv, seq,
+                           local, 1);
   check_pairs(hs, seq);
   // Payload: rows_from[i] rows from rank i, in rank order.
   std::vector<int64_t> rows_from(static_cast<std::size_t>(size_));
@@ -604,10 +620,9 @@ Tensor Communicator::run_alltoallv(int64_t seq, const Tensor& input, const std::
 Tensor Communicator::run_allgatherv(int64_t seq, const Tensor& input) {
   Local local;
   check_tensor(local, Op::allgatherv, seq, input, /*rows=*/true);
-  const Headers hs{size_, kHeaderFixed + 2 * size_,
-                   exchange_headers(Op::allgatherv, seq, make_header(size_, Op::allgatherv, seq, local, input))};
-  check_calls(hs, Op::allgatherv, seq, rank_, local);
-  check_like(hs, Op::allgatherv, seq, 1);
+  std::vector<int64_t> header = make_header(size_, Op::allgatherv, seq, local, input);
+  const Headers hs = agree(exchange_headers(Op::allgatherv, seq, std::move(header)), size_, rank_, Op::allgatherv, seq,
+                           local, 1);
   std::vector<int64_t> rows(static_cast<std::size_t>(size_));
   for (int r = 0; r < size_; ++r) rows[static_cast<std::size_t>(r)] = hs.of(r)[kRows];
   const std::vector<int64_t> at = prefix_sums(rows);
@@ -636,16 +651,14 @@ Tensor Communicator::run_reduce_scatter(int64_t seq, const Tensor& input, const 
   if (local.status == kOk) check_counts(local, Op::reduce_scatter, seq, "rows_per_rank", split, size_, input.size(0));
   std::vector<int64_t> header = make_header(size_, Op::reduce_scatter, seq, local, input);
   fill_counts(header, size_, split, nullptr);
-  const Headers hs{size_, static_cast<int>(header.size()), exchange_headers(Op::reduce_scatter, seq, std::move(header))};
-  check_calls(hs, Op::reduce_scatter, seq, rank_, local);
-  check_like(hs, Op::reduce_scatter, seq, 0);
+  const Headers hs = agree(exchange_headers(Op::reduce_scatter, seq, std::move(header)), size_, rank_,
+                           Op::reduce_scatter, seq, local, 0);
   for (int r = 1; r < size_; ++r) {
     STRATA_CHECK(std::equal(hs.counts_a(r), hs.counts_a(r) + size_, hs.counts_a(0)), prefix(Op::reduce_scatter, seq),
                  "rank 0 and rank ", r, " split the rows differently (rows_per_rank must be the same on every rank)");
   }
-  const std::size_t row_elems = row_bytes(input) / input.itemsize();
   std::vector<int64_t> chunk_begin = prefix_sums(split);
-  for (int64_t& b : chunk_begin) b *= static_cast<int64_t>(row_elems);
+  for (int64_t& b : chunk_begin) b *= row_elems(input);
   Tensor out = empty(shape_from(hs.of(rank_), split[static_cast<std::size_t>(rank_)]), {input.dtype()});
   PinSet pins;
   pin_operands(pins, {input}, out);
@@ -668,9 +681,7 @@ Tensor Communicator::run_allreduce(int64_t seq, Op op, const std::vector<Tensor>
   const Tensor like = contributions.empty() ? Tensor() : contributions[0];
   std::vector<int64_t> header = make_header(size_, op, seq, local, like);
   header[kContribs] = static_cast<int64_t>(contributions.size());
-  const Headers hs{size_, static_cast<int>(header.size()), exchange_headers(op, seq, std::move(header))};
-  check_calls(hs, op, seq, rank_, local);
-  check_like(hs, op, seq, 0);
+  const Headers hs = agree(exchange_headers(op, seq, std::move(header)), size_, rank_, op, seq, local, 0);
   std::vector<int64_t> counts(static_cast<std::size_t>(size_));
   int shaped = -1;
   for (int r = 0; r < size_; ++r) {
@@ -692,10 +703,9 @@ Tensor Communicator::run_allreduce(int64_t seq, Op op, const std::vector<Tensor>
 Tensor Communicator::run_allreduce_fast(int64_t seq, const Tensor& input) {
   Local local;
   check_tensor(local, Op::allreduce, seq, input, /*rows=*/false);
-  const Headers hs{size_, kHeaderFixed + 2 * size_,
-                   exchange_headers(Op::allreduce, seq, make_header(size_, Op::allreduce, seq, local, input))};
-  check_calls(hs, Op::allreduce, seq, rank_, local);
-  check_like(hs, Op::allreduce, seq, 0);
+  std::vector<int64_t> header = make_header(size_, Op::allreduce, seq, local, input);
+  const Headers hs = agree(exchange_headers(Op::allreduce, seq, std::move(header)), size_, rank_, Op::allreduce, seq,
+                           local, 0);
   Tensor out = input.clone();
   PinSet pins;
   pin_operands(pins, {}, out);

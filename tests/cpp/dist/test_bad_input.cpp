@@ -24,7 +24,8 @@ TEST(DistBadInput, UndefinedOrUnsupportedTensorsAreNamed) {
   EXPECT_ERROR_HAS(comm().allgatherv(bad ? Tensor() : zeros({1})), undefined);
   EXPECT_ERROR_HAS(comm().allreduce(bad ? Tensor() : zeros({1})), undefined);
   EXPECT_ERROR_HAS(comm().reduce_scatter(bad ? Tensor() : zeros({4})), undefined);
-  const std::string dtype = bad ? "input dtype i32 is not supported (f32, f64 or i64)" : rank_text + "an unsupported dtype";
+  const std::string dtype =
+      bad ? "input dtype i32 is not supported (f32, f64 or i64)" : rank_text + "an unsupported dtype";
   EXPECT_ERROR_HAS(comm().allreduce(zeros({2}, {bad ? DType::i32 : DType::f32})), dtype);
   EXPECT_ERROR_HAS(comm().allgatherv(bad ? scalar_tensor(1.0) : zeros({1})),
                    bad ? "the input is 0-dim" : rank_text + "a bad shape");

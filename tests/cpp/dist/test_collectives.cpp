@@ -17,31 +17,23 @@ using testing_util::same_bits;
 int64_t rows_between(int i, int j) { return (i + 2 * j) % 3 + (i == j ? 1 : 0); }
 double code(int i, int j, int64_t row, int64_t col) { return i * 1000 + j * 100 + row * 10 + col; }
 
-Tensor alltoallv_input(int me, int n, DType dtype) {
+// The rows rank `me` sends (outgoing) or receives in alltoallv, in rank order.
+Tensor encoded_rows(int me, int n, DType dtype, bool outgoing) {
+  auto pair = [&](int other) { return outgoing ? std::pair{me, other} : std::pair{other, me}; };
   int64_t total = 0;
-  for (int j = 0; j < n; ++j) total += rows_between(me, j);
-  Tensor in = empty({total, 2, 3}, {dtype});
+  for (int o = 0; o < n; ++o) total += rows_between(pair(o).first, pair(o).second);
+  Tensor t = empty({total, 2, 3}, {dtype});
   int64_t at = 0;
-  for (int j = 0; j < n; ++j) {
-    for (int64_t k = 0; k < rows_between(me, j); ++k, ++at) {
-      for (int64_t c = 0; c < 6; ++c) in.select(0, at).flatten().select(0, c).fill_(code(me, j, k, c));
+  for (int o = 0; o < n; ++o) {
+    const auto [src, dst] = pair(o);
+    for (int64_t k = 0; k < rows_between(src, dst); ++k, ++at) {
+      for (int64_t c = 0; c < 6; ++c) t.select(0, at).flatten().select(0, c).fill_(code(src, dst, k, c));
     }
   }
-  return in;
+  return t;
 }
-
-Tensor alltoallv_expected(int me, int n, DType dtype) {
-  int64_t total = 0;
-  for (int i = 0; i < n; ++i) total += rows_between(i, me);
-  Tensor out = empty({total, 2, 3}, {dtype});
-  int64_t at = 0;
-  for (int i = 0; i < n; ++i) {
-    for (int64_t k = 0; k < rows_between(i, me); ++k, ++at) {
-      for (int64_t c = 0; c < 6; ++c) out.select(0, at).flatten().select(0, c).fill_(code(i, me, k, c));
-    }
-  }
-  return out;
-}
+Tensor alltoallv_input(int me, int n, DType dtype) { return encoded_rows(me, n, dtype, true); }
+Tensor alltoallv_expected(int me, int n, DType dtype) { return encoded_rows(me, n, dtype, false); }
 
 TEST(DistCollectives, AlltoallvMovesEveryRowToItsRank) {
   const int me = comm().rank(), n = comm().size();
