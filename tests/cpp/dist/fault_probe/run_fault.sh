@@ -7,7 +7,7 @@ mode=$1 probe=$2
 shift 2
 launcher=("$@")
 limit=60
-export STRATA_DIST_TIMEOUT=3
+export STRATA_DIST_TIMEOUT=5  # the stall test waits this long; steps before the fault take milliseconds
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 start=$(date +%s)
