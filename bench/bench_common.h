@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/file.h"
 #include "core/threading.h"
 
 namespace strata::bench {
@@ -29,9 +30,22 @@ class Cli {
  public:
   Cli(const char* prog, const char* usage) : prog_(prog), usage_(usage) {}
 
+  /// Bad input: the message and the usage on stderr, exit status 2 (every Strata binary's convention).
   [[noreturn]] void fail(const std::string& message) const {
     std::fprintf(stderr, "%s: %s\nusage: %s\n", prog_, message.c_str(), usage_);
     std::exit(2);
+  }
+
+  /// --help / -h: the usage on stdout, exit status 0.
+  [[noreturn]] void help() const {
+    std::printf("usage: %s\n", usage_);
+    std::exit(0);
+  }
+
+  /// A flag no branch of the parser took: help() for --help / -h, else fail("unknown flag ...").
+  [[noreturn]] void unknown(const std::string& flag) const {
+    if (flag == "--help" || flag == "-h") help();
+    fail("unknown flag " + flag);
   }
 
   /// The value after flag argv[i] (advances i); fails when it is missing.
@@ -219,26 +233,16 @@ class Json {
   bool after_key_ = false;
 };
 
-/// Writes `text` to `path` atomically: a temporary file beside it, then rename(2). Returns false
-/// and prints why (naming the file) on failure; the old file, if any, is left as it was.
+/// Writes `text` to `path` atomically (core/file.h, Note [Atomic file writes]). Returns false and
+/// prints why (naming the file) on failure; the old file, if any, is left as it was.
 inline bool write_file_atomically(const std::string& path, const std::string& text, const char* prog) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (f == nullptr) {
-    std::fprintf(stderr, "%s: cannot write --json %s: cannot create %s (%s)\n", prog, path.c_str(), tmp.c_str(),
-                 std::strerror(errno));
+  try {
+    strata::write_file_atomically(path, text, "--json");
+    return true;
+  } catch (const strata::Error& e) {
+    std::fprintf(stderr, "%s: %s\n", prog, e.what());
     return false;
   }
-  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0 &&
-                  ::fsync(::fileno(f)) == 0;
-  const int err = errno;
-  const bool closed = std::fclose(f) == 0;
-  if (!ok || !closed || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::fprintf(stderr, "%s: cannot write --json %s (%s)\n", prog, path.c_str(), std::strerror(ok ? errno : err));
-    std::remove(tmp.c_str());
-    return false;
-  }
-  return true;
 }
 
 }  // namespace strata::bench

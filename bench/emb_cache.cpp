@@ -96,8 +96,6 @@ Options parse(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "--quick") {
       o.quick = true;
-    } else if (a == "--help" || a == "-h") {
-      cli.fail("help");
     } else if (a == "--threads") {
       o.threads = cli.threads(a, cli.value(argc, argv, i));
     } else if (a == "--json") {
@@ -149,7 +147,7 @@ Options parse(int argc, char** argv) {
     } else if (a == "--seed") {
       o.seed = static_cast<uint64_t>(cli.integer(a, cli.value(argc, argv, i), 0, int64_t{1} << 62));
     } else {
-      cli.fail("unknown flag " + a);
+      cli.unknown(a);
     }
   }
   if (o.quick) {

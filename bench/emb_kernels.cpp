@@ -129,7 +129,7 @@ Options parse(int argc, char** argv) {
     } else if (a == "--reps") {
       o.reps = static_cast<int>(cli.integer(a, cli.value(argc, argv, i), 1, 1000)), reps_set = true;
     } else {
-      cli.fail("unknown flag " + a);
+      cli.unknown(a);
     }
   }
   if (o.bag_min > o.bag_max)

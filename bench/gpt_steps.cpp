@@ -118,7 +118,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--seed") o.seed = cli.integer(a, cli.value(argc, argv, i), 0, 1LL << 62);
     else if (a == "--threads") o.threads = cli.threads(a, cli.value(argc, argv, i));
     else if (a == "--json") o.json = cli.value(argc, argv, i);
-    else cli.fail("unknown flag " + a);
+    else cli.unknown(a);
   }
   if (o.width % o.heads != 0)
     cli.fail("--width (" + std::to_string(o.width) + ") must be a multiple of --heads (" + std::to_string(o.heads) + ")");

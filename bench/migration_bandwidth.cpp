@@ -57,57 +57,37 @@ struct Options {
   bool quick = false;
 };
 
-[[noreturn]] void usage(const std::string& error) {
-  std::fprintf(stderr,
-               "strata-bench-migration: %s\n"
-               "usage: strata-bench-migration [--dir DIR] [--threads N] [--reps N] [--min-mib N] "
-               "[--max-mib N] [--model off|default|both] [--json FILE] [--quick]\n",
-               error.c_str());
-  std::exit(2);
-}
-
-long parse_int(const std::string& flag, const char* v, long lo, long hi) {
-  char* end = nullptr;
-  errno = 0;
-  const long x = std::strtol(v, &end, 10);
-  if (end == v || *end != '\0' || errno != 0 || x < lo || x > hi)
-    usage(flag + ": expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
-          "], got '" + v + "'");
-  return x;
-}
+constexpr const char* kProg = "strata-bench-migration";
+const strata::bench::Cli cli(kProg,
+                             "strata-bench-migration [--dir DIR] [--threads N] [--reps N] [--min-mib N] [--max-mib N] "
+                             "[--model off|default|both] [--json FILE] [--quick]");
 
 Options parse(int argc, char** argv) {
   Options o;
   bool reps_set = false, max_set = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--help" || a == "-h") usage("help");
     if (a == "--quick") {
       o.quick = true;
       continue;
     }
     if (a != "--dir" && a != "--threads" && a != "--reps" && a != "--min-mib" && a != "--max-mib" &&
         a != "--model" && a != "--json")
-      usage("unknown flag " + a);
-    if (i + 1 >= argc) usage("missing value for " + a);
-    const char* v = argv[++i];
+      cli.unknown(a);
+    const char* v = cli.value(argc, argv, i);
     if (a == "--json") {
       o.json = v;
     } else if (a == "--dir") {
       o.dir = v;
     } else if (a == "--threads") {
-      try {
-        o.threads = strata::parse_num_threads(v, a);  // Note [One thread count bound]
-      } catch (const strata::Error& e) {
-        usage(e.what());
-      }
+      o.threads = cli.threads(a, v);
     } else if (a == "--reps") {
-      o.reps = static_cast<int>(parse_int(a, v, 1, 1000));
+      o.reps = static_cast<int>(cli.integer(a, v, 1, 1000));
       reps_set = true;
     } else if (a == "--min-mib") {
-      o.min_mib = static_cast<std::size_t>(parse_int(a, v, 1, 1 << 20));
+      o.min_mib = static_cast<std::size_t>(cli.integer(a, v, 1, 1 << 20));
     } else if (a == "--max-mib") {
-      o.max_mib = static_cast<std::size_t>(parse_int(a, v, 1, 1 << 20));
+      o.max_mib = static_cast<std::size_t>(cli.integer(a, v, 1, 1 << 20));
       max_set = true;
     } else if (a == "--model") {
       const std::string m = v;
@@ -116,16 +96,16 @@ Options parse(int argc, char** argv) {
       else if (m == "off" || m == "default")
         o.models = {m};
       else
-        usage("--model: expected off, default or both, got '" + m + "'");
+        cli.fail("--model: expected off, default or both, got '" + m + "'");
     } else {
-      usage("unknown flag " + a);
+      cli.unknown(a);
     }
   }
   if (o.quick) {
     if (!reps_set) o.reps = 2;
     if (!max_set) o.max_mib = std::max<std::size_t>(o.min_mib, 4);
   }
-  if (o.min_mib > o.max_mib) usage("--min-mib is larger than --max-mib");
+  if (o.min_mib > o.max_mib) cli.fail("--min-mib is larger than --max-mib");
   return o;
 }
 
@@ -171,7 +151,7 @@ void map_slow(Mapping& m, const std::string& dir, std::size_t n) {
   const int rc = posix_fallocate(fd, 0, static_cast<off_t>(n));
   if (rc != 0) {
     close(fd);
-    STRATA_CHECK(false, "--dir ", dir, ": cannot allocate ", n, " bytes (", std::strerror(rc), ")");
+    STRATA_FAIL("--dir ", dir, ": cannot allocate ", n, " bytes (", std::strerror(rc), ")");
   }
   void* p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   const int err = errno;
@@ -339,7 +319,7 @@ int main(int argc, char** argv) try {
     std::fflush(stdout);
   }
   json.end_array().end_object();
-  if (!opt.json.empty() && !strata::bench::write_file_atomically(opt.json, json.str(), "strata-bench-migration"))
+  if (!opt.json.empty() && !strata::bench::write_file_atomically(opt.json, json.str(), kProg))
     return 1;
   return 0;
 } catch (const strata::Error& e) {

@@ -125,7 +125,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--min-time-s") o.policy.min_time_s = cli.real(a, cli.value(argc, argv, i), 0, 60), time_set = true;
     else if (a == "--reps") o.policy.reps = static_cast<int>(cli.integer(a, cli.value(argc, argv, i), 1, 1000000)), reps_set = true;
     else if (a == "--max-reps") o.policy.max_reps = static_cast<int>(cli.integer(a, cli.value(argc, argv, i), 1, 1000000)), max_set = true;
-    else cli.fail("unknown flag " + a);
+    else cli.unknown(a);
   }
   if (quick) {
     if (!warmup_set) o.policy.warmup_s = 0;

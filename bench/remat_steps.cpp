@@ -109,7 +109,7 @@ Options parse(int argc, char** argv) {
     } else if (a == "--quick") {
       o.quick = true;
     } else {
-      cli.fail("unknown flag " + a);
+      cli.unknown(a);
     }
   }
   if (o.quick) {

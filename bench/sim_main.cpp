@@ -84,7 +84,7 @@ Options parse(int argc, char** argv) {
     } else if (a == "--json") {
       o.json = cli.value(argc, argv, i);
     } else {
-      cli.fail("unknown flag " + a);
+      cli.unknown(a);
     }
   }
   std::vector<std::string> known = benchmark_names();

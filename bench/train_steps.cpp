@@ -115,7 +115,7 @@ Options parse(int argc, char** argv) {
     } else if (a == "--json") {
       o.json = cli.value(argc, argv, i);
     } else {
-      cli.fail("unknown flag " + a);
+      cli.unknown(a);
     }
   }
   if (o.batch == 0) o.batch = o.model == "mlp" ? 256 : 64;

@@ -42,14 +42,13 @@ target_link_options(strata_dnnl INTERFACE "LINKER:--disable-new-dtags" "LINKER:-
 target_compile_definitions(strata_dnnl INTERFACE
   STRATA_DNNL_LIBRARY_DIR="${DNNL_LIBRARY_DIR}" STRATA_DNNL_CPU_RUNTIME="${DNNL_CPU_RUNTIME}")
 
-# ---- TBB, zlib, Eigen, memkind (Debian) -----------------------------------------------------------
+# ---- TBB, zlib, memkind (Debian) -----------------------------------------------------------
 find_package(TBB REQUIRED)
 # zlib (Debian zlib1g-dev): deflate for .npz files (core/npz.h) and the PNG line plots (core/line_plot.h).
 find_package(ZLIB)
 if(NOT ZLIB_FOUND)
   message(FATAL_ERROR "zlib not found (zlib.h / libz). Run scripts/bootstrap.sh or `apt-get install zlib1g-dev`.")
 endif()
-find_package(Eigen3 3.3 REQUIRED NO_MODULE)
 find_library(MEMKIND_LIBRARY memkind)
 find_path(MEMKIND_INCLUDE_DIR memkind.h)
 if(MEMKIND_LIBRARY AND MEMKIND_INCLUDE_DIR)

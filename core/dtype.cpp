@@ -36,9 +36,8 @@ DType dtype_from_name(std::string_view name) {
   };
   for (const auto& a : kAliases)
     if (a.name == name) return a.dtype;
-  STRATA_CHECK(false, "dtype_from_name: unknown dtype ", quote_field(name),
-               " (expected one of f32, f64, bf16, f16, i32, i64, u8, bool)");
-  return DType::f32;
+  STRATA_FAIL("dtype_from_name: unknown dtype ", quote_field(name),
+              " (expected one of f32, f64, bf16, f16, i32, i64, u8, bool)");
 }
 
 std::ostream& operator<<(std::ostream& os, DType t) { return os << dtype_name(t); }

@@ -47,6 +47,13 @@ std::string format_message(const Args&... args) {
     }                                                                                    \
   } while (0)
 
+/// Reports a user error found without a condition to check (the last branch of a chain of
+/// comparisons, a catch that adds context): throws strata::Error with the streamed message, like a
+/// failed STRATA_CHECK. It does not return (the compiler knows), so nothing follows it.
+#define STRATA_FAIL(...)                                                                     \
+  ::strata::detail::throw_check_failure("STRATA_FAIL", __FILE__, __LINE__,                  \
+                                        ::strata::detail::format_message(__VA_ARGS__))
+
 /// Checks an internal invariant; a failure is a bug in Strata, reported as strata::Error.
 #define STRATA_ASSERT(cond, ...)                                                          \
   do {                                                                                    \

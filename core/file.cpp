@@ -2,11 +2,14 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "core/error.h"
 #include "core/text.h"
@@ -44,6 +47,17 @@ int open_readable(const std::string& path, int extra_flags, std::string& why) {
     return -1;
   }
   return fd;
+}
+
+/// The directory part of `path` ("." when it has none).
+std::string directory_of(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+}
+
+std::string file_name_of(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
 [[noreturn]] void throw_unreadable(const std::string& path, std::string_view what, const std::string& why) {
@@ -85,8 +99,7 @@ void check_writable_file_path(const std::string& path, std::string_view what) {
   if (path.find('\0') != std::string::npos) refuse("the path contains a NUL byte");
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) refuse(reason_for(EISDIR));
-  const auto slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  const std::string dir = directory_of(path);
   static std::atomic<unsigned> counter{0};
   const std::string probe = dir + "/.strata-write-probe." + std::to_string(::getpid()) + "." +
                             std::to_string(counter.fetch_add(1));
@@ -115,43 +128,119 @@ std::string read_file(const std::string& path, std::string_view what) {
   return out;
 }
 
+// ---- AtomicFile (Note [Atomic file writes]) ----------------------------------------------------------
+
+namespace {
+
+constexpr std::size_t kAtomicFileBuffer = std::size_t{1} << 20;
+
+/// Writes all of [data, data + n) at `offset` (or appends when offset < 0), retrying on EINTR.
+bool write_all(int fd, const char* data, std::size_t n, off_t offset = -1) {
+  while (n > 0) {
+    const ssize_t w = offset < 0 ? ::write(fd, data, n) : ::pwrite(fd, data, n, offset);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    data += w;
+    n -= static_cast<std::size_t>(w);
+    if (offset >= 0) offset += w;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string AtomicFile::temporary_prefix(const std::string& path) {
+  std::string prefix(".");
+  prefix.append(file_name_of(path)).append(".tmp.");
+  return prefix;
+}
+
+AtomicFile::AtomicFile(std::string path, std::string what) : path_(std::move(path)), what_(std::move(what)) {
+  STRATA_CHECK(!path_.empty(), what_, ": the output path is empty");
+  STRATA_CHECK(path_.find('\0') == std::string::npos, what_, ": cannot write ", quote_path(path_),
+               " (the path contains a NUL byte)");
+  static std::atomic<uint64_t> counter{0};
+  const std::string dir = directory_of(path_);
+  tmp_ = (dir == "/" ? "" : dir) + "/" + temporary_prefix(path_) + std::to_string(::getpid()) + "." +
+         std::to_string(counter.fetch_add(1));
+  fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd_ < 0) {
+    const int err = errno;
+    throw Error(detail::format_message(what_, ": cannot write ", quote_path(path_),
+                                       ": cannot create the temporary file ", quote_path(tmp_), ": ",
+                                       std::strerror(err)));
+  }
+  buffer_.reserve(kAtomicFileBuffer);
+}
+
+AtomicFile::~AtomicFile() {
+  if (fd_ < 0) return;
+  ::close(fd_);
+  ::unlink(tmp_.c_str());
+}
+
+void AtomicFile::fail(std::string_view step, int err) {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  ::unlink(tmp_.c_str());
+  throw Error(detail::format_message(what_, ": cannot write ", quote_path(path_), ": ", step, " the temporary file ",
+                                     quote_path(tmp_), " failed: ", std::strerror(err),
+                                     " (the previous file, if any, is untouched)"));
+}
+
+void AtomicFile::flush() {
+  if (!buffer_.empty() && !write_all(fd_, buffer_.data(), buffer_.size())) fail("writing", errno);
+  buffer_.clear();
+}
+
+void AtomicFile::write(const void* data, std::size_t n) {
+  STRATA_CHECK(fd_ >= 0, what_, ": ", quote_path(path_), " was already committed or failed");
+  if (n == 0) return;
+  const char* p = static_cast<const char*>(data);
+  size_ += n;
+  if (buffer_.size() + n <= kAtomicFileBuffer) {
+    buffer_.append(p, n);
+    return;
+  }
+  flush();
+  if (n < kAtomicFileBuffer) buffer_.append(p, n);
+  else if (!write_all(fd_, p, n)) fail("writing", errno);
+}
+
+void AtomicFile::write_at(const void* data, std::size_t n, std::size_t offset) {
+  STRATA_CHECK(fd_ >= 0, what_, ": ", quote_path(path_), " was already committed or failed");
+  STRATA_CHECK(offset <= size_ && n <= size_ - offset, what_, ": writing ", n, " bytes at offset ", offset,
+               " of the ", size_, " written so far");
+  flush();
+  if (!write_all(fd_, static_cast<const char*>(data), n, static_cast<off_t>(offset))) fail("writing", errno);
+}
+
+void AtomicFile::commit() {
+  STRATA_CHECK(fd_ >= 0, what_, ": ", quote_path(path_), " was already committed or failed");
+  flush();
+  if (::fsync(fd_) != 0) fail("fsync of", errno);
+  const int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0) fail("closing", errno);
+  if (::rename(tmp_.c_str(), path_.c_str()) != 0) fail("renaming", errno);
+  // Make the rename itself durable.
+  const int dfd = ::open(directory_of(path_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+}
+
 void write_file_atomically(const std::string& path, std::string_view content, std::string_view what) {
-  STRATA_CHECK(!path.empty(), what, ": the output path is empty");
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    const int err = errno;
-    STRATA_CHECK(false, what, ": cannot write ", quote_path(path), ": cannot create ", quote_path(tmp), ": ",
-                 std::strerror(err));
-  }
-  const auto fail = [&](const char* step, int err) {
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    STRATA_CHECK(false, what, ": cannot write ", quote_path(path), ": ", step, " ", quote_path(tmp),
-                 " failed: ", std::strerror(err));
-  };
-  std::size_t done = 0;
-  while (done < content.size()) {
-    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      fail("write to", errno);
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  if (::fsync(fd) != 0) fail("fsync of", errno);
-  if (::close(fd) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    STRATA_CHECK(false, what, ": cannot write ", quote_path(path), ": closing ", quote_path(tmp),
-                 " failed: ", std::strerror(err));
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    STRATA_CHECK(false, what, ": cannot write ", quote_path(path), ": renaming ", quote_path(tmp),
-                 " to it failed: ", std::strerror(err));
-  }
+  AtomicFile f(path, std::string(what));
+  f.write(content);
+  f.commit();
+}
+
+std::optional<std::size_t> free_disk_bytes(const std::string& path) {
+  struct statvfs fs {};
+  if (::statvfs(path.c_str(), &fs) != 0) return std::nullopt;
+  return static_cast<std::size_t>(fs.f_bavail) * static_cast<std::size_t>(fs.f_frsize);
 }
 
 }  // namespace strata

@@ -356,8 +356,8 @@ class FileMember final : public MemberReader, public ByteSource {
       if (ret == Z_STREAM_END) {
         ended_ = true;
       } else if (ret != Z_OK && !(ret == Z_BUF_ERROR && zs_.avail_in == 0)) {
-        STRATA_CHECK(false, where_, ": corrupt deflate data near file byte ", start_ + consumed_, " (zlib: ",
-                     zs_.msg != nullptr ? zs_.msg : "error", ")");
+        STRATA_FAIL(where_, ": corrupt deflate data near file byte ", start_ + consumed_, " (zlib: ",
+                    zs_.msg != nullptr ? zs_.msg : "error", ")");
       }
     }
     const std::size_t got = want - zs_.avail_out;
@@ -506,8 +506,8 @@ std::unique_ptr<MemberReader> NpzReader::open(std::string_view name) const {
   if (it == all.end()) {
     std::string list;
     for (const auto& n : all) list += (list.empty() ? "" : ", ") + n;
-    STRATA_CHECK(false, "npz ", quote_path(path_), ": member ", quote_field(name), " is missing (it holds: ",
-                 list.empty() ? "nothing" : list, ")");
+    STRATA_FAIL("npz ", quote_path(path_), ": member ", quote_field(name), " is missing (it holds: ",
+                list.empty() ? "nothing" : list, ")");
   }
   const Entry& e = entries_[static_cast<std::size_t>(it - all.begin())];
   const std::string where = member_where(path_, e.name);
@@ -600,24 +600,14 @@ std::vector<int64_t> read_integers(const NpzReader& npz, std::string_view name, 
 NpzWriter::NpzWriter(std::string path, bool compress, int level)
     : path_(std::move(path)), compress_(compress), level_(level) {
   STRATA_CHECK(level_ >= 1 && level_ <= 9, "npz writer: zlib level must lie in [1, 9], got ", level_);
-  temp_ = path_ + ".tmp-" + std::to_string(::getpid());
-  file_ = std::fopen(temp_.c_str(), "wb");
-  STRATA_CHECK(file_ != nullptr, "npz: cannot create ", quote_path(temp_), " (", std::strerror(errno), ")");
-  std::setvbuf(file_, nullptr, _IOFBF, std::size_t{1} << 20);
+  file_ = std::make_unique<AtomicFile>(path_, "npz");
 }
 
-NpzWriter::~NpzWriter() {
-  if (file_ != nullptr) {
-    std::fclose(file_);
-    std::remove(temp_.c_str());
-  }
-}
+NpzWriter::~NpzWriter() = default;  // an unclosed file_ removes its temporary
 
-void NpzWriter::write_bytes(const void* p, std::size_t n) {
-  STRATA_CHECK(std::fwrite(p, 1, n, file_) == n, "npz: writing ", quote_path(temp_), " failed (",
-               std::strerror(errno), ")");
-  offset_ += n;
-}
+uint64_t NpzWriter::tell() const { return file_->size(); }
+
+void NpzWriter::write_bytes(const void* p, std::size_t n) { file_->write(p, n); }
 
 void NpzWriter::write_local_header(const std::string& name, bool zip64) {
   std::string h;
@@ -650,12 +640,8 @@ void NpzWriter::patch_local_header(const Written& w, bool zip64) {
   std::string z;
   put64(z, w.uncompressed);
   put64(z, w.compressed);
-  const bool ok = std::fflush(file_) == 0 && ::fseeko(file_, static_cast<off_t>(w.local_offset + 14), SEEK_SET) == 0 &&
-                  std::fwrite(crc_sizes.data(), 1, 12, file_) == 12 &&
-                  (!zip64 || (::fseeko(file_, static_cast<off_t>(w.local_offset + 30 + w.name.size() + 4), SEEK_SET) == 0 &&
-                              std::fwrite(z.data(), 1, 16, file_) == 16)) &&
-                  std::fflush(file_) == 0 && ::fseeko(file_, static_cast<off_t>(offset_), SEEK_SET) == 0;
-  STRATA_CHECK(ok, "npz: writing ", quote_path(temp_), " failed (", std::strerror(errno), ")");
+  file_->write_at(crc_sizes.data(), 12, w.local_offset + 14);
+  if (zip64) file_->write_at(z.data(), 16, w.local_offset + 30 + w.name.size() + 4);
 }
 
 void NpzWriter::store_payload(const std::string& header, const unsigned char* data, uint64_t bytes, Written& w) {
@@ -811,31 +797,17 @@ void NpzWriter::close() {
   put32(end, z ? kMax32 : cd_offset);
   put16(end, 0);
   write_bytes(end.data(), end.size());
-  const bool ok = std::fclose(file_) == 0;
-  file_ = nullptr;
-  if (!ok || std::rename(temp_.c_str(), path_.c_str()) != 0) {
-    const int err = errno;
-    std::remove(temp_.c_str());
-    STRATA_CHECK(false, "npz: cannot write ", quote_path(path_), " (", std::strerror(err), ")");
-  }
+  std::unique_ptr<AtomicFile> file = std::move(file_);  // closed, or failed: either way no more writes
+  file->commit();
 }
 
 void write_npy(const std::string& path, Dtype dtype, const std::vector<int64_t>& shape, const void* data) {
-  const std::string temp = path + ".tmp-" + std::to_string(::getpid());
-  std::FILE* f = std::fopen(temp.c_str(), "wb");
-  STRATA_CHECK(f != nullptr, "npy: cannot create ", quote_path(temp), " (", std::strerror(errno), ")");
-  const std::string header = make_header(dtype, shape);
+  AtomicFile f(path, "npy");  // Note [Atomic file writes]
+  f.write(make_header(dtype, shape));
   Header h;
   h.shape = shape;
-  const std::size_t bytes = static_cast<std::size_t>(h.count()) * itemsize(dtype);
-  bool ok = std::fwrite(header.data(), 1, header.size(), f) == header.size() &&
-            (bytes == 0 || std::fwrite(data, 1, bytes, f) == bytes);
-  ok = std::fclose(f) == 0 && ok;
-  if (!ok || std::rename(temp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    std::remove(temp.c_str());
-    STRATA_CHECK(false, "npy: cannot write ", quote_path(path), " (", std::strerror(err), ")");
-  }
+  f.write(data, static_cast<std::size_t>(h.count()) * itemsize(dtype));
+  f.commit();
 }
 
 }  // namespace strata::npy

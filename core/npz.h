@@ -29,6 +29,10 @@
 #include <string_view>
 #include <vector>
 
+namespace strata {
+class AtomicFile;  // core/file.h
+}  // namespace strata
+
 namespace strata::npy {
 
 enum class Dtype : uint8_t { I4, I8, F4, F8, U1, B1 };
@@ -168,17 +172,15 @@ class NpzWriter {
     bool zip64;
   };
   void write_bytes(const void* p, std::size_t n);
-  uint64_t tell() const { return offset_; }
+  uint64_t tell() const;
   void write_local_header(const std::string& name, bool zip64);
   void patch_local_header(const Written& w, bool zip64);
   void deflate_payload(const std::string& header, const unsigned char* data, uint64_t bytes, Written& w);
   void store_payload(const std::string& header, const unsigned char* data, uint64_t bytes, Written& w);
   std::string path_;
-  std::string temp_;
-  std::FILE* file_ = nullptr;
+  std::unique_ptr<AtomicFile> file_;  // Note [Atomic file writes]; null once closed or failed
   bool compress_;
   int level_;
-  uint64_t offset_ = 0;
   bool force_zip64_ = false;
   std::vector<Written> written_;
 };

@@ -12,8 +12,7 @@ Tensor::Tensor(Storage storage, IntArrayRef sizes, IntArrayRef strides, int64_t 
     : Tensor(make_checked("Tensor", std::move(storage), sizes, strides, offset, dtype)) {}
 
 void Tensor::throw_undefined(const char* op) {
-  STRATA_CHECK(false, op, ": the tensor is undefined (default-constructed or moved-from)");
-  std::abort();  // unreachable
+  STRATA_FAIL(op, ": the tensor is undefined (default-constructed or moved-from)");
 }
 
 Tensor Tensor::make_checked(const char* op, Storage storage, IntArrayRef sizes, IntArrayRef strides,

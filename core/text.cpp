@@ -1,5 +1,6 @@
 #include "core/text.h"
 
+#include <cstdio>
 
 namespace strata {
 
@@ -80,6 +81,21 @@ std::string quote_field(std::string_view text, std::size_t max_bytes) {
     out += " (" + std::to_string(text.size()) + " bytes)";
   }
   return out;
+}
+
+std::string format_bytes(double bytes) {
+  char buf[48];
+  if (bytes >= double(1ull << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / double(1ull << 30));
+  else if (bytes >= double(1ull << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", bytes / double(1ull << 20));
+  else if (bytes >= 1024.0) std::snprintf(buf, sizeof buf, "%.2f KiB", bytes / 1024.0);
+  else std::snprintf(buf, sizeof buf, "%.0f B", bytes);
+  return buf;
+}
+
+std::string format_mib(std::size_t bytes, int decimals) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.*f MiB", decimals, static_cast<double>(bytes) / double(1ull << 20));
+  return buf;
 }
 
 }  // namespace strata

@@ -1,6 +1,6 @@
 #pragma once
 /// @file
-/// User data in error messages.
+/// User data in error messages; byte counts in messages and reports.
 ///
 /// Note [Quoting user data in messages]
 /// A message that echoes what the user gave (a field of a data file, a flag's value, a file name,
@@ -30,5 +30,12 @@ std::string quote_field(std::string_view text, std::size_t max_bytes = kQuotedFi
 
 /// `quote_field(path, kQuotedPathBytes)`.
 inline std::string quote_path(std::string_view path) { return quote_field(path, kQuotedPathBytes); }
+
+/// `bytes` in the binary unit that suits it, for messages and reports: "512 B", "1.50 KiB",
+/// "64.0 MiB", "1.00 GiB".
+std::string format_bytes(double bytes);
+
+/// `bytes` in MiB with `decimals` decimals, "12.3 MiB", for reports that compare sizes in one unit.
+std::string format_mib(std::size_t bytes, int decimals = 1);
 
 }  // namespace strata

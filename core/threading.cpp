@@ -12,9 +12,11 @@
 #include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
+#include "core/config.h"
 #include "core/error.h"
 #include "core/text.h"
 
@@ -45,7 +47,7 @@ struct ThreadSettings {
 
   ThreadSettings() {
     int n = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, static_cast<unsigned>(kMaxThreads)));
-    if (const char* env = std::getenv("STRATA_NUM_THREADS")) n = parse_num_threads(env, "STRATA_NUM_THREADS");
+    if (const std::optional<int> env = environment::num_threads()) n = *env;
     apply(n);
   }
   void apply(int n) {

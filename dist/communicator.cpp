@@ -8,6 +8,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "core/config.h"
 #include "core/factories.h"
 #include "core/pin_set.h"
 #include "dist/transport.h"
@@ -239,15 +240,7 @@ Dims shape_from(const int64_t* h, int64_t rows) {
   return out;
 }
 
-double timeout_from_env(double fallback) {
-  const char* v = std::getenv("STRATA_DIST_TIMEOUT");
-  if (v == nullptr || *v == '\0') return fallback;
-  char* end = nullptr;
-  const double s = std::strtod(v, &end);
-  STRATA_CHECK(*end == '\0' && s == s, "dist: STRATA_DIST_TIMEOUT='", v,
-               "' is not a number of seconds (<= 0 waits forever)");
-  return s;
-}
+double timeout_from_env(double fallback) { return environment::dist_timeout_seconds().value_or(fallback); }
 
 }  // namespace
 

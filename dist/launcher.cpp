@@ -2,22 +2,15 @@
 #include <cstdlib>
 #include <string>
 
+#include "core/config.h"
 #include "core/error.h"
 #include "dist/transport.h"
 
 namespace strata::dist::detail {
 namespace {
 
-// The value of an integer environment variable, or -1 when unset; throws naming it when malformed.
-long env_int(const char* name) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return -1;
-  char* end = nullptr;
-  const long n = std::strtol(v, &end, 10);
-  STRATA_CHECK(*end == '\0' && n >= 0, "dist: environment variable ", name, "='", v,
-               "' is not a non-negative integer");
-  return n;
-}
+// The launcher's value of `name`, or -1 when unset (environment::launcher_count throws when malformed).
+long env_int(const char* name) { return static_cast<long>(environment::launcher_count(name).value_or(-1)); }
 
 void check_pair(const char* rank_var, const char* size_var, int rank, int size, const std::string& impl) {
   const long env_size = env_int(size_var);

@@ -76,7 +76,7 @@ CriteoTsvSource::CriteoTsvSource(CriteoConfig config)
   if (samples_ <= 0) {
     std::fclose(file_);
     file_ = nullptr;
-    STRATA_CHECK(false, "criteo tsv: ", quote_path(config_.path), " holds no samples");
+    STRATA_FAIL("criteo tsv: ", quote_path(config_.path), " holds no samples");
   }
   num_batches_ = batches_for(samples_, config_.batch_size);
   buffer_.resize(1 << 20);
@@ -225,15 +225,15 @@ CriteoBinarySource::CriteoBinarySource(CriteoConfig config)
   if (rest != 0) {
     std::fclose(file_);
     file_ = nullptr;
-    STRATA_CHECK(false, "criteo binary ", quote_path(config_.path), ": record ", whole + 1, " is truncated (", rest, " of ",
-                 kRecordBytes, " bytes; a record is ", kCriteoFields, " int32: label, 13 dense, 26 categorical)");
+    STRATA_FAIL("criteo binary ", quote_path(config_.path), ": record ", whole + 1, " is truncated (", rest, " of ",
+                kRecordBytes, " bytes; a record is ", kCriteoFields, " int32: label, 13 dense, 26 categorical)");
   }
   const auto records = static_cast<int64_t>(whole);
   samples_ = config_.max_samples > 0 ? std::min(records, config_.max_samples) : records;
   if (samples_ <= 0) {
     std::fclose(file_);
     file_ = nullptr;
-    STRATA_CHECK(false, "criteo binary: ", quote_path(config_.path), " holds no samples");
+    STRATA_FAIL("criteo binary: ", quote_path(config_.path), " holds no samples");
   }
   num_batches_ = batches_for(samples_, config_.batch_size);
   reset();
@@ -293,19 +293,12 @@ bool CriteoBinarySource::next(Batch& batch) {
 void CriteoBinarySource::write(const std::string& path, const std::vector<int32_t>& records) {
   STRATA_CHECK(records.size() % static_cast<std::size_t>(kCriteoFields) == 0, "criteo binary: ", records.size(),
                " values are not a whole number of ", kCriteoFields, "-value records");
-  const std::string tmp = path + ".tmp";
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  STRATA_CHECK(f != nullptr, "criteo binary: cannot create ", quote_path(tmp), ": ", std::strerror(errno));
-  bool ok = true;
+  AtomicFile f(path, "criteo binary");  // Note [Atomic file writes]
   for (int32_t v : records) {
     const int32_t le = from_little(v);  // the swap is its own inverse
-    ok = ok && std::fwrite(&le, sizeof le, 1, f) == 1;
+    f.write(&le, sizeof le);
   }
-  ok = std::fclose(f) == 0 && ok;
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    STRATA_CHECK(false, "criteo binary: cannot write ", quote_path(path), ": ", std::strerror(errno));
-  }
+  f.commit();
 }
 
 }  // namespace strata::emb

@@ -711,8 +711,7 @@ CriteoSplit parse_criteo_split(std::string_view text, std::string_view what) {
   if (text == "test") return CriteoSplit::Test;
   if (text == "val") return CriteoSplit::Val;
   if (text == "none") return CriteoSplit::None;
-  STRATA_CHECK(false, what, ": expected train, test, val or none, got ", quote_field(text));
-  return CriteoSplit::Train;
+  STRATA_FAIL(what, ": expected train, test, val or none, got ", quote_field(text));
 }
 
 const char* to_string(CriteoSplit s) {

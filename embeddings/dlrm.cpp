@@ -1,7 +1,5 @@
 #include "embeddings/dlrm.h"
 
-#include <sys/statvfs.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -12,6 +10,7 @@
 #include <sstream>
 
 #include "autograd/grad_mode.h"
+#include "core/config.h"
 #include "core/error.h"
 #include "core/file.h"
 #include "core/npz.h"
@@ -92,28 +91,6 @@ void init_uniform(Table& t, const PhiloxRange& range, int64_t bpr, float lo, flo
   t.charge_slow_write(slow);
 }
 
-memory::SlowTierModel resolve_model(const SlowTierModelSpec& spec) {
-  switch (spec.mode) {
-    case SlowTierModelSpec::Mode::Off: return memory::SlowTierModel::off();
-    case SlowTierModelSpec::Mode::Custom:
-      return memory::SlowTierModel::custom(spec.read_gbps, spec.write_gbps, spec.latency_ns);
-    case SlowTierModelSpec::Mode::Auto:  // the process's; callers do not resolve it
-    case SlowTierModelSpec::Mode::Default: break;
-  }
-  double dram = memory::positive_env("STRATA_DRAM_GBPS");
-  if (dram == 0) dram = memory::measure_dram_copy_gbps();
-  double gather = memory::positive_env("STRATA_DRAM_GATHER_GBPS");
-  if (gather == 0) gather = memory::measure_dram_gather_gbps(256);
-  return memory::SlowTierModel::defaults(dram, gather);
-}
-
-/// Free bytes of the filesystem holding `dir` (0 when unknown).
-std::size_t free_bytes(const std::string& dir) {
-  struct statvfs s{};
-  if (::statvfs(dir.c_str(), &s) != 0) return 0;
-  return static_cast<std::size_t>(s.f_bavail) * static_cast<std::size_t>(s.f_frsize);
-}
-
 constexpr std::size_t kHeapSlackPerTable = std::size_t{1} << 12;  // a few 64-byte-aligned allocations
 
 }  // namespace
@@ -152,7 +129,7 @@ std::size_t dense_working_set_bytes(const DLRMConfig& c) {
 void configure_process_memory(const DLRMConfig& c) {
   if (memory::tiered_memory_created()) return;
   memory::TieredConfig t = memory::TieredConfig::from_env();
-  const bool fast_from_env = std::getenv("STRATA_FAST_BYTES") != nullptr;
+  const bool fast_from_env = environment::fast_bytes().has_value();
   if (fast_from_env) {
     STRATA_CHECK(t.fast_bytes >= c.fast_budget, "STRATA_FAST_BYTES: the process's fast tier of ",
                  format_bytes(static_cast<double>(t.fast_bytes)), " cannot hold --fast-budget ",
@@ -164,14 +141,14 @@ void configure_process_memory(const DLRMConfig& c) {
   }
   if (!c.slow_dir.empty()) {
     t.slow_dir = c.slow_dir;
-    if (std::getenv("STRATA_SLOW_BYTES") == nullptr) t.slow_bytes = memory::TieredConfig::default_slow_bytes(t.slow_dir);
+    if (!environment::slow_bytes()) t.slow_bytes = memory::TieredConfig::default_slow_bytes(t.slow_dir);
   }
   try {
     memory::configure_tiered_memory(t);
   } catch (const Error& e) {
-    STRATA_CHECK(false, fast_from_env ? "STRATA_FAST_BYTES / " : "--fast-budget / ",
-                 c.slow_dir.empty() ? "STRATA_SLOW_DIR" : "--slow-dir", ": cannot create the process's tiered memory: ",
-                 e.what());
+    STRATA_FAIL(fast_from_env ? "STRATA_FAST_BYTES / " : "--fast-budget / ",
+                c.slow_dir.empty() ? "STRATA_SLOW_DIR" : "--slow-dir", ": cannot create the process's tiered memory: ",
+                e.what());
   }
 }
 
@@ -219,11 +196,8 @@ void write_mlperf_bin(const CriteoDataset& ds, CriteoSplit split, const std::str
   const std::vector<int64_t> order = ds.indices(split);
   const CriteoData& d = ds.data();
   std::vector<int32_t> records;
-  const std::string temp = path + ".tmp";
-  std::FILE* f = std::fopen(temp.c_str(), "wb");
-  STRATA_CHECK(f != nullptr, "--mlperf-bin-loader: cannot create ", quote_path(temp), " (", std::strerror(errno), ")");
-  bool ok = true;
-  for (std::size_t at = 0; at < order.size() && ok; at += 65536) {
+  AtomicFile f(path, "--mlperf-bin-loader");  // Note [Atomic file writes]
+  for (std::size_t at = 0; at < order.size(); at += 65536) {
     const std::size_t n = std::min<std::size_t>(65536, order.size() - at);
     records.assign(n * kCriteoFields, 0);
     for (std::size_t s = 0; s < n; ++s) {
@@ -233,13 +207,9 @@ void write_mlperf_bin(const CriteoDataset& ds, CriteoSplit split, const std::str
       for (int64_t j = 0; j < kCriteoDense; ++j) r[1 + j] = d.dense(i, j);
       for (int64_t k = 0; k < kCriteoSparse; ++k) r[1 + kCriteoDense + k] = d.category(i, k);
     }
-    ok = std::fwrite(records.data(), sizeof(int32_t), records.size(), f) == records.size();
+    f.write(records.data(), records.size() * sizeof(int32_t));
   }
-  ok = std::fclose(f) == 0 && ok;
-  if (!ok || std::rename(temp.c_str(), path.c_str()) != 0) {
-    std::remove(temp.c_str());
-    STRATA_CHECK(false, "--mlperf-bin-loader: cannot write ", quote_path(path), " (", std::strerror(errno), ")");
-  }
+  f.commit();
 }
 
 int64_t split_batch_size(const DLRMConfig& c, CriteoSplit split) {
@@ -375,8 +345,8 @@ std::unique_ptr<IndexSource> make_index_source(const DLRMConfig& c, CriteoSplit 
       try {
         return std::make_unique<ZipfSource>(z);
       } catch (const Error& e) {
-        STRATA_CHECK(false, "--data-generation zipf (--num-indices-per-lookup ", c.num_indices_per_lookup,
-                     ", --zipf-alpha ", c.zipf_alpha, ", --reuse ", c.reuse, "): ", e.what());
+        STRATA_FAIL("--data-generation zipf (--num-indices-per-lookup ", c.num_indices_per_lookup,
+                    ", --zipf-alpha ", c.zipf_alpha, ", --reuse ", c.reuse, "): ", e.what());
       }
     }
     case DataGeneration::Click:  // its test split for test and val; generated ahead on a thread
@@ -501,7 +471,7 @@ void TieredDLRM::attach_memory(const Placement& plan) {
   STRATA_CHECK(fast.reserve(plan.fast_bytes), "--fast-budget: cannot map ", format_bytes(static_cast<double>(plan.fast_bytes)),
                " of fast memory for the tables: ", fast.no_room_message(plan.fast_bytes));
   if (config_.slow_tier_model.mode != SlowTierModelSpec::Mode::Auto)
-    memory_->set_slow_tier_model(resolve_model(config_.slow_tier_model));
+    memory_->set_slow_tier_model(memory_->model_for(config_.slow_tier_model));
   if (!uses_slow_) return;
   const std::string& dir = memory_->config().slow_dir;
   std::error_code ec;
@@ -511,7 +481,7 @@ void TieredDLRM::attach_memory(const Placement& plan) {
                "strata.memory.configure(slow_dir=...)) before the process's first tensor");
   memory::Heap& slow = memory_->slow_heap();
   const std::size_t limit_room = slow.capacity() - std::min(slow.capacity(), slow.used());
-  const std::size_t disk_room = slow.mapped() - std::min(slow.mapped(), slow.used()) + free_bytes(dir);
+  const std::size_t disk_room = slow.mapped() - std::min(slow.mapped(), slow.used()) + free_disk_bytes(dir).value_or(0);
   const std::size_t avail = std::min(limit_room, disk_room);
   STRATA_CHECK(plan.table_bytes <= avail, "--slow-dir: the embedding tables need ",
                format_bytes(static_cast<double>(plan.table_bytes)), " in the slow tier but ", quote_path(dir), " has ",
@@ -568,8 +538,8 @@ void TieredDLRM::place_tables() {
       try {
         managed_.push_back(make_table(policy, st.rows, st.dim, config_.emb_dtype, fast, slow, cache_fraction_, po));
       } catch (const Error& e) {
-        STRATA_CHECK(false, "--fast-budget ", format_bytes(static_cast<double>(config_.fast_budget)), ": ",
-                     stored_name(config_, st), " (", st.rows, " rows) does not fit: ", e.what());
+        STRATA_FAIL("--fast-budget ", format_bytes(static_cast<double>(config_.fast_budget)), ": ",
+                    stored_name(config_, st), " (", st.rows, " rows) does not fit: ", e.what());
       }
       t = &managed_.back()->table();
     }

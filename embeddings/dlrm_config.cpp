@@ -49,8 +49,7 @@ bool parse_bool(const std::string& flag, const std::string& v) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
   if (s == "true" || s == "1" || s == "yes") return true;
   if (s == "false" || s == "0" || s == "no") return false;
-  STRATA_CHECK(false, flag, ": expected True or False (or 1/0), got ", quote_field(v));
-  return false;
+  STRATA_FAIL(flag, ": expected True or False (or 1/0), got ", quote_field(v));
 }
 
 std::string parse_choice(const std::string& flag, const std::string& v, std::initializer_list<const char*> choices) {
@@ -60,8 +59,7 @@ std::string parse_choice(const std::string& flag, const std::string& v, std::ini
     list += list.empty() ? "" : ", ";
     list += c;
   }
-  STRATA_CHECK(false, flag, ": expected one of ", list, ", got ", quote_field(v));
-  return {};
+  STRATA_FAIL(flag, ": expected one of ", list, ", got ", quote_field(v));
 }
 
 /// The reference's dash_separated_floats ("1.0-1.0").
@@ -80,39 +78,6 @@ std::vector<double> parse_floats(const std::string& flag, const std::string& v) 
     start = dash + 1;
   }
   return out;
-}
-
-SlowTierModelSpec parse_model(const std::string& flag, const std::string& v) {
-  SlowTierModelSpec m;
-  if (v == "auto") return m;
-  if (v == "off") {
-    m.mode = SlowTierModelSpec::Mode::Off;
-    return m;
-  }
-  if (v == "default" || v == "on") {
-    m.mode = SlowTierModelSpec::Mode::Default;
-    return m;
-  }
-  double x[3] = {0, 0, 0};
-  std::size_t start = 0;
-  for (int k = 0; k < 3; ++k) {
-    const std::size_t comma = v.find(',', start);
-    STRATA_CHECK((k < 2) == (comma != std::string::npos), flag, ": expected auto, off, default or R,W,L (read GB/s, ",
-                 "write GB/s, latency ns), got ", quote_field(v));
-    const std::string part = v.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    char* end = nullptr;
-    x[k] = part.empty() ? -1 : std::strtod(part.c_str(), &end);
-    STRATA_CHECK(!part.empty() && end != nullptr && *end == '\0' && std::isfinite(x[k]), flag,
-                 ": expected auto, off, default or R,W,L (read GB/s, write GB/s, latency ns), got ", quote_field(v));
-    start = comma + 1;
-  }
-  STRATA_CHECK(x[0] > 0 && x[1] > 0 && x[2] >= 0, flag, ": read and write bandwidths must be positive and the ",
-               "latency non-negative, got ", quote_field(v));
-  m.mode = SlowTierModelSpec::Mode::Custom;
-  m.read_gbps = x[0];
-  m.write_gbps = x[1];
-  m.latency_ns = x[2];
-  return m;
 }
 
 // ---- the flag table ---------------------------------------------------------------------------------
@@ -299,7 +264,7 @@ void add_strata_flags(FlagTable& t) {
   t["--preset"] = value([](DLRMConfig&, const std::string&, const std::string&) {});  // applied first
   t["--scale-rows"] = STRATA_REAL_FLAG(scale_rows);
   t["--fast-budget"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
-    c.fast_budget = memory::parse_bytes(v, f.c_str());
+    c.fast_budget = parse_bytes(v, f);
   });
   t["--slow-dir"] = STRATA_STRING_FLAG(slow_dir);
   t["--emb-policy"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
@@ -307,7 +272,7 @@ void add_strata_flags(FlagTable& t) {
   });
   t["--cache-fraction"] = STRATA_REAL_FLAG(cache_fraction);
   t["--slow-tier-model"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
-    c.slow_tier_model = parse_model(f, v);
+    c.slow_tier_model = parse_slow_tier_model(v, f);
   });
   t["--threads"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
     c.threads = v == "0" ? 0 : parse_num_threads(v, f);  // 0: all hardware threads
@@ -319,7 +284,7 @@ void add_strata_flags(FlagTable& t) {
     try {
       c.emb_dtype = parse_elem_type(v);
     } catch (const Error&) {
-      STRATA_CHECK(false, f, ": expected f32 or bf16, got ", quote_field(v));
+      STRATA_FAIL(f, ": expected f32 or bf16, got ", quote_field(v));
     }
   });
   t["--check-finite"] = STRATA_TRUE_FLAG(check_finite);
@@ -371,23 +336,6 @@ std::string join(const std::vector<int64_t>& v) {
 
 }  // namespace
 
-std::string format_bytes(double b) {
-  char buf[48];
-  if (b >= double(1ull << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", b / double(1ull << 30));
-  else if (b >= double(1ull << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", b / double(1ull << 20));
-  else if (b >= 1024.0) std::snprintf(buf, sizeof buf, "%.2f KiB", b / 1024.0);
-  else std::snprintf(buf, sizeof buf, "%.0f B", b);
-  return buf;
-}
-
-std::string SlowTierModelSpec::to_string() const {
-  if (mode == Mode::Auto) return "auto";
-  if (mode == Mode::Off) return "off";
-  if (mode == Mode::Default) return "default";
-  std::ostringstream os;
-  os << read_gbps << "," << write_gbps << "," << latency_ns;
-  return os.str();
-}
 
 const char* to_string(DataGeneration g) {
   switch (g) {
@@ -586,7 +534,7 @@ void apply_dlrm_preset(DLRMConfig& c, std::string_view name) {
   } else {
     std::string names;
     for (const auto& n : dlrm_preset_names()) names += (names.empty() ? "" : ", ") + n;
-    STRATA_CHECK(false, "--preset: unknown preset ", quote_field(name), " (expected one of ", names, ")");
+    STRATA_FAIL("--preset: unknown preset ", quote_field(name), " (expected one of ", names, ")");
   }
   c.preset = std::string(name);
 }
@@ -620,7 +568,7 @@ DLRMConfig parse_dlrm_args(const std::vector<std::string>& args) {
     const auto it = table.find(name);
     STRATA_CHECK(it != table.end(), "unknown flag ", quote_field(name), " (see --help)");
     const Flag& flag = it->second;
-    if (flag.kind == Flag::Kind::Refused) STRATA_CHECK(false, name, flag.refusal);
+    if (flag.kind == Flag::Kind::Refused) STRATA_FAIL(name, flag.refusal);
     if (flag.kind == Flag::Kind::StoreTrue) {
       STRATA_CHECK(!has_inline, name, ": takes no value (got ", quote_field(inline_value), ")");
       flag.set(c, name, "");

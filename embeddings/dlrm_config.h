@@ -24,6 +24,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/config.h"
+#include "core/text.h"
 #include "embeddings/table.h"
 
 namespace strata::emb {
@@ -51,16 +53,12 @@ enum class WeightedPooling : uint8_t { None, Fixed, Learned };
 /// is 2d wide and --arch-mlp-bot must end in 2d).
 enum class QROperation : uint8_t { Mult, Add, Concat };
 
-/// --slow-tier-model: auto (the process's model: STRATA_SLOW_MODEL, by default on unless the slow
-/// tier is a real device), off, default (the dissertation's Optane ratios against this machine's
-/// measured DRAM bandwidth), or custom R,W,L (read GB/s, write GB/s, latency ns). Anything but
-/// auto sets the process's model (Note [One tiered memory per process], embeddings/dlrm.h).
-struct SlowTierModelSpec {
-  enum class Mode : uint8_t { Auto, Off, Default, Custom } mode = Mode::Auto;
-  double read_gbps = 0, write_gbps = 0, latency_ns = 0;  ///< Custom only
-  /// "auto", "off", "default" or "R,W,L".
-  std::string to_string() const;
-};
+/// --slow-tier-model (core/config.h parse_slow_tier_model, the spellings of STRATA_SLOW_MODEL):
+/// auto (the process's model: STRATA_SLOW_MODEL, by default on unless the slow tier is a real
+/// device), off, default (the dissertation's Optane ratios against this machine's measured DRAM
+/// bandwidth), or custom R,W,L (read GB/s, write GB/s, latency ns). Anything but auto sets the
+/// process's model (Note [One tiered memory per process], embeddings/dlrm.h).
+using strata::SlowTierModelSpec;
 
 /// Every option of a run. Field names are the reference's argparse destinations (`args.<name>`);
 /// defaults are the reference's. Strata's additions follow.
@@ -245,8 +243,7 @@ std::string dlrm_usage();
 /// A one-paragraph description of the run (architecture, data, tiers) for the start of a log.
 std::string describe(const DLRMConfig& config);
 
-/// `bytes` in binary units for reports: "512 B", "1.50 KiB", "64.0 MiB", "1.00 GiB".
-std::string format_bytes(double bytes);
+using strata::format_bytes;  // core/text.h
 
 const char* to_string(DataGeneration g);
 const char* to_string(LossFunction l);

@@ -123,7 +123,7 @@ std::optional<float> DLRMTrainer::train_batch(int64_t k, int64_t j) {
   } catch (const Error& e) {
     // Indices are validated before any parameter changes, so the model is the state after batch j.
     if (!config_.save_model.empty()) save(k, j);
-    STRATA_CHECK(false, "batch ", j + 1, " of epoch ", k, ": ", e.what());
+    STRATA_FAIL("batch ", j + 1, " of epoch ", k, ": ", e.what());
   }
   return std::nullopt;
 }

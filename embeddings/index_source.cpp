@@ -93,8 +93,7 @@ int64_t variable_bag_size(RandomStream& rng, int64_t rows, int64_t max_size) {
 RandomDist parse_random_dist(std::string_view text) {
   if (text == "uniform") return RandomDist::Uniform;
   if (text == "gaussian") return RandomDist::Gaussian;
-  STRATA_CHECK(false, "--rand-data-dist ", quote_field(text), " is not supported; expected uniform or gaussian");
-  return RandomDist::Uniform;
+  STRATA_FAIL("--rand-data-dist ", quote_field(text), " is not supported; expected uniform or gaussian");
 }
 
 namespace {
@@ -317,7 +316,7 @@ std::vector<TraceProfile> read_profiles(const SyntheticConfig& config) {
     try {
       profiles.push_back(TraceProfile::read(path));
     } catch (const Error& e) {
-      STRATA_CHECK(false, "--data-trace-file (table ", t, "): ", e.what());
+      STRATA_FAIL("--data-trace-file (table ", t, "): ", e.what());
     }
   }
   return profiles;
@@ -447,8 +446,7 @@ Scramble parse_scramble(std::string_view text) {
   if (text == "none") return Scramble::None;
   if (text == "permutation") return Scramble::Permutation;
   if (text == "lfsr") return Scramble::Lfsr;
-  STRATA_CHECK(false, "scramble ", quote_field(text), " is not supported; expected none, permutation or lfsr");
-  return Scramble::None;
+  STRATA_FAIL("scramble ", quote_field(text), " is not supported; expected none, permutation or lfsr");
 }
 
 ZipfSource::ZipfSource(ZipfConfig config)

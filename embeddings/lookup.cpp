@@ -68,8 +68,8 @@ void validate(const std::string& name, int64_t rows, const Bags& bags) {
     // The bag holding position k: the last b with offsets[b] <= k (skipping empty bags).
     const auto it = std::upper_bound(off.begin(), off.end(), k);
     const int64_t b = static_cast<int64_t>(it - off.begin()) - 1;
-    STRATA_CHECK(false, "embedding ", name, ": bag ", b, ", position ", k - off[b], " (index ", k, "): row ", idx[k],
-                 " is out of range [0, ", rows, ")");
+    STRATA_FAIL("embedding ", name, ": bag ", b, ", position ", k - off[b], " (index ", k, "): row ", idx[k],
+                " is out of range [0, ", rows, ")");
   }
 }
 

@@ -28,9 +28,8 @@ const char* policy_name(EmbeddingPolicy policy) {
 EmbeddingPolicy parse_embedding_policy(std::string_view text) {
   for (auto p : {EmbeddingPolicy::Simple, EmbeddingPolicy::Static, EmbeddingPolicy::Dynamic, EmbeddingPolicy::Auto})
     if (text == policy_name(p)) return p;
-  STRATA_CHECK(false, "embedding policy ", quote_field(text),
-               " is not known; expected simple, static, dynamic or auto");
-  return EmbeddingPolicy::Simple;
+  STRATA_FAIL("embedding policy ", quote_field(text),
+              " is not known; expected simple, static, dynamic or auto");
 }
 
 int poisson_rare_count(double lambda, int64_t n) {

@@ -14,8 +14,7 @@ const char* elem_name(ElemType t) { return t == ElemType::F32 ? "f32" : "bf16"; 
 ElemType parse_elem_type(std::string_view text) {
   if (text == "f32" || text == "float32" || text == "float") return ElemType::F32;
   if (text == "bf16" || text == "bfloat16") return ElemType::BF16;
-  STRATA_CHECK(false, "embedding element type ", quote_field(text), " is not supported; expected f32 or bf16");
-  return ElemType::F32;
+  STRATA_FAIL("embedding element type ", quote_field(text), " is not supported; expected f32 or bf16");
 }
 
 Table::Table(int64_t nvectors, int64_t featuresize, ElemType type, TableMemory memory)

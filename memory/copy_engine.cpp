@@ -305,7 +305,7 @@ void copy_with(std::string_view isa, bool nontemporal, void* dst, const void* sr
   }
   std::string available;
   for (auto i : available_copy_isas()) available += (available.empty() ? "" : ", ") + std::string(i);
-  STRATA_CHECK(false, "copy_with: no '", isa, "' kernel on this CPU (available: ", available, ")");
+  STRATA_FAIL("copy_with: no '", isa, "' kernel on this CPU (available: ", available, ")");
 }
 
 }  // namespace detail

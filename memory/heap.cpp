@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -23,6 +22,7 @@
 #endif
 
 #include "core/error.h"
+#include "core/file.h"
 #include "memory/fault_guard.h"
 #include "memory/memory_stats.h"
 
@@ -34,11 +34,6 @@ std::size_t physical_memory_bytes() {
   return pages > 0 && page > 0 ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page) : 0;
 }
 
-std::string format_mib(std::size_t bytes) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
-  return buf;
-}
 
 namespace {
 
@@ -49,13 +44,6 @@ std::string errno_text() { return std::strerror(errno); }
 constexpr std::size_t kSegmentAlign = std::size_t{2} << 20;
 
 std::size_t round_up(std::size_t bytes, std::size_t unit) { return (bytes + unit - 1) / unit * unit; }
-
-// Free bytes for an unprivileged writer in the file system holding `dir`, or -1 when unknown.
-long long free_bytes_in(const std::string& dir) {
-  struct statvfs fs {};
-  if (statvfs(dir.c_str(), &fs) != 0) return -1;
-  return static_cast<long long>(fs.f_bavail) * static_cast<long long>(fs.f_frsize);
-}
 
 // posix_fallocate of [offset, offset + bytes), or its error. Two processes growing heaps on one
 // nearly full file system can each take part of the space and both fail, each giving its part
@@ -68,16 +56,16 @@ int reserve_file_space(int fd, std::size_t offset, std::size_t bytes, const std:
     err = posix_fallocate(fd, static_cast<off_t>(offset), static_cast<off_t>(bytes));
     if (err != ENOSPC) return err;
     if (ftruncate(fd, static_cast<off_t>(offset)) != 0) return err;  // give the partial reservation back
-    const long long f = free_bytes_in(dir);
-    if (f < 0 || static_cast<std::size_t>(f) < bytes) return err;  // not a race: the space is not there
+    const std::optional<std::size_t> f = free_disk_bytes(dir);
+    if (!f || *f < bytes) return err;  // not a race: the space is not there
     std::this_thread::sleep_for(std::chrono::milliseconds(1 + jitter() % 50));
   }
   return err;
 }
 
 std::string free_space_text(const std::string& dir) {
-  const long long f = free_bytes_in(dir);
-  return f < 0 ? std::string("free space unknown") : format_mib(static_cast<std::size_t>(f)) + " free there";
+  const std::optional<std::size_t> f = free_disk_bytes(dir);
+  return f ? format_mib(*f) + " free there" : std::string("free space unknown");
 }
 
 }  // namespace
@@ -348,14 +336,14 @@ PmHeap::Backing PmHeap::open_backing(const PmHeapOptions& o) {
       if (err != 0) {
         char msg[MEMKIND_ERROR_MESSAGE_SIZE];
         memkind_error_message(err, msg, sizeof msg);
-        STRATA_CHECK(false, "PmHeap: memkind_create_pmem('", o.dir, "') failed: ", msg);
+        STRATA_FAIL("PmHeap: memkind_create_pmem('", o.dir, "') failed: ", msg);
       }
       m.kind = kind;
       m.real_device = memkind_check_dax_path(o.dir.c_str()) == 0;
       m.name = "pm:memkind:" + o.dir;
       return m;
 #else
-      STRATA_CHECK(false, "PmHeap: this build of Strata has no memkind support; use the mmap backend");
+      STRATA_FAIL("PmHeap: this build of Strata has no memkind support; use the mmap backend");
 #endif
     }
     case PmBackend::Mmap: {
@@ -381,7 +369,7 @@ PmHeap::Backing PmHeap::open_backing(const PmHeapOptions& o) {
       m.name = "pm:numa:" + std::to_string(o.numa_node);
       return m;
 #else
-      STRATA_CHECK(false, "PmHeap: this build of Strata has no NUMA support (libnuma)");
+      STRATA_FAIL("PmHeap: this build of Strata has no NUMA support (libnuma)");
 #endif
     }
     case PmBackend::Auto: break;

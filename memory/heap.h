@@ -15,6 +15,8 @@
 #include <optional>
 #include <string>
 
+#include "core/config.h"
+#include "core/text.h"
 #include "memory/arena.h"
 #include "memory/region.h"
 #include "memory/tier.h"
@@ -27,8 +29,7 @@ namespace strata::memory {
 
 /// Bytes of physical memory on this machine, or 0 when the OS does not say.
 std::size_t physical_memory_bytes();
-/// `bytes` as "12.3 MiB", for messages and reports.
-std::string format_mib(std::size_t bytes);
+using strata::format_mib;  // core/text.h
 
 /// Note [Heaps grow on demand]
 /// A heap's capacity is a limit, not a mapping: it maps a first segment when it is created and
@@ -146,13 +147,8 @@ class DramHeap final : public Heap {
   void unmap_segment(void* base, std::size_t bytes) noexcept override;
 };
 
-/// How the slow heap gets its memory.
-enum class PmBackend {
-  Auto,     ///< memkind on a DAX directory (when built with it), else Mmap
-  Memkind,  ///< memkind's PMEM kind over `dir` (fsdax on real PMem/CXL, any filesystem otherwise)
-  Mmap,     ///< a file in `dir` mapped shared
-  Numa,     ///< anonymous memory bound to NUMA node `numa_node` (a CPU-less CXL expander)
-};
+/// How the slow heap gets its memory (defined with its names and parser in core/config.h).
+using strata::PmBackend;
 
 struct PmHeapOptions {
   std::size_t capacity = 0;  ///< the limit

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <utility>
 
+#include "core/config.h"
 #include "core/error.h"
 #include "core/file.h"
 #include "memory/heap.h"
@@ -632,15 +633,14 @@ void save_occupancy_png(const OccupancyTimeline& timeline, const std::string& pn
                "' ends in .json, which is where the timeline JSON goes; expected a path like out.png");
   timeline.save_json(json_path);
 
-  const char* env = std::getenv("STRATA_PYTHON");
-  const std::string python = env != nullptr && *env != '\0' ? env : "python3";
+  const std::string python = environment::python();
   const std::string command = shell_quote(python) + " -m strata.memory_plot " +
                               shell_quote(json_path) + " " + shell_quote(png_path);
   std::fflush(nullptr);  // the child must not inherit unflushed stdio buffers
   FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
   if (pipe == nullptr) {
     const int err = errno;
-    STRATA_CHECK(false, "save_occupancy_png: cannot run `", command, "`: ", std::strerror(err));
+    STRATA_FAIL("save_occupancy_png: cannot run `", command, "`: ", std::strerror(err));
   }
   std::string output;
   char buf[4096];
@@ -680,9 +680,9 @@ void save_occupancy_png(const OccupancyTimeline& timeline, const std::string& pn
   } else {
     exit_desc = "failed";
   }
-  STRATA_CHECK(false, "save_occupancy_png: rendering '", png_path, "' failed: ", why, "`", command,
-               "` ", exit_desc, (output.empty() ? "" : ":\n"), output,
-               "\nThe timeline is saved in '", json_path, "'; to render it by hand run: ", command);
+  STRATA_FAIL("save_occupancy_png: rendering '", png_path, "' failed: ", why, "`", command,
+              "` ", exit_desc, (output.empty() ? "" : ":\n"), output,
+              "\nThe timeline is saved in '", json_path, "'; to render it by hand run: ", command);
 }
 
 }  // namespace strata::memory

@@ -1,18 +1,16 @@
 #include "memory/tiered_memory.h"
 
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <cctype>
-#include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <sstream>
 
+#include "core/config.h"
 #include "core/error.h"
+#include "core/file.h"
 #include "core/text.h"
 #include "memory/copy_engine.h"
 #include "memory/dram_allocator.h"
@@ -25,16 +23,6 @@ namespace {
 std::size_t physical_memory() {
   const std::size_t phys = physical_memory_bytes();
   return phys > 0 ? phys : (8ull << 30);
-}
-
-const char* backend_name(PmBackend b) {
-  switch (b) {
-    case PmBackend::Auto: return "auto";
-    case PmBackend::Memkind: return "memkind";
-    case PmBackend::Mmap: return "mmap";
-    case PmBackend::Numa: return "numa";
-  }
-  return "?";
 }
 
 // The Allocation of one tensor storage: an Object of the data manager.
@@ -82,106 +70,30 @@ class ObjectAllocation final : public Allocation {
 
 }  // namespace
 
-double positive_env(const char* name) {
-  const char* v = std::getenv(name);
-  if (v == nullptr) return 0;
-  char* end = nullptr;
-  const double g = std::strtod(v, &end);
-  STRATA_CHECK(end != v && *end == '\0' && g > 0 && std::isfinite(g), name, ": expected a positive number, got ",
-               quote_field(v));
-  return g;
-}
-
-std::size_t parse_bytes(std::string_view text, const char* what) {
-  std::size_t i = 0;
-  while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
-  const std::size_t digits_begin = i;
-  unsigned long long value = 0;
-  bool overflow = false;
-  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
-    overflow = overflow || __builtin_mul_overflow(value, 10ull, &value) ||
-               __builtin_add_overflow(value, static_cast<unsigned long long>(text[i] - '0'), &value);
-    ++i;
-  }
-  const bool has_digits = i > digits_begin;
-  unsigned shift = 0;
-  if (i < text.size()) {
-    switch (std::toupper(static_cast<unsigned char>(text[i]))) {
-      case 'K': shift = 10; ++i; break;
-      case 'M': shift = 20; ++i; break;
-      case 'G': shift = 30; ++i; break;
-      case 'T': shift = 40; ++i; break;
-      default: break;
-    }
-    if (shift > 0 && i < text.size() && (text[i] == 'i' || text[i] == 'I')) ++i;
-    if (i < text.size() && (text[i] == 'B' || text[i] == 'b')) ++i;
-  }
-  while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
-  STRATA_CHECK(has_digits && i == text.size(), what, ": ", quote_field(text),
-               " is not a byte count (expected e.g. 1048576, 512M, 8G)");
-  STRATA_CHECK(!overflow && (shift == 0 || value <= (~0ull >> shift)), what, ": ", quote_field(text), " is too large");
-  return static_cast<std::size_t>(value << shift);
-}
-
 std::size_t TieredConfig::default_slow_bytes(const std::string& dir) {
   // Twice the machine's memory, but never more than 90% of the free space in the directory
   // (growing past what the disk holds fails anyway: Note [Heaps grow on demand]).
-  std::size_t bytes = physical_memory() * 2;
-  struct statvfs fs {};
-  if (statvfs(dir.c_str(), &fs) == 0) {
-    const auto free_bytes = static_cast<std::size_t>(fs.f_bavail) * static_cast<std::size_t>(fs.f_frsize);
-    bytes = std::min(bytes, free_bytes / 10 * 9);
-  }
-  return bytes;
+  const std::size_t bytes = physical_memory() * 2;
+  const std::optional<std::size_t> free_bytes = free_disk_bytes(dir);
+  return free_bytes ? std::min(bytes, *free_bytes / 10 * 9) : bytes;
 }
 
 TieredConfig TieredConfig::from_env() {
-  using ModelMode = TieredConfig::ModelMode;
   TieredConfig c;
-  const std::size_t phys = physical_memory();
-  c.fast_bytes = phys / 2;
+  c.fast_bytes = physical_memory() / 2;
   c.fast_initial = kDefaultFastInitial;  // the default budget is a limit to grow to, not a mapping
-  if (const char* v = std::getenv("STRATA_FAST_BYTES")) {
-    c.fast_bytes = parse_bytes(v, "STRATA_FAST_BYTES");
+  if (const std::optional<std::size_t> fast = environment::fast_bytes()) {
+    c.fast_bytes = *fast;
     c.fast_initial = 0;
   }
-  if (const char* v = std::getenv("STRATA_SLOW_DIR")) c.slow_dir = v;
-  c.slow_bytes = default_slow_bytes(c.slow_dir);
-  if (const char* v = std::getenv("STRATA_SLOW_BYTES")) c.slow_bytes = parse_bytes(v, "STRATA_SLOW_BYTES");
-  if (const char* v = std::getenv("STRATA_SLOW_BACKEND")) {
-    const std::string b = v;
-    if (b == "auto") c.backend = PmBackend::Auto;
-    else if (b == "memkind") c.backend = PmBackend::Memkind;
-    else if (b == "mmap") c.backend = PmBackend::Mmap;
-    else if (b == "numa") c.backend = PmBackend::Numa;
-    else STRATA_CHECK(false, "STRATA_SLOW_BACKEND: unknown backend ", quote_field(b), " (expected auto, memkind, mmap or numa)");
-  }
-  if (const char* v = std::getenv("STRATA_SLOW_MODEL")) {
-    const std::string m = v;
-    if (m == "auto") c.model = ModelMode::Auto;
-    else if (m == "off") c.model = ModelMode::Off;
-    else if (m == "default") c.model = ModelMode::Default;
-    else {
-      double r = 0, w = 0, l = 0;
-      char tail = 0;
-      STRATA_CHECK(std::sscanf(v, "read=%lf,write=%lf,latency=%lf%c", &r, &w, &l, &tail) == 3,
-                   "STRATA_SLOW_MODEL: expected auto, off, default or read=GB/s,write=GB/s,latency=ns, got ", quote_field(m));
-      c.model = ModelMode::Custom;
-      c.model_read_gbps = r;
-      c.model_write_gbps = w;
-      c.model_latency_ns = l;
-      SlowTierModel::custom(r, w, l).validate();
-    }
-  }
-  c.dram_gbps = positive_env("STRATA_DRAM_GBPS");
-  c.dram_gather_gbps = positive_env("STRATA_DRAM_GATHER_GBPS");
-  if (const char* v = std::getenv("STRATA_SLOW_NUMA_NODE")) {
-    char* end = nullptr;
-    const long n = std::strtol(v, &end, 10);
-    STRATA_CHECK(end != v && *end == '\0' && n >= 0 && n < 4096, "STRATA_SLOW_NUMA_NODE: expected a node number, got ",
-                 quote_field(v));
-    c.numa_node = static_cast<int>(n);
-  }
+  c.slow_dir = environment::slow_dir().value_or(c.slow_dir);
+  const std::optional<std::size_t> slow = environment::slow_bytes();
+  c.slow_bytes = slow ? *slow : default_slow_bytes(c.slow_dir);
+  c.backend = environment::slow_backend().value_or(c.backend);
+  c.model = environment::slow_model().value_or(c.model);
+  c.dram_gbps = environment::dram_gbps().value_or(0);
+  c.dram_gather_gbps = environment::dram_gather_gbps().value_or(0);
+  c.numa_node = environment::slow_numa_node().value_or(c.numa_node);
   return c;
 }
 
@@ -203,7 +115,7 @@ void TieredConfig::validate() const {
 
 std::string TieredConfig::describe() const {
   std::ostringstream os;
-  os << "fast tier " << format_mib(fast_bytes) << " (DRAM), slow tier " << format_mib(slow_bytes) << " (" << backend_name(backend)
+  os << "fast tier " << format_mib(fast_bytes) << " (DRAM), slow tier " << format_mib(slow_bytes) << " (" << pm_backend_name(backend)
      << " in " << slow_dir;
   if (backend == PmBackend::Numa) os << ", node " << numa_node;
   os << ")";
@@ -254,16 +166,15 @@ bool TieredMemory::in_fast(const Storage& storage) const {
   return policy_->in_fast(checked_object(storage, "in_fast"));
 }
 
-SlowTierModel TieredMemory::resolve_model() const {
-  using ModelMode = TieredConfig::ModelMode;
-  switch (config_.model) {
-    case ModelMode::Off: return SlowTierModel::off();
-    case ModelMode::Custom:
-      return SlowTierModel::custom(config_.model_read_gbps, config_.model_write_gbps, config_.model_latency_ns);
-    case ModelMode::Auto:
+SlowTierModel TieredMemory::model_for(const SlowTierModelSpec& spec) const {
+  using Mode = SlowTierModelSpec::Mode;
+  switch (spec.mode) {
+    case Mode::Off: return SlowTierModel::off();
+    case Mode::Custom: return SlowTierModel::custom(spec.read_gbps, spec.write_gbps, spec.latency_ns);
+    case Mode::Auto:
       if (real_device_) return SlowTierModel::off();
       [[fallthrough]];
-    case ModelMode::Default:
+    case Mode::Default:
       return SlowTierModel::defaults(config_.dram_gbps > 0 ? config_.dram_gbps : measure_dram_copy_gbps(),
                                      config_.dram_gather_gbps > 0 ? config_.dram_gather_gbps
                                                                   : measure_dram_gather_gbps(256));
@@ -273,7 +184,7 @@ SlowTierModel TieredMemory::resolve_model() const {
 
 SlowTierThrottle& TieredMemory::throttle() {
   std::call_once(throttle_once_, [this] {
-    throttle_ = std::make_unique<SlowTierThrottle>(resolve_model());
+    throttle_ = std::make_unique<SlowTierThrottle>(model_for(config_.model));
     manager_->stats().set_slow_tier_mode(slow_tier_mode_text());
   });
   return *throttle_;
@@ -295,15 +206,15 @@ std::string TieredMemory::slow_tier_mode() {
 }
 
 std::string TieredMemory::configured_mode_text() const {
-  using ModelMode = TieredConfig::ModelMode;
+  using Mode = SlowTierModelSpec::Mode;
   const std::string where = manager_->slow().name() + (real_device_ ? " (real device)" : " (DRAM-backed)");
-  switch (config_.model) {
-    case ModelMode::Off: return "model off, slow heap " + where;
-    case ModelMode::Custom: return SlowTierModel::custom(config_.model_read_gbps, config_.model_write_gbps, config_.model_latency_ns).describe() + "; slow heap " + where;
-    case ModelMode::Auto:
+  switch (config_.model.mode) {
+    case Mode::Off: return "model off, slow heap " + where;
+    case Mode::Custom: return model_for(config_.model).describe() + "; slow heap " + where;
+    case Mode::Auto:
       if (real_device_) return "real device, slow heap " + where;
       [[fallthrough]];
-    case ModelMode::Default:
+    case Mode::Default:
       return "modeled slow tier (Optane ratios to the DRAM bandwidth measured at first slow-tier use); slow heap " + where;
   }
   return where;
@@ -401,16 +312,34 @@ class DefaultTieredAllocator final : public Allocator {
   std::string_view name() const override { return "tiered"; }
 };
 
+// The allocator in force when STRATA_MEMORY does not parse: the error cannot be thrown from the
+// static initializer below (it would terminate the process before main), so the first allocation
+// throws it, where configuration errors of the tiered memory surface too.
+class MisconfiguredAllocator final : public Allocator {
+ public:
+  explicit MisconfiguredAllocator(std::string message) : message_(std::move(message)) {}
+  std::unique_ptr<Allocation> allocate(std::size_t) override { throw Error(message_); }
+  std::string_view name() const override { return "misconfigured"; }
+
+ private:
+  std::string message_;
+};
+
 // Note [Default allocator registration]
 // core declares the allocator seam but cannot depend on memory/, so memory/ installs the default
 // allocator from a static initializer: tiered memory, or the plain DRAM allocator when
-// STRATA_MEMORY=dram. The `strata` target links strata_memory as a whole archive so this object
-// file (and the initializer) is always part of the link.
+// STRATA_MEMORY=dram (MisconfiguredAllocator when the value does not parse). The `strata` target
+// links strata_memory as a whole archive so this object file (and the initializer) is always part
+// of the link.
 const bool kRegistered = [] {
   static DefaultTieredAllocator tiered;
-  const char* mode = std::getenv("STRATA_MEMORY");
   Allocator* chosen = &tiered;
-  if (mode != nullptr && std::string_view(mode) == "dram") chosen = &dram_allocator();
+  try {
+    if (environment::memory_kind() == MemoryKind::Dram) chosen = &dram_allocator();
+  } catch (const Error& e) {
+    static MisconfiguredAllocator misconfigured(e.what());
+    chosen = &misconfigured;
+  }
   // If something installed its own allocator before this initializer ran, keep theirs.
   if (Allocator* earlier = set_default_allocator(chosen)) set_default_allocator(earlier);
   return true;

@@ -5,21 +5,11 @@
 /// larger than the fast tier start in the slow tier), pinned while kernels use it (PinSet), and
 /// freed without write-back when the last tensor lets go of it.
 ///
-/// Configuration (C++: TieredConfig; environment, read when the default allocator is first used):
-///   STRATA_FAST_BYTES     fast-tier budget, e.g. "512M", "8G" (default: half of physical memory,
-///                         mapped on demand from 64 MiB; an explicit budget is mapped at once)
-///   STRATA_SLOW_BYTES     slow-tier capacity (default: twice physical memory, at most 90% of the
-///                         directory's free space); mapped and its file space reserved on demand
-///                         from 2 MiB (Note [Heaps grow on demand])
-///   STRATA_SLOW_DIR       directory backing the slow tier (default /tmp)
-///   STRATA_SLOW_BACKEND   auto | memkind | mmap | numa (default auto)
-///   STRATA_SLOW_NUMA_NODE NUMA node for the numa backend
-///   STRATA_SLOW_MODEL     auto | off | default | read=R,write=W,latency=L (GB/s, GB/s, ns):
-///                         the slow-tier model (auto: on unless the slow heap is a real device;
-///                         default: the dissertation's Optane ratios to the measured DRAM bandwidth)
-///   STRATA_DRAM_GBPS      reference DRAM copy bandwidth for the default model (skips measuring it)
-///   STRATA_DRAM_GATHER_GBPS  reference DRAM random-gather bandwidth (256-byte rows) for the default
-///                         model's random-access rates (skips measuring it)
+/// Configuration: TieredConfig in C++, strata.memory.configure() in Python, or the environment
+/// (STRATA_FAST_BYTES, STRATA_SLOW_BYTES, STRATA_SLOW_DIR, STRATA_SLOW_BACKEND,
+/// STRATA_SLOW_NUMA_NODE, STRATA_SLOW_MODEL, STRATA_DRAM_GBPS, STRATA_DRAM_GATHER_GBPS: their
+/// spellings and defaults are the table in docs/CONFIG.md), read by TieredConfig::from_env() when
+/// the default allocator is first used (Note [One configuration layer], core/config.h).
 
 #include <cstddef>
 #include <memory>
@@ -29,6 +19,7 @@
 #include <vector>
 
 #include "core/allocator.h"
+#include "core/config.h"
 #include "core/storage.h"
 #include "memory/copy_engine.h"
 #include "memory/data_manager.h"
@@ -37,14 +28,6 @@
 #include "memory/slow_tier_model.h"
 
 namespace strata::memory {
-
-/// Parses a byte count: a non-negative integer with an optional K/M/G/T suffix (powers of 1024,
-/// optionally followed by "B" or "iB"). Throws strata::Error naming `what` on anything else.
-std::size_t parse_bytes(std::string_view text, const char* what);
-
-/// The environment variable `name` as a positive finite number, or 0 when it is unset. Throws
-/// strata::Error naming the variable and quoting the value for anything else.
-double positive_env(const char* name);
 
 struct TieredConfig {
   static constexpr std::size_t kDefaultFastInitial = std::size_t{64} << 20;  // when the budget is a default
@@ -60,13 +43,12 @@ struct TieredConfig {
   PmBackend backend = PmBackend::Auto;
   int numa_node = -1;
 
-  enum class ModelMode { Auto, Off, Default, Custom };
-  ModelMode model = ModelMode::Auto;
-  double model_read_gbps = 0, model_write_gbps = 0, model_latency_ns = 0;  // for Custom
+  SlowTierModelSpec model;  ///< the slow-tier model asked for (model_for() resolves it)
   double dram_gbps = 0;  // reference for Default; 0 = measure on first use
   double dram_gather_gbps = 0;  // reference for Default's random-access rates; 0 = measure on first use
 
-  /// Defaults overridden by the STRATA_* environment variables above.
+  /// Defaults overridden by the STRATA_* environment variables (docs/CONFIG.md); throws
+  /// strata::Error naming the variable for a value that does not parse.
   static TieredConfig from_env();
   /// The default slow-tier limit for `dir`: twice physical memory, at most 90% of its free space.
   static std::size_t default_slow_bytes(const std::string& dir);
@@ -113,9 +95,12 @@ class TieredMemory final : public Allocator {
   bool slow_is_real_device() const { return real_device_; }
   /// "modeled: ..." or "real device ..." — what every report must say about the slow tier.
   std::string slow_tier_mode();
+  /// The model `spec` asks for on this memory: Auto is off on a real device and Default
+  /// otherwise; Default scales the Optane ratios to the configuration's dram_gbps and
+  /// dram_gather_gbps, measuring those left 0 (the one place the default model is computed).
+  SlowTierModel model_for(const SlowTierModelSpec& spec) const;
 
  private:
-  SlowTierModel resolve_model() const;
   std::string slow_tier_mode_text() const;   // resolved (after the throttle exists)
   std::string configured_mode_text() const;  // before: what the configuration asks for
   TieredConfig config_;

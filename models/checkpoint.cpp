@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <bit>
 #include <cerrno>
 #include <cstring>
@@ -46,10 +45,10 @@ namespace strata {
 //
 // Note [Stale checkpoint temporaries]
 // A save writes `.<name>.tmp.<pid>.<n>` next to `<name>` and renames it over `<name>` when it is
-// complete. A process killed mid-save (SIGKILL, the OOM killer, a node failure) leaves that
-// temporary behind, and every later kill leaves another. Each save therefore first removes the
-// temporaries of the same `<name>` whose process no longer runs (kill(pid, 0) fails with ESRCH),
-// saying so on stderr in one line. A temporary of a live process (another save in progress) and
+// complete (AtomicFile, Note [Atomic file writes] in core/file.h). A process killed mid-save
+// (SIGKILL, the OOM killer, a node failure) leaves that temporary behind, and every later kill
+// leaves another. Each save therefore first removes the temporaries of the same `<name>` whose
+// process no longer runs (kill(pid, 0) fails with ESRCH), saying so on stderr in one line. A temporary of a live process (another save in progress) and
 // one of this process are left alone.
 static_assert(std::endian::native == std::endian::little,
               "checkpoint.cpp writes tensor bytes as they are in memory, which must be little-endian");
@@ -85,20 +84,6 @@ void put_string(std::string& out, const std::string& s, const std::string& where
 
 std::string errno_text() { return std::strerror(errno); }
 
-/// Writes all of `data` to `fd`; false on error (errno set).
-bool write_all(int fd, const char* data, std::size_t n) {
-  while (n > 0) {
-    const ssize_t w = ::write(fd, data, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    data += w;
-    n -= static_cast<std::size_t>(w);
-  }
-  return true;
-}
-
 /// "PID" when `name` is "<prefix><PID>.<N>" with decimal PID and N, else 0.
 pid_t temporary_owner(const std::string& name, const std::string& prefix) {
   if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) return 0;
@@ -113,7 +98,7 @@ pid_t temporary_owner(const std::string& name, const std::string& prefix) {
 /// Note [Stale checkpoint temporaries].
 void remove_stale_temporaries(const std::filesystem::path& dir, const std::string& name, const std::string& where) {
   namespace fs = std::filesystem;
-  const std::string prefix = "." + name + ".tmp.";
+  const std::string prefix = AtomicFile::temporary_prefix(name);
   std::error_code ec;
   fs::directory_iterator it(dir, ec), end;
   for (; !ec && it != end; it.increment(ec)) {
@@ -148,59 +133,25 @@ CheckpointWriter::CheckpointWriter(const std::string& path, const CheckpointMeta
 
   namespace fs = std::filesystem;
   const fs::path target(path);
-  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  remove_stale_temporaries(dir, target.filename().string(), where_);
-  static std::atomic<uint64_t> counter{0};
-  std::string tmp_name(".");
-  tmp_name.append(target.filename().string()).append(".tmp.").append(std::to_string(::getpid()));
-  tmp_name.append(".").append(std::to_string(counter.fetch_add(1)));
-  tmp_ = (dir / tmp_name).string();
-  fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd_ < 0) {
-    const std::string err = errno_text();
-    tmp_.clear();
-    STRATA_CHECK(false, where_, ": cannot create the temporary file ", quote_path((dir / tmp_name).string()), ": ", err);
-  }
-  buffer_.assign(kHeaderBytes, '\0');  // the header is written last (finish)
+  remove_stale_temporaries(target.has_parent_path() ? target.parent_path() : fs::path("."),
+                           target.filename().string(), where_);
+  file_ = std::make_unique<AtomicFile>(path, "save_checkpoint");  // Note [Atomic file writes]
+  const std::string zeros(kHeaderBytes, '\0');  // the header is written last (finish)
+  file_->write(zeros);
   put_raw(head.data(), head.size());
 }
 
-CheckpointWriter::~CheckpointWriter() {
-  if (fd_ >= 0) ::close(fd_);
-  if (!tmp_.empty()) ::unlink(tmp_.c_str());
-}
-
-void CheckpointWriter::fail(const std::string& what) {
-  const std::string err = what;
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
-  if (!tmp_.empty()) ::unlink(tmp_.c_str());
-  const std::string tmp = tmp_;
-  tmp_.clear();
-  throw Error(detail::format_message(where_, ": writing the temporary file ", quote_path(tmp), " failed: ", err,
-                                     " (the previous file, if any, is untouched)"));
-}
-
-void CheckpointWriter::flush_buffer() {
-  if (buffer_.empty()) return;
-  if (!write_all(fd_, buffer_.data(), buffer_.size())) fail(errno_text());
-  buffer_.clear();
-}
+CheckpointWriter::~CheckpointWriter() = default;  // an unfinished file_ removes its temporary
 
 void CheckpointWriter::put_raw(const void* data, std::size_t n) {
-  STRATA_CHECK(fd_ >= 0, where_, ": the writer has finished or failed");
-  const char* p = static_cast<const char*>(data);
-  hash_ = fnv1a64(hash_, p, n);
+  STRATA_CHECK(file_ != nullptr, where_, ": the writer has finished or failed");
+  hash_ = fnv1a64(hash_, static_cast<const char*>(data), n);
   payload_bytes_ += n;
-  if (buffer_.size() + n <= kIoBufferBytes) {
-    buffer_.append(p, n);
-    return;
-  }
-  flush_buffer();
-  if (n < kIoBufferBytes) {
-    buffer_.append(p, n);
-  } else if (!write_all(fd_, p, n)) {
-    fail(errno_text());
+  try {
+    file_->write(data, n);
+  } catch (const Error&) {
+    file_.reset();  // it removed its temporary
+    throw;
   }
 }
 
@@ -242,33 +193,15 @@ void CheckpointWriter::finish() {
   STRATA_CHECK(entry_bytes_left_ == 0 && entries_left_ == 0, where_, ": ", entries_left_,
                " announced entries were not written and entry ", quote_field(entry_key_), " misses ",
                entry_bytes_left_, " bytes");
-  flush_buffer();
+  STRATA_CHECK(file_ != nullptr, where_, ": the writer has finished or failed");
   std::string header(kMagic, sizeof kMagic);
   put<uint32_t>(header, kCheckpointVersion);
   put<uint32_t>(header, 0);
   put<uint64_t>(header, payload_bytes_);
   put<uint64_t>(header, hash_);
-  if (::pwrite(fd_, header.data(), header.size(), 0) != static_cast<ssize_t>(header.size()) || ::fsync(fd_) != 0)
-    fail(errno_text());
-  const int fd = fd_;
-  fd_ = -1;
-  if (::close(fd) != 0) fail(errno_text());
-  if (::rename(tmp_.c_str(), path_.c_str()) != 0) {
-    const std::string err = errno_text();
-    ::unlink(tmp_.c_str());
-    tmp_.clear();
-    STRATA_CHECK(false, where_, ": renaming the temporary file over it failed: ", err,
-                 " (the previous file, if any, is untouched)");
-  }
-  tmp_.clear();
-  // Make the rename itself durable.
-  const std::filesystem::path target(path_);
-  const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
-  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
+  std::unique_ptr<AtomicFile> file = std::move(file_);  // finished, or failed: either way no more writes
+  file->write_at(header.data(), header.size(), 0);
+  file->commit();  // fsync, rename over the path, fsync of the directory
 }
 
 void save_checkpoint(const std::string& path, const StateDict& model, const StateDict& optimizer,

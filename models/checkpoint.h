@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -17,6 +18,8 @@
 #include "models/state_dict.h"
 
 namespace strata {
+
+class AtomicFile;  // core/file.h
 
 /// Key/value strings stored with a checkpoint (e.g. {"epoch", "3"}).
 using CheckpointMetadata = std::vector<std::pair<std::string, std::string>>;
@@ -89,17 +92,14 @@ class CheckpointWriter {
 
  private:
   void put_raw(const void* data, std::size_t n);
-  void flush_buffer();
-  [[noreturn]] void fail(const std::string& what);
 
-  std::string path_, where_, tmp_;
-  int fd_ = -1;
+  std::string path_, where_;
+  std::unique_ptr<AtomicFile> file_;  // null once finished or failed
   uint64_t entries_left_;
   uint64_t entry_bytes_left_ = 0;
   std::string entry_key_;
   uint64_t payload_bytes_ = 0;
   uint64_t hash_;
-  std::string buffer_;
 };
 
 /// One entry of a checkpoint file: where its elements are and what they are.

@@ -72,8 +72,7 @@ double calculate_gain(const std::string& nonlinearity, std::optional<double> par
     return std::sqrt(2.0 / (1 + slope * slope));
   }
   if (nonlinearity == "selu") return 3.0 / 4;
-  STRATA_CHECK(false, "Unsupported nonlinearity ", nonlinearity);
-  return 0.0;  // unreachable
+  STRATA_FAIL("Unsupported nonlinearity ", nonlinearity);
 }
 
 std::pair<int64_t, int64_t> fan_in_and_fan_out(const Tensor& t) {

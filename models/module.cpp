@@ -84,8 +84,7 @@ Module::Module(std::string type_name) : type_name_(std::move(type_name)) {}
 Module::~Module() = default;
 
 Tensor Module::forward(const Tensor&) {
-  STRATA_CHECK(false, type_name_, " has no forward(Tensor)");
-  return {};
+  STRATA_FAIL(type_name_, " has no forward(Tensor)");
 }
 
 // ---- registries ---------------------------------------------------------------------------------
@@ -208,8 +207,7 @@ std::shared_ptr<Module> Module::child(const std::string& name) const {
   for (const auto& c : children_) {
     if (c.name == name) return c.module;
   }
-  STRATA_CHECK(false, type_name_, " has no child module '", name, "'");
-  return nullptr;
+  STRATA_FAIL(type_name_, " has no child module '", name, "'");
 }
 
 // ---- traversals ---------------------------------------------------------------------------------
@@ -406,7 +404,7 @@ LoadResult Module::plan_load(const StateDict& state, bool strict, std::vector<st
   if (!all_errors.empty()) {
     std::string msg = "Error(s) in loading state_dict for " + type_name_ + ":";
     for (const auto& e : all_errors) msg += "\n\t" + e;
-    STRATA_CHECK(false, msg);
+    STRATA_FAIL(msg);
   }
   return result;
 }

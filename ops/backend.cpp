@@ -77,7 +77,7 @@ BackendGuard::BackendGuard(std::string_view name) : previous_(current) {
   if (b == nullptr) {
     std::ostringstream known;
     for (const auto& n : backend_names()) known << " " << n;
-    STRATA_CHECK(false, "unknown backend '", name, "'; registered:", known.str());
+    STRATA_FAIL("unknown backend '", name, "'; registered:", known.str());
   }
   current = b;
 }

@@ -369,9 +369,8 @@ namespace {
 void record_floor_divide(const Tensor& a, const Tensor& b, Tensor& out) {
   if (!autograd::needs_grad({&a, &b})) return;
   auto node = autograd::make_node("FloorDivideBackward", {&a, &b}, [](autograd::Node&, const TensorList&) -> TensorList {
-    STRATA_CHECK(false, "floor_divide: the derivative for floor_divide is not implemented (as in PyTorch); "
-                        "detach() its operands or use div and floor");
-    return {};
+    STRATA_FAIL("floor_divide: the derivative for floor_divide is not implemented (as in PyTorch); "
+                       "detach() its operands or use div and floor");
   });
   autograd::set_history({&out}, node);
 }

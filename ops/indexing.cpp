@@ -336,8 +336,8 @@ Tensor values_in_layout(const char* op, const Plan& p, const Tensor& values) {
   Dims vs = values.sizes();
   while (vs.size() > p.result_shape.size() && vs[0] == 1) vs.erase(0);
   if (!broadcasts_to(vs, p.result_shape) || vs.size() > p.result_shape.size())
-    STRATA_CHECK(false, op, ": shape mismatch: value tensor of shape ", sizes_str(values.sizes()),
-                 " cannot be broadcast to indexing result of shape ", sizes_str(p.result_shape));
+    STRATA_FAIL(op, ": shape mismatch: value tensor of shape ", sizes_str(values.sizes()),
+                " cannot be broadcast to indexing result of shape ", sizes_str(p.result_shape));
   Tensor v = values.reshape(vs).expand(p.result_shape).permute(layout_perm(p, false));
   if (v.shares_storage(p.view)) return v.clone();
   return v.contiguous();

@@ -33,9 +33,8 @@ Reduce parse_reduce(std::string_view r) {
   if (r == "mean") return Reduce::mean;
   if (r == "amax") return Reduce::amax;
   if (r == "amin") return Reduce::amin;
-  STRATA_CHECK(false, "scatter_reduce: reduce argument must be one of 'sum', 'prod', 'mean', 'amax' or 'amin', got '",
-               r, "'");
-  return Reduce::none;
+  STRATA_FAIL("scatter_reduce: reduce argument must be one of 'sum', 'prod', 'mean', 'amax' or 'amin', got '",
+              r, "'");
 }
 
 /// Where each scattered element goes: position p of index (row-major) reads src at source[p] and

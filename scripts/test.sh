@@ -21,6 +21,9 @@ run_suites() {
   return $status
 }
 
+echo "== Code limits (functions <= 150 lines, files <= 900; scripts/check_code_limits.py) =="
+python3 scripts/check_code_limits.py
+
 echo "== C++ tests (Release) =="
 bash scripts/build.sh build/release -DSTRATA_BUILD_TESTS=ON
 ctest --test-dir build/release --output-on-failure -j "$jobs"

@@ -224,8 +224,7 @@ Tensor run_chain(const ChainPolicy& policy, const std::vector<StepFn>& steps, co
                    "run_chain: an Auto policy needs its executor; make it with ChainPolicy::auto_budget(bytes)");
       return policy.auto_chain->run(steps, input, step_names);
   }
-  STRATA_CHECK(false, "run_chain: unknown policy");
-  return Tensor();
+  STRATA_FAIL("run_chain: unknown policy");
 }
 
 }  // namespace strata::remat

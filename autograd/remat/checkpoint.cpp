@@ -76,8 +76,7 @@ void recompute(Frame& f) {
         return std::any();
       },
       [](std::any&) -> Tensor {
-        STRATA_CHECK(false, "checkpoint: internal error: the recomputation's own graph was differentiated");
-        return Tensor();
+        STRATA_FAIL("checkpoint: internal error: the recomputation's own graph was differentiated");
       });
 
   f.recomputing = true;

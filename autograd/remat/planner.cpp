@@ -350,11 +350,10 @@ std::size_t uniform_peak(const PlanGraph& graph, Decision d) {
 }
 
 [[noreturn]] void throw_infeasible(const char* who, std::size_t budget, std::size_t minimum, bool exact) {
-  STRATA_CHECK(false, who, ": the fast-tier budget of ", budget, " bytes is below the minimum ",
-               exact ? "" : "known ", "peak of ", minimum, " bytes any plan reaches",
-               exact ? "" : " (an upper bound: the exact minimum was not found in time)",
-               "; raise the budget to at least ", minimum, " bytes");
-  throw;  // unreachable
+  STRATA_FAIL(who, ": the fast-tier budget of ", budget, " bytes is below the minimum ",
+              exact ? "" : "known ", "peak of ", minimum, " bytes any plan reaches",
+              exact ? "" : " (an upper bound: the exact minimum was not found in time)",
+              "; raise the budget to at least ", minimum, " bytes");
 }
 
 // A value no backward step consumes (empty N(v)) that no recompute reads from — no member of the

@@ -6,6 +6,7 @@
 
 #include "autograd/tape/region.h"
 #include "core/error.h"
+#include "core/text.h"
 
 namespace strata::tape {
 
@@ -22,13 +23,6 @@ struct TapeStreamer::Layer {
 namespace {
 double seconds(std::chrono::nanoseconds ns) { return std::chrono::duration<double>(ns).count(); }
 
-std::string mib(std::size_t bytes) {
-  std::ostringstream os;
-  os.setf(std::ios::fixed);
-  os.precision(2);
-  os << static_cast<double>(bytes) / (1024.0 * 1024.0) << " MiB";
-  return os.str();
-}
 }  // namespace
 
 void StreamOptions::validate() const {
@@ -46,12 +40,12 @@ double StreamReport::overlap() const {
 std::string StreamReport::explain() const {
   std::ostringstream os;
   os << "tape streaming: " << layers << " layers, " << regions << " regions, " << values_streamed
-     << " values streamed (" << mib(tape_bytes) << "), " << values_kept << " kept (" << parameters_kept
+     << " values streamed (" << format_mib(tape_bytes, 2) << "), " << values_kept << " kept (" << parameters_kept
      << " of them parameters)\n";
-  os << "  FWD stream: " << spills << " spills, " << mib(bytes_to_slow) << " to slow in " << transfer_to_slow_s * 1e3
-     << " ms\n";
-  os << "  REV stream: " << prefetches << " prefetches + " << demand_fetches << " demand fetches, " << mib(bytes_to_fast)
-     << " to fast in " << transfer_to_fast_s * 1e3 << " ms\n";
+  os << "  FWD stream: " << spills << " spills, " << format_mib(bytes_to_slow, 2) << " to slow in "
+     << transfer_to_slow_s * 1e3 << " ms\n";
+  os << "  REV stream: " << prefetches << " prefetches + " << demand_fetches << " demand fetches, "
+     << format_mib(bytes_to_fast, 2) << " to fast in " << transfer_to_fast_s * 1e3 << " ms\n";
   os << "  forward stall " << forward_stall_s * 1e3 << " ms (waiting for spills); " << values_shared
      << " values saved twice shared their slot; " << region_moves
      << " region moves (a region outgrew the open tile)\n";

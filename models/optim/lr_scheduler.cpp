@@ -170,7 +170,7 @@ void LRScheduler::load_state_dict(const StateDict& state) {
     } else if (lists.count(key) != 0) {
       lists[key] = list_of(where, key, t);
     } else {
-      STRATA_CHECK(false, where, ": unexpected key '", key, "'");
+      STRATA_FAIL(where, ": unexpected key '", key, "'");
     }
   }
   // Lists first: MultiStepLR's milestones may still be refused, its gamma cannot.
@@ -606,7 +606,7 @@ void SequentialLR::load_state_dict(const StateDict& state) {
       STRATA_CHECK(milestones.size() + 1 == schedulers_.size(), where, ": key '_milestones' has ", milestones.size(),
                    " values for ", schedulers_.size(), " schedulers");
     } else {
-      STRATA_CHECK(false, where, ": unexpected key '", key, "'");
+      STRATA_FAIL(where, ": unexpected key '", key, "'");
     }
   }
   for (std::size_t i = 0; i < schedulers_.size(); ++i) schedulers_[i]->load_state_dict(children[i]);
@@ -722,7 +722,7 @@ void ReduceLROnPlateau::load_state_dict(const StateDict& state) {
     else if (key == "threshold_mode") o.threshold_mode = whole_of(key, t) == 0 ? "rel" : "abs";
     else if (key == "min_lrs") min_lrs = list_of(where, key, t);
     else if (key == "_last_lr") last = list_of(where, key, t);
-    else STRATA_CHECK(false, where, ": unexpected key '", key, "'");
+    else STRATA_FAIL(where, ": unexpected key '", key, "'");
   }
   STRATA_CHECK(o.factor < 1.0, where, ": Factor should be < 1.0.");
   options_ = std::move(o);

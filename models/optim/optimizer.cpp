@@ -168,9 +168,8 @@ const ParamState& Optimizer::state(int64_t index) const {
     if (index >= base && index < base + n) return states_[g][index - base];
     base += n;
   }
-  STRATA_CHECK(false, name_, ": parameter index ", index, " out of range (the optimizer has ", base,
-               " parameters)");
-  throw;  // unreachable
+  STRATA_FAIL(name_, ": parameter index ", index, " out of range (the optimizer has ", base,
+              " parameters)");
 }
 
 void Optimizer::step() {
@@ -283,7 +282,7 @@ Optimizer::LoadedState Optimizer::prepare_load(const StateDict& dict) const {
     } else if (k.starts_with("param_groups.")) {
       split(13, groups);
     } else {
-      STRATA_CHECK(false, what, ": unexpected key '", key, "' (expected 'state.<i>.<name>' or 'param_groups.<g>.<option>')");
+      STRATA_FAIL(what, ": unexpected key '", key, "' (expected 'state.<i>.<name>' or 'param_groups.<g>.<option>')");
     }
   }
 

@@ -131,7 +131,7 @@ DenseNetOptions densenet_options(int depth, int64_t num_classes, const std::stri
     case 169: o.block_config = {6, 12, 32, 32}; break;
     case 201: o.block_config = {6, 12, 48, 32}; break;
     case 264: o.block_config = {6, 12, 64, 48}; break;
-    default: STRATA_CHECK(false, "DenseNet: depth ", depth, " is not one of 121, 161, 169, 201, 264 (set DenseNetOptions for others)");
+    default: STRATA_FAIL("DenseNet: depth ", depth, " is not one of 121, 161, 169, 201, 264 (set DenseNetOptions for others)");
   }
   return o;
 }

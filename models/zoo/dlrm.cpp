@@ -159,8 +159,7 @@ Tensor DLRM::forward(const Tensor& dense, const std::vector<Tensor>& indices, co
 }
 
 Tensor DLRM::forward(const Tensor&) {
-  STRATA_CHECK(false, "DLRM: forward takes (dense, indices per table, offsets per table), not one tensor");
-  return {};
+  STRATA_FAIL("DLRM: forward takes (dense, indices per table, offsets per table), not one tensor");
 }
 
 }  // namespace strata::nn::zoo

@@ -11,8 +11,7 @@ std::shared_ptr<Module> make_activation(const std::string& name, const char* who
   if (name == "tanh") return std::make_shared<Tanh>();
   if (name == "sigmoid") return std::make_shared<Sigmoid>();
   if (name == "gelu") return std::make_shared<GELU>();
-  STRATA_CHECK(false, who, ": unknown activation '", name, "' (expected relu, tanh, sigmoid or gelu)");
-  return nullptr;
+  STRATA_FAIL(who, ": unknown activation '", name, "' (expected relu, tanh, sigmoid or gelu)");
 }
 
 MLP::MLP(const std::vector<int64_t>& widths, const std::string& activation, const std::string& last_activation,

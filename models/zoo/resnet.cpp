@@ -165,7 +165,7 @@ ResNetOptions resnet_options(int depth, int64_t num_classes, const std::string& 
     case 101: o.layers = {3, 4, 23, 3}, o.bottleneck = true; break;
     case 152: o.layers = {3, 8, 36, 3}, o.bottleneck = true; break;
     case 200: o.layers = {3, 24, 36, 3}, o.bottleneck = true; break;
-    default: STRATA_CHECK(false, "ResNet: depth ", depth, " is not one of 18, 34, 50, 101, 152, 200 (set ResNetOptions.layers for others)");
+    default: STRATA_FAIL("ResNet: depth ", depth, " is not one of 18, 34, 50, 101, 152, 200 (set ResNetOptions.layers for others)");
   }
   return o;
 }

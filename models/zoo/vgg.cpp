@@ -20,8 +20,7 @@ std::vector<int64_t> vgg_config(int depth) {
     case 19: return {64, 64, 0, 128, 128, 0, 256, 256, 256, 256, 0, 512, 512, 512, 512, 0, 512, 512, 512, 512, 0};
     default: break;
   }
-  STRATA_CHECK(false, "VGG: depth ", depth, " is not one of torchvision's 11, 13, 16, 19 (deep_vgg_config builds 16 + 5k)");
-  return {};
+  STRATA_FAIL("VGG: depth ", depth, " is not one of torchvision's 11, 13, 16, 19 (deep_vgg_config builds 16 + 5k)");
 }
 
 std::vector<int64_t> deep_vgg_config(int depth) {

@@ -2,23 +2,22 @@
 
 #include <atomic>
 #include <cstdlib>
-#include <cstring>
 #include <mutex>
 #include <string>
+
+#include "core/config.h"
 
 namespace strata::ops::cpu {
 
 namespace {
 
 DnnlPrimitives mode_from_env() {
-  const char* v = std::getenv("STRATA_DNNL_PRIMITIVES");
 #if defined(__SANITIZE_THREAD__)
   // Note [When Strata uses oneDNN primitives]: TSan trees default to the own kernels.
-  if (v == nullptr || *v == '\0') return DnnlPrimitives::Never;
+  return environment::dnnl_primitives().value_or(DnnlPrimitives::Never);
+#else
+  return environment::dnnl_primitives().value_or(DnnlPrimitives::Auto);
 #endif
-  if (v == nullptr || *v == '\0' || std::strcmp(v, "auto") == 0) return DnnlPrimitives::Auto;
-  if (std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0) return DnnlPrimitives::Never;
-  return DnnlPrimitives::Always;
 }
 
 std::atomic<DnnlPrimitives>& mode_ref() {

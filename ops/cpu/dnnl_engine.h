@@ -12,8 +12,9 @@
 ///  - Auto (default): the op's size heuristic (conv2d: primitives for typical CNN layers);
 ///  - Always: primitives wherever the op has them (tests use it to cover the primitive path);
 ///  - Never: own kernels only.
-/// The environment variable STRATA_DNNL_PRIMITIVES sets the initial mode: "0" → Never, "1" →
-/// Always, unset/"auto" → Auto.
+/// The environment variable STRATA_DNNL_PRIMITIVES sets the initial mode: "0" (off, never) →
+/// Never, "1" (on, always) → Always, unset or "auto" → Auto; anything else is an error
+/// (core/config.h environment::dnnl_primitives), thrown by the first op that consults the mode.
 /// Sanitizers (measured with oneDNN 3.13): under ASan+UBSan the primitive path runs cleanly (only
 /// the OpenCL ICD loader's and SYCL runtime's one-time allocations are suppressed for LSan, see
 /// dnnl_engine.cpp). Under TSan, primitives executed from one thread are clean apart from the
@@ -28,9 +29,11 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "core/config.h"
+
 namespace strata::ops::cpu {
 
-enum class DnnlPrimitives { Auto, Always, Never };
+using strata::DnnlPrimitives;  // Auto, Always, Never (core/config.h, where the variable is parsed)
 
 /// The current mode (initialized from STRATA_DNNL_PRIMITIVES on first use).
 DnnlPrimitives dnnl_primitives_mode();

@@ -187,113 +187,119 @@ struct TracerState {
   Program finish();
 };
 
-Program TracerState::finish() {
-  check_open("finish()");
-  STRATA_CHECK(open.empty(), "sim::Tracer '", name, "': finish() with ", open.size(),
-               " loop(s) still open (innermost '", open.empty() ? "" : loops[open.back().id].name,
-               "'); close loops before finishing");
-  finished = true;
-  const uint32_t n = static_cast<uint32_t>(fwd.size());
-  const uint32_t nv = static_cast<uint32_t>(def.size());
-
-  std::unordered_map<uint64_t, uint32_t> last_store;
-  for (uint32_t j = 0; j < n; ++j)
-    if (fwd[j].in.op == Op::Store) last_store[fwd[j].in.addr] = j;
-
+// The reverse sweep (Note [Sim tracer semantics] in active.h): REV instructions from the FWD recording, in reverse,
+// with each FWD value the sweep reads rematerialized (constants, inputs), re-loaded (a load no
+// later store overwrote) or requested from the tape.
+class ReverseSweep {
+ public:
   struct RevI {
     Instr in;
-    uint32_t origin;
+    uint32_t origin;  // the FWD index it differentiates
   };
   struct Req {
-    uint32_t value, consumer, rev_index;
+    uint32_t value, consumer, rev_index;  // FWD value, FWD consumer, its TapeLoad in `rev`
   };
+
+  explicit ReverseSweep(const TracerState& t)
+      : t_(t), adj_(t.def.size(), kNone), rcopy_(t.def.size(), kNone), next_id_(static_cast<uint32_t>(t.def.size())) {
+    for (uint32_t j = 0; j < t.fwd.size(); ++j)
+      if (t.fwd[j].in.op == Op::Store) last_store_[t.fwd[j].in.addr] = j;
+  }
+
+  void run() {
+    for (uint32_t jj = static_cast<uint32_t>(t_.fwd.size()); jj-- > 0;) {
+      cur_ = jj;
+      differentiate(t_.fwd[jj]);
+    }
+  }
+
   std::vector<RevI> rev;
   std::vector<Req> reqs;
-  std::vector<uint32_t> adj(nv, kNone), rcopy(nv, kNone);
-  std::unordered_map<uint64_t, uint32_t> rconsts;
-  uint32_t next_id = nv;
-  uint32_t cur = 0;
+  uint32_t num_values() const { return next_id_; }
 
-  auto emit = [&](Op o, uint32_t s0 = kNone, uint32_t s1 = kNone, uint32_t s2 = kNone) {
+ private:
+  uint32_t emit(Op o, uint32_t s0 = kNone, uint32_t s1 = kNone, uint32_t s2 = kNone) {
     Instr in;
     in.op = o;
     in.phase = Phase::Reverse;
     in.src[0] = s0;
     in.src[1] = s1;
     in.src[2] = s2;
-    in.loop = fwd[cur].in.loop;
-    in.iter = fwd[cur].in.iter;
-    if (o != Op::Store) in.dst = next_id++;
-    rev.push_back(RevI{in, cur});
+    in.loop = t_.fwd[cur_].in.loop;
+    in.iter = t_.fwd[cur_].in.iter;
+    if (o != Op::Store) in.dst = next_id_++;
+    rev.push_back(RevI{in, cur_});
     return in.dst;
-  };
-  auto emit_mem = [&](Op o, uint64_t addr, uint32_t value = kNone) {
+  }
+  uint32_t emit_mem(Op o, uint64_t addr, uint32_t value = kNone) {
     const uint32_t id = emit(o, value);
     rev.back().in.space = Space::Dram;
     rev.back().in.addr = addr;
     return id;
-  };
-  auto konst = [&](double c) {
+  }
+  uint32_t konst(double c) {
     const uint64_t bits = std::bit_cast<uint64_t>(c);
-    auto it = rconsts.find(bits);
-    if (it != rconsts.end()) return it->second;
+    auto it = rconsts_.find(bits);
+    if (it != rconsts_.end()) return it->second;
     const uint32_t id = emit(Op::Const);
     rev.back().in.imm = c;
-    rconsts.emplace(bits, id);
+    rconsts_.emplace(bits, id);
     return id;
-  };
+  }
+  bool reloadable(const Rec& d) const {
+    auto it = last_store_.find(d.in.addr);
+    return it == last_store_.end() || it->second < t_.def[d.in.dst];
+  }
   // The REV copy of FWD value v (rematerialized, re-loaded or from the tape).
-  auto use = [&](uint32_t v) {
-    if (rcopy[v] != kNone) return rcopy[v];
-    const Rec& d = fwd[def[v]];
+  uint32_t use(uint32_t v) {
+    if (rcopy_[v] != kNone) return rcopy_[v];
+    const Rec& d = t_.fwd[t_.def[v]];
     uint32_t id;
     if (d.in.op == Op::Const) {
       id = konst(d.in.imm);
     } else if (d.in.op == Op::Input) {
       id = emit(Op::Input);
       rev.back().in.imm = d.in.imm;
-    } else if (d.in.op == Op::Load && [&] {
-                 auto it = last_store.find(d.in.addr);
-                 return it == last_store.end() || it->second < def[v];
-               }()) {
+    } else if (d.in.op == Op::Load && reloadable(d)) {
       id = emit_mem(Op::Load, d.in.addr);
     } else {
       id = emit(Op::TapeLoad);
       rev.back().in.space = Space::Dram;
-      reqs.push_back(Req{v, cur, static_cast<uint32_t>(rev.size() - 1)});
+      reqs.push_back(Req{v, cur_, static_cast<uint32_t>(rev.size() - 1)});
     }
-    rcopy[v] = id;
+    rcopy_[v] = id;
     return id;
-  };
+  }
   // adj[v] += g (or -= g).
-  auto acc = [&](uint32_t v, uint32_t g, bool negate = false) {
-    if (!active[v]) return;
-    if (adj[v] == kNone)
-      adj[v] = negate ? emit(Op::Neg, g) : g;
+  void acc(uint32_t v, uint32_t g, bool negate = false) {
+    if (!t_.active[v]) return;
+    if (adj_[v] == kNone)
+      adj_[v] = negate ? emit(Op::Neg, g) : g;
     else
-      adj[v] = emit(negate ? Op::Sub : Op::Add, adj[v], g);
-  };
+      adj_[v] = emit(negate ? Op::Sub : Op::Add, adj_[v], g);
+  }
+  bool active(uint32_t v) const { return t_.active[v] != 0; }
 
-  for (uint32_t jj = n; jj-- > 0;) {
-    cur = jj;
-    const Instr& in = fwd[jj].in;
-    if (in.op == Op::Store) {
-      const ArrayState& a = arrays[fwd[jj].array];
-      if (a.info.kind == ArrayKind::Constant) continue;
-      const uint64_t sh = a.info.grad_base + 8 * fwd[jj].elem;
-      const uint32_t t = emit_mem(Op::Load, sh);
-      emit_mem(Op::Store, sh, konst(0.0));
-      acc(in.src[0], t);
-      continue;
-    }
+  // A store's adjoint: the gradient array's element is read, cleared and added to the stored value's.
+  void differentiate_store(const Rec& r) {
+    const ArrayState& a = t_.arrays[r.array];
+    if (a.info.kind == ArrayKind::Constant) return;
+    const uint64_t sh = a.info.grad_base + 8 * r.elem;
+    const uint32_t t = emit_mem(Op::Load, sh);
+    emit_mem(Op::Store, sh, konst(0.0));
+    acc(r.in.src[0], t);
+  }
+
+  void differentiate(const Rec& r) {
+    const Instr& in = r.in;
+    if (in.op == Op::Store) return differentiate_store(r);
     const uint32_t y = in.dst;
-    if (y == kNone || !active[y] || adj[y] == kNone) continue;
-    const uint32_t g = adj[y];
+    if (y == kNone || !active(y) || adj_[y] == kNone) return;
+    const uint32_t g = adj_[y];
     const uint32_t a = in.src[0], b = in.src[1];
     switch (in.op) {
       case Op::Load: {
-        const ArrayState& ar = arrays[fwd[jj].array];
-        const uint64_t sh = ar.info.grad_base + 8 * fwd[jj].elem;
+        const uint64_t sh = t_.arrays[r.array].info.grad_base + 8 * r.elem;
         const uint32_t t = emit_mem(Op::Load, sh);
         emit_mem(Op::Store, sh, emit(Op::Add, t, g));
         break;
@@ -302,13 +308,13 @@ Program TracerState::finish() {
       case Op::Sub: acc(a, g); acc(b, g, true); break;
       case Op::Neg: acc(a, g, true); break;
       case Op::Mul:
-        if (active[a]) acc(a, emit(Op::Mul, g, use(b)));
-        if (active[b]) acc(b, emit(Op::Mul, g, use(a)));
+        if (active(a)) acc(a, emit(Op::Mul, g, use(b)));
+        if (active(b)) acc(b, emit(Op::Mul, g, use(a)));
         break;
       case Op::Div: {
         const uint32_t t = emit(Op::Div, g, use(b));
         acc(a, t);
-        if (active[b]) acc(b, emit(Op::Mul, t, use(y)), true);
+        if (active(b)) acc(b, emit(Op::Mul, t, use(y)), true);
         break;
       }
       case Op::Exp: acc(a, emit(Op::Mul, g, use(y))); break;
@@ -325,97 +331,125 @@ Program TracerState::finish() {
       case Op::Max:
       case Op::Min: {
         // c = (Max: a < b, Min: b < a): the result is b when c, else a (a on ties).
-        const uint32_t c = in.op == Op::Max ? emit(Op::Cmp, use(a), use(b))
-                                            : emit(Op::Cmp, use(b), use(a));
+        const uint32_t c = in.op == Op::Max ? emit(Op::Cmp, use(a), use(b)) : emit(Op::Cmp, use(b), use(a));
         const uint32_t z = konst(0.0);
-        if (active[a]) acc(a, emit(Op::Select, c, z, g));
-        if (active[b]) acc(b, emit(Op::Select, c, g, z));
+        if (active(a)) acc(a, emit(Op::Select, c, z, g));
+        if (active(b)) acc(b, emit(Op::Select, c, g, z));
         break;
       }
       case Op::Select: {
         const uint32_t c = use(a);
         const uint32_t z = konst(0.0);
-        if (active[b]) acc(b, emit(Op::Select, c, g, z));
-        if (active[in.src[2]]) acc(in.src[2], emit(Op::Select, c, z, g));
+        if (active(b)) acc(b, emit(Op::Select, c, g, z));
+        if (active(in.src[2])) acc(in.src[2], emit(Op::Select, c, z, g));
         break;
       }
       default:
-        STRATA_ASSERT(false, "sim::Tracer: no derivative rule for active op ",
-                      static_cast<int>(in.op));
+        STRATA_ASSERT(false, "sim::Tracer: no derivative rule for active op ", static_cast<int>(in.op));
     }
   }
 
-  // FWD with tape stores after their consumer; sites (loop, k-th store of the iteration).
-  std::unordered_map<uint32_t, std::vector<uint32_t>> reqs_at;
-  for (uint32_t r = 0; r < reqs.size(); ++r) reqs_at[reqs[r].consumer].push_back(r);
+  const TracerState& t_;
+  std::unordered_map<uint64_t, uint32_t> last_store_;  // address -> last FWD store
+  std::vector<uint32_t> adj_, rcopy_;
+  std::unordered_map<uint64_t, uint32_t> rconsts_;
+  uint32_t next_id_;
+  uint32_t cur_ = 0;
+};
 
-  Program p;
-  p.trace.name = name;
-  for (const LoopState& l : loops) {
-    p.trace.loop_names.push_back(l.name);
-    p.loop_iterations.push_back(l.count);
-  }
-  std::vector<uint32_t> final_index(n);
-  std::vector<uint32_t> req_store(reqs.size());
-  std::vector<uint32_t> req_site(reqs.size());
+// The FWD instructions, each tape store placed right after the FWD instruction whose derivative
+// requested the value (Req::consumer), stores grouped into sites (loop, k-th store of the
+// iteration). Fills p.trace.instrs (the FWD part), p.sites and p.origin; returns, per tape request,
+// (its store's index, its site).
+std::vector<std::pair<uint32_t, uint32_t>> place_tape_stores(const TracerState& t, const ReverseSweep& sweep,
+                                                             std::vector<uint32_t>& final_index, Program& p) {
+  const uint32_t n = static_cast<uint32_t>(t.fwd.size());
+  std::unordered_map<uint32_t, std::vector<uint32_t>> reqs_at;
+  for (uint32_t r = 0; r < sweep.reqs.size(); ++r) reqs_at[sweep.reqs[r].consumer].push_back(r);
+  std::vector<std::pair<uint32_t, uint32_t>> placed(sweep.reqs.size());
   std::map<std::pair<uint32_t, uint32_t>, uint32_t> site_ids;
   std::unordered_map<uint32_t, std::pair<uint32_t, uint32_t>> loop_counter;  // loop -> (iter, k)
   auto& out = p.trace.instrs;
-  out.reserve(n + reqs.size() + rev.size());
+  out.reserve(n + sweep.reqs.size() + sweep.rev.size());
+  final_index.assign(n, 0);
   for (uint32_t j = 0; j < n; ++j) {
     final_index[j] = static_cast<uint32_t>(out.size());
-    out.push_back(fwd[j].in);
+    out.push_back(t.fwd[j].in);
     auto it = reqs_at.find(j);
     if (it == reqs_at.end()) continue;
     for (uint32_t r : it->second) {
       Instr st;
       st.op = Op::TapeStore;
       st.space = Space::Dram;
-      st.src[0] = reqs[r].value;
-      st.loop = fwd[j].in.loop;
-      st.iter = st.loop == kNone ? 0 : fwd[j].in.iter;
+      st.src[0] = sweep.reqs[r].value;
+      st.loop = t.fwd[j].in.loop;
+      st.iter = st.loop == kNone ? 0 : t.fwd[j].in.iter;
       auto& lc = loop_counter[st.loop];
       if (lc.first != st.iter) lc = {st.iter, 0};
       const uint32_t k = lc.second++;
-      auto [sit, fresh] =
-          site_ids.emplace(std::make_pair(st.loop, k), static_cast<uint32_t>(p.sites.size()));
+      auto [sit, fresh] = site_ids.emplace(std::make_pair(st.loop, k), static_cast<uint32_t>(p.sites.size()));
       if (fresh) {
         TapeSite s;
         s.loop = st.loop;
         s.ordinal = k;
-        s.entries = st.loop == kNone ? 1 : loops[st.loop].count;
+        s.entries = st.loop == kNone ? 1 : t.loops[st.loop].count;
         p.sites.push_back(s);
       }
-      req_site[r] = sit->second;
-      req_store[r] = static_cast<uint32_t>(out.size());
+      placed[r] = {static_cast<uint32_t>(out.size()), sit->second};
       out.push_back(st);
     }
   }
-  const uint32_t nfwd = static_cast<uint32_t>(out.size());
-  p.origin.resize(nfwd);
-  for (uint32_t i = 0; i < nfwd; ++i) p.origin[i] = i;
+  p.origin.resize(out.size());
+  for (uint32_t i = 0; i < out.size(); ++i) p.origin[i] = i;
+  return placed;
+}
 
-  p.tape_base = align64(next_addr);
+// The tape's sites laid out after the arrays; REV appended; each tape store and its load given
+// their slot's address.
+void link_tape(const TracerState& t, const ReverseSweep& sweep, const std::vector<uint32_t>& final_index,
+               const std::vector<std::pair<uint32_t, uint32_t>>& placed, Program& p) {
+  auto& out = p.trace.instrs;
+  const uint32_t nfwd = static_cast<uint32_t>(out.size());
+  p.tape_base = align64(t.next_addr);
   uint64_t at = p.tape_base;
   for (TapeSite& s : p.sites) {
     s.base = at;
     at += align64(8 * s.entries);
   }
-  for (const RevI& r : rev) {
+  for (const ReverseSweep::RevI& r : sweep.rev) {
     out.push_back(r.in);
     p.origin.push_back(final_index[r.origin]);
   }
-  for (uint32_t r = 0; r < reqs.size(); ++r) {
-    Instr& st = out[req_store[r]];
-    st.addr = p.sites[req_site[r]].base + 8 * uint64_t{st.iter};
-    Instr& ld = out[nfwd + reqs[r].rev_index];
+  for (uint32_t r = 0; r < sweep.reqs.size(); ++r) {
+    const auto [store, site] = placed[r];
+    Instr& st = out[store];
+    st.addr = p.sites[site].base + 8 * uint64_t{st.iter};
+    Instr& ld = out[nfwd + sweep.reqs[r].rev_index];
     ld.addr = st.addr;
-    p.tape.push_back(TapeEntry{req_store[r], nfwd + reqs[r].rev_index, req_site[r]});
+    p.tape.push_back(TapeEntry{store, nfwd + sweep.reqs[r].rev_index, site});
   }
-  std::sort(p.tape.begin(), p.tape.end(),
-            [](const TapeEntry& x, const TapeEntry& y) { return x.store < y.store; });
-  p.trace.num_values = next_id;
-  p.trace.tape_bytes = 8 * uint64_t{reqs.size()};
+  std::sort(p.tape.begin(), p.tape.end(), [](const TapeEntry& x, const TapeEntry& y) { return x.store < y.store; });
+}
+
+Program TracerState::finish() {
+  check_open("finish()");
+  STRATA_CHECK(open.empty(), "sim::Tracer '", name, "': finish() with ", open.size(),
+               " loop(s) still open (innermost '", open.empty() ? "" : loops[open.back().id].name,
+               "'); close loops before finishing");
+  finished = true;
+  ReverseSweep sweep(*this);
+  sweep.run();
+  Program p;
+  p.trace.name = name;
+  for (const LoopState& l : loops) {
+    p.trace.loop_names.push_back(l.name);
+    p.loop_iterations.push_back(l.count);
+  }
+  std::vector<uint32_t> final_index;
+  const auto placed = place_tape_stores(*this, sweep, final_index, p);
+  link_tape(*this, sweep, final_index, placed, p);
+  p.trace.num_values = sweep.num_values();
+  p.trace.tape_bytes = 8 * uint64_t{sweep.reqs.size()};
   for (ArrayState& a : arrays) {
     a.info.final_values = a.values;
     p.arrays.push_back(a.info);
@@ -516,9 +550,8 @@ const ArrayInfo& Program::array(const std::string& name) const {
     if (a.name == name) return a;
     known += (known.empty() ? "" : ", ") + a.name;
   }
-  STRATA_CHECK(false, "sim::Program '", trace.name, "': no array named '", name, "' (arrays: ",
-               known, ")");
-  return arrays.front();  // unreachable
+  STRATA_FAIL("sim::Program '", trace.name, "': no array named '", name, "' (arrays: ",
+              known, ")");
 }
 
 // ---- Tracer ----

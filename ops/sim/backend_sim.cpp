@@ -541,8 +541,8 @@ struct SimSession::Impl final : ops::detail::OpRecorder {
 
   void add_scalar(const Tensor& a, double, const Tensor&) override {
     record("add", [&] {
-      STRATA_CHECK(false, "add: the 'sim' backend lowers tensor + tensor only, not tensor + scalar (input ",
-                   a.describe(), ")");
+      STRATA_FAIL("add: the 'sim' backend lowers tensor + tensor only, not tensor + scalar (input ",
+                  a.describe(), ")");
     });
   }
 

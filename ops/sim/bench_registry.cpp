@@ -160,8 +160,7 @@ Trace trace_benchmark(const std::string& name, TraceMode mode, const TraceOption
   }
   std::string list;
   for (const std::string& b : sim::benchmark_names()) list += b + ", ";
-  STRATA_CHECK(false, "unknown benchmark '", name, "'; expected one of: ", list, "stream, strided");
-  return {};
+  STRATA_FAIL("unknown benchmark '", name, "'; expected one of: ", list, "stream, strided");
 }
 
 }  // namespace strata::sim::registry

@@ -415,8 +415,8 @@ Program build_benchmark(const std::string& name, const BenchmarkParams& params) 
   if (it == registry().end()) {
     std::string known;
     for (const std::string& n : benchmark_names()) known += (known.empty() ? "" : ", ") + n;
-    STRATA_CHECK(false, "sim::build_benchmark: unknown benchmark '", name, "' (known: ", known,
-                 ")");
+    STRATA_FAIL("sim::build_benchmark: unknown benchmark '", name, "' (known: ", known,
+                ")");
   }
   STRATA_CHECK(params.unroll >= 1, "sim::build_benchmark '", name,
                "': unroll factor must be at least 1, got ", params.unroll);

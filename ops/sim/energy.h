@@ -30,9 +30,8 @@ namespace detail {
 inline int table3_index(uint64_t size_bytes, const char* what) {
   for (int i = 0; i < 8; ++i)
     if (kTable3CacheSizes[i] == size_bytes) return i;
-  STRATA_CHECK(false, what, ": no Table III cache of ", size_bytes,
-               " bytes; expected one of 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072");
-  return -1;
+  STRATA_FAIL(what, ": no Table III cache of ", size_bytes,
+              " bytes; expected one of 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072");
 }
 }  // namespace detail
 

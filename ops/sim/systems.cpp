@@ -69,11 +69,10 @@ System system_by_name(const std::string& name) {
   for (const Kind& k : kKinds)
     for (uint64_t size : kTable3CacheSizes)
       if (name == std::string(k.prefix) + "_" + size_name(size)) return make_system(k.mode, size);
-  STRATA_CHECK(false, "unknown system '", name,
-               "'; expected Enzyme_<size>, AoS_<size> or Tflow_<size> with <size> one of Table III's caches "
-               "1k, 2k, 4k, 8k, 16k, 32k, 64k, 128k (the paper's: Enzyme_32k, Enzyme_1k, Tflow_32k, Tflow_2k, "
-               "Tflow_1k)");
-  return {};
+  STRATA_FAIL("unknown system '", name,
+              "'; expected Enzyme_<size>, AoS_<size> or Tflow_<size> with <size> one of Table III's caches "
+              "1k, 2k, 4k, 8k, 16k, 32k, 64k, 128k (the paper's: Enzyme_32k, Enzyme_1k, Tflow_32k, Tflow_2k, "
+              "Tflow_1k)");
 }
 
 }  // namespace strata::sim

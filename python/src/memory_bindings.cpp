@@ -12,6 +12,7 @@
 
 #include "bindings.h"
 #include "core/allocator.h"
+#include "core/config.h"
 #include "memory/copy_engine.h"
 #include "memory/memory_stats.h"
 #include "memory/tiered_memory.h"
@@ -20,23 +21,27 @@ namespace strata::python {
 namespace {
 
 using memory::MemoryStats;
-using memory::PmBackend;
 using memory::Tier;
 using memory::TieredConfig;
 using memory::TieredMemory;
-using ModelMode = TieredConfig::ModelMode;
 
 // ---- configuration ------------------------------------------------------------------------------
 
-/// A byte count given as a non-negative int or a string like "512M" (memory::parse_bytes).
+/// Runs `parse` (a core/config.h parser), reporting its strata::Error as a ValueError of configure().
+template <typename Parse>
+auto configure_value(Parse parse) -> decltype(parse()) {
+  try {
+    return parse();
+  } catch (const Error& e) {
+    throw BindingValueError(msg("strata.memory.configure(): ", e.what()));
+  }
+}
+
+/// A byte count given as a non-negative int or a string like "512M" (parse_bytes).
 std::size_t bytes_from_py(py::handle obj, const char* what) {
   if (py::isinstance<py::str>(obj)) {
     const std::string text = obj.cast<std::string>();
-    try {
-      return memory::parse_bytes(text, what);
-    } catch (const Error& e) {
-      throw BindingValueError(msg("strata.memory.configure(): ", e.what()));
-    }
+    return configure_value([&] { return parse_bytes(text, what); });
   }
   if (PyBool_Check(obj.ptr()) || !PyIndex_Check(obj.ptr()))
     throw BindingTypeError(msg("strata.memory.configure(): ", what, " must be an int or a string like '512M', not ",
@@ -55,90 +60,47 @@ std::size_t bytes_from_py(py::handle obj, const char* what) {
   return static_cast<std::size_t>(v);
 }
 
-PmBackend backend_from_name(const std::string& name) {
-  if (name == "auto") return PmBackend::Auto;
-  if (name == "memkind") return PmBackend::Memkind;
-  if (name == "mmap") return PmBackend::Mmap;
-  if (name == "numa") return PmBackend::Numa;
-  throw BindingValueError(msg("strata.memory.configure(): unknown backend '", name,
-                              "' (expected auto, memkind, mmap or numa)"));
-}
-
-const char* backend_name(PmBackend b) {
-  switch (b) {
-    case PmBackend::Auto: return "auto";
-    case PmBackend::Memkind: return "memkind";
-    case PmBackend::Mmap: return "mmap";
-    case PmBackend::Numa: return "numa";
-  }
-  return "?";
-}
-
-double positive_number(py::handle obj, const char* what) {
+/// `obj` as a double, or TypeError unless it is an int or a float (not a bool).
+double number_from_py(py::handle obj, const char* what) {
   if (PyBool_Check(obj.ptr()) || !(PyFloat_Check(obj.ptr()) || PyLong_Check(obj.ptr())))
     throw BindingTypeError(msg("strata.memory.configure(): ", what, " must be a number, not ",
                                Py_TYPE(obj.ptr())->tp_name));
-  const double v = obj.cast<double>();
+  return obj.cast<double>();
+}
+
+double positive_number(py::handle obj, const char* what) {
+  const double v = number_from_py(obj, what);
   if (!(v > 0 && std::isfinite(v)))
     throw BindingValueError(msg("strata.memory.configure(): ", what, " must be a positive number, got ",
                                 py::str(obj).cast<std::string>()));
   return v;
 }
 
-// model: "auto" | "off" | "default" | "read=R,write=W,latency=L" | {"read": R, "write": W, "latency": L}
-void apply_model(TieredConfig& c, py::handle model) {
-  const char* expected = "expected 'auto', 'off', 'default', 'read=GB/s,write=GB/s,latency=ns' or a dict "
-                         "{'read': GB/s, 'write': GB/s, 'latency': ns}";
-  double r = 0, w = 0, l = 0;
-  if (py::isinstance<py::str>(model)) {
-    const std::string m = model.cast<std::string>();
-    if (m == "auto") { c.model = ModelMode::Auto; return; }
-    if (m == "off") { c.model = ModelMode::Off; return; }
-    if (m == "default") { c.model = ModelMode::Default; return; }
-    char tail = 0;
-    if (std::sscanf(m.c_str(), "read=%lf,write=%lf,latency=%lf%c", &r, &w, &l, &tail) != 3)
-      throw BindingValueError(msg("strata.memory.configure(): unknown model ", quote_field(m), " (", expected, ")"));
-  } else if (py::isinstance<py::dict>(model)) {
-    py::dict d = model.cast<py::dict>();
-    for (auto item : d) {
-      const std::string key = py::str(item.first).cast<std::string>();
-      if (key != "read" && key != "write" && key != "latency")
-        throw BindingValueError(msg("strata.memory.configure(): unknown model key '", key,
-                                    "' (expected 'read', 'write' and 'latency')"));
-    }
-    for (const char* key : {"read", "write", "latency"})
-      if (!d.contains(key))
-        throw BindingValueError(msg("strata.memory.configure(): the model dict lacks '", key,
-                                    "' (expected 'read', 'write' and 'latency')"));
-    r = positive_number(d["read"], "model['read']");
-    w = positive_number(d["write"], "model['write']");
-    if (PyBool_Check(d["latency"].ptr()) || !(PyFloat_Check(d["latency"].ptr()) || PyLong_Check(d["latency"].ptr())))
-      throw BindingTypeError(msg("strata.memory.configure(): model['latency'] must be a number, not ",
-                                 Py_TYPE(d["latency"].ptr())->tp_name));
-    l = d["latency"].cast<double>();
-  } else {
+// model: a string in the spellings of STRATA_SLOW_MODEL (core/config.h parse_slow_tier_model) or
+// {"read": R, "write": W, "latency": L}.
+SlowTierModelSpec model_from_py(py::handle model) {
+  if (py::isinstance<py::str>(model))
+    return configure_value([&] { return parse_slow_tier_model(model.cast<std::string>(), "model"); });
+  if (!py::isinstance<py::dict>(model))
     throw BindingTypeError(msg("strata.memory.configure(): model must be a string or a dict, not ",
-                               Py_TYPE(model.ptr())->tp_name, " (", expected, ")"));
+                               Py_TYPE(model.ptr())->tp_name, " (expected 'auto', 'off', 'default', "
+                               "'read=GB/s,write=GB/s,latency=ns' or a dict "
+                               "{'read': GB/s, 'write': GB/s, 'latency': ns})"));
+  py::dict d = model.cast<py::dict>();
+  for (auto item : d) {
+    const std::string key = py::str(item.first).cast<std::string>();
+    if (key != "read" && key != "write" && key != "latency")
+      throw BindingValueError(msg("strata.memory.configure(): unknown model key '", key,
+                                  "' (expected 'read', 'write' and 'latency')"));
   }
-  try {
-    memory::SlowTierModel::custom(r, w, l).validate();
-  } catch (const Error& e) {
-    throw BindingValueError(msg("strata.memory.configure(): ", e.what()));
-  }
-  c.model = ModelMode::Custom;
-  c.model_read_gbps = r;
-  c.model_write_gbps = w;
-  c.model_latency_ns = l;
-}
-
-const char* model_name(ModelMode m) {
-  switch (m) {
-    case ModelMode::Auto: return "auto";
-    case ModelMode::Off: return "off";
-    case ModelMode::Default: return "default";
-    case ModelMode::Custom: return "custom";
-  }
-  return "?";
+  for (const char* key : {"read", "write", "latency"})
+    if (!d.contains(key))
+      throw BindingValueError(msg("strata.memory.configure(): the model dict lacks '", key,
+                                  "' (expected 'read', 'write' and 'latency')"));
+  const double r = number_from_py(d["read"], "model['read']");
+  const double w = number_from_py(d["write"], "model['write']");
+  const double l = number_from_py(d["latency"], "model['latency']");
+  return configure_value([&] { return SlowTierModelSpec::custom(r, w, l, "model"); });
 }
 
 py::dict config_dict(const TieredConfig& c, bool active) {
@@ -149,14 +111,14 @@ py::dict config_dict(const TieredConfig& c, bool active) {
   d["fast_bytes"] = c.fast_bytes;
   d["slow_bytes"] = c.slow_bytes;
   d["slow_dir"] = c.slow_dir;
-  d["backend"] = backend_name(c.backend);
+  d["backend"] = std::string(pm_backend_name(c.backend));
   d["numa_node"] = c.numa_node >= 0 ? py::object(py::int_(c.numa_node)) : py::object(py::none());
-  d["model"] = model_name(c.model);
-  if (c.model == ModelMode::Custom) {
+  d["model"] = std::string(c.model.mode_name());
+  if (c.model.mode == SlowTierModelSpec::Mode::Custom) {
     py::dict m;
-    m["read"] = c.model_read_gbps;
-    m["write"] = c.model_write_gbps;
-    m["latency"] = c.model_latency_ns;
+    m["read"] = c.model.read_gbps;
+    m["write"] = c.model.write_gbps;
+    m["latency"] = c.model.latency_ns;
     d["model_params"] = m;
   } else {
     d["model_params"] = py::none();
@@ -174,12 +136,8 @@ void configure(py::object fast_bytes, py::object slow_bytes, py::object slow_dir
                     memory::tiered_memory().config().describe(),
                     "; call configure() before the first tensor is allocated, or set STRATA_FAST_BYTES and the "
                     "other STRATA_* variables before starting Python"));
-  TieredConfig c;
-  try {
-    c = TieredConfig::from_env();  // what configure() leaves unset comes from the environment
-  } catch (const Error& e) {
-    throw BindingValueError(msg("strata.memory.configure(): ", e.what()));
-  }
+  // What configure() leaves unset comes from the environment.
+  TieredConfig c = configure_value([] { return TieredConfig::from_env(); });
   if (!slow_dir.is_none()) {
     if (!py::isinstance<py::str>(slow_dir) && !py::hasattr(slow_dir, "__fspath__"))
       throw BindingTypeError(msg("strata.memory.configure(): slow_dir must be a path (str or os.PathLike), not ",
@@ -199,7 +157,7 @@ void configure(py::object fast_bytes, py::object slow_bytes, py::object slow_dir
     if (!py::isinstance<py::str>(backend))
       throw BindingTypeError(msg("strata.memory.configure(): backend must be a string (auto, memkind, mmap or numa), "
                                  "not ", Py_TYPE(backend.ptr())->tp_name));
-    c.backend = backend_from_name(backend.cast<std::string>());
+    c.backend = configure_value([&] { return parse_pm_backend(backend.cast<std::string>(), "backend"); });
   }
   if (!numa_node.is_none()) {
     const int64_t n = int_from_py(numa_node, "strata.memory.configure", "numa_node");
@@ -207,7 +165,7 @@ void configure(py::object fast_bytes, py::object slow_bytes, py::object slow_dir
       throw BindingValueError(msg("strata.memory.configure(): numa_node must be a node number in [0, 4096), got ", n));
     c.numa_node = static_cast<int>(n);
   }
-  if (!model.is_none()) apply_model(c, model);
+  if (!model.is_none()) c.model = model_from_py(model);
   if (!dram_gbps.is_none()) c.dram_gbps = positive_number(dram_gbps, "dram_gbps");
   try {
     c.validate();

@@ -46,9 +46,10 @@ std::vector<Tensor> tensors_arg(py::handle h, const char* op, const char* name) 
 
 }  // namespace
 
-void init_zoo(py::module_& m) {
-  py::module_ zm = m.def_submodule("models", "The model zoo's compiled half (strata.models wraps it).");
+namespace {
 
+// MLP and VGG, and their configurations.
+void def_mlp_vgg(py::module_& zm) {
   Model<MLP, nn::Sequential>(zm, "MLP", "Linear layers with an activation between them (a Sequential).")
       .def(py::init([](py::handle widths, const std::string& activation, std::optional<std::string> last_activation) {
              return std::make_shared<MLP>(widths_arg(widths, "MLP", "widths"), activation,
@@ -76,7 +77,10 @@ void init_zoo(py::module_& m) {
            py::arg("pool_size") = 7, py::arg("hidden") = 4096, py::arg("dropout") = 0.5);
   zm.def("vgg_config", &vgg_config, py::arg("depth"), "torchvision's VGG configuration (0 marks a max pool).");
   zm.def("deep_vgg_config", &deep_vgg_config, py::arg("depth"), "The deep VGG configuration of depth 16 + 5k.");
+}
 
+// ResNet and its blocks, and the configurations.
+void def_resnet(py::module_& zm) {
   Model<BasicBlock>(zm, "BasicBlock");
   Model<Bottleneck>(zm, "Bottleneck");
   Model<ResNet>(zm, "ResNet", "ResNet (torchvision's structure and names).")
@@ -108,7 +112,10 @@ void init_zoo(py::module_& m) {
         return py::make_tuple(o.layers, o.widths);
       },
       py::arg("depth"), "(layers, widths) of the CIFAR ResNet of depth 6n + 2.");
+}
 
+// DenseNet and its parts, and the configurations.
+void def_densenet(py::module_& zm) {
   Model<DenseLayer>(zm, "DenseLayer");
   Model<DenseBlock>(zm, "DenseBlock");
   Model<DenseNet>(zm, "DenseNet", "DenseNet-BC (torchvision's structure and names).")
@@ -135,7 +142,10 @@ void init_zoo(py::module_& m) {
         return py::make_tuple(o.growth_rate, o.block_config, o.num_init_features);
       },
       py::arg("depth"), "(growth_rate, block_config, num_init_features) of DenseNet-<depth>.");
+}
 
+// The dense DLRM (nn::zoo::DLRM).
+void def_dlrm(py::module_& zm) {
   Model<DLRM>(zm, "DLRM", "DLRM as in facebookresearch/dlrm (names, structure and initialization).")
       .def(py::init([](int64_t sparse_feature_size, py::handle embedding_sizes, py::handle bottom_mlp, py::handle top_mlp,
                        const std::string& interaction, bool interaction_itself) {
@@ -171,7 +181,10 @@ void init_zoo(py::module_& m) {
           },
           py::arg("x"), py::arg("embedded"))
       .def_property_readonly("interaction_width", &DLRM::interaction_width);
+}
 
+// The GPT decoder.
+void def_gpt(py::module_& zm) {
   Model<GPT>(zm, "GPT", "A GPT-2-style decoder (see models/zoo/gpt.h).")
       .def(py::init([](int64_t vocab_size, int64_t block_size, int64_t n_layer, int64_t n_head, int64_t n_embd,
                        double dropout, bool bias, int64_t ffn_chunks) {
@@ -200,6 +213,17 @@ void init_zoo(py::module_& m) {
                                                         g.child("transformer")->child("h")); })
       .def_property_readonly("block_size", [](const GPT& g) { return g.config().block_size; })
       .def_property_readonly("vocab_size", [](const GPT& g) { return g.config().vocab_size; });
+}
+
+}  // namespace
+
+void init_zoo(py::module_& m) {
+  py::module_ zm = m.def_submodule("models", "The model zoo's compiled half (strata.models wraps it).");
+  def_mlp_vgg(zm);
+  def_resnet(zm);
+  def_densenet(zm);
+  def_dlrm(zm);
+  def_gpt(zm);
 }
 
 }  // namespace strata::python

@@ -5,7 +5,19 @@
 #             "dtype", "library" and every REQUIRE entry, a path of keys/indices joined by '/'
 #             (e.g. "sgemm/samples/0"); a path ending in "samples" must be a non-empty array.
 # MODE usage: BIN ARGS must exit 2 and print something on stderr matching PATTERN.
+# MODE help:  BIN ARGS (--help or -h) must exit 0 and print its usage on stdout.
 cmake_minimum_required(VERSION 3.20)
+
+if(MODE STREQUAL "help")
+  execute_process(COMMAND ${BIN} ${ARGS} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "expected exit status 0 from ${BIN} ${ARGS}, got '${rc}'\nstderr: ${err}")
+  endif()
+  if(NOT out MATCHES "usage: ")
+    message(FATAL_ERROR "${BIN} ${ARGS} printed no usage on stdout:\n${out}")
+  endif()
+  return()
+endif()
 
 if(MODE STREQUAL "usage")
   execute_process(COMMAND ${BIN} ${ARGS} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)

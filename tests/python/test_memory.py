@@ -159,6 +159,8 @@ def test_configure_bad_input(tmp_path):
             "model_dict": lambda: M.configure(model={{"read": 1.0, "write": 1.0}}),
             "model_neg": lambda: M.configure(model={{"read": -1.0, "write": 1.0, "latency": 5}}),
             "model_type": lambda: M.configure(model=3),
+            "model_blank": lambda: M.configure(model="read= 8,write=2,latency=3"),
+            "model_text_number": lambda: M.configure(model={{"read": "8", "write": 1.0, "latency": 5}}),
             "missing_dir": lambda: M.configure(slow_dir={missing!r}),
             "file_dir": lambda: M.configure(slow_dir={str(a_file)!r}),
             "dir_type": lambda: M.configure(slow_dir=5),
@@ -172,18 +174,20 @@ def test_configure_bad_input(tmp_path):
     assert out["init"] is False  # no failed configure created the tiered memory
     expected = {
         "negative": ("ValueError", "fast_bytes must be a non-negative byte count, got -1"),
-        "garbage": ("ValueError", "'12 parsecs' is not a byte count"),
+        "garbage": ("ValueError", "fast_bytes: expected a byte count (e.g. 1048576, 512M, 8G), got '12 parsecs'"),
         "float": ("TypeError", "fast_bytes must be an int or a string like '512M', not float"),
         "bool": ("TypeError", "slow_bytes must be an int or a string like '512M', not bool"),
         "huge": ("ValueError", "is too large"),
         "zero": ("ValueError", "the fast-tier budget is zero"),
         "tiny": ("ValueError", "the fast-tier budget of 1 bytes is below the minimum of 1 MiB"),
-        "backend": ("ValueError", "unknown backend 'tape' (expected auto, memkind, mmap or numa)"),
+        "backend": ("ValueError", "backend: expected auto, memkind, mmap or numa, got 'tape'"),
         "backend_type": ("TypeError", "backend must be a string"),
-        "model": ("ValueError", "unknown model 'fast'"),
+        "model": ("ValueError", "model: expected auto, off, default, read=R,write=W,latency=L or R,W,L"),
         "model_dict": ("ValueError", "the model dict lacks 'latency'"),
-        "model_neg": ("ValueError", "read"),
+        "model_neg": ("ValueError", "model: read and write bandwidths must be positive and the latency non-negative"),
         "model_type": ("TypeError", "model must be a string or a dict, not int"),
+        "model_blank": ("ValueError", "model: expected auto, off, default, read=R,write=W,latency=L or R,W,L"),
+        "model_text_number": ("TypeError", "model['read'] must be a number, not str"),
         "missing_dir": ("ValueError", f"slow_dir '{missing}' is not an existing directory"),
         "file_dir": ("ValueError", "is not an existing directory"),
         "dir_type": ("TypeError", "slow_dir must be a path"),
@@ -208,12 +212,53 @@ def test_too_small_tiers_from_the_environment_name_the_variable(var):
     assert "Arena" not in proc.stderr, proc.stderr
 
 
+def test_model_spellings_are_those_of_the_variable_and_the_flag():
+    # One parser (core/config.h parse_slow_tier_model) for STRATA_SLOW_MODEL, --slow-tier-model and
+    # configure(model=...): the flag's R,W,L spelling works in Python too.
+    out = run_isolated("""
+        M.configure(fast_bytes="2M", model="8,2.5,300")
+        print(json.dumps(dict(cfg=M.config())))
+    """)
+    assert out["cfg"]["model"] == "custom"
+    assert out["cfg"]["model_params"] == {"read": 8.0, "write": 2.5, "latency": 300.0}
+    out = run_isolated("""
+        print(json.dumps(dict(cfg=M.config())))
+    """, env={"STRATA_SLOW_MODEL": "read=4,write=1,latency=0"})
+    assert out["cfg"]["model_params"] == {"read": 4.0, "write": 1.0, "latency": 0.0}
+
+
+@pytest.mark.parametrize("var,value,message", [
+    ("STRATA_DRAM_GBPS", "fast", "STRATA_DRAM_GBPS: expected a positive number (GB/s), got 'fast'"),
+    ("STRATA_DRAM_GATHER_GBPS", "", "STRATA_DRAM_GATHER_GBPS: expected a positive number (GB/s), got ''"),
+    ("STRATA_SLOW_MODEL", "read=8GB,write=2,latency=3", "STRATA_SLOW_MODEL: expected auto, off, default"),
+    ("STRATA_SLOW_NUMA_NODE", "one", "STRATA_SLOW_NUMA_NODE: expected a NUMA node number in [0, 4096), got 'one'"),
+    ("STRATA_SLOW_DIR", "", "STRATA_SLOW_DIR: expected a directory, got ''"),
+])
+def test_bad_memory_variables_are_errors_not_ignored(var, value, message):
+    out = run_isolated("""
+        print(json.dumps(dict(cfg=catch(M.config), first=catch(lambda: strata.ones((2,))))))
+    """, env={var: value})
+    assert "ValueError" in out["cfg"][1] and message in out["cfg"][2], out
+    assert out["first"][0] == "StrataError" and message in out["first"][2], out
+
+
+def test_bad_strata_memory_fails_the_first_allocation():
+    # The allocator is chosen during static initialization, where an error would abort the
+    # interpreter: the first allocation raises it instead.
+    out = run_isolated("""
+        print(json.dumps(dict(first=catch(lambda: strata.ones((2,))), alloc=M.config()["allocator"])))
+    """, env={"STRATA_MEMORY": "DRAM"})
+    assert out["first"][0] == "StrataError"
+    assert "STRATA_MEMORY: expected tiered or dram, got 'DRAM'" in out["first"][2]
+    assert out["alloc"] == "misconfigured"
+
+
 def test_configure_reads_bad_environment_as_value_error():
     out = run_isolated("""
         print(json.dumps(dict(cfg=catch(M.config), conf=catch(lambda: M.configure(fast_bytes="1M")))))
     """, env={"STRATA_SLOW_BYTES": "lots"})
     for err in (out["cfg"], out["conf"]):
-        assert "ValueError" in err[1] and "STRATA_SLOW_BYTES: 'lots' is not a byte count" in err[2]
+        assert "ValueError" in err[1] and "STRATA_SLOW_BYTES: expected a byte count (e.g. 1048576, 512M, 8G), got 'lots'" in err[2]
 
 
 # ---- placement, the policy and the statistics --------------------------------------------------------

@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <optional>
 #include <string>
 
 #include "core/error.h"
@@ -19,6 +21,7 @@
 namespace {
 
 using namespace strata;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 class FileTest : public ::testing::Test {
@@ -105,6 +108,79 @@ TEST_F(FileTest, UnwritablePathsAreNamedWithTheReason) {
   // /proc takes no new files, even from root.
   EXPECT_THAT(ERROR_MESSAGE(check_writable_file_path("/proc/strata-model.ckpt", "--save-model")),
               HasSubstr("--save-model: cannot write '/proc/strata-model.ckpt' ("));
+}
+
+// ---- AtomicFile (Note [Atomic file writes]) ----
+
+TEST_F(FileTest, AtomicFileAppearsWholeOnlyAtCommit) {
+  std::ofstream(path("out.bin")) << "old";
+  {
+    AtomicFile f(path("out.bin"), "test");
+    EXPECT_EQ(f.temporary_path(), path(".out.bin.tmp." + std::to_string(::getpid())) +
+                                      f.temporary_path().substr(f.temporary_path().rfind('.')));
+    f.write("header??");
+    const std::string big(3 << 20, 'x');  // past the buffer: written straight through
+    f.write(big);
+    f.write("tail");
+    EXPECT_EQ(f.size(), 8u + big.size() + 4u);
+    f.write_at("HEADER", 6, 0);
+    EXPECT_EQ(read_file(path("out.bin"), "test"), "old");  // not yet
+    f.commit();
+    const std::string got = read_file(path("out.bin"), "test");
+    EXPECT_EQ(got.size(), f.size());
+    EXPECT_EQ(got.substr(0, 8), "HEADER??");
+    EXPECT_EQ(got.substr(got.size() - 4), "tail");
+    EXPECT_THAT(ERROR_MESSAGE(f.write("more")), HasSubstr("was already committed or failed"));
+  }
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_), std::filesystem::directory_iterator()), 1);
+}
+
+TEST_F(FileTest, AtomicFileAbandonedLeavesTheOldFileAndNoTemporary) {
+  std::ofstream(path("out.bin")) << "old";
+  {
+    AtomicFile f(path("out.bin"), "test");
+    f.write("new");
+    // A second writer of the same path gets a temporary of its own.
+    AtomicFile g(path("out.bin"), "test");
+    EXPECT_NE(f.temporary_path(), g.temporary_path());
+    EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_), std::filesystem::directory_iterator()), 3);
+  }
+  EXPECT_EQ(read_file(path("out.bin"), "test"), "old");
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_), std::filesystem::directory_iterator()), 1);
+}
+
+TEST_F(FileTest, AtomicFileErrorsNameThePathAndTheStep) {
+  EXPECT_EQ(ERROR_MESSAGE(AtomicFile("", "--json")), "--json: the output path is empty");
+  EXPECT_THAT(ERROR_MESSAGE(AtomicFile(std::string("a\0b", 3), "--json")), HasSubstr("(the path contains a NUL byte)"));
+  const std::string missing = path("no/such/dir/out.json");
+  EXPECT_THAT(ERROR_MESSAGE(AtomicFile(missing, "--json")),
+              HasSubstr("--json: cannot write '" + missing + "': cannot create the temporary file '" +
+                        path("no/such/dir/") + ".out.json.tmp."));
+  // A non-empty directory in the way: the rename fails, the temporary is removed.
+  std::filesystem::create_directories(path("taken/sub"));
+  AtomicFile f(path("taken"), "--json");
+  f.write("x");
+  EXPECT_THAT(ERROR_MESSAGE(f.commit()),
+              AllOf(HasSubstr("--json: cannot write '" + path("taken") + "': renaming the temporary file '"),
+                    HasSubstr("(the previous file, if any, is untouched)")));
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_), std::filesystem::directory_iterator()), 1);
+  AtomicFile h(path("h"), "test");
+  h.write("abc");
+  EXPECT_THAT(ERROR_MESSAGE(h.write_at("xy", 2, 2)), HasSubstr("test: writing 2 bytes at offset 2 of the 3 written"));
+}
+
+TEST_F(FileTest, WriteFileAtomicallyReplacesTheFile) {
+  std::ofstream(path("report.json")) << "old";
+  write_file_atomically(path("report.json"), "{}", "--json");
+  EXPECT_EQ(read_file(path("report.json"), "test"), "{}");
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_), std::filesystem::directory_iterator()), 1);
+}
+
+TEST_F(FileTest, FreeDiskBytes) {
+  const std::optional<std::size_t> free = free_disk_bytes(dir_.string());
+  ASSERT_TRUE(free.has_value());
+  EXPECT_GT(*free, 0u);
+  EXPECT_FALSE(free_disk_bytes(path("no/such/dir")).has_value());
 }
 
 }  // namespace

@@ -37,7 +37,7 @@ TEST(QuoteField, NulAndControlBytesAreEscapedAndTheTextContinues) {
   EXPECT_EQ(quote_field("a\nb\tc\rd\x01\x1f\x7f"), "'a\\nb\\tc\\rd\\x01\\x1f\\x7f'");
   EXPECT_EQ(quote_field("back\\slash"), "'back\\\\slash'");
   // The quoted text holds no NUL, so what() carries the whole message.
-  const std::string msg = ERROR_MESSAGE([&] { STRATA_CHECK(false, "op: ", quote_field(with_nul), " is bad"); }());
+  const std::string msg = ERROR_MESSAGE([&] { STRATA_FAIL("op: ", quote_field(with_nul), " is bad"); }());
   EXPECT_EQ(msg, "op: 'ab\\x00cd' is bad");
 }
 
@@ -64,6 +64,23 @@ TEST(QuoteField, PathsShowMore) {
   const std::string p = "/" + std::string(300, 'd') + "/file";
   EXPECT_EQ(quote_path(p), "'" + p + "'");
   EXPECT_THAT(quote_path(std::string(1000, 'p')), HasSubstr("(1000 bytes)"));
+}
+
+TEST(FormatBytes, PicksTheUnitThatSuitsTheCount) {
+  EXPECT_EQ(format_bytes(0), "0 B");
+  EXPECT_EQ(format_bytes(512), "512 B");
+  EXPECT_EQ(format_bytes(1536), "1.50 KiB");
+  EXPECT_EQ(format_bytes(64.0 * (1 << 20)), "64.0 MiB");
+  EXPECT_EQ(format_bytes(double(1ull << 30)), "1.00 GiB");
+  EXPECT_EQ(format_bytes(5.5 * double(1ull << 40)), "5632.00 GiB");
+}
+
+TEST(FormatMib, OneUnitWithTheDecimalsAsked) {
+  EXPECT_EQ(format_mib(0), "0.0 MiB");
+  EXPECT_EQ(format_mib(std::size_t{64} << 20), "64.0 MiB");
+  EXPECT_EQ(format_mib(std::size_t{3} << 19), "1.5 MiB");
+  EXPECT_EQ(format_mib(std::size_t{1} << 10, 2), "0.00 MiB");
+  EXPECT_EQ(format_mib(std::size_t{5} << 18, 2), "1.25 MiB");
 }
 
 }  // namespace

@@ -130,7 +130,7 @@ TEST(DistBadInput, LauncherVariablesMustMatchTheTransport) {
   }
   {
     EnvVar size("PMI_SIZE", "two");
-    EXPECT_ERROR_HAS(detail::check_launcher_environment(0, 1, "X"), "PMI_SIZE='two' is not a non-negative integer");
+    EXPECT_ERROR_HAS(detail::check_launcher_environment(0, 1, "X"), "PMI_SIZE: expected a non-negative integer, got 'two'");
   }
 }
 

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "core/file.h"
+
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -251,7 +253,8 @@ TEST(DLRMCli, JsonHasTheFigures) {
                           "\"phases_ms_per_it\"", "\"lookup\"", "\"cache_hit_rate\"", "\"slow_tier\": \"none\"",
                           "\"loss_last\"", "\"data_wait_s\""})
     EXPECT_THAT(j, HasSubstr(key));
-  EXPECT_FALSE(std::filesystem::exists(json + ".tmp." + std::to_string(::getpid())));
+  for (const auto& e : std::filesystem::directory_iterator(dir))  // no temporary left (Note [Atomic file writes])
+    EXPECT_FALSE(e.path().filename().string().starts_with(strata::AtomicFile::temporary_prefix(json))) << e.path();
   std::filesystem::remove_all(dir);
 }
 

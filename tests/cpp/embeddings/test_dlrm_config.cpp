@@ -326,8 +326,9 @@ TEST(DLRMConfig, BadStrataFlags) {
   EXPECT_THAT(parse_error({"--cache-fraction", "1.5"}), HasSubstr("--cache-fraction: expected a fraction in (0, 1]"));
   EXPECT_THAT(parse_error({"--emb-policy", "lru"}),
               HasSubstr("--emb-policy: expected one of simple, static, dynamic, auto, got 'lru'"));
-  EXPECT_THAT(parse_error({"--slow-tier-model", "fast"}), HasSubstr("--slow-tier-model: expected auto, off, default or R,W,L"));
-  EXPECT_THAT(parse_error({"--slow-tier-model", "1,2"}), HasSubstr("--slow-tier-model: expected auto, off, default or R,W,L"));
+  const char* model_spellings = "--slow-tier-model: expected auto, off, default, read=R,write=W,latency=L or R,W,L";
+  EXPECT_THAT(parse_error({"--slow-tier-model", "fast"}), HasSubstr(model_spellings));
+  EXPECT_THAT(parse_error({"--slow-tier-model", "1,2"}), HasSubstr(model_spellings));
   EXPECT_THAT(parse_error({"--slow-tier-model", "0,2,3"}),
               HasSubstr("--slow-tier-model: read and write bandwidths must be positive"));
   EXPECT_THAT(parse_error({"--slow-tier-model", "1,2,3,4"}), HasSubstr("--slow-tier-model: expected auto, off"));

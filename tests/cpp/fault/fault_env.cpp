@@ -6,7 +6,6 @@
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
-#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,6 +20,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/file.h"
 
 // Note [Fault-injection suite]
 // Each fault of issue 24's list is provoked for real: the slow tier and checkpoints on a tmpfs that
@@ -56,7 +56,7 @@ Tmpfs::Tmpfs(std::size_t bytes) {
   if (mount("tmpfs", path_.c_str(), "tmpfs", 0, opts.c_str()) != 0) {
     const int err = errno;
     rmdir(path_.c_str());
-    STRATA_CHECK(false, "Tmpfs: mounting a tmpfs on ", path_, " failed: ", std::strerror(err));
+    STRATA_FAIL("Tmpfs: mounting a tmpfs on ", path_, " failed: ", std::strerror(err));
   }
 }
 
@@ -64,11 +64,7 @@ Tmpfs::~Tmpfs() {
   if (umount2(path_.c_str(), MNT_DETACH) == 0) rmdir(path_.c_str());
 }
 
-std::size_t free_bytes_in(const std::string& dir) {
-  struct statvfs fs {};
-  if (statvfs(dir.c_str(), &fs) != 0) return 0;
-  return static_cast<std::size_t>(fs.f_bavail) * fs.f_frsize;
-}
+std::size_t free_bytes_in(const std::string& dir) { return free_disk_bytes(dir).value_or(0); }
 
 void fill_directory(const std::string& dir, const std::string& name, std::size_t leave) {
   const int fd = ::open((dir + "/" + name).c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);

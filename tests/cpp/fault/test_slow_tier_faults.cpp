@@ -39,7 +39,7 @@ memory::TieredConfig small_tiers(const std::string& dir, std::size_t fast, std::
   c.slow_bytes = slow;
   c.slow_dir = dir;
   c.backend = memory::PmBackend::Mmap;
-  c.model = memory::TieredConfig::ModelMode::Off;
+  c.model = SlowTierModelSpec::off();
   return c;
 }
 

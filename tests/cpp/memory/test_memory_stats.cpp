@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -19,8 +20,10 @@
 #include <utility>
 #include <vector>
 
+#include "core/config.h"
 #include "core/error.h"
 #include "memory/memory_stats.h"
+#include "tests/cpp/scoped_env.h"
 
 namespace strata::memory {
 namespace {
@@ -285,25 +288,7 @@ std::string read_file(const std::string& path) {
   return os.str();
 }
 
-// Sets an environment variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    ::setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      ::setenv(name_, old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using testing_util::ScopedEnv;
 
 std::string write_script(const TempDir& dir, const std::string& name, const std::string& body) {
   const std::string path = dir / name;
@@ -682,7 +667,7 @@ TEST(OccupancyTimeline, SaveJsonWritesTheFileAtomically) {
   std::ofstream(path) << "old content";
   tl.save_json(path);
   EXPECT_EQ(read_file(path), tl.to_json() + "\n");
-  EXPECT_FALSE(fs::exists(path + ".tmp"));
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()), 1);  // no temporary left
   EXPECT_NO_THROW(JsonReader::parse(read_file(path)));
 }
 
@@ -705,7 +690,7 @@ TEST(OccupancyTimeline, SaveJsonOverADirectoryRaisesAndLeavesNoPartialFile) {
   EXPECT_THAT([&] { tl.save_json(path); },
               ::testing::ThrowsMessage<Error>(::testing::AllOf(HasSubstr("cannot write '" + path + "'"),
                                                                HasSubstr("renaming"))));
-  EXPECT_FALSE(fs::exists(path + ".tmp"));
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()), 1);  // taken/ only
   EXPECT_TRUE(fs::is_directory(dir / "taken/sub"));
 }
 
@@ -949,8 +934,7 @@ TEST(SaveOccupancyPng, RejectsAPngPathThatIsTheJsonPath) {
 
 // The real thing, when this machine has the strata package (with strata.memory_plot) installed.
 TEST(SaveOccupancyPng, RendersARealPngWhenStrataIsInstalled) {
-  const char* env = std::getenv("STRATA_PYTHON");
-  const std::string python = env != nullptr && *env != '\0' ? env : "python3";
+  const std::string python = environment::python();
   const std::string probe = "'" + python + "' -c 'import strata.memory_plot' >/dev/null 2>&1";
   if (std::system(probe.c_str()) != 0) {
     GTEST_SKIP() << "strata.memory_plot is not importable by " << python

@@ -131,18 +131,6 @@ TEST(TieredMemory, FreedTensorsReturnTheirSpace) {
   EXPECT_EQ(mem.manager().live_objects(), 0u);
 }
 
-TEST(TieredMemory, ParseBytes) {
-  EXPECT_EQ(parse_bytes("1048576", "x"), 1048576u);
-  EXPECT_EQ(parse_bytes("512M", "x"), 512ull << 20);
-  EXPECT_EQ(parse_bytes("8G", "x"), 8ull << 30);
-  EXPECT_EQ(parse_bytes("2GiB", "x"), 2ull << 30);
-  EXPECT_EQ(parse_bytes("4kb", "x"), 4096u);
-  EXPECT_THAT(message_of([] { parse_bytes("", "STRATA_FAST_BYTES"); }), HasSubstr("STRATA_FAST_BYTES"));
-  EXPECT_THAT(message_of([] { parse_bytes("12X", "STRATA_FAST_BYTES"); }), HasSubstr("not a byte count"));
-  EXPECT_THAT(message_of([] { parse_bytes("-5M", "v"); }), HasSubstr("not a byte count"));
-  EXPECT_THAT(message_of([] { parse_bytes("99999999999T", "v"); }), HasSubstr("too large"));
-}
-
 TEST(TieredMemory, BadConfigurationIsAClearError) {
   EXPECT_THAT(message_of([] { TieredMemory m(small_config(0, 1 << 20)); }), HasSubstr("budget is zero"));
   EXPECT_THAT(message_of([] { TieredMemory m(small_config(std::size_t{1} << 60, std::size_t{1} << 61)); }),
@@ -172,24 +160,14 @@ TEST(TieredMemory, ConfigFromEnvironment) {
   EXPECT_EQ(c.backend, PmBackend::Mmap);
   EXPECT_THAT(c.describe(), HasSubstr("fast tier 64.0 MiB"));
   setenv("STRATA_SLOW_BACKEND", "floppy", 1);
-  EXPECT_THAT(message_of([] { TieredConfig::from_env(); }), HasSubstr("unknown backend 'floppy'"));
+  EXPECT_THAT(message_of([] { TieredConfig::from_env(); }),
+              HasSubstr("STRATA_SLOW_BACKEND: expected auto, memkind, mmap or numa, got 'floppy'"));
   setenv("STRATA_FAST_BYTES", "lots", 1);
   EXPECT_THAT(message_of([] { TieredConfig::from_env(); }), HasSubstr("STRATA_FAST_BYTES"));
   for (const char* v : {"STRATA_FAST_BYTES", "STRATA_SLOW_BYTES", "STRATA_SLOW_DIR", "STRATA_SLOW_BACKEND"}) unsetenv(v);
 }
 
-TEST(TieredMemory, NumbersFromTheEnvironmentAreStrictAndNameTheVariable) {
-  unsetenv("STRATA_TEST_GBPS");
-  EXPECT_EQ(positive_env("STRATA_TEST_GBPS"), 0.0);  // unset
-  setenv("STRATA_TEST_GBPS", "12.5", 1);
-  EXPECT_EQ(positive_env("STRATA_TEST_GBPS"), 12.5);
-  for (const char* bad : {"fast", "12.5GB", "-3", "0", "inf", ""}) {
-    setenv("STRATA_TEST_GBPS", bad, 1);
-    EXPECT_THAT(message_of([] { positive_env("STRATA_TEST_GBPS"); }),
-                AllOf(HasSubstr("STRATA_TEST_GBPS: expected a positive number, got '"), HasSubstr(bad)))
-        << bad;
-  }
-  unsetenv("STRATA_TEST_GBPS");
+TEST(TieredMemory, DefaultHeapsGrowFromASmallFirstSegment) {
   // The defaults: heaps that grow from a small first segment (Note [Heaps grow on demand]).
   const TieredConfig d = TieredConfig::from_env();
   EXPECT_EQ(d.fast_initial, TieredConfig::kDefaultFastInitial);
@@ -204,10 +182,7 @@ TEST(TieredMemory, NumbersFromTheEnvironmentAreStrictAndNameTheVariable) {
 
 TEST(TieredMemory, SlowTierModelChargesMigrationsAndDirectAccess) {
   TieredConfig c = small_config(1 << 20, 64 << 20);
-  c.model = TieredConfig::ModelMode::Custom;
-  c.model_read_gbps = 50;
-  c.model_write_gbps = 20;
-  c.model_latency_ns = 100;
+  c.model = SlowTierModelSpec::custom(50, 20, 100, "test");
   TieredMemory mem(c);
   EXPECT_THAT(mem.slow_tier_mode(), AllOf(HasSubstr("modeled slow tier: read 50"), HasSubstr("DRAM-backed")));
   Tensor big = full({1 << 19}, 3.0, {DType::f32, &mem});  // 2 MiB: lives in the slow tier
@@ -231,10 +206,7 @@ TEST(TieredMemory, SlowTierModelChargesMigrationsAndDirectAccess) {
 // finished while the move was still running" fails if they queue behind the copy.
 TEST(TieredMemory, AllocationsDoNotWaitForAMoveInProgress) {
   TieredConfig c = small_config(16 << 20, 64 << 20);
-  c.model = TieredConfig::ModelMode::Custom;
-  c.model_read_gbps = 0.005;
-  c.model_write_gbps = 0.005;
-  c.model_latency_ns = 0;
+  c.model = SlowTierModelSpec::custom(0.005, 0.005, 0, "test");
   TieredMemory mem(c);
   Tensor big = full({1 << 19}, 2.0, {DType::f32, &mem});  // 2 MiB, fast
   ASSERT_TRUE(mem.in_fast(big.storage()));
@@ -263,12 +235,12 @@ TEST(TieredMemory, AllocationsDoNotWaitForAMoveInProgress) {
 
 TEST(TieredMemory, ModelOffAndAutoOnADramBackedTier) {
   TieredConfig c = small_config(1 << 20, 8 << 20);
-  c.model = TieredConfig::ModelMode::Off;
+  c.model = SlowTierModelSpec::off();
   TieredMemory off(c);
   EXPECT_THAT(off.manager().stats().describe(), HasSubstr("model off"));  // named before any slow use
   EXPECT_THAT(off.slow_tier_mode(), HasSubstr("model off"));
   EXPECT_FALSE(off.throttle().enabled());
-  c.model = TieredConfig::ModelMode::Auto;
+  c.model = SlowTierModelSpec{};
   c.dram_gbps = 40;  // no measurement needed
   TieredMemory automatic(c);
   EXPECT_THAT(automatic.manager().stats().describe(), HasSubstr("modeled slow tier"));
@@ -276,17 +248,38 @@ TEST(TieredMemory, ModelOffAndAutoOnADramBackedTier) {
   EXPECT_THAT(automatic.slow_tier_mode(), HasSubstr("Optane ratios vs measured DRAM 40"));
 }
 
+// model_for is the one place a spec becomes a model (the tiered memory's own and --slow-tier-model's).
+TEST(TieredMemory, ModelForResolvesEverySpecAgainstTheConfiguration) {
+  TieredConfig c = small_config(1 << 20, 8 << 20);
+  c.dram_gbps = 40;
+  c.dram_gather_gbps = 8;
+  TieredMemory mem(c);
+  const SlowTierModel d = mem.model_for(SlowTierModelSpec::defaults());
+  EXPECT_TRUE(d.enabled);
+  EXPECT_EQ(d.reference_dram_gbps, 40);
+  EXPECT_EQ(d.reference_dram_gather_gbps, 8);
+  EXPECT_DOUBLE_EQ(d.read_gbps, 40 * SlowTierModel::kOptaneReadRatio);
+  const SlowTierModel a = mem.model_for(SlowTierModelSpec{});  // auto: default on a DRAM-backed tier
+  EXPECT_EQ(a.read_gbps, d.read_gbps);
+  EXPECT_EQ(a.random_read_gbps, d.random_read_gbps);
+  EXPECT_FALSE(mem.model_for(SlowTierModelSpec::off()).enabled);
+  const SlowTierModel custom = mem.model_for(SlowTierModelSpec::custom(5, 2, 300, "test"));
+  EXPECT_EQ(custom.read_gbps, 5);
+  EXPECT_EQ(custom.write_gbps, 2);
+  EXPECT_EQ(custom.latency_ns, 300);
+}
+
 TEST(TieredMemory, ModelFromEnvironment) {
   setenv("STRATA_SLOW_MODEL", "read=8,write=2.5,latency=300", 1);
   setenv("STRATA_DRAM_GBPS", "55", 1);
   TieredConfig c = TieredConfig::from_env();
-  EXPECT_EQ(c.model, TieredConfig::ModelMode::Custom);
-  EXPECT_EQ(c.model_read_gbps, 8);
-  EXPECT_EQ(c.model_write_gbps, 2.5);
-  EXPECT_EQ(c.model_latency_ns, 300);
+  EXPECT_EQ(c.model.mode, SlowTierModelSpec::Mode::Custom);
+  EXPECT_EQ(c.model.read_gbps, 8);
+  EXPECT_EQ(c.model.write_gbps, 2.5);
+  EXPECT_EQ(c.model.latency_ns, 300);
   EXPECT_EQ(c.dram_gbps, 55);
   setenv("STRATA_SLOW_MODEL", "off", 1);
-  EXPECT_EQ(TieredConfig::from_env().model, TieredConfig::ModelMode::Off);
+  EXPECT_EQ(TieredConfig::from_env().model.mode, SlowTierModelSpec::Mode::Off);
   setenv("STRATA_SLOW_MODEL", "fast please", 1);
   EXPECT_THAT(message_of([] { TieredConfig::from_env(); }), HasSubstr("STRATA_SLOW_MODEL"));
   setenv("STRATA_SLOW_MODEL", "read=0,write=1,latency=1", 1);

@@ -58,12 +58,9 @@ memory::TieredMemory& tile_memory(bool model) {
     c.slow_dir = "/tmp";
     c.backend = memory::PmBackend::Mmap;
     if (on) {
-      c.model = memory::TieredConfig::ModelMode::Custom;
-      c.model_read_gbps = 4;
-      c.model_write_gbps = 2;
-      c.model_latency_ns = 500;
+      c.model = SlowTierModelSpec::custom(4, 2, 500, "test");
     } else {
-      c.model = memory::TieredConfig::ModelMode::Off;
+      c.model = SlowTierModelSpec::off();
     }
     return std::make_unique<memory::TieredMemory>(c);
   };
