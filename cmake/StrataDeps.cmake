@@ -78,6 +78,29 @@ add_library(strata_glpk INTERFACE)
 target_include_directories(strata_glpk SYSTEM INTERFACE ${GLPK_INCLUDE_DIR})
 target_link_libraries(strata_glpk INTERFACE ${GLPK_LIBRARY})
 
+# ---- MPI (Debian openmpi-bin + libopenmpi-dev; MPICH works too): strata::dist ----------------------
+# Sanitizer trees build dist without MPI: Open MPI's own allocations and threads are not
+# instrumented (LSan and TSan report them), and those trees run every suite as a plain process.
+if(STRATA_SANITIZE)
+  set(_strata_mpi_default OFF)
+else()
+  set(_strata_mpi_default ON)
+endif()
+option(STRATA_WITH_MPI "Build strata::dist over MPI (OFF: a single-process communicator)" ${_strata_mpi_default})
+set(STRATA_HAVE_MPI OFF)
+if(STRATA_WITH_MPI)
+  # The C API through the C++ compiler (the project enables no C); no MPI C++ bindings.
+  set(MPI_CXX_SKIP_MPICXX ON)
+  find_package(MPI COMPONENTS CXX)
+  if(MPI_CXX_FOUND)
+    set(STRATA_HAVE_MPI ON)
+    message(STATUS "Strata: MPI ${MPI_CXX_VERSION} (${MPIEXEC_EXECUTABLE})")
+  else()
+    message(STATUS "Strata: MPI not found; strata::dist is single-process. Run scripts/bootstrap.sh or "
+                   "`apt-get install openmpi-bin libopenmpi-dev`.")
+  endif()
+endif()
+
 # ---- tests and Python -----------------------------------------------------------------------------
 if(STRATA_BUILD_TESTS)
   find_package(GTest REQUIRED)

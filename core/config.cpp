@@ -233,6 +233,27 @@ std::string python() {
          }).value_or("python3");
 }
 
+std::optional<double> dist_timeout_seconds() {
+  return parsed("STRATA_DIST_TIMEOUT", [](std::string_view text, std::string_view name) {
+    const std::optional<double> x = finite_number(text);
+    STRATA_CHECK(x.has_value(), name, ": expected a number of seconds (<= 0 waits forever), got ", quote_field(text));
+    return *x;
+  });
+}
+
+std::optional<int64_t> launcher_count(const char* variable) {
+  STRATA_CHECK(std::string_view(variable).starts_with("OMPI_COMM_WORLD_") || std::string_view(variable).starts_with("PMI_"),
+               "environment::launcher_count: ", variable, " is not a launcher variable");
+  return parsed(variable, [](std::string_view text, std::string_view name) {
+    int64_t n = -1;
+    const char* last = text.data() + text.size();
+    const auto [ptr, ec] = std::from_chars(text.data(), last, n);
+    STRATA_CHECK(!text.empty() && ec == std::errc() && ptr == last && n >= 0, name,
+                 ": expected a non-negative integer, got ", quote_field(text));
+    return n;
+  });
+}
+
 }  // namespace environment
 
 }  // namespace strata

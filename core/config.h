@@ -97,6 +97,12 @@ std::optional<int> num_threads();
 std::optional<DnnlPrimitives> dnnl_primitives();
 /// STRATA_PYTHON: the Python interpreter the memory library runs for plots (default "python3").
 std::string python();
+/// STRATA_DIST_TIMEOUT: how long a collective waits for a peer, in seconds (a finite number; <= 0
+/// waits forever); strata::dist's default when unset.
+std::optional<double> dist_timeout_seconds();
+/// A rank or size the MPI launcher exports (OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE, PMI_RANK,
+/// PMI_SIZE; not Strata's own, read only to cross-check MPI's view): a non-negative integer.
+std::optional<int64_t> launcher_count(const char* variable);
 
 }  // namespace environment
 

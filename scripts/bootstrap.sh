@@ -13,7 +13,9 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 
 # ---- Debian packages -----------------------------------------------------------------------------
 APT_PACKAGES=(g++ pkg-config ccache libtbb-dev libmemkind-dev libnuma-dev libglpk-dev zlib1g-dev)
-if [ "$RUN_ONLY" = 0 ]; then APT_PACKAGES+=(libgtest-dev libgmock-dev); fi
+# openmpi-bin + libopenmpi-dev: strata::dist's MPI transport and the mpirun the dist tests launch (without
+# them dist builds as a single-process communicator, which the main job needs no more than).
+if [ "$RUN_ONLY" = 0 ]; then APT_PACKAGES+=(libgtest-dev libgmock-dev openmpi-bin libopenmpi-dev); fi
 missing_apt=()
 for p in "${APT_PACKAGES[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
