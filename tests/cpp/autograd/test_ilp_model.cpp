@@ -9,6 +9,7 @@
 
 #include "autograd/remat/detail/ilp_model.h"
 #include "autograd/remat/ilp.h"
+#include "tests/cpp/autograd/plan_graphs.h"
 
 namespace strata_test {
 namespace {
@@ -19,17 +20,6 @@ using remat::detail::IlpColumnKind;
 using remat::detail::IlpModel;
 using remat::detail::IlpRowKind;
 
-// A -> B -> C; x0 (A's output) is saved by B's backward, x1 (B's output, computed from x0) by C's.
-// Points: 0 A, 1 B, 2 C, 3 C', 4 B', 5 A'. x1's recompute reads x0 at point 3, outside x0's own
-// window {4}: x1 widens x0's window, so x0 has own-window columns.
-remat::PlanGraph three_ops() {
-  remat::PlanGraph g;
-  g.ops = {{"A", "A[4]", 1, 2, 0, {}}, {"B", "B[4]", 2, 4, 0, {}}, {"C", "C[4]", 3, 6, 0, {}}};
-  g.values = {{"x0", 10, 0, 1, 1, {}, {}, 0}, {"x1", 20, 1, 2, 2, {0}, {}, 0}};
-  g.bandwidth = {10.0, 10.0};
-  return g;
-}
-
 // Row r of the model as column -> coefficient.
 std::map<int, double> row(const IlpModel& m, int r) {
   std::map<int, double> out;
@@ -38,6 +28,8 @@ std::map<int, double> row(const IlpModel& m, int r) {
   return out;
 }
 
+// three_ops (plan_graphs.h): x1's recompute reads x0 at point 3, outside x0's own window {4}, so
+// x1 widens x0's window and x0 has own-window columns.
 // The min-peak variant prunes closures by bytes only (its time bound is infinite): with the best
 // uniform peak (30 B, the forward's constant at points 1 and 2) as the bound, x0 fits in x1's
 // closure at x1's need point 3 (20 + 10 B).
