@@ -4,9 +4,7 @@
 #include <any>
 #include <map>
 #include <optional>
-#include <set>
 #include <sstream>
-#include <cstdlib>
 #include <thread>
 #include <utility>
 
@@ -19,7 +17,6 @@
 #include "autograd/saved_tensor.h"
 #include "core/allocator.h"
 #include "core/error.h"
-#include "core/factories.h"
 #include "core/threading.h"
 #include "memory/tiered_memory.h"
 
