@@ -61,6 +61,8 @@
 /// starts need the problem's own columns, so GLPK's MIP presolver is off: the problem is scaled and
 /// its root LP solved by glp_simplex (an infeasible relaxation is an infeasible budget), and only a
 /// numerical failure of that LP falls back to the presolver without starts.
+/// Code: the model is built as data without GLPK (detail/ilp_model.h: build_ilp_model, start_columns;
+/// tested row by row), and ilp.cpp loads it into GLPK and solves it.
 
 #include <cstddef>
 #include <vector>

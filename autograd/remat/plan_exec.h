@@ -80,6 +80,11 @@
 ///    backward of its last reader to that of its first, which holds it too while adding its own.
 /// Steps' outputs are released after their last reader, so forward liveness is what the model
 /// says: a value is resident from its producer to its last forward use.
+/// Code: the profiler (detail/step_profile.h: profile_steps, one StepProfile per step), the graph
+/// builder (detail/chain_graph.h: build_chain_graph, a pure function of the profiles, with the
+/// backward accounting above as backward_accounting), and the executor (plan_exec.cpp: the plan
+/// cache, detail/move_schedule.h's schedule_moves, and a forward run routing saved values and
+/// recording recompute recipes step by step).
 
 #include <cstddef>
 #include <cstdint>
@@ -145,8 +150,8 @@ class AutoChain {
 
   std::size_t budget_bytes() const { return budget_; }
   /// The graph and plan of the last run (null before the first).
-  const ChainGraph* last_graph() const { return last_ ? &last_->chain : nullptr; }
-  const Plan* last_plan() const { return last_ ? &last_->plan : nullptr; }
+  const ChainGraph* last_graph() const;
+  const Plan* last_plan() const;
   /// How many distinct signatures were profiled and planned.
   int64_t plans_made() const { return plans_made_; }
   /// The fast-tier peak above the baseline measured since the start of the last run() (the last
@@ -157,15 +162,11 @@ class AutoChain {
   std::string explain() const;
 
  private:
-  // A planned signature and the execution schedule derived from its plan.
-  struct Entry {
-    ChainGraph chain;
-    Plan plan;
-    std::vector<char> moves;                          ///< per value: streamed and evicted
-    std::vector<std::vector<int64_t>> evict_after;    ///< per step: values evicted after its forward
-    std::vector<std::vector<int64_t>> wait_evict_at;  ///< per point: evictions to wait for first
-    std::vector<std::vector<int64_t>> prefetch_at;    ///< per point: prefetches to issue first
-  };
+  // A planned signature and the execution schedule derived from its plan (plan_exec.cpp).
+  struct Entry;
+  // The entry of this graph and input signature, profiled and planned on a cache miss.
+  std::shared_ptr<Entry> plan_for(const std::vector<GraphStep>& steps, const Tensor& input);
+
   std::size_t budget_;
   Planner planner_;
   OpProfiler profiler_{1};

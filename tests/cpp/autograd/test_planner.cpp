@@ -9,6 +9,7 @@
 #include "autograd/remat/ilp.h"
 #include "autograd/remat/planner.h"
 #include "autograd/remat/profile.h"
+#include "tests/cpp/autograd/plan_graphs.h"
 #include "tests/cpp/core/test_util.h"
 
 namespace strata_test {
@@ -17,15 +18,6 @@ namespace {
 using namespace strata;
 using remat::Decision;
 using ::testing::HasSubstr;
-
-// A -> B -> C; x0 (A's output) is saved by B's backward, x1 (B's output, computed from x0) by C's.
-remat::PlanGraph three_ops() {
-  remat::PlanGraph g;
-  g.ops = {{"A", "A[4]", 1, 2, 0, {}}, {"B", "B[4]", 2, 4, 0, {}}, {"C", "C[4]", 3, 6, 0, {}}};
-  g.values = {{"x0", 10, 0, 1, 1, {}, {}, 0}, {"x1", 20, 1, 2, 2, {0}, {}, 0}};
-  g.bandwidth = {10.0, 10.0};
-  return g;
-}
 
 TEST(Planner, CostModelByHand) {
   const remat::PlanGraph g = three_ops();
