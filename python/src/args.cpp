@@ -71,4 +71,87 @@ void check_cpu_device(py::handle device, const char* op) {
     throw BindingValueError(msg(op, ": device ", quote_field(d), " is not available; Strata runs on the CPU (device='cpu')"));
 }
 
+// ---- numbers, tensors and the common op arguments (the ops bindings) ---------------------------
+
+bool is_number(py::handle h) {
+  if (py::isinstance<Tensor>(h) || py::isinstance<py::array>(h)) return false;
+  return PyBool_Check(h.ptr()) || PyLong_Check(h.ptr()) || PyFloat_Check(h.ptr()) ||
+         (PyNumber_Check(h.ptr()) && !PySequence_Check(h.ptr()) && !PyComplex_Check(h.ptr()));
+}
+
+Scalar scalar_arg(py::handle h, const char* op, const char* name) {
+  if (!is_number(h))
+    throw BindingTypeError(msg(op, "(): argument '", name, "' must be a number, not ", type_name(h)));
+  if (PyBool_Check(h.ptr())) return Scalar(h.ptr() == Py_True);
+  if (PyLong_Check(h.ptr()) || (PyIndex_Check(h.ptr()) && !PyFloat_Check(h.ptr()))) {
+    int overflow = 0;
+    const long long v = PyLong_AsLongLongAndOverflow(py::reinterpret_steal<py::object>(PyNumber_Index(h.ptr())).ptr(), &overflow);
+    if (overflow != 0)
+      throw BindingValueError(msg(op, "(): the integer '", name, "' does not fit in int64 (", py::str(h).cast<std::string>(), ")"));
+    if (v == -1 && PyErr_Occurred()) throw py::error_already_set();
+    return Scalar(static_cast<int64_t>(v));
+  }
+  const double v = PyFloat_AsDouble(h.ptr());
+  if (v == -1.0 && PyErr_Occurred()) throw py::error_already_set();
+  return Scalar(v);
+}
+
+TensorOrScalar tensor_or_scalar(py::handle h, const char* op, const char* name) {
+  if (py::isinstance<Tensor>(h)) return h.cast<Tensor>();
+  return scalar_arg(h, op, name);
+}
+
+double number_arg(py::handle h, const char* op, const char* name) {
+  if (!is_number(h))
+    throw BindingTypeError(msg(op, "(): argument '", name, "' must be a number, not ", type_name(h)));
+  const double v = PyFloat_AsDouble(h.ptr());
+  if (v == -1.0 && PyErr_Occurred()) throw py::error_already_set();
+  return v;
+}
+
+Tensor opt_tensor(py::handle h, const char* op, const char* name) {
+  if (h.is_none()) return Tensor();
+  return tensor_arg(h, op, name);
+}
+
+int64_t dim_arg(py::handle h, const char* op) { return int_from_py(h, op, "dim"); }
+
+// An int or a pair of ints (kernel_size, stride, padding, dilation) as two values.
+Dims pair_arg(py::handle h, const char* op, const char* name) {
+  Dims v = int_list_from_sequence(h, op, name);
+  if (v.size() == 1) v.push_back(v[0]);
+  if (v.size() != 2)
+    throw BindingValueError(msg(op, "(): ", name, " must be an int or a pair of ints, got ", v.size(), " values"));
+  return v;
+}
+
+// None, an int or a sequence of ints.
+std::optional<Dims> dims_arg(py::handle h, const char* op) {
+  if (h.is_none()) return std::nullopt;
+  return int_list_from_sequence(h, op, "dim");
+}
+
+Reduction reduction_arg(py::handle h, const char* op) {
+  if (!py::isinstance<py::str>(h))
+    throw BindingTypeError(msg(op, "(): argument 'reduction' must be str, not ", type_name(h)));
+  const std::string r = h.cast<std::string>();
+  if (r == "mean") return Reduction::Mean;
+  if (r == "sum") return Reduction::Sum;
+  if (r == "none") return Reduction::None;
+  throw BindingValueError(msg(r, " is not a valid value for reduction (", op, "(): expected 'none', 'mean' or 'sum')"));
+}
+
+void check_rank(const Tensor& t, std::initializer_list<int64_t> ranks, const char* op, const char* name) {
+  for (int64_t r : ranks)
+    if (t.dim() == r) return;
+  std::string expected;
+  for (int64_t r : ranks) expected += (expected.empty() ? "" : " or ") + std::to_string(r) + "-D";
+  throw BindingValueError(msg(op, "(): expected ", expected, " ", name, ", got ", t.dim(), "-D ", t.describe()));
+}
+
+void check_no_dtype(py::handle dtype, const char* op) {
+  if (!dtype.is_none())
+    raise_not_implemented(msg(op, "(): the 'dtype' argument is not supported by Strata (convert with .to() first)"));
+}
+
 }  // namespace strata::python

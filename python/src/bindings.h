@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <optional>
 #include <variant>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "core/shape.h"
 #include "core/tensor.h"
 #include "core/text.h"
+#include "ops/softmax_loss.h"
 
 namespace strata::nn {
 class Module;
@@ -154,6 +156,8 @@ namespace strata::python {
 py::dict metrics_dict(const metrics::BinaryMetrics& r);
 
 // ---- ops and differentiable views (ops_bindings.cpp) ----------------------------------------------
+/// The Python type name of `h` (for messages).
+inline const char* type_name(py::handle h) { return Py_TYPE(h.ptr())->tp_name; }
 /// True for a Python number (bool, int, float or a NumPy scalar), false for tensors and arrays.
 bool is_number(py::handle h);
 /// A Python number as a Scalar of its kind (bool, int as int64, float); TypeError otherwise.
@@ -163,6 +167,24 @@ Scalar scalar_arg(py::handle h, const char* op, const char* name);
 using TensorOrScalar = std::variant<Tensor, Scalar>;
 /// `h` as a Tensor when it is one, else as scalar_arg(h, op, name) (TypeError for anything else).
 TensorOrScalar tensor_or_scalar(py::handle h, const char* op, const char* name);
+/// A Python number as a double; TypeError "op(): argument 'name' must be a number, not <type>".
+double number_arg(py::handle h, const char* op, const char* name);
+/// None as an undefined tensor, else tensor_arg(h, op, name).
+Tensor opt_tensor(py::handle h, const char* op, const char* name);
+/// An int argument named "dim".
+int64_t dim_arg(py::handle h, const char* op);
+/// An int or a pair of ints (kernel_size, stride, padding, dilation) as two values.
+Dims pair_arg(py::handle h, const char* op, const char* name);
+/// None, an int or a sequence of ints (a dim argument).
+std::optional<Dims> dims_arg(py::handle h, const char* op);
+/// 'none', 'mean' or 'sum' (PyTorch's errors otherwise).
+Reduction reduction_arg(py::handle h, const char* op);
+/// ValueError unless t.dim() is one of `ranks`.
+void check_rank(const Tensor& t, std::initializer_list<int64_t> ranks, const char* op, const char* name);
+/// NotImplementedError for a dtype= argument other than None.
+void check_no_dtype(py::handle dtype, const char* op);
+/// The torch.nn.functional ops (nn_functional_bindings.cpp), into strata._C.
+void def_nn_functions(py::module_& m);
 /// max(input, dim, keepdim) / min(...): the (values, indices) named tuple (semantics_bindings.cpp).
 py::object extreme_dim_py(const Tensor& t, py::handle dim, py::handle keepdim, bool is_max);
 /// `obj` as a Tensor, or TypeError "op(): argument 'name' must be Tensor, not <type>".

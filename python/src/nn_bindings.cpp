@@ -116,9 +116,9 @@ bool is_parameter(py::handle v) { return py::isinstance<Parameter>(v); }
 
 ModulePtr module_arg(py::handle v, const std::string& owner, const std::string& what) {
   if (!is_module(v))
-    throw BindingTypeError(msg(owner, ".", what, ": ", tp_name(v), " is not a strata.nn.Module subclass"));
+    throw BindingTypeError(msg(owner, ".", what, ": ", type_name(v), " is not a strata.nn.Module subclass"));
   if (module_or_null(v) == nullptr)
-    throw BindingTypeError(msg(owner, ".", what, ": the ", tp_name(v),
+    throw BindingTypeError(msg(owner, ".", what, ": the ", type_name(v),
                                " has not been initialized (its __init__ must call super().__init__() first)"));
   set_python_type_name(v);
   return v.cast<ModulePtr>();
@@ -166,7 +166,7 @@ Tensor state_value(py::handle v, const std::string& key, const char* op) {
     py::object arr = py::module_::import("numpy").attr("asarray")(src);
     return tensor_from_numpy(arr).clone();
   }
-  throw BindingTypeError(msg(op, ": the value of ", quote_field(key), " is a ", tp_name(v),
+  throw BindingTypeError(msg(op, ": the value of ", quote_field(key), " is a ", type_name(v),
                              "; expected a strata.Tensor or a numpy.ndarray"));
 }
 
@@ -241,7 +241,7 @@ void module_setattr(py::handle self, const std::string& name, py::handle value) 
   }
   if (m->has_parameter(name)) {
     if (!value.is_none())
-      throw BindingTypeError(msg("cannot assign '", tp_name(value), "' as parameter '", name,
+      throw BindingTypeError(msg("cannot assign '", type_name(value), "' as parameter '", name,
                                  "' (strata.nn.Parameter or None expected)"));
     m->register_parameter(name, Tensor());
     return;
@@ -255,13 +255,13 @@ void module_setattr(py::handle self, const std::string& name, py::handle value) 
   }
   if (m->has_child(name)) {
     if (!value.is_none())
-      throw BindingTypeError(msg("cannot assign '", tp_name(value), "' as child module '", name,
+      throw BindingTypeError(msg("cannot assign '", type_name(value), "' as child module '", name,
                                  "' (strata.nn.Module or None expected)"));
     check_child_replaceable(self, *m, name);
     m->unregister(name);
   } else if (m->has_buffer(name)) {
     if (!value.is_none() && !py::isinstance<Tensor>(value))
-      throw BindingTypeError(msg("cannot assign '", tp_name(value), "' as buffer '", name,
+      throw BindingTypeError(msg("cannot assign '", type_name(value), "' as buffer '", name,
                                  "' (strata.Tensor or None expected)"));
     const bool persistent = m->is_persistent_buffer(name);
     m->register_buffer(name, value.is_none() ? Tensor() : value.cast<Tensor>(), persistent);
@@ -292,14 +292,14 @@ void module_delattr(py::handle self, const std::string& name) {
 
 StateDict state_dict_arg(py::handle state, const char* op) {
   if (!py::hasattr(state, "items") || py::isinstance<py::str>(state))
-    throw BindingTypeError(msg(op, ": expected a dict of name -> tensor, got ", tp_name(state)));
+    throw BindingTypeError(msg(op, ": expected a dict of name -> tensor, got ", type_name(state)));
   StateDict out;
   py::object items = state.attr("items")();
   for (py::handle kv : items) {
     auto pair = py::reinterpret_borrow<py::tuple>(kv);
     py::handle k = pair[0];
     if (!py::isinstance<py::str>(k))
-      throw BindingTypeError(msg(op, ": keys must be strings, got ", tp_name(k)));
+      throw BindingTypeError(msg(op, ": keys must be strings, got ", type_name(k)));
     const std::string key = k.cast<std::string>();
     out.emplace_back(key, state_value(pair[1], key, op));
   }
@@ -348,7 +348,7 @@ void def_module_attributes(ModuleClass& cls) {
           [](py::object self, const std::string& name, py::object param) {
             Module& m = module_of(self, "assign parameters");
             if (!param.is_none() && !is_parameter(param))
-              throw BindingTypeError(msg("cannot assign '", tp_name(param), "' object to parameter '", name,
+              throw BindingTypeError(msg("cannot assign '", type_name(param), "' object to parameter '", name,
                                          "' (strata.nn.Parameter or None required)"));
             if (py::hasattr(py::type::of(self), name.c_str()) ||
                 (!m.has_parameter(name) && py::hasattr(self, "__dict__") &&
@@ -364,7 +364,7 @@ void def_module_attributes(ModuleClass& cls) {
           [](py::object self, const std::string& name, py::object tensor, bool persistent) {
             Module& m = module_of(self, "assign buffers");
             if (!tensor.is_none() && !py::isinstance<Tensor>(tensor))
-              throw BindingTypeError(msg("cannot assign '", tp_name(tensor), "' object to buffer '", name,
+              throw BindingTypeError(msg("cannot assign '", type_name(tensor), "' object to buffer '", name,
                                          "' (strata.Tensor or None required)"));
             if (py::hasattr(py::type::of(self), name.c_str()) || self.attr("__dict__").contains(name))
               throw BindingValueError(msg(m.type_name(), ".register_buffer: attribute ", quote_field(name), " already exists"));
@@ -597,7 +597,7 @@ void init_nn(py::module_& m) {
              } else if (py::isinstance<Tensor>(data)) {
                t = data.cast<const Tensor&>().detach();
              } else {
-               throw BindingTypeError(msg("Parameter(): data must be a strata.Tensor, got ", tp_name(data)));
+               throw BindingTypeError(msg("Parameter(): data must be a strata.Tensor, got ", type_name(data)));
              }
              t.set_requires_grad(requires_grad);
              return Parameter(t);

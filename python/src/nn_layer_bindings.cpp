@@ -100,7 +100,7 @@ S* fill_sequential(S* s, const py::args& args) {
     for (py::handle kv : args[0].attr("items")()) {
       auto pair = py::reinterpret_borrow<py::tuple>(kv);
       if (!py::isinstance<py::str>(pair[0]))
-        throw BindingTypeError(msg("Sequential.__init__: module names must be strings, got ", tp_name(pair[0])));
+        throw BindingTypeError(msg("Sequential.__init__: module names must be strings, got ", type_name(pair[0])));
       s->register_module(pair[0].cast<std::string>(), module_arg(pair[1], "Sequential", "__init__"));
     }
   } else {
@@ -125,7 +125,7 @@ void bind_containers(py::module_& nnm) {
   auto policy_arg = [](py::handle policy) -> remat::ChainPolicy {
     if (!py::isinstance<remat::ChainPolicy>(policy))
       throw BindingTypeError(msg("RematSequential: policy must be a strata.remat policy (strata.remat.auto(...), "
-                                 "strata.remat.every_k(...), ...), got ", tp_name(policy)));
+                                 "strata.remat.every_k(...), ...), got ", type_name(policy)));
     return policy.cast<remat::ChainPolicy>();
   };
   rs.def(py::init(
@@ -200,7 +200,7 @@ void bind_containers(py::module_& nnm) {
   auto make_list = [](auto* l, py::object modules) {
     if (!modules.is_none()) {
       if (!py::isinstance<py::iterable>(modules) || is_module(modules))
-        throw BindingTypeError(msg("ModuleList: expected an iterable of modules, got ", tp_name(modules)));
+        throw BindingTypeError(msg("ModuleList: expected an iterable of modules, got ", type_name(modules)));
       for (py::handle m : modules) l->push_back(module_arg(m, "ModuleList", "__init__"));
     }
     return l;
@@ -466,7 +466,7 @@ int64_t n_ints_1d(py::handle h) {
 /// A ModuleDict key: a str without '.', not empty (KeyError otherwise, as PyTorch's add_module).
 std::string dict_key(py::handle key) {
   if (!py::isinstance<py::str>(key))
-    throw BindingTypeError(msg("ModuleDict: module name should be a string, got ", tp_name(key)));
+    throw BindingTypeError(msg("ModuleDict: module name should be a string, got ", type_name(key)));
   std::string k = key.cast<std::string>();
   if (k.empty() || k.find('.') != std::string::npos)
     throw py::key_error(msg("module name can't contain \".\" or be empty, got: '", k, "'"));
@@ -478,7 +478,7 @@ void dict_update(nn::ModuleDict& d, py::handle modules) {
   if (modules.is_none()) return;
   if (is_module(modules) || !py::isinstance<py::iterable>(modules))
     throw BindingTypeError(msg("ModuleDict.update should be called with an iterable of key/value pairs, but got ",
-                               tp_name(modules)));
+                               type_name(modules)));
   py::object items = py::hasattr(modules, "items") ? modules.attr("items")() : py::reinterpret_borrow<py::object>(modules);
   for (py::handle kv : items) {
     py::sequence pair = py::reinterpret_borrow<py::sequence>(kv);
@@ -550,7 +550,7 @@ void bind_module_dict(py::module_& nnm) {
 /// one that requires grad, as PyTorch's ParameterList wraps it).
 std::pair<Tensor, bool> list_parameter(py::handle v, const char* what) {
   if (!py::isinstance<Tensor>(v))
-    throw BindingTypeError(msg("ParameterList.", what, ": expected a strata.nn.Parameter or Tensor, got ", tp_name(v)));
+    throw BindingTypeError(msg("ParameterList.", what, ": expected a strata.nn.Parameter or Tensor, got ", type_name(v)));
   Tensor t = v.cast<Tensor>();
   return {t, is_parameter(v) ? t.requires_grad() : true};
 }
@@ -560,7 +560,7 @@ void bind_parameter_list(py::module_& nnm) {
   auto fill = [](L* l, py::handle values) {
     if (values.is_none()) return l;
     if (!py::isinstance<py::iterable>(values) || py::isinstance<Tensor>(values))
-      throw BindingTypeError(msg("ParameterList: expected an iterable of parameters, got ", tp_name(values)));
+      throw BindingTypeError(msg("ParameterList: expected an iterable of parameters, got ", type_name(values)));
     for (py::handle v : values) {
       auto [t, rg] = list_parameter(v, "__init__");
       l->append(t, rg);

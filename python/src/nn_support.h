@@ -22,7 +22,6 @@ namespace nn_support {
 using nn::Module;
 using ModulePtr = std::shared_ptr<Module>;
 
-inline const char* tp_name(py::handle h) { return Py_TYPE(h.ptr())->tp_name; }
 
 /// strata.nn.Parameter: a Tensor handle of its own Python type.
 struct Parameter : Tensor {
@@ -43,7 +42,7 @@ class PyModuleT : public Base, public py::trampoline_self_life_support {
       if (f) {
         py::object out = f(input);
         if (!py::isinstance<Tensor>(out))
-          throw BindingTypeError(msg(this->type_name(), ".forward returned ", tp_name(out),
+          throw BindingTypeError(msg(this->type_name(), ".forward returned ", type_name(out),
                                      " where a C++ caller (a container) needs a Tensor"));
         return out.cast<Tensor>();
       }
@@ -57,7 +56,7 @@ class PyModuleT : public Base, public py::trampoline_self_life_support {
     if (f) {
       py::object out = f();
       if (!py::isinstance<py::str>(out))
-        throw BindingTypeError(msg(this->type_name(), ".extra_repr returned ", tp_name(out), ", expected str"));
+        throw BindingTypeError(msg(this->type_name(), ".extra_repr returned ", type_name(out), ", expected str"));
       return out.cast<std::string>();
     }
     return Base::extra_repr();

@@ -15,7 +15,6 @@ namespace {
 constexpr const char* kSupportedNumpy =
     "float16, float32, float64, int32, int64, uint8 and bool (bfloat16 has no NumPy dtype)";
 
-std::string type_name(py::handle obj) { return Py_TYPE(obj.ptr())->tp_name; }
 std::string str_of(py::handle obj) { return py::str(obj).cast<std::string>(); }
 
 // Releases the reference a Storage holds on a NumPy array. Runs when the last tensor viewing the

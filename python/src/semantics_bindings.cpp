@@ -22,7 +22,6 @@ namespace strata::python {
 
 namespace {
 
-const char* type_name(py::handle h) { return Py_TYPE(h.ptr())->tp_name; }
 py::object not_implemented() { return py::reinterpret_borrow<py::object>(Py_NotImplemented); }
 
 // ---- torch.return_types -------------------------------------------------------------------------
