@@ -6,6 +6,7 @@
 #include <cstring>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <sstream>
 
 #include "core/config.h"
@@ -24,7 +25,10 @@ struct WorkState {
   std::condition_variable cv;
   bool done = false;
   Tensor result;
-  std::exception_ptr error;
+  // The collective's error message. Each waiter throws its own strata::Error from it: one
+  // exception object rethrown on several threads would be shared (and freed by whichever thread
+  // drops the last reference) across threads.
+  std::optional<std::string> error;
 };
 
 }  // namespace detail
@@ -279,7 +283,7 @@ Tensor Work::wait() const {
   STRATA_CHECK(state_ != nullptr, "dist::Work::wait: the handle is empty (default-constructed)");
   const auto start = Clock::now();
   Tensor result;
-  std::exception_ptr error;
+  std::optional<std::string> error;
   {
     std::unique_lock<std::mutex> lock(state_->mutex);
     state_->cv.wait(lock, [&] { return state_->done; });
@@ -287,7 +291,7 @@ Tensor Work::wait() const {
     error = state_->error;
   }
   state_->comm->add_wait(state_->op, seconds_since(start));
-  if (error) std::rethrow_exception(error);
+  if (error) throw Error(*error);
   return result;
 }
 
@@ -349,11 +353,13 @@ Work Communicator::submit(Op op, std::function<Tensor(int64_t seq)> run) {
     queue_.push_back([this, state, seq, op, run = std::move(run)] {
       const auto start = Clock::now();
       Tensor result;
-      std::exception_ptr error;
+      std::optional<std::string> error;
       try {
         result = run(seq);
+      } catch (const std::exception& e) {
+        error = e.what();
       } catch (...) {
-        error = std::current_exception();
+        error = prefix(op, seq) + "failed with an exception that is not a std::exception";
       }
       {
         std::lock_guard<std::mutex> stats_lock(stats_mutex_);
@@ -364,7 +370,7 @@ Work Communicator::submit(Op op, std::function<Tensor(int64_t seq)> run) {
       {
         std::lock_guard<std::mutex> work_lock(state->mutex);
         state->result = std::move(result);
-        state->error = error;
+        state->error = std::move(error);
         state->done = true;
       }
       state->cv.notify_all();

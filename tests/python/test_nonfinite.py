@@ -265,6 +265,23 @@ for _itself in (False, True):
         lambda *f, s=_itself: torch_dot_interaction(list(f), s))
 
 
+# Issue 26 part 7: conv1d, conv_transpose2d, group_norm, normalize, pad, interpolate.
+CASES.update({
+    "conv1d": ([nonfinite(2, 2, 9), finite(3, 2, 3), finite(3)], lambda x, w, b: F.conv1d(x, w, b, padding=1),
+               lambda x, w, b: TF.conv1d(x, w, b, padding=1)),
+    "conv_transpose2d": ([nonfinite(1, 2, 4, 4), finite(2, 3, 3, 3), finite(3)],
+                         lambda x, w, b: F.conv_transpose2d(x, w, b, stride=2, padding=1),
+                         lambda x, w, b: TF.conv_transpose2d(x, w, b, stride=2, padding=1)),
+    "group_norm": ([nonfinite(2, 4, 5), finite(4), finite(4)], lambda x, w, b: F.group_norm(x, 2, w, b),
+                   lambda x, w, b: TF.group_norm(x, 2, w, b)),
+    "normalize": ([nonfinite(4, 6)], lambda x: F.normalize(x, dim=1), lambda x: TF.normalize(x, dim=1)),
+    "pad": ([nonfinite(2, 3, 5)], lambda x: F.pad(x, (1, 2), mode="reflect"),
+            lambda x: TF.pad(x, (1, 2), mode="reflect")),
+    "interpolate": ([nonfinite(1, 2, 3, 4)],
+                    lambda x: F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=False),
+                    lambda x: TF.interpolate(x, scale_factor=2, mode="bilinear", align_corners=False)),
+})
+
 def test_every_op_of_the_op_list_has_a_case():
     ops = re.findall(r"^\s*X\((\w+),", OP_LIST.read_text(), re.M)
     assert len(ops) > 40
