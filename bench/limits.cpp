@@ -6,7 +6,7 @@
 //
 // - sgemm: GFLOP/s (2·N³ / time) of an N×N·N×N row-major f32 product (no transposes) through
 //   oneDNN's dnnl_sgemm and through the oneDNN matmul primitive (on Strata's engine and stream,
-//   ops/cpu/dnnl_engine.h); "sgemm" is the better of the two.
+//   ops/detail/cpu/dnnl_engine.h); "sgemm" is the better of the two.
 // - STREAM copy (c[i] = a[i]) and triad (a[i] = b[i] + s·c[i]) over arrays of M MiB each, split
 //   statically over the threads; bytes counted the STREAM way (copy 2 words per element, triad 3),
 //   GB/s = 1e9 bytes/s.
@@ -34,7 +34,7 @@
 #include "bench/bench_common.h"
 #include "core/error.h"
 #include "core/threading.h"
-#include "ops/cpu/dnnl_engine.h"
+#include "ops/detail/cpu/dnnl_engine.h"
 #include "ops/dnnl_info.h"
 
 namespace {

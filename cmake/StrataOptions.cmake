@@ -37,9 +37,20 @@ if(STRATA_CCACHE AND NOT CMAKE_CXX_COMPILER_LAUNCHER)
   set(CMAKE_CXX_COMPILER_LAUNCHER ${STRATA_CCACHE})
 endif()
 
-# Declares a Strata library target for one folder of DESIGN.md §1.
+# Declares a Strata library target for one folder of DESIGN.md §1. The one way sources are listed:
+# DIRS names the folders (relative to the calling CMakeLists.txt; "." for its own) whose *.cpp are
+# all compiled (globbed, so a new file needs no edit here); SOURCES adds single files outside them
+# (a variant chosen at configure time, such as dist/'s transport).
 function(strata_add_library name)
-  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
-  add_library(${name} STATIC ${ARG_SOURCES})
+  cmake_parse_arguments(ARG "" "" "DIRS;SOURCES;DEPS" ${ARGN})
+  set(_sources ${ARG_SOURCES})
+  foreach(_dir IN LISTS ARG_DIRS)
+    file(GLOB _found CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/${_dir}/*.cpp)
+    list(APPEND _sources ${_found})
+  endforeach()
+  if(NOT _sources)
+    message(FATAL_ERROR "strata_add_library(${name}): no sources in DIRS '${ARG_DIRS}' or SOURCES")
+  endif()
+  add_library(${name} STATIC ${_sources})
   target_link_libraries(${name} PUBLIC strata_compile_options ${ARG_DEPS})
 endfunction()

@@ -72,7 +72,7 @@ struct SlowTierModelSpec {
 SlowTierModelSpec parse_slow_tier_model(std::string_view text, std::string_view what);
 
 /// When ops use oneDNN primitives rather than their own kernels (Note [When Strata uses oneDNN
-/// primitives], ops/cpu/dnnl_engine.h).
+/// primitives], ops/detail/cpu/dnnl_engine.h).
 enum class DnnlPrimitives : uint8_t { Auto, Always, Never };
 
 /// Where tensors are allocated by default: the tiered memory, or plain DRAM (tiering off).

@@ -14,7 +14,7 @@
 #include <algorithm>
 #include <functional>
 
-#include "core/small_vector.h"
+#include "core/detail/small_vector.h"
 #include "core/storage.h"
 #include "core/tensor.h"
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/small_vector.h"
+#include "core/detail/small_vector.h"
 
 namespace strata {
 

@@ -5,7 +5,7 @@
 
 #include "core/factories.h"
 #include "core/pin_set.h"
-#include "core/strided_loop.h"
+#include "core/detail/strided_loop.h"
 #include "core/tensor.h"
 
 namespace strata {

@@ -12,7 +12,7 @@
 #include "core/config.h"
 #include "core/factories.h"
 #include "core/pin_set.h"
-#include "dist/transport.h"
+#include "dist/detail/transport.h"
 
 namespace strata::dist {
 

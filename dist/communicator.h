@@ -9,7 +9,7 @@
 /// OMPI_COMM_WORLD_* / PMI_* variables are only checked against MPI's view. Every rank must issue
 /// the same collectives in the same order (as with MPI); inputs are validated collectively, so a
 /// bad input on one rank raises the same strata::Error on every rank naming that rank. A rank that
-/// dies or hangs ends the job (Note [Communicator faults] in dist/transport_mpi.cpp).
+/// dies or hangs ends the job (Note [Communicator faults] in dist/transport/mpi.cpp).
 ///
 /// Rows: every collective moves whole rows, i.e. slices along dim 0; the trailing dims ("row
 /// shape") and the dtype must agree across ranks. A non-contiguous input is copied first.

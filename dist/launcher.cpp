@@ -4,7 +4,7 @@
 
 #include "core/config.h"
 #include "core/error.h"
-#include "dist/transport.h"
+#include "dist/detail/transport.h"
 
 namespace strata::dist::detail {
 namespace {

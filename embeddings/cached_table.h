@@ -112,7 +112,7 @@ inline int cache_thread_slot() {
 }  // namespace detail
 
 /// The slow-tier table with a per-row fast-tier cache (§5.4). Concrete and `final` so kernels that
-/// dispatch on it (embeddings/visit.h) inline access_and_cache / access.
+/// dispatch on it (embeddings/detail/visit.h) inline access_and_cache / access.
 class CachedTable final : public Table {
  public:
   static constexpr std::uintptr_t kCachedBit = 1;

@@ -10,7 +10,7 @@
 #include "core/error.h"
 #include "core/threading.h"
 #include "embeddings/kernels.h"
-#include "embeddings/kernels_detail.h"
+#include "embeddings/detail/kernels.h"
 
 namespace strata::emb {
 

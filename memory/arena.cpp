@@ -1,4 +1,4 @@
-#include "memory/arena.h"
+#include "memory/detail/arena.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "memory/dram_allocator.h"
+#include "memory/detail/dram_allocator.h"
 
 #include <cstdlib>
 #include <new>

@@ -1,4 +1,4 @@
-#include "memory/fault_guard.h"
+#include "memory/detail/fault_guard.h"
 
 #include <signal.h>
 #include <unistd.h>

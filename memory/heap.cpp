@@ -23,7 +23,7 @@
 
 #include "core/error.h"
 #include "core/file.h"
-#include "memory/fault_guard.h"
+#include "memory/detail/fault_guard.h"
 #include "memory/memory_stats.h"
 
 namespace strata::memory {

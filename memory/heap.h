@@ -17,7 +17,7 @@
 
 #include "core/config.h"
 #include "core/text.h"
-#include "memory/arena.h"
+#include "memory/detail/arena.h"
 #include "memory/region.h"
 #include "memory/tier.h"
 

@@ -13,7 +13,7 @@
 #include "core/file.h"
 #include "core/text.h"
 #include "memory/copy_engine.h"
-#include "memory/dram_allocator.h"
+#include "memory/detail/dram_allocator.h"
 
 namespace strata::memory {
 

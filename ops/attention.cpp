@@ -3,7 +3,7 @@
 // forward walks each block of kBlockQ query rows over blocks of kBlockK key rows with the online
 // softmax of FlashAttention (Dao et al. 2022): per row it keeps the running maximum m and the
 // running sum l of e^(s - m), rescales its output accumulator by e^(m_old - m_new) when m grows,
-// and adds P·V of the block (two GEMMs per block pair, on the sgemm path of ops/cpu/gemm.h). It
+// and adds P·V of the block (two GEMMs per block pair, on the sgemm path of ops/detail/cpu/gemm.h). It
 // saves q, k, v, the output O and one log-sum-exp per row, lse = m + log l.
 // The backward (FlashAttention-2's) recomputes each block's probabilities from the saved lse,
 // P = e^(s - lse), and with D_i = Σ_c dO_ic · O_ic accumulates dV += Pᵀ·dO, dS = P ∘ (dO·Vᵀ - D),
@@ -31,10 +31,10 @@
 #include <type_traits>
 #include <vector>
 
-#include "ops/cpu/gemm.h"
-#include "ops/cpu/norm_loss_math.h"
-#include "ops/cpu/vec_math.h"
-#include "ops/op_util.h"
+#include "ops/detail/cpu/gemm.h"
+#include "ops/detail/cpu/norm_loss_math.h"
+#include "ops/detail/cpu/vec_math.h"
+#include "ops/detail/op_util.h"
 
 namespace strata {
 

@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "core/type_promotion.h"
-#include "ops/cpu/elementwise.h"
-#include "ops/op_util.h"
+#include "ops/detail/cpu/elementwise.h"
+#include "ops/detail/op_util.h"
 #include "ops/reduction.h"
-#include "ops/typed_kernels.h"
+#include "ops/detail/typed_kernels.h"
 
 namespace strata {
 
@@ -84,7 +84,7 @@ using ops::cpu::map1;
 using ops::cpu::map2;
 using ops::cpu::map3;
 
-// ---- kernels over every dtype (Note [Compute type] in ops/typed_kernels.h) ----------------------
+// ---- kernels over every dtype (Note [Compute type] in ops/detail/typed_kernels.h) ----------------------
 
 /// out (g's shape) = f(g, a, b) with a and b broadcast to g's shape (all of g's dtype).
 template <typename F>

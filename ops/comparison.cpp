@@ -5,8 +5,8 @@
 #include <type_traits>
 
 #include "core/type_promotion.h"
-#include "ops/op_util.h"
-#include "ops/typed_kernels.h"
+#include "ops/detail/op_util.h"
+#include "ops/detail/typed_kernels.h"
 
 namespace strata {
 

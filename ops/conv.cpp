@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "autograd/engine.h"
-#include "ops/cpu/dnnl_engine.h"
-#include "ops/cpu/primitive_cache.h"
+#include "ops/detail/cpu/dnnl_engine.h"
+#include "ops/detail/cpu/primitive_cache.h"
 #include "ops/binary.h"
-#include "ops/op_util.h"
+#include "ops/detail/op_util.h"
 #include "ops/resample.h"
 #include "ops/shape_ops.h"
 

@@ -15,7 +15,7 @@ namespace strata {
 /// OH = (H + 2·pad − dilation·(KH − 1) − 1) / stride + 1 (floor), which must be positive.
 /// f32 runs oneDNN convolution primitives (cached, weights reordered to the blocked layout once
 /// per weight version) for typical CNN layer sizes and im2col + GEMM for small ones
-/// (Note [When Strata uses oneDNN primitives] in ops/cpu/dnnl_engine.h); f64 always runs
+/// (Note [When Strata uses oneDNN primitives] in ops/detail/cpu/dnnl_engine.h); f64 always runs
 /// im2col + GEMM. Backward: gradients for input, weight and bias.
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), IntArrayRef stride = {1, 1},
               IntArrayRef padding = {0, 0}, IntArrayRef dilation = {1, 1}, int64_t groups = 1);

@@ -1,6 +1,6 @@
 #include "ops/custom_function.h"
 
-#include "ops/op_util.h"
+#include "ops/detail/op_util.h"
 
 namespace strata {
 

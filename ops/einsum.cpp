@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "ops/linalg.h"
-#include "ops/op_util.h"
+#include "ops/detail/op_util.h"
 #include "ops/reduction.h"
 #include "ops/shape_ops.h"
 

@@ -6,9 +6,9 @@
 #include <type_traits>
 
 #include "core/type_promotion.h"
-#include "ops/op_util.h"
-#include "ops/pointwise.h"
-#include "ops/typed_kernels.h"
+#include "ops/detail/op_util.h"
+#include "ops/detail/pointwise.h"
+#include "ops/detail/typed_kernels.h"
 #include "ops/unary.h"
 
 namespace strata {

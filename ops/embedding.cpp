@@ -5,7 +5,7 @@
 #include <limits>
 #include <string>
 
-#include "ops/op_util.h"
+#include "ops/detail/op_util.h"
 
 namespace strata {
 

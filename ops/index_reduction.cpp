@@ -5,7 +5,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "ops/op_util.h"
+#include "ops/detail/op_util.h"
 
 namespace strata {
 
@@ -15,7 +15,7 @@ using namespace ops::detail;
 
 // Note [Index reductions]
 // Every op here works on rows: the input with the reduced dim moved last, contiguous, as [n, r]
-// (rows_along in ops/op_util.h; every element as one row for argmax/argmin without a dim). Each
+// (rows_along in ops/detail/op_util.h; every element as one row for argmax/argmin without a dim). Each
 // row is handled on its own, rows in parallel; the k selected values and indices of each row form
 // [n, k] outputs that from_rows puts back in place (k = 1 for max, min, argmax and argmin). bf16
 // and f16 rows are compared in f32 and bool rows as u8 (the selected values convert back

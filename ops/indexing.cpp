@@ -8,7 +8,7 @@
 #include "autograd/view.h"
 #include "ops/binary.h"
 #include "ops/inplace.h"
-#include "ops/op_util.h"
+#include "ops/detail/op_util.h"
 #include "ops/shape_ops.h"
 
 namespace strata {

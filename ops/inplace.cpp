@@ -6,7 +6,7 @@
 #include "autograd/view.h"
 #include "core/type_promotion.h"
 #include "ops/binary.h"
-#include "ops/op_util.h"
+#include "ops/detail/op_util.h"
 #include "ops/unary.h"
 
 namespace strata {

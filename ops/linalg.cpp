@@ -9,9 +9,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "ops/cpu/elementwise.h"
-#include "ops/cpu/gemm.h"
-#include "ops/op_util.h"
+#include "ops/detail/cpu/elementwise.h"
+#include "ops/detail/cpu/gemm.h"
+#include "ops/detail/op_util.h"
 
 namespace strata {
 

@@ -3,7 +3,7 @@
 /// Matrix products (differentiable; f32 and f64; any strides; outputs contiguous).
 ///
 /// f32 products run on oneDNN's `dnnl_sgemm`, f64 products (and tiny f32 ones) on Strata's own
-/// cache-blocked kernel (ops/cpu/gemm.h). Transposed operands are passed as transposed views, never
+/// cache-blocked kernel (ops/detail/cpu/gemm.h). Transposed operands are passed as transposed views, never
 /// copied.
 
 #include <span>

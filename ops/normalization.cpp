@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "autograd/engine.h"
-#include "ops/cpu/norm_loss_math.h"
+#include "ops/detail/cpu/norm_loss_math.h"
 #include "ops/binary.h"
-#include "ops/op_util.h"
+#include "ops/detail/op_util.h"
 #include "ops/shape_ops.h"
 #include "ops/statistics.h"
 #include "ops/unary.h"

@@ -6,8 +6,8 @@
 #include <limits>
 #include <type_traits>
 
-#include "ops/cpu/row_sum.h"
-#include "ops/op_util.h"
+#include "ops/detail/cpu/row_sum.h"
+#include "ops/detail/op_util.h"
 
 namespace strata {
 

@@ -10,8 +10,8 @@
 
 #include "ops/binary.h"
 #include "ops/comparison.h"
-#include "ops/cpu/elementwise.h"
-#include "ops/op_util.h"
+#include "ops/detail/cpu/elementwise.h"
+#include "ops/detail/op_util.h"
 
 namespace strata {
 

@@ -8,7 +8,7 @@
 
 #include "autograd/grad_mode.h"
 #include "ops/inplace.h"
-#include "ops/op_util.h"
+#include "ops/detail/op_util.h"
 #include "ops/shape_ops.h"
 
 namespace strata {

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "autograd/view.h"
-#include "ops/op_util.h"
+#include "ops/detail/op_util.h"
 
 namespace strata {
 

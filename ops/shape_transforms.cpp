@@ -7,7 +7,7 @@
 #include "core/factories.h"
 #include "ops/binary.h"
 #include "ops/comparison.h"
-#include "ops/op_util.h"
+#include "ops/detail/op_util.h"
 #include "ops/reduction.h"
 #include "ops/shape_ops.h"
 

@@ -5,9 +5,9 @@
 #include <sstream>
 #include <vector>
 
-#include "ops/cpu/norm_loss_math.h"
-#include "ops/cpu/vec_math.h"
-#include "ops/op_util.h"
+#include "ops/detail/cpu/norm_loss_math.h"
+#include "ops/detail/cpu/vec_math.h"
+#include "ops/detail/op_util.h"
 
 namespace strata {
 
@@ -52,7 +52,7 @@ Slices slices_of(const Tensor& x, int64_t dim) {
   return s;
 }
 
-/// max of a contiguous row (n >= 1); f32 through the array kernels (ops/cpu/vec_math.h).
+/// max of a contiguous row (n >= 1); f32 through the array kernels (ops/detail/cpu/vec_math.h).
 template <typename T>
 T row_max(const T* x, int64_t n) {
   if constexpr (std::is_same_v<T, float>) return ops::cpu::vec::kernels().max(x, n);

@@ -11,7 +11,7 @@
 #include "ops/binary.h"
 #include "ops/comparison.h"
 #include "ops/elementwise_math.h"
-#include "ops/op_util.h"
+#include "ops/detail/op_util.h"
 #include "ops/operators.h"
 #include "ops/reduction.h"
 #include "ops/unary.h"

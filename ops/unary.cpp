@@ -14,12 +14,12 @@
 
 #include "autograd/engine.h"
 #include "core/type_promotion.h"
-#include "ops/cpu/elementwise.h"
-#include "ops/cpu/vec_math.h"
-#include "ops/op_util.h"
-#include "ops/pointwise.h"
+#include "ops/detail/cpu/elementwise.h"
+#include "ops/detail/cpu/vec_math.h"
+#include "ops/detail/op_util.h"
+#include "ops/detail/pointwise.h"
 #include "ops/reduction.h"
-#include "ops/typed_kernels.h"
+#include "ops/detail/typed_kernels.h"
 
 namespace strata {
 
@@ -36,7 +36,7 @@ using ops::cpu::relu_value;
 /// Elements per parallel task of the f32 array kernels (a few µs of work each).
 constexpr int64_t kVecGrain = 16384;
 
-/// y = f(x), through the f32 array kernel `k` (Note [Run-time ISA dispatch] in ops/cpu/vec_math.h)
+/// y = f(x), through the f32 array kernel `k` (Note [Run-time ISA dispatch] in ops/detail/cpu/vec_math.h)
 /// when x is f32 and contiguous, through unary_kernel with the scalar `f` otherwise.
 template <typename F>
 Tensor unary_vec(const Tensor& x, ops::cpu::vec::UnaryFn k, F f) {

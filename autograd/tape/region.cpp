@@ -1,4 +1,4 @@
-#include "autograd/tape/region.h"
+#include "autograd/tape/detail/region.h"
 
 #include "core/error.h"
 

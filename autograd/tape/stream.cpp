@@ -4,7 +4,7 @@
 #include <chrono>
 #include <sstream>
 
-#include "autograd/tape/region.h"
+#include "autograd/tape/detail/region.h"
 #include "core/error.h"
 #include "core/text.h"
 

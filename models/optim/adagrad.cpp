@@ -4,7 +4,7 @@
 
 #include "core/error.h"
 #include "core/factories.h"
-#include "models/optim/update_kernel.h"
+#include "models/optim/detail/update_kernel.h"
 
 namespace strata::optim {
 

@@ -6,7 +6,7 @@
 #include "core/factories.h"
 #include "core/pin_set.h"
 #include "core/threading.h"
-#include "models/optim/update_kernel.h"
+#include "models/optim/detail/update_kernel.h"
 
 namespace strata::optim {
 

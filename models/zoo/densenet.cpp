@@ -7,7 +7,7 @@
 #include "models/linear.h"
 #include "models/normalization.h"
 #include "models/pooling.h"
-#include "models/zoo/init.h"
+#include "models/zoo/detail/init.h"
 #include "ops/pooling.h"
 #include "ops/shape_ops.h"
 #include "ops/unary.h"

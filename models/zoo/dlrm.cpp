@@ -10,7 +10,7 @@
 #include "models/activation.h"
 #include "models/embedding_bag.h"
 #include "models/linear.h"
-#include "models/zoo/init.h"
+#include "models/zoo/detail/init.h"
 #include "ops/embedding.h"
 #include "ops/linalg.h"
 #include "ops/shape_ops.h"

@@ -7,7 +7,7 @@
 #include "models/dropout.h"
 #include "models/linear.h"
 #include "models/normalization.h"
-#include "models/zoo/init.h"
+#include "models/zoo/detail/init.h"
 #include "ops/binary.h"
 #include "ops/embedding.h"
 #include "ops/linalg.h"

@@ -1,4 +1,4 @@
-#include "models/zoo/init.h"
+#include "models/zoo/detail/init.h"
 
 #include <cmath>
 

@@ -1,6 +1,6 @@
 // SmallVector: inline storage up to N, heap beyond; copies and moves in both states.
 
-#include "core/small_vector.h"
+#include "core/detail/small_vector.h"
 
 #include <gtest/gtest.h>
 

@@ -6,7 +6,7 @@
 #include <optional>
 
 #include "core/factories.h"
-#include "dist/transport.h"
+#include "dist/detail/transport.h"
 #include "tests/cpp/dist/dist_test_util.h"
 #include "tests/cpp/error_text.h"
 

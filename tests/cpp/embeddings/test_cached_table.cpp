@@ -15,7 +15,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "embeddings/cached_table.h"
-#include "embeddings/visit.h"
+#include "embeddings/detail/visit.h"
 #include "memory/heap.h"
 #include "memory/slow_tier_model.h"
 

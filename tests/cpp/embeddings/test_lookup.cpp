@@ -16,7 +16,7 @@
 #include "core/error.h"
 #include "core/threading.h"
 #include "embeddings/kernels.h"
-#include "embeddings/kernels_detail.h"
+#include "embeddings/detail/kernels.h"
 #include "embeddings/reference.h"
 #include "memory/heap.h"
 

@@ -21,7 +21,7 @@
 #include "core/factories.h"
 #include "core/tensor.h"
 #include "embeddings/kernels.h"
-#include "embeddings/kernels_detail.h"
+#include "embeddings/detail/kernels.h"
 #include "embeddings/reference.h"
 #include "memory/heap.h"
 #include "models/optim/adagrad.h"

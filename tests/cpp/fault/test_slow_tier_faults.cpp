@@ -19,7 +19,7 @@
 #include "core/pin_set.h"
 #include "tests/cpp/error_text.h"
 #include "fault_env.h"
-#include "memory/fault_guard.h"
+#include "memory/detail/fault_guard.h"
 #include "memory/heap.h"
 #include "memory/tiered_memory.h"
 #include "ops/linalg.h"

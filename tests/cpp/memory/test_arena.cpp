@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "memory/arena.h"
+#include "memory/detail/arena.h"
 
 namespace strata::memory {
 namespace {

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/factories.h"
-#include "memory/dram_allocator.h"
+#include "memory/detail/dram_allocator.h"
 
 namespace strata::memory {
 

@@ -9,7 +9,7 @@
 #include <cstdio>
 
 #include "ops/conv.h"
-#include "ops/cpu/dnnl_engine.h"
+#include "ops/detail/cpu/dnnl_engine.h"
 #include "ops/pooling.h"
 #include "tests/cpp/bitwise.h"
 #include "tests/cpp/core/test_util.h"

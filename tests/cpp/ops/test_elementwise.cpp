@@ -135,7 +135,7 @@ TEST(FastMath, F32AccuracyAgainstF64) {
 }
 
 /// The f32 gradients of the transcendental ops (contiguous f32 runs the array kernels of
-/// ops/cpu/vec_math.h, strided f32 the scalar fallback) against the f64 ones on the same inputs.
+/// ops/detail/cpu/vec_math.h, strided f32 the scalar fallback) against the f64 ones on the same inputs.
 TEST(FastMath, F32GradientsMatchF64ContiguousAndStrided) {
   Generator gen(13);
   const Tensor base = uniform({64, 33}, -6.0, 6.0, {DType::f32, nullptr}, &gen);

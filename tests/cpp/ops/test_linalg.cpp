@@ -18,7 +18,7 @@
 #include "autograd/grad_mode.h"
 #include "core/factories.h"
 #include "core/threading.h"
-#include "ops/cpu/gemm.h"
+#include "ops/detail/cpu/gemm.h"
 #include "ops/linalg.h"
 #include "tests/cpp/error_text.h"
 #include "tests/cpp/ops/harness/op_harness.h"

@@ -1,4 +1,4 @@
-// Strata's oneDNN primitive cache and cached weight reorders (ops/cpu/primitive_cache.h), driven
+// Strata's oneDNN primitive cache and cached weight reorders (ops/detail/cpu/primitive_cache.h), driven
 // through conv2d on the primitive path.
 
 #include <gtest/gtest.h>
@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "ops/conv.h"
-#include "ops/cpu/dnnl_engine.h"
-#include "ops/cpu/primitive_cache.h"
+#include "ops/detail/cpu/dnnl_engine.h"
+#include "ops/detail/cpu/primitive_cache.h"
 #include "tests/cpp/ops/harness/op_harness.h"
 
 namespace strata::testing {
@@ -56,7 +56,7 @@ TEST(PrimitiveCache, ConcurrentFirstUseBuildsOnce) {
 #if defined(__SANITIZE_THREAD__)
   GTEST_SKIP() << "TSan: primitives run from several threads make TSan report races inside the "
                   "uninstrumented libtbb of oneDNN's SYCL runtime (Note [When Strata uses oneDNN "
-                  "primitives] in ops/cpu/dnnl_engine.h); Release and ASan run this test";
+                  "primitives] in ops/detail/cpu/dnnl_engine.h); Release and ASan run this test";
 #endif
   ModeGuard guard(DnnlPrimitives::Always);
   Generator gen(2);

@@ -1,8 +1,8 @@
-// Accuracy sweeps of the f32 array kernels (ops/cpu/vec_math.h) against f64 references: every
+// Accuracy sweeps of the f32 array kernels (ops/detail/cpu/vec_math.h) against f64 references: every
 // kernel table this CPU can run (the portable one always, AVX-512 where present), over dense grids,
 // random inputs across the whole exponent range, special values and every tail length.
 
-#include "ops/cpu/vec_math.h"
+#include "ops/detail/cpu/vec_math.h"
 
 #include <gtest/gtest.h>
 

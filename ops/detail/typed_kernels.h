@@ -7,7 +7,7 @@
 /// A functor is a generic lambda called with values of compute_type_t<T> (core/dtype.h): float for
 /// bf16 and f16 elements, T itself otherwise, so the 16-bit floats compute in f32 as PyTorch's CPU
 /// kernels do and are rounded once on store. For f32 and f64 the conversions are no-ops and the
-/// loops vectorize as before (Note [Element-wise engine] in ops/cpu/elementwise.h). Every functor
+/// loops vectorize as before (Note [Element-wise engine] in ops/detail/cpu/elementwise.h). Every functor
 /// is instantiated for every dtype; branches that make no sense for a dtype are cut with
 /// `if constexpr`, and the ops refuse such dtypes before dispatching.
 
@@ -18,8 +18,8 @@
 #include "core/pin_set.h"
 #include "core/scalar.h"
 #include "core/tensor.h"
-#include "ops/cpu/elementwise.h"
-#include "ops/op_util.h"
+#include "ops/detail/cpu/elementwise.h"
+#include "ops/detail/op_util.h"
 
 namespace strata::ops::detail {
 

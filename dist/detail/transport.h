@@ -1,8 +1,8 @@
 #pragma once
 /// @file
 /// The byte mover under strata::dist::Communicator (internal): point-to-point exchanges with a
-/// timeout, over MPI (transport_mpi.cpp) or, in a build without MPI, a single process
-/// (transport_single.cpp). Only one thread calls a Transport at a time (the communicator's worker).
+/// timeout, over MPI (transport/mpi.cpp) or, in a build without MPI, a single process
+/// (transport/single.cpp). Only one thread calls a Transport at a time (the communicator's worker).
 
 #include <cstddef>
 #include <cstdint>

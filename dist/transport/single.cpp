@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "core/error.h"
-#include "dist/transport.h"
+#include "dist/detail/transport.h"
 
 namespace strata::dist::detail {
 namespace {

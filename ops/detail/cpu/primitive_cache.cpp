@@ -1,10 +1,10 @@
-#include "ops/cpu/primitive_cache.h"
+#include "ops/detail/cpu/primitive_cache.h"
 
 #include <mutex>
 #include <unordered_map>
 
 #include "core/storage.h"
-#include "ops/cpu/dnnl_engine.h"
+#include "ops/detail/cpu/dnnl_engine.h"
 
 namespace strata::ops::cpu {
 

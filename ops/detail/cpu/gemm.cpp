@@ -1,4 +1,4 @@
-#include "ops/cpu/gemm.h"
+#include "ops/detail/cpu/gemm.h"
 
 #include <oneapi/dnnl/dnnl.h>
 

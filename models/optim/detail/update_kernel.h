@@ -21,7 +21,7 @@
 #include <utility>
 
 #include "core/pin_set.h"
-#include "core/strided_loop.h"
+#include "core/detail/strided_loop.h"
 #include "core/tensor.h"
 
 namespace strata::optim::detail {

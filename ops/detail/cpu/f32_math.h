@@ -2,7 +2,7 @@
 /// @file
 /// Scalar f32 math written so that loops calling it auto-vectorize (internal to ops/): the one copy
 /// of f32 exp / log / tanh / sigmoid / erfc that the element-wise, normalization and loss kernels
-/// use, and the portable fallback of the array kernels in ops/cpu/vec_math.h.
+/// use, and the portable fallback of the array kernels in ops/detail/cpu/vec_math.h.
 ///
 /// Note [Branch-free f32 math]
 /// Every floating-point operation runs unconditionally and only *values* are selected: GCC does

@@ -1,11 +1,11 @@
-// The AVX-512 f32 array kernels (Note [Run-time ISA dispatch] in ops/cpu/vec_math.h). This file is
+// The AVX-512 f32 array kernels (Note [Run-time ISA dispatch] in ops/detail/cpu/vec_math.h). This file is
 // compiled with AVX-512 enabled (ops/CMakeLists.txt) and must include nothing but intrinsics and
 // vec_math.h: an inline function from any other header, compiled here for AVX-512, could be the
 // copy the linker keeps for every caller. Everything below is internal and always inlined into
-// the table's functions. The formulas follow ops/cpu/f32_math.h (same polynomials, same special
+// the table's functions. The formulas follow ops/detail/cpu/f32_math.h (same polynomials, same special
 // values); 2^n is applied with vscalefps, which overflows to inf and rounds denormals once.
 
-#include "ops/cpu/vec_math.h"
+#include "ops/detail/cpu/vec_math.h"
 
 #if defined(__x86_64__) && defined(__AVX512F__) && defined(__AVX512DQ__)
 

@@ -18,7 +18,7 @@
 #include <immintrin.h>
 #endif
 
-#include "ops/cpu/f32_math.h"
+#include "ops/detail/cpu/f32_math.h"
 
 namespace strata::ops::detail {
 
@@ -57,7 +57,7 @@ inline T lane_max(const T* x, int64_t n) {
 }
 
 #if defined(__AVX2__)
-/// f32: GCC does not vectorize the select above (Note [Branch-free f32 math] in ops/cpu/f32_math.h),
+/// f32: GCC does not vectorize the select above (Note [Branch-free f32 math] in ops/detail/cpu/f32_math.h),
 /// so use AVX directly.
 template <>
 inline float lane_max<float>(const float* x, int64_t n) {
@@ -76,7 +76,7 @@ inline float lane_max<float>(const float* x, int64_t n) {
 }
 #endif
 
-/// exp / log: f32 through the one vectorizable copy in ops/cpu/f32_math.h, f64 through libm.
+/// exp / log: f32 through the one vectorizable copy in ops/detail/cpu/f32_math.h, f64 through libm.
 inline float fast_exp(float x) { return cpu::exp_f32(x); }
 inline double fast_exp(double x) { return std::exp(x); }
 inline float fast_log(float x) { return cpu::log_f32(x); }

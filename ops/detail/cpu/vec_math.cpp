@@ -1,12 +1,12 @@
 // The portable f32 array kernels and the run-time choice between them and the AVX-512 ones
-// (Note [Run-time ISA dispatch] in ops/cpu/vec_math.h).
+// (Note [Run-time ISA dispatch] in ops/detail/cpu/vec_math.h).
 
-#include "ops/cpu/vec_math.h"
+#include "ops/detail/cpu/vec_math.h"
 
 #include <cmath>
 
-#include "ops/cpu/f32_math.h"
-#include "ops/cpu/norm_loss_math.h"
+#include "ops/detail/cpu/f32_math.h"
+#include "ops/detail/cpu/norm_loss_math.h"
 
 namespace strata::ops::cpu::vec {
 

@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "core/error.h"
-#include "dist/transport.h"
+#include "dist/detail/transport.h"
 
 namespace strata::dist::detail {
 namespace {

@@ -1,12 +1,12 @@
 #pragma once
 /// @file
 /// The strided element-wise engine shared by the unary, binary and reduction families (internal to
-/// ops/). The vectorizable f32 math those kernels use is in ops/cpu/f32_math.h.
+/// ops/). The vectorizable f32 math those kernels use is in ops/detail/cpu/f32_math.h.
 ///
 /// Note [Element-wise engine]
 /// `map1` / `map2` / `map3` compute out[i] = f(in...[i]) where `out` is a fresh contiguous tensor
 /// and every input is *broadcast* to out's shape through its strides (stride 0 in broadcast dims;
-/// see `broadcast_byte_strides`). They ride on detail::for_each_row (core/strided_loop.h): dims are
+/// see `broadcast_byte_strides`). They ride on detail::for_each_row (core/detail/strided_loop.h): dims are
 /// coalesced, rows run in parallel above a grain. Inside a row every input is classified once:
 /// contiguous (inner stride == itemsize), broadcast scalar (inner stride 0) or strided. The common
 /// combinations (all contiguous; one operand a scalar; a row-vector operand, which after coalescing
@@ -30,9 +30,9 @@
 #include <immintrin.h>
 #endif
 
-#include "core/strided_loop.h"
+#include "core/detail/strided_loop.h"
 #include "core/tensor.h"
-#include "ops/cpu/f32_math.h"
+#include "ops/detail/cpu/f32_math.h"
 
 namespace strata::ops::cpu {
 

@@ -6,11 +6,11 @@
 /// Note [Run-time ISA dispatch]
 /// Strata builds for x86-64-v3 (AVX2), but the machines it runs on often have AVX-512, where
 /// `vscalefps` (2^n with correct overflow and gradual underflow in one instruction) and 16 lanes
-/// roughly halve the cost of exp-based kernels. ops/cpu/vec_math_avx512.cpp is the one translation
+/// roughly halve the cost of exp-based kernels. ops/detail/cpu/vec_math_avx512.cpp is the one translation
 /// unit compiled with AVX-512 enabled; it includes nothing but intrinsics and this header (so no
 /// inline function compiled for AVX-512 can be picked by the linker for other callers), and
 /// `kernels()` hands out its table only when the CPU and OS support AVX-512F/DQ. Otherwise the
-/// portable table (ops/cpu/vec_math.cpp: loops over ops/cpu/f32_math.h that GCC vectorizes for
+/// portable table (ops/detail/cpu/vec_math.cpp: loops over ops/detail/cpu/f32_math.h that GCC vectorizes for
 /// the build's -march) serves. Both tables have the same accuracy contract (f32_math.h) and the
 /// same special values; tests/cpp/ops/test_vec_math.cpp sweeps both against f64 references.
 

@@ -1,4 +1,4 @@
-#include "ops/cpu/dnnl_engine.h"
+#include "ops/detail/cpu/dnnl_engine.h"
 
 #include <atomic>
 #include <cstdlib>

@@ -5,8 +5,8 @@
 /// and runs it over every element (any strides, contiguous output).
 
 #include "autograd/engine.h"
-#include "ops/cpu/elementwise.h"
-#include "ops/op_util.h"
+#include "ops/detail/cpu/elementwise.h"
+#include "ops/detail/op_util.h"
 
 namespace strata::ops::detail {
 
@@ -41,7 +41,7 @@ bool grad_in_place(const Tensor& g, const Tensor& s, F f, int64_t grain) {
     T* gp = g.data<T>();
     const T* sp = s.data<T>();
     parallel_for(g.numel(), grain, [gp, sp, f](int64_t b, int64_t e) {
-      const F fn = f;  // a local copy keeps the loop vectorized (ops/cpu/elementwise.h)
+      const F fn = f;  // a local copy keeps the loop vectorized (ops/detail/cpu/elementwise.h)
       for (int64_t i = b; i < e; ++i) gp[i] = fn(gp[i], sp[i]);
     });
   });
