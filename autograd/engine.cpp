@@ -230,12 +230,3 @@ TensorList grad_consuming(const TensorList& outputs, const TensorList& inputs, T
 }
 
 }  // namespace strata::autograd
-
-namespace strata {
-
-void Tensor::backward(const Tensor& grad, bool retain_graph) const {
-  require_defined("backward");
-  autograd::backward({*this}, grad.defined() ? autograd::TensorList{grad} : autograd::TensorList{}, retain_graph);
-}
-
-}  // namespace strata

@@ -4,6 +4,8 @@
 #include <mutex>
 
 #include "autograd/accumulate.h"
+#include "autograd/engine.h"
+#include "core/detail/autograd_hooks.h"
 
 namespace strata::autograd {
 
@@ -54,55 +56,52 @@ void detail::run_tensor_hooks(const Node& node, TensorList& grads) {
 
 }  // namespace strata::autograd
 
-namespace strata {
+namespace strata::autograd {
 
 namespace {
-void check_hookable(const Tensor& t, const char* op) {
-  STRATA_CHECK(t.requires_grad(), op, ": cannot register a hook on a tensor that doesn't require gradient (",
-               t.describe(), ")");
-}
+
+/// The engine side of Tensor's autograd entry points (Note [Autograd seam] in
+/// core/detail/autograd_hooks.h); core checked the arguments and made the autograd record.
+class EngineHooks final : public ::strata::detail::AutogradHooks {
+ public:
+  void backward(const Tensor& self, const Tensor& grad, bool retain_graph) const override {
+    autograd::backward({self}, grad.defined() ? TensorList{grad} : TensorList{}, retain_graph);
+  }
+
+  uint64_t register_hook(const Tensor& self, const std::shared_ptr<::strata::detail::AutogradMeta>& meta,
+                         Tensor::GradHook hook) const override {
+    const uint64_t id = next_hook_id.fetch_add(1, std::memory_order_relaxed);
+    {
+      std::lock_guard<std::mutex> lock(hooks_mutex);
+      meta->hooks.emplace_back(id, std::move(hook));
+    }
+    if (const auto& fn = self.grad_fn()) fn->watch_output(self.output_nr(), meta);
+    return id;
+  }
+
+  bool remove_hook(::strata::detail::AutogradMeta& meta, uint64_t id) const override {
+    std::lock_guard<std::mutex> lock(hooks_mutex);
+    for (auto it = meta.hooks.begin(); it != meta.hooks.end(); ++it) {
+      if (it->first == id) {
+        meta.hooks.erase(it);
+        return true;
+      }
+    }
+    return false;
+  }
+
+  void retain_grad(const Tensor& self, const std::shared_ptr<::strata::detail::AutogradMeta>& meta) const override {
+    self.grad_fn()->watch_output(self.output_nr(), meta);
+  }
+};
+
+// The `strata` target links strata_autograd as a whole archive, so this initializer always runs.
+const bool kHooksInstalled = [] {
+  static const EngineHooks hooks;
+  ::strata::detail::set_autograd_hooks(&hooks);
+  return true;
+}();
+
 }  // namespace
 
-uint64_t Tensor::register_hook(GradHook hook) const {
-  require_defined("register_hook");
-  check_hookable(*this, "register_hook");
-  STRATA_CHECK(hook != nullptr, "register_hook: the hook is empty");
-  const uint64_t id = autograd::next_hook_id.fetch_add(1, std::memory_order_relaxed);
-  autograd_meta();  // creates impl_->autograd
-  {
-    std::lock_guard<std::mutex> lock(autograd::hooks_mutex);
-    impl_->autograd->hooks.emplace_back(id, std::move(hook));
-  }
-  if (const auto& fn = grad_fn()) fn->watch_output(output_nr(), impl_->autograd);
-  return id;
-}
-
-bool Tensor::remove_hook(uint64_t id) const {
-  require_defined("remove_hook");
-  detail::AutogradMeta* meta = autograd_meta_if_any();
-  if (meta == nullptr) return false;
-  std::lock_guard<std::mutex> lock(autograd::hooks_mutex);
-  for (auto it = meta->hooks.begin(); it != meta->hooks.end(); ++it) {
-    if (it->first == id) {
-      meta->hooks.erase(it);
-      return true;
-    }
-  }
-  return false;
-}
-
-void Tensor::retain_grad() const {
-  require_defined("retain_grad");
-  STRATA_CHECK(requires_grad(), "retain_grad: can't retain_grad on a tensor that has requires_grad=False (",
-               describe(), ")");
-  if (is_leaf()) return;
-  autograd_meta().retains_grad = true;
-  grad_fn()->watch_output(output_nr(), impl_->autograd);
-}
-
-bool Tensor::retains_grad() const {
-  const detail::AutogradMeta* meta = autograd_meta_if_any();
-  return meta != nullptr && meta->retains_grad && !is_leaf();
-}
-
-}  // namespace strata
+}  // namespace strata::autograd

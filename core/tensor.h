@@ -122,7 +122,8 @@ class Tensor {
   bool is_leaf() const { return grad_fn() == nullptr; }
   /// A tensor sharing this one's storage and view but detached from the graph.
   Tensor detach() const;
-  /// Runs the backward pass from this tensor (defined in autograd/engine.cpp; link `strata`).
+  /// Runs the backward pass from this tensor (through autograd/'s engine: Note [Autograd seam] in
+  /// core/detail/autograd_hooks.h; link `strata`).
   /// `grad` may be omitted only for one-element tensors. Frees the graph's saved values unless
   /// `retain_graph`.
   void backward(const Tensor& grad = Tensor(), bool retain_graph = false) const;
@@ -131,7 +132,7 @@ class Tensor {
   using GradHook = std::function<Tensor(const Tensor& grad)>;
   /// Registers `hook` to run on the gradient w.r.t. this tensor each time one is computed, before
   /// it reaches `.grad` (a leaf) or flows on (a non-leaf); hooks run in registration order, each on
-  /// the previous one's result (Note [Tensor hooks] in autograd/hooks.h; defined there). Throws
+  /// the previous one's result (Note [Tensor hooks] in autograd/hooks.h). Throws
   /// unless the tensor requires grad. Returns an id for remove_hook().
   uint64_t register_hook(GradHook hook) const;
   /// Removes the hook with id `id`; false when this tensor has no such hook (any more).
