@@ -116,14 +116,18 @@ Tensor opt_tensor(py::handle h, const char* op, const char* name) {
 
 int64_t dim_arg(py::handle h, const char* op) { return int_from_py(h, op, "dim"); }
 
-// An int or a pair of ints (kernel_size, stride, padding, dilation) as two values.
-Dims pair_arg(py::handle h, const char* op, const char* name) {
+// An int (used for all `n` dims) or a sequence of `n` ints: kernel_size, stride, padding, dilation.
+Dims int_tuple_arg(py::handle h, std::size_t n, const char* op, const char* name) {
   Dims v = int_list_from_sequence(h, op, name);
-  if (v.size() == 1) v.push_back(v[0]);
-  if (v.size() != 2)
-    throw BindingValueError(msg(op, "(): ", name, " must be an int or a pair of ints, got ", v.size(), " values"));
+  if (v.size() == 1) v.resize(n, v[0]);
+  if (v.size() != n) {
+    const std::string wanted = n == 1 ? "a sequence of one int" : n == 2 ? "a pair of ints" : std::to_string(n) + " ints";
+    throw BindingValueError(msg(op, "(): ", name, " must be an int or ", wanted, ", got ", v.size(), " values"));
+  }
   return v;
 }
+
+Dims pair_arg(py::handle h, const char* op, const char* name) { return int_tuple_arg(h, 2, op, name); }
 
 // None, an int or a sequence of ints.
 std::optional<Dims> dims_arg(py::handle h, const char* op) {

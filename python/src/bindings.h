@@ -173,7 +173,9 @@ double number_arg(py::handle h, const char* op, const char* name);
 Tensor opt_tensor(py::handle h, const char* op, const char* name);
 /// An int argument named "dim".
 int64_t dim_arg(py::handle h, const char* op);
-/// An int or a pair of ints (kernel_size, stride, padding, dilation) as two values.
+/// An int (used for all `n` dims) or a sequence of `n` ints (kernel_size, stride, padding, dilation).
+Dims int_tuple_arg(py::handle h, std::size_t n, const char* op, const char* name);
+/// int_tuple_arg for two dims.
 Dims pair_arg(py::handle h, const char* op, const char* name);
 /// None, an int or a sequence of ints (a dim argument).
 std::optional<Dims> dims_arg(py::handle h, const char* op);

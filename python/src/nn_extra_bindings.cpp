@@ -19,32 +19,19 @@ namespace {
 
 using py::arg;
 
-Tensor optional_tensor(py::handle h, const char* op, const char* name) {
-  return h.is_none() ? Tensor() : tensor_arg(h, op, name);
-}
-
-/// An int (used for all `n` dims) or a sequence of `n` ints.
-Dims n_ints(py::handle h, std::size_t n, const char* op, const char* name) {
-  Dims v = int_list_from_sequence(h, op, name);
-  if (v.size() == 1) v.resize(n, v[0]);
-  if (v.size() != n)
-    throw BindingValueError(msg(op, "(): ", name, " must be an int or ", n, " ints, got ", v.size(), " values"));
-  return v;
-}
-
 Tensor conv1d_py(py::handle input, py::handle weight, py::handle bias, py::handle stride, py::handle padding,
                  py::handle dilation, py::handle groups) {
   const char* op = "conv1d";
   const Tensor x = tensor_arg(input, op, "input"), w = tensor_arg(weight, op, "weight");
-  const Tensor b = optional_tensor(bias, op, "bias");
-  const Dims s = n_ints(stride, 1, op, "stride"), d = n_ints(dilation, 1, op, "dilation");
+  const Tensor b = opt_tensor(bias, op, "bias");
+  const Dims s = int_tuple_arg(stride, 1, op, "stride"), d = int_tuple_arg(dilation, 1, op, "dilation");
   const int64_t g = int_from_py(groups, op, "groups");
   if (py::isinstance<py::str>(padding)) {
     const std::string mode = padding.cast<std::string>();
     py::gil_scoped_release release;
     return conv1d(x, w, b, s, mode, d, g);
   }
-  const Dims p = n_ints(padding, 1, op, "padding");
+  const Dims p = int_tuple_arg(padding, 1, op, "padding");
   py::gil_scoped_release release;
   return conv1d(x, w, b, s, p, d, g);
 }
@@ -53,11 +40,11 @@ Tensor conv_transpose2d_py(py::handle input, py::handle weight, py::handle bias,
                            py::handle padding, py::handle output_padding, py::handle groups, py::handle dilation) {
   const char* op = "conv_transpose2d";
   const Tensor x = tensor_arg(input, op, "input"), w = tensor_arg(weight, op, "weight");
-  const Tensor b = optional_tensor(bias, op, "bias");
+  const Tensor b = opt_tensor(bias, op, "bias");
   if (py::isinstance<py::str>(padding))
     throw BindingTypeError("conv_transpose2d(): argument 'padding' must be an int or a tuple of ints, not str");
-  const Dims s = n_ints(stride, 2, op, "stride"), p = n_ints(padding, 2, op, "padding");
-  const Dims o = n_ints(output_padding, 2, op, "output_padding"), d = n_ints(dilation, 2, op, "dilation");
+  const Dims s = int_tuple_arg(stride, 2, op, "stride"), p = int_tuple_arg(padding, 2, op, "padding");
+  const Dims o = int_tuple_arg(output_padding, 2, op, "output_padding"), d = int_tuple_arg(dilation, 2, op, "dilation");
   const int64_t g = int_from_py(groups, op, "groups");
   py::gil_scoped_release release;
   return conv_transpose2d(x, w, b, s, p, o, g, d);
@@ -138,7 +125,7 @@ void init_nn_extra(py::module_& m) {
         const char* op = "group_norm";
         const Tensor x = tensor_arg(input, op, "input");
         const int64_t g = int_from_py(num_groups, op, "num_groups");
-        const Tensor w = optional_tensor(weight, op, "weight"), b = optional_tensor(bias, op, "bias");
+        const Tensor w = opt_tensor(weight, op, "weight"), b = opt_tensor(bias, op, "bias");
         py::gil_scoped_release release;
         return group_norm(x, g, w, b, eps);
       },
