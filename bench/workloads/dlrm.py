@@ -19,6 +19,13 @@ from harness.core import Figure, Item, Run, Target, Workload
 from workloads.torch_side import meta, time_us
 
 BATCH = 2048
+QUICK_BATCH = 256  # --quick: a smoke test of the pipeline, not a figure
+
+
+def _batch(ctx):
+    return QUICK_BATCH if ctx.quick else BATCH
+
+
 ITEMS = {
     # name: (strata-dlrm preset, steps timed per round, target speed-up over PyTorch)
     "random-bench": ("random-bench", 6, 1.5),
@@ -31,7 +38,7 @@ def _strata(name):
     preset, steps, _ = ITEMS[name]
 
     def run(ctx):
-        args = ["--preset", preset, "--mini-batch-size", BATCH, "--num-batches", steps + WARM,
+        args = ["--preset", preset, "--mini-batch-size", _batch(ctx), "--num-batches", steps + WARM,
                 "--fast-budget", "16G", "--slow-tier-model", "off", "--threads", ctx.threads,
                 "--print-freq", steps + WARM]
         if ctx.quick:
@@ -55,7 +62,7 @@ def _peer(name):
         a = ctx.shared[f"dlrm:{name}"]
         model = TorchDLRM(a["rows"], a["sparse_feature_size"], a["mlp_bot"], a["mlp_top"])
         rng = np.random.default_rng(727)
-        fns = [torch_step_fn(model, random_batch(rng, BATCH, a["rows"], a["mlp_bot"][0], a["lookups"],
+        fns = [torch_step_fn(model, random_batch(rng, _batch(ctx), a["rows"], a["mlp_bot"][0], a["lookups"],
                                                  a["lookups_fixed"]),
                              lr=a["learning_rate"], loss=a["loss_function"])
                for _ in range(2)]
@@ -73,7 +80,7 @@ def _peer(name):
 def items(ctx):
     out = []
     for name, (_, _, speedup) in ITEMS.items():
-        out.append(Item(f"{name}, batch {BATCH}",
+        out.append(Item(f"{name}, batch {_batch(ctx)}",
                         [Figure("step", "training step",
                                 target=Target(f">= {speedup:g}x PyTorch's samples/s", max_ratio=1.0 / speedup))],
                         strata=_strata(name), peer=_peer(name)))
