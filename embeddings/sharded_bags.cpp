@@ -181,6 +181,10 @@ void ShardedEmbeddingBags::finish_pooling(std::span<const Bags> bags, const std:
       return h;
     }();
     const bool whole_here = plan_.shards[t].kind == ShardKind::data_parallel || holders == std::vector<int>{rank_};
+    std::vector<std::vector<dist::TreeNode>> nodes_of;  // each holder's nodes
+    for (int i : holders) {
+      nodes_of.push_back(dist::tree_cover(plan_.row_blocks, plan_.block_begin(i, t), plan_.block_end(i, t)));
+    }
     for (int64_t k = 0; k < mine; ++k) {
       float* dst = out + k * width_ + column_[t];
       if (whole_here) {
@@ -188,8 +192,9 @@ void ShardedEmbeddingBags::finish_pooling(std::span<const Bags> bags, const std:
         continue;
       }
       std::map<std::pair<int64_t, int64_t>, const float*> known;
-      for (int i : holders) {
-        const auto nodes = dist::tree_cover(plan_.row_blocks, plan_.block_begin(i, t), plan_.block_end(i, t));
+      for (std::size_t h = 0; h < holders.size(); ++h) {
+        const int i = holders[h];
+        const std::vector<dist::TreeNode>& nodes = nodes_of[h];
         const float* values = in + base[i][t] + k * static_cast<int64_t>(nodes.size()) * d;
         if (i == rank_) {
           local.resize(nodes.size() * static_cast<std::size_t>(d));
