@@ -30,11 +30,12 @@ std::vector<TableSpec> tables() {
           {"t4", 30, 4, 4},   {"t5", 20, 8, 4},   {"t6", 600, 8, 4}, {"t7", 500, 8, 4}};
 }
 
-enum class Kind { table_wise, row_wise, data_parallel, mixed };
+enum class Kind { table_wise, row_wise, row_wise_coarse, data_parallel, mixed };
 const char* kind_name(Kind k) {
   switch (k) {
     case Kind::table_wise: return "table-wise";
     case Kind::row_wise: return "row-wise";
+    case Kind::row_wise_coarse: return "row-wise-coarse";
     case Kind::data_parallel: return "data-parallel";
     case Kind::mixed: return "mixed";
   }
@@ -46,6 +47,10 @@ ShardPlanOptions options(Kind kind, int ranks) {
   switch (kind) {
     case Kind::table_wise: o.balance_target = 1e9; break;        // never convert
     case Kind::row_wise: o.balance_target = 1.0; break;          // convert until nothing is table-wise
+    case Kind::row_wise_coarse:  // 3 blocks: at 4 ranks rank 3 holds no rows of any table
+      o.balance_target = 1.0;
+      o.row_blocks = 3;
+      break;
     case Kind::data_parallel: o.dp_boundary_bytes = 1 << 20; break;
     case Kind::mixed:  // t4, t5 replicated; t0 (and t1 at 4 ranks) row-wise; the rest table-wise
       o.dp_boundary_bytes = 1000;
@@ -148,6 +153,7 @@ TEST_P(ShardedBags, BytesEqualTheFormulas) {
   EXPECT_EQ(fwd.bytes_sent, fv.sent[me]);
   EXPECT_EQ(fwd.bytes_received, fv.received[me]);
   EXPECT_EQ(fwd.calls, n > 1 ? 1 : 0);
+  EXPECT_EQ(fwd.header_bytes_sent, n > 1 ? (n - 1) * (16 + 2 * n) * 8 : 0);  // shard_volume.h's header line
   comm().reset_stats();
   mine.backward_sgd(batch.bags, grad_rows(0, at[me], at[me + 1] - at[me], mine.width()), 0.1f);
   const dist::OpStats bwd = comm().stats()[dist::Op::alltoallv];
@@ -175,7 +181,8 @@ TEST_P(ShardedBags, PlanHasItsKind) {
   const auto all = static_cast<std::ptrdiff_t>(plan.tables.size());
   switch (GetParam()) {
     case Kind::table_wise: EXPECT_EQ(tw, all); break;
-    case Kind::row_wise: EXPECT_EQ(n == 1 ? tw : rw, all); break;
+    case Kind::row_wise:
+    case Kind::row_wise_coarse: EXPECT_EQ(n == 1 ? tw : rw, all); break;
     case Kind::data_parallel: EXPECT_EQ(dp, all); break;
     case Kind::mixed:  // at 2 and 4 ranks: t0 (and t1) row-wise, the rest table-wise, t4 and t5 replicated
       EXPECT_EQ(dp, 2);
@@ -191,7 +198,8 @@ TEST_P(ShardedBags, PlanHasItsKind) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Plans, ShardedBags,
-                         ::testing::Values(Kind::table_wise, Kind::row_wise, Kind::data_parallel, Kind::mixed),
+                         ::testing::Values(Kind::table_wise, Kind::row_wise, Kind::row_wise_coarse, Kind::data_parallel,
+                                           Kind::mixed),
                          [](const auto& info) {
                            std::string s = kind_name(info.param);
                            for (char& c : s) c = c == '-' ? '_' : c;
@@ -279,7 +287,18 @@ TEST(ShardedBagsBadInput, NamedBeforeAnyCommunication) {
   std::vector<Bags> empty_batch(8, Bags{{}, short_offsets});
   EXPECT_ERROR_HAS(mine.forward(empty_batch), "cannot give each of");
   EXPECT_ERROR_HAS(mine.backward_sgd(batch.bags, zeros({1, 3}, {DType::f32}), 0.1f), "expects an f32 gradient");
+  EXPECT_ERROR_HAS(mine.backward_sgd(batch.bags, zeros({1, 3}, {DType::f64}), 0.1f), "expects an f32 gradient");
+  const std::vector<int64_t> at = sample_split(kBatch, n);
+  const Tensor grad = zeros({at[me + 1] - at[me], mine.width()}, {DType::f32});
+  EXPECT_ERROR_HAS(mine.backward_sgd(batch.bags, grad, -0.1f), "negative learning rate");
+  std::vector<float> weights(batch.indices[2].size(), 1.0f);
+  std::vector<Bags> weighted = batch.bags;
+  weighted[2].weights = weights;
+  EXPECT_ERROR_HAS(mine.forward(weighted), "table 2 't2' has per-sample weights");
   EXPECT_ERROR_HAS(ShardedEmbeddingBags(plan, n, {&heap, nullptr}, kSeed, &comm()), "outside the plan");
+  EXPECT_ERROR_HAS(ShardedEmbeddingBags(plan_shards(tables(), options(Kind::mixed, n + 1)), me, {&heap, nullptr},
+                                        kSeed, &comm()),
+                   "but the communicator has");
   if (n > 1) {
     EXPECT_ERROR_HAS(ShardedEmbeddingBags(plan, me, {&heap, nullptr}, kSeed, nullptr), "needs a communicator");
   }
