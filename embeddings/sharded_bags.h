@@ -33,7 +33,8 @@
 /// holder and sample instead of the one partial sum of a reduce-scatter of pooled partial sums —
 /// with G a multiple of N (powers of two) exactly one, the same bytes as (N−1)/N·B·d·s per table;
 /// with other N up to log2(G) nodes. Its backward sends each sample's gradient to every holder
-/// ((N−1)/N·B·d·s per table per rank) where a reduce-scatter scheme would send it once per rank too.
+/// (about (N−1)/N·B·d·s per table and rank), as the reverse of a reduce-scatter (an allgather of the
+/// pooled gradients) does.
 /// A data-parallel table sends its gradients to every rank ((N−1)·B_r·d·s per rank, the allgather
 /// of the pooled gradients) instead of allreducing a rows × d gradient (2(N−1)/N·rows·d·s): cheaper
 /// when B < 2·rows, and exact at any rank count, which an allreduce of per-rank gradients is not.
