@@ -21,6 +21,7 @@
 
 #include "core/error.h"
 #include "core/file.h"
+#include "core/json.h"
 #include "core/threading.h"
 
 namespace strata::bench {
@@ -102,70 +103,9 @@ inline Summary summarize(std::vector<double> v) {
   return s;
 }
 
-/// A streaming JSON writer: values, arrays and objects with commas placed automatically.
-/// Non-finite numbers are written as null (JSON has no NaN).
-class Json {
+/// bench/'s JSON writer: strata::JsonWriter's values plus timed samples with their summary.
+class Json : public JsonWriterBase<Json> {
  public:
-  Json& begin_object() { return open('{'); }
-  Json& end_object() { return close('}'); }
-  Json& begin_array() { return open('['); }
-  Json& end_array() { return close(']'); }
-
-  Json& key(std::string_view k) {
-    comma();
-    string(k);
-    out_ += ": ";
-    after_key_ = true;
-    return *this;
-  }
-  Json& value(double x) {
-    comma();
-    if (!std::isfinite(x)) {
-      out_ += "null";
-    } else {
-      char buf[32];
-      std::snprintf(buf, sizeof buf, "%.9g", x);
-      out_ += buf;
-    }
-    return *this;
-  }
-  Json& value(long long x) {
-    comma();
-    out_ += std::to_string(x);
-    return *this;
-  }
-  Json& value(int x) { return value(static_cast<long long>(x)); }
-  Json& value(long x) { return value(static_cast<long long>(x)); }
-  Json& value(unsigned long x) { return value(static_cast<long long>(x)); }
-  Json& value(bool b) {
-    comma();
-    out_ += b ? "true" : "false";
-    return *this;
-  }
-  Json& value(std::string_view s) {
-    comma();
-    string(s);
-    return *this;
-  }
-  Json& value(const char* s) { return value(std::string_view(s)); }
-  Json& value(const std::string& s) { return value(std::string_view(s)); }
-  Json& null() {
-    comma();
-    out_ += "null";
-    return *this;
-  }
-  /// Inserts already formatted JSON text as one value.
-  Json& raw(std::string_view text) {
-    comma();
-    out_ += text;
-    return *this;
-  }
-  template <typename T>
-  Json& kv(std::string_view k, const T& v) {
-    key(k);
-    return value(v);
-  }
-
   /// {"unit": unit, "samples": [...], "median": m, "min": lo, "max": hi} (plus what the caller adds
   /// before end_object(); this leaves the object open).
   Json& begin_timed(std::string_view k, std::string_view unit, const std::vector<double>& samples) {
@@ -182,55 +122,6 @@ class Json {
     return begin_timed(k, unit, samples).end_object();
   }
 
-  const std::string& str() const { return out_; }
-
- private:
-  Json& open(char c) {
-    comma();
-    out_ += c;
-    first_.push_back(true);
-    return *this;
-  }
-  Json& close(char c) {
-    first_.pop_back();
-    out_ += c;
-    if (first_.empty()) out_ += '\n';
-    return *this;
-  }
-  void comma() {
-    if (after_key_) {
-      after_key_ = false;
-      return;
-    }
-    if (!first_.empty()) {
-      if (!first_.back()) out_ += ", ";
-      first_.back() = false;
-    }
-  }
-  void string(std::string_view s) {
-    out_ += '"';
-    for (char c : s) {
-      switch (c) {
-        case '"': out_ += "\\\""; break;
-        case '\\': out_ += "\\\\"; break;
-        case '\n': out_ += "\\n"; break;
-        case '\t': out_ += "\\t"; break;
-        default:
-          if (static_cast<unsigned char>(c) < 0x20) {
-            char buf[8];
-            std::snprintf(buf, sizeof buf, "\\u%04x", c);
-            out_ += buf;
-          } else {
-            out_ += c;
-          }
-      }
-    }
-    out_ += '"';
-  }
-
-  std::string out_;
-  std::vector<bool> first_;
-  bool after_key_ = false;
 };
 
 /// Writes `text` to `path` atomically (core/file.h, Note [Atomic file writes]). Returns false and

@@ -1,0 +1,53 @@
+#pragma once
+/// @file
+/// Exact communication volumes of the sharded embedding exchange (embeddings/dist/sharded_bags.h) and
+/// of the deterministic dense allreduce, per rank: the payload bytes strata::dist counts in OpStats
+/// (bytes_sent, bytes_received; rows a rank keeps are not counted, nor the headers of Note
+/// [Collective headers], (N - 1)(16 + 2N)·8 bytes sent per call and rank).
+///
+/// With N ranks, the global batch B split by sample_split (B_r samples on rank r), d_t the dim of
+/// table t, 4 bytes per f32 element, G = plan.row_blocks and c(r, t) = |tree_cover(G, blocks of t on
+/// rank r)| (1 for a table-wise owner, 0 where r holds none of t):
+/// - forward alltoallv (pooled embeddings, or their row-block partial sums, to the sample owners):
+///     sent(r)     = Σ_{j≠r} B_j · Σ_{t not data-parallel} c(r, t) · d_t · 4
+///     received(r) = B_r · Σ_{i≠r} Σ_{t not data-parallel} c(i, t) · d_t · 4
+/// - backward alltoallv (the sample owner's pooled gradients to every rank holding rows of t,
+///   data-parallel tables included):
+///     sent(r)     = B_r · Σ_{i≠r} Σ_{t held by i} d_t · 4
+///     received(r) = Σ_{j≠r} B_j · Σ_{t held by r} d_t · 4
+/// - allreduce(contributions) of P elements of s bytes, k_r contributions on rank r (K = Σ k_r),
+///   chunks P_r of dist's even split of P: reduce-scatter then allgather,
+///     sent(r)     = |tree_cover(K, rank r's)| · Σ_{j≠r} P_j · s + (N - 1) · P_r · s
+///     received(r) = Σ_{i≠r} |tree_cover(K, rank i's)| · P_r · s + Σ_{j≠r} P_j · s
+///   which is REFERENCE.md §5's ring volume 2(N - 1)/N · P · s when k_r = 1 and N divides P.
+
+#include <cstdint>
+#include <vector>
+
+#include "embeddings/dist/shard_plan.h"
+
+namespace strata::emb {
+
+/// Bytes one collective moves, per rank (index = rank).
+struct CollectiveVolume {
+  std::vector<int64_t> sent;
+  std::vector<int64_t> received;
+};
+
+/// The samples of each rank for a global batch of `batch`: contiguous slices, the first ranks one
+/// sample more; returns ranks + 1 boundaries. Throws strata::Error when batch < ranks or ranks < 1.
+std::vector<int64_t> sample_split(int64_t batch, int ranks);
+
+/// Row-block tree nodes rank `rank` sends per sample of table `table` in the forward exchange:
+/// c(rank, table) of the formulas above (0 for data-parallel tables).
+int64_t forward_nodes(const ShardPlan& plan, int rank, int table);
+
+/// The forward pooled-embedding alltoallv of ShardedEmbeddingBags::forward for a global batch.
+CollectiveVolume forward_volume(const ShardPlan& plan, int64_t batch);
+/// The backward alltoallv of ShardedEmbeddingBags::backward_sgd.
+CollectiveVolume backward_volume(const ShardPlan& plan, int64_t batch);
+/// Communicator::allreduce(contributions) of `numel` elements of `elem_bytes` bytes with
+/// contributions_per_rank[r] contributions on rank r (at least one in all).
+CollectiveVolume allreduce_volume(int64_t numel, int64_t elem_bytes, const std::vector<int64_t>& contributions_per_rank);
+
+}  // namespace strata::emb

@@ -1,0 +1,326 @@
+#include "embeddings/dist/sharded_bags.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <utility>
+
+#include "core/error.h"
+#include "core/factories.h"
+#include "core/rng.h"
+#include "core/text.h"
+#include "dist/reduction.h"
+#include "embeddings/dist/shard_volume.h"
+
+namespace strata::emb {
+
+float initial_value(uint64_t seed, int64_t table, int64_t rows, int64_t row, int64_t col) {
+  const auto u = static_cast<uint64_t>(row);
+  const std::array<uint32_t, 4> words = philox4x32_10(
+      {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)},
+      {static_cast<uint32_t>(u), static_cast<uint32_t>(u >> 32), static_cast<uint32_t>(table), static_cast<uint32_t>(col / 4)});
+  const double unit = uint32_to_unit_float(words[static_cast<std::size_t>(col % 4)]);
+  return static_cast<float>((2.0 * unit - 1.0) * std::sqrt(1.0 / static_cast<double>(rows)));
+}
+
+/// The rows of one table this rank holds, their tree nodes and the update's scratch.
+struct ShardedEmbeddingBags::Shard {
+  int64_t lo = 0, hi = 0;                 // global rows held
+  std::vector<dist::TreeNode> nodes;      // tree_cover of the blocks held
+  std::unique_ptr<SimpleTable> table;     // hi - lo rows (null when the blocks held have no rows)
+  std::unique_ptr<SparseOptimizerState> state;
+  UpdateWorkspace workspace;
+};
+
+ShardedEmbeddingBags::ShardedEmbeddingBags(ShardPlan plan, int rank, TableMemory memory, uint64_t seed,
+                                           dist::Communicator* comm)
+    : plan_(std::move(plan)), rank_(rank), comm_(comm) {
+  STRATA_CHECK(rank >= 0 && rank < plan_.ranks, "ShardedEmbeddingBags: rank ", rank, " is outside the plan's ",
+               plan_.ranks, " ranks");
+  STRATA_CHECK(plan_.ranks == 1 || comm != nullptr, "ShardedEmbeddingBags: a plan over ", plan_.ranks,
+               " ranks needs a communicator");
+  if (comm != nullptr) {
+    STRATA_CHECK(comm->size() == plan_.ranks && comm->rank() == rank, "ShardedEmbeddingBags: the plan is for ",
+                 plan_.ranks, " ranks (this is rank ", rank, ") but the communicator has ", comm->size(),
+                 " ranks and this process is rank ", comm->rank());
+  }
+  const SparseOptimizer sgd{SparseOptimizer::Kind::SGD};
+  std::vector<float> row;
+  for (int t = 0; t < static_cast<int>(plan_.tables.size()); ++t) {
+    const TableSpec& spec = plan_.tables[static_cast<std::size_t>(t)];
+    STRATA_CHECK(spec.elem_bytes == 4, "ShardedEmbeddingBags: table ", t, " ", quote_field(spec.name), " has ",
+                 spec.elem_bytes, "-byte elements; the exchange supports f32 rows (4 bytes)");
+    column_.push_back(width_);
+    width_ += spec.dim;
+    shards_.emplace_back();
+    if (!plan_.holds(rank, t)) continue;
+    auto shard = std::make_unique<Shard>();
+    shard->lo = row_begin(t);
+    shard->hi = row_end(t);
+    shard->nodes = dist::tree_cover(plan_.row_blocks, plan_.block_begin(rank, t), plan_.block_end(rank, t));
+    if (shard->hi > shard->lo) {
+      shard->table = std::make_unique<SimpleTable>(shard->hi - shard->lo, spec.dim, ElemType::F32, memory);
+      shard->table->set_name(spec.name);
+      shard->state = std::make_unique<SparseOptimizerState>(*shard->table, sgd);
+      row.resize(static_cast<std::size_t>(spec.dim));
+      for (int64_t r = shard->lo; r < shard->hi; ++r) {
+        for (int64_t c = 0; c < spec.dim; ++c) row[static_cast<std::size_t>(c)] = initial_value(seed, t, spec.rows, r, c);
+        shard->table->write_row(r - shard->lo, row.data());
+      }
+    }
+    shards_.back() = std::move(shard);
+  }
+}
+
+ShardedEmbeddingBags::~ShardedEmbeddingBags() = default;
+
+void ShardedEmbeddingBags::read_row(int table, int64_t row, float* dst) const {
+  const Shard* s = shards_.at(static_cast<std::size_t>(table)).get();
+  STRATA_CHECK(s != nullptr && row >= s->lo && row < s->hi, "ShardedEmbeddingBags::read_row: rank ", rank_,
+               " does not hold row ", row, " of table ", table);
+  s->table->read_row(row - s->lo, dst);
+}
+
+void ShardedEmbeddingBags::check_bags(std::span<const Bags> bags) const {
+  STRATA_CHECK(bags.size() == plan_.tables.size(), "ShardedEmbeddingBags: ", bags.size(), " tables of bags for ",
+               plan_.tables.size(), " tables");
+  for (std::size_t t = 0; t < bags.size(); ++t) {
+    const TableSpec& spec = plan_.tables[t];
+    STRATA_CHECK(bags[t].weights.empty(), "ShardedEmbeddingBags: table ", t, " ", quote_field(spec.name),
+                 " has per-sample weights (not supported by the sharded exchange)");
+    validate(spec.name, spec.rows, bags[t]);
+    STRATA_CHECK(bags[t].batch() == bags[0].batch(), "ShardedEmbeddingBags: table ", t, " ", quote_field(spec.name),
+                 " has ", bags[t].batch(), " bags but table 0 has ", bags[0].batch());
+  }
+  sample_split(bags[0].batch(), plan_.ranks);  // throws for a batch smaller than the rank count
+}
+
+// ---- forward ----------------------------------------------------------------------------------------
+
+// Note [Rank-count-independent pooling]: the values of this rank's tree nodes for bag (s, table),
+// |nodes| × dim floats into `out`.
+void ShardedEmbeddingBags::compute_nodes(int table, const Bags& bags, int64_t s, float* out) const {
+  const Shard& shard = *shards_[static_cast<std::size_t>(table)];
+  const TableSpec& spec = plan_.tables[static_cast<std::size_t>(table)];
+  const auto d = static_cast<std::size_t>(spec.dim);
+  // (block, position) of the bag's rows held here, by block then bag order.
+  std::vector<std::pair<int64_t, int64_t>> hits;
+  for (int64_t p = bags.offsets[s]; p < bags.offsets[s + 1]; ++p) {
+    const int64_t row = bags.indices[p];
+    if (row >= shard.lo && row < shard.hi) hits.emplace_back(block_of_row(spec.rows, plan_.row_blocks, row), p);
+  }
+  std::stable_sort(hits.begin(), hits.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<int64_t> blocks;  // distinct blocks touched, ascending
+  std::vector<float> partial;   // their partial sums, from +0.0f in bag order
+  for (const auto& [block, p] : hits) {
+    if (blocks.empty() || blocks.back() != block) blocks.push_back(block), partial.resize(blocks.size() * d, 0.0f);
+    float* acc = partial.data() + (blocks.size() - 1) * d;
+    const float* row = reinterpret_cast<const float*>(shard.table->row(bags.indices[p] - shard.lo));
+    for (std::size_t j = 0; j < d; ++j) acc[j] = acc[j] + row[j];
+  }
+  const std::vector<float> zeros(d, 0.0f);
+  auto lookup = [&](dist::TreeNode n) -> const void* {
+    const auto first = std::lower_bound(blocks.begin(), blocks.end(), n.lo);
+    if (first == blocks.end() || *first >= n.hi) return zeros.data();  // untouched subtree: +0.0f
+    if (n.hi - n.lo == 1) return partial.data() + static_cast<std::size_t>(first - blocks.begin()) * d;
+    return nullptr;
+  };
+  for (std::size_t k = 0; k < shard.nodes.size(); ++k) {
+    dist::detail::tree_eval(shard.nodes[k], lookup, DType::f32, spec.dim, out + k * d);
+  }
+}
+
+// The forward alltoallv's input: for each other rank j, for each table this rank sends j (in table
+// order), for each of j's samples, this rank's nodes. `send` gets the floats per rank.
+Tensor ShardedEmbeddingBags::forward_payload(std::span<const Bags> bags, const std::vector<int64_t>& at,
+                                             std::vector<int64_t>& send) const {
+  send.assign(static_cast<std::size_t>(plan_.ranks), 0);
+  for (int j = 0; j < plan_.ranks; ++j) {
+    if (j == rank_) continue;
+    for (int t = 0; t < static_cast<int>(plan_.tables.size()); ++t) {
+      send[j] += (at[j + 1] - at[j]) * forward_nodes(plan_, rank_, t) * plan_.tables[t].dim;
+    }
+  }
+  int64_t total = 0;
+  for (int64_t n : send) total += n;
+  Tensor payload = empty({total}, {DType::f32});
+  float* out = payload.data<float>();
+  for (int j = 0; j < plan_.ranks; ++j) {
+    if (j == rank_) continue;
+    for (int t = 0; t < static_cast<int>(plan_.tables.size()); ++t) {
+      const int64_t per_sample = forward_nodes(plan_, rank_, t) * plan_.tables[t].dim;
+      if (per_sample == 0) continue;
+      for (int64_t s = at[j]; s < at[j + 1]; ++s, out += per_sample) compute_nodes(t, bags[t], s, out);
+    }
+  }
+  return payload;
+}
+
+// The pooled rows of this rank's samples: local whole tables directly, received roots copied, and
+// row-wise trees finished over every holder's nodes (rank order is block order).
+void ShardedEmbeddingBags::finish_pooling(std::span<const Bags> bags, const std::vector<int64_t>& at,
+                                          const Tensor& received, float* out) const {
+  const int64_t mine = at[rank_ + 1] - at[rank_];
+  // Where rank i's floats for table t start in `received` (i != rank_).
+  std::vector<std::vector<int64_t>> base(static_cast<std::size_t>(plan_.ranks));
+  int64_t offset = 0;
+  for (int i = 0; i < plan_.ranks; ++i) {
+    for (int t = 0; t < static_cast<int>(plan_.tables.size()); ++t) {
+      base[i].push_back(offset);
+      if (i != rank_) offset += mine * forward_nodes(plan_, i, t) * plan_.tables[t].dim;
+    }
+  }
+  const float* in = received.data<float>();
+  std::vector<float> local;
+  for (int t = 0; t < static_cast<int>(plan_.tables.size()); ++t) {
+    const int64_t d = plan_.tables[t].dim;
+    const auto holders = [&] {
+      std::vector<int> h;
+      for (int i = 0; i < plan_.ranks; ++i) if (plan_.holds(i, t)) h.push_back(i);
+      return h;
+    }();
+    const bool whole_here = plan_.shards[t].kind == ShardKind::data_parallel || holders == std::vector<int>{rank_};
+    std::vector<std::vector<dist::TreeNode>> nodes_of;  // each holder's nodes
+    for (int i : holders) {
+      nodes_of.push_back(dist::tree_cover(plan_.row_blocks, plan_.block_begin(i, t), plan_.block_end(i, t)));
+    }
+    for (int64_t k = 0; k < mine; ++k) {
+      float* dst = out + k * width_ + column_[t];
+      if (whole_here) {
+        compute_nodes(t, bags[t], at[rank_] + k, dst);
+        continue;
+      }
+      std::map<std::pair<int64_t, int64_t>, const float*> known;
+      for (std::size_t h = 0; h < holders.size(); ++h) {
+        const int i = holders[h];
+        const std::vector<dist::TreeNode>& nodes = nodes_of[h];
+        const float* values = in + base[i][t] + k * static_cast<int64_t>(nodes.size()) * d;
+        if (i == rank_) {
+          local.resize(nodes.size() * static_cast<std::size_t>(d));
+          compute_nodes(t, bags[t], at[rank_] + k, local.data());
+          values = local.data();
+        }
+        for (std::size_t n = 0; n < nodes.size(); ++n) known[{nodes[n].lo, nodes[n].hi}] = values + n * d;
+      }
+      dist::detail::tree_eval(
+          {0, plan_.row_blocks},
+          [&](dist::TreeNode n) -> const void* {
+            const auto it = known.find({n.lo, n.hi});
+            return it == known.end() ? nullptr : it->second;
+          },
+          DType::f32, d, dst);
+    }
+  }
+}
+
+Tensor ShardedEmbeddingBags::forward(std::span<const Bags> bags) {
+  check_bags(bags);
+  const std::vector<int64_t> at = sample_split(bags[0].batch(), plan_.ranks);
+  std::vector<int64_t> send;
+  const Tensor payload = forward_payload(bags, at, send);
+  Tensor received = payload;  // one rank: nothing sent or received
+  if (plan_.ranks > 1) {
+    std::vector<int64_t> recv(static_cast<std::size_t>(plan_.ranks), 0);
+    for (int i = 0; i < plan_.ranks; ++i) {
+      for (int t = 0; t < static_cast<int>(plan_.tables.size()) && i != rank_; ++t) {
+        recv[i] += (at[rank_ + 1] - at[rank_]) * forward_nodes(plan_, i, t) * plan_.tables[t].dim;
+      }
+    }
+    received = comm_->alltoallv(payload, send, recv);
+  }
+  Tensor out = empty({at[rank_ + 1] - at[rank_], width_}, {DType::f32});
+  finish_pooling(bags, at, received, out.data<float>());
+  return out;
+}
+
+// ---- backward ---------------------------------------------------------------------------------------
+
+namespace {
+
+// Table t's bags restricted to rows [lo, hi), rebased to the shard's rows.
+struct ShardBags {
+  std::vector<int64_t> indices, offsets{0};
+  ShardBags(const Bags& bags, int64_t lo, int64_t hi) {
+    for (int64_t s = 0; s < bags.batch(); ++s) {
+      for (int64_t p = bags.offsets[s]; p < bags.offsets[s + 1]; ++p) {
+        if (bags.indices[p] >= lo && bags.indices[p] < hi) indices.push_back(bags.indices[p] - lo);
+      }
+      offsets.push_back(static_cast<int64_t>(indices.size()));
+    }
+  }
+  Bags view() const { return {indices, offsets}; }
+};
+
+}  // namespace
+
+// The backward alltoallv: this rank's gradient columns of table t to every other holder of t; returns
+// what every other rank sent here, rank-major then table order.
+Tensor ShardedEmbeddingBags::gather_gradients(const Tensor& grad, const std::vector<int64_t>& at) {
+  const int64_t mine = at[rank_ + 1] - at[rank_];
+  std::vector<int64_t> send(static_cast<std::size_t>(plan_.ranks), 0), recv = send;
+  for (int i = 0; i < plan_.ranks; ++i) {
+    for (int t = 0; t < static_cast<int>(plan_.tables.size()) && i != rank_; ++t) {
+      if (plan_.holds(i, t)) send[i] += mine * plan_.tables[t].dim;
+      if (plan_.holds(rank_, t)) recv[i] += (at[i + 1] - at[i]) * plan_.tables[t].dim;
+    }
+  }
+  int64_t total = 0;
+  for (int64_t n : send) total += n;
+  Tensor payload = empty({total}, {DType::f32});
+  float* out = payload.data<float>();
+  const float* g = grad.data<float>();
+  for (int i = 0; i < plan_.ranks; ++i) {
+    for (int t = 0; t < static_cast<int>(plan_.tables.size()) && i != rank_; ++t) {
+      if (!plan_.holds(i, t)) continue;
+      const int64_t d = plan_.tables[t].dim;
+      for (int64_t k = 0; k < mine; ++k, out += d) std::memcpy(out, g + k * width_ + column_[t], static_cast<std::size_t>(d) * 4);
+    }
+  }
+  return comm_->alltoallv(payload, send, recv);
+}
+
+void ShardedEmbeddingBags::backward_sgd(std::span<const Bags> bags, const Tensor& grad, float lr) {
+  check_bags(bags);
+  const int64_t batch = bags[0].batch();
+  const std::vector<int64_t> at = sample_split(batch, plan_.ranks);
+  const int64_t mine = at[rank_ + 1] - at[rank_];
+  STRATA_CHECK(grad.defined() && grad.dtype() == DType::f32 && grad.dim() == 2 && grad.size(0) == mine &&
+                   grad.size(1) == width_,
+               "ShardedEmbeddingBags::backward_sgd: rank ", rank_, " expects an f32 gradient of [", mine, ", ", width_,
+               "] (its samples x the tables' dims), got ", grad.defined() ? grad.dtype() : DType::f32, " ",
+               grad.defined() ? grad.sizes() : Dims{});
+  STRATA_CHECK(lr >= 0, "ShardedEmbeddingBags::backward_sgd: negative learning rate ", lr);
+  const Tensor g = grad.contiguous();
+  const Tensor received = plan_.ranks > 1 ? gather_gradients(g, at) : Tensor();
+  // Where rank j's gradients of table t start in `received` (rank-major, then table order).
+  std::vector<std::vector<int64_t>> base(static_cast<std::size_t>(plan_.ranks));
+  int64_t offset = 0;
+  for (int j = 0; j < plan_.ranks; ++j) {
+    for (int t = 0; t < static_cast<int>(plan_.tables.size()); ++t) {
+      base[j].push_back(offset);
+      if (j != rank_ && plan_.holds(rank_, t)) offset += (at[j + 1] - at[j]) * plan_.tables[t].dim;
+    }
+  }
+  // Each held table's gradient for the whole batch, slices in rank order (= global sample order).
+  std::vector<float> full;
+  for (int t = 0; t < static_cast<int>(plan_.tables.size()); ++t) {
+    if (!plan_.holds(rank_, t)) continue;
+    const int64_t d = plan_.tables[t].dim;
+    full.resize(static_cast<std::size_t>(batch * d));
+    for (int j = 0; j < plan_.ranks; ++j) {
+      for (int64_t s = at[j]; s < at[j + 1]; ++s) {
+        const float* src = j == rank_ ? g.data<float>() + (s - at[j]) * width_ + column_[t]
+                                      : received.data<float>() + base[j][t] + (s - at[j]) * d;
+        std::memcpy(full.data() + s * d, src, static_cast<std::size_t>(d) * 4);
+      }
+    }
+    Shard& shard = *shards_[static_cast<std::size_t>(t)];
+    if (shard.table == nullptr) continue;
+    const ShardBags local(bags[t], shard.lo, shard.hi);
+    update(*shard.table, local.view(), Pooling::Sum, {full.data(), d},
+           SparseOptimizer{SparseOptimizer::Kind::SGD, lr}, *shard.state, shard.workspace);
+  }
+}
+
+}  // namespace strata::emb

@@ -1,0 +1,112 @@
+#pragma once
+/// @file
+/// ShardedEmbeddingBags: the embedding tables of hybrid-parallel DLRM sharded by a ShardPlan over
+/// the ranks of a strata::dist::Communicator (issue 28 item 2). Every rank passes the same global
+/// batch; rank r computes the pooled embeddings of its sample slice (sample_split: contiguous, the
+/// first ranks one sample more) and, given their gradients, updates the rows it holds (SGD).
+///
+/// Note [Rank-count-independent pooling]
+/// The pooled embeddings and the tables after an update are bitwise the same at any rank count and
+/// for any plan, because the order of every floating-point sum is fixed by the global batch alone:
+/// - Row blocks. Every table is cut into G = plan.row_blocks fixed blocks of rows (block_first_row:
+///   the rows split evenly, the first blocks one row more); G does not depend on the rank count and
+///   row-wise shards are whole blocks.
+/// - Pooling. Bag (sample s, table t) is pooled as: for each block b, the partial sum p_b of the
+///   bag's rows that fall in b, in bag order, starting at +0.0f (Note [Embedding summation order]'s
+///   lookup rule restricted to b); then the p_b are added in dist's fixed binary tree over the G
+///   blocks (tree_split, Note [Deterministic reduction order]), a subtree whose blocks the bag does
+///   not touch counting as +0.0f. A rank holding blocks [a, b) computes the maximal subtrees inside
+///   [a, b) (tree_cover) and sends those; the sample owner finishes the tree with the nodes of every
+///   holder. A whole table (table-wise, data-parallel, or one rank) is the root's single node. So
+///   each node is computed by the same additions wherever it is computed, and the tree is the same.
+///   Adding +0.0f changes nothing: partial sums start at +0.0f and so are never -0.0f, x + (+0.0f)
+///   = x for every other x (NaN stays NaN), so skipping an untouched subtree equals adding its zeros.
+/// - Gradients. The sample owner sends each sample's pooled gradient to every rank holding rows of
+///   the table (the owner; each row-wise holder; every rank for data-parallel tables). Each holder
+///   then has the whole batch's gradients in global sample order and applies the update kernel's
+///   rule (Note [Embedding summation order]: a row's gradient is the sum of its occurrences in
+///   (sample, position) order from +0.0f, then w = fma(-lr, g, w)) to the rows it holds, with the
+///   batch's bags restricted to those rows — the same occurrences in the same order at any rank
+///   count. Data-parallel replicas thus stay identical without an allreduce.
+/// - Initialization is by global (table, row, column) from the seed (Philox), never by rank.
+/// Cost (shard_volume.h has the exact bytes): a row-wise table sends |tree_cover| ≥ 1 nodes per
+/// holder and sample instead of the one partial sum of a reduce-scatter of pooled partial sums —
+/// with G a multiple of N (powers of two) exactly one, the same bytes as (N−1)/N·B·d·s per table;
+/// with other N up to log2(G) nodes. Its backward sends each sample's gradient to every holder
+/// (about (N−1)/N·B·d·s per table and rank), as the reverse of a reduce-scatter (an allgather of the
+/// pooled gradients) does.
+/// A data-parallel table sends its gradients to every rank ((N−1)·B_r·d·s per rank, the allgather
+/// of the pooled gradients) instead of allreducing a rows × d gradient (2(N−1)/N·rows·d·s): cheaper
+/// when B < 2·rows, and exact at any rank count, which an allreduce of per-rank gradients is not.
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "core/tensor.h"
+#include "dist/communicator.h"
+#include "embeddings/kernels.h"
+#include "embeddings/dist/shard_plan.h"
+
+namespace strata::emb {
+
+/// The initial value of element `col` of row `row` of table `table`: U(−sqrt(1/rows), +sqrt(1/rows))
+/// (the reference's range) from Philox keyed by `seed` and countered by (row, table, col / 4); the
+/// same on every rank and at every rank count.
+float initial_value(uint64_t seed, int64_t table, int64_t rows, int64_t row, int64_t col);
+
+class ShardedEmbeddingBags {
+ public:
+  /// The shards of `plan` that `rank` holds, allocated from `memory` (f32 rows) and initialized by
+  /// initial_value(seed, ...). `comm` must have plan.ranks ranks with this process as `rank`; it
+  /// may be null when plan.ranks == 1. Throws strata::Error for a plan of another rank count, a
+  /// rank outside the plan, a table with elem_bytes != 4, or a heap without room.
+  ShardedEmbeddingBags(ShardPlan plan, int rank, TableMemory memory, uint64_t seed, dist::Communicator* comm);
+  ~ShardedEmbeddingBags();
+  ShardedEmbeddingBags(const ShardedEmbeddingBags&) = delete;
+  ShardedEmbeddingBags& operator=(const ShardedEmbeddingBags&) = delete;
+
+  const ShardPlan& plan() const { return plan_; }
+  int rank() const { return rank_; }
+  /// Sum of the tables' dims: the width of forward()'s output.
+  int64_t width() const { return width_; }
+
+  /// The pooled (Sum) embeddings of this rank's sample slice of the global batch: [B_rank, width()]
+  /// f32, table t in columns [Σ_{u<t} d_u, +d_t). `bags[t]` are table t's bags for the whole global
+  /// batch (every rank passes the same), without per-sample weights. Collective: every rank must
+  /// call it. Throws strata::Error (before any communication) for a wrong number of tables, tables
+  /// with different batch sizes, a batch smaller than the rank count, weights, or bad indices or
+  /// offsets (validate(), naming the table).
+  Tensor forward(std::span<const Bags> bags);
+
+  /// Backward and SGD step: `grad` [B_rank, width()] f32 is the gradient of this rank's forward()
+  /// output for the same `bags`; every row held here is stepped by Note [Rank-count-independent
+  /// pooling]'s rule. Collective. Throws strata::Error for a grad of the wrong shape or dtype, a
+  /// negative lr, or bad bags (as forward()).
+  void backward_sgd(std::span<const Bags> bags, const Tensor& grad, float lr);
+
+  /// The rows of table t held here: [row_begin(t), row_end(t)) of the global table (empty when none).
+  int64_t row_begin(int table) const { return plan_.row_begin(rank_, table); }
+  int64_t row_end(int table) const { return plan_.row_end(rank_, table); }
+  /// Global row `row` of table `table` (held here) into `dst` (dim floats).
+  void read_row(int table, int64_t row, float* dst) const;
+
+ private:
+  struct Shard;
+  void check_bags(std::span<const Bags> bags) const;
+  void compute_nodes(int table, const Bags& bags, int64_t s, float* out) const;
+  Tensor forward_payload(std::span<const Bags> bags, const std::vector<int64_t>& at, std::vector<int64_t>& send) const;
+  void finish_pooling(std::span<const Bags> bags, const std::vector<int64_t>& at, const Tensor& received,
+                      float* out) const;
+  Tensor gather_gradients(const Tensor& grad, const std::vector<int64_t>& at);
+
+  ShardPlan plan_;
+  int rank_ = 0;
+  dist::Communicator* comm_ = nullptr;
+  int64_t width_ = 0;
+  std::vector<int64_t> column_;  // table t's first output column
+  std::vector<std::unique_ptr<Shard>> shards_;  // per table; null where this rank holds no rows
+};
+
+}  // namespace strata::emb
