@@ -1,8 +1,9 @@
 #pragma once
 /// @file
-/// The op list: one line per op, the single source of the op enum, the op names, the Python
-/// bindings' registry and the test harness's registry (tests/cpp/ops/harness: every op listed here
-/// must have a harness case; a test fails otherwise).
+/// The op list: one line per op, the single source of the op enum (OpKind), the op names and
+/// families (kOps). Backends answer supports(OpKind) from it, and the test harness's coverage test
+/// iterates it (tests/cpp/ops/harness: every op listed here must have a harness case; a test fails
+/// otherwise). The Python bindings are written op by op (python/src/ops_bindings.cpp, ...).
 ///
 /// X(id, family) — `id` is the C++ function name (in namespace strata) and the op's name in errors,
 /// reports and the harness; `family` names the file in ops/ that holds its forward, backward and

@@ -1,5 +1,6 @@
-// strata._C.nn: nn::Module and the layers, bound so that Python code subclasses Module exactly as
-// torch.nn.Module (Note [Python modules]).
+// strata._C.nn: nn::Module and Parameter, bound so that Python code subclasses Module exactly as
+// torch.nn.Module (Note [Python modules]); init_nn also registers the containers and layers that
+// nn_layer_bindings.cpp binds.
 
 #include <pybind11/stl.h>
 
