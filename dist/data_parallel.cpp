@@ -45,10 +45,10 @@ namespace strata::dist {
 // one rank run one after the other; GEMMs on B/C rows use the cores less well than on B/N rows),
 // one gradient per local chunk and parameter until its bucket is reduced (C/N gradient copies at
 // worst), the gather of the outputs (B rows of the output) and the loss computed on every rank.
-// Batch norm normalizes with per-chunk statistics, as PyTorch's DDP normalizes per rank (use
-// SyncBatchNorm-like models there, chunks=1 here at one rank for plain batch statistics), and its
-// running statistics are updated chunk after chunk by each rank's own chunks: they are not
-// bitwise the same across rank counts (PyTorch's DDP copies rank 0's; neither equals one process).
+// Batch norm normalizes with per-chunk statistics, as PyTorch's DDP normalizes with per-rank ones
+// (chunks=1 at one rank gives the plain full-batch statistics). Its running statistics are updated
+// chunk after chunk by each rank's own chunks only, so they are not bitwise the same across rank
+// counts (PyTorch's DDP copies rank 0's, which does not equal one process either).
 
 namespace {
 
@@ -329,15 +329,22 @@ Tensor DataParallel::forward(const Tensor& local_input) {
   const RowRange mine = local_chunks(batch);
   std::vector<Tensor> outputs;
   step_ = autograd::GradMode::is_enabled() && !reduced_.empty() ? new_step(mine.size()) : nullptr;
-  Tensor local = run_chunks(local_input, chunks, mine, chunks[mine.begin].begin, outputs);
+  Tensor local;
+  try {
+    local = run_chunks(local_input, chunks, mine, chunks[mine.begin].begin, outputs);
+  } catch (...) {
+    step_.reset();  // a failed forward leaves nothing to reduce
+    throw;
+  }
   Tensor global = comm_.allgatherv(local);
   if (autograd::needs_grad(outputs)) {
-    std::vector<RowRange> spans;
-    for (int64_t c = mine.begin; c < mine.end; ++c) spans.push_back(chunks[c]);
+    // Backward sends each local chunk its rows of the global output's gradient.
+    std::vector<RowRange> spans(chunks.begin() + mine.begin, chunks.begin() + mine.end);
     auto node = autograd::make_node("DataParallelGatherBackward", outputs,
                                     [spans](autograd::Node&, const autograd::TensorList& g) {
                                       autograd::TensorList out;
-                                      for (const RowRange& s : spans) out.push_back(g[0].narrow(0, s.begin, s.size()).contiguous());
+                                      for (const RowRange& s : spans)
+                                        out.push_back(g[0].narrow(0, s.begin, s.size()).contiguous());
                                       return out;
                                     });
     autograd::set_history({&global}, node);

@@ -182,7 +182,9 @@ TrainRun data_parallel(const ModelFn& make, int64_t b, bool images, int steps, D
 
 void expect_same(const TrainRun& a, const TrainRun& b) {
   ASSERT_EQ(a.params.size(), b.params.size());
-  for (std::size_t i = 0; i < a.params.size(); ++i) EXPECT_TRUE(same_bits(a.params[i], b.params[i])) << "parameter " << i;
+  for (std::size_t i = 0; i < a.params.size(); ++i) {
+    EXPECT_TRUE(same_bits(a.params[i], b.params[i])) << "parameter " << i;
+  }
   ASSERT_EQ(a.losses.size(), b.losses.size());
   for (std::size_t i = 0; i < a.losses.size(); ++i) EXPECT_EQ(a.losses[i], b.losses[i]) << "loss of step " << i;
 }
@@ -199,9 +201,10 @@ TEST(DataParallelSplit, LocalRowsCoverTheBatchInRankOrder) {
   DataParallel ddp(mlp(), comm(), {.chunks = 4});
   for (int64_t b : {4, 7, 9, 16}) {
     const RowRange mine = ddp.local_rows(b);
-    const Tensor all = comm().allgatherv(full({1, 2}, 0.0, {DType::i64}).copy_(
-        arange(static_cast<double>(mine.begin), static_cast<double>(mine.end) + 1, static_cast<double>(mine.size()),
-               {DType::i64}).view({1, 2})));
+    Tensor row = empty({1, 2}, {DType::i64});
+    row.data<int64_t>()[0] = mine.begin;
+    row.data<int64_t>()[1] = mine.end;
+    const Tensor all = comm().allgatherv(row);
     for (int r = 0; r < comm().size(); ++r) {
       EXPECT_EQ(all.at({r, 0}), r == 0 ? 0 : all.at({r - 1, 1})) << "B=" << b;
       EXPECT_GT(all.at({r, 1}), all.at({r, 0})) << "B=" << b;
@@ -280,6 +283,30 @@ TEST(DataParallel, NoGradForwardReturnsTheGlobalOutputAndReducesNothing) {
   EXPECT_TRUE(same_bits(out, cat(ref, 0)));
   EXPECT_FALSE(out.requires_grad());
   EXPECT_TRUE(same_bits(ddp.gather(batch.y.narrow(0, rows.begin, rows.size())), batch.y));
+}
+
+TEST(DataParallel, RankZerosParametersAndBuffersReachEveryRank) {
+  const auto make = [] {
+    Generator gen(1 + comm().rank());  // every rank initializes differently
+    auto m = std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
+        std::make_shared<nn::Linear>(3, 4, true, &gen), std::make_shared<nn::BatchNorm1d>(4)});
+    m->named_buffers()[0].second.fill_(comm().rank() + 0.5);  // running_mean
+    return m;
+  };
+  for (bool broadcast : {true, false}) {
+    auto model = make();
+    DataParallel ddp(model, comm(), {.chunks = comm().size(), .broadcast_state = broadcast});
+    std::vector<Tensor> state = model->parameters();
+    for (const Tensor& b : model->buffers()) state.push_back(b.to(DType::f64));
+    // Without the broadcast the ranks keep their own Linear weight, bias and running_mean (the rest agree).
+    for (std::size_t i = 0; i < state.size(); ++i) {
+      const bool differs = i <= 1 || i == 4;
+      const Tensor all = comm().allgatherv(state[i].reshape({1, -1}));
+      for (int r = 1; r < comm().size(); ++r) {
+        EXPECT_EQ(same_bits(all.select(0, r), all.select(0, 0)), broadcast || !differs) << "rank " << r << ", " << i;
+      }
+    }
+  }
 }
 
 // ---- bad inputs: the same error on every rank, naming the rank -------------------------------------
