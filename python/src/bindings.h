@@ -219,6 +219,7 @@ void init_optim(py::module_& m);
 void init_memory(py::module_& m);  // strata._C._memory (memory_bindings.cpp)
 void init_remat(py::module_& m);  // strata._C._remat_checkpoint (remat_bindings.cpp)
 void init_sim(py::module_& m);  // sim_bindings.cpp: strata._C.sim
+void init_dist(py::module_& m);  // dist_bindings.cpp: strata._C.dist (after init_nn)
 void init_training(py::module_& m);  // training_bindings.cpp: Generator, nn.init, clip_grad (after init_nn)
 
 }  // namespace strata::python

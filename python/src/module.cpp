@@ -78,6 +78,7 @@ PYBIND11_MODULE(_C, m) {
   init_zoo(m);
   init_remat(m);
   init_sim(m);
+  init_dist(m);
   init_dlrm(m);
   init_metrics(m);
 }
