@@ -1,10 +1,10 @@
-// The cache model (ops/sim/cache.h) against hand-computed hit/miss/writeback counts on synthetic
+// The cache model (sim/cache.h) against hand-computed hit/miss/writeback counts on synthetic
 // access patterns: sequential, strided, conflicting, LRU order, fully associative.
 #include <gtest/gtest.h>
 
 #include "tests/cpp/error_text.h"
-#include "ops/sim/cache.h"
-#include "ops/sim/energy.h"
+#include "sim/cache.h"
+#include "sim/energy.h"
 
 using namespace strata::sim;
 

@@ -1,10 +1,10 @@
-// The DRAM model (ops/sim/dram.h): latency, queueing and saturation at the configured bandwidth.
+// The DRAM model (sim/dram.h): latency, queueing and saturation at the configured bandwidth.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "tests/cpp/error_text.h"
-#include "ops/sim/dram.h"
+#include "sim/dram.h"
 
 using namespace strata::sim;
 

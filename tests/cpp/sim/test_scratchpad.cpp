@@ -1,8 +1,8 @@
-// The scratchpad (ops/sim/scratchpad.h): banks, bounds, full/empty bits, stream engine timing.
+// The scratchpad (sim/scratchpad.h): banks, bounds, full/empty bits, stream engine timing.
 #include <gtest/gtest.h>
 
 #include "tests/cpp/error_text.h"
-#include "ops/sim/scratchpad.h"
+#include "sim/scratchpad.h"
 
 using namespace strata::sim;
 

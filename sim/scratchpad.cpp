@@ -1,4 +1,4 @@
-#include "ops/sim/scratchpad.h"
+#include "sim/scratchpad.h"
 
 #include <bit>
 

@@ -4,7 +4,7 @@
 /// write-back, write-allocate, with a configurable size, associativity and line size. It serves
 /// the datapath's Load/Store (program arrays) and, in Enzyme-style execution, TapeLoad/TapeStore;
 /// hits, misses and writebacks are counted per access class. The cache holds tags and the time at
-/// which each line's fill completes; the machine (ops/sim/machine.h) owns the timing around it.
+/// which each line's fill completes; the machine (sim/machine.h) owns the timing around it.
 
 #include <cstdint>
 #include <unordered_map>

@@ -1,4 +1,4 @@
-#include "ops/sim/cache.h"
+#include "sim/cache.h"
 
 #include <bit>
 

@@ -1,4 +1,4 @@
-#include "ops/sim/dram.h"
+#include "sim/dram.h"
 
 #include <algorithm>
 #include <cmath>

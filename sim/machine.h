@@ -1,12 +1,12 @@
 #pragma once
 /// @file
 /// The simulated accelerator's timing and energy model (TapeFlow §III, Table III; DESIGN.md §3
-/// "ops/sim"): executes a Trace (ops/sim/trace.h) on a 4x4 grid of double-precision functional
-/// units with dataflow issue, a set-associative cache (ops/sim/cache.h) for Load/Store (and, in
+/// "sim"): executes a Trace (sim/trace.h) on a 4x4 grid of double-precision functional
+/// units with dataflow issue, a set-associative cache (sim/cache.h) for Load/Store (and, in
 /// Enzyme-style traces, TapeLoad/TapeStore), a banked scratchpad with FWD-S/REV-S stream engines
-/// (ops/sim/scratchpad.h) for TapeFlow-style traces, over a bandwidth-limited DRAM
-/// (ops/sim/dram.h). Reports forward and reverse cycles, DRAM bytes, cache hit rates, on-chip
-/// energy (ops/sim/energy.h) and SRAM size.
+/// (sim/scratchpad.h) for TapeFlow-style traces, over a bandwidth-limited DRAM
+/// (sim/dram.h). Reports forward and reverse cycles, DRAM bytes, cache hit rates, on-chip
+/// energy (sim/energy.h) and SRAM size.
 ///
 /// Note [Sim machine model]
 /// - Datapath: instructions (all but StreamIn/StreamOut) enter a window of `window` instructions
@@ -47,11 +47,11 @@
 #include <cstdint>
 #include <string>
 
-#include "ops/sim/cache.h"
-#include "ops/sim/dram.h"
-#include "ops/sim/energy.h"
-#include "ops/sim/scratchpad.h"
-#include "ops/sim/trace.h"
+#include "sim/cache.h"
+#include "sim/dram.h"
+#include "sim/energy.h"
+#include "sim/scratchpad.h"
+#include "sim/trace.h"
 
 namespace strata::sim {
 
@@ -63,7 +63,7 @@ bool op_pipelined(Op op);
 /// The op's name ("Add", "SpadLoad", ...).
 const char* op_name(Op op);
 
-/// One simulated system (see ops/sim/systems.h for the paper's named ones).
+/// One simulated system (see sim/systems.h for the paper's named ones).
 struct MachineConfig {
   std::string name = "custom";
   uint32_t fus = 16;             ///< 4x4 grid of double-precision FUs

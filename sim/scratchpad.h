@@ -15,7 +15,7 @@
 /// - Full/empty bits: a slot is empty while a write to it (a SpadStore, or the REV-S stream
 ///   covering it) is in flight and full once it has completed. FWD-S streaming a slot out leaves
 ///   its value in place (no dirty bits, lazy consistency: paper §III, Choice 3); the slot is free
-///   for the next writer once every read of the current value (SpadLoads, the FWD-S stream) is done. The machine (ops/sim/machine.h) derives, from the trace's static slot
+///   for the next writer once every read of the current value (SpadLoads, the FWD-S stream) is done. The machine (sim/machine.h) derives, from the trace's static slot
 ///   offsets, which write each SpadLoad/StreamOut waits for (full) and which reads each new write
 ///   waits for (empty) — the compiler-generated tape accesses are statically analyzable (paper
 ///   §III, Choice 2) — and checks the bits agree when the access issues.
@@ -23,13 +23,13 @@
 ///   allow (REV-S: the previous contents of its destination slots have been read; FWD-S: its
 ///   source slots are full). They are not held back by the datapath's window or barriers, so REV-S
 ///   runs ahead of the REV layers and a SpadLoad waits only while its slot is still empty. One
-///   stream starts per engine per cycle; its bytes queue on the DRAM channel (ops/sim/dram.h).
+///   stream starts per engine per cycle; its bytes queue on the DRAM channel (sim/dram.h).
 
 #include <cstdint>
 #include <vector>
 
-#include "ops/sim/dram.h"
-#include "ops/sim/trace.h"
+#include "sim/dram.h"
+#include "sim/trace.h"
 
 namespace strata::sim {
 

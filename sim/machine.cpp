@@ -1,4 +1,4 @@
-#include "ops/sim/machine.h"
+#include "sim/machine.h"
 
 #include <algorithm>
 #include <cmath>
