@@ -16,7 +16,7 @@
 /// window, 2-cycle barriers), a 64-byte line, a 2-cycle hit latency, 2 cache ports and 8 MSHRs for
 /// every cache size (the paper gives neither latencies nor ports; keeping them equal makes the
 /// comparison one of capacity, associativity and tape placement), and DDR4 at 19.2 GB/s with a
-/// 100-cycle latency at the 2 GHz clock (sim/dram.h).
+/// 100-cycle latency at the 2 GHz clock (sim/detail/dram.h).
 
 #include <cstdint>
 #include <string>

@@ -1,10 +1,11 @@
 #pragma once
 /// @file
-/// The simulated accelerator's tape scratchpad and its stream engines (TapeFlow §III): a banked
-/// set of stream registers indexed by the datapath (SpadLoad/SpadStore at a slot's byte offset),
-/// with a full/empty bit per 8-byte slot, filled from and drained to DRAM by two decoupled stream
-/// engines: FWD-S (StreamOut: scratchpad -> end of the tape in DRAM) and REV-S (StreamIn: DRAM ->
-/// scratchpad).
+/// Internal: the simulated accelerator's tape scratchpad and its stream engines (TapeFlow §III):
+/// a banked set of stream registers indexed by the datapath (SpadLoad/SpadStore at a slot's byte
+/// offset), with a full/empty bit per 8-byte slot, filled from and drained to DRAM by two decoupled
+/// stream engines: FWD-S (StreamOut: scratchpad -> end of the tape in DRAM) and REV-S (StreamIn:
+/// DRAM -> scratchpad). ScratchpadConfig is public (sim/machine.h); the model is not part of the
+/// public API.
 ///
 /// Note [Sim scratchpad and streams]
 /// - Slots are 8 bytes; slot s lives in bank s % banks (word interleaving, so the consecutive
@@ -26,18 +27,14 @@
 ///   stream starts per engine per cycle; its bytes queue on the DRAM channel (sim/dram.h).
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
-#include "sim/dram.h"
+#include "sim/detail/dram.h"
+#include "sim/machine.h"
 #include "sim/trace.h"
 
-namespace strata::sim {
-
-struct ScratchpadConfig {
-  uint64_t size_bytes = 512;  ///< Table III: 512 B (64 slots of 8 bytes)
-  uint32_t banks = 8;         ///< Table III: 8 banks
-  uint32_t latency = 1;       ///< cycles per datapath access
-};
+namespace strata::sim::detail {
 
 class Scratchpad {
  public:
@@ -85,4 +82,4 @@ struct StreamEngine {
   uint64_t start(const Instr& in, uint64_t cycle, Dram& dram, Scratchpad& spad);
 };
 
-}  // namespace strata::sim
+}  // namespace strata::sim::detail
