@@ -1,5 +1,5 @@
-// strata-sim: runs the simulator's benchmarks (ops/sim/bench_registry.h) under named system
-// configurations (ops/sim/systems.h) on the timing and energy model (ops/sim/machine.h) and
+// strata-sim: runs the simulator's benchmarks (sim/bench_registry.h) under named system
+// configurations (sim/systems.h) on the timing and energy model (sim/machine.h) and
 // prints TapeFlow's evaluation tables (§VI–VII), optionally the scratchpad-size and unroll sweeps.
 //
 //   strata-sim [--bench NAME[,NAME...]|all|synthetic] [--system NAME[,NAME...]] [--spad-sweep] [--unroll-sweep]
@@ -18,7 +18,7 @@
 // Tflow_<size> cache whose cycles are at most Enzyme_32k's; the tape's share of the Enzyme trace's
 // memory accesses). A column whose system was not simulated (see --system) prints "-".
 // Benchmarks: the nine Table II ones (all; --quick: their reduced sizes) and two synthetic
-// kernels (synthetic), see ops/sim/bench_registry.h.
+// kernels (synthetic), see sim/bench_registry.h.
 // The model is deterministic: each figure is one simulation (samples hold that one value).
 // --threads is accepted for the bench binaries' common interface; the simulator is single-threaded.
 
@@ -29,9 +29,9 @@
 
 #include "bench/bench_common.h"
 #include "core/error.h"
-#include "ops/sim/bench_registry.h"
-#include "ops/sim/machine.h"
-#include "ops/sim/systems.h"
+#include "sim/bench_registry.h"
+#include "sim/machine.h"
+#include "sim/systems.h"
 
 using namespace strata;
 using namespace strata::sim;

@@ -226,13 +226,6 @@ std::optional<DnnlPrimitives> dnnl_primitives() {
   });
 }
 
-std::string python() {
-  return parsed("STRATA_PYTHON", [](std::string_view text, std::string_view name) {
-           STRATA_CHECK(!text.empty(), name, ": expected a Python interpreter (a command or a path), got ''");
-           return std::string(text);
-         }).value_or("python3");
-}
-
 std::optional<double> dist_timeout_seconds() {
   return parsed("STRATA_DIST_TIMEOUT", [](std::string_view text, std::string_view name) {
     const std::optional<double> x = finite_number(text);

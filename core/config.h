@@ -95,8 +95,6 @@ MemoryKind memory_kind();
 std::optional<int> num_threads();
 /// STRATA_DNNL_PRIMITIVES: `auto`, `1`/`on`/`always` (Always) or `0`/`off`/`never` (Never).
 std::optional<DnnlPrimitives> dnnl_primitives();
-/// STRATA_PYTHON: the Python interpreter the memory library runs for plots (default "python3").
-std::string python();
 /// STRATA_DIST_TIMEOUT: how long a collective waits for a peer, in seconds (a finite number; <= 0
 /// waits forever); strata::dist's default when unset.
 std::optional<double> dist_timeout_seconds();

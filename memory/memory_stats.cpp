@@ -1,20 +1,13 @@
 #include "memory/memory_stats.h"
 
-#include <fcntl.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <utility>
 
-#include "core/config.h"
 #include "core/error.h"
 #include "core/file.h"
 #include "memory/heap.h"
@@ -596,93 +589,6 @@ std::string MemoryStats::describe() const {
   out += "  direct slow-tier reads: " + format_mib(s.direct_slow_read_bytes) + ", writes: " +
          format_mib(s.direct_slow_write_bytes) + "\n";
   return out;
-}
-
-// ---- PNG rendering through Python ----------------------------------------------------------------
-
-namespace {
-
-std::string shell_quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  out += '\'';
-  return out;
-}
-
-bool contains(const std::string& haystack, const char* needle) {
-  return haystack.find(needle) != std::string::npos;
-}
-
-}  // namespace
-
-void save_occupancy_png(const OccupancyTimeline& timeline, const std::string& png_path) {
-  STRATA_CHECK(!png_path.empty(), "save_occupancy_png: the PNG path is empty");
-  // The JSON goes next to the PNG: same name, extension .json.
-  const std::size_t slash = png_path.rfind('/');
-  const std::size_t dot = png_path.rfind('.');
-  const bool has_extension =
-      dot != std::string::npos && dot > (slash == std::string::npos ? 0 : slash + 1);
-  const std::string json_path = (has_extension ? png_path.substr(0, dot) : png_path) + ".json";
-  STRATA_CHECK(json_path != png_path, "save_occupancy_png: the PNG path '", png_path,
-               "' ends in .json, which is where the timeline JSON goes; expected a path like out.png");
-  timeline.save_json(json_path);
-
-  const std::string python = environment::python();
-  const std::string command = shell_quote(python) + " -m strata.memory_plot " +
-                              shell_quote(json_path) + " " + shell_quote(png_path);
-  std::fflush(nullptr);  // the child must not inherit unflushed stdio buffers
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) {
-    const int err = errno;
-    STRATA_FAIL("save_occupancy_png: cannot run `", command, "`: ", std::strerror(err));
-  }
-  std::string output;
-  char buf[4096];
-  std::size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) output.append(buf, n);
-  const int status = ::pclose(pipe);
-  const bool ok = status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-  if (ok) {
-    STRATA_CHECK(::access(png_path.c_str(), F_OK) == 0, "save_occupancy_png: `", command,
-                 "` succeeded but wrote no '", png_path, "'; its output was: ", output);
-    return;
-  }
-
-  constexpr std::size_t kMaxOutput = 4000;
-  if (output.size() > kMaxOutput) output = "..." + output.substr(output.size() - kMaxOutput);
-  while (!output.empty() && (output.back() == '\n' || output.back() == ' ')) output.pop_back();
-  std::string why;
-  if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 127) {
-    why = "the Python interpreter '" + python +
-          "' was not found (set STRATA_PYTHON to a Python that has strata installed). ";
-  } else if (contains(output, "No module named 'strata'") ||
-             contains(output, "No module named strata")) {
-    why = "the strata Python package (with strata.memory_plot) is not installed for '" + python +
-          "': install it with `pip install --no-build-isolation .` in the Strata source tree, or set "
-          "STRATA_PYTHON to a Python that has it. ";
-  } else if (contains(output, "No module named 'matplotlib'") || contains(output, "needs matplotlib")) {
-    why = "matplotlib is missing or broken: run `bash scripts/bootstrap.sh` (or `pip install "
-          "'matplotlib>=3.7'`). ";
-  }
-  std::string exit_desc;
-  if (status == -1) {
-    exit_desc = "could not be waited for";
-  } else if (WIFEXITED(status)) {
-    exit_desc = "exited with status " + std::to_string(WEXITSTATUS(status));
-  } else if (WIFSIGNALED(status)) {
-    exit_desc = "was killed by signal " + std::to_string(WTERMSIG(status));
-  } else {
-    exit_desc = "failed";
-  }
-  STRATA_FAIL("save_occupancy_png: rendering '", png_path, "' failed: ", why, "`", command,
-              "` ", exit_desc, (output.empty() ? "" : ":\n"), output,
-              "\nThe timeline is saved in '", json_path, "'; to render it by hand run: ", command);
 }
 
 }  // namespace strata::memory

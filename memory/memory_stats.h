@@ -2,7 +2,8 @@
 /// @file
 /// Statistics of the tiered memory system: bytes moved between the tiers, copies elided, write-backs
 /// avoided, direct slow-tier traffic, per-heap current and peak occupancy, and an occupancy
-/// timeline exportable as JSON and as a PNG plot (the picture of the dissertation's Figure 4.6).
+/// timeline exportable as JSON, which Python draws as a PNG (the picture of the dissertation's
+/// Figure 4.6; Note [Timeline plots are drawn in Python]).
 ///
 /// Counting is lock-free (relaxed atomics); see Note [Memory statistics are not a consistent cut].
 
@@ -73,6 +74,13 @@ struct TimelineMark {
 };
 
 /// Heap occupancy over time, for plotting. Thread-safe; bounded in memory; disabled until enable().
+///
+/// Note [Timeline plots are drawn in Python]
+/// The library writes the data (save_json) and never draws it: plotting needs matplotlib, and a
+/// library that spawned an interpreter would depend on which Python is on the PATH and whether
+/// strata is installed for it, and would fork from inside a multi-threaded process. The drawing is
+/// python/strata/memory_plot.py: `python -m strata.memory_plot timeline.json out.png` from the
+/// shell, `strata.memory.save_occupancy_plot("out.png")` (or `timeline(path_png=...)`) from Python.
 ///
 /// JSON schema (to_json(), save_json(); read by `python -m strata.memory_plot`), version 1:
 /// @code
@@ -249,12 +257,5 @@ class MemoryStats {
   std::string slow_tier_mode_;
   OccupancyTimeline timeline_;
 };
-
-/// Renders `timeline` to a PNG at `png_path`: saves the JSON next to it (`png_path` with its
-/// extension replaced by `.json`) and runs `python3 -m strata.memory_plot <json> <png>` through the
-/// shell (the environment variable STRATA_PYTHON names another interpreter). Throws strata::Error
-/// with the command and its error output if it fails (e.g. the strata package is not installed:
-/// the message says so and gives the command to run by hand).
-void save_occupancy_png(const OccupancyTimeline& timeline, const std::string& png_path);
 
 }  // namespace strata::memory

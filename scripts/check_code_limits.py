@@ -85,7 +85,7 @@ def functions(path):
             pass
     return results
 
-ROOTS = ['core', 'memory', 'autograd', 'ops', 'models', 'embeddings', 'dist', 'python/src', 'bench', 'examples']
+ROOTS = ['core', 'memory', 'autograd', 'ops', 'sim', 'models', 'embeddings', 'dist', 'python/src', 'bench', 'examples']
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 

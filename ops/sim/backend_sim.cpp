@@ -10,9 +10,9 @@
 #include "core/error.h"
 #include "core/factories.h"
 #include "ops/softmax_loss.h"
-#include "ops/sim/replay.h"
-#include "ops/sim/systems.h"
-#include "ops/sim/tapeflow.h"
+#include "sim/replay.h"
+#include "sim/systems.h"
+#include "sim/tapeflow.h"
 
 namespace strata::sim {
 

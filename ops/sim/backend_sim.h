@@ -1,8 +1,8 @@
 #pragma once
 /// @file
-/// The `sim` backend (DESIGN.md §3 "ops/sim"; issue 9): Strata's tensor ops lowered to element
-/// loops through the scalar tracer (ops/sim/active.h), so a training step's forward and backward
-/// run on the simulated TapeFlow accelerator (ops/sim/machine.h) and come back with the same
+/// The `sim` backend (DESIGN.md §3 "sim"; issue 9): Strata's tensor ops lowered to element
+/// loops through the scalar tracer (sim/active.h), so a training step's forward and backward
+/// run on the simulated TapeFlow accelerator (sim/machine.h) and come back with the same
 /// numbers as the CPU backend plus the simulator's report.
 ///
 /// Usage:
@@ -25,7 +25,7 @@
 /// - The backward is not written per op: the tracer differentiates the recorded dataflow
 ///   (Tracer::finish), with Enzyme's tape, exactly as for the Table II benchmarks. Values are f64
 ///   (the simulated datapath's type); gradients are returned in each param's dtype.
-/// - `run()` replays the program functionally (ops/sim/replay.h) for the loss and gradients and
+/// - `run()` replays the program functionally (sim/replay.h) for the loss and gradients and
 ///   simulates it twice: the Enzyme-style trace on an Enzyme system and the TapeFlow trace
 ///   (passes 1-4 for the TapeFlow system's scratchpad) on a TapeFlow system.
 /// - Semantics follow the CPU ops: linear (weight [out, in], optional bias, activation None, ReLU
@@ -81,8 +81,8 @@
 #include "core/tensor.h"
 #include "ops/backend.h"
 #include "ops/linalg.h"
-#include "ops/sim/active.h"
-#include "ops/sim/machine.h"
+#include "sim/active.h"
+#include "sim/machine.h"
 
 namespace strata::sim {
 
@@ -96,7 +96,7 @@ struct SimTensor {
   int64_t numel() const;
 };
 
-/// Which simulated systems run() uses (names of ops/sim/systems.h).
+/// Which simulated systems run() uses (names of sim/systems.h).
 struct SimStepOptions {
   std::string enzyme_system = "Enzyme_32k";
   std::string tapeflow_system = "Tflow_32k";

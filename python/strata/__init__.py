@@ -233,7 +233,7 @@ from . import memory  # noqa: E402
 from . import utils  # noqa: E402
 from . import remat  # noqa: E402
 from . import metrics  # noqa: E402
-sim = _C.sim  # the simulated TapeFlow accelerator (ops/sim): strata.sim.session(), SimStep, backend()
+sim = _C.sim  # the simulated TapeFlow accelerator (sim/; its backend ops/sim): strata.sim.session(), SimStep, backend()
 
 __version__ = "0.1.0"
 

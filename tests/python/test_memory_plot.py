@@ -123,6 +123,7 @@ def _valid():
     (lambda d: d["samples"].append([2, 5]), r"samples\[2\] must be \[t, fast_bytes, slow_bytes\]"),
     (lambda d: d["samples"].append([2, "5", 1]), r"samples\[2\] must be"),
     (lambda d: d["samples"].append([2, True, 1]), r"samples\[2\] must be"),
+    (lambda d: d["samples"].append([2, float("nan"), 1]), r"samples\[2\] must be"),  # JSON's NaN
     (lambda d: d["samples"].append([2, -5, 1]), r"samples\[2\] = \[2, -5, 1\] has a negative value"),
     (lambda d: d["samples"].append([0.5, 5, 1]), r"samples\[2\] goes back in time"),
     (lambda d: d["marks"].append([1, 7]), r"marks\[1\] must be \[t, \"label\"\]"),
@@ -147,6 +148,26 @@ def test_not_json_and_not_an_object(tmp_path):
         memory_plot.load_timeline(src)
     with pytest.raises(TimelineFormatError, match="cannot read the timeline"):
         memory_plot.load_timeline(tmp_path / "missing.json")
+
+
+def test_text_that_is_not_utf8_is_rejected_clearly(tmp_path):
+    src = tmp_path / "latin1.json"
+    src.write_bytes(b'{"version": 1, "marks": [[0, "\xe9t\xe9"]]}')
+    with pytest.raises(TimelineFormatError, match=r"latin1.json: not valid UTF-8 text"):
+        memory_plot.render_png(src, tmp_path / "out.png")
+    assert not (tmp_path / "out.png").exists()
+
+
+def test_command_line_rejects_a_bad_dpi_without_writing(tmp_path):
+    src = write_json(tmp_path / "timeline.json", _valid())
+    png = tmp_path / "out.png"
+    for dpi in ("5", "100000"):
+        proc = subprocess.run([sys.executable, "-m", "strata.memory_plot", str(src), str(png),
+                               "--dpi", dpi], capture_output=True, text=True, cwd=tmp_path)
+        assert proc.returncode == 1, dpi
+        assert f"dpi must be an integer in [10, 1200], got {dpi}" in proc.stderr
+        assert "Traceback" not in proc.stderr
+    assert not png.exists()
 
 
 def test_an_empty_timeline_says_why_there_is_nothing_to_plot(tmp_path):

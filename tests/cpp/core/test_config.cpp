@@ -86,13 +86,12 @@ TEST(Config, UnsetVariablesGiveTheDefaults) {
   std::deque<ScopedEnv> unset;
   for (const char* v : {"STRATA_FAST_BYTES", "STRATA_SLOW_BYTES", "STRATA_SLOW_DIR", "STRATA_SLOW_BACKEND",
                         "STRATA_SLOW_NUMA_NODE", "STRATA_SLOW_MODEL", "STRATA_DRAM_GBPS", "STRATA_DRAM_GATHER_GBPS",
-                        "STRATA_MEMORY", "STRATA_NUM_THREADS", "STRATA_DNNL_PRIMITIVES", "STRATA_PYTHON"})
+                        "STRATA_MEMORY", "STRATA_NUM_THREADS", "STRATA_DNNL_PRIMITIVES"})
     unset.emplace_back(v, std::nullopt);
   EXPECT_FALSE(environment::fast_bytes() || environment::slow_bytes() || environment::slow_dir() || environment::slow_backend() ||
                environment::slow_numa_node() || environment::slow_model() || environment::dram_gbps() ||
                environment::dram_gather_gbps() || environment::num_threads() || environment::dnnl_primitives());
   EXPECT_EQ(environment::memory_kind(), MemoryKind::Tiered);
-  EXPECT_EQ(environment::python(), "python3");
 }
 
 TEST(Config, GoodValues) {
@@ -100,7 +99,7 @@ TEST(Config, GoodValues) {
     ScopedEnv a("STRATA_FAST_BYTES", "64M"), b("STRATA_SLOW_BYTES", "1G"), c("STRATA_SLOW_DIR", "/var/tmp"),
         d("STRATA_SLOW_BACKEND", "numa"), e("STRATA_SLOW_NUMA_NODE", "1"), f("STRATA_SLOW_MODEL", "off"),
         g("STRATA_DRAM_GBPS", "12.5"), h("STRATA_DRAM_GATHER_GBPS", "3"), i("STRATA_MEMORY", "dram"),
-        j("STRATA_NUM_THREADS", "2"), k("STRATA_DNNL_PRIMITIVES", "never"), l("STRATA_PYTHON", "/opt/py");
+        j("STRATA_NUM_THREADS", "2"), k("STRATA_DNNL_PRIMITIVES", "never");
     EXPECT_EQ(environment::fast_bytes(), 64ull << 20);
     EXPECT_EQ(environment::slow_bytes(), 1ull << 30);
     EXPECT_EQ(environment::slow_dir(), "/var/tmp");
@@ -112,7 +111,6 @@ TEST(Config, GoodValues) {
     EXPECT_EQ(environment::memory_kind(), MemoryKind::Dram);
     EXPECT_EQ(environment::num_threads(), 2);
     EXPECT_EQ(environment::dnnl_primitives(), DnnlPrimitives::Never);
-    EXPECT_EQ(environment::python(), "/opt/py");
   }
   for (const auto& [text, mode] : std::vector<std::pair<const char*, DnnlPrimitives>>{
            {"auto", DnnlPrimitives::Auto}, {"1", DnnlPrimitives::Always}, {"on", DnnlPrimitives::Always},
@@ -144,7 +142,6 @@ void read_variable(const std::string& name) {
   else if (name == "STRATA_MEMORY") environment::memory_kind();
   else if (name == "STRATA_NUM_THREADS") environment::num_threads();
   else if (name == "STRATA_DNNL_PRIMITIVES") environment::dnnl_primitives();
-  else if (name == "STRATA_PYTHON") environment::python();
   else FAIL() << "no reader for " << name;
 }
 
@@ -171,7 +168,6 @@ TEST(Config, BadValuesNameTheVariableTheValueAndWhatIsAccepted) {
       {"STRATA_NUM_THREADS", "0", "expected a thread count in [1, 4096], got '0'"},
       {"STRATA_DNNL_PRIMITIVES", "yes", "expected auto, 1 (on, always) or 0 (off, never), got 'yes'"},
       {"STRATA_DNNL_PRIMITIVES", "", "expected auto, 1 (on, always) or 0 (off, never), got ''"},
-      {"STRATA_PYTHON", "", "expected a Python interpreter (a command or a path), got ''"},
   };
   for (const BadValue& c : cases) {
     ScopedEnv v(c.variable, c.value);

@@ -1,6 +1,5 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,10 +19,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/config.h"
 #include "core/error.h"
 #include "memory/memory_stats.h"
-#include "tests/cpp/scoped_env.h"
 
 namespace strata::memory {
 namespace {
@@ -286,15 +283,6 @@ std::string read_file(const std::string& path) {
   std::ostringstream os;
   os << in.rdbuf();
   return os.str();
-}
-
-using testing_util::ScopedEnv;
-
-std::string write_script(const TempDir& dir, const std::string& name, const std::string& body) {
-  const std::string path = dir / name;
-  std::ofstream(path) << "#!/bin/sh\n" << body;
-  ::chmod(path.c_str(), 0755);
-  return path;
 }
 
 TimelineConfig config(std::size_t max_samples, double min_interval_s, std::size_t max_marks = 4096) {
@@ -846,106 +834,6 @@ TEST(MemoryStats, ConcurrentCountingAndRecordingBalance) {
   EXPECT_LE(stats.timeline().marks().size(), 64u);
   EXPECT_GT(stats.timeline().dropped_samples(), 0u);
   EXPECT_NO_THROW(JsonReader::parse(stats.timeline().to_json()));
-}
-
-// ---- save_occupancy_png -------------------------------------------------------------------------
-
-OccupancyTimeline& small_timeline() {
-  static OccupancyTimeline tl(config(64, 0));
-  static const bool filled = [] {
-    tl.set_capacity(64 * kMiB, 1024 * kMiB);
-    tl.enable();
-    tl.record(0, 0, "forward");
-    tl.record(40 * kMiB, 100 * kMiB);
-    tl.record(60 * kMiB, 300 * kMiB, "backward");
-    tl.record(20 * kMiB, 120 * kMiB);
-    return true;
-  }();
-  (void)filled;
-  return tl;
-}
-
-TEST(SaveOccupancyPng, RunsThePlotModuleWithTheJsonNextToThePng) {
-  TempDir dir;
-  // A stand-in interpreter: logs its arguments and writes the PNG.
-  const std::string fake = write_script(dir, "fake-python",
-                                        "printf '%s\\n' \"$@\" > \"$(dirname \"$0\")/args\"\n"
-                                        "printf 'png' > \"$4\"\n");
-  ScopedEnv env("STRATA_PYTHON", fake);
-  const std::string png = dir / "occupancy.png";
-  save_occupancy_png(small_timeline(), png);
-  EXPECT_EQ(read_file(dir / "args"), "-m\nstrata.memory_plot\n" + (dir / "occupancy.json") + "\n" + png + "\n");
-  EXPECT_EQ(read_file(dir / "occupancy.json"), small_timeline().to_json() + "\n");
-  EXPECT_EQ(read_file(png), "png");
-}
-
-TEST(SaveOccupancyPng, QuotesPathsWithSpacesAndQuotes) {
-  TempDir dir;
-  const std::string fake = write_script(dir, "fake python", "printf 'png' > \"$4\"\n");
-  ScopedEnv env("STRATA_PYTHON", fake);
-  const std::string png = dir / "it's a plot";  // no extension: the JSON gets ".json" appended
-  save_occupancy_png(small_timeline(), png);
-  EXPECT_TRUE(fs::exists(png));
-  EXPECT_TRUE(fs::exists(png + ".json"));
-}
-
-TEST(SaveOccupancyPng, AFailingCommandRaisesWithItsErrorOutput) {
-  TempDir dir;
-  const std::string fake =
-      write_script(dir, "fake-python", "echo 'strata.memory_plot: error: something broke' >&2\nexit 3\n");
-  ScopedEnv env("STRATA_PYTHON", fake);
-  const std::string png = dir / "out.png";
-  EXPECT_THAT([&] { save_occupancy_png(small_timeline(), png); },
-              ::testing::ThrowsMessage<Error>(::testing::AllOf(
-                  HasSubstr("rendering '" + png + "' failed"), HasSubstr("exited with status 3"),
-                  HasSubstr("strata.memory_plot: error: something broke"),
-                  HasSubstr("to render it by hand run: '" + fake + "' -m strata.memory_plot"))));
-  EXPECT_TRUE(fs::exists(dir / "out.json"));  // the data is not lost
-  EXPECT_FALSE(fs::exists(png));
-}
-
-TEST(SaveOccupancyPng, SaysWhenStrataIsNotInstalled) {
-  TempDir dir;
-  const std::string fake = write_script(
-      dir, "fake-python",
-      "echo \"fake-python: Error while finding module specification for 'strata.memory_plot' "
-      "(ModuleNotFoundError: No module named 'strata')\" >&2\nexit 1\n");
-  ScopedEnv env("STRATA_PYTHON", fake);
-  EXPECT_THAT([&] { save_occupancy_png(small_timeline(), dir / "out.png"); },
-              ::testing::ThrowsMessage<Error>(::testing::AllOf(
-                  HasSubstr("strata Python package (with strata.memory_plot) is not installed"),
-                  HasSubstr("pip install --no-build-isolation ."),
-                  HasSubstr("to render it by hand run:"))));
-}
-
-TEST(SaveOccupancyPng, SaysWhenTheInterpreterIsMissing) {
-  TempDir dir;
-  ScopedEnv env("STRATA_PYTHON", dir / "no-such-python");
-  EXPECT_THAT([&] { save_occupancy_png(small_timeline(), dir / "out.png"); },
-              ::testing::ThrowsMessage<Error>(::testing::AllOf(
-                  HasSubstr("the Python interpreter '" + (dir / "no-such-python") + "' was not found"),
-                  HasSubstr("STRATA_PYTHON"))));
-}
-
-TEST(SaveOccupancyPng, RejectsAPngPathThatIsTheJsonPath) {
-  EXPECT_THAT([] { save_occupancy_png(small_timeline(), "/tmp/timeline.json"); },
-              ::testing::ThrowsMessage<Error>(HasSubstr("ends in .json")));
-}
-
-// The real thing, when this machine has the strata package (with strata.memory_plot) installed.
-TEST(SaveOccupancyPng, RendersARealPngWhenStrataIsInstalled) {
-  const std::string python = environment::python();
-  const std::string probe = "'" + python + "' -c 'import strata.memory_plot' >/dev/null 2>&1";
-  if (std::system(probe.c_str()) != 0) {
-    GTEST_SKIP() << "strata.memory_plot is not importable by " << python
-                 << " (pip install --no-build-isolation . to run this test)";
-  }
-  TempDir dir;
-  const std::string png = dir / "occupancy.png";
-  save_occupancy_png(small_timeline(), png);
-  const std::string bytes = read_file(png);
-  ASSERT_GT(bytes.size(), 1000u);
-  EXPECT_EQ(bytes.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
 }
 
 }  // namespace

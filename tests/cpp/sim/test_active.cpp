@@ -1,11 +1,11 @@
-// The scalar active type and tracer (ops/sim/active.h): REV gradients against hand-derived
+// The scalar active type and tracer (sim/active.h): REV gradients against hand-derived
 // derivatives (by replay), the Enzyme-style tape layout, and bad input.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "ops/sim/active.h"
-#include "ops/sim/replay.h"
+#include "sim/active.h"
+#include "sim/replay.h"
 #include "tests/cpp/error_text.h"
 
 using namespace strata::sim;

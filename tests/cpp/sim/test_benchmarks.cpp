@@ -1,4 +1,4 @@
-// The Table II benchmarks (ops/sim/benchmarks.h) at reduced sizes: gradients of the Enzyme-style
+// The Table II benchmarks (sim/benchmarks.h) at reduced sizes: gradients of the Enzyme-style
 // program and of its TapeFlow rewrites (by replay, scratchpad poisoned) against central finite
 // differences; the TapeFlow plan within the scratchpad; equal tape bytes.
 #include <gtest/gtest.h>
@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "ops/sim/benchmarks.h"
-#include "ops/sim/replay.h"
-#include "ops/sim/tapeflow.h"
+#include "sim/benchmarks.h"
+#include "sim/replay.h"
+#include "sim/tapeflow.h"
 #include "tests/cpp/error_text.h"
 
 using namespace strata::sim;

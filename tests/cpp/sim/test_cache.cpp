@@ -1,12 +1,13 @@
-// The cache model (ops/sim/cache.h) against hand-computed hit/miss/writeback counts on synthetic
+// The cache model (sim/detail/cache.h) against hand-computed hit/miss/writeback counts on synthetic
 // access patterns: sequential, strided, conflicting, LRU order, fully associative.
 #include <gtest/gtest.h>
 
 #include "tests/cpp/error_text.h"
-#include "ops/sim/cache.h"
-#include "ops/sim/energy.h"
+#include "sim/detail/cache.h"
+#include "sim/energy.h"
 
 using namespace strata::sim;
+using namespace strata::sim::detail;  // the component models are internal
 
 namespace {
 

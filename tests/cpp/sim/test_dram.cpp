@@ -1,12 +1,13 @@
-// The DRAM model (ops/sim/dram.h): latency, queueing and saturation at the configured bandwidth.
+// The DRAM model (sim/detail/dram.h): latency, queueing and saturation at the configured bandwidth.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "tests/cpp/error_text.h"
-#include "ops/sim/dram.h"
+#include "sim/detail/dram.h"
 
 using namespace strata::sim;
+using namespace strata::sim::detail;  // the component models are internal
 
 TEST(SimDram, Table3BandwidthAtTheTwoGigahertzClockIs9Point6BytesPerCycle) {
   DramConfig c;

@@ -1,7 +1,7 @@
-// The machine model (ops/sim/machine.h) on hand-built traces with known schedules: dataflow issue
+// The machine model (sim/machine.h) on hand-built traces with known schedules: dataflow issue
 // against dependencies, FU count, window and barriers; the cache and DRAM under a streaming
 // kernel; REV-S run-ahead; the energy total against per-access charges; malformed traces. Then the
-// named systems (ops/sim/systems.h) and the benchmark registry's plans (ops/sim/bench_registry.h).
+// named systems (sim/systems.h) and the benchmark registry's plans (sim/bench_registry.h).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "tests/cpp/error_text.h"
-#include "ops/sim/bench_registry.h"
-#include "ops/sim/machine.h"
-#include "ops/sim/systems.h"
+#include "sim/bench_registry.h"
+#include "sim/machine.h"
+#include "sim/systems.h"
 
 using namespace strata::sim;
 using strata::sim::registry::benchmark_names;
@@ -438,7 +438,7 @@ TEST(SimMachine, MalformedTracesAreRejectedNamingTheInstruction) {
   }
 }
 
-// ---- named systems (ops/sim/systems.h) and the benchmark registry (ops/sim/bench_registry.h) ----
+// ---- named systems (sim/systems.h) and the benchmark registry (sim/bench_registry.h) ----
 
 TEST(SimSystems, PaperSystemsFollowTable3) {
   const System e32 = system_by_name("Enzyme_32k");

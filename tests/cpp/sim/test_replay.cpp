@@ -1,10 +1,10 @@
-// The functional replay (ops/sim/replay.h) on hand-built traces: arithmetic, DRAM and scratchpad
+// The functional replay (sim/replay.h) on hand-built traces: arithmetic, DRAM and scratchpad
 // memory, streams, poisoning and invalid reads.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "ops/sim/replay.h"
+#include "sim/replay.h"
 #include "tests/cpp/error_text.h"
 
 using namespace strata::sim;

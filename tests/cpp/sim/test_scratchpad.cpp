@@ -1,10 +1,11 @@
-// The scratchpad (ops/sim/scratchpad.h): banks, bounds, full/empty bits, stream engine timing.
+// The scratchpad (sim/detail/scratchpad.h): banks, bounds, full/empty bits, stream engine timing.
 #include <gtest/gtest.h>
 
 #include "tests/cpp/error_text.h"
-#include "ops/sim/scratchpad.h"
+#include "sim/detail/scratchpad.h"
 
 using namespace strata::sim;
+using namespace strata::sim::detail;  // the component models are internal
 
 TEST(SimScratchpad, Table3GeometryAndWordInterleavedBanks) {
   Scratchpad s(ScratchpadConfig{});

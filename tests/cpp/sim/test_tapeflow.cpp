@@ -1,13 +1,13 @@
-// The TapeFlow passes (ops/sim/tapeflow.h): Alg. 1 region/AoS order on a hand-checked example,
+// The TapeFlow passes (sim/tapeflow.h): Alg. 1 region/AoS order on a hand-checked example,
 // Alg. 2 layering and pass-3 tiles within the scratchpad, Alg. 3 offsets, and functional
 // equivalence (gradients by replay with a poisoned scratchpad) with the Enzyme-style program.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "ops/sim/active.h"
-#include "ops/sim/replay.h"
-#include "ops/sim/tapeflow.h"
+#include "sim/active.h"
+#include "sim/replay.h"
+#include "sim/tapeflow.h"
 #include "tests/cpp/error_text.h"
 
 using namespace strata::sim;

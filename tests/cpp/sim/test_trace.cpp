@@ -1,7 +1,7 @@
-// The simulator's trace format (ops/sim/trace.h): the defaults the tracer and the machine rely on.
+// The simulator's trace format (sim/trace.h): the defaults the tracer and the machine rely on.
 #include <gtest/gtest.h>
 
-#include "ops/sim/trace.h"
+#include "sim/trace.h"
 
 using namespace strata::sim;
 

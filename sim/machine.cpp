@@ -1,4 +1,4 @@
-#include "ops/sim/machine.h"
+#include "sim/machine.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,8 +11,17 @@
 #include <vector>
 
 #include "core/error.h"
+#include "sim/detail/cache.h"
+#include "sim/detail/dram.h"
+#include "sim/detail/scratchpad.h"
 
 namespace strata::sim {
+
+using detail::Cache;
+using detail::CacheOutcome;
+using detail::Dram;
+using detail::Scratchpad;
+using detail::StreamEngine;
 
 // Note [Sim op latencies] is in machine.h (Note [Sim machine model]).
 uint32_t op_latency(Op op) {

@@ -1,10 +1,10 @@
 #pragma once
 /// @file
 /// The benchmarks `strata-sim` runs (bench/sim_main.cpp), traced for a system's TraceMode:
-/// - the nine Table II benchmarks of ops/sim/benchmarks.h (gravity, nn, logsum, matdescent,
+/// - the nine Table II benchmarks of sim/benchmarks.h (gravity, nn, logsum, matdescent,
 ///   mttkrp, somier, lenet, pathfinder, mass_spring), traced by the active-type tracer; Enzyme
 ///   mode runs its program as traced (struct-of-arrays tape), AoS mode pass 1 (aos_layout), and
-///   TapeFlow mode passes 1–4 for the scratchpad size (tapeflow(), ops/sim/tapeflow.h); `unroll`
+///   TapeFlow mode passes 1–4 for the scratchpad size (tapeflow(), sim/tapeflow.h); `unroll`
 ///   is pathfinder's unroll factor (BenchmarkParams::unroll) and `quick` selects the reduced sizes;
 /// - two hand-built synthetic kernels (not in `all`), used by the machine's tests:
 ///   stream   y[i] = exp(x[i]) * v[i] over sequential arrays (regular, streaming);
@@ -28,12 +28,12 @@
 #include <string>
 #include <vector>
 
-#include "ops/sim/systems.h"
-#include "ops/sim/trace.h"
+#include "sim/systems.h"
+#include "sim/trace.h"
 
 namespace strata::sim::registry {
 
-// (A nested namespace: ops/sim/benchmarks.h declares its own strata::sim::benchmark_names().)
+// (A nested namespace: sim/benchmarks.h declares its own strata::sim::benchmark_names().)
 
 struct TraceOptions {
   uint64_t spad_bytes = 512;  ///< the scratchpad a TapeFlow plan must fit

@@ -1,4 +1,4 @@
-#include "ops/sim/replay.h"
+#include "sim/replay.h"
 
 #include <cmath>
 #include <limits>

@@ -1,4 +1,4 @@
-#include "ops/sim/benchmarks.h"
+#include "sim/benchmarks.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "ops/sim/active.h"
+#include "sim/active.h"
 
 #include <algorithm>
 #include <bit>

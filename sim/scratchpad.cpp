@@ -1,10 +1,10 @@
-#include "ops/sim/scratchpad.h"
+#include "sim/detail/scratchpad.h"
 
 #include <bit>
 
 #include "core/error.h"
 
-namespace strata::sim {
+namespace strata::sim::detail {
 
 Scratchpad::Scratchpad(const ScratchpadConfig& c) : config_(c) {
   STRATA_CHECK(c.size_bytes >= 8 && c.size_bytes % 8 == 0,
@@ -47,4 +47,4 @@ uint64_t StreamEngine::start(const Instr& in, uint64_t cycle, Dram& dram, Scratc
   return dram.write(cycle + 1, in.bytes);  // the bank read, then the posted write
 }
 
-}  // namespace strata::sim
+}  // namespace strata::sim::detail

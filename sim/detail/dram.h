@@ -1,8 +1,9 @@
 #pragma once
 /// @file
-/// The simulated accelerator's DRAM (TapeFlow Table III: DDR4, 19.2 GB/s): one channel with a
-/// bandwidth limit and a fixed access latency. Requests queue on the channel in arrival order, so
-/// a streaming kernel saturates at the configured bandwidth.
+/// Internal: the simulated accelerator's DRAM (TapeFlow Table III: DDR4, 19.2 GB/s): one channel
+/// with a bandwidth limit and a fixed access latency. Requests queue on the channel in arrival
+/// order, so a streaming kernel saturates at the configured bandwidth. DramConfig is public
+/// (sim/machine.h); the model is not part of the public API.
 ///
 /// Note [Sim DRAM timing]
 /// The accelerator runs at 2 GHz (Table III's clock), so 19.2 GB/s is 9.6 bytes per cycle. A
@@ -15,14 +16,9 @@
 
 #include <cstdint>
 
-namespace strata::sim {
+#include "sim/machine.h"
 
-struct DramConfig {
-  double bandwidth_gbps = 19.2;  ///< GB/s (1e9 bytes per second)
-  double clock_ghz = 2.0;        ///< the accelerator clock the bandwidth is converted at
-  uint32_t latency = 100;        ///< cycles added to a read after its transfer
-  double bytes_per_cycle() const { return bandwidth_gbps / clock_ghz; }
-};
+namespace strata::sim::detail {
 
 class Dram {
  public:
@@ -57,4 +53,4 @@ class Dram {
   uint64_t bytes_read_ = 0, bytes_written_ = 0, reads_ = 0, writes_ = 0;
 };
 
-}  // namespace strata::sim
+}  // namespace strata::sim::detail

@@ -1,9 +1,9 @@
 #pragma once
 /// @file
-/// Functional replay of a traced program (ops/sim/active.h): executes a Trace's arithmetic and
+/// Functional replay of a traced program (sim/active.h): executes a Trace's arithmetic and
 /// memory (DRAM, scratchpad, streams) in order, from the Program's initial memory, to give the
 /// outputs and gradients a trace computes. Used to check the tracer's REV and the TapeFlow
-/// passes against finite differences; the timing model is ops/sim/machine.h.
+/// passes against finite differences; the timing model is sim/machine.h.
 ///
 /// Note [Sim replay]
 /// - DRAM is a sparse map of 8-byte words; it starts with every array's initial values and every
@@ -21,7 +21,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "ops/sim/active.h"
+#include "sim/active.h"
 
 namespace strata::sim {
 

@@ -1,10 +1,10 @@
 #pragma once
 /// @file
-/// The simulated accelerator's program format (DESIGN.md §3 "ops/sim"; TapeFlow §III–IV): a flat,
+/// The simulated accelerator's program format (DESIGN.md §3 "sim"; TapeFlow §III–IV): a flat,
 /// fully unrolled dataflow trace of one forward (FWD) and one reverse (REV) pass over scalar
 /// doubles, as the tracer records it and the TapeFlow passes rewrite it. The timing and energy
-/// model (ops/sim/machine.h) executes a Trace; the tracer (ops/sim/active.h) and the passes
-/// (ops/sim/tapeflow.h) produce them. This header is the seam between those parts: change it only
+/// model (sim/machine.h) executes a Trace; the tracer (sim/active.h) and the passes
+/// (sim/tapeflow.h) produce them. This header is the seam between those parts: change it only
 /// additively.
 ///
 /// Note [Sim trace semantics]

@@ -1,6 +1,6 @@
 #pragma once
 /// @file
-/// The TapeFlow passes (TapeFlow §IV) over an Enzyme-style traced Program (ops/sim/active.h):
+/// The TapeFlow passes (TapeFlow §IV) over an Enzyme-style traced Program (sim/active.h):
 /// pass 1 region formation / array-of-structs tape layout (Algorithm 1), pass 2 layering under a
 /// scratchpad size (Algorithm 2), pass 3 explicit FWD/REV streaming at layer boundaries, pass 4
 /// scratchpad indexing (Algorithm 3). `aos_layout` applies pass 1 alone (the tape stays in DRAM
@@ -38,7 +38,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "ops/sim/active.h"
+#include "sim/active.h"
 
 namespace strata::sim {
 

@@ -1,10 +1,10 @@
-#include "ops/sim/bench_registry.h"
+#include "sim/bench_registry.h"
 
 #include <algorithm>
 
 #include "core/error.h"
-#include "ops/sim/benchmarks.h"
-#include "ops/sim/tapeflow.h"
+#include "sim/benchmarks.h"
+#include "sim/tapeflow.h"
 
 namespace strata::sim::registry {
 

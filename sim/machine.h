@@ -1,12 +1,12 @@
 #pragma once
 /// @file
 /// The simulated accelerator's timing and energy model (TapeFlow §III, Table III; DESIGN.md §3
-/// "ops/sim"): executes a Trace (ops/sim/trace.h) on a 4x4 grid of double-precision functional
-/// units with dataflow issue, a set-associative cache (ops/sim/cache.h) for Load/Store (and, in
+/// "sim"): executes a Trace (sim/trace.h) on a 4x4 grid of double-precision functional
+/// units with dataflow issue, a set-associative cache (sim/detail/cache.h) for Load/Store (and, in
 /// Enzyme-style traces, TapeLoad/TapeStore), a banked scratchpad with FWD-S/REV-S stream engines
-/// (ops/sim/scratchpad.h) for TapeFlow-style traces, over a bandwidth-limited DRAM
-/// (ops/sim/dram.h). Reports forward and reverse cycles, DRAM bytes, cache hit rates, on-chip
-/// energy (ops/sim/energy.h) and SRAM size.
+/// (sim/detail/scratchpad.h) for TapeFlow-style traces, over a bandwidth-limited DRAM
+/// (sim/detail/dram.h). Reports forward and reverse cycles, DRAM bytes, cache hit rates, on-chip
+/// energy (sim/energy.h) and SRAM size.
 ///
 /// Note [Sim machine model]
 /// - Datapath: instructions (all but StreamIn/StreamOut) enter a window of `window` instructions
@@ -47,13 +47,59 @@
 #include <cstdint>
 #include <string>
 
-#include "ops/sim/cache.h"
-#include "ops/sim/dram.h"
-#include "ops/sim/energy.h"
-#include "ops/sim/scratchpad.h"
-#include "ops/sim/trace.h"
+#include "sim/energy.h"
+#include "sim/trace.h"
 
 namespace strata::sim {
+
+// ---- the components' configurations and statistics (the models are internal: sim/detail/) ----
+
+/// Which kind of access touched the cache (statistics are kept per class).
+enum class AccessClass : uint8_t { Program = 0, Tape = 1 };
+
+/// The data cache (Table III's sizes and associativities: sim/systems.h make_system).
+struct CacheConfig {
+  uint64_t size_bytes = 32 * 1024;
+  uint32_t associativity = 4;   ///< ways per set; 0 = fully associative
+  uint32_t line_bytes = 64;
+  uint32_t hit_latency = 2;     ///< cycles from issue to data on a hit
+  uint32_t ports = 2;           ///< demand accesses accepted per cycle
+  uint32_t mshrs = 8;           ///< outstanding line fills (misses to distinct lines)
+};
+
+/// Counts of one access class.
+struct CacheClassStats {
+  uint64_t hits = 0, misses = 0;
+  uint64_t writebacks = 0;  ///< dirty lines of this class evicted
+  uint64_t accesses() const { return hits + misses; }
+};
+
+struct CacheStats {
+  CacheClassStats cls[2];  ///< by AccessClass
+  uint64_t hits() const { return cls[0].hits + cls[1].hits; }
+  uint64_t misses() const { return cls[0].misses + cls[1].misses; }
+  uint64_t writebacks() const { return cls[0].writebacks + cls[1].writebacks; }
+  uint64_t accesses() const { return hits() + misses(); }
+  /// hits / accesses, or 1 when nothing accessed the cache.
+  double hit_rate() const { return accesses() ? static_cast<double>(hits()) / static_cast<double>(accesses()) : 1.0; }
+};
+
+/// The DRAM channel (Note [Sim DRAM timing] in sim/detail/dram.h).
+struct DramConfig {
+  double bandwidth_gbps = 19.2;  ///< GB/s (1e9 bytes per second)
+  double clock_ghz = 2.0;        ///< the accelerator clock the bandwidth is converted at
+  uint32_t latency = 100;        ///< cycles added to a read after its transfer
+  double bytes_per_cycle() const { return bandwidth_gbps / clock_ghz; }
+};
+
+/// The tape scratchpad (Note [Sim scratchpad and streams] in sim/detail/scratchpad.h).
+struct ScratchpadConfig {
+  uint64_t size_bytes = 512;  ///< Table III: 512 B (64 slots of 8 bytes)
+  uint32_t banks = 8;         ///< Table III: 8 banks
+  uint32_t latency = 1;       ///< cycles per datapath access
+};
+
+// ---- the machine --------------------------------------------------------------------------------
 
 /// Latency in cycles of an arithmetic op on a functional unit (Note [Sim machine model]).
 uint32_t op_latency(Op op);
@@ -63,7 +109,7 @@ bool op_pipelined(Op op);
 /// The op's name ("Add", "SpadLoad", ...).
 const char* op_name(Op op);
 
-/// One simulated system (see ops/sim/systems.h for the paper's named ones).
+/// One simulated system (see sim/systems.h for the paper's named ones).
 struct MachineConfig {
   std::string name = "custom";
   uint32_t fus = 16;             ///< 4x4 grid of double-precision FUs

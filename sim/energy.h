@@ -1,7 +1,7 @@
 #pragma once
 /// @file
 /// Per-access on-chip energies of the simulated accelerator (TapeFlow Table III) and the energy
-/// breakdown the machine model reports (ops/sim/machine.h).
+/// breakdown the machine model reports (sim/machine.h).
 ///
 /// Note [Sim energy accounting]
 /// On-chip energy is the sum of per-access charges of the SRAM structures, as TapeFlow's Fig. 14

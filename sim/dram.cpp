@@ -1,11 +1,11 @@
-#include "ops/sim/dram.h"
+#include "sim/detail/dram.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
 
-namespace strata::sim {
+namespace strata::sim::detail {
 
 Dram::Dram(const DramConfig& c) : config_(c) {
   STRATA_CHECK(std::isfinite(c.bandwidth_gbps) && c.bandwidth_gbps > 0,
@@ -40,4 +40,4 @@ uint64_t Dram::write(uint64_t cycle, uint64_t bytes) {
   return ceil_cycle(transfer(cycle, bytes));
 }
 
-}  // namespace strata::sim
+}  // namespace strata::sim::detail

@@ -1,12 +1,12 @@
 #pragma once
 /// @file
-/// The scalar active type and tracer of the simulated accelerator (DESIGN.md §3 "ops/sim";
+/// The scalar active type and tracer of the simulated accelerator (DESIGN.md §3 "sim";
 /// TapeFlow §II-B, §V): imperative code written against `sim::Active` and `sim::Array` records a
-/// fully unrolled forward (FWD) dataflow trace (ops/sim/trace.h); `Tracer::finish()` generates the
+/// fully unrolled forward (FWD) dataflow trace (sim/trace.h); `Tracer::finish()` generates the
 /// reverse (REV) pass by reverse-mode differentiation of that dataflow, with an Enzyme-style tape
 /// (struct-of-arrays: one tape array per static store site, indexed by loop iteration, in DRAM
-/// behind the cache). The TapeFlow passes (ops/sim/tapeflow.h) rewrite the resulting Program; the
-/// replay (ops/sim/replay.h) executes it functionally.
+/// behind the cache). The TapeFlow passes (sim/tapeflow.h) rewrite the resulting Program; the
+/// replay (sim/replay.h) executes it functionally.
 ///
 /// Usage:
 /// @code
@@ -62,7 +62,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/sim/trace.h"
+#include "sim/trace.h"
 
 namespace strata::sim {
 

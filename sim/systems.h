@@ -12,17 +12,17 @@
 /// cache-size sweeps (Figs. 12, 15).
 ///
 /// Note [Sim system defaults]
-/// Every system shares the machine defaults of ops/sim/machine.h (16 FUs, a 128-instruction
+/// Every system shares the machine defaults of sim/machine.h (16 FUs, a 128-instruction
 /// window, 2-cycle barriers), a 64-byte line, a 2-cycle hit latency, 2 cache ports and 8 MSHRs for
 /// every cache size (the paper gives neither latencies nor ports; keeping them equal makes the
 /// comparison one of capacity, associativity and tape placement), and DDR4 at 19.2 GB/s with a
-/// 100-cycle latency at the 2 GHz clock (ops/sim/dram.h).
+/// 100-cycle latency at the 2 GHz clock (sim/detail/dram.h).
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "ops/sim/machine.h"
+#include "sim/machine.h"
 
 namespace strata::sim {
 

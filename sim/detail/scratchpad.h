@@ -1,10 +1,11 @@
 #pragma once
 /// @file
-/// The simulated accelerator's tape scratchpad and its stream engines (TapeFlow §III): a banked
-/// set of stream registers indexed by the datapath (SpadLoad/SpadStore at a slot's byte offset),
-/// with a full/empty bit per 8-byte slot, filled from and drained to DRAM by two decoupled stream
-/// engines: FWD-S (StreamOut: scratchpad -> end of the tape in DRAM) and REV-S (StreamIn: DRAM ->
-/// scratchpad).
+/// Internal: the simulated accelerator's tape scratchpad and its stream engines (TapeFlow §III):
+/// a banked set of stream registers indexed by the datapath (SpadLoad/SpadStore at a slot's byte
+/// offset), with a full/empty bit per 8-byte slot, filled from and drained to DRAM by two decoupled
+/// stream engines: FWD-S (StreamOut: scratchpad -> end of the tape in DRAM) and REV-S (StreamIn:
+/// DRAM -> scratchpad). ScratchpadConfig is public (sim/machine.h); the model is not part of the
+/// public API.
 ///
 /// Note [Sim scratchpad and streams]
 /// - Slots are 8 bytes; slot s lives in bank s % banks (word interleaving, so the consecutive
@@ -15,7 +16,7 @@
 /// - Full/empty bits: a slot is empty while a write to it (a SpadStore, or the REV-S stream
 ///   covering it) is in flight and full once it has completed. FWD-S streaming a slot out leaves
 ///   its value in place (no dirty bits, lazy consistency: paper §III, Choice 3); the slot is free
-///   for the next writer once every read of the current value (SpadLoads, the FWD-S stream) is done. The machine (ops/sim/machine.h) derives, from the trace's static slot
+///   for the next writer once every read of the current value (SpadLoads, the FWD-S stream) is done. The machine (sim/machine.h) derives, from the trace's static slot
 ///   offsets, which write each SpadLoad/StreamOut waits for (full) and which reads each new write
 ///   waits for (empty) — the compiler-generated tape accesses are statically analyzable (paper
 ///   §III, Choice 2) — and checks the bits agree when the access issues.
@@ -23,21 +24,17 @@
 ///   allow (REV-S: the previous contents of its destination slots have been read; FWD-S: its
 ///   source slots are full). They are not held back by the datapath's window or barriers, so REV-S
 ///   runs ahead of the REV layers and a SpadLoad waits only while its slot is still empty. One
-///   stream starts per engine per cycle; its bytes queue on the DRAM channel (ops/sim/dram.h).
+///   stream starts per engine per cycle; its bytes queue on the DRAM channel (sim/dram.h).
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
-#include "ops/sim/dram.h"
-#include "ops/sim/trace.h"
+#include "sim/detail/dram.h"
+#include "sim/machine.h"
+#include "sim/trace.h"
 
-namespace strata::sim {
-
-struct ScratchpadConfig {
-  uint64_t size_bytes = 512;  ///< Table III: 512 B (64 slots of 8 bytes)
-  uint32_t banks = 8;         ///< Table III: 8 banks
-  uint32_t latency = 1;       ///< cycles per datapath access
-};
+namespace strata::sim::detail {
 
 class Scratchpad {
  public:
@@ -85,4 +82,4 @@ struct StreamEngine {
   uint64_t start(const Instr& in, uint64_t cycle, Dram& dram, Scratchpad& spad);
 };
 
-}  // namespace strata::sim
+}  // namespace strata::sim::detail

@@ -1,7 +1,7 @@
 #pragma once
 /// @file
 /// The nine TapeFlow Table II benchmarks (TapeFlow §V) written against the scalar active type
-/// (ops/sim/active.h), from their public descriptions, at Table II's sizes (or reduced sizes for
+/// (sim/active.h), from their public descriptions, at Table II's sizes (or reduced sizes for
 /// tests). Each writes a scalar loss to the output array "loss" (gradient seed 1); its
 /// differentiable inputs are the arrays of kind Input.
 ///
@@ -40,7 +40,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/sim/active.h"
+#include "sim/active.h"
 
 namespace strata::sim {
 

@@ -1,45 +1,20 @@
 #pragma once
 /// @file
-/// The simulated accelerator's data cache (TapeFlow §III, Table III): set-associative, LRU,
-/// write-back, write-allocate, with a configurable size, associativity and line size. It serves
-/// the datapath's Load/Store (program arrays) and, in Enzyme-style execution, TapeLoad/TapeStore;
-/// hits, misses and writebacks are counted per access class. The cache holds tags and the time at
-/// which each line's fill completes; the machine (ops/sim/machine.h) owns the timing around it.
+/// Internal: the simulated accelerator's data cache (TapeFlow §III, Table III): set-associative,
+/// LRU, write-back, write-allocate, with a configurable size, associativity and line size. It
+/// serves the datapath's Load/Store (program arrays) and, in Enzyme-style execution,
+/// TapeLoad/TapeStore; hits, misses and writebacks are counted per access class. The cache holds
+/// tags and the time at which each line's fill completes; the machine (sim/machine.h) owns the
+/// timing around it. Its configuration and statistics (CacheConfig, CacheStats) are public, in
+/// sim/machine.h; the model is not part of the public API.
 
 #include <cstdint>
 #include <unordered_map>
 #include <vector>
 
-namespace strata::sim {
+#include "sim/machine.h"
 
-/// Which kind of access touched the cache (statistics are kept per class).
-enum class AccessClass : uint8_t { Program = 0, Tape = 1 };
-
-struct CacheConfig {
-  uint64_t size_bytes = 32 * 1024;
-  uint32_t associativity = 4;   ///< ways per set; 0 = fully associative
-  uint32_t line_bytes = 64;
-  uint32_t hit_latency = 2;     ///< cycles from issue to data on a hit
-  uint32_t ports = 2;           ///< demand accesses accepted per cycle
-  uint32_t mshrs = 8;           ///< outstanding line fills (misses to distinct lines)
-};
-
-/// Counts of one access class.
-struct CacheClassStats {
-  uint64_t hits = 0, misses = 0;
-  uint64_t writebacks = 0;  ///< dirty lines of this class evicted
-  uint64_t accesses() const { return hits + misses; }
-};
-
-struct CacheStats {
-  CacheClassStats cls[2];  ///< by AccessClass
-  uint64_t hits() const { return cls[0].hits + cls[1].hits; }
-  uint64_t misses() const { return cls[0].misses + cls[1].misses; }
-  uint64_t writebacks() const { return cls[0].writebacks + cls[1].writebacks; }
-  uint64_t accesses() const { return hits() + misses(); }
-  /// hits / accesses, or 1 when nothing accessed the cache.
-  double hit_rate() const { return accesses() ? static_cast<double>(hits()) / static_cast<double>(accesses()) : 1.0; }
-};
+namespace strata::sim::detail {
 
 /// What one access did.
 struct CacheOutcome {
@@ -92,4 +67,4 @@ class Cache {
   CacheStats stats_;
 };
 
-}  // namespace strata::sim
+}  // namespace strata::sim::detail

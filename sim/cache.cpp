@@ -1,10 +1,10 @@
-#include "ops/sim/cache.h"
+#include "sim/detail/cache.h"
 
 #include <bit>
 
 #include "core/error.h"
 
-namespace strata::sim {
+namespace strata::sim::detail {
 
 namespace {
 constexpr uint32_t kScanWays = 16;  // sets wider than this are searched through index_
@@ -110,4 +110,4 @@ CacheOutcome Cache::access(uint64_t addr, bool write, AccessClass cls) {
   return out;
 }
 
-}  // namespace strata::sim
+}  // namespace strata::sim::detail

@@ -1,4 +1,4 @@
-#include "ops/sim/tapeflow.h"
+#include "sim/tapeflow.h"
 
 #include <algorithm>
 #include <map>

@@ -1,4 +1,4 @@
-#include "ops/sim/systems.h"
+#include "sim/systems.h"
 
 #include "core/error.h"
 
