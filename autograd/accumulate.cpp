@@ -2,9 +2,9 @@
 
 #include <type_traits>
 
+#include "core/detail/strided_loop.h"
 #include "core/factories.h"
 #include "core/pin_set.h"
-#include "core/detail/strided_loop.h"
 
 namespace strata::autograd::detail {
 
@@ -28,23 +28,24 @@ void add_rows(Tensor out, const Tensor& a, const Tensor& b) {
     ops.strides[k] = st;
     ops.base[k] = static_cast<char*>(ts[k]->data_ptr());
   }
-  ::strata::detail::for_each_row<3>(ops, [](const std::array<char*, 3>& p, const std::array<int64_t, 3>& st, int64_t n) {
-    char* o = p[0];
-    const char* x = p[1];
-    const char* y = p[2];
-    if (st[0] == sizeof(T) && st[1] == sizeof(T) && st[2] == sizeof(T)) {
-      T* oo = reinterpret_cast<T*>(o);
-      const T* xx = reinterpret_cast<const T*>(x);
-      const T* yy = reinterpret_cast<const T*>(y);
-      for (int64_t i = 0; i < n; ++i) oo[i] = static_cast<T>(static_cast<Acc>(xx[i]) + static_cast<Acc>(yy[i]));
-      return;
-    }
-    for (int64_t i = 0; i < n; ++i) {
-      *reinterpret_cast<T*>(o + i * st[0]) =
-          static_cast<T>(static_cast<Acc>(*reinterpret_cast<const T*>(x + i * st[1])) +
-                         static_cast<Acc>(*reinterpret_cast<const T*>(y + i * st[2])));
-    }
-  });
+  ::strata::detail::for_each_row<3>(
+      ops, [](const std::array<char*, 3>& p, const std::array<int64_t, 3>& st, int64_t n) {
+        char* o = p[0];
+        const char* x = p[1];
+        const char* y = p[2];
+        if (st[0] == sizeof(T) && st[1] == sizeof(T) && st[2] == sizeof(T)) {
+          T* oo = reinterpret_cast<T*>(o);
+          const T* xx = reinterpret_cast<const T*>(x);
+          const T* yy = reinterpret_cast<const T*>(y);
+          for (int64_t i = 0; i < n; ++i) oo[i] = static_cast<T>(static_cast<Acc>(xx[i]) + static_cast<Acc>(yy[i]));
+          return;
+        }
+        for (int64_t i = 0; i < n; ++i) {
+          *reinterpret_cast<T*>(o + i * st[0]) =
+              static_cast<T>(static_cast<Acc>(*reinterpret_cast<const T*>(x + i * st[1])) +
+                             static_cast<Acc>(*reinterpret_cast<const T*>(y + i * st[2])));
+        }
+      });
 }
 
 void add(const Tensor& out, const Tensor& a, const Tensor& b) {

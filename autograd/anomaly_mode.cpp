@@ -29,9 +29,7 @@ const char* ordinal_suffix(std::size_t i) {
   }
 }
 
-std::string kinds(const NonFinite& nf) {
-  return nf.nan > 0 && nf.inf > 0 ? "nan and inf" : nf.nan > 0 ? "nan" : "inf";
-}
+std::string kinds(const NonFinite& nf) { return nf.nan > 0 && nf.inf > 0 ? "nan and inf" : nf.nan > 0 ? "nan" : "inf"; }
 
 std::string meta_string(const TensorMeta& m) {
   std::ostringstream os;
@@ -80,8 +78,10 @@ void check_forward_output(const Node& node, const Tensor& output, uint32_t nr) {
   std::ostringstream os;
   os << "anomaly detected: the forward of '" << node.name() << "' produced " << kinds(nf) << " values in its " << nr
      << ordinal_suffix(nr) << " output (" << output.describe() << ": " << nf.describe() << "); ";
-  if (noted_node == &node && !noted_inputs.empty()) os << noted_inputs;
-  else os << "its inputs were finite, so this op produced them";
+  if (noted_node == &node && !noted_inputs.empty())
+    os << noted_inputs;
+  else
+    os << "its inputs were finite, so this op produced them";
   os << " (strata.autograd.set_detect_anomaly is on)";
   throw Error(os.str());
 }

@@ -133,7 +133,8 @@ TensorList run_graph(const std::vector<Edge>& root_edges, TensorList root_grads,
     if (check && accumulate && !inputs.empty()) detail::check_leaf_gradient(*node, inputs[0]);
     if (!accumulate && node->materialize_grads()) {
       for (std::size_t i = 0; i < inputs.size(); ++i)
-        if (!inputs[i].defined()) inputs[i] = zeros(node->output_meta()[i].sizes, {node->output_meta()[i].dtype, nullptr});
+        if (!inputs[i].defined())
+          inputs[i] = zeros(node->output_meta()[i].sizes, {node->output_meta()[i].dtype, nullptr});
     }
     TensorList outputs = node->apply(std::move(inputs));
     if (!retain_graph) node->release_saved();

@@ -17,7 +17,8 @@
 /// [In-place gradient accumulation]) and the two have one shape and dtype. The pointwise unary ops
 /// (relu, sigmoid, tanh, gelu, ...) and batch norm do: their backward then allocates nothing of the
 /// input's size (conv2d too, through a one-chunk staging buffer, when its input gradient has the
-/// output gradient's shape: Note [Conv input gradient in place] in ops/conv.cpp), so a chain conv → batch norm → relu holds one gradient-sized buffer across its
+/// output gradient's shape: Note [Conv input gradient in place] in ops/conv.cpp), so a chain conv →
+/// batch norm → relu holds one gradient-sized buffer across its
 /// norm and relu backward steps instead of two, which lowers the backward's peak under a fast-tier
 /// budget (the Auto planner profiles each step's backward growth, so its model sees the saving).
 /// The engine moves gradients from node to node and keeps no copy, so a gradient a node computed

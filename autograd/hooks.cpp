@@ -28,9 +28,9 @@ void run_hooks_of(Meta& meta, Tensor& grad, const Node& node, uint32_t slot) {
   for (const auto& [id, hook] : hooks) {
     Tensor out = hook(grad);
     if (!out.defined()) continue;
-    STRATA_CHECK(out.sizes() == grad.sizes() && out.dtype() == grad.dtype(), "register_hook: hook ", id,
-                 " on output ", slot, " of ", node.name(), " returned ", out.describe(), " for a gradient ",
-                 grad.describe(), "; a hook must not change the gradient's shape or dtype");
+    STRATA_CHECK(out.sizes() == grad.sizes() && out.dtype() == grad.dtype(), "register_hook: hook ", id, " on output ",
+                 slot, " of ", node.name(), " returned ", out.describe(), " for a gradient ", grad.describe(),
+                 "; a hook must not change the gradient's shape or dtype");
     grad = std::move(out);
   }
   if (!meta.retains_grad) return;
@@ -43,8 +43,7 @@ void run_hooks_of(Meta& meta, Tensor& grad, const Node& node, uint32_t slot) {
 void detail::run_tensor_hooks(const Node& node, TensorList& grads) {
   if (const auto* acc = dynamic_cast<const AccumulateGrad*>(&node)) {
     Meta* meta = acc->leaf().autograd_meta_if_any();
-    if (meta != nullptr && !grads.empty() && grads[0].defined())
-      run_hooks_of(*meta, grads[0], node, 0);
+    if (meta != nullptr && !grads.empty() && grads[0].defined()) run_hooks_of(*meta, grads[0], node, 0);
     return;
   }
   for (const Node::WatchedOutput& w : node.watched_outputs()) {

@@ -13,7 +13,7 @@ std::atomic<uint64_t> next_sequence_nr{0};
 // Serializes accumulation into leaves' .grad and the lazy creation of their AccumulateGrad nodes:
 // independent backward passes on several threads may share parameters.
 std::mutex leaf_mutex;
-}
+}  // namespace
 
 Node::Node() : sequence_nr_(next_sequence_nr.fetch_add(1, std::memory_order_relaxed)) {}
 
@@ -62,10 +62,10 @@ TensorList AccumulateGrad::apply(TensorList&& grad_outputs) {
   if (!meta.grad.defined()) {
     // Take the incoming gradient when nothing else refers to its bytes; otherwise copy, so that a
     // later in-place accumulation cannot write into someone else's tensor.
-    meta.grad = (g.is_contiguous() && g.storage().use_count() == 1 && g.offset() == 0 &&
-                 g.storage().nbytes() == g.nbytes())
-                    ? g
-                    : g.clone();
+    meta.grad =
+        (g.is_contiguous() && g.storage().use_count() == 1 && g.offset() == 0 && g.storage().nbytes() == g.nbytes())
+            ? g
+            : g.clone();
   } else {
     detail::accumulate_into(meta.grad, g);
   }
@@ -125,8 +125,8 @@ void append_history(Tensor& out, const std::shared_ptr<Node>& node, bool in_plac
   STRATA_ASSERT(out.defined(), node->name(), ": output ", nr, " is undefined");
   ::strata::detail::AutogradMeta* m = out.autograd_meta_if_any();
   if (in_place) {
-    STRATA_CHECK(m == nullptr || m->grad_fn || !m->requires_grad, node->name(), ": output ", nr, " (",
-                 out.describe(), ") is a leaf Variable that requires grad and has been used in an in-place operation");
+    STRATA_CHECK(m == nullptr || m->grad_fn || !m->requires_grad, node->name(), ": output ", nr, " (", out.describe(),
+                 ") is a leaf Variable that requires grad and has been used in an in-place operation");
   } else if (m != nullptr && (m->grad_fn || m->requires_grad)) {
     // An op that hands back one of its inputs (or any tensor already in a graph) must not rewrite
     // that tensor's history: give the output a handle of its own.

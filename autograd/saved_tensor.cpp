@@ -75,19 +75,24 @@ SavedTensor::SavedTensor(const Tensor& value) {
 
 Tensor SavedTensor::unpack(const char* node) const {
   if (!defined_) return Tensor();
-  STRATA_CHECK(!released_, "autograd: ", node, " tried to use a saved value that was already freed: the graph was run backward once already (pass retain_graph=true "
+  STRATA_CHECK(!released_, "autograd: ", node,
+               " tried to use a saved value that was already freed: the graph was run backward once already (pass "
+               "retain_graph=true "
                "to backward the first time to keep it)");
   const std::optional<uint64_t> now = storage_.version();
   // PyTorch's message (its tests and users match on it).
-  STRATA_CHECK(!now || *now == version_, "one of the variables needed for gradient computation has been modified by "
-               "an inplace operation: [Tensor", IntArrayRef(sizes_), " ", dtype_, "], which was saved by ", node,
-               ", is at version ", now.value_or(0), "; expected version ", version_,
+  STRATA_CHECK(!now || *now == version_,
+               "one of the variables needed for gradient computation has been modified by "
+               "an inplace operation: [Tensor",
+               IntArrayRef(sizes_), " ", dtype_, "], which was saved by ", node, ", is at version ", now.value_or(0),
+               "; expected version ", version_,
                " instead. Hint: clone it before modifying it, or modify it after backward.");
   if (!hooks_) return value_;
   Tensor t = hooks_->unpack(packed_);
-  STRATA_CHECK(t.defined() && t.sizes() == sizes_ && t.dtype() == dtype_, "autograd: the unpack hook for a value saved by ",
-               node, " returned ", t.defined() ? t.describe() : std::string("an undefined tensor"),
-               ", expected shape ", IntArrayRef(sizes_), " ", dtype_);
+  STRATA_CHECK(t.defined() && t.sizes() == sizes_ && t.dtype() == dtype_,
+               "autograd: the unpack hook for a value saved by ", node, " returned ",
+               t.defined() ? t.describe() : std::string("an undefined tensor"), ", expected shape ",
+               IntArrayRef(sizes_), " ", dtype_);
   return t;
 }
 
@@ -107,10 +112,14 @@ SavedInfo SavedTensor::info() const {
   s.bytes = defined_ ? static_cast<std::size_t>(n) * itemsize(dtype_) : 0;
   s.packed = hooks_ != nullptr;
   s.released = released_;
-  if (released_) s.tier = "released";
-  else if (hooks_) s.tier = "packed";
-  else if (value_.defined()) s.tier = std::string(memory::where(value_.storage()));
-  else s.tier = "undefined";  // the op saved "nothing" (e.g. an omitted optional weight)
+  if (released_)
+    s.tier = "released";
+  else if (hooks_)
+    s.tier = "packed";
+  else if (value_.defined())
+    s.tier = std::string(memory::where(value_.storage()));
+  else
+    s.tier = "undefined";  // the op saved "nothing" (e.g. an omitted optional weight)
   return s;
 }
 

@@ -80,10 +80,10 @@ class SavingNodeScope {
 struct SavedInfo {
   Dims sizes;
   DType dtype = DType::f32;
-  std::size_t bytes = 0;     // numel * itemsize of the saved view
-  std::string tier;          // "fast" / "slow" / "dram" when saved; "packed" if a hook holds it;
-                             // "released" once the node has run
-  bool packed = false;       // true when a pack hook replaced the value
+  std::size_t bytes = 0;  // numel * itemsize of the saved view
+  std::string tier;       // "fast" / "slow" / "dram" when saved; "packed" if a hook holds it;
+                          // "released" once the node has run
+  bool packed = false;    // true when a pack hook replaced the value
   bool released = false;
 };
 
@@ -105,8 +105,8 @@ class SavedTensor {
  private:
   bool defined_ = false;
   bool released_ = false;
-  Tensor value_;                                // when no hook was installed
-  mutable std::any packed_;                     // when a hook was
+  Tensor value_;             // when no hook was installed
+  mutable std::any packed_;  // when a hook was
   std::shared_ptr<SavedTensorHooks> hooks_;
   WeakStorage storage_;
   uint64_t version_ = 0;

@@ -45,19 +45,20 @@ std::string format_saved_residuals(const TensorList& roots) {
   std::ostringstream os;
   std::size_t total = 0, count = 0;
   const auto nodes = recorded_nodes(roots);
-  os << std::left << std::setw(6) << "seq" << std::setw(24) << "node" << std::setw(4) << "#" << std::setw(22)
-     << "shape" << std::setw(6) << "dtype" << std::right << std::setw(12) << "bytes" << "  tier\n";
+  os << std::left << std::setw(6) << "seq" << std::setw(24) << "node" << std::setw(4) << "#" << std::setw(22) << "shape"
+     << std::setw(6) << "dtype" << std::right << std::setw(12) << "bytes" << "  tier\n";
   for (const NodeRecord& r : nodes) {
     for (std::size_t i = 0; i < r.saved.size(); ++i) {
       const SavedInfo& s = r.saved[i];
       std::ostringstream shape;
-      if (s.tier == "undefined") shape << "-";
-      else shape << IntArrayRef(s.sizes);
+      if (s.tier == "undefined")
+        shape << "-";
+      else
+        shape << IntArrayRef(s.sizes);
       std::ostringstream dt;
       dt << s.dtype;
       os << std::left << std::setw(6) << r.sequence_nr << std::setw(24) << r.name << std::setw(4) << i << std::setw(22)
-         << shape.str() << std::setw(6) << dt.str() << std::right << std::setw(12) << s.bytes << "  " << s.tier
-         << "\n";
+         << shape.str() << std::setw(6) << dt.str() << std::right << std::setw(12) << s.bytes << "  " << s.tier << "\n";
       if (!s.released) {
         total += s.bytes;
         ++count;

@@ -34,7 +34,8 @@ struct BaseBuffer {
 
 BaseBuffer base_buffer(const Geometry& base, const Geometry& view, DType dtype) {
   const Tensor flat = zeros({span(base)}, {dtype, nullptr});
-  return {flat.as_strided(base.sizes, base.strides, 0), flat.as_strided(view.sizes, view.strides, view.offset - base.offset)};
+  return {flat.as_strided(base.sizes, base.strides, 0),
+          flat.as_strided(view.sizes, view.strides, view.offset - base.offset)};
 }
 
 /// The gradient of a view, in zeros shaped as its base (AsStridedBackward's backward).

@@ -60,8 +60,7 @@ class Cli {
     errno = 0;
     const long long x = std::strtoll(v, &end, 10);
     if (end == v || *end != '\0' || errno != 0 || x < lo || x > hi)
-      fail(flag + ": expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got '" + v +
-           "'");
+      fail(flag + ": expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got '" + v + "'");
     return x;
   }
 
@@ -121,7 +120,6 @@ class Json : public JsonWriterBase<Json> {
   Json& timed(std::string_view k, std::string_view unit, const std::vector<double>& samples) {
     return begin_timed(k, unit, samples).end_object();
   }
-
 };
 
 /// Writes `text` to `path` atomically (core/file.h, Note [Atomic file writes]). Returns false and

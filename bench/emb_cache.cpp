@@ -299,17 +299,19 @@ int main(int argc, char** argv) try {
   const int64_t per_batch = o.batch * o.lookups;
 
   std::printf("# strata-bench-emb-cache\n\n");
-  std::printf("- table: %lld rows x %lld f32 (%zu-byte rows, %.1f MiB); fast-tier budget %.1f MiB (table / %.2f); "
-              "cache %.0f %% of the rows\n",
-              static_cast<long long>(o.rows), static_cast<long long>(o.dim), stride,
-              static_cast<double>(table_bytes) / (1 << 20), static_cast<double>(fast_budget) / (1 << 20),
-              o.fast_factor, 100 * o.cache_fraction);
+  std::printf(
+      "- table: %lld rows x %lld f32 (%zu-byte rows, %.1f MiB); fast-tier budget %.1f MiB (table / %.2f); "
+      "cache %.0f %% of the rows\n",
+      static_cast<long long>(o.rows), static_cast<long long>(o.dim), stride,
+      static_cast<double>(table_bytes) / (1 << 20), static_cast<double>(fast_budget) / (1 << 20), o.fast_factor,
+      100 * o.cache_fraction);
   std::printf("- batches: %lld warm-up + %lld measured, each %lld bags x %lld lookups (%lld indices); threads %d\n",
               static_cast<long long>(o.warmup), static_cast<long long>(o.batches), static_cast<long long>(o.batch),
               static_cast<long long>(o.lookups), static_cast<long long>(per_batch), threads);
   std::printf("- slow tier: file-backed mmap in %s; %s\n", o.dir.c_str(), model.describe().c_str());
-  std::printf("- embedding phase = before_lookup + emb::lookup (sum) + emb::update (fused SGD) + after_update; "
-              "iid indices (Zipf ranks scrambled by an LFSR)\n\n");
+  std::printf(
+      "- embedding phase = before_lookup + emb::lookup (sum) + emb::update (fused SGD) + after_update; "
+      "iid indices (Zipf ranks scrambled by an LFSR)\n\n");
   std::fflush(stdout);
 
   bench::Json json;
@@ -358,9 +360,10 @@ int main(int argc, char** argv) try {
     std::printf("## %s: cache %lld rows; static optimum %s = %.4f (with hindsight over the measured batches %.4f)\n\n",
                 trace.name.c_str(), static_cast<long long>(cache_rows), dist == "zipf" ? "H(fN,s)/H(N,s)" : "f",
                 optimum, hindsight);
-    std::printf("| policy | ms/batch median (min-max) | vs simple | hooks / lookup / update ms | hit rate | "
-                "hit - optimum | slow MiB read | slow MiB written | rows cached | rows written back | "
-                "throttle stall s |\n");
+    std::printf(
+        "| policy | ms/batch median (min-max) | vs simple | hooks / lookup / update ms | hit rate | "
+        "hit - optimum | slow MiB read | slow MiB written | rows cached | rows written back | "
+        "throttle stall s |\n");
     std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (const Result& r : rs) {
       const auto s = bench::summarize(r.ms);
@@ -371,16 +374,16 @@ int main(int argc, char** argv) try {
         std::snprintf(hit, sizeof hit, "%.4f", r.hit_rate);
         std::snprintf(gap, sizeof gap, "%+.2f pt", 100 * (r.hit_rate - optimum));
       }
-      std::printf("| %s | %.2f (%.2f-%.2f) | %.2fx | %.2f / %.2f / %.2f | %s | %s | %.1f | %.1f | %llu | %llu | "
-                  "%.2f |\n",
-                  r.policy.c_str(), s.median, s.min, s.max, simple_ms > 0 ? simple_ms / s.median : 0.0,
-                  bench::summarize(r.hooks_ms).median, bench::summarize(r.lookup_ms).median,
-                  bench::summarize(r.update_ms).median, hit, gap,
-                  static_cast<double>(r.throttle.bytes_read) / (1 << 20),
-                  static_cast<double>(r.throttle.bytes_written) / (1 << 20),
-                  static_cast<unsigned long long>(r.stats.cache.rows_cached),
-                  static_cast<unsigned long long>(r.stats.cache.rows_written_back),
-                  static_cast<double>(r.throttle.stall_ns) * 1e-9);
+      std::printf(
+          "| %s | %.2f (%.2f-%.2f) | %.2fx | %.2f / %.2f / %.2f | %s | %s | %.1f | %.1f | %llu | %llu | "
+          "%.2f |\n",
+          r.policy.c_str(), s.median, s.min, s.max, simple_ms > 0 ? simple_ms / s.median : 0.0,
+          bench::summarize(r.hooks_ms).median, bench::summarize(r.lookup_ms).median,
+          bench::summarize(r.update_ms).median, hit, gap, static_cast<double>(r.throttle.bytes_read) / (1 << 20),
+          static_cast<double>(r.throttle.bytes_written) / (1 << 20),
+          static_cast<unsigned long long>(r.stats.cache.rows_cached),
+          static_cast<unsigned long long>(r.stats.cache.rows_written_back),
+          static_cast<double>(r.throttle.stall_ns) * 1e-9);
       json.begin_object()
           .kv("distribution", trace.name)
           .kv("policy", r.policy)

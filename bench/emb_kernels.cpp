@@ -31,8 +31,8 @@
 #include "bench/bench_common.h"
 #include "core/error.h"
 #include "core/threading.h"
-#include "embeddings/kernels.h"
 #include "embeddings/detail/kernels.h"
+#include "embeddings/kernels.h"
 #include "memory/heap.h"
 
 namespace {
@@ -257,11 +257,12 @@ int main(int argc, char** argv) try {
   if (o.prefetch >= 0) emb::detail::prefetch_distance().store(o.prefetch);
   const int threads = strata::get_num_threads();
   const int prefetch = emb::detail::prefetch_distance().load();
-  std::printf("strata-bench-emb — %d threads, %s rows, %lld table(s) of %lld MiB, batch %lld, bags %lld..%lld, %s, "
-              "%s pooling, prefetch %d, %d reps after a warm-up (median [min, max])\n",
-              threads, emb::elem_name(o.type), static_cast<long long>(o.tables), static_cast<long long>(o.table_mib),
-              static_cast<long long>(o.batch), static_cast<long long>(o.bag_min), static_cast<long long>(o.bag_max),
-              emb::optimizer_name(o.optimizer), emb::pooling_name(o.pooling), prefetch, o.reps);
+  std::printf(
+      "strata-bench-emb — %d threads, %s rows, %lld table(s) of %lld MiB, batch %lld, bags %lld..%lld, %s, "
+      "%s pooling, prefetch %d, %d reps after a warm-up (median [min, max])\n",
+      threads, emb::elem_name(o.type), static_cast<long long>(o.tables), static_cast<long long>(o.table_mib),
+      static_cast<long long>(o.batch), static_cast<long long>(o.bag_min), static_cast<long long>(o.bag_max),
+      emb::optimizer_name(o.optimizer), emb::pooling_name(o.pooling), prefetch, o.reps);
   std::printf("%5s %9s %22s %22s %22s %12s %12s\n", "d", "row B", "lookup GB/s", "update GB/s", "lookup+update GB/s",
               "lookup Mrow/s", "update Mrow/s");
   std::fflush(stdout);
@@ -277,9 +278,9 @@ int main(int argc, char** argv) try {
     }
     const auto sl = summarize(lk), su = summarize(up), sb = summarize(both);
     std::printf("%5lld %9lld %8.2f [%5.2f,%5.2f] %8.2f [%5.2f,%5.2f] %8.2f [%5.2f,%5.2f] %12.1f %12.1f\n",
-                static_cast<long long>(r.d), static_cast<long long>(r.row_bytes), sl.median, sl.min, sl.max,
-                su.median, su.min, su.max, sb.median, sb.min, sb.max,
-                r.nnz / summarize(r.lookup_s).median * 1e-6, r.unique / summarize(r.update_s).median * 1e-6);
+                static_cast<long long>(r.d), static_cast<long long>(r.row_bytes), sl.median, sl.min, sl.max, su.median,
+                su.min, su.max, sb.median, sb.min, sb.max, r.nnz / summarize(r.lookup_s).median * 1e-6,
+                r.unique / summarize(r.update_s).median * 1e-6);
     std::fflush(stdout);
   }
   if (!o.json.empty()) {

@@ -99,29 +99,46 @@ Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--quick") o.quick = true;
+    if (a == "--quick")
+      o.quick = true;
     else if (a == "--what") {
       o.what = cli.value(argc, argv, i);
       if (o.what != "sdpa" && o.what != "step" && o.what != "remat" && o.what != "all")
         cli.fail("--what: expected sdpa, step, remat or all, got '" + o.what + "'");
-    } else if (a == "--layers") o.layers = cli.integer(a, cli.value(argc, argv, i), 1, 1000);
-    else if (a == "--width") o.width = cli.integer(a, cli.value(argc, argv, i), 1, 1 << 16);
-    else if (a == "--heads") o.heads = cli.integer(a, cli.value(argc, argv, i), 1, 1024);
-    else if (a == "--context") o.context = cli.integer(a, cli.value(argc, argv, i), 1, 1 << 16);
-    else if (a == "--batch") o.batch = cli.integer(a, cli.value(argc, argv, i), 1, 1 << 16);
-    else if (a == "--vocab") o.vocab = cli.integer(a, cli.value(argc, argv, i), 1, 1 << 20);
-    else if (a == "--ffn-chunks") o.ffn_chunks = cli.integer(a, cli.value(argc, argv, i), 1, 1 << 16);
-    else if (a == "--lr") o.lr = cli.real(a, cli.value(argc, argv, i), 0.0, 1e3);
-    else if (a == "--fractions") o.fractions = parse_fractions(cli, cli.value(argc, argv, i));
-    else if (a == "--steps") o.steps = static_cast<int>(cli.integer(a, cli.value(argc, argv, i), 1, 100000));
-    else if (a == "--warmup") o.warmup = static_cast<int>(cli.integer(a, cli.value(argc, argv, i), 0, 100000));
-    else if (a == "--seed") o.seed = cli.integer(a, cli.value(argc, argv, i), 0, 1LL << 62);
-    else if (a == "--threads") o.threads = cli.threads(a, cli.value(argc, argv, i));
-    else if (a == "--json") o.json = cli.value(argc, argv, i);
-    else cli.unknown(a);
+    } else if (a == "--layers")
+      o.layers = cli.integer(a, cli.value(argc, argv, i), 1, 1000);
+    else if (a == "--width")
+      o.width = cli.integer(a, cli.value(argc, argv, i), 1, 1 << 16);
+    else if (a == "--heads")
+      o.heads = cli.integer(a, cli.value(argc, argv, i), 1, 1024);
+    else if (a == "--context")
+      o.context = cli.integer(a, cli.value(argc, argv, i), 1, 1 << 16);
+    else if (a == "--batch")
+      o.batch = cli.integer(a, cli.value(argc, argv, i), 1, 1 << 16);
+    else if (a == "--vocab")
+      o.vocab = cli.integer(a, cli.value(argc, argv, i), 1, 1 << 20);
+    else if (a == "--ffn-chunks")
+      o.ffn_chunks = cli.integer(a, cli.value(argc, argv, i), 1, 1 << 16);
+    else if (a == "--lr")
+      o.lr = cli.real(a, cli.value(argc, argv, i), 0.0, 1e3);
+    else if (a == "--fractions")
+      o.fractions = parse_fractions(cli, cli.value(argc, argv, i));
+    else if (a == "--steps")
+      o.steps = static_cast<int>(cli.integer(a, cli.value(argc, argv, i), 1, 100000));
+    else if (a == "--warmup")
+      o.warmup = static_cast<int>(cli.integer(a, cli.value(argc, argv, i), 0, 100000));
+    else if (a == "--seed")
+      o.seed = cli.integer(a, cli.value(argc, argv, i), 0, 1LL << 62);
+    else if (a == "--threads")
+      o.threads = cli.threads(a, cli.value(argc, argv, i));
+    else if (a == "--json")
+      o.json = cli.value(argc, argv, i);
+    else
+      cli.unknown(a);
   }
   if (o.width % o.heads != 0)
-    cli.fail("--width (" + std::to_string(o.width) + ") must be a multiple of --heads (" + std::to_string(o.heads) + ")");
+    cli.fail("--width (" + std::to_string(o.width) + ") must be a multiple of --heads (" + std::to_string(o.heads) +
+             ")");
   if (o.quick) {
     o.layers = 2, o.width = 64, o.heads = 2, o.context = 32, o.batch = 2;
     o.steps = 2, o.warmup = 1;
@@ -303,10 +320,11 @@ RematResult bench_remat(const Options& o, nn::zoo::GPT& gpt, const Tensor& x, co
     base = whole_step.get();
     base->run();
     r.chunked_full = own_full;
-    std::printf("remat reference: the model with the MLP whole (--ffn-chunks 1); StoreAll peak %zu B, with the MLP in "
-                "%lld chunks %zu B\n",
-                remat::measure_fast_peak([&] { base->run(); }).step_peak_bytes(), static_cast<long long>(o.ffn_chunks),
-                own_full);
+    std::printf(
+        "remat reference: the model with the MLP whole (--ffn-chunks 1); StoreAll peak %zu B, with the MLP in "
+        "%lld chunks %zu B\n",
+        remat::measure_fast_peak([&] { base->run(); }).step_peak_bytes(), static_cast<long long>(o.ffn_chunks),
+        own_full);
   }
   r.store_all_us = time_calls(o.warmup, o.steps, [&] { base->run(); });
   r.full = base == &cs ? own_full : remat::measure_fast_peak([&] { base->run(); }).step_peak_bytes();
@@ -318,10 +336,11 @@ RematResult bench_remat(const Options& o, nn::zoo::GPT& gpt, const Tensor& x, co
       std::printf("remat %5.1f %% = %zu B: infeasible: %s\n", 100 * f, b.budget, b.error.c_str());
       continue;
     }
-    std::printf("remat %5.1f %% = %zu B (Auto's budget %zu B): predicted %zu B, measured %zu B (%.1f %% of StoreAll); "
-                "gradients %s; overhead median %.3fx; plan %s\n",
-                100 * f, b.budget, b.auto_budget, b.predicted, b.measured, 100.0 * double(b.measured) / double(r.full),
-                b.bitwise ? "bitwise equal" : "DIFFER", bench::summarize(b.overhead).median, b.plan.c_str());
+    std::printf(
+        "remat %5.1f %% = %zu B (Auto's budget %zu B): predicted %zu B, measured %zu B (%.1f %% of StoreAll); "
+        "gradients %s; overhead median %.3fx; plan %s\n",
+        100 * f, b.budget, b.auto_budget, b.predicted, b.measured, 100.0 * double(b.measured) / double(r.full),
+        b.bitwise ? "bitwise equal" : "DIFFER", bench::summarize(b.overhead).median, b.plan.c_str());
     std::fflush(stdout);
   }
   return r;
@@ -339,7 +358,8 @@ void write_remat(bench::Json& j, const RematResult& r) {
     j.kv("fraction", b.fraction).kv("budget_bytes", static_cast<long long>(b.budget));
     j.kv("auto_budget_bytes", static_cast<long long>(b.auto_budget)).kv("feasible", b.feasible);
     if (b.feasible) {
-      j.kv("predicted_bytes", static_cast<long long>(b.predicted)).kv("measured_bytes", static_cast<long long>(b.measured));
+      j.kv("predicted_bytes", static_cast<long long>(b.predicted))
+          .kv("measured_bytes", static_cast<long long>(b.measured));
       j.kv("bitwise", b.bitwise).kv("plan", b.plan);
       j.begin_timed("overhead", "x StoreAll", b.overhead).end_object();
     } else {
@@ -381,11 +401,12 @@ int main(int argc, char** argv) try {
   if (o.threads > 0) set_num_threads(o.threads);
   const int threads = get_num_threads();
   const std::string library = ops::dnnl_summary();
-  std::printf("strata-bench-gpt — %lld layers, width %lld, %lld heads, context %lld, batch %lld, vocab %lld; %s, %d "
-              "threads\n",
-              static_cast<long long>(o.layers), static_cast<long long>(o.width), static_cast<long long>(o.heads),
-              static_cast<long long>(o.context), static_cast<long long>(o.batch), static_cast<long long>(o.vocab),
-              library.c_str(), threads);
+  std::printf(
+      "strata-bench-gpt — %lld layers, width %lld, %lld heads, context %lld, batch %lld, vocab %lld; %s, %d "
+      "threads\n",
+      static_cast<long long>(o.layers), static_cast<long long>(o.width), static_cast<long long>(o.heads),
+      static_cast<long long>(o.context), static_cast<long long>(o.batch), static_cast<long long>(o.vocab),
+      library.c_str(), threads);
   Generator gen(static_cast<uint64_t>(o.seed));
   const bool all = o.what == "all";
   std::vector<double> sdpa_us;

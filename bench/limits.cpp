@@ -17,9 +17,9 @@
 
 #include <oneapi/dnnl/dnnl.h>
 #include <sys/mman.h>
-#include <oneapi/dnnl/dnnl.hpp>
 #include <tbb/parallel_for.h>
 #include <tbb/partitioner.h>
+#include <oneapi/dnnl/dnnl.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -181,8 +181,8 @@ std::vector<Record> run_sgemm(const Options& o) {
   std::vector<Record> out;
   {
     auto secs = time_seconds(o.reps, [&] {
-      const dnnl_status_t st = dnnl_sgemm('N', 'N', n, n, n, 1.f, a.as<float>(), n, b.as<float>(), n, 0.f,
-                                          c.as<float>(), n);
+      const dnnl_status_t st =
+          dnnl_sgemm('N', 'N', n, n, n, 1.f, a.as<float>(), n, b.as<float>(), n, 0.f, c.as<float>(), n);
       STRATA_CHECK(st == dnnl_success, "dnnl_sgemm failed with status ", static_cast<int>(st));
     });
     out.push_back({"sgemm_dnnl_sgemm", "GFLOP/s", "dnnl_sgemm", rates(secs, flop * 1e-9), params});
@@ -324,8 +324,8 @@ int main(int argc, char** argv) try {
   if (o.threads > 0) strata::set_num_threads(o.threads);
   const int threads = strata::get_num_threads();
   const std::string library = strata::ops::dnnl_summary();
-  std::printf("strata-limits — %s, %d threads, %d reps after a warm-up (median [min, max])\n", library.c_str(),
-              threads, o.reps);
+  std::printf("strata-limits — %s, %d threads, %d reps after a warm-up (median [min, max])\n", library.c_str(), threads,
+              o.reps);
   std::printf("%-20s %10s %10s %10s  %-7s %s\n", "figure", "median", "min", "max", "unit", "");
   std::fflush(stdout);
 

@@ -71,8 +71,8 @@ Options parse(int argc, char** argv) {
       o.quick = true;
       continue;
     }
-    if (a != "--dir" && a != "--threads" && a != "--reps" && a != "--min-mib" && a != "--max-mib" &&
-        a != "--model" && a != "--json")
+    if (a != "--dir" && a != "--threads" && a != "--reps" && a != "--min-mib" && a != "--max-mib" && a != "--model" &&
+        a != "--json")
       cli.unknown(a);
     const char* v = cli.value(argc, argv, i);
     if (a == "--json") {
@@ -110,7 +110,7 @@ Options parse(int argc, char** argv) {
 }
 
 std::string fs_name(const std::string& dir) {
-  struct statfs s {};
+  struct statfs s{};
   if (statfs(dir.c_str(), &s) != 0) return "?";
   switch (static_cast<unsigned long>(s.f_type)) {
     case 0x01021994: return "tmpfs";
@@ -197,22 +197,22 @@ int main(int argc, char** argv) try {
   char date[64];
   const std::time_t now = std::time(nullptr);
   std::strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S %Z", std::localtime(&now));
-  struct utsname un {};
+  struct utsname un{};
   uname(&un);
   std::printf("# strata-bench-migration\n\n");
   std::printf("- date: %s; host %s (%s), %u hardware threads, %s\n", date, un.nodename, un.machine,
               std::thread::hardware_concurrency(), un.release);
   std::printf("- threads: %d (strata::set_num_threads; std::memcpy is single-threaded)\n", threads);
-  std::printf("- machine limit: DRAM copy bandwidth %.2f GB/s (measure_dram_copy_gbps: STREAM-copy "
-              "convention, bytes read + written per second, %d threads)\n",
-              dram_gbps, threads);
+  std::printf(
+      "- machine limit: DRAM copy bandwidth %.2f GB/s (measure_dram_copy_gbps: STREAM-copy "
+      "convention, bytes read + written per second, %d threads)\n",
+      dram_gbps, threads);
   std::printf("- non-temporal kernel: %s; Normal/FromSlow copies switch to it above %.1f MiB\n",
               std::string(strata::memory::detail::stream_store_isa()).c_str(),
               static_cast<double>(strata::memory::detail::nontemporal_threshold_bytes()) / (1 << 20));
-  std::printf("- fast buffer: anonymous mmap; slow buffer: file-backed MAP_SHARED mmap in %s (%s)\n",
-              opt.dir.c_str(), fs_name(opt.dir).c_str());
-  std::printf("- %d interleaved repetitions (A = strata, B = memcpy) after one warm-up of each\n",
-              opt.reps);
+  std::printf("- fast buffer: anonymous mmap; slow buffer: file-backed MAP_SHARED mmap in %s (%s)\n", opt.dir.c_str(),
+              fs_name(opt.dir).c_str());
+  std::printf("- %d interleaved repetitions (A = strata, B = memcpy) after one warm-up of each\n", opt.reps);
   std::fflush(stdout);
 
   strata::bench::Json json;
@@ -220,8 +220,8 @@ int main(int argc, char** argv) try {
       .kv("binary", "strata-bench-migration")
       .kv("threads", threads)
       .kv("dtype", "f32")
-      .kv("library", "strata copy engine (non-temporal kernel " +
-                         std::string(strata::memory::detail::stream_store_isa()) + ")")
+      .kv("library",
+          "strata copy engine (non-temporal kernel " + std::string(strata::memory::detail::stream_store_isa()) + ")")
       .kv("dram_copy_gbps", dram_gbps);
   json.key("params")
       .begin_object()
@@ -230,15 +230,13 @@ int main(int argc, char** argv) try {
       .kv("reps", opt.reps)
       .kv("min_mib", static_cast<long long>(opt.min_mib))
       .kv("max_mib", static_cast<long long>(opt.max_mib))
-      .kv("nontemporal_threshold_bytes",
-          static_cast<long long>(strata::memory::detail::nontemporal_threshold_bytes()))
+      .kv("nontemporal_threshold_bytes", static_cast<long long>(strata::memory::detail::nontemporal_threshold_bytes()))
       .kv("memcpy_threads", 1)
       .end_object();
   json.key("records").begin_array();
 
   for (const std::string& mode : opt.models) {
-    const SlowTierModel model =
-        mode == "default" ? SlowTierModel::defaults(dram_gbps) : SlowTierModel::off();
+    const SlowTierModel model = mode == "default" ? SlowTierModel::defaults(dram_gbps) : SlowTierModel::off();
     SlowTierThrottle throttle(model);
     std::vector<Row> rows;
     for (std::size_t n : sizes) {
@@ -282,10 +280,11 @@ int main(int argc, char** argv) try {
     }
 
     std::printf("\n## --model %s: %s\n\n", mode.c_str(), model.describe().c_str());
-    std::printf("| size | direction | strata ms median (min-max) | memcpy ms median (min-max) | "
-                "time ratio strata/memcpy | strata GB/s | memcpy GB/s | strata / DRAM copy | "
-                "memcpy / DRAM copy |%s\n",
-                model.enabled ? " strata / model |" : "");
+    std::printf(
+        "| size | direction | strata ms median (min-max) | memcpy ms median (min-max) | "
+        "time ratio strata/memcpy | strata GB/s | memcpy GB/s | strata / DRAM copy | "
+        "memcpy / DRAM copy |%s\n",
+        model.enabled ? " strata / model |" : "");
     std::printf("|---|---|---|---|---|---|---|---|---|%s\n", model.enabled ? "---|" : "");
     double log_ratio_sum[2] = {0, 0};
     int count[2] = {0, 0};
@@ -297,30 +296,27 @@ int main(int argc, char** argv) try {
       log_ratio_sum[d] += std::log(ms / mm);
       ++count[d];
       std::printf("| %s | %s | %.3f (%.3f-%.3f) | %.3f (%.3f-%.3f) | %.2f | %.2f | %.2f | %.2f | %.2f |",
-                  size_name(r.bytes).c_str(), d == 0 ? "fast->slow (ToSlow)" : "slow->fast (FromSlow)",
-                  ms * 1e3, *std::min_element(r.strata_s.begin(), r.strata_s.end()) * 1e3,
+                  size_name(r.bytes).c_str(), d == 0 ? "fast->slow (ToSlow)" : "slow->fast (FromSlow)", ms * 1e3,
+                  *std::min_element(r.strata_s.begin(), r.strata_s.end()) * 1e3,
                   *std::max_element(r.strata_s.begin(), r.strata_s.end()) * 1e3, mm * 1e3,
                   *std::min_element(r.memcpy_s.begin(), r.memcpy_s.end()) * 1e3,
-                  *std::max_element(r.memcpy_s.begin(), r.memcpy_s.end()) * 1e3, ms / mm, gs, gm,
-                  2 * gs / dram_gbps, 2 * gm / dram_gbps);
-      if (model.enabled)
-        std::printf(" %.2f |", gs / (d == 0 ? model.write_gbps : model.read_gbps));
+                  *std::max_element(r.memcpy_s.begin(), r.memcpy_s.end()) * 1e3, ms / mm, gs, gm, 2 * gs / dram_gbps,
+                  2 * gm / dram_gbps);
+      if (model.enabled) std::printf(" %.2f |", gs / (d == 0 ? model.write_gbps : model.read_gbps));
       std::printf("\n");
     }
-    std::printf("\nGeometric mean of the time ratio strata/memcpy over %zu sizes: fast->slow %.2f, "
-                "slow->fast %.2f (--model %s)\n",
-                sizes.size(), std::exp(log_ratio_sum[0] / count[0]),
-                std::exp(log_ratio_sum[1] / count[1]), mode.c_str());
+    std::printf(
+        "\nGeometric mean of the time ratio strata/memcpy over %zu sizes: fast->slow %.2f, "
+        "slow->fast %.2f (--model %s)\n",
+        sizes.size(), std::exp(log_ratio_sum[0] / count[0]), std::exp(log_ratio_sum[1] / count[1]), mode.c_str());
     const auto c = throttle.counters();
     std::printf("Throttle: %.1f MiB read, %.1f MiB written, %.3f s stalled\n",
-                static_cast<double>(c.bytes_read) / (1 << 20),
-                static_cast<double>(c.bytes_written) / (1 << 20),
+                static_cast<double>(c.bytes_read) / (1 << 20), static_cast<double>(c.bytes_written) / (1 << 20),
                 static_cast<double>(c.stall_ns) * 1e-9);
     std::fflush(stdout);
   }
   json.end_array().end_object();
-  if (!opt.json.empty() && !strata::bench::write_file_atomically(opt.json, json.str(), kProg))
-    return 1;
+  if (!opt.json.empty() && !strata::bench::write_file_atomically(opt.json, json.str(), kProg)) return 1;
   return 0;
 } catch (const strata::Error& e) {
   std::fprintf(stderr, "strata-bench-migration: %s\n", e.what());

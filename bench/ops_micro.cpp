@@ -116,16 +116,26 @@ Options parse(int argc, char** argv) {
   bool quick = false, warmup_set = false, time_set = false, reps_set = false, max_set = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--filter") o.filter = cli.value(argc, argv, i);
-    else if (a == "--json") o.json = cli.value(argc, argv, i);
-    else if (a == "--list") o.list = true;
-    else if (a == "--quick") quick = true;
-    else if (a == "--threads") o.threads = cli.threads(a, cli.value(argc, argv, i));  // Note [One thread count bound]
-    else if (a == "--warmup-s") o.policy.warmup_s = cli.real(a, cli.value(argc, argv, i), 0, 60), warmup_set = true;
-    else if (a == "--min-time-s") o.policy.min_time_s = cli.real(a, cli.value(argc, argv, i), 0, 60), time_set = true;
-    else if (a == "--reps") o.policy.reps = static_cast<int>(cli.integer(a, cli.value(argc, argv, i), 1, 1000000)), reps_set = true;
-    else if (a == "--max-reps") o.policy.max_reps = static_cast<int>(cli.integer(a, cli.value(argc, argv, i), 1, 1000000)), max_set = true;
-    else cli.unknown(a);
+    if (a == "--filter")
+      o.filter = cli.value(argc, argv, i);
+    else if (a == "--json")
+      o.json = cli.value(argc, argv, i);
+    else if (a == "--list")
+      o.list = true;
+    else if (a == "--quick")
+      quick = true;
+    else if (a == "--threads")
+      o.threads = cli.threads(a, cli.value(argc, argv, i));  // Note [One thread count bound]
+    else if (a == "--warmup-s")
+      o.policy.warmup_s = cli.real(a, cli.value(argc, argv, i), 0, 60), warmup_set = true;
+    else if (a == "--min-time-s")
+      o.policy.min_time_s = cli.real(a, cli.value(argc, argv, i), 0, 60), time_set = true;
+    else if (a == "--reps")
+      o.policy.reps = static_cast<int>(cli.integer(a, cli.value(argc, argv, i), 1, 1000000)), reps_set = true;
+    else if (a == "--max-reps")
+      o.policy.max_reps = static_cast<int>(cli.integer(a, cli.value(argc, argv, i), 1, 1000000)), max_set = true;
+    else
+      cli.unknown(a);
   }
   if (quick) {
     if (!warmup_set) o.policy.warmup_s = 0;
@@ -141,7 +151,8 @@ Options parse(int argc, char** argv) {
 
 /// Forward without autograd, then forward + backward with the gradient inputs requiring grad and a
 /// ones gradient per output (`both` stays empty for ops without gradient inputs).
-void time_case(const OpCase& c, const TensorList& inputs, const Policy& policy, Stats& fwd, Stats& both, bool& any_grad) {
+void time_case(const OpCase& c, const TensorList& inputs, const Policy& policy, Stats& fwd, Stats& both,
+               bool& any_grad) {
   fwd = time_warm(policy, [&] {
     autograd::NoGradGuard ng;
     c.run(inputs);
@@ -154,7 +165,8 @@ void time_case(const OpCase& c, const TensorList& inputs, const Policy& policy, 
   }
   if (!any_grad) return;
   TensorList grads;
-  for (const Tensor& o : c.run(in)) grads.push_back(o.requires_grad() ? ones(o.sizes(), {o.dtype(), nullptr}) : Tensor());
+  for (const Tensor& o : c.run(in))
+    grads.push_back(o.requires_grad() ? ones(o.sizes(), {o.dtype(), nullptr}) : Tensor());
   both = time_warm(policy, [&] {
     TensorList outs = c.run(in);
     TensorList roots, gs;
@@ -170,8 +182,10 @@ std::string case_json(const OpCase& c, const TensorList& inputs, const Stats& fw
   std::string shapes = "[";
   for (std::size_t k = 0; k < inputs.size(); ++k) {
     std::ostringstream os;
-    if (inputs[k].defined()) os << "{\"shape\": " << inputs[k].sizes() << ", \"dtype\": \"" << inputs[k].dtype() << "\"}";
-    else os << "null";
+    if (inputs[k].defined())
+      os << "{\"shape\": " << inputs[k].sizes() << ", \"dtype\": \"" << inputs[k].dtype() << "\"}";
+    else
+      os << "null";
     shapes += os.str() + (k + 1 < inputs.size() ? ", " : "");
   }
   shapes += "]";
@@ -201,9 +215,10 @@ int main(int argc, char** argv) {
 
   const std::string library = ops::dnnl_summary();
   const Policy& p = opt.policy;
-  std::printf("Strata op micro-benchmarks — %s, %d threads, warm-up >= %g s, then >= %d calls and >= %g s "
-              "(at most %d) (median [min–max] µs)\n",
-              library.c_str(), get_num_threads(), p.warmup_s, p.reps, p.min_time_s, p.max_reps);
+  std::printf(
+      "Strata op micro-benchmarks — %s, %d threads, warm-up >= %g s, then >= %d calls and >= %g s "
+      "(at most %d) (median [min–max] µs)\n",
+      library.c_str(), get_num_threads(), p.warmup_s, p.reps, p.min_time_s, p.max_reps);
   std::printf("%-44s %26s %26s %12s\n", "case", "forward", "forward+backward", "first fwd");
   std::string out;
   for (std::size_t ci = 0; ci < cases.size(); ++ci) {
@@ -221,8 +236,10 @@ int main(int argc, char** argv) {
     }
     char f1[64], f2[64];
     std::snprintf(f1, sizeof f1, "%.1f [%.1f–%.1f]", fwd.median, fwd.min, fwd.max);
-    if (any_grad) std::snprintf(f2, sizeof f2, "%.1f [%.1f–%.1f]", both.median, both.min, both.max);
-    else std::snprintf(f2, sizeof f2, "-");
+    if (any_grad)
+      std::snprintf(f2, sizeof f2, "%.1f [%.1f–%.1f]", both.median, both.min, both.max);
+    else
+      std::snprintf(f2, sizeof f2, "-");
     std::printf("%-44s %26s %26s %12.1f\n", c.name.c_str(), f1, f2, fwd.first);
     std::fflush(stdout);
     out += case_json(c, inputs, fwd, both, any_grad) + (ci + 1 < cases.size() ? ",\n" : "\n");

@@ -140,7 +140,8 @@ remat::PlanGraph op_level_graph(nn::Module& model, const Tensor& x, const Tensor
   std::vector<Save> saves;
   auto hooks = autograd::make_saved_tensor_hooks(
       [&](const Tensor& v) -> std::any {
-        if (v.defined()) saves.push_back({autograd::saving_node_sequence_nr(), v.storage().allocation(), v.storage().nbytes()});
+        if (v.defined())
+          saves.push_back({autograd::saving_node_sequence_nr(), v.storage().allocation(), v.storage().nbytes()});
         return v;
       },
       [](std::any& p) -> Tensor { return std::any_cast<Tensor>(p); });
@@ -259,7 +260,7 @@ remat::PlanGraph op_level_graph(nn::Module& model, const Tensor& x, const Tensor
     const std::size_t out = meta_bytes(nodes[k]->output_meta());
     op.forward_time = static_cast<double>(out) / 10e9 + 2e-6;
     op.backward_time = 2 * op.forward_time;
-    op.workspace_bytes = 0;  // the output is value k
+    op.workspace_bytes = 0;                                                  // the output is value k
     op.backward_workspace_bytes = out + meta_bytes(nodes[k]->input_meta());  // incoming and outgoing gradients
     g.ops.push_back(op);
   }

@@ -101,7 +101,8 @@ Options parse(int argc, char** argv) {
     } else if (a == "--warmup") {
       o.warmup = static_cast<int>(cli.integer(a, cli.value(argc, argv, i), 0, 100000));
     } else if (a == "--seed") {
-      o.seed = static_cast<uint64_t>(cli.integer(a, cli.value(argc, argv, i), 0, std::numeric_limits<long long>::max()));
+      o.seed =
+          static_cast<uint64_t>(cli.integer(a, cli.value(argc, argv, i), 0, std::numeric_limits<long long>::max()));
     } else if (a == "--threads") {
       o.threads = cli.threads(a, cli.value(argc, argv, i));
     } else if (a == "--json") {
@@ -144,7 +145,8 @@ Net make_resnet(const Options& o, Generator& gen) {
 
 Net make_vgg(const Options& o, Generator& gen) {
   nn::zoo::VGGOptions vo;
-  vo.config = o.quick ? std::vector<int64_t>{16, 0, 32, 0} : std::vector<int64_t>{64, 64, 0, 128, 128, 0, 256, 256, 0, 512, 0};
+  vo.config =
+      o.quick ? std::vector<int64_t>{16, 0, 32, 0} : std::vector<int64_t>{64, 64, 0, 128, 128, 0, 256, 256, 0, 512, 0};
   vo.batch_norm = true;
   vo.num_classes = 10;
   vo.pool_size = 1;
@@ -198,9 +200,7 @@ struct Measured {
     return bench::summarize(ratios).median;
   }
   /// The ratio of the two sides' medians (reported beside overhead()).
-  double overhead_of_medians() const {
-    return base_us.empty() ? 1.0 : median() / bench::summarize(base_us).median;
-  }
+  double overhead_of_medians() const { return base_us.empty() ? 1.0 : median() / bench::summarize(base_us).median; }
 };
 
 class Runner {
@@ -274,7 +274,8 @@ class Runner {
     return remat::measure_fast_peak([&] {
              autograd::NoGradGuard no_grad;
              (void)net_.chain->forward(x_);
-           }).step_peak_bytes();
+           })
+        .step_peak_bytes();
   }
 
  private:
@@ -332,7 +333,8 @@ void json_measured(bench::Json& j, const Measured& m) {
     j.kv("overlap", m.stream.overlap()).kv("stall_s", m.stream.stall_s).kv("transfer_s", m.stream.transfer_s());
     j.kv("bytes_to_slow", static_cast<long long>(m.stream.bytes_to_slow));
     j.kv("bytes_to_fast", static_cast<long long>(m.stream.bytes_to_fast));
-    j.kv("forward_stall_s", m.stream.forward_stall_s).kv("values_adopted", static_cast<long long>(m.stream.values_adopted));
+    j.kv("forward_stall_s", m.stream.forward_stall_s)
+        .kv("values_adopted", static_cast<long long>(m.stream.values_adopted));
   }
   if (m.plan_ops > 0) {
     j.kv("plan_ops", static_cast<long long>(m.plan_ops)).kv("kept", m.kept).kv("streamed", m.streamed);
@@ -362,7 +364,8 @@ int main(int argc, char** argv) try {
   print_row("100 %", base);
   const std::size_t floor = runner.forward_floor();
   std::printf("  whole-tensor floor: the forward without autograd peaks at %.2f MiB = %.1f %% of StoreAll's\n",
-              static_cast<double>(floor) / (1 << 20), 100.0 * static_cast<double>(floor) / static_cast<double>(base.peak));
+              static_cast<double>(floor) / (1 << 20),
+              100.0 * static_cast<double>(floor) / static_cast<double>(base.peak));
 
   // Every checkpoint configuration once (its peak does not depend on the budget).
   const int64_t n = static_cast<int64_t>(runner.chain_length());
@@ -414,31 +417,47 @@ int main(int argc, char** argv) try {
     }
     std::printf(" budget %s of StoreAll's %.2f MiB = %.2f MiB\n", label, static_cast<double>(base.peak) / (1 << 20),
                 static_cast<double>(budget) / (1 << 20));
-    if (best_ckpt) print_row(label, *best_ckpt);
-    else std::printf("  %-10s checkpoint: no configuration fits\n", label);
-    if (best_stream) print_row(label, *best_stream);
-    else std::printf("  %-10s stream: no tile size fits (smallest peak %.2f MiB)\n", label,
-                     static_cast<double>(streams.back().peak) / (1 << 20));
-    if (automatic) print_row(label, *automatic);
-    else std::printf("  %-10s Auto: %s\n", label, auto_error.substr(0, 200).c_str());
-    if (auto_step) print_row(label, *auto_step);
-    else std::printf("  %-10s Auto per step: %s\n", label, auto_step_error.substr(0, 200).c_str());
+    if (best_ckpt)
+      print_row(label, *best_ckpt);
+    else
+      std::printf("  %-10s checkpoint: no configuration fits\n", label);
+    if (best_stream)
+      print_row(label, *best_stream);
+    else
+      std::printf("  %-10s stream: no tile size fits (smallest peak %.2f MiB)\n", label,
+                  static_cast<double>(streams.back().peak) / (1 << 20));
+    if (automatic)
+      print_row(label, *automatic);
+    else
+      std::printf("  %-10s Auto: %s\n", label, auto_error.substr(0, 200).c_str());
+    if (auto_step)
+      print_row(label, *auto_step);
+    else
+      std::printf("  %-10s Auto per step: %s\n", label, auto_step_error.substr(0, 200).c_str());
     j.begin_object();
     j.kv("fraction", f).kv("budget_bytes", static_cast<long long>(budget));
     j.key("auto");
-    if (automatic) json_measured(j, *automatic);
-    else j.null();
+    if (automatic)
+      json_measured(j, *automatic);
+    else
+      j.null();
     if (!automatic) j.kv("auto_error", auto_error);
     j.key("auto_step");
-    if (auto_step) json_measured(j, *auto_step);
-    else j.null();
+    if (auto_step)
+      json_measured(j, *auto_step);
+    else
+      j.null();
     if (!auto_step) j.kv("auto_step_error", auto_step_error);
     j.key("checkpoint");
-    if (best_ckpt) json_measured(j, *best_ckpt);
-    else j.null();
+    if (best_ckpt)
+      json_measured(j, *best_ckpt);
+    else
+      j.null();
     j.key("stream");
-    if (best_stream) json_measured(j, *best_stream);
-    else j.null();
+    if (best_stream)
+      json_measured(j, *best_stream);
+    else
+      j.null();
     j.end_object();
   }
   j.end_array();

@@ -40,7 +40,8 @@ using namespace strata::sim::registry;
 namespace {
 
 constexpr const char* kUsage =
-    "strata-sim [--bench NAME[,NAME...]|all|synthetic] [--system NAME[,NAME...]] [--spad-sweep] [--unroll-sweep] [--threads T] "
+    "strata-sim [--bench NAME[,NAME...]|all|synthetic] [--system NAME[,NAME...]] [--spad-sweep] [--unroll-sweep] "
+    "[--threads T] "
     "[--json FILE] [--quick]";
 
 struct Options {
@@ -163,8 +164,10 @@ void print_summary(const std::vector<BenchResult>& results, bench::Json& j) {
   std::printf("%-12s %20s | %31s | %6s | %17s | %8s | %6s\n", "(paper)", "1.3-2.5x", "DRAM / Enzyme_32k (to 1/14)",
               "<=30%", "energy red. (8x)", "4-8x", "20-40");
   auto cell = [](const MachineReport* r, double v, const char* fmt, char* buf, size_t n) {
-    if (r == nullptr) std::snprintf(buf, n, "-");
-    else std::snprintf(buf, n, fmt, v);
+    if (r == nullptr)
+      std::snprintf(buf, n, "-");
+    else
+      std::snprintf(buf, n, fmt, v);
     return buf;
   };
   j.key("summary").begin_array();
@@ -320,7 +323,8 @@ int main(int argc, char** argv) {
         for (auto& [s, r] : pts) {
           j.begin_object().kv("spad_bytes", static_cast<long long>(s));
           j.kv("speedup", ratio(base[b].cycles(), r.cycles()));
-          j.kv("fwd_cycles", static_cast<long long>(r.fwd.cycles)).kv("rev_cycles", static_cast<long long>(r.rev.cycles));
+          j.kv("fwd_cycles", static_cast<long long>(r.fwd.cycles))
+              .kv("rev_cycles", static_cast<long long>(r.rev.cycles));
           j.kv("rev_layers", static_cast<long long>(r.rev.layers)).kv("rev_ops_per_layer", r.rev.ops_per_layer());
           j.end_object();
         }
@@ -357,7 +361,8 @@ int main(int argc, char** argv) {
           std::printf(" %5.2f(%2.0f)/%3.0f/%4.2f", ratio(e.cycles(), r.cycles()), r.rev.ops_per_layer(), 100 * tape_hit,
                       ratio(e64.cycles(), r.cycles()));
           j.begin_object().kv("unroll", static_cast<long long>(u)).kv("speedup", ratio(e.cycles(), r.cycles()));
-          j.kv("enzyme_cycles", static_cast<long long>(e.cycles())).kv("tflow_cycles", static_cast<long long>(r.cycles()));
+          j.kv("enzyme_cycles", static_cast<long long>(e.cycles()))
+              .kv("tflow_cycles", static_cast<long long>(r.cycles()));
           j.kv("enzyme_tape_hit_rate", tape_hit).kv("enzyme_dram_bytes", static_cast<long long>(e.dram_bytes()));
           j.kv("enzyme64k_fa_cycles", static_cast<long long>(e64.cycles()));
           j.kv("speedup_vs_enzyme64k_fa", ratio(e64.cycles(), r.cycles()));

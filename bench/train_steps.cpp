@@ -302,12 +302,12 @@ int main(int argc, char** argv) try {
   const Tensor y = randint(0, model.classes, {o.batch}, {DType::i64, nullptr}, &gen);
   int64_t num_params = 0;
   for (const Tensor& p : model.params) num_params += p.numel();
-  const std::string spec = o.model == "mlp" ? "mlp " + join(o.arch, "-")
-                                            : "cnn widths " + join(o.widths, ",") + " blocks " +
-                                                  std::to_string(o.blocks);
+  const std::string spec = o.model == "mlp"
+                               ? "mlp " + join(o.arch, "-")
+                               : "cnn widths " + join(o.widths, ",") + " blocks " + std::to_string(o.blocks);
   std::printf("strata-bench-train — %s, batch %lld, lr %g; %lld parameters; %s, %d threads, allocator '%s'\n",
-              spec.c_str(), static_cast<long long>(o.batch), o.lr, static_cast<long long>(num_params),
-              library.c_str(), threads, std::string(default_allocator().name()).c_str());
+              spec.c_str(), static_cast<long long>(o.batch), o.lr, static_cast<long long>(num_params), library.c_str(),
+              threads, std::string(default_allocator().name()).c_str());
   std::fflush(stdout);
 
   // One training step as a user writes it.
@@ -337,10 +337,10 @@ int main(int argc, char** argv) try {
   }
   const bench::Summary st = bench::summarize(step_us);
   const double flops = 3.0 * model.forward_flops;
-  std::printf("step time median %.0f µs [%.0f, %.0f] over %d steps; %.3f GFLOP/step, %.1f GFLOP/s at the median; "
-              "loss %.4f -> %.4f\n",
-              st.median, st.min, st.max, o.steps, flops * 1e-9, flops / (st.median * 1e-6) * 1e-9, loss_first,
-              loss_last);
+  std::printf(
+      "step time median %.0f µs [%.0f, %.0f] over %d steps; %.3f GFLOP/step, %.1f GFLOP/s at the median; "
+      "loss %.4f -> %.4f\n",
+      st.median, st.min, st.max, o.steps, flops * 1e-9, flops / (st.median * 1e-6) * 1e-9, loss_first, loss_last);
 
   if (!o.json.empty()) {
     bench::Json j;

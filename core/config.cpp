@@ -57,10 +57,22 @@ std::size_t parse_bytes(std::string_view text, std::string_view what) {
   unsigned shift = 0;
   if (i < text.size()) {
     switch (std::toupper(static_cast<unsigned char>(text[i]))) {
-      case 'K': shift = 10; ++i; break;
-      case 'M': shift = 20; ++i; break;
-      case 'G': shift = 30; ++i; break;
-      case 'T': shift = 40; ++i; break;
+      case 'K':
+        shift = 10;
+        ++i;
+        break;
+      case 'M':
+        shift = 20;
+        ++i;
+        break;
+      case 'G':
+        shift = 30;
+        ++i;
+        break;
+      case 'T':
+        shift = 40;
+        ++i;
+        break;
       default: break;
     }
     if (shift > 0 && i < text.size() && (text[i] == 'i' || text[i] == 'I')) ++i;
@@ -209,18 +221,21 @@ std::optional<double> dram_gather_gbps() { return parsed("STRATA_DRAM_GATHER_GBP
 MemoryKind memory_kind() {
   constexpr std::array<std::pair<std::string_view, MemoryKind>, 2> kChoices = {
       {{"tiered", MemoryKind::Tiered}, {"dram", MemoryKind::Dram}}};
-  return parsed("STRATA_MEMORY", [&](std::string_view text, std::string_view name) {
-           return choice(text, name, kChoices, "tiered or dram");
-         }).value_or(MemoryKind::Tiered);
+  return parsed("STRATA_MEMORY", [&](std::string_view text,
+                                     std::string_view name) { return choice(text, name, kChoices, "tiered or dram"); })
+      .value_or(MemoryKind::Tiered);
 }
 
 std::optional<int> num_threads() { return parsed("STRATA_NUM_THREADS", parse_num_threads); }
 
 std::optional<DnnlPrimitives> dnnl_primitives() {
-  constexpr std::array<std::pair<std::string_view, DnnlPrimitives>, 7> kChoices = {
-      {{"auto", DnnlPrimitives::Auto},
-       {"1", DnnlPrimitives::Always}, {"on", DnnlPrimitives::Always}, {"always", DnnlPrimitives::Always},
-       {"0", DnnlPrimitives::Never}, {"off", DnnlPrimitives::Never}, {"never", DnnlPrimitives::Never}}};
+  constexpr std::array<std::pair<std::string_view, DnnlPrimitives>, 7> kChoices = {{{"auto", DnnlPrimitives::Auto},
+                                                                                    {"1", DnnlPrimitives::Always},
+                                                                                    {"on", DnnlPrimitives::Always},
+                                                                                    {"always", DnnlPrimitives::Always},
+                                                                                    {"0", DnnlPrimitives::Never},
+                                                                                    {"off", DnnlPrimitives::Never},
+                                                                                    {"never", DnnlPrimitives::Never}}};
   return parsed("STRATA_DNNL_PRIMITIVES", [&](std::string_view text, std::string_view name) {
     return choice(text, name, kChoices, "auto, 1 (on, always) or 0 (off, never)");
   });
@@ -235,8 +250,9 @@ std::optional<double> dist_timeout_seconds() {
 }
 
 std::optional<int64_t> launcher_count(const char* variable) {
-  STRATA_CHECK(std::string_view(variable).starts_with("OMPI_COMM_WORLD_") || std::string_view(variable).starts_with("PMI_"),
-               "environment::launcher_count: ", variable, " is not a launcher variable");
+  STRATA_CHECK(
+      std::string_view(variable).starts_with("OMPI_COMM_WORLD_") || std::string_view(variable).starts_with("PMI_"),
+      "environment::launcher_count: ", variable, " is not a launcher variable");
   return parsed(variable, [](std::string_view text, std::string_view name) {
     int64_t n = -1;
     const char* last = text.data() + text.size();

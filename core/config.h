@@ -6,7 +6,8 @@
 /// Note [One configuration layer]
 /// Every `STRATA_*` environment variable the library, the Python bindings or a program reads is
 /// read by one of the `environment::` functions below and nowhere else
-/// (scripts/check_config_reads.sh fails CI otherwise; tests may keep test-only variables). Each is parsed strictly, with one error
+/// (scripts/check_config_reads.sh fails CI otherwise; tests may keep test-only variables). Each is
+/// parsed strictly, with one error
 /// style: a value that does not parse throws strata::Error
 ///     `<VARIABLE>: expected <what is accepted>, got '<value>'`
 /// (the value quoted, Note [Quoting user data in messages]); nothing is ignored or guessed, and a
@@ -81,14 +82,14 @@ enum class MemoryKind : uint8_t { Tiered, Dram };
 /// The environment, one function a variable (Note [One configuration layer]); nullopt: unset.
 namespace environment {
 
-std::optional<std::size_t> fast_bytes();            ///< STRATA_FAST_BYTES: a byte count
-std::optional<std::size_t> slow_bytes();            ///< STRATA_SLOW_BYTES: a byte count
-std::optional<std::string> slow_dir();              ///< STRATA_SLOW_DIR: a non-empty path
-std::optional<PmBackend> slow_backend();            ///< STRATA_SLOW_BACKEND: auto|memkind|mmap|numa
-std::optional<int> slow_numa_node();                ///< STRATA_SLOW_NUMA_NODE: 0..4095
-std::optional<SlowTierModelSpec> slow_model();      ///< STRATA_SLOW_MODEL: parse_slow_tier_model
-std::optional<double> dram_gbps();                  ///< STRATA_DRAM_GBPS: a positive number
-std::optional<double> dram_gather_gbps();           ///< STRATA_DRAM_GATHER_GBPS: a positive number
+std::optional<std::size_t> fast_bytes();        ///< STRATA_FAST_BYTES: a byte count
+std::optional<std::size_t> slow_bytes();        ///< STRATA_SLOW_BYTES: a byte count
+std::optional<std::string> slow_dir();          ///< STRATA_SLOW_DIR: a non-empty path
+std::optional<PmBackend> slow_backend();        ///< STRATA_SLOW_BACKEND: auto|memkind|mmap|numa
+std::optional<int> slow_numa_node();            ///< STRATA_SLOW_NUMA_NODE: 0..4095
+std::optional<SlowTierModelSpec> slow_model();  ///< STRATA_SLOW_MODEL: parse_slow_tier_model
+std::optional<double> dram_gbps();              ///< STRATA_DRAM_GBPS: a positive number
+std::optional<double> dram_gather_gbps();       ///< STRATA_DRAM_GATHER_GBPS: a positive number
 /// STRATA_MEMORY: `tiered` (the default when unset) or `dram`.
 MemoryKind memory_kind();
 /// STRATA_NUM_THREADS: a thread count in [1, kMaxThreads] (core/threading.h parse_num_threads).

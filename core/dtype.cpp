@@ -26,13 +26,11 @@ DType dtype_from_name(std::string_view name) {
     DType dtype;
   };
   static constexpr Alias kAliases[] = {
-      {"f32", DType::f32},      {"float32", DType::f32},   {"float", DType::f32},
-      {"f64", DType::f64},      {"float64", DType::f64},   {"double", DType::f64},
-      {"bf16", DType::bf16},    {"bfloat16", DType::bf16}, {"i32", DType::i32},
-      {"int32", DType::i32},    {"int", DType::i32},       {"i64", DType::i64},
-      {"int64", DType::i64},    {"long", DType::i64},      {"u8", DType::u8},
-      {"uint8", DType::u8},     {"bool", DType::boolean},  {"f16", DType::f16},
-      {"float16", DType::f16},  {"half", DType::f16},
+      {"f32", DType::f32},      {"float32", DType::f32}, {"float", DType::f32},   {"f64", DType::f64},
+      {"float64", DType::f64},  {"double", DType::f64},  {"bf16", DType::bf16},   {"bfloat16", DType::bf16},
+      {"i32", DType::i32},      {"int32", DType::i32},   {"int", DType::i32},     {"i64", DType::i64},
+      {"int64", DType::i64},    {"long", DType::i64},    {"u8", DType::u8},       {"uint8", DType::u8},
+      {"bool", DType::boolean}, {"f16", DType::f16},     {"float16", DType::f16}, {"half", DType::f16},
   };
   for (const auto& a : kAliases)
     if (a.name == name) return a.dtype;

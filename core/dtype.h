@@ -49,7 +49,7 @@ struct Half {
   uint16_t bits = 0;
 
   Half() = default;
-  Half(float f) : bits(round_from_float(f)) {}  // NOLINT: implicit like a float type
+  Half(float f) : bits(round_from_float(f)) {}       // NOLINT: implicit like a float type
   operator float() const { return to_float(bits); }  // NOLINT
   static Half from_bits(uint16_t b) {
     Half x;
@@ -61,8 +61,8 @@ struct Half {
     std::memcpy(&u, &f, sizeof u);
     const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
     uint32_t a = u & 0x7fffffffu;
-    if (a > 0x7f800000u) return sign | 0x7e00u;    // NaN: a quiet NaN
-    if (a >= 0x477ff000u) return sign | 0x7c00u;   // >= 65520 (or inf): inf
+    if (a > 0x7f800000u) return sign | 0x7e00u;   // NaN: a quiet NaN
+    if (a >= 0x477ff000u) return sign | 0x7c00u;  // >= 65520 (or inf): inf
     if (a < 0x38800000u) {
       // Below 2^-14: a subnormal half (or zero). Adding 0.5f, whose ulp is 2^-24 (the subnormal
       // step), rounds to nearest even; the low bits of the sum are the half's bits (a carry into
@@ -133,26 +133,76 @@ constexpr bool is_integral(DType t, bool include_bool = false) {
 }
 
 /// The C++ type stored for each dtype (bool is stored as one byte, `bool`).
-template <DType T> struct DTypeTraits;
-template <> struct DTypeTraits<DType::f32> { using type = float; };
-template <> struct DTypeTraits<DType::f64> { using type = double; };
-template <> struct DTypeTraits<DType::bf16> { using type = BFloat16; };
-template <> struct DTypeTraits<DType::i32> { using type = int32_t; };
-template <> struct DTypeTraits<DType::i64> { using type = int64_t; };
-template <> struct DTypeTraits<DType::u8> { using type = uint8_t; };
-template <> struct DTypeTraits<DType::boolean> { using type = bool; };
-template <> struct DTypeTraits<DType::f16> { using type = Half; };
+template <DType T>
+struct DTypeTraits;
+template <>
+struct DTypeTraits<DType::f32> {
+  using type = float;
+};
+template <>
+struct DTypeTraits<DType::f64> {
+  using type = double;
+};
+template <>
+struct DTypeTraits<DType::bf16> {
+  using type = BFloat16;
+};
+template <>
+struct DTypeTraits<DType::i32> {
+  using type = int32_t;
+};
+template <>
+struct DTypeTraits<DType::i64> {
+  using type = int64_t;
+};
+template <>
+struct DTypeTraits<DType::u8> {
+  using type = uint8_t;
+};
+template <>
+struct DTypeTraits<DType::boolean> {
+  using type = bool;
+};
+template <>
+struct DTypeTraits<DType::f16> {
+  using type = Half;
+};
 
 /// The dtype of a C++ element type.
-template <typename T> constexpr DType dtype_of();
-template <> constexpr DType dtype_of<float>() { return DType::f32; }
-template <> constexpr DType dtype_of<double>() { return DType::f64; }
-template <> constexpr DType dtype_of<BFloat16>() { return DType::bf16; }
-template <> constexpr DType dtype_of<int32_t>() { return DType::i32; }
-template <> constexpr DType dtype_of<int64_t>() { return DType::i64; }
-template <> constexpr DType dtype_of<uint8_t>() { return DType::u8; }
-template <> constexpr DType dtype_of<bool>() { return DType::boolean; }
-template <> constexpr DType dtype_of<Half>() { return DType::f16; }
+template <typename T>
+constexpr DType dtype_of();
+template <>
+constexpr DType dtype_of<float>() {
+  return DType::f32;
+}
+template <>
+constexpr DType dtype_of<double>() {
+  return DType::f64;
+}
+template <>
+constexpr DType dtype_of<BFloat16>() {
+  return DType::bf16;
+}
+template <>
+constexpr DType dtype_of<int32_t>() {
+  return DType::i32;
+}
+template <>
+constexpr DType dtype_of<int64_t>() {
+  return DType::i64;
+}
+template <>
+constexpr DType dtype_of<uint8_t>() {
+  return DType::u8;
+}
+template <>
+constexpr DType dtype_of<bool>() {
+  return DType::boolean;
+}
+template <>
+constexpr DType dtype_of<Half>() {
+  return DType::f16;
+}
 
 /// True for the 16-bit float element types (BFloat16, Half).
 template <typename T>

@@ -18,9 +18,8 @@ void throw_check_failure(const char* cond, const char* file, int line, const std
 }
 
 void throw_assert_failure(const char* cond, const char* file, int line, const std::string& msg) {
-  throw Error(format_message("internal error: assertion `", cond, "` failed at ", basename_of(file),
-                             ":", line, msg.empty() ? "" : ": ", msg,
-                             ". This is a bug in Strata; please report it."));
+  throw Error(format_message("internal error: assertion `", cond, "` failed at ", basename_of(file), ":", line,
+                             msg.empty() ? "" : ": ", msg, ". This is a bug in Strata; please report it."));
 }
 
 }  // namespace strata::detail

@@ -1,7 +1,7 @@
 #include "core/factories.h"
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <numbers>
@@ -63,8 +63,8 @@ uint64_t word_pair(const std::array<uint32_t, 4>& b, int pair) {
 Tensor empty_for(const char* op, IntArrayRef sizes, const TensorOptions& options) {
   const int64_t numel = checked_numel(sizes, op);
   int64_t nbytes = 0;
-  STRATA_CHECK(!__builtin_mul_overflow(numel, static_cast<int64_t>(itemsize(options.dtype)), &nbytes), op,
-               ": sizes ", sizes, " of dtype ", options.dtype, " need more than 2^63 bytes");
+  STRATA_CHECK(!__builtin_mul_overflow(numel, static_cast<int64_t>(itemsize(options.dtype)), &nbytes), op, ": sizes ",
+               sizes, " of dtype ", options.dtype, " need more than 2^63 bytes");
   Storage storage = Storage::allocate(static_cast<std::size_t>(nbytes), allocator_of(options));
   return Tensor(std::move(storage), sizes, contiguous_strides(sizes), 0, options.dtype);
 }
@@ -83,9 +83,7 @@ const Tensor& defined_source(const Tensor& t, const char* op) {
 }  // namespace
 
 Tensor empty(IntArrayRef sizes, TensorOptions options) { return empty_for("empty", sizes, options); }
-Tensor full(IntArrayRef sizes, double value, TensorOptions options) {
-  return full_for("full", sizes, value, options);
-}
+Tensor full(IntArrayRef sizes, double value, TensorOptions options) { return full_for("full", sizes, value, options); }
 Tensor zeros(IntArrayRef sizes, TensorOptions options) { return full_for("zeros", sizes, 0.0, options); }
 Tensor ones(IntArrayRef sizes, TensorOptions options) { return full_for("ones", sizes, 1.0, options); }
 Tensor empty_like(const Tensor& t) {
@@ -113,12 +111,11 @@ Tensor arange(double start, double end, double step, TensorOptions options) {
   STRATA_CHECK(std::isfinite(start) && std::isfinite(end), "arange: start ", start, " and end ", end,
                " must be finite");
   STRATA_CHECK(step != 0.0 && std::isfinite(step), "arange: step must be finite and non-zero, got ", step);
-  STRATA_CHECK((step > 0 && end >= start) || (step < 0 && end <= start), "arange: the range [", start,
-               ", ", end, ") is inconsistent with the sign of step ", step);
+  STRATA_CHECK((step > 0 && end >= start) || (step < 0 && end <= start), "arange: the range [", start, ", ", end,
+               ") is inconsistent with the sign of step ", step);
   STRATA_CHECK(options.dtype != DType::boolean, "arange: dtype bool is not supported");
   const double count = std::ceil((end - start) / step);
-  STRATA_CHECK(count < 9.0e18, "arange: the range [", start, ", ", end, ") with step ", step,
-               " has too many elements");
+  STRATA_CHECK(count < 9.0e18, "arange: the range [", start, ", ", end, ") with step ", step, " has too many elements");
   const auto n = static_cast<int64_t>(count);
   if (n > 0 && is_integral(options.dtype)) {
     const double last = start + static_cast<double>(n - 1) * step;
@@ -127,8 +124,8 @@ Tensor arange(double start, double end, double step, TensorOptions options) {
       if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
         const auto lo = static_cast<double>(std::numeric_limits<T>::min());
         const auto hi = static_cast<double>(std::numeric_limits<T>::max());
-        STRATA_CHECK(std::min(start, last) >= lo && std::max(start, last) <= hi, "arange: values from ",
-                     start, " to ", last, " do not fit dtype ", options.dtype);
+        STRATA_CHECK(std::min(start, last) >= lo && std::max(start, last) <= hi, "arange: values from ", start, " to ",
+                     last, " do not fit dtype ", options.dtype);
       }
     });
   }
@@ -150,20 +147,22 @@ double largest_below(double high) {
   if constexpr (is_reduced_float_v<T>) {
     T b = c;
     const float f = static_cast<float>(b);
-    if (f > 0.0f) b.bits = static_cast<uint16_t>(b.bits - 1);
-    else if (f == 0.0f) b.bits = 0x8001;  // the negative subnormal closest to zero
-    else b.bits = static_cast<uint16_t>(b.bits + 1);
+    if (f > 0.0f)
+      b.bits = static_cast<uint16_t>(b.bits - 1);
+    else if (f == 0.0f)
+      b.bits = 0x8001;  // the negative subnormal closest to zero
+    else
+      b.bits = static_cast<uint16_t>(b.bits + 1);
     return static_cast<double>(static_cast<float>(b));
   } else {
     return static_cast<double>(std::nextafter(c, -std::numeric_limits<T>::infinity()));
   }
 }
 
-Tensor uniform_for(const char* op, IntArrayRef sizes, double low, double high, TensorOptions options,
-                   Generator* gen) {
+Tensor uniform_for(const char* op, IntArrayRef sizes, double low, double high, TensorOptions options, Generator* gen) {
   check_floating(options.dtype, op);
-  STRATA_CHECK(low <= high && std::isfinite(low) && std::isfinite(high), op, ": expects finite low <= high, got [",
-               low, ", ", high, ")");
+  STRATA_CHECK(low <= high && std::isfinite(low) && std::isfinite(high), op, ": expects finite low <= high, got [", low,
+               ", ", high, ")");
   Tensor t = empty_for(op, sizes, options);
   Generator& g = gen ? *gen : default_generator();
   const double span = high - low;
@@ -184,8 +183,7 @@ Tensor uniform_for(const char* op, IntArrayRef sizes, double low, double high, T
         });
       } else {
         fill_from_blocks<T>(t, g, 4, [&](const std::array<uint32_t, 4>& b, double* v) {
-          for (int k = 0; k < 4; ++k)
-            v[k] = in_range(low + span * static_cast<double>(uint32_to_unit_float(b[k])));
+          for (int k = 0; k < 4; ++k) v[k] = in_range(low + span * static_cast<double>(uint32_to_unit_float(b[k])));
         });
       }
     }
@@ -193,11 +191,10 @@ Tensor uniform_for(const char* op, IntArrayRef sizes, double low, double high, T
   return t;
 }
 
-Tensor normal_for(const char* op, IntArrayRef sizes, double mean, double std, TensorOptions options,
-                  Generator* gen) {
+Tensor normal_for(const char* op, IntArrayRef sizes, double mean, double std, TensorOptions options, Generator* gen) {
   check_floating(options.dtype, op);
-  STRATA_CHECK(std >= 0.0 && std::isfinite(std) && std::isfinite(mean), op, ": expects finite mean and std >= 0, got mean ",
-               mean, ", std ", std);
+  STRATA_CHECK(std >= 0.0 && std::isfinite(std) && std::isfinite(mean), op,
+               ": expects finite mean and std >= 0, got mean ", mean, ", std ", std);
   Tensor t = empty_for(op, sizes, options);
   Generator& g = gen ? *gen : default_generator();
   // Box-Muller: a pair of uniforms (u1 in (0, 1] so the log is finite, u2 in [0, 1)) gives two
@@ -256,7 +253,8 @@ Tensor eye(int64_t n, std::optional<int64_t> m, TensorOptions options) {
 
 Tensor linspace(double start, double end, int64_t steps, TensorOptions options) {
   STRATA_CHECK(steps >= 0, "linspace: number of steps must be non-negative, got ", steps);
-  STRATA_CHECK(std::isfinite(start) && std::isfinite(end), "linspace: start ", start, " and end ", end, " must be finite");
+  STRATA_CHECK(std::isfinite(start) && std::isfinite(end), "linspace: start ", start, " and end ", end,
+               " must be finite");
   if (is_integral(options.dtype)) {  // PyTorch converts the ends to the dtype first
     start = std::trunc(start);
     end = std::trunc(end);
@@ -313,8 +311,7 @@ Tensor randperm(int64_t n, TensorOptions options, Generator* gen) {
 }
 
 Tensor randint(int64_t low, int64_t high, IntArrayRef sizes, TensorOptions options, Generator* gen) {
-  STRATA_CHECK(is_integral(options.dtype), "randint: expects an integral dtype (i32, i64, u8), got ",
-               options.dtype);
+  STRATA_CHECK(is_integral(options.dtype), "randint: expects an integral dtype (i32, i64, u8), got ", options.dtype);
   STRATA_CHECK(low < high, "randint: expects low < high, got low ", low, ", high ", high);
   Tensor t = empty_for("randint", sizes, options);
   Generator& g = gen ? *gen : default_generator();
@@ -349,8 +346,7 @@ Tensor from_blob(void* data, IntArrayRef sizes, DType dtype, std::function<void(
   const int64_t numel = checked_numel(sizes, "from_blob");
   STRATA_CHECK(data != nullptr || numel == 0, "from_blob: null data pointer for ", numel, " elements");
   const Dims st = strides ? strides->to_dims() : contiguous_strides(sizes);
-  STRATA_CHECK(st.size() == sizes.size(), "from_blob: sizes ", sizes, " and strides ", st,
-               " have different lengths");
+  STRATA_CHECK(st.size() == sizes.size(), "from_blob: sizes ", sizes, " and strides ", st, " have different lengths");
   int64_t extent = 0;
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     STRATA_CHECK(st[i] >= 0, "from_blob: negative stride ", st[i], " at dim ", i, " is not supported");
@@ -361,12 +357,11 @@ Tensor from_blob(void* data, IntArrayRef sizes, DType dtype, std::function<void(
   return Tensor(std::move(storage), sizes, st, 0, dtype);
 }
 
-Tensor from_buffer(const void* data, std::size_t nbytes, IntArrayRef sizes, DType dtype,
-                   TensorOptions options) {
+Tensor from_buffer(const void* data, std::size_t nbytes, IntArrayRef sizes, DType dtype, TensorOptions options) {
   options.dtype = dtype;
   Tensor t = empty_for("from_buffer", sizes, options);
-  STRATA_CHECK(nbytes == t.nbytes(), "from_buffer: got ", nbytes, " bytes but sizes ", sizes,
-               " of dtype ", dtype, " need ", t.nbytes());
+  STRATA_CHECK(nbytes == t.nbytes(), "from_buffer: got ", nbytes, " bytes but sizes ", sizes, " of dtype ", dtype,
+               " need ", t.nbytes());
   STRATA_CHECK(data != nullptr || nbytes == 0, "from_buffer: null data pointer for ", nbytes, " bytes");
   if (nbytes == 0) return t;
   PinSet pins;

@@ -36,15 +36,13 @@ Tensor arange(double start, double end, double step, TensorOptions options);
 
 /// Uniform on [low, high). Floating dtypes only.
 Tensor rand(IntArrayRef sizes, TensorOptions options = {}, Generator* gen = nullptr);
-Tensor uniform(IntArrayRef sizes, double low, double high, TensorOptions options = {},
-               Generator* gen = nullptr);
+Tensor uniform(IntArrayRef sizes, double low, double high, TensorOptions options = {}, Generator* gen = nullptr);
 /// Normal(mean, std). Floating dtypes only.
 Tensor randn(IntArrayRef sizes, TensorOptions options = {}, Generator* gen = nullptr);
-Tensor normal(IntArrayRef sizes, double mean, double std, TensorOptions options = {},
-              Generator* gen = nullptr);
+Tensor normal(IntArrayRef sizes, double mean, double std, TensorOptions options = {}, Generator* gen = nullptr);
 /// Integers uniform on [low, high). Integral dtypes (default i64).
-Tensor randint(int64_t low, int64_t high, IntArrayRef sizes,
-               TensorOptions options = {DType::i64, nullptr}, Generator* gen = nullptr);
+Tensor randint(int64_t low, int64_t high, IntArrayRef sizes, TensorOptions options = {DType::i64, nullptr},
+               Generator* gen = nullptr);
 
 /// The n x m identity (ones on the diagonal, zeros elsewhere; m = n when omitted), like
 /// torch.eye. Every dtype; n and m non-negative.
@@ -67,8 +65,7 @@ Tensor from_blob(void* data, IntArrayRef sizes, DType dtype, std::function<void(
                  std::optional<IntArrayRef> strides = std::nullopt);
 
 /// Copies `numel(sizes)` contiguous elements of type `dtype` from `data` into a new tensor.
-Tensor from_buffer(const void* data, std::size_t nbytes, IntArrayRef sizes, DType dtype,
-                   TensorOptions options = {});
+Tensor from_buffer(const void* data, std::size_t nbytes, IntArrayRef sizes, DType dtype, TensorOptions options = {});
 
 /// A new tensor holding a copy of `values` with the given sizes (default: 1-D).
 template <typename T>
@@ -76,12 +73,10 @@ Tensor tensor(const std::vector<T>& values, std::optional<IntArrayRef> sizes = s
   if constexpr (std::is_same_v<T, bool>) {
     std::vector<uint8_t> bytes(values.begin(), values.end());
     const int64_t n = static_cast<int64_t>(values.size());
-    return from_buffer(bytes.data(), bytes.size(), sizes ? *sizes : IntArrayRef{&n, 1},
-                       DType::boolean);
+    return from_buffer(bytes.data(), bytes.size(), sizes ? *sizes : IntArrayRef{&n, 1}, DType::boolean);
   } else {
     const int64_t n = static_cast<int64_t>(values.size());
-    return from_buffer(values.data(), values.size() * sizeof(T), sizes ? *sizes : IntArrayRef{&n, 1},
-                       dtype_of<T>());
+    return from_buffer(values.data(), values.size() * sizeof(T), sizes ? *sizes : IntArrayRef{&n, 1}, dtype_of<T>());
   }
 }
 

@@ -40,7 +40,7 @@ int open_readable(const std::string& path, int extra_flags, std::string& why) {
     why = reason_for(errno);
     return -1;
   }
-  struct stat st {};
+  struct stat st{};
   if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
     ::close(fd);
     why = reason_for(EISDIR);
@@ -97,12 +97,12 @@ void check_writable_file_path(const std::string& path, std::string_view what) {
   };
   if (path.empty()) refuse("the path is empty");
   if (path.find('\0') != std::string::npos) refuse("the path contains a NUL byte");
-  struct stat st {};
+  struct stat st{};
   if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) refuse(reason_for(EISDIR));
   const std::string dir = directory_of(path);
   static std::atomic<unsigned> counter{0};
-  const std::string probe = dir + "/.strata-write-probe." + std::to_string(::getpid()) + "." +
-                            std::to_string(counter.fetch_add(1));
+  const std::string probe =
+      dir + "/.strata-write-probe." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) {
     const int err = errno;
@@ -116,7 +116,7 @@ void check_writable_file_path(const std::string& path, std::string_view what) {
 std::string read_file(const std::string& path, std::string_view what) {
   std::FILE* f = open_file_for_reading(path, what);
   std::string out;
-  struct stat st {};
+  struct stat st{};
   if (::fstat(::fileno(f), &st) == 0 && S_ISREG(st.st_mode)) out.reserve(static_cast<std::size_t>(st.st_size));
   char buf[1 << 16];
   std::size_t got;
@@ -124,7 +124,8 @@ std::string read_file(const std::string& path, std::string_view what) {
   const bool failed = std::ferror(f) != 0;
   const int err = errno;
   std::fclose(f);
-  if (failed) throw Error(detail::format_message(what, ": reading ", quote_path(path), " failed (", reason_for(err), ")"));
+  if (failed)
+    throw Error(detail::format_message(what, ": reading ", quote_path(path), " failed (", reason_for(err), ")"));
   return out;
 }
 
@@ -203,14 +204,16 @@ void AtomicFile::write(const void* data, std::size_t n) {
     return;
   }
   flush();
-  if (n < kAtomicFileBuffer) buffer_.append(p, n);
-  else if (!write_all(fd_, p, n)) fail("writing", errno);
+  if (n < kAtomicFileBuffer)
+    buffer_.append(p, n);
+  else if (!write_all(fd_, p, n))
+    fail("writing", errno);
 }
 
 void AtomicFile::write_at(const void* data, std::size_t n, std::size_t offset) {
   STRATA_CHECK(fd_ >= 0, what_, ": ", quote_path(path_), " was already committed or failed");
-  STRATA_CHECK(offset <= size_ && n <= size_ - offset, what_, ": writing ", n, " bytes at offset ", offset,
-               " of the ", size_, " written so far");
+  STRATA_CHECK(offset <= size_ && n <= size_ - offset, what_, ": writing ", n, " bytes at offset ", offset, " of the ",
+               size_, " written so far");
   flush();
   if (!write_all(fd_, static_cast<const char*>(data), n, static_cast<off_t>(offset))) fail("writing", errno);
 }
@@ -238,7 +241,7 @@ void write_file_atomically(const std::string& path, std::string_view content, st
 }
 
 std::optional<std::size_t> free_disk_bytes(const std::string& path) {
-  struct statvfs fs {};
+  struct statvfs fs{};
   if (::statvfs(path.c_str(), &fs) != 0) return std::nullopt;
   return static_cast<std::size_t>(fs.f_bavail) * static_cast<std::size_t>(fs.f_frsize);
 }

@@ -55,8 +55,10 @@ NonFinite find_non_finite(const Tensor& t) {
   r.numel = t.defined() ? t.numel() : 0;
   for_each_float(t, [&](double v, int64_t i) {
     if (std::isfinite(v)) return true;
-    if (std::isnan(v)) ++r.nan;
-    else ++r.inf;
+    if (std::isnan(v))
+      ++r.nan;
+    else
+      ++r.inf;
     if (r.first < 0) r.first = i, r.first_value = v;
     return true;
   });

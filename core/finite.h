@@ -13,7 +13,7 @@ namespace strata {
 /// How many elements of a tensor are NaN and ±inf, and the first non-finite one (row-major index).
 struct NonFinite {
   int64_t nan = 0, inf = 0, numel = 0;
-  int64_t first = -1;    // -1: every element is finite
+  int64_t first = -1;  // -1: every element is finite
   double first_value = 0;
   bool any() const { return first >= 0; }
   /// "2 NaN and 1 inf of 12 elements, the first at element 4 (nan)".

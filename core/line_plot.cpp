@@ -102,8 +102,8 @@ struct Rgb {
   uint8_t r, g, b;
 };
 constexpr Rgb kWhite{255, 255, 255}, kBlack{0, 0, 0}, kGrid{225, 225, 225}, kFrame{90, 90, 90};
-constexpr Rgb kPalette[] = {{31, 119, 180}, {255, 127, 14}, {44, 160, 44},  {214, 39, 40},
-                            {148, 103, 189}, {140, 86, 75}, {227, 119, 194}, {127, 127, 127}};
+constexpr Rgb kPalette[] = {{31, 119, 180},  {255, 127, 14}, {44, 160, 44},   {214, 39, 40},
+                            {148, 103, 189}, {140, 86, 75},  {227, 119, 194}, {127, 127, 127}};
 
 struct Rect {
   int x0, y0, x1, y1;  // inclusive
@@ -153,7 +153,8 @@ class Canvas {
         for (int col = 0; col < 5; ++col)
           if (rows[r] & (0x10 >> col))
             fill({x + col * kTextScale, y + r * kTextScale, x + (col + 1) * kTextScale - 1,
-                  y + (r + 1) * kTextScale - 1}, c);
+                  y + (r + 1) * kTextScale - 1},
+                 c);
       x += kAdvance;
     }
   }
@@ -307,8 +308,8 @@ void check_panels(std::span<const PlotPanel> panels, PlotLayout layout) {
                "pixels per panel, got ", layout.width, " x ", layout.panel_height);
   for (std::size_t p = 0; p < panels.size(); ++p) {
     for (const PlotSeries& s : panels[p].series) {
-      STRATA_CHECK(s.x.size() == s.y.size(), "line plot: panel ", p, " (", quote_field(panels[p].title),
-                   "), series ", quote_field(s.name), ": x has ", s.x.size(), " values but y has ", s.y.size());
+      STRATA_CHECK(s.x.size() == s.y.size(), "line plot: panel ", p, " (", quote_field(panels[p].title), "), series ",
+                   quote_field(s.name), ": x has ", s.x.size(), " values but y has ", s.y.size());
     }
   }
 }

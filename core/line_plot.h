@@ -66,7 +66,7 @@ void write_line_plot_png(const std::string& path, std::string_view title, std::s
 
 /// The curves of a training run.
 struct TrainingCurves {
-  std::vector<double> iterations, loss;                 ///< training loss per reported iteration
+  std::vector<double> iterations, loss;                ///< training loss per reported iteration
   std::vector<double> test_iterations, accuracy, auc;  ///< test figures (empty: no test panel)
 };
 

@@ -133,8 +133,10 @@ class DictParser {
       if (v != 0 && elements > (int64_t{1} << 60) / v) fail("the shape has too many elements");
       elements *= v;
       skip_ws();
-      if (peek() == ',') ++pos_;
-      else if (peek() != ')') fail("expected ',' or ')' in the shape");
+      if (peek() == ',')
+        ++pos_;
+      else if (peek() != ')')
+        fail("expected ',' or ')' in the shape");
     }
     ++pos_;
     return out;
@@ -204,8 +206,9 @@ std::string Header::shape_string() const {
 std::string make_header(Dtype dtype, const std::vector<int64_t>& shape, bool fortran_order) {
   Header h;
   h.shape = shape;
-  std::string dict = std::string("{'descr': '") + descr(dtype) + "', 'fortran_order': " +
-                     (fortran_order ? "True" : "False") + ", 'shape': " + h.shape_string() + ", }";
+  std::string dict = std::string("{'descr': '") + descr(dtype) +
+                     "', 'fortran_order': " + (fortran_order ? "True" : "False") + ", 'shape': " + h.shape_string() +
+                     ", }";
   const bool v2 = dict.size() + 1 + 10 > 65535;
   const std::size_t prefix = v2 ? 12 : 10;
   const std::size_t total = (prefix + dict.size() + 1 + 63) / 64 * 64;
@@ -214,8 +217,10 @@ std::string make_header(Dtype dtype, const std::vector<int64_t>& shape, bool for
   std::string out("\x93NUMPY", 6);
   out.push_back(static_cast<char>(v2 ? 2 : 1));
   out.push_back(0);
-  if (v2) put32(out, dict.size());
-  else put16(out, dict.size());
+  if (v2)
+    put32(out, dict.size());
+  else
+    put16(out, dict.size());
   return out + dict;
 }
 
@@ -252,8 +257,14 @@ class FileMember final : public MemberReader, public ByteSource {
  public:
   FileMember(const std::string& path, std::string where, uint64_t data_start, uint64_t compressed,
              uint64_t uncompressed, uint16_t method, bool check_crc, uint32_t crc)
-      : path_(path), where_(std::move(where)), start_(data_start), remaining_(compressed), expected_(uncompressed),
-        method_(method), check_crc_(check_crc), stored_crc_(crc) {
+      : path_(path),
+        where_(std::move(where)),
+        start_(data_start),
+        remaining_(compressed),
+        expected_(uncompressed),
+        method_(method),
+        check_crc_(check_crc),
+        stored_crc_(crc) {
     file_ = open_file_for_reading(path, "npz");
     STRATA_CHECK(::fseeko(file_, static_cast<off_t>(start_), SEEK_SET) == 0, where_, ": cannot seek to byte ", start_);
     if (method_ == 8) {
@@ -356,8 +367,8 @@ class FileMember final : public MemberReader, public ByteSource {
       if (ret == Z_STREAM_END) {
         ended_ = true;
       } else if (ret != Z_OK && !(ret == Z_BUF_ERROR && zs_.avail_in == 0)) {
-        STRATA_FAIL(where_, ": corrupt deflate data near file byte ", start_ + consumed_, " (zlib: ",
-                    zs_.msg != nullptr ? zs_.msg : "error", ")");
+        STRATA_FAIL(where_, ": corrupt deflate data near file byte ", start_ + consumed_,
+                    " (zlib: ", zs_.msg != nullptr ? zs_.msg : "error", ")");
       }
     }
     const std::size_t got = want - zs_.avail_out;
@@ -506,8 +517,8 @@ std::unique_ptr<MemberReader> NpzReader::open(std::string_view name) const {
   if (it == all.end()) {
     std::string list;
     for (const auto& n : all) list += (list.empty() ? "" : ", ") + n;
-    STRATA_FAIL("npz ", quote_path(path_), ": member ", quote_field(name), " is missing (it holds: ",
-                list.empty() ? "nothing" : list, ")");
+    STRATA_FAIL("npz ", quote_path(path_), ": member ", quote_field(name),
+                " is missing (it holds: ", list.empty() ? "nothing" : list, ")");
   }
   const Entry& e = entries_[static_cast<std::size_t>(it - all.begin())];
   const std::string where = member_where(path_, e.name);
@@ -589,7 +600,8 @@ std::vector<int64_t> read_integers(const NpzReader& npz, std::string_view name, 
       case Dtype::F8: std::memcpy(&real, p, 8); break;
     }
     STRATA_CHECK(std::isfinite(real) && real == std::floor(real) && std::fabs(real) < 9.2e18,
-                 member_where(npz.path(), std::string(name) + ".npy"), ": element ", i, " is ", real, ", not an integer");
+                 member_where(npz.path(), std::string(name) + ".npy"), ": element ", i, " is ", real,
+                 ", not an integer");
     out[i] = static_cast<int64_t>(real);
   }
   return out;
@@ -613,13 +625,13 @@ void NpzWriter::write_local_header(const std::string& name, bool zip64) {
   std::string h;
   put32(h, kLocalSig);
   put16(h, zip64 ? 45 : 20);
-  put16(h, 0);                    // flags
-  put16(h, compress_ ? 8 : 0);    // method
-  put16(h, 0);                    // time 00:00
-  put16(h, 0x21);                 // date 1980-01-01
-  put32(h, 0);                    // crc (patched)
-  put32(h, zip64 ? kMax32 : 0);   // compressed (patched)
-  put32(h, zip64 ? kMax32 : 0);   // uncompressed (patched)
+  put16(h, 0);                   // flags
+  put16(h, compress_ ? 8 : 0);   // method
+  put16(h, 0);                   // time 00:00
+  put16(h, 0x21);                // date 1980-01-01
+  put32(h, 0);                   // crc (patched)
+  put32(h, zip64 ? kMax32 : 0);  // compressed (patched)
+  put32(h, zip64 ? kMax32 : 0);  // uncompressed (patched)
   put16(h, name.size());
   put16(h, zip64 ? 20 : 0);
   h += name;
@@ -695,8 +707,9 @@ void NpzWriter::deflate_payload(const std::string& header, const unsigned char* 
     });
     for (int64_t i = 0; i < count; ++i) {
       const int64_t b = first + i;
-      const uint64_t n = b == 0 ? header.size()
-                                : std::min<uint64_t>(kDeflateBlock, bytes - static_cast<uint64_t>(b - 1) * kDeflateBlock);
+      const uint64_t n = b == 0
+                             ? header.size()
+                             : std::min<uint64_t>(kDeflateBlock, bytes - static_cast<uint64_t>(b - 1) * kDeflateBlock);
       crc = b == 0 ? crcs[0] : crc32_combine64(crc, crcs[static_cast<std::size_t>(i)], static_cast<z_off64_t>(n));
       write_bytes(out[static_cast<std::size_t>(i)].data(), lens[static_cast<std::size_t>(i)]);
       w.compressed += lens[static_cast<std::size_t>(i)];
@@ -722,8 +735,10 @@ void NpzWriter::add(std::string_view name, Dtype dtype, const std::vector<int64_
   w.zip64 = zip64;
   write_local_header(w.name, zip64);
   const auto* p = static_cast<const unsigned char*>(data);
-  if (compress_) deflate_payload(header, p, bytes, w);
-  else store_payload(header, p, bytes, w);
+  if (compress_)
+    deflate_payload(header, p, bytes, w);
+  else
+    store_payload(header, p, bytes, w);
   patch_local_header(w, zip64);
   written_.push_back(std::move(w));
 }

@@ -108,8 +108,8 @@ class NpzReader {
   uint64_t file_size() const { return file_size_; }
 
   struct Entry {
-    std::string name;      // member name ("X_cat.npy")
-    uint16_t method = 0;   // 0 stored, 8 deflate
+    std::string name;     // member name ("X_cat.npy")
+    uint16_t method = 0;  // 0 stored, 8 deflate
     uint32_t crc = 0;
     uint64_t compressed = 0;
     uint64_t uncompressed = 0;
@@ -191,12 +191,30 @@ void write_npy(const std::string& path, Dtype dtype, const std::vector<int64_t>&
 /// The Dtype of T (int32_t, int64_t, float, double, uint8_t; bool maps to B1).
 template <typename T>
 constexpr Dtype dtype_of();
-template <> constexpr Dtype dtype_of<int32_t>() { return Dtype::I4; }
-template <> constexpr Dtype dtype_of<int64_t>() { return Dtype::I8; }
-template <> constexpr Dtype dtype_of<float>() { return Dtype::F4; }
-template <> constexpr Dtype dtype_of<double>() { return Dtype::F8; }
-template <> constexpr Dtype dtype_of<uint8_t>() { return Dtype::U1; }
-template <> constexpr Dtype dtype_of<bool>() { return Dtype::B1; }
+template <>
+constexpr Dtype dtype_of<int32_t>() {
+  return Dtype::I4;
+}
+template <>
+constexpr Dtype dtype_of<int64_t>() {
+  return Dtype::I8;
+}
+template <>
+constexpr Dtype dtype_of<float>() {
+  return Dtype::F4;
+}
+template <>
+constexpr Dtype dtype_of<double>() {
+  return Dtype::F8;
+}
+template <>
+constexpr Dtype dtype_of<uint8_t>() {
+  return Dtype::U1;
+}
+template <>
+constexpr Dtype dtype_of<bool>() {
+  return Dtype::B1;
+}
 
 template <typename T>
 void NpzWriter::add(std::string_view name, const std::vector<int64_t>& shape, const T* data) {

@@ -57,13 +57,12 @@ bool is_contiguous_layout(IntArrayRef sizes, IntArrayRef strides) {
 
 int64_t wrap_dim(int64_t dim, int64_t rank, const char* op, bool scalar_ok) {
   if (rank == 0 && scalar_ok) {
-    STRATA_CHECK(dim == 0 || dim == -1, op, ": dimension ", dim,
-                 " out of range for a 0-dim tensor (expected 0 or -1)");
+    STRATA_CHECK(dim == 0 || dim == -1, op, ": dimension ", dim, " out of range for a 0-dim tensor (expected 0 or -1)");
     return 0;
   }
   STRATA_CHECK(rank > 0, op, ": dimension ", dim, " out of range: the tensor has rank 0 (no dimensions)");
-  STRATA_CHECK(dim >= -rank && dim < rank, op, ": dimension ", dim, " out of range for a tensor of rank ",
-               rank, " (expected in [", -rank, ", ", rank - 1, "])");
+  STRATA_CHECK(dim >= -rank && dim < rank, op, ": dimension ", dim, " out of range for a tensor of rank ", rank,
+               " (expected in [", -rank, ", ", rank - 1, "])");
   return dim < 0 ? dim + rank : dim;
 }
 
@@ -82,12 +81,11 @@ Dims infer_size(IntArrayRef shape, int64_t numel, const char* op) {
     }
   }
   if (infer_at >= 0) {
-    STRATA_CHECK(known != 0 && numel % known == 0, op, ": shape ", shape, " is invalid for input of ",
-                 numel, " elements");
+    STRATA_CHECK(known != 0 && numel % known == 0, op, ": shape ", shape, " is invalid for input of ", numel,
+                 " elements");
     out[static_cast<std::size_t>(infer_at)] = numel / known;
   } else {
-    STRATA_CHECK(known == numel, op, ": shape ", shape, " is invalid for input of ", numel,
-                 " elements");
+    STRATA_CHECK(known == numel, op, ": shape ", shape, " is invalid for input of ", numel, " elements");
   }
   return out;
 }
@@ -98,15 +96,14 @@ Dims broadcast_shapes(IntArrayRef a, IntArrayRef b, const char* op) {
   for (std::size_t i = 0; i < rank; ++i) {
     const int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
     const int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
-    STRATA_CHECK(da == db || da == 1 || db == 1, op, ": shapes ", a, " and ", b,
-                 " cannot be broadcast together (dim ", i, ": ", da, " vs ", db, ")");
+    STRATA_CHECK(da == db || da == 1 || db == 1, op, ": shapes ", a, " and ", b, " cannot be broadcast together (dim ",
+                 i, ": ", da, " vs ", db, ")");
     out[i] = da == 1 ? db : da;
   }
   return out;
 }
 
-bool compute_view_strides(IntArrayRef sizes, IntArrayRef strides, IntArrayRef new_sizes,
-                          Dims& new_strides) {
+bool compute_view_strides(IntArrayRef sizes, IntArrayRef strides, IntArrayRef new_sizes, Dims& new_strides) {
   new_strides.assign(new_sizes.size(), 0);
   int64_t numel = 1;
   for (int64_t s : sizes) numel *= s;

@@ -72,7 +72,6 @@ Dims broadcast_shapes(IntArrayRef a, IntArrayRef b, const char* op = "broadcast_
 /// Strides that make a view with `new_sizes` over the memory described by (sizes, strides), or an
 /// empty result when no such view exists (the data must then be copied). Same rule as PyTorch's
 /// `view`: dims may only be merged/split within runs of contiguous-compatible dims.
-bool compute_view_strides(IntArrayRef sizes, IntArrayRef strides, IntArrayRef new_sizes,
-                          Dims& new_strides);
+bool compute_view_strides(IntArrayRef sizes, IntArrayRef strides, IntArrayRef new_sizes, Dims& new_strides);
 
 }  // namespace strata

@@ -16,30 +16,29 @@ void Tensor::throw_undefined(const char* op) {
   STRATA_FAIL(op, ": the tensor is undefined (default-constructed or moved-from)");
 }
 
-Tensor Tensor::make_checked(const char* op, Storage storage, IntArrayRef sizes, IntArrayRef strides,
-                            int64_t offset, DType dtype) {
+Tensor Tensor::make_checked(const char* op, Storage storage, IntArrayRef sizes, IntArrayRef strides, int64_t offset,
+                            DType dtype) {
   STRATA_CHECK(storage.defined(), op, ": storage is undefined");
   STRATA_CHECK(sizes.size() == strides.size(), op, ": sizes ", sizes, " and strides ", strides,
                " have different lengths");
   STRATA_CHECK(offset >= 0, op, ": negative storage offset ", offset);
   const int64_t numel = checked_numel(sizes, op);
   for (std::size_t i = 0; i < strides.size(); ++i)
-    STRATA_CHECK(strides[i] >= 0, op, ": negative stride ", strides[i], " at dim ", i, " (strides ",
-                 strides, ") is not supported");
+    STRATA_CHECK(strides[i] >= 0, op, ": negative stride ", strides[i], " at dim ", i, " (strides ", strides,
+                 ") is not supported");
   if (numel > 0) {
     // Byte offset one past the last addressed element, computed without overflow.
     int64_t last = offset;
     bool overflow = false;
     for (std::size_t i = 0; i < sizes.size() && !overflow; ++i) {
       int64_t step;
-      overflow = __builtin_mul_overflow(sizes[i] - 1, strides[i], &step) ||
-                 __builtin_add_overflow(last, step, &last);
+      overflow = __builtin_mul_overflow(sizes[i] - 1, strides[i], &step) || __builtin_add_overflow(last, step, &last);
     }
     int64_t need = 0;
     overflow = overflow || __builtin_add_overflow(last, 1, &need) ||
                __builtin_mul_overflow(need, static_cast<int64_t>(strata::itemsize(dtype)), &need);
-    STRATA_CHECK(!overflow && static_cast<std::size_t>(need) <= storage.nbytes(), op, ": view with sizes ",
-                 sizes, ", strides ", strides, ", offset ", offset, " and dtype ", dtype, " needs ",
+    STRATA_CHECK(!overflow && static_cast<std::size_t>(need) <= storage.nbytes(), op, ": view with sizes ", sizes,
+                 ", strides ", strides, ", offset ", offset, " and dtype ", dtype, " needs ",
                  overflow ? std::string("more than 2^63") : std::to_string(need), " bytes but the storage has ",
                  storage.nbytes());
   }
@@ -80,9 +79,7 @@ int64_t Tensor::stride(int64_t dim) const {
   return strides()[static_cast<std::size_t>(wrap_dim(dim, this->dim(), "stride"))];
 }
 
-bool Tensor::shares_storage(const Tensor& other) const {
-  return storage().is_same(other.storage());
-}
+bool Tensor::shares_storage(const Tensor& other) const { return storage().is_same(other.storage()); }
 
 void* Tensor::data_ptr() const {
   require_defined("data_ptr");
@@ -92,14 +89,14 @@ void* Tensor::data_ptr() const {
 
 double Tensor::at(IntArrayRef index) const {
   require_defined("at");
-  STRATA_CHECK(static_cast<int64_t>(index.size()) == dim(), "at: index ", index, " has ",
-               index.size(), " entries but the tensor has rank ", dim(), " (", describe(), ")");
+  STRATA_CHECK(static_cast<int64_t>(index.size()) == dim(), "at: index ", index, " has ", index.size(),
+               " entries but the tensor has rank ", dim(), " (", describe(), ")");
   int64_t off = 0;
   for (std::size_t i = 0; i < index.size(); ++i) {
     int64_t ix = index[i];
     const int64_t n = sizes()[i];
-    STRATA_CHECK(ix >= -n && ix < n, "at: index ", ix, " is out of bounds for dim ", i, " with size ",
-                 n, " (", describe(), ")");
+    STRATA_CHECK(ix >= -n && ix < n, "at: index ", ix, " is out of bounds for dim ", i, " with size ", n, " (",
+                 describe(), ")");
     if (ix < 0) ix += n;
     off += ix * strides()[i];
   }
@@ -145,19 +142,18 @@ Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length) const {
   STRATA_CHECK(this->dim() > 0, "narrow: cannot narrow a 0-dim tensor");
   const int64_t d = wrap_dim(dim, this->dim(), "narrow");
   const int64_t n = sizes()[d];
-  STRATA_CHECK(start >= -n && start <= n, "narrow: start ", start, " is out of range for dim ", d,
-               " of size ", n, " (", describe(), ")");
+  STRATA_CHECK(start >= -n && start <= n, "narrow: start ", start, " is out of range for dim ", d, " of size ", n, " (",
+               describe(), ")");
   if (start < 0) start += n;
   STRATA_CHECK(length >= 0, "narrow: length ", length, " must be non-negative (", describe(), ")");
-  STRATA_CHECK(start + length <= n, "narrow: start ", start, " + length ", length,
-               " exceeds size ", n, " of dim ", d, " (", describe(), ")");
+  STRATA_CHECK(start + length <= n, "narrow: start ", start, " + length ", length, " exceeds size ", n, " of dim ", d,
+               " (", describe(), ")");
   Dims s = sizes();
   s[d] = length;
   return make_view(s, strides(), offset() + start * strides()[d]);
 }
 
-Tensor Tensor::slice(int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end,
-                     int64_t step) const {
+Tensor Tensor::slice(int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end, int64_t step) const {
   require_defined("slice");
   STRATA_CHECK(this->dim() > 0, "slice: cannot slice a 0-dim tensor");
   const int64_t d = wrap_dim(dim, this->dim(), "slice");
@@ -180,8 +176,7 @@ Tensor Tensor::slice(int64_t dim, std::optional<int64_t> start, std::optional<in
   if (!__builtin_mul_overflow(st[d], step, &scaled)) {
     st[d] = scaled;
   } else {
-    STRATA_CHECK(s[d] <= 1, "slice: step ", step, " times stride ", strides()[d], " of dim ", d,
-                 " overflows int64");
+    STRATA_CHECK(s[d] <= 1, "slice: step ", step, " times stride ", strides()[d], " of dim ", d, " overflows int64");
   }
   return make_view(s, st, offset() + b * strides()[d]);
 }
@@ -191,8 +186,8 @@ Tensor Tensor::select(int64_t dim, int64_t index) const {
   STRATA_CHECK(this->dim() > 0, "select: cannot select from a 0-dim tensor");
   const int64_t d = wrap_dim(dim, this->dim(), "select");
   const int64_t n = sizes()[d];
-  STRATA_CHECK(index >= -n && index < n, "select: index ", index, " is out of range for dim ", d,
-               " of size ", n, " (", describe(), ")");
+  STRATA_CHECK(index >= -n && index < n, "select: index ", index, " is out of range for dim ", d, " of size ", n, " (",
+               describe(), ")");
   if (index < 0) index += n;
   Dims s = sizes();
   Dims st = strides();
@@ -215,8 +210,8 @@ Tensor Tensor::transpose(int64_t dim0, int64_t dim1) const {
 
 Tensor Tensor::permute(IntArrayRef dims) const {
   require_defined("permute");
-  STRATA_CHECK(static_cast<int64_t>(dims.size()) == dim(), "permute: got ", dims.size(),
-               " dims ", dims, " for a tensor of rank ", dim(), " (", describe(), ")");
+  STRATA_CHECK(static_cast<int64_t>(dims.size()) == dim(), "permute: got ", dims.size(), " dims ", dims,
+               " for a tensor of rank ", dim(), " (", describe(), ")");
   Dims s(dims.size());
   Dims st(dims.size());
   SmallVector<bool, 8> seen(dims.size(), false);
@@ -248,8 +243,7 @@ Tensor Tensor::expand(IntArrayRef sizes) const {
   for (int64_t i = rank - 1; i >= 0; --i) {
     const int64_t want = sizes[i];
     if (i < lead) {
-      STRATA_CHECK(want >= 0, "expand: size ", want, " at new leading dim ", i, " of ", sizes,
-                   " must be non-negative");
+      STRATA_CHECK(want >= 0, "expand: size ", want, " at new leading dim ", i, " of ", sizes, " must be non-negative");
       s[i] = want;
       st[i] = 0;
       continue;
@@ -259,9 +253,8 @@ Tensor Tensor::expand(IntArrayRef sizes) const {
       s[i] = have;
       st[i] = strides()[i - lead];
     } else {
-      STRATA_CHECK(have == 1 && want >= 0, "expand: the size ", have, " at dim ", i - lead,
-                   " of ", describe(), " must match ", want, " at dim ", i, " of ", sizes,
-                   " (only size-1 dims can be expanded)");
+      STRATA_CHECK(have == 1 && want >= 0, "expand: the size ", have, " at dim ", i - lead, " of ", describe(),
+                   " must match ", want, " at dim ", i, " of ", sizes, " (only size-1 dims can be expanded)");
       s[i] = want;
       st[i] = 0;
     }
@@ -313,8 +306,8 @@ Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
   }
   const int64_t a = wrap_dim(start_dim, dim(), "flatten");
   const int64_t b = wrap_dim(end_dim, dim(), "flatten");
-  STRATA_CHECK(a <= b, "flatten: start_dim ", start_dim, " must not come after end_dim ", end_dim,
-               " (", describe(), ")");
+  STRATA_CHECK(a <= b, "flatten: start_dim ", start_dim, " must not come after end_dim ", end_dim, " (", describe(),
+               ")");
   Dims s;
   for (int64_t i = 0; i < a; ++i) s.push_back(sizes()[i]);
   int64_t merged = 1;
@@ -360,8 +353,10 @@ Tensor& Tensor::set_requires_grad(bool requires_grad) {
   require_defined("requires_grad_");
   STRATA_CHECK(is_leaf(), "requires_grad_: ", describe(),
                " is not a leaf (it was produced by a recorded op); use detach() to get a leaf");
-  STRATA_CHECK(!requires_grad || is_floating(dtype()), "requires_grad_: only floating-point tensors can "
-               "require gradients, got ", describe());
+  STRATA_CHECK(!requires_grad || is_floating(dtype()),
+               "requires_grad_: only floating-point tensors can "
+               "require gradients, got ",
+               describe());
   autograd_meta().requires_grad = requires_grad;
   return *this;
 }
@@ -374,8 +369,10 @@ Tensor Tensor::grad() const {
 void Tensor::set_data(const Tensor& data) {
   require_defined("set_data");
   STRATA_CHECK(data.defined(), "set_data: the new data of ", describe(), " is undefined");
-  STRATA_CHECK(!requires_grad() || is_floating(data.dtype()), "set_data: data set to a tensor that requires "
-               "gradients must be floating point, got ", data.describe());
+  STRATA_CHECK(!requires_grad() || is_floating(data.dtype()),
+               "set_data: data set to a tensor that requires "
+               "gradients must be floating point, got ",
+               data.describe());
   detail::TensorImpl& self = *impl_;
   const detail::TensorImpl& src = data.impl();
   self.storage = src.storage;

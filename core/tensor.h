@@ -80,8 +80,7 @@ class Tensor {
   /// Typed address of element [0, ..., 0]; checks that T matches the dtype.
   template <typename T>
   T* data() const {
-    STRATA_CHECK(dtype_of<T>() == dtype(), "Tensor::data<", dtype_of<T>(), ">: tensor has dtype ",
-                 dtype());
+    STRATA_CHECK(dtype_of<T>() == dtype(), "Tensor::data<", dtype_of<T>(), ">: tensor has dtype ", dtype());
     return static_cast<T*>(data_ptr());
   }
   /// The value of a one-element tensor, converted to T.
@@ -155,8 +154,8 @@ class Tensor {
   /// Elements [start, start + length) along `dim`.
   Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
   /// Python-style slice along `dim`: start/end may be negative or omitted and are clamped; step > 0.
-  Tensor slice(int64_t dim, std::optional<int64_t> start = std::nullopt,
-               std::optional<int64_t> end = std::nullopt, int64_t step = 1) const;
+  Tensor slice(int64_t dim, std::optional<int64_t> start = std::nullopt, std::optional<int64_t> end = std::nullopt,
+               int64_t step = 1) const;
   /// Removes `dim`, keeping the entry `index` (negative counts from the end).
   Tensor select(int64_t dim, int64_t index) const;
   Tensor transpose(int64_t dim0, int64_t dim1) const;
@@ -180,8 +179,7 @@ class Tensor {
   /// Merges dims [start_dim, end_dim] into one (a view when possible, otherwise a copy).
   Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
   /// Raw strided view; checks that every addressed element lies inside the storage.
-  Tensor as_strided(IntArrayRef sizes, IntArrayRef strides,
-                    std::optional<int64_t> offset = std::nullopt) const;
+  Tensor as_strided(IntArrayRef sizes, IntArrayRef strides, std::optional<int64_t> offset = std::nullopt) const;
 
   // ---- copies ---------------------------------------------------------------------------------
   /// This tensor if already contiguous, otherwise a contiguous copy.
@@ -206,17 +204,19 @@ class Tensor {
 
  private:
   const detail::TensorImpl& impl() const {
-    if (impl_ == nullptr) [[unlikely]] throw_undefined("Tensor");
+    if (impl_ == nullptr) [[unlikely]]
+      throw_undefined("Tensor");
     return *impl_;
   }
   /// Throws unless defined, naming `op` in the message.
   void require_defined(const char* op) const {
-    if (impl_ == nullptr) [[unlikely]] throw_undefined(op);
+    if (impl_ == nullptr) [[unlikely]]
+      throw_undefined(op);
   }
   [[noreturn]] static void throw_undefined(const char* op);
   /// Checks that a view fits its storage (overflow-safe) and builds it; `op` names the caller.
-  static Tensor make_checked(const char* op, Storage storage, IntArrayRef sizes, IntArrayRef strides,
-                             int64_t offset, DType dtype);
+  static Tensor make_checked(const char* op, Storage storage, IntArrayRef sizes, IntArrayRef strides, int64_t offset,
+                             DType dtype);
   /// A view of this tensor's storage that is in bounds by construction (no check).
   Tensor make_view(Dims sizes, Dims strides, int64_t offset) const;
   /// Converts the single element to `dtype` and writes it to `out`.

@@ -11,14 +11,13 @@ namespace {
 std::atomic<const detail::AutogradHooks*> installed_hooks{nullptr};
 }  // namespace
 
-void detail::set_autograd_hooks(const AutogradHooks* hooks) {
-  installed_hooks.store(hooks, std::memory_order_release);
-}
+void detail::set_autograd_hooks(const AutogradHooks* hooks) { installed_hooks.store(hooks, std::memory_order_release); }
 
 const detail::AutogradHooks& detail::autograd_hooks(const char* op) {
   const AutogradHooks* hooks = installed_hooks.load(std::memory_order_acquire);
   if (hooks == nullptr) {
-    STRATA_FAIL(op, ": the autograd engine is not linked into this program; link the `strata` target "
+    STRATA_FAIL(op,
+                ": the autograd engine is not linked into this program; link the `strata` target "
                 "(or strata_autograd as a whole archive)");
   }
   return *hooks;
@@ -48,8 +47,8 @@ bool Tensor::remove_hook(uint64_t id) const {
 
 void Tensor::retain_grad() const {
   require_defined("retain_grad");
-  STRATA_CHECK(requires_grad(), "retain_grad: can't retain_grad on a tensor that has requires_grad=False (",
-               describe(), ")");
+  STRATA_CHECK(requires_grad(), "retain_grad: can't retain_grad on a tensor that has requires_grad=False (", describe(),
+               ")");
   if (is_leaf()) return;
   const detail::AutogradHooks& hooks = detail::autograd_hooks("retain_grad");
   autograd_meta().retains_grad = true;

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/detail/strided_loop.h"
 #include "core/factories.h"
 #include "core/pin_set.h"
-#include "core/detail/strided_loop.h"
 #include "core/tensor.h"
 
 namespace strata {
@@ -93,22 +93,21 @@ void copy_same_shape(const Tensor& dst, const Tensor& src) {
     using D = decltype(dst_tag);
     dispatch_dtype(src.dtype(), [&](auto src_tag) {
       using S = decltype(src_tag);
-      detail::for_each_row<2>(pair_operands(dst, src), [&](const std::array<char*, 2>& p,
-                                                            const std::array<int64_t, 2>& st,
-                                                            int64_t n) {
-        if (same_type && st[0] == static_cast<int64_t>(sizeof(D)) && st[1] == st[0]) {
-          std::memcpy(p[0], p[1], static_cast<std::size_t>(n) * sizeof(D));
-          return;
-        }
-        char* d = p[0];
-        const char* s = p[1];
-        for (int64_t i = 0; i < n; ++i, d += st[0], s += st[1]) {
-          S v;
-          std::memcpy(&v, s, sizeof(S));
-          const D out = convert_element<D>(v);
-          std::memcpy(d, &out, sizeof(D));
-        }
-      });
+      detail::for_each_row<2>(pair_operands(dst, src),
+                              [&](const std::array<char*, 2>& p, const std::array<int64_t, 2>& st, int64_t n) {
+                                if (same_type && st[0] == static_cast<int64_t>(sizeof(D)) && st[1] == st[0]) {
+                                  std::memcpy(p[0], p[1], static_cast<std::size_t>(n) * sizeof(D));
+                                  return;
+                                }
+                                char* d = p[0];
+                                const char* s = p[1];
+                                for (int64_t i = 0; i < n; ++i, d += st[0], s += st[1]) {
+                                  S v;
+                                  std::memcpy(&v, s, sizeof(S));
+                                  const D out = convert_element<D>(v);
+                                  std::memcpy(d, &out, sizeof(D));
+                                }
+                              });
     });
   });
 }
@@ -136,17 +135,17 @@ Tensor& Tensor::copy_(const Tensor& src) {
   if (source.sizes() != sizes()) {
     // Validates broadcastability with a message naming both shapes.
     const Dims b = broadcast_shapes(sizes(), src.sizes(), "copy_");
-    STRATA_CHECK(b == sizes(), "copy_: source ", src.describe(), " cannot be broadcast to the destination ",
-                 describe(), " (the broadcast shape would be ", b, ")");
+    STRATA_CHECK(b == sizes(), "copy_: source ", src.describe(), " cannot be broadcast to the destination ", describe(),
+                 " (the broadcast shape would be ", b, ")");
     source = src.expand(sizes());
   }
   bool dst_has_internal_overlap = false;
   for (int64_t d = 0; d < dim(); ++d)
     if (strides()[d] == 0 && sizes()[d] > 1) dst_has_internal_overlap = true;
-  STRATA_CHECK(!dst_has_internal_overlap, "copy_: the destination ", describe(), " with strides ",
-               strides(), " has elements that alias each other (an expanded view); clone() it first");
-  const bool identical = source.shares_storage(*this) && source.offset() == offset() &&
-                         source.strides() == strides() && source.dtype() == dtype();
+  STRATA_CHECK(!dst_has_internal_overlap, "copy_: the destination ", describe(), " with strides ", strides(),
+               " has elements that alias each other (an expanded view); clone() it first");
+  const bool identical = source.shares_storage(*this) && source.offset() == offset() && source.strides() == strides() &&
+                         source.dtype() == dtype();
   if (!identical) {
     if (may_overlap(*this, source)) source = source.clone();
     copy_same_shape(*this, source);
@@ -167,8 +166,7 @@ Tensor& Tensor::fill_(double value) {
     ops.strides[0] = strides();
     for (auto& s : ops.strides[0]) s *= static_cast<int64_t>(sizeof(T));
     ops.base[0] = static_cast<char*>(data_ptr());
-    detail::for_each_row<1>(ops, [&](const std::array<char*, 1>& p, const std::array<int64_t, 1>& st,
-                                     int64_t n) {
+    detail::for_each_row<1>(ops, [&](const std::array<char*, 1>& p, const std::array<int64_t, 1>& st, int64_t n) {
       char* d = p[0];
       for (int64_t i = 0; i < n; ++i, d += st[0]) std::memcpy(d, &v, sizeof(T));
     });
@@ -199,8 +197,8 @@ Tensor Tensor::to(DType target, bool copy) const {
 
 void Tensor::item_into(DType target, void* out) const {
   require_defined("item");
-  STRATA_CHECK(numel() == 1, "item: a tensor with ", numel(),
-               " elements cannot be converted to a scalar (", describe(), ")");
+  STRATA_CHECK(numel() == 1, "item: a tensor with ", numel(), " elements cannot be converted to a scalar (", describe(),
+               ")");
   Tensor dst = from_blob(out, Dims(static_cast<std::size_t>(dim()), 1), target);
   copy_same_shape(dst, *this);
 }

@@ -85,10 +85,14 @@ std::string quote_field(std::string_view text, std::size_t max_bytes) {
 
 std::string format_bytes(double bytes) {
   char buf[48];
-  if (bytes >= double(1ull << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / double(1ull << 30));
-  else if (bytes >= double(1ull << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", bytes / double(1ull << 20));
-  else if (bytes >= 1024.0) std::snprintf(buf, sizeof buf, "%.2f KiB", bytes / 1024.0);
-  else std::snprintf(buf, sizeof buf, "%.0f B", bytes);
+  if (bytes >= double(1ull << 30))
+    std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / double(1ull << 30));
+  else if (bytes >= double(1ull << 20))
+    std::snprintf(buf, sizeof buf, "%.1f MiB", bytes / double(1ull << 20));
+  else if (bytes >= 1024.0)
+    std::snprintf(buf, sizeof buf, "%.2f KiB", bytes / 1024.0);
+  else
+    std::snprintf(buf, sizeof buf, "%.0f B", bytes);
   return buf;
 }
 

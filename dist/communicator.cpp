@@ -37,9 +37,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 // Note [Collective headers]
 // -------------------------
@@ -53,7 +51,15 @@ double seconds_since(Clock::time_point start) {
 // misread; and receivers learn the sizes they need. The cost is one small all-to-all per call.
 constexpr int kMaxDims = 8;
 enum HeaderField : int {
-  kOp = 0, kSeq, kStatus, kDType, kRows, kContribs, kHasRecv, kNDim, kDims,
+  kOp = 0,
+  kSeq,
+  kStatus,
+  kDType,
+  kRows,
+  kContribs,
+  kHasRecv,
+  kNDim,
+  kDims,
   kHeaderFixed = kDims + kMaxDims
 };
 
@@ -101,7 +107,8 @@ std::string dims_text(const int64_t* h, int from) {
 void check_tensor(Local& local, Op op, int64_t seq, const Tensor& t, bool rows) {
   if (!t.defined()) return local.fail(kUndefined, prefix(op, seq) + "the input tensor is undefined");
   if (!detail::reducible(t.dtype())) {
-    return local.fail(kBadDType, cat(prefix(op, seq), "input dtype ", t.dtype(), " is not supported (f32, f64 or i64)"));
+    return local.fail(kBadDType,
+                      cat(prefix(op, seq), "input dtype ", t.dtype(), " is not supported (f32, f64 or i64)"));
   }
   if (rows && t.dim() == 0) {
     return local.fail(kBadShape, prefix(op, seq) + "the input is 0-dim; collectives move rows (dim 0)");
@@ -117,7 +124,8 @@ void check_counts(Local& local, Op op, int64_t seq, const char* name, const std:
     return local.fail(kBadCounts, cat(prefix(op, seq), name, " has ", counts.size(), " entries for ", size, " ranks"));
   }
   for (std::size_t r = 0; r < counts.size(); ++r) {
-    if (counts[r] < 0) return local.fail(kBadCounts, cat(prefix(op, seq), name, "[", r, "] = ", counts[r], " is negative"));
+    if (counts[r] < 0)
+      return local.fail(kBadCounts, cat(prefix(op, seq), name, "[", r, "] = ", counts[r], " is negative"));
   }
   const int64_t sum = std::accumulate(counts.begin(), counts.end(), int64_t{0});
   if (rows >= 0 && sum != rows) {
@@ -429,7 +437,8 @@ Work Communicator::iallreduce(const Tensor& input, ReduceMode mode) {
 Work Communicator::iallreduce(const std::vector<Tensor>& contributions) {
   std::vector<Tensor> in;
   for (const Tensor& t : contributions) in.push_back(dense(t));
-  return submit(Op::allreduce, [this, in = std::move(in)](int64_t seq) { return run_allreduce(seq, Op::allreduce, in); });
+  return submit(Op::allreduce,
+                [this, in = std::move(in)](int64_t seq) { return run_allreduce(seq, Op::allreduce, in); });
 }
 
 Tensor Communicator::alltoallv(const Tensor& input, const std::vector<int64_t>& send_rows,
@@ -514,8 +523,10 @@ void Communicator::reduce_chunks(Op op, int64_t seq, const std::vector<Tensor>& 
     }
     for (int j = 0; j < size_; ++j) {
       const char* chunk = values + chunk_begin[j] * isz;
-      if (j == rank_) known[{node.lo, node.hi}] = chunk;
-      else sends.push_back({j, const_cast<char*>(chunk), chunk_bytes(chunk_begin, j, isz)});
+      if (j == rank_)
+        known[{node.lo, node.hi}] = chunk;
+      else
+        sends.push_back({j, const_cast<char*>(chunk), chunk_bytes(chunk_begin, j, isz)});
     }
   }
   // 2. The other ranks' subtrees, for this rank's chunk only.
@@ -589,8 +600,8 @@ Tensor Communicator::run_alltoallv(int64_t seq, const Tensor& input, const std::
   }
   std::vector<int64_t> header = make_header(size_, Op::alltoallv, seq, local, input);
   fill_counts(header, size_, send_rows, recv_rows);
-  const Headers hs = agree(exchange_headers(Op::alltoallv, seq, std::move(header)), size_, rank_, Op::alltoallv, seq,
-                           local, 1);
+  const Headers hs =
+      agree(exchange_headers(Op::alltoallv, seq, std::move(header)), size_, rank_, Op::alltoallv, seq, local, 1);
   check_pairs(hs, seq);
   // Payload: rows_from[i] rows from rank i, in rank order.
   std::vector<int64_t> rows_from(static_cast<std::size_t>(size_));
@@ -620,8 +631,8 @@ Tensor Communicator::run_allgatherv(int64_t seq, const Tensor& input) {
   Local local;
   check_tensor(local, Op::allgatherv, seq, input, /*rows=*/true);
   std::vector<int64_t> header = make_header(size_, Op::allgatherv, seq, local, input);
-  const Headers hs = agree(exchange_headers(Op::allgatherv, seq, std::move(header)), size_, rank_, Op::allgatherv, seq,
-                           local, 1);
+  const Headers hs =
+      agree(exchange_headers(Op::allgatherv, seq, std::move(header)), size_, rank_, Op::allgatherv, seq, local, 1);
   std::vector<int64_t> rows(static_cast<std::size_t>(size_));
   for (int r = 0; r < size_; ++r) rows[static_cast<std::size_t>(r)] = hs.of(r)[kRows];
   const std::vector<int64_t> at = prefix_sums(rows);
@@ -703,8 +714,8 @@ Tensor Communicator::run_allreduce_fast(int64_t seq, const Tensor& input) {
   Local local;
   check_tensor(local, Op::allreduce, seq, input, /*rows=*/false);
   std::vector<int64_t> header = make_header(size_, Op::allreduce, seq, local, input);
-  const Headers hs = agree(exchange_headers(Op::allreduce, seq, std::move(header)), size_, rank_, Op::allreduce, seq,
-                           local, 0);
+  const Headers hs =
+      agree(exchange_headers(Op::allreduce, seq, std::move(header)), size_, rank_, Op::allreduce, seq, local, 0);
   Tensor out = input.clone();
   PinSet pins;
   pin_operands(pins, {}, out);

@@ -17,6 +17,7 @@
 #include <array>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -24,7 +25,6 @@
 #include <string>
 #include <string_view>
 #include <thread>
-#include <deque>
 #include <vector>
 
 #include "core/tensor.h"
@@ -124,8 +124,7 @@ class Communicator {
   /// received, rank 0's first. `send_rows` has size() entries summing to input.size(0).
   /// `recv_rows[i]` is the number of rows this rank expects from rank i: each pair is checked
   /// against what rank i sends, and a mismatch throws on every rank naming the pair.
-  Tensor alltoallv(const Tensor& input, const std::vector<int64_t>& send_rows,
-                   const std::vector<int64_t>& recv_rows);
+  Tensor alltoallv(const Tensor& input, const std::vector<int64_t>& send_rows, const std::vector<int64_t>& recv_rows);
   /// The same, receiving whatever the others send (learned from the header exchange).
   Tensor alltoallv(const Tensor& input, const std::vector<int64_t>& send_rows);
   /// Every rank's rows concatenated in rank order; ranks may pass different row counts.
@@ -143,8 +142,7 @@ class Communicator {
 
   /// Non-blocking versions: they return at once; the worker thread runs collectives in call order
   /// while the caller computes. Inputs must not be written until the Work finished.
-  Work ialltoallv(const Tensor& input, const std::vector<int64_t>& send_rows,
-                  const std::vector<int64_t>& recv_rows);
+  Work ialltoallv(const Tensor& input, const std::vector<int64_t>& send_rows, const std::vector<int64_t>& recv_rows);
   Work ialltoallv(const Tensor& input, const std::vector<int64_t>& send_rows);
   Work iallgatherv(const Tensor& input);
   Work ireduce_scatter(const Tensor& input, const std::vector<int64_t>& rows_per_rank = {});

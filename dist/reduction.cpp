@@ -66,8 +66,8 @@ void eval_typed(TreeNode node, const detail::NodeLookup& lookup, int64_t n, T* o
 }  // namespace
 
 std::vector<TreeNode> tree_cover(int64_t count, int64_t begin, int64_t end) {
-  STRATA_ASSERT(0 <= begin && begin <= end && end <= count, "tree_cover: block [", begin, ", ", end,
-                ") outside [0, ", count, ")");
+  STRATA_ASSERT(0 <= begin && begin <= end && end <= count, "tree_cover: block [", begin, ", ", end, ") outside [0, ",
+                count, ")");
   std::vector<TreeNode> out;
   if (begin < end) cover_node({0, count}, begin, end, out);
   return out;

@@ -154,10 +154,10 @@ CachedTable::CachedTable(int64_t nvectors, int64_t featuresize, ElemType type, T
   stride_ = (row_bytes() + 7) & ~std::size_t{7};
   const std::size_t slot_bytes = stride_ + sizeof(std::uintptr_t);
   const std::size_t limit = options.cachelower + options.cacheslack;
-  page_rows_ = options.page_rows > 0 ? options.page_rows
-                                     : std::max<int64_t>(1, static_cast<int64_t>(limit / slot_bytes / 32));
-  STRATA_CHECK(static_cast<std::size_t>(page_rows_) <= (std::size_t{1} << 40) / slot_bytes,
-               "CachedTable: page_rows ", page_rows_, " is too large");
+  page_rows_ =
+      options.page_rows > 0 ? options.page_rows : std::max<int64_t>(1, static_cast<int64_t>(limit / slot_bytes / 32));
+  STRATA_CHECK(static_cast<std::size_t>(page_rows_) <= (std::size_t{1} << 40) / slot_bytes, "CachedTable: page_rows ",
+               page_rows_, " is too large");
   page_bytes_ = static_cast<std::size_t>(page_rows_) * slot_bytes;
   cachelower_.store(options.cachelower, std::memory_order_relaxed);
   cacheslack_.store(options.cacheslack, std::memory_order_relaxed);
@@ -331,8 +331,7 @@ std::size_t CachedTable::flush_clean() { return retire(std::numeric_limits<std::
 
 std::size_t CachedTable::flush_dirty() { return retire(std::numeric_limits<std::size_t>::max(), true, true, {}); }
 
-std::size_t CachedTable::retire_oldest(std::size_t pages, bool write_back,
-                                       const std::function<bool(int64_t)>& retain) {
+std::size_t CachedTable::retire_oldest(std::size_t pages, bool write_back, const std::function<bool(int64_t)>& retain) {
   return retire(pages, write_back, false, retain);
 }
 
@@ -381,8 +380,9 @@ void CachedTable::retire_front_locked(bool write_back, const std::function<bool(
     STRATA_ASSERT(h >= base_ && h < base_end_ && this->home(row) == h, "embedding ", name(),
                   ": a back-edge does not point at a row's home");
     const std::uintptr_t e = entry(row).load(std::memory_order_relaxed);
-    STRATA_ASSERT((e & kCachedBit) != 0 && (e & kLockBit) == 0 && address(e) == slot_ptr(page, i), "embedding ",
-                  name(), ": row ", row, " is locked or does not point at the slot being retired; a flush ran "
+    STRATA_ASSERT((e & kCachedBit) != 0 && (e & kLockBit) == 0 && address(e) == slot_ptr(page, i), "embedding ", name(),
+                  ": row ", row,
+                  " is locked or does not point at the slot being retired; a flush ran "
                   "concurrently with an access (Note [CachedTable phases])");
     const bool is_dirty = (e & kDirtyBit) != 0;
     if (retain && retain(row)) {
@@ -501,8 +501,8 @@ void CachedTable::append_page_rows(std::size_t page, std::vector<int64_t>& rows)
   for (int64_t i = 0; i < filled; ++i) {
     const std::uintptr_t h = p.backedges[i].load(std::memory_order_relaxed);
     if (h != 0)
-      rows.push_back(static_cast<int64_t>((reinterpret_cast<const std::byte*>(h) - base_) /
-                                          static_cast<std::ptrdiff_t>(stride_)));
+      rows.push_back(
+          static_cast<int64_t>((reinterpret_cast<const std::byte*>(h) - base_) / static_cast<std::ptrdiff_t>(stride_)));
   }
 }
 

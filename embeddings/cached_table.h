@@ -264,7 +264,7 @@ class CachedTable final : public Table {
 
   std::atomic<std::uintptr_t>& entry(int64_t row) const { return ptrs_[row]; }
   static std::byte* address(std::uintptr_t e) { return reinterpret_cast<std::byte*>(e & ~kFlagMask); }
-  void count(std::atomic<std::uint64_t> Shard::*field, std::uint64_t n = 1) {
+  void count(std::atomic<std::uint64_t> Shard::* field, std::uint64_t n = 1) {
     const int slot = detail::cache_thread_slot();
     std::atomic<std::uint64_t>& c = shards_[slot].*field;
     if (slot == detail::kSharedSlot)

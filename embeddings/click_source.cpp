@@ -12,13 +12,13 @@ namespace strata::emb {
 namespace {
 
 // The constants of Note [Click data].
-constexpr double kMainScale = 0.7;       // A
-constexpr double kLatentScale = 0.85;    // B
-constexpr double kDenseScale = 0.6;      // C
-constexpr double kDenseLatent = 0.5;     // D
-constexpr double kClickRate = 0.3;       // b is solved for this rate
+constexpr double kMainScale = 0.7;     // A
+constexpr double kLatentScale = 0.85;  // B
+constexpr double kDenseScale = 0.6;    // C
+constexpr double kDenseLatent = 0.5;   // D
+constexpr double kClickRate = 0.3;     // b is solved for this rate
 constexpr int64_t kCalibrationSamples = 8192;
-constexpr double kHeadRanks = 100.0;     // s(k) = (1 + k / kHeadRanks)^(-1/2)
+constexpr double kHeadRanks = 100.0;  // s(k) = (1 + k / kHeadRanks)^(-1/2)
 constexpr uint64_t kModelSalt = 0xc11c4d47a5eedULL;
 constexpr uint64_t kTestStreamSalt = 0x7e575e7ULL;
 constexpr uint64_t kCalibrationSalt = 0xca11b7a7eULL;
@@ -177,8 +177,7 @@ void ClickSource::draw_bags(RandomStream& rng, int64_t t, int64_t batch, BagStor
   out.indices.clear();
   out.weights.clear();
   for (int64_t b = 0; b < batch; ++b) {
-    const int64_t bag =
-        config_.variable_bag_size ? variable_bag_size(rng, rows, config_.bag_size) : config_.bag_size;
+    const int64_t bag = config_.variable_bag_size ? variable_bag_size(rng, rows, config_.bag_size) : config_.bag_size;
     for (int64_t i = 0; i < bag; ++i) {
       const int64_t rank = samplers_[k](rng) - 1;
       ranks.push_back(rank);

@@ -60,15 +60,15 @@ enum class ClickSplit : uint8_t { Train, Test };
 
 /// Settings of ClickSource (flags in parentheses).
 struct ClickConfig {
-  std::vector<int64_t> rows;            ///< rows per table (--arch-embedding-size)
-  int64_t num_dense = 16;               ///< dense features (first width of --arch-mlp-bot)
-  int64_t batch_size = 512;             ///< --mini-batch-size (test: --test-mini-batch-size)
-  int64_t data_size = 1;                ///< samples per epoch (--data-size; test: --test-data-size)
-  int64_t num_batches = 0;              ///< --num-batches (0: ceil(data_size / batch_size))
-  int64_t bag_size = 1;                 ///< --num-indices-per-lookup
-  bool variable_bag_size = false;       ///< !--num-indices-per-lookup-fixed
-  double alpha = 1.05;                  ///< --zipf-alpha
-  uint32_t seed = 123;                  ///< --numpy-rand-seed
+  std::vector<int64_t> rows;       ///< rows per table (--arch-embedding-size)
+  int64_t num_dense = 16;          ///< dense features (first width of --arch-mlp-bot)
+  int64_t batch_size = 512;        ///< --mini-batch-size (test: --test-mini-batch-size)
+  int64_t data_size = 1;           ///< samples per epoch (--data-size; test: --test-data-size)
+  int64_t num_batches = 0;         ///< --num-batches (0: ceil(data_size / batch_size))
+  int64_t bag_size = 1;            ///< --num-indices-per-lookup
+  bool variable_bag_size = false;  ///< !--num-indices-per-lookup-fixed
+  double alpha = 1.05;             ///< --zipf-alpha
+  uint32_t seed = 123;             ///< --numpy-rand-seed
   ClickSplit split = ClickSplit::Train;
 };
 
@@ -132,8 +132,8 @@ class ClickSource final : public IndexSource {
   std::vector<std::vector<int64_t>> ranks_;  // per table: the last batch's ranks, as its indices
   std::vector<double> logits_;
   double bias_ = 0.0;
-  std::vector<double> main_;                 // scratch: per table m_t(bag) of one sample
-  std::vector<ClickModel::Latent> latent_;   // scratch: per table u_t(bag) of one sample
+  std::vector<double> main_;                // scratch: per table m_t(bag) of one sample
+  std::vector<ClickModel::Latent> latent_;  // scratch: per table u_t(bag) of one sample
   int64_t next_batch_ = 0;
 };
 

@@ -13,9 +13,8 @@
 namespace strata::emb {
 
 std::vector<int64_t> criteo_mlperf_rows() {
-  return {40000000, 39060, 17295,    7424,     20265,    3,      7122,  1543,  63,
-          40000000, 3067956, 405282, 10,       2209,     11938,  155,   4,     976,
-          14,       40000000, 40000000, 40000000, 590152, 12973, 108,   36};
+  return {40000000, 39060, 17295, 7424, 20265, 3,  7122,     1543,     63,       40000000, 3067956, 405282, 10,
+          2209,     11938, 155,   4,    976,   14, 40000000, 40000000, 40000000, 590152,   12973,   108,    36};
 }
 
 namespace {
@@ -141,12 +140,13 @@ void CriteoTsvSource::parse_line(std::string_view line, const std::string& path,
           const char* first = text.data();
           const char* last = text.data() + text.size();
           const auto [ptr, ec] = std::from_chars(first, last, v);
-          STRATA_CHECK(ec == std::errc() && ptr == last, "criteo tsv ", quote_path(path), " line ", line_no, ", column ",
-                       column_name(field, name, sizeof name), ": ", quote_field(text), " is not an integer");
+          STRATA_CHECK(ec == std::errc() && ptr == last, "criteo tsv ", quote_path(path), " line ", line_no,
+                       ", column ", column_name(field, name, sizeof name), ": ", quote_field(text),
+                       " is not an integer");
         }
         if (field == 0) {
-          STRATA_CHECK(v == 0 || v == 1, "criteo tsv ", quote_path(path), " line ", line_no, ", column label: ",
-                       quote_field(text), " is not a 0/1 label");
+          STRATA_CHECK(v == 0 || v == 1, "criteo tsv ", quote_path(path), " line ", line_no,
+                       ", column label: ", quote_field(text), " is not a 0/1 label");
           *label = static_cast<float>(v);
         } else {
           dense[field - 1] = dense_transform(v);
@@ -157,10 +157,9 @@ void CriteoTsvSource::parse_line(std::string_view line, const std::string& path,
           const char* first = text.data();
           const char* last = text.data() + text.size();
           const auto [ptr, ec] = std::from_chars(first, last, h, 16);
-          STRATA_CHECK(ec == std::errc() && ptr == last && text.front() != '-' && text.front() != '+',
-                       "criteo tsv ", quote_path(path), " line ", line_no, ", column ",
-                       column_name(field, name, sizeof name), ": ", quote_field(text),
-                       " is not a hexadecimal category (at most 16 hex digits)");
+          STRATA_CHECK(ec == std::errc() && ptr == last && text.front() != '-' && text.front() != '+', "criteo tsv ",
+                       quote_path(path), " line ", line_no, ", column ", column_name(field, name, sizeof name), ": ",
+                       quote_field(text), " is not a hexadecimal category (at most 16 hex digits)");
         }
         const std::size_t k = field - 1 - static_cast<std::size_t>(kCriteoDense);
         sparse[k] = static_cast<int64_t>(h % static_cast<uint64_t>(rows[k]));
@@ -186,7 +185,8 @@ bool CriteoTsvSource::next(Batch& batch) {
   for (int64_t b = 0; b < n; ++b) {
     const bool got = read_line(line_);
     ++line_no_;
-    STRATA_CHECK(got, "criteo tsv ", quote_path(config_.path), ": the file ended at line ", line_no_, " (it changed while read)");
+    STRATA_CHECK(got, "criteo tsv ", quote_path(config_.path), ": the file ended at line ", line_no_,
+                 " (it changed while read)");
     parse_line(line_, config_.path, line_no_, rows_, batch.dense.data() + b * kCriteoDense, sparse_.data(),
                batch.targets.data() + b);
     for (std::size_t k = 0; k < sparse_.size(); ++k) batch.tables[k].indices[static_cast<std::size_t>(b)] = sparse_[k];
@@ -268,8 +268,8 @@ bool CriteoBinarySource::next(Batch& batch) {
   for (int64_t b = 0; b < n; ++b) {
     const int32_t* rec = records_.data() + b * kCriteoFields;
     const int32_t label = from_little(rec[0]);
-    STRATA_CHECK(label == 0 || label == 1, "criteo binary ", quote_path(config_.path), ": record ", next_sample_ + b + 1,
-                 ", column label: ", label, " is not a 0/1 label");
+    STRATA_CHECK(label == 0 || label == 1, "criteo binary ", quote_path(config_.path), ": record ",
+                 next_sample_ + b + 1, ", column label: ", label, " is not a 0/1 label");
     batch.targets[static_cast<std::size_t>(b)] = static_cast<float>(label);
     for (int64_t i = 0; i < kCriteoDense; ++i) {
       batch.dense[static_cast<std::size_t>(b * kCriteoDense + i)] = dense_transform(from_little(rec[1 + i]));
@@ -280,9 +280,9 @@ bool CriteoBinarySource::next(Batch& batch) {
       const std::size_t field = static_cast<std::size_t>(1 + kCriteoDense + k);
       STRATA_CHECK(id >= 0, "criteo binary ", quote_path(config_.path), " record ", next_sample_ + b + 1, ", column ",
                    column_name(field, name, sizeof name), ": id ", id, " is negative");
-      STRATA_CHECK(id < rows || config_.wrap, "criteo binary ", quote_path(config_.path), " record ", next_sample_ + b + 1,
-                   ", column ", column_name(field, name, sizeof name), ": id ", id, " is out of range [0, ", rows,
-                   ") of table ", k);
+      STRATA_CHECK(id < rows || config_.wrap, "criteo binary ", quote_path(config_.path), " record ",
+                   next_sample_ + b + 1, ", column ", column_name(field, name, sizeof name), ": id ", id,
+                   " is out of range [0, ", rows, ") of table ", k);
       batch.tables[static_cast<std::size_t>(k)].indices[static_cast<std::size_t>(b)] = id % rows;
     }
   }

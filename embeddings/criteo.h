@@ -37,9 +37,9 @@ inline constexpr int64_t kCriteoFields = 1 + kCriteoDense + kCriteoSparse;
 std::vector<int64_t> criteo_mlperf_rows();
 
 struct CriteoConfig {
-  std::string path;               ///< the file (--raw-data-file / --processed-data-file)
-  std::vector<int64_t> rows;      ///< rows of the 26 tables (e.g. 26 x --max-ind-range)
-  int64_t batch_size = 128;       ///< --mini-batch-size
+  std::string path;           ///< the file (--raw-data-file / --processed-data-file)
+  std::vector<int64_t> rows;  ///< rows of the 26 tables (e.g. 26 x --max-ind-range)
+  int64_t batch_size = 128;   ///< --mini-batch-size
   /// Binary only: ids >= rows wrap modulo rows (--max-ind-range); false: they are an error.
   bool wrap = true;
   /// Read at most this many samples per epoch (0: the whole file).
@@ -63,8 +63,8 @@ class CriteoTsvSource final : public IndexSource {
 
   /// Parses one line into `dense` (13), `sparse` (26, already mod rows) and `label`; `line_no`
   /// (1-based) and the path name errors. Exposed for tests.
-  static void parse_line(std::string_view line, const std::string& path, int64_t line_no,
-                         std::span<const int64_t> rows, float* dense, int64_t* sparse, float* label);
+  static void parse_line(std::string_view line, const std::string& path, int64_t line_no, std::span<const int64_t> rows,
+                         float* dense, int64_t* sparse, float* label);
 
  private:
   bool read_line(std::string& line);

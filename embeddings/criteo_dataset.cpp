@@ -78,9 +78,9 @@ void CriteoData::load_member(const std::string& name, int64_t cols, Matrix& out,
   const std::string where = "criteo processed file " + quote_path(path_) + ", member " + quote_field(name);
   const bool vector = cols == 1 && name == "y";
   const bool ok = vector ? h.shape.size() == 1 : (h.shape.size() == 2 && h.shape[1] == cols);
-  STRATA_CHECK(ok && h.shape[0] == rows_, where, ": shape ", h.shape_string(), ", expected ",
-               vector ? "(" + std::to_string(rows_) + ",)"
-                      : "(" + std::to_string(rows_) + ", " + std::to_string(cols) + ")");
+  STRATA_CHECK(
+      ok && h.shape[0] == rows_, where, ": shape ", h.shape_string(), ", expected ",
+      vector ? "(" + std::to_string(rows_) + ",)" : "(" + std::to_string(rows_) + ", " + std::to_string(cols) + ")");
   const bool fortran = h.fortran_order && h.shape.size() == 2;
   out.row_stride = fortran ? 1 : cols;
   out.col_stride = fortran ? rows_ : 1;
@@ -131,7 +131,8 @@ std::shared_ptr<const CriteoData> CriteoData::load(const std::string& processed,
   d->day_offsets_.assign(1, 0);
   for (int64_t n : per_day) d->day_offsets_.push_back(d->day_offsets_.back() + n);
   if (memory_map) d->map_file();
-  std::array<std::pair<const char*, int64_t>, 3> members = {{{"X_cat", kCriteoSparse}, {"X_int", kCriteoDense}, {"y", 1}}};
+  std::array<std::pair<const char*, int64_t>, 3> members = {
+      {{"X_cat", kCriteoSparse}, {"X_int", kCriteoDense}, {"y", 1}}};
   std::array<Matrix*, 3> outs = {&d->x_cat_, &d->x_int_, &d->y_};
   parallel_for(3, 1, [&](int64_t lo, int64_t hi) {
     for (int64_t i = lo; i < hi; ++i)
@@ -148,7 +149,7 @@ namespace strata::emb {
 
 void CriteoData::map_file() {
   std::FILE* f = open_file_for_reading(path_, "--processed-data-file");
-  struct stat st {};
+  struct stat st{};
   const bool ok = ::fstat(::fileno(f), &st) == 0 && st.st_size > 0;
   if (ok) {
     map_bytes_ = static_cast<std::size_t>(st.st_size);
@@ -258,7 +259,8 @@ bool CriteoDatasetSource::next(Batch& batch) {
                  " has label ", label, "; labels must be 0 or 1");
     batch.targets[static_cast<std::size_t>(b)] = static_cast<float>(label);
     float* dense = batch.dense.data() + b * kCriteoDense;
-    for (int64_t j = 0; j < kCriteoDense; ++j) dense[j] = std::log(static_cast<float>(std::max(d.dense(i, j), 0)) + 1.0f);
+    for (int64_t j = 0; j < kCriteoDense; ++j)
+      dense[j] = std::log(static_cast<float>(std::max(d.dense(i, j), 0)) + 1.0f);
     for (int64_t k = 0; k < kCriteoSparse; ++k) {
       int64_t id = d.category(i, k);
       if (config_.max_ind_range > 0) id %= config_.max_ind_range;
@@ -343,8 +345,8 @@ std::vector<int64_t> CriteoDataset::indices(CriteoSplit split) const {
 }
 
 std::unique_ptr<CriteoDatasetSource> CriteoDataset::source(CriteoSplit split, CriteoSourceConfig config) const {
-  std::string name = std::string("criteo-") + to_string(split) + "(" + processed_ + ", randomize " +
-                     config_.randomize + ")";
+  std::string name =
+      std::string("criteo-") + to_string(split) + "(" + processed_ + ", randomize " + config_.randomize + ")";
   return std::make_unique<CriteoDatasetSource>(data_, indices(split), std::move(config), std::move(name));
 }
 
@@ -354,8 +356,8 @@ std::vector<int64_t> criteo_counts(const CriteoDatasetConfig& config) {
   const npy::NpzReader npz(processed);
   npy::Header h;
   std::vector<int64_t> counts = npy::read_integers(npz, "counts", &h);
-  STRATA_CHECK(counts.size() == static_cast<std::size_t>(kCriteoSparse), "criteo processed file ", quote_path(processed),
-               ", member 'counts': shape ", h.shape_string(), ", expected (26,)");
+  STRATA_CHECK(counts.size() == static_cast<std::size_t>(kCriteoSparse), "criteo processed file ",
+               quote_path(processed), ", member 'counts': shape ", h.shape_string(), ", expected (26,)");
   return counts;
 }
 

@@ -68,12 +68,12 @@ namespace strata::emb {
 
 /// The reference's file names for a raw path (Note [Criteo preprocessing]).
 struct CriteoPaths {
-  std::string d_path;     ///< the raw file's directory with a trailing '/'
-  std::string d_file;     ///< kaggle: the file name up to its first '.'; terabyte: the file name
-  std::string day_count;  ///< <d_path><d_file>_day_count.npz
-  std::string fea_count;  ///< <d_path><d_file>_fea_count.npz
-  std::string default_processed;        ///< <d_path>kaggleAdDisplayChallenge_processed.npz | terabyte_processed.npz
-  std::vector<std::string> raw_files;   ///< kaggle: the file; terabyte: <raw>_0 .. <raw>_23
+  std::string d_path;                  ///< the raw file's directory with a trailing '/'
+  std::string d_file;                  ///< kaggle: the file name up to its first '.'; terabyte: the file name
+  std::string day_count;               ///< <d_path><d_file>_day_count.npz
+  std::string fea_count;               ///< <d_path><d_file>_fea_count.npz
+  std::string default_processed;       ///< <d_path>kaggleAdDisplayChallenge_processed.npz | terabyte_processed.npz
+  std::vector<std::string> raw_files;  ///< kaggle: the file; terabyte: <raw>_0 .. <raw>_23
   int64_t days = 7;
   /// Throws strata::Error naming --data-set for a name other than kaggle / terabyte, and
   /// --raw-data-file for a path without a directory.
@@ -81,12 +81,12 @@ struct CriteoPaths {
 };
 
 struct CriteoPreprocessConfig {
-  std::string data_set = "kaggle";   ///< --data-set
-  std::string raw_data_file;         ///< --raw-data-file
-  std::string processed_data_file;   ///< --processed-data-file ("" : the reference's default name)
-  int64_t max_ind_range = -1;        ///< --max-ind-range
-  double sub_sample_rate = 0.0;      ///< --data-sub-sample-rate
-  bool compress = true;              ///< deflate the processed file (false with --memory-map)
+  std::string data_set = "kaggle";  ///< --data-set
+  std::string raw_data_file;        ///< --raw-data-file
+  std::string processed_data_file;  ///< --processed-data-file ("" : the reference's default name)
+  int64_t max_ind_range = -1;       ///< --max-ind-range
+  double sub_sample_rate = 0.0;     ///< --data-sub-sample-rate
+  bool compress = true;             ///< deflate the processed file (false with --memory-map)
   /// Draw the progress bar on stderr even when it is not a terminal.
   bool progress = false;
   /// Bytes of raw text per parse chunk (tests make it small to exercise the merge).
@@ -98,8 +98,8 @@ struct CriteoPreprocessResult {
   std::vector<int64_t> total_per_file;  ///< kept lines per day
   std::vector<int64_t> counts;          ///< ids per column
   int64_t raw_lines = 0;
-  int64_t rows = 0;                     ///< kept lines
-  uint64_t uniform_draws = 0;           ///< numpy draws consumed (sub-sampling)
+  int64_t rows = 0;            ///< kept lines
+  uint64_t uniform_draws = 0;  ///< numpy draws consumed (sub-sampling)
   double seconds = 0;
 };
 
@@ -177,9 +177,9 @@ void numpy_shuffle(std::span<int64_t> values, RandomStream& rng);
 
 /// Batches of a split (Note [Criteo split]).
 struct CriteoSourceConfig {
-  std::vector<int64_t> rows;    ///< rows per table (26)
+  std::vector<int64_t> rows;  ///< rows per table (26)
   int64_t batch_size = 128;
-  int64_t max_ind_range = -1;   ///< ids mod this when positive
+  int64_t max_ind_range = -1;  ///< ids mod this when positive
   /// Ids >= rows wrap modulo rows (--scale-rows < 1); otherwise they are an error.
   bool wrap = false;
   /// At most this many samples per epoch (0: the whole split).

@@ -38,7 +38,7 @@ class MappedFile {
   MappedFile(const std::string& path, std::string_view what) {
     std::FILE* f = open_file_for_reading(path, what);
     const int fd = ::fileno(f);
-    struct stat st {};
+    struct stat st{};
     const bool ok = ::fstat(fd, &st) == 0;
     size_ = ok ? static_cast<std::size_t>(st.st_size) : 0;
     if (ok && size_ > 0) {
@@ -172,19 +172,22 @@ void count_lines(const std::vector<std::unique_ptr<MappedFile>>& files, std::vec
 }
 
 void column_name(int64_t field, char* buf, std::size_t n) {
-  if (field == 0) std::snprintf(buf, n, "label");
-  else if (field <= kDense) std::snprintf(buf, n, "I%lld", static_cast<long long>(field));
-  else std::snprintf(buf, n, "C%lld", static_cast<long long>(field - kDense));
+  if (field == 0)
+    std::snprintf(buf, n, "label");
+  else if (field <= kDense)
+    std::snprintf(buf, n, "I%lld", static_cast<long long>(field));
+  else
+    std::snprintf(buf, n, "C%lld", static_cast<long long>(field - kDense));
 }
 
 /// What every parse task shares.
 struct ParseContext {
   const std::vector<std::string>* paths = nullptr;
   const std::vector<std::unique_ptr<MappedFile>>* files = nullptr;
-  std::vector<int64_t> day_starts;   // global line of each day's first line, plus the total
-  std::vector<uint64_t> drop;        // bit g: the line's draw is < rate (dropped when its label is 0)
+  std::vector<int64_t> day_starts;  // global line of each day's first line, plus the total
+  std::vector<uint64_t> drop;       // bit g: the line's draw is < rate (dropped when its label is 0)
   int64_t max_ind_range = -1;
-  int32_t* y = nullptr;              // raw-line-indexed outputs (compacted after sub-sampling)
+  int32_t* y = nullptr;  // raw-line-indexed outputs (compacted after sub-sampling)
   int32_t* x_int = nullptr;
   int32_t* x_cat = nullptr;
 };
@@ -205,8 +208,8 @@ class LineParser {
   [[noreturn]] void fail(int64_t field, std::string_view text, const char* why) const {
     char name[16];
     column_name(field, name, sizeof name);
-    throw Error(::strata::detail::format_message("criteo ", quote_path(path_), " line ", line_, ", column ", name,
-                                                 ": ", quote_field(text), " ", why));
+    throw Error(::strata::detail::format_message("criteo ", quote_path(path_), " line ", line_, ", column ", name, ": ",
+                                                 quote_field(text), " ", why));
   }
   [[noreturn]] void fail_fields(int64_t found) const {
     throw Error(::strata::detail::format_message("criteo ", quote_path(path_), " line ", line_, ": expected ",
@@ -242,9 +245,12 @@ class LineParser {
     while (p < end) {
       const unsigned char c = static_cast<unsigned char>(*p);
       unsigned d;
-      if (static_cast<unsigned>(c - '0') < 10u) d = static_cast<unsigned>(c - '0');
-      else if (static_cast<unsigned>((c | 0x20) - 'a') < 6u) d = static_cast<unsigned>((c | 0x20) - 'a') + 10;
-      else break;
+      if (static_cast<unsigned>(c - '0') < 10u)
+        d = static_cast<unsigned>(c - '0');
+      else if (static_cast<unsigned>((c | 0x20) - 'a') < 6u)
+        d = static_cast<unsigned>((c | 0x20) - 'a') + 10;
+      else
+        break;
       v = (v << 4) | d;
       ++p;
     }
@@ -302,8 +308,8 @@ bool parse_line(const char*& p, const char* end, int64_t global, int64_t row, co
     next_field(p, end, 1 + j, lp);
   }
   uint32_t ids[kSparse];
-  const bool drop = label == 0 && !ctx.drop.empty() &&
-                    ((ctx.drop[static_cast<std::size_t>(global >> 6)] >> (global & 63)) & 1);
+  const bool drop =
+      label == 0 && !ctx.drop.empty() && ((ctx.drop[static_cast<std::size_t>(global >> 6)] >> (global & 63)) & 1);
   for (int64_t k = 0; k < kSparse; ++k) {
     uint64_t h = lp.hex(p, end, 1 + kDense + k);
     if (ctx.max_ind_range > 0) h %= static_cast<uint64_t>(ctx.max_ind_range);
@@ -328,7 +334,8 @@ void parse_chunk(const Chunk& ch, const ParseContext& ctx, ChunkState& st) {
   const char* end = d + ch.end;
   const std::string& path = (*ctx.paths)[static_cast<std::size_t>(ch.file)];
   auto day = static_cast<int64_t>(std::upper_bound(ctx.day_starts.begin(), ctx.day_starts.end(), ch.first_global) -
-                                  ctx.day_starts.begin()) - 1;
+                                  ctx.day_starts.begin()) -
+             1;
   for (int64_t i = 0; i < ch.lines; ++i) {
     const int64_t g = ch.first_global + i;
     while (g >= ctx.day_starts[static_cast<std::size_t>(day + 1)]) ++day;
@@ -459,7 +466,8 @@ void parse_all(const std::vector<Chunk>& chunks, ParseContext& ctx, Parsed& out,
     for (std::size_t c = 0; c < n; ++c) {
       kept[first + c] = states[c].kept;
       out.rows += states[c].kept;
-      for (const auto& [day, lines] : states[c].kept_per_day) out.total_per_file[static_cast<std::size_t>(day)] += lines;
+      for (const auto& [day, lines] : states[c].kept_per_day)
+        out.total_per_file[static_cast<std::size_t>(day)] += lines;
       bytes += wave[c].end - wave[c].begin;
     }
     progress.update(bytes, wave.back().first_global + wave.back().lines);

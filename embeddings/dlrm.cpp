@@ -12,13 +12,13 @@
 #include "autograd/grad_mode.h"
 #include "core/config.h"
 #include "core/error.h"
-#include "core/file.h"
-#include "core/npz.h"
-#include "core/text.h"
 #include "core/factories.h"
+#include "core/file.h"
 #include "core/finite.h"
+#include "core/npz.h"
 #include "core/pin_set.h"
 #include "core/rng.h"
+#include "core/text.h"
 #include "core/threading.h"
 #include "embeddings/click_source.h"
 #include "embeddings/criteo.h"
@@ -45,10 +45,11 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-
 inline void store_elem(std::byte* row, ElemType t, int64_t j, float v) {
-  if (t == ElemType::F32) reinterpret_cast<float*>(row)[j] = v;
-  else reinterpret_cast<uint16_t*>(row)[j] = BFloat16::round_from_float(v);
+  if (t == ElemType::F32)
+    reinterpret_cast<float*>(row)[j] = v;
+  else
+    reinterpret_cast<uint16_t*>(row)[j] = BFloat16::round_from_float(v);
 }
 
 /// The reference's LRPolicyScheduler: the learning rate of the optimizer step whose scheduler
@@ -107,7 +108,8 @@ namespace {
 /// A stored table's name for messages and describe_tables().
 std::string stored_name(const DLRMConfig& c, const DLRMConfig::StoredTable& t) {
   std::string name = "table " + std::to_string(t.feature);
-  if (c.is_qr_table(c.table_rows()[static_cast<std::size_t>(t.feature)])) name += t.part == 0 ? " quotient" : " remainder";
+  if (c.is_qr_table(c.table_rows()[static_cast<std::size_t>(t.feature)]))
+    name += t.part == 0 ? " quotient" : " remainder";
   return name;
 }
 
@@ -155,7 +157,7 @@ TieredDLRM::TieredDLRM(const DLRMConfig& config) : config_(config), impl_(std::m
 }
 
 TieredDLRM::Placement TieredDLRM::plan_placement(const std::vector<DLRMConfig::StoredTable>& stored,
-                                                EmbeddingPolicy policy) {
+                                                 EmbeddingPolicy policy) {
   Placement plan;
   std::size_t fixed_fast = 0, cached_row_bytes = 0;
   for (const auto& t : stored) {
@@ -191,8 +193,8 @@ TieredDLRM::Placement TieredDLRM::plan_placement(const std::vector<DLRMConfig::S
   } else {
     cache_fraction_ = std::min(1.0, fits);
   }
-  plan.fast_bytes = fixed_fast + static_cast<std::size_t>(cache_fraction_ * static_cast<double>(cached_row_bytes) *
-                                                          page_headroom);
+  plan.fast_bytes =
+      fixed_fast + static_cast<std::size_t>(cache_fraction_ * static_cast<double>(cached_row_bytes) * page_headroom);
   return plan;
 }
 
@@ -204,17 +206,19 @@ void TieredDLRM::attach_memory(const Placement& plan) {
   STRATA_CHECK(plan.fast_bytes <= fast_room, "--fast-budget: the tables need ",
                format_bytes(static_cast<double>(plan.fast_bytes)), " of fast memory but the process's fast tier has ",
                format_bytes(static_cast<double>(fast_room)), " free (", format_bytes(static_cast<double>(fast.used())),
-               " of ", format_bytes(static_cast<double>(fast.capacity())), " in use); lower the budget, or give the "
+               " of ", format_bytes(static_cast<double>(fast.capacity())),
+               " in use); lower the budget, or give the "
                "process a larger fast tier (STRATA_FAST_BYTES, strata.memory.configure) before its first tensor");
-  STRATA_CHECK(fast.reserve(plan.fast_bytes), "--fast-budget: cannot map ", format_bytes(static_cast<double>(plan.fast_bytes)),
+  STRATA_CHECK(fast.reserve(plan.fast_bytes), "--fast-budget: cannot map ",
+               format_bytes(static_cast<double>(plan.fast_bytes)),
                " of fast memory for the tables: ", fast.no_room_message(plan.fast_bytes));
   if (config_.slow_tier_model.mode != SlowTierModelSpec::Mode::Auto)
     memory_->set_slow_tier_model(memory_->model_for(config_.slow_tier_model));
   if (!uses_slow_) return;
   const std::string& dir = memory_->config().slow_dir;
   std::error_code ec;
-  STRATA_CHECK(config_.slow_dir.empty() || std::filesystem::equivalent(config_.slow_dir, dir, ec),
-               "--slow-dir ", quote_path(config_.slow_dir), ": this process's slow tier is already in ", quote_path(dir),
+  STRATA_CHECK(config_.slow_dir.empty() || std::filesystem::equivalent(config_.slow_dir, dir, ec), "--slow-dir ",
+               quote_path(config_.slow_dir), ": this process's slow tier is already in ", quote_path(dir),
                " (one process has one slow tier); leave the slow directory unset, or name it (STRATA_SLOW_DIR, "
                "strata.memory.configure(slow_dir=...)) before the process's first tensor");
   memory::Heap& slow = memory_->slow_heap();
@@ -223,7 +227,8 @@ void TieredDLRM::attach_memory(const Placement& plan) {
   const std::size_t avail = std::min(limit_room, disk_room);
   STRATA_CHECK(plan.table_bytes <= avail, "--slow-dir: the embedding tables need ",
                format_bytes(static_cast<double>(plan.table_bytes)), " in the slow tier but ", quote_path(dir), " has ",
-               format_bytes(static_cast<double>(avail)), " free", avail == limit_room ? " within the slow tier's limit" : "",
+               format_bytes(static_cast<double>(avail)), " free",
+               avail == limit_room ? " within the slow tier's limit" : "",
                "; free space there, choose another --slow-dir, or scale the tables down (--scale-rows) to at most ",
                std::floor(1000.0 * static_cast<double>(avail) / static_cast<double>(plan.table_bytes)) / 10.0,
                "% of their size");
@@ -236,8 +241,8 @@ void TieredDLRM::attach_memory(const Placement& plan) {
 std::string TieredDLRM::describe_memory() const {
   memory::Heap& fast = memory_->fast_heap();
   std::ostringstream os;
-  os << "fast tier: " << format_bytes(static_cast<double>(fast.capacity())) << " DRAM (embedding rows: "
-     << format_bytes(static_cast<double>(config_.fast_budget)) << " budget); slow tier: ";
+  os << "fast tier: " << format_bytes(static_cast<double>(fast.capacity()))
+     << " DRAM (embedding rows: " << format_bytes(static_cast<double>(config_.fast_budget)) << " budget); slow tier: ";
   if (!uses_slow_) {
     os << "none";
     return os.str();
@@ -245,8 +250,10 @@ std::string TieredDLRM::describe_memory() const {
   const memory::SlowTierThrottle& throttle = memory_->throttle();
   os << memory_->slow_heap().name() << " (limit " << format_bytes(static_cast<double>(memory_->slow_heap().capacity()))
      << "), ";
-  if (throttle.enabled()) os << (memory_->slow_is_real_device() ? "real device, " : "DRAM-backed, ") << throttle.model().describe();
-  else os << (memory_->slow_is_real_device() ? "real device" : "DRAM-backed, model off (not slowed)");
+  if (throttle.enabled())
+    os << (memory_->slow_is_real_device() ? "real device, " : "DRAM-backed, ") << throttle.model().describe();
+  else
+    os << (memory_->slow_is_real_device() ? "real device" : "DRAM-backed, model off (not slowed)");
   return os.str();
 }
 
@@ -376,15 +383,14 @@ void TieredDLRM::check_batch(std::span<const float> dense, std::span<const Bags>
   STRATA_CHECK(batch >= 1, "DLRM: the batch is empty (", bags.empty() ? 0 : bags[0].batch(), " bags)");
   STRATA_CHECK(static_cast<int64_t>(bags.size()) == num_tables(), "DLRM: expected bags for ", num_tables(),
                " tables, got ", bags.size());
-  STRATA_CHECK(static_cast<int64_t>(dense.size()) == batch * dense_features(), "DLRM: expected dense features [",
-               batch, ", ", dense_features(), "] (", batch * dense_features(), " floats), got ", dense.size(),
-               " floats");
+  STRATA_CHECK(static_cast<int64_t>(dense.size()) == batch * dense_features(), "DLRM: expected dense features [", batch,
+               ", ", dense_features(), "] (", batch * dense_features(), " floats), got ", dense.size(), " floats");
   for (std::size_t k = 0; k < bags.size(); ++k)
     STRATA_CHECK(bags[k].batch() == batch, "DLRM: table ", k, ": expected ", batch, " bags (one per sample; ",
                  batch + 1, " offsets), got ", bags[k].offsets.size(), " offsets");
   for (std::size_t k = 0; k < bags.size(); ++k)
-    STRATA_CHECK(bags[k].weights.empty() || bags[k].weights.size() == bags[k].indices.size(), "DLRM: table ", k,
-                 ": ", bags[k].weights.size(), " per-sample weights for ", bags[k].indices.size(), " indices");
+    STRATA_CHECK(bags[k].weights.empty() || bags[k].weights.size() == bags[k].indices.size(), "DLRM: table ", k, ": ",
+                 bags[k].weights.size(), " per-sample weights for ", bags[k].indices.size(), " indices");
 }
 
 Tensor TieredDLRM::run_forward(std::span<const float> dense, std::span<const Bags> bags_in) {
@@ -536,8 +542,10 @@ void TieredDLRM::check_finite(float loss, std::span<const float> dense, std::spa
       nf.numel = tables_[k]->featuresize();
       for (std::size_t j = 0; j < row.size(); ++j) {
         if (std::isfinite(row[j])) continue;
-        if (std::isnan(row[j])) ++nf.nan;
-        else ++nf.inf;
+        if (std::isnan(row[j]))
+          ++nf.nan;
+        else
+          ++nf.inf;
         if (nf.first < 0) nf.first = static_cast<int64_t>(j), nf.first_value = row[j];
       }
       if (!nf.any()) continue;
@@ -581,8 +589,8 @@ void TieredDLRM::check_finite(float loss, std::span<const float> dense, std::spa
     os << "; the batch's targets hold " << number(targets[static_cast<std::size_t>(i)]) << " (sample " << i << ")";
   for (std::size_t k = 0; k < impl_->bags.size(); ++k)
     if (const int64_t i = first_bad(impl_->bags[k].weights); i >= 0) {
-      os << "; table " << k << "'s per-sample weights hold " << number(impl_->bags[k].weights[static_cast<std::size_t>(i)])
-         << " (lookup " << i << ")";
+      os << "; table " << k << "'s per-sample weights hold "
+         << number(impl_->bags[k].weights[static_cast<std::size_t>(i)]) << " (lookup " << i << ")";
       break;
     }
   throw Error(os.str());
@@ -640,9 +648,10 @@ StateDict TieredDLRM::split_pooling(const StateDict& state, std::vector<const Te
                           ? -1
                           : std::strtoll(index.c_str(), nullptr, 10);
     STRATA_CHECK(k >= 0 && k < num_tables() && stage_->learned(k) != nullptr, "DLRM load_state_dict: unexpected key ",
-                 quote_field(key), config_.weighted_pooling == WeightedPooling::Learned
-                                       ? std::string(" (tables 0..") + std::to_string(num_tables() - 1) + ")"
-                                       : std::string(" (no --weighted-pooling learned)"));
+                 quote_field(key),
+                 config_.weighted_pooling == WeightedPooling::Learned
+                     ? std::string(" (tables 0..") + std::to_string(num_tables() - 1) + ")"
+                     : std::string(" (no --weighted-pooling learned)"));
     const auto rows = static_cast<int64_t>(stage_->learned(k)->v.size());
     STRATA_CHECK(value.dtype() == DType::f32 && value.sizes() == Dims{rows}, "DLRM load_state_dict: ", key, " is ",
                  value.describe(), ", expected f32 [", rows, "]");
@@ -715,8 +724,9 @@ std::string TieredDLRM::describe_tables() const {
   for (std::size_t k = 0; k < tables_.size(); ++k) {
     const Table* t = tables_[k];
     const StageFeature& f = stage_->feature(stored[k].feature);
-    os << "  " << t->name() << ": " << t->nvectors() << " rows x " << t->featuresize() << " " << elem_name(t->elem_type())
-       << " (" << format_bytes(static_cast<double>(t->nvectors()) * static_cast<double>(t->row_bytes())) << "), ";
+    os << "  " << t->name() << ": " << t->nvectors() << " rows x " << t->featuresize() << " "
+       << elem_name(t->elem_type()) << " ("
+       << format_bytes(static_cast<double>(t->nvectors()) * static_cast<double>(t->row_bytes())) << "), ";
     // Note [DLRM table kinds]
     if (f.kind == StageFeature::Kind::QuotientRemainder)
       os << "QR " << (stored[k].part == 0 ? "quotient" : "remainder") << " of " << f.rows << " rows (" << f.collisions

@@ -121,20 +121,21 @@ struct DLRMPhaseTimes {
 
 /// Traffic of the embedding rows since construction or reset_stats().
 struct DLRMTierCounters {
-  std::uint64_t rows_looked_up = 0;        ///< row reads by lookups (one per index)
-  std::uint64_t rows_updated = 0;          ///< row updates by the sparse optimizer (one per occurrence)
-  std::uint64_t slow_bytes_read = 0;       ///< direct slow-tier reads (the tables' counters)
-  std::uint64_t slow_bytes_written = 0;    ///< direct slow-tier writes
-  std::uint64_t fast_bytes_read = 0;       ///< row bytes read from the fast tier
-  std::uint64_t fast_bytes_written = 0;    ///< row bytes written to the fast tier
-  double cache_hit_rate = -1;              ///< lookups served from DRAM / all lookups; -1: no cached table
-  memory::SlowTierCounters throttle;       ///< what the slow-tier model charged (and stalled)
+  std::uint64_t rows_looked_up = 0;      ///< row reads by lookups (one per index)
+  std::uint64_t rows_updated = 0;        ///< row updates by the sparse optimizer (one per occurrence)
+  std::uint64_t slow_bytes_read = 0;     ///< direct slow-tier reads (the tables' counters)
+  std::uint64_t slow_bytes_written = 0;  ///< direct slow-tier writes
+  std::uint64_t fast_bytes_read = 0;     ///< row bytes read from the fast tier
+  std::uint64_t fast_bytes_written = 0;  ///< row bytes written to the fast tier
+  double cache_hit_rate = -1;            ///< lookups served from DRAM / all lookups; -1: no cached table
+  memory::SlowTierCounters throttle;     ///< what the slow-tier model charged (and stalled)
 };
 
 /// The batches of a run per --data-generation: `random` (RandomSource, the reference's rules draw
 /// for draw), `synthetic` (SyntheticTraceSource over --data-trace-file), `zipf` (ZipfSource:
 /// Zipf(--zipf-alpha) for any alpha > 0, LFSR-scrambled per table, --reuse of the previous batch)
-/// `click` (make_click_source's train split, click_source.h) or `dataset`: the reference's Criteo pipeline (criteo_dataset.h; the processed .npz is made from
+/// `click` (make_click_source's train split, click_source.h) or `dataset`: the reference's Criteo
+/// pipeline (criteo_dataset.h; the processed .npz is made from
 /// --raw-data-file when missing) as split `split` (train: --mini-batch-size and --num-batches;
 /// test/val: --test-mini-batch-size, the whole split), prefetched on a background thread; with
 /// --mlperf-bin-loader the split's 40 x int32 binary; a --processed-data-file that is not a zip is
@@ -360,11 +361,11 @@ class TieredDLRM {
   DLRMConfig config_;
   memory::TieredMemory* memory_ = nullptr;  // the process's
   bool uses_slow_ = false;
-  std::vector<Table*> tables_;                       // stored table p, whoever owns it
-  std::vector<std::unique_ptr<Table>> dram_tables_;   // tables placed whole in the fast tier
+  std::vector<Table*> tables_;                          // stored table p, whoever owns it
+  std::vector<std::unique_ptr<Table>> dram_tables_;     // tables placed whole in the fast tier
   std::vector<std::unique_ptr<ManagedTable>> managed_;  // per stored table: its policy, or null (DRAM)
   std::unique_ptr<EmbeddingStage> stage_;
-  std::shared_ptr<nn::zoo::DLRM> dense_;  // the model, its tables external (the stage's)
+  std::shared_ptr<nn::zoo::DLRM> dense_;                  // the model, its tables external (the stage's)
   std::vector<std::shared_ptr<nn::Linear>> projections_;  // per logical table: its projection, or null
   std::unique_ptr<optim::Optimizer> dense_opt_;
   std::unique_ptr<Impl> impl_;

@@ -109,8 +109,10 @@ CheckpointMetadata DLRMTrainState::to_metadata() const {
 
 std::optional<DLRMTrainState> DLRMTrainState::from_metadata(const CheckpointMetadata& meta, const std::string& path) {
   DLRMTrainState s;
-  const std::vector<std::pair<const char*, int64_t*>> ints = {{"epoch", &s.epoch},           {"iter", &s.iter},
-                                                              {"nbatches", &s.nbatches},     {"total_iter", &s.total_iter},
+  const std::vector<std::pair<const char*, int64_t*>> ints = {{"epoch", &s.epoch},
+                                                              {"iter", &s.iter},
+                                                              {"nbatches", &s.nbatches},
+                                                              {"total_iter", &s.total_iter},
                                                               {"total_samp", &s.total_samp}};
   const std::vector<std::pair<const char*, double*>> doubles = {
       {"total_loss", &s.total_loss}, {"best_acc_test", &s.best_acc_test}, {"best_auc_test", &s.best_auc_test}};
@@ -216,7 +218,8 @@ struct TieredDLRM::LoadPlan {
 namespace {
 
 /// Throws unless the checkpoint's format, version and architecture are this model's.
-void check_architecture(const CheckpointMetadata& got_meta, const CheckpointMetadata& want_meta, const std::string& where) {
+void check_architecture(const CheckpointMetadata& got_meta, const CheckpointMetadata& want_meta,
+                        const std::string& where) {
   const std::string* fmt = meta_find(got_meta, "format");
   STRATA_CHECK(fmt != nullptr && *fmt == kFormat, where, ": not a strata-dlrm checkpoint (format ",
                fmt ? quote_field(*fmt) : std::string("none"), ")");
@@ -305,7 +308,8 @@ TieredDLRM::LoadPlan TieredDLRM::plan_load(const std::string& path) const {
     std::vector<const Tensor*> pooling;
     dense_->check_state_dict(split_pooling(plan.dense_model, pooling), true);
   });
-  in_context(where + ": the dense optimizer's state ('dense.*')", [&] { dense_opt_->check_state_dict(plan.dense_opt); });
+  in_context(where + ": the dense optimizer's state ('dense.*')",
+             [&] { dense_opt_->check_state_dict(plan.dense_opt); });
   return plan;
 }
 
@@ -336,8 +340,9 @@ CheckpointMetadata TieredDLRM::load(const std::string& path, std::size_t chunk_b
       plan.reader->read(*plan.pooling_sums[next++], 0, lw->sum.data(), lw->sum.size() * sizeof(float));
   dense_opt_->load_state_dict(plan.dense_opt);
   set_steps(plan.steps);
-  in_context("DLRM load " + quote_path(path) + " (the model is now partly loaded: load a checkpoint again or rebuild it)",
-             [&] { load_tables(plan, chunk_bytes); });
+  in_context(
+      "DLRM load " + quote_path(path) + " (the model is now partly loaded: load a checkpoint again or rebuild it)",
+      [&] { load_tables(plan, chunk_bytes); });
   return plan.metadata;
 }
 

@@ -102,8 +102,7 @@ Flag refused(std::string why) { return {Flag::Kind::Refused, {}, std::move(why)}
   value([](DLRMConfig& c, const std::string& f, const std::string& v) { c.field = parse_real(f, v); })
 #define STRATA_BOOL_FLAG(field) \
   value([](DLRMConfig& c, const std::string& f, const std::string& v) { c.field = parse_bool(f, v); })
-#define STRATA_STRING_FLAG(field) \
-  value([](DLRMConfig& c, const std::string&, const std::string& v) { c.field = v; })
+#define STRATA_STRING_FLAG(field) value([](DLRMConfig& c, const std::string&, const std::string& v) { c.field = v; })
 #define STRATA_TRUE_FLAG(field) store_true([](DLRMConfig& c) { c.field = true; })
 
 constexpr int64_t kBig = int64_t{1} << 62;
@@ -117,12 +116,10 @@ void add_architecture_flags(FlagTable& t) {
     c.arch_embedding_size = nn::zoo::parse_arch(v, f);
     c.arch_embedding_size_given = true;
   });
-  t["--arch-mlp-bot"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
-    c.arch_mlp_bot = nn::zoo::parse_arch(v, f);
-  });
-  t["--arch-mlp-top"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
-    c.arch_mlp_top = nn::zoo::parse_arch(v, f);
-  });
+  t["--arch-mlp-bot"] = value(
+      [](DLRMConfig& c, const std::string& f, const std::string& v) { c.arch_mlp_bot = nn::zoo::parse_arch(v, f); });
+  t["--arch-mlp-top"] = value(
+      [](DLRMConfig& c, const std::string& f, const std::string& v) { c.arch_mlp_top = nn::zoo::parse_arch(v, f); });
   t["--arch-interaction-op"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
     c.arch_interaction_op = parse_choice(f, v, {"dot", "cat"}) == "dot" ? InteractionOp::Dot : InteractionOp::Cat;
   });
@@ -159,9 +156,8 @@ void add_loss_flags(FlagTable& t) {
     const std::string s = parse_choice(f, v, {"mse", "bce", "wbce"});
     c.loss_function = s == "mse" ? LossFunction::MSE : s == "bce" ? LossFunction::BCE : LossFunction::WBCE;
   });
-  t["--loss-weights"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
-    c.loss_weights = parse_floats(f, v);
-  });
+  t["--loss-weights"] =
+      value([](DLRMConfig& c, const std::string& f, const std::string& v) { c.loss_weights = parse_floats(f, v); });
   t["--loss-threshold"] = STRATA_REAL_FLAG(loss_threshold);
   t["--round-targets"] = STRATA_BOOL_FLAG(round_targets);
 }
@@ -217,8 +213,9 @@ void add_training_flags(FlagTable& t) {
   t["--learning-rate"] = STRATA_REAL_FLAG(learning_rate);
   t["--optimizer"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
     const std::string s = parse_choice(f, v, {"sgd", "adagrad", "rwsadagrad"});
-    c.optimizer = s == "sgd" ? OptimizerKind::SGD : s == "adagrad" ? OptimizerKind::Adagrad
-                                                                    : OptimizerKind::RowWiseAdagrad;
+    c.optimizer = s == "sgd"       ? OptimizerKind::SGD
+                  : s == "adagrad" ? OptimizerKind::Adagrad
+                                   : OptimizerKind::RowWiseAdagrad;
   });
   t["--print-precision"] = STRATA_INT_FLAG(print_precision, 0, 64);
   t["--numpy-rand-seed"] = STRATA_INT_FLAG(numpy_rand_seed, 0, (int64_t{1} << 32) - 1);
@@ -263,9 +260,8 @@ void add_refused_flags(FlagTable& t) {
 void add_strata_flags(FlagTable& t) {
   t["--preset"] = value([](DLRMConfig&, const std::string&, const std::string&) {});  // applied first
   t["--scale-rows"] = STRATA_REAL_FLAG(scale_rows);
-  t["--fast-budget"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
-    c.fast_budget = parse_bytes(v, f);
-  });
+  t["--fast-budget"] =
+      value([](DLRMConfig& c, const std::string& f, const std::string& v) { c.fast_budget = parse_bytes(v, f); });
   t["--slow-dir"] = STRATA_STRING_FLAG(slow_dir);
   t["--emb-policy"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
     c.emb_policy = parse_choice(f, v, {"simple", "static", "dynamic", "auto"});
@@ -316,9 +312,9 @@ const FlagTable& flag_table() {
 #undef STRATA_STRING_FLAG
 #undef STRATA_TRUE_FLAG
 
-const std::vector<int64_t> kKaggleRows = {1460,    583,   10131227, 2202608, 305,    24,      12517, 633,   3,
-                                          93145,   5683,  8351593,  3194,    27,     14992,   5461306, 10,  5652,
-                                          2173,    4,     7046547,  18,      15,     286181,  105,   142572};
+const std::vector<int64_t> kKaggleRows = {1460,  583,  10131227, 2202608, 305, 24,     12517,   633,   3,
+                                          93145, 5683, 8351593,  3194,    27,  14992,  5461306, 10,    5652,
+                                          2173,  4,    7046547,  18,      15,  286181, 105,     142572};
 
 /// The flag name and inline value of argument `a` ("--x=1" -> "--x", "1", true).
 void split_flag(const std::string& a, std::string& name, std::string& inline_value, bool& has_inline) {
@@ -335,7 +331,6 @@ std::string join(const std::vector<int64_t>& v) {
 }
 
 }  // namespace
-
 
 const char* to_string(DataGeneration g) {
   switch (g) {
@@ -679,7 +674,8 @@ void validate(const DLRMConfig& c) {
     STRATA_CHECK(c.lr_decay_start_step >= c.lr_num_warmup_steps, "--lr-decay-start-step (", c.lr_decay_start_step,
                  "): learning rate warmup (--lr-num-warmup-steps ", c.lr_num_warmup_steps,
                  ") must finish before the decay starts");
-  STRATA_CHECK(c.scale_rows > 0 && c.scale_rows <= 1, "--scale-rows: expected a fraction in (0, 1], got ", c.scale_rows);
+  STRATA_CHECK(c.scale_rows > 0 && c.scale_rows <= 1, "--scale-rows: expected a fraction in (0, 1], got ",
+               c.scale_rows);
   STRATA_CHECK(c.fast_budget > 0, "--fast-budget: must be positive");
   STRATA_CHECK(c.cache_fraction < 0 || (c.cache_fraction > 0 && c.cache_fraction <= 1),
                "--cache-fraction: expected a fraction in (0, 1], got ", c.cache_fraction);
@@ -698,8 +694,8 @@ void validate(const DLRMConfig& c) {
     STRATA_CHECK(!std::filesystem::is_directory(c.save_model, ec), "--save-model: ", quote_path(c.save_model),
                  " is a directory (expected a file name)");
   if (!c.load_model.empty()) check_readable_file(c.load_model, "--load-model");
-  STRATA_CHECK(c.slow_dir.empty() || std::filesystem::is_directory(c.slow_dir, ec), "--slow-dir: ",
-               quote_path(c.slow_dir), " is not a directory");
+  STRATA_CHECK(c.slow_dir.empty() || std::filesystem::is_directory(c.slow_dir, ec),
+               "--slow-dir: ", quote_path(c.slow_dir), " is not a directory");
 }
 
 std::string dlrm_usage() {
@@ -805,8 +801,8 @@ std::string describe(const DLRMConfig& c) {
   if (c.data_generation == DataGeneration::Click) os << "(alpha " << c.zipf_alpha << ")";
   os << ", batch " << c.mini_batch_size << ", " << c.num_indices_per_lookup
      << (c.num_indices_per_lookup_fixed ? "" : " max") << " lookups per table; loss " << to_string(c.loss_function)
-     << ", optimizer " << to_string(c.optimizer) << " lr " << c.learning_rate << "; embeddings: policy "
-     << c.emb_policy << ", fast budget " << format_bytes(static_cast<double>(c.fast_budget));
+     << ", optimizer " << to_string(c.optimizer) << " lr " << c.learning_rate << "; embeddings: policy " << c.emb_policy
+     << ", fast budget " << format_bytes(static_cast<double>(c.fast_budget));
   // Note [DLRM table kinds]
   if (c.qr_flag)
     os << "; quotient-remainder tables above " << c.qr_threshold << " rows (" << to_string(c.qr_operation) << ", "

@@ -17,8 +17,8 @@
 #include "core/error.h"
 #include "core/file.h"
 #include "core/npz.h"
-#include "core/text.h"
 #include "core/rng.h"
+#include "core/text.h"
 #include "core/threading.h"
 #include "embeddings/click_source.h"
 #include "embeddings/criteo.h"
@@ -67,7 +67,8 @@ void configure_process_memory(const DLRMConfig& c) {
   if (fast_from_env) {
     STRATA_CHECK(t.fast_bytes >= c.fast_budget, "STRATA_FAST_BYTES: the process's fast tier of ",
                  format_bytes(static_cast<double>(t.fast_bytes)), " cannot hold --fast-budget ",
-                 format_bytes(static_cast<double>(c.fast_budget)), " of embedding rows; raise it or unset it "
+                 format_bytes(static_cast<double>(c.fast_budget)),
+                 " of embedding rows; raise it or unset it "
                  "(strata-dlrm then sizes the fast tier from --fast-budget)");
   } else {
     t.fast_bytes = c.fast_budget + dense_working_set_bytes(c);
@@ -81,8 +82,8 @@ void configure_process_memory(const DLRMConfig& c) {
     memory::configure_tiered_memory(t);
   } catch (const Error& e) {
     STRATA_FAIL(fast_from_env ? "STRATA_FAST_BYTES / " : "--fast-budget / ",
-                c.slow_dir.empty() ? "STRATA_SLOW_DIR" : "--slow-dir", ": cannot create the process's tiered memory: ",
-                e.what());
+                c.slow_dir.empty() ? "STRATA_SLOW_DIR" : "--slow-dir",
+                ": cannot create the process's tiered memory: ", e.what());
   }
 }
 
@@ -106,7 +107,8 @@ CriteoDatasetConfig criteo_config_of(const DLRMConfig& c) {
 /// A --processed-data-file that exists and is not a zip archive: the 40 x int32 binary.
 bool is_legacy_binary(const DLRMConfig& c) {
   std::error_code ec;
-  if (c.mlperf_bin_loader || c.processed_data_file.empty() || !std::filesystem::is_regular_file(c.processed_data_file, ec))
+  if (c.mlperf_bin_loader || c.processed_data_file.empty() ||
+      !std::filesystem::is_regular_file(c.processed_data_file, ec))
     return false;
   std::FILE* f = open_file_for_reading(c.processed_data_file, "--processed-data-file");
   char magic[4] = {0, 0, 0, 0};
@@ -279,8 +281,8 @@ std::unique_ptr<IndexSource> make_index_source(const DLRMConfig& c, CriteoSplit 
       try {
         return std::make_unique<ZipfSource>(z);
       } catch (const Error& e) {
-        STRATA_FAIL("--data-generation zipf (--num-indices-per-lookup ", c.num_indices_per_lookup,
-                    ", --zipf-alpha ", c.zipf_alpha, ", --reuse ", c.reuse, "): ", e.what());
+        STRATA_FAIL("--data-generation zipf (--num-indices-per-lookup ", c.num_indices_per_lookup, ", --zipf-alpha ",
+                    c.zipf_alpha, ", --reuse ", c.reuse, "): ", e.what());
       }
     }
     case DataGeneration::Click:  // its test split for test and val; generated ahead on a thread

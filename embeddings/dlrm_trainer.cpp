@@ -74,8 +74,8 @@ void DLRMTrainer::load(const std::string& path) {
     total_samp_ = st->total_samp;
     total_iter_ = st->total_iter;
     if (st->nbatches != nb_)
-      std::fprintf(out_, "warning: %s was saved by a run of %lld batches per epoch; this one has %lld\n",
-                   path.c_str(), static_cast<long long>(st->nbatches), static_cast<long long>(nb_));
+      std::fprintf(out_, "warning: %s was saved by a run of %lld batches per epoch; this one has %lld\n", path.c_str(),
+                   static_cast<long long>(st->nbatches), static_cast<long long>(nb_));
   }
   if (start_iter_ >= nb_ && nb_ > 0) {  // saved at the end of an epoch: resume at the next one
     ++start_epoch_;
@@ -170,7 +170,8 @@ bool DLRMTrainer::train_epoch(int64_t k) {
 }
 
 void DLRMTrainer::print_progress(int64_t k, int64_t j) {
-  const double ms = config_.print_time && total_iter_ > 0 ? 1000.0 * total_time_ / static_cast<double>(total_iter_) : -1.0;
+  const double ms =
+      config_.print_time && total_iter_ > 0 ? 1000.0 * total_time_ / static_cast<double>(total_iter_) : -1.0;
   const double loss = total_samp_ > 0 ? total_loss_ / static_cast<double>(total_samp_) : 0.0;
   std::fprintf(out_, "Finished training it %lld/%lld of epoch %lld, %.2f ms/it, loss %.6f%s\n",
                static_cast<long long>(j + 1), static_cast<long long>(nb_), static_cast<long long>(k), ms, loss,
@@ -179,8 +180,9 @@ void DLRMTrainer::print_progress(int64_t k, int64_t j) {
     const DLRMPhaseTimes& p = model_.times();
     const DLRMPhaseTimes& q = phases_at_last_line_;
     const double n = static_cast<double>(std::max<int64_t>(1, p.steps - q.steps));
-    std::fprintf(out_, "  phases (ms/it): bottom MLP %.3f, lookup %.3f, interaction %.3f, top MLP %.3f, "
-                       "backward %.3f, update %.3f\n",
+    std::fprintf(out_,
+                 "  phases (ms/it): bottom MLP %.3f, lookup %.3f, interaction %.3f, top MLP %.3f, "
+                 "backward %.3f, update %.3f\n",
                  1e3 * (p.bottom_mlp - q.bottom_mlp) / n, 1e3 * (p.lookup - q.lookup) / n,
                  1e3 * (p.interaction - q.interaction) / n, 1e3 * (p.top_mlp - q.top_mlp) / n,
                  1e3 * (p.backward - q.backward) / n, 1e3 * (p.update - q.update) / n);

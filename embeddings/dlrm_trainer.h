@@ -50,8 +50,8 @@ struct DLRMTestRecord {
   int64_t iter = 0;         ///< j + 1: iterations of the epoch done
   int64_t global_iter = 0;  ///< iterations since the start of training (epochs × nb + iter)
   metrics::BinaryMetrics metrics;
-  double seconds = 0;       ///< wall time of the pass
-  bool improved = false;    ///< better than every earlier pass (accuracy, or AUC with --mlperf-logging)
+  double seconds = 0;     ///< wall time of the pass
+  bool improved = false;  ///< better than every earlier pass (accuracy, or AUC with --mlperf-logging)
 };
 
 /// Train loss and test results over the run (for --plot and the JSON).
@@ -64,8 +64,8 @@ struct DLRMHistory {
 struct DLRMTrainStats {
   int64_t iterations = 0;
   int64_t samples = 0;
-  double seconds = 0;        ///< in training steps (reading batches excluded)
-  double data_seconds = 0;   ///< waiting for the next batch from the source (the reader's stall)
+  double seconds = 0;       ///< in training steps (reading batches excluded)
+  double data_seconds = 0;  ///< waiting for the next batch from the source (the reader's stall)
   std::vector<double> step_ms;
   double first_loss = -1, last_loss = -1;  ///< -1: no step taken
 };
@@ -139,6 +139,5 @@ metrics::BinaryMetrics evaluate_source(TieredDLRM& model, IndexSource& source, i
 /// Throws strata::Error for Criteo data without a split (a bare 40 x int32 --processed-data-file).
 /// Batches of --test-mini-batch-size (default --mini-batch-size).
 std::unique_ptr<IndexSource> make_test_index_source(const DLRMConfig& config);
-
 
 }  // namespace strata::emb

@@ -40,8 +40,8 @@ EmbeddingStage::EmbeddingStage(std::vector<StageFeature> features, std::vector<T
       policies_(std::move(policies)),
       opt_(opt),
       step_(std::make_unique<Step>()) {
-  STRATA_CHECK(policies_.size() == tables_.size(), "EmbeddingStage: ", tables_.size(), " tables but ",
-               policies_.size(), " policies");
+  STRATA_CHECK(policies_.size() == tables_.size(), "EmbeddingStage: ", tables_.size(), " tables but ", policies_.size(),
+               " policies");
   int64_t next = 0;
   bool any_learned = false;
   for (const StageFeature& f : features_) {
@@ -49,9 +49,10 @@ EmbeddingStage::EmbeddingStage(std::vector<StageFeature> features, std::vector<T
                  " does not own tables ", f.first, "..", f.first + f.parts() - 1, " of ", num_tables());
     if (f.kind == StageFeature::Kind::QuotientRemainder) {
       const int64_t c = f.collisions;
-      STRATA_CHECK(c >= 1 && tables_[f.first]->nvectors() == (f.rows + c - 1) / c && tables_[f.first + 1]->nvectors() == c,
-                   "EmbeddingStage: ", f.name, " (", f.rows, " rows, ", c,
-                   " collisions) needs a quotient and a remainder table of ceil(rows / collisions) and collisions rows");
+      STRATA_CHECK(
+          c >= 1 && tables_[f.first]->nvectors() == (f.rows + c - 1) / c && tables_[f.first + 1]->nvectors() == c,
+          "EmbeddingStage: ", f.name, " (", f.rows, " rows, ", c,
+          " collisions) needs a quotient and a remainder table of ceil(rows / collisions) and collisions rows");
     } else {
       STRATA_CHECK(tables_[f.first]->nvectors() == f.rows, "EmbeddingStage: ", f.name, " has ", f.rows,
                    " rows but its table ", tables_[f.first]->nvectors());
@@ -96,8 +97,10 @@ void EmbeddingStage::derive_bags(std::span<const Bags> bags) {
     if (f.kind == StageFeature::Kind::Plain) {
       Bags b = in;
       if (f.learned_pooling) {
-        STRATA_CHECK(in.weights.empty(), "embedding ", f.name, ": per-sample weights were given, but with "
-                     "--weighted-pooling learned they are the table's learned weights v_W_l[", k, "]");
+        STRATA_CHECK(in.weights.empty(), "embedding ", f.name,
+                     ": per-sample weights were given, but with "
+                     "--weighted-pooling learned they are the table's learned weights v_W_l[",
+                     k, "]");
         auto& w = step_->weights[k];
         w.resize(in.indices.size());
         const float* v = learned_[k]->v.data();
@@ -131,7 +134,8 @@ void EmbeddingStage::run_before_lookup_hooks() {
   // Tables' hooks may run concurrently (embeddings/policy.h).
   parallel_for(num_tables(), 1, [&](int64_t begin, int64_t end) {
     for (int64_t p = begin; p < end; ++p)
-      if (ManagedTable* m = policies_[static_cast<std::size_t>(p)]) m->before_lookup(bags_[static_cast<std::size_t>(p)].indices);
+      if (ManagedTable* m = policies_[static_cast<std::size_t>(p)])
+        m->before_lookup(bags_[static_cast<std::size_t>(p)].indices);
   });
   times_.hooks += seconds_since(h0);
 }
@@ -169,8 +173,8 @@ std::vector<Tensor> EmbeddingStage::lookup_all(int64_t batch) {
 }
 
 std::vector<Tensor> EmbeddingStage::forward(std::span<const Bags> bags) {
-  STRATA_CHECK(bags.size() == features_.size(), "EmbeddingStage: expected bags for ", features_.size(),
-               " tables, got ", bags.size());
+  STRATA_CHECK(bags.size() == features_.size(), "EmbeddingStage: expected bags for ", features_.size(), " tables, got ",
+               bags.size());
   // 1. Every logical table's indices are valid before anything reads or counts them.
   for (std::size_t k = 0; k < features_.size(); ++k) validate(features_[k].name, features_[k].rows, bags[k]);
   derive_bags(bags);
@@ -193,7 +197,8 @@ std::vector<Tensor> EmbeddingStage::forward(std::span<const Bags> bags) {
 }
 
 void EmbeddingStage::backward(const std::vector<Tensor>& grads_in, uint64_t generation) {
-  STRATA_CHECK(generation == generation_, "EmbeddingStageBackward: the embedding stage ran another forward since "
+  STRATA_CHECK(generation == generation_,
+               "EmbeddingStageBackward: the embedding stage ran another forward since "
                "this graph was recorded; its bags are gone (backward each step before the next forward)");
   const auto t0 = Clock::now();
   auto& grads = step_->grads;

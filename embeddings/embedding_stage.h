@@ -45,10 +45,10 @@ struct StageFeature {
     QuotientRemainder,  ///< tables `first` (ceil(rows / collisions) rows) and `first` + 1 (collisions rows)
   };
   Kind kind = Kind::Plain;
-  std::string name;        ///< for messages: "table 3"
-  int64_t rows = 0;        ///< the logical rows; indices are validated against them
-  int64_t collisions = 0;  ///< QuotientRemainder only
-  int64_t first = 0;       ///< the first stored table
+  std::string name;              ///< for messages: "table 3"
+  int64_t rows = 0;              ///< the logical rows; indices are validated against them
+  int64_t collisions = 0;        ///< QuotientRemainder only
+  int64_t first = 0;             ///< the first stored table
   bool learned_pooling = false;  ///< --weighted-pooling learned (Plain only)
   int64_t parts() const { return kind == Kind::Plain ? 1 : 2; }
 };

@@ -122,7 +122,8 @@ RandomSource::RandomSource(RandomConfig config)
     for (std::size_t k = 0; k < config_.rows.size(); ++k) {
       STRATA_CHECK(lo >= 0.0 && hi < static_cast<double>(config_.rows[k]),
                    "--rand-data-dist gaussian: indices are clip(N(mu, sigma), --rand-data-min, --rand-data-max) "
-                   "truncated to integers, so [", config_.rand_data_min, ", ", config_.rand_data_max,
+                   "truncated to integers, so [",
+                   config_.rand_data_min, ", ", config_.rand_data_max,
                    "] must lie within [0, rows) of every table; table ", k, " has ", config_.rows[k], " rows");
     }
   }
@@ -151,15 +152,14 @@ bool RandomSource::next(Batch& batch) {
   fill_uniform(rng_, batch.dense);
 
   const bool gaussian = config_.dist == RandomDist::Gaussian;
-  const double mu = config_.rand_data_mu == -1.0 ? (config_.rand_data_max + config_.rand_data_min) / 2.0
-                                                  : config_.rand_data_mu;
+  const double mu =
+      config_.rand_data_mu == -1.0 ? (config_.rand_data_max + config_.rand_data_min) / 2.0 : config_.rand_data_mu;
   for (int64_t t = 0; t < tables; ++t) {
     const int64_t size = config_.rows[static_cast<std::size_t>(t)];
     BagStorage& out = batch.tables[static_cast<std::size_t>(t)];
     out.indices.clear();
     out.weights.clear();
-    out.indices.reserve(
-        static_cast<std::size_t>(config_.batch_size * std::min(size, config_.num_indices_per_lookup)));
+    out.indices.reserve(static_cast<std::size_t>(config_.batch_size * std::min(size, config_.num_indices_per_lookup)));
     for (int64_t b = 0; b < n; ++b) {
       const int64_t bag = config_.num_indices_per_lookup_fixed
                               ? config_.num_indices_per_lookup
@@ -225,8 +225,8 @@ T parse_entry(std::string_view text, const std::string& path, int line, std::siz
   const char* last = text.data() + text.size();
   if (!text.empty() && text.front() == '+') ++first;
   const auto [ptr, ec] = std::from_chars(first, last, value);
-  STRATA_CHECK(!text.empty() && ec == std::errc() && ptr == last, "trace file ", quote_path(path), " line ", line, ", entry ",
-               entry + 1, ": ", quote_field(text), " is not ", what);
+  STRATA_CHECK(!text.empty() && ec == std::errc() && ptr == last, "trace file ", quote_path(path), " line ", line,
+               ", entry ", entry + 1, ": ", quote_field(text), " is not ", what);
   return value;
 }
 
@@ -243,8 +243,7 @@ TraceProfile TraceProfile::parse(std::string_view text, const std::string& path)
   }
   while (!lines.empty() && trim(lines.back()).empty()) lines.pop_back();
   STRATA_CHECK(lines.size() >= 3, "trace file ", quote_path(path),
-               ": expected 3 lines (unique accesses, stack distances, cumulative probabilities), found ",
-               lines.size());
+               ": expected 3 lines (unique accesses, stack distances, cumulative probabilities), found ", lines.size());
 
   TraceProfile p;
   p.path = path;
@@ -260,20 +259,22 @@ TraceProfile TraceProfile::parse(std::string_view text, const std::string& path)
   }
   for (std::size_t i = 0; i < e2.size(); ++i) {
     const auto sd = parse_entry<int64_t>(e2[i], path, 2, i, "an integer");
-    STRATA_CHECK(sd >= 0, "trace file ", quote_path(path), " line 2, entry ", i + 1, ": stack distance ", sd, " is negative");
-    STRATA_CHECK(p.stack_distances.empty() || sd > p.stack_distances.back(), "trace file ", quote_path(path), " line 2, entry ",
-                 i + 1, ": stack distances must be strictly increasing, but ", sd, " follows ",
+    STRATA_CHECK(sd >= 0, "trace file ", quote_path(path), " line 2, entry ", i + 1, ": stack distance ", sd,
+                 " is negative");
+    STRATA_CHECK(p.stack_distances.empty() || sd > p.stack_distances.back(), "trace file ", quote_path(path),
+                 " line 2, entry ", i + 1, ": stack distances must be strictly increasing, but ", sd, " follows ",
                  p.stack_distances.back());
-    STRATA_CHECK(sd <= static_cast<int64_t>(p.unique_accesses.size()), "trace file ", quote_path(path), " line 2, entry ", i + 1,
-                 ": stack distance ", sd, " exceeds the ", p.unique_accesses.size(), " unique accesses of line 1");
+    STRATA_CHECK(sd <= static_cast<int64_t>(p.unique_accesses.size()), "trace file ", quote_path(path),
+                 " line 2, entry ", i + 1, ": stack distance ", sd, " exceeds the ", p.unique_accesses.size(),
+                 " unique accesses of line 1");
     p.stack_distances.push_back(sd);
   }
   for (std::size_t i = 0; i < e3.size(); ++i) {
     const auto c = parse_entry<double>(e3[i], path, 3, i, "a number");
-    STRATA_CHECK(c >= 0.0 && c <= 1.0 + 1e-9, "trace file ", quote_path(path), " line 3, entry ", i + 1, ": probability ", c,
-                 " is outside [0, 1]");
-    STRATA_CHECK(p.cumulative.empty() || c >= p.cumulative.back(), "trace file ", quote_path(path), " line 3, entry ", i + 1,
-                 ": cumulative probabilities must not decrease, but ", c, " follows ", p.cumulative.back());
+    STRATA_CHECK(c >= 0.0 && c <= 1.0 + 1e-9, "trace file ", quote_path(path), " line 3, entry ", i + 1,
+                 ": probability ", c, " is outside [0, 1]");
+    STRATA_CHECK(p.cumulative.empty() || c >= p.cumulative.back(), "trace file ", quote_path(path), " line 3, entry ",
+                 i + 1, ": cumulative probabilities must not decrease, but ", c, " follows ", p.cumulative.back());
     p.cumulative.push_back(c);
   }
   return p;
@@ -336,8 +337,8 @@ SyntheticTraceSource::SyntheticTraceSource(SyntheticConfig config, std::vector<T
                config_.num_dense);
   STRATA_CHECK(config_.num_indices_per_lookup > 0, "--num-indices-per-lookup must be positive, got ",
                config_.num_indices_per_lookup);
-  STRATA_CHECK(profiles_.size() == config_.rows.size(), "synthetic data: ", profiles_.size(),
-               " trace profiles for ", config_.rows.size(), " tables");
+  STRATA_CHECK(profiles_.size() == config_.rows.size(), "synthetic data: ", profiles_.size(), " trace profiles for ",
+               config_.rows.size(), " tables");
   shape_ = EpochShape::of(config_.data_size, config_.batch_size, config_.num_batches);
   num_batches_ = shape_.num_batches;
   const auto max_bag = static_cast<std::size_t>(
@@ -419,8 +420,7 @@ bool SyntheticTraceSource::next(Batch& batch) {
     BagStorage& out = batch.tables[static_cast<std::size_t>(t)];
     out.indices.clear();
     out.weights.clear();
-    out.indices.reserve(
-        static_cast<std::size_t>(config_.batch_size * std::min(size, config_.num_indices_per_lookup)));
+    out.indices.reserve(static_cast<std::size_t>(config_.batch_size * std::min(size, config_.num_indices_per_lookup)));
     for (int64_t b = 0; b < n; ++b) {
       const int64_t bag = config_.num_indices_per_lookup_fixed
                               ? config_.num_indices_per_lookup
@@ -475,11 +475,8 @@ ZipfSource::ZipfSource(ZipfConfig config)
                    "); Zipf bags hold distinct indices");
       samplers_.emplace_back(support, config_.alpha);
       switch (config_.scramble) {
-        case Scramble::None:
-          break;
-        case Scramble::Lfsr:
-          lfsrs_.emplace_back(rows, hash_mix(config_.seed, t));
-          break;
+        case Scramble::None: break;
+        case Scramble::Lfsr: lfsrs_.emplace_back(rows, hash_mix(config_.seed, t)); break;
         case Scramble::Permutation: {
           STRATA_CHECK(rows <= config_.max_permutation_rows && rows <= int64_t{0xffffffff}, "zipf source: table ", t,
                        " has ", rows, " rows; a permutation of more than ", config_.max_permutation_rows,
@@ -508,9 +505,9 @@ void ZipfSource::reset() {
 std::string ZipfSource::describe() const {
   std::ostringstream os;
   if (zipf_) {
-    const char* scramble = config_.scramble == Scramble::Lfsr ? "lfsr"
+    const char* scramble = config_.scramble == Scramble::Lfsr          ? "lfsr"
                            : config_.scramble == Scramble::Permutation ? "permutation"
-                                                                        : "none";
+                                                                       : "none";
     os << "zipf(alpha=" << config_.alpha << ", " << scramble;
   } else {
     os << "uniform(";
@@ -526,12 +523,9 @@ int64_t ZipfSource::row_of_rank(int64_t table, int64_t rank) const {
   STRATA_CHECK(rank >= 0 && rank < rows, "zipf source: rank ", rank, " is out of range [0, ", rows, ")");
   if (!zipf_) return rank;
   switch (config_.scramble) {
-    case Scramble::None:
-      return rank;
-    case Scramble::Lfsr:
-      return lfsrs_[static_cast<std::size_t>(table)](rank);
-    case Scramble::Permutation:
-      return permutations_[static_cast<std::size_t>(table)][static_cast<std::size_t>(rank)];
+    case Scramble::None: return rank;
+    case Scramble::Lfsr: return lfsrs_[static_cast<std::size_t>(table)](rank);
+    case Scramble::Permutation: return permutations_[static_cast<std::size_t>(table)][static_cast<std::size_t>(rank)];
   }
   return rank;
 }

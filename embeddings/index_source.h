@@ -116,20 +116,20 @@ RandomDist parse_random_dist(std::string_view text);
 
 /// The reference's `random` data generation (REFERENCE.md §1; flags in parentheses).
 struct RandomConfig {
-  std::vector<int64_t> rows;            ///< rows per table (--arch-embedding-size)
-  int64_t num_dense = 4;                ///< dense features (first width of --arch-mlp-bot)
-  int64_t batch_size = 1;               ///< --mini-batch-size
-  int64_t data_size = 1;                ///< --data-size
-  int64_t num_batches = 0;              ///< --num-batches (0: ceil(data_size / batch_size))
-  int64_t num_indices_per_lookup = 10;  ///< --num-indices-per-lookup
+  std::vector<int64_t> rows;                  ///< rows per table (--arch-embedding-size)
+  int64_t num_dense = 4;                      ///< dense features (first width of --arch-mlp-bot)
+  int64_t batch_size = 1;                     ///< --mini-batch-size
+  int64_t data_size = 1;                      ///< --data-size
+  int64_t num_batches = 0;                    ///< --num-batches (0: ceil(data_size / batch_size))
+  int64_t num_indices_per_lookup = 10;        ///< --num-indices-per-lookup
   bool num_indices_per_lookup_fixed = false;  ///< --num-indices-per-lookup-fixed
   RandomDist dist = RandomDist::Uniform;      ///< --rand-data-dist
-  double rand_data_min = 0.0;           ///< --rand-data-min (gaussian only)
-  double rand_data_max = 1.0;           ///< --rand-data-max (gaussian only)
-  double rand_data_mu = -1.0;           ///< --rand-data-mu (gaussian; -1: (min + max) / 2)
-  double rand_data_sigma = 1.0;         ///< --rand-data-sigma (gaussian only)
-  bool round_targets = false;           ///< --round-targets
-  uint32_t seed = 123;                  ///< --numpy-rand-seed
+  double rand_data_min = 0.0;                 ///< --rand-data-min (gaussian only)
+  double rand_data_max = 1.0;                 ///< --rand-data-max (gaussian only)
+  double rand_data_mu = -1.0;                 ///< --rand-data-mu (gaussian; -1: (min + max) / 2)
+  double rand_data_sigma = 1.0;               ///< --rand-data-sigma (gaussian only)
+  bool round_targets = false;                 ///< --round-targets
+  uint32_t seed = 123;                        ///< --numpy-rand-seed
   /// Also emit one per-sample weight per index, standard normal like FBGEMM's `weighted`
   /// requests (drawn from a second stream, so indices stay those of the reference).
   bool per_sample_weights = false;
@@ -186,7 +186,7 @@ std::string trace_file_for_table(std::string_view pattern, int64_t table);
 
 /// The reference's `synthetic` data generation.
 struct SyntheticConfig {
-  std::vector<int64_t> rows;            ///< rows per table (--arch-embedding-size)
+  std::vector<int64_t> rows;  ///< rows per table (--arch-embedding-size)
   int64_t num_dense = 4;
   int64_t batch_size = 1;
   int64_t data_size = 1;
@@ -194,7 +194,7 @@ struct SyntheticConfig {
   int64_t num_indices_per_lookup = 10;
   bool num_indices_per_lookup_fixed = false;
   std::string trace_file = "./input/dist_emb_j.log";  ///< --data-trace-file
-  bool enable_padding = false;          ///< --data-trace-enable-padding
+  bool enable_padding = false;                        ///< --data-trace-enable-padding
   bool round_targets = false;
   uint32_t seed = 123;
 };
@@ -249,7 +249,7 @@ Scramble parse_scramble(std::string_view text);
 
 /// Skewed requests in the manner of FBGEMM's request generator and the dissertation's experiments.
 struct ZipfConfig {
-  std::vector<int64_t> rows;            ///< rows per table
+  std::vector<int64_t> rows;  ///< rows per table
   int64_t num_dense = 4;
   int64_t batch_size = 2048;
   int64_t num_batches = 1;

@@ -9,8 +9,8 @@
 
 #include "core/error.h"
 #include "core/threading.h"
-#include "embeddings/kernels.h"
 #include "embeddings/detail/kernels.h"
+#include "embeddings/kernels.h"
 
 namespace strata::emb {
 
@@ -45,8 +45,8 @@ void validate(const std::string& name, int64_t rows, const Bags& bags) {
     STRATA_CHECK(off[b + 1] >= off[b], "embedding ", name, ": offsets must be non-decreasing, but offsets[", b + 1,
                  "] = ", off[b + 1], " < offsets[", b, "] = ", off[b]);
   }
-  STRATA_CHECK(off[batch] == nnz, "embedding ", name, ": offsets[", batch, "] (the last offset) must equal the ",
-               nnz, " indices, got ", off[batch]);
+  STRATA_CHECK(off[batch] == nnz, "embedding ", name, ": offsets[", batch, "] (the last offset) must equal the ", nnz,
+               " indices, got ", off[batch]);
   STRATA_CHECK(bags.weights.empty() || static_cast<int64_t>(bags.weights.size()) == nnz, "embedding ", name,
                ": per-sample weights must be empty or one per index (", nnz, "), got ", bags.weights.size());
   // Index range check: the first bad position (lowest bag, then position) is reported, whatever
@@ -57,8 +57,7 @@ void validate(const std::string& name, int64_t rows, const Bags& bags) {
       // One unsigned compare covers negative rows too.
       if (static_cast<uint64_t>(idx[k]) >= static_cast<uint64_t>(rows)) {
         int64_t cur = first_bad.load(std::memory_order_relaxed);
-        while (k < cur && !first_bad.compare_exchange_weak(cur, k, std::memory_order_relaxed)) {
-        }
+        while (k < cur && !first_bad.compare_exchange_weak(cur, k, std::memory_order_relaxed)) {}
         return;
       }
     }
@@ -84,9 +83,8 @@ void check_call(const Table& table, const Bags& bags, Pooling pooling, const Out
   if (batch == 0) return;
   STRATA_CHECK(slice.data != nullptr, "embedding ", table.name(), ": ", what, ": the ", slice_name,
                " slice has no data for a batch of ", batch);
-  STRATA_CHECK(batch == 1 || slice.row_stride >= table.featuresize(), "embedding ", table.name(), ": ", what,
-               ": the ", slice_name, " row stride ", slice.row_stride, " is smaller than the feature size ",
-               table.featuresize());
+  STRATA_CHECK(batch == 1 || slice.row_stride >= table.featuresize(), "embedding ", table.name(), ": ", what, ": the ",
+               slice_name, " row stride ", slice.row_stride, " is smaller than the feature size ", table.featuresize());
 }
 
 }  // namespace detail

@@ -1,8 +1,8 @@
 #include "embeddings/policy.h"
 
 #include <algorithm>
-#include <cmath>
 #include <array>
+#include <cmath>
 #include <cstring>
 #include <numeric>
 #include <string>
@@ -28,8 +28,7 @@ const char* policy_name(EmbeddingPolicy policy) {
 EmbeddingPolicy parse_embedding_policy(std::string_view text) {
   for (auto p : {EmbeddingPolicy::Simple, EmbeddingPolicy::Static, EmbeddingPolicy::Dynamic, EmbeddingPolicy::Auto})
     if (text == policy_name(p)) return p;
-  STRATA_FAIL("embedding policy ", quote_field(text),
-              " is not known; expected simple, static, dynamic or auto");
+  STRATA_FAIL("embedding policy ", quote_field(text), " is not known; expected simple, static, dynamic or auto");
 }
 
 int poisson_rare_count(double lambda, int64_t n) {
@@ -74,10 +73,10 @@ inline int part_of(int64_t r) { return static_cast<int>((static_cast<uint64_t>(r
 }  // namespace
 
 struct ManagedTable::CountPart {
-  std::vector<int64_t> marked;          // first occurrences, in index order
-  std::array<int64_t, 256> hist_delta;  // change of histogram_
-  uint64_t sum = 0;                     // increments (not saturated)
-  int64_t wanted = 0;                   // uncached repeating rows
+  std::vector<int64_t> marked;             // first occurrences, in index order
+  std::array<int64_t, 256> hist_delta;     // change of histogram_
+  uint64_t sum = 0;                        // increments (not saturated)
+  int64_t wanted = 0;                      // uncached repeating rows
   std::array<int64_t, 256> cand_hist;      // auto_plan: uncached rows above the coldest victim, per count
   std::array<int64_t, 256> cand_new_hist;  // auto_plan: of those, the ones not repeating in the batch
   int64_t candidates = 0;                  // auto_plan: sum of cand_hist
@@ -100,8 +99,8 @@ std::unique_ptr<ManagedTable> make_table(EmbeddingPolicy policy, int64_t rows, i
   STRATA_CHECK(options.pages >= 1, "make_table(", pname, "): PolicyOptions::pages must be >= 1, got ", options.pages);
   STRATA_CHECK(options.auto_window >= 1, "make_table(", pname, "): PolicyOptions::auto_window must be >= 1, got ",
                options.auto_window);
-  STRATA_CHECK(options.auto_max_pages >= 1, "make_table(", pname,
-               "): PolicyOptions::auto_max_pages must be >= 1, got ", options.auto_max_pages);
+  STRATA_CHECK(options.auto_max_pages >= 1, "make_table(", pname, "): PolicyOptions::auto_max_pages must be >= 1, got ",
+               options.auto_max_pages);
   STRATA_CHECK(std::isfinite(options.auto_min_swap) && options.auto_min_swap >= 0.0 && options.auto_min_swap <= 1.0,
                "make_table(", pname, "): PolicyOptions::auto_min_swap must be in [0, 1], got ", options.auto_min_swap);
   STRATA_CHECK(slow.heap != nullptr, "make_table(", pname, "): no slow heap given for the table's rows");
@@ -229,8 +228,10 @@ void ManagedTable::before_lookup(std::span<const int64_t> indices) {
   // The whole batch is range-checked before anything is counted; large batches are checked in
   // the pass that groups them by row partition.
   const bool grouped = indices.size() >= kParallelIndices;
-  if (grouped) group_by_part(indices);
-  else check_range(indices);
+  if (grouped)
+    group_by_part(indices);
+  else
+    check_range(indices);
   if (epoch_ == kMaxEpoch) {  // flags of 63 batches ago would alias: clear them all
     for (int64_t r = 0; r < n; ++r) flag_of(r) = 0;
     epoch_ = 0;

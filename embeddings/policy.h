@@ -100,12 +100,12 @@ struct PolicyOptions {
 /// What a policy did (totals since construction or reset_stats()).
 struct PolicyStats {
   EmbeddingPolicy policy = EmbeddingPolicy::Simple;
-  int64_t cache_rows = 0;      ///< capacity of the cache in rows (0 for Simple)
-  CacheCounters cache;         ///< the CachedTable's counters (zeros for Simple)
-  TableCounters slow;          ///< slow-tier bytes charged to the table (kernels' direct accesses, moves, write-backs)
-  bool skewed = false;         ///< Auto: the last skew test's verdict
-  uint64_t swap_batches = 0;   ///< Auto: batches in which pages were retired to make room
-  uint64_t rows_evicted = 0;   ///< Auto: rows evicted to make room
+  int64_t cache_rows = 0;     ///< capacity of the cache in rows (0 for Simple)
+  CacheCounters cache;        ///< the CachedTable's counters (zeros for Simple)
+  TableCounters slow;         ///< slow-tier bytes charged to the table (kernels' direct accesses, moves, write-backs)
+  bool skewed = false;        ///< Auto: the last skew test's verdict
+  uint64_t swap_batches = 0;  ///< Auto: batches in which pages were retired to make room
+  uint64_t rows_evicted = 0;  ///< Auto: rows evicted to make room
 };
 
 /// A table plus its policy. Not copyable; owns the table.
@@ -150,8 +150,8 @@ class ManagedTable {
   int access_count(int64_t row) const { return meta_ == nullptr ? 0 : meta_[2 * row]; }
 
  private:
-  friend std::unique_ptr<ManagedTable> make_table(EmbeddingPolicy, int64_t, int64_t, ElemType, TableMemory,
-                                                  TableMemory, double, const PolicyOptions&);
+  friend std::unique_ptr<ManagedTable> make_table(EmbeddingPolicy, int64_t, int64_t, ElemType, TableMemory, TableMemory,
+                                                  double, const PolicyOptions&);
   ManagedTable() = default;
   void fill(std::span<const int64_t> hot_rows, uint64_t seed);
   struct CountPart;
@@ -178,14 +178,14 @@ class ManagedTable {
   std::uint8_t* meta_ = nullptr;
   int admit_min_ = 256;
   int retain_min_ = 256;
-  std::uint8_t epoch_ = 0;       // 1..63; flags of rows in the coming batch carry it
-  int64_t wanted_ = 0;           // uncached repeating rows of the coming batch
-  std::vector<int64_t> marked_;  // distinct rows of the coming batch
+  std::uint8_t epoch_ = 0;                   // 1..63; flags of rows in the coming batch carry it
+  int64_t wanted_ = 0;                       // uncached repeating rows of the coming batch
+  std::vector<int64_t> marked_;              // distinct rows of the coming batch
   std::vector<int64_t> bucketed_;            // the batch's indices grouped by row partition
   std::array<std::size_t, 9> part_start_{};  // bucketed_ offset of each partition (kParts + 1 entries)
   std::vector<std::unique_ptr<CountPart>> parts_;
-  std::vector<std::size_t> marked_ends_;     // marked_ segment of each partition
-  std::vector<uint64_t> histogram_;  // rows per count value 0..255
+  std::vector<std::size_t> marked_ends_;  // marked_ segment of each partition
+  std::vector<uint64_t> histogram_;       // rows per count value 0..255
   uint64_t count_sum_ = 0;
   uint64_t since_aging_ = 0;
   uint64_t window_ = 1;

@@ -65,9 +65,12 @@ void PrefetchSource::produce() {
     }
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (error) error_ = error;
-      else if (!got) finished_ = true;
-      else ready_.push_back(std::move(buffer));
+      if (error)
+        error_ = error;
+      else if (!got)
+        finished_ = true;
+      else
+        ready_.push_back(std::move(buffer));
     }
     changed_.notify_all();
     if (error || !got) return;

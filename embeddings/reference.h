@@ -76,8 +76,10 @@ inline void update(DenseTable& t, const Bags& bags, Pooling pooling, const float
     const int64_t begin = bags.offsets[b], end = bags.offsets[b + 1];
     for (int64_t k = begin; k < end; ++k) {
       float c = 1.0f;
-      if (!bags.weights.empty()) c = bags.weights[k];
-      else if (pooling == Pooling::Mean) c = 1.0f / static_cast<float>(end - begin);
+      if (!bags.weights.empty())
+        c = bags.weights[k];
+      else if (pooling == Pooling::Mean)
+        c = 1.0f / static_cast<float>(end - begin);
       occurrences[bags.indices[k]].push_back({b, c});
     }
   }

@@ -32,13 +32,15 @@ Table::~Table() = default;
 void Table::charge_slow_read(std::size_t bytes) {
   if (bytes == 0) return;
   slow_read_.fetch_add(bytes, std::memory_order_relaxed);
-  if (memory_.throttle != nullptr && memory_.throttle->enabled()) memory_.throttle->charge_read(bytes, memory::SlowTierAccess::Random);
+  if (memory_.throttle != nullptr && memory_.throttle->enabled())
+    memory_.throttle->charge_read(bytes, memory::SlowTierAccess::Random);
 }
 
 void Table::charge_slow_write(std::size_t bytes) {
   if (bytes == 0) return;
   slow_written_.fetch_add(bytes, std::memory_order_relaxed);
-  if (memory_.throttle != nullptr && memory_.throttle->enabled()) memory_.throttle->charge_write(bytes, memory::SlowTierAccess::Random);
+  if (memory_.throttle != nullptr && memory_.throttle->enabled())
+    memory_.throttle->charge_write(bytes, memory::SlowTierAccess::Random);
 }
 
 TableCounters Table::counters() const {

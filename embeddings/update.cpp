@@ -11,8 +11,8 @@
 
 #include "core/error.h"
 #include "core/threading.h"
-#include "embeddings/kernels.h"
 #include "embeddings/detail/kernels.h"
+#include "embeddings/kernels.h"
 
 namespace strata::emb {
 
@@ -57,8 +57,8 @@ void SparseOptimizerState::check_matches(const Table& table, const SparseOptimiz
                " rows, but the table has ", table.nvectors());
   STRATA_CHECK(kind_ != SparseOptimizer::Kind::Adagrad ||
                    accum_.size() == static_cast<std::size_t>(nvectors_ * table.featuresize()),
-               "embedding ", table.name(), ": the adagrad state holds ", accum_.size(), " accumulators, but the table has ",
-               nvectors_, " x ", table.featuresize(), " elements");
+               "embedding ", table.name(), ": the adagrad state holds ", accum_.size(),
+               " accumulators, but the table has ", nvectors_, " x ", table.featuresize(), " elements");
 }
 
 std::size_t UpdateWorkspace::capacity_bytes() const {
@@ -87,8 +87,8 @@ namespace {
 using detail::Elem;
 using detail::KernelAccess;
 
-constexpr int kMaxDigitBits = 11;           // 2048 counters (8 KiB) per chunk: stays in L1
-constexpr int64_t kSortChunk = 1 << 14;     // occurrences per chunk of a radix pass
+constexpr int kMaxDigitBits = 11;        // 2048 counters (8 KiB) per chunk: stays in L1
+constexpr int64_t kSortChunk = 1 << 14;  // occurrences per chunk of a radix pass
 constexpr int64_t kMaxSortChunks = 64;
 constexpr uint64_t kOccMask = 0xffffffffull;
 
@@ -248,10 +248,10 @@ int64_t reindex(const Table& t, const Bags& bags, Pooling pooling, UpdateWorkspa
 struct UpdateArgs {
   OutputSlice grad;
   SparseOptimizer opt;
-  float* accum;            // the Adagrads' accumulators (null for SGD)
-  const uint64_t* occ;     // per sorted occurrence: (coefficient bits << 32 | bag)
-  const uint32_t* seg;     // run starts, unique + 1 entries
-  const uint32_t* rows;    // the row of each run
+  float* accum;                    // the Adagrads' accumulators (null for SGD)
+  const uint64_t* occ;             // per sorted occurrence: (coefficient bits << 32 | bag)
+  const uint32_t* seg;             // run starts, unique + 1 entries
+  const uint32_t* rows;            // the row of each run
   LearnedPoolingWeights* learned;  // null: none
 };
 
@@ -312,7 +312,8 @@ void update_rows(TableT& t, const UpdateArgs& a, int64_t u0, int64_t u1) {
     }
     std::byte* p = rows.get(u);
     slow_rows += detail::row_in_slow(t, p) ? 1 : 0;
-    if (a.learned != nullptr) step_pooling_weight<E>(a, row_at(u), reinterpret_cast<const T*>(p), d, seg[u], seg[u + 1]);
+    if (a.learned != nullptr)
+      step_pooling_weight<E>(a, row_at(u), reinterpret_cast<const T*>(p), d, seg[u], seg[u + 1]);
     if constexpr (K == SparseOptimizer::Kind::Adagrad) {
       // Element-wise: per element state and step (torch.optim.Adagrad).
       float* s = a.accum + row_at(u) * d;
@@ -362,9 +363,8 @@ RowsFn select_update(Table& t, SparseOptimizer::Kind kind) {
 }
 
 /// Everything checked before any row is touched.
-void check_update(Table& table, const Bags& bags, Pooling pooling, const OutputSlice& grad,
-                  const SparseOptimizer& opt, const SparseOptimizerState& state, Indices indices,
-                  const LearnedPoolingWeights* learned) {
+void check_update(Table& table, const Bags& bags, Pooling pooling, const OutputSlice& grad, const SparseOptimizer& opt,
+                  const SparseOptimizerState& state, Indices indices, const LearnedPoolingWeights* learned) {
   detail::check_call(table, bags, pooling, grad, "update", "gradient", indices);
   if (learned != nullptr) {
     STRATA_CHECK(learned->v.size() == static_cast<std::size_t>(table.nvectors()) &&
@@ -376,8 +376,8 @@ void check_update(Table& table, const Bags& bags, Pooling pooling, const OutputS
   }
   check_optimizer(opt, table.name());
   state.check_matches(table, opt);
-  STRATA_CHECK(table.nvectors() <= (int64_t{1} << 32), "embedding ", table.name(), ": update supports tables of at most 2^32 rows, got ",
-               table.nvectors());
+  STRATA_CHECK(table.nvectors() <= (int64_t{1} << 32), "embedding ", table.name(),
+               ": update supports tables of at most 2^32 rows, got ", table.nvectors());
   STRATA_CHECK(static_cast<int64_t>(bags.indices.size()) < (int64_t{1} << 32), "embedding ", table.name(),
                ": update supports fewer than 2^32 indices per batch, got ", bags.indices.size());
 }
@@ -396,8 +396,13 @@ void update(Table& table, const Bags& bags, Pooling pooling, OutputSlice grad, c
     return;
   }
   const int64_t unique = reindex(table, bags, pooling, ws);
-  const UpdateArgs args{grad, opt, KernelAccess::accum(state), KernelAccess::occ(ws), KernelAccess::seg(ws).data(),
-                        KernelAccess::seg_rows(ws).data(), learned};
+  const UpdateArgs args{grad,
+                        opt,
+                        KernelAccess::accum(state),
+                        KernelAccess::occ(ws),
+                        KernelAccess::seg(ws).data(),
+                        KernelAccess::seg_rows(ws).data(),
+                        learned};
   const RowsFn fn = select_update(table, opt.kind);
   const int64_t per = rows_per_chunk();
   const int64_t chunks = (unique + per - 1) / per;
@@ -419,19 +424,17 @@ void update_ensemble(std::span<Table* const> tables, std::span<const Bags> bags,
                " learned pooling weights for ", n, " tables; expected none or one (possibly null) per table");
   const auto learned_of = [&](std::size_t i) { return learned.empty() ? nullptr : learned[i]; };
   for (std::size_t i = 0; i < n; ++i) {
-    STRATA_CHECK(tables[i] != nullptr && states[i] != nullptr && workspaces[i] != nullptr, "update_ensemble: entry ",
-                 i, " has a null table, optimizer state or workspace");
+    STRATA_CHECK(tables[i] != nullptr && states[i] != nullptr && workspaces[i] != nullptr, "update_ensemble: entry ", i,
+                 " has a null table, optimizer state or workspace");
     check_update(*tables[i], bags[i], pooling, grads[i], opt, *states[i], indices, learned_of(i));
   }
   // Tables, states and workspaces updated concurrently must be distinct.
   for (std::size_t i = 0; i < n; ++i)
     for (std::size_t j = i + 1; j < n; ++j) {
-      STRATA_CHECK(tables[i] != tables[j], "update_ensemble: table ", tables[i]->name(), " appears twice (entries ",
-                   i, " and ", j, ")");
-      STRATA_CHECK(states[i] != states[j], "update_ensemble: entries ", i, " and ", j,
-                   " share one optimizer state");
-      STRATA_CHECK(workspaces[i] != workspaces[j], "update_ensemble: entries ", i, " and ", j,
-                   " share one workspace");
+      STRATA_CHECK(tables[i] != tables[j], "update_ensemble: table ", tables[i]->name(), " appears twice (entries ", i,
+                   " and ", j, ")");
+      STRATA_CHECK(states[i] != states[j], "update_ensemble: entries ", i, " and ", j, " share one optimizer state");
+      STRATA_CHECK(workspaces[i] != workspaces[j], "update_ensemble: entries ", i, " and ", j, " share one workspace");
     }
   // Phase 1: reindex every table (tables in parallel, each radix pass parallel over chunks).
   parallel_for(static_cast<int64_t>(n), 1, [&](int64_t i0, int64_t i1) {

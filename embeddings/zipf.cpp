@@ -36,9 +36,11 @@ uint64_t RandomStream::interval(uint64_t max) {
   for (int shift = 1; shift <= 32; shift *= 2) mask |= mask >> shift;
   uint64_t v;
   if (max <= 0xffffffffu) {
-    do v = next32() & mask; while (v > max);
+    do v = next32() & mask;
+    while (v > max);
   } else {
-    do v = bits64() & mask; while (v > max);
+    do v = bits64() & mask;
+    while (v > max);
   }
   return v;
 }
@@ -86,8 +88,7 @@ double generalized_harmonic(int64_t n, double s) {
   auto f = [s](double x) { return std::pow(x, -s); };
   auto d1 = [s](double x) { return -s * std::pow(x, -s - 1.0); };
   auto d3 = [s](double x) { return -s * (s + 1.0) * (s + 2.0) * std::pow(x, -s - 3.0); };
-  const double tail = power_integral(a, b, s) + 0.5 * (f(a) + f(b)) + (d1(b) - d1(a)) / 12.0 -
-                      (d3(b) - d3(a)) / 720.0;
+  const double tail = power_integral(a, b, s) + 0.5 * (f(a) + f(b)) + (d1(b) - d1(a)) / 12.0 - (d3(b) - d3(a)) / 720.0;
   return sum + tail;
 }
 

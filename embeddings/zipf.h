@@ -85,14 +85,14 @@ class ZipfSampler {
   int64_t operator()(RandomStream& rng) const;
 
  private:
-  double h(double x) const;          // x^-s
-  double hint(double x) const;       // H(x) = (x^(1-s) - 1) / (1 - s), log x at s = 1
-  double hint_inv(double y) const;   // inverse of hint
+  double h(double x) const;         // x^-s
+  double hint(double x) const;      // H(x) = (x^(1-s) - 1) / (1 - s), log x at s = 1
+  double hint_inv(double y) const;  // inverse of hint
   int64_t n_;
   double s_;
-  double hint_x1_;    // H(1.5) - 1
-  double hint_n_;     // H(n + 0.5)
-  double squeeze_;    // 2 - H^-1(H(2.5) - h(2))
+  double hint_x1_;  // H(1.5) - 1
+  double hint_n_;   // H(n + 0.5)
+  double squeeze_;  // 2 - H^-1(H(2.5) - h(2))
 };
 
 /// A bijection of [0, n) built from a maximal-length Galois LFSR, the way the dissertation

@@ -11,8 +11,8 @@
 using namespace strata;
 
 int main() {
-  std::cout << "Strata core tour — " << ops::dnnl_summary() << ", " << get_num_threads()
-            << " threads, allocator '" << default_allocator().name() << "'\n";
+  std::cout << "Strata core tour — " << ops::dnnl_summary() << ", " << get_num_threads() << " threads, allocator '"
+            << default_allocator().name() << "'\n";
   if (default_allocator().name() == "tiered")
     std::cout << "tiered memory: " << memory::tiered_memory().config().describe() << "\n";
   std::cout << "\n";
@@ -21,8 +21,8 @@ int main() {
   Tensor a = arange(0, 12, 1, {DType::f32, nullptr}).view({3, 4});
   std::cout << "a = arange(12).view(3, 4):\n" << a << "\n\n";
   Tensor at = a.t();
-  std::cout << "a.t() shares storage: " << std::boolalpha << at.shares_storage(a)
-            << ", strides " << at.strides() << ", contiguous " << at.is_contiguous() << "\n";
+  std::cout << "a.t() shares storage: " << std::boolalpha << at.shares_storage(a) << ", strides " << at.strides()
+            << ", contiguous " << at.is_contiguous() << "\n";
   Tensor col = a.select(1, 2);
   std::cout << "a[:, 2] = " << col << "\n";
   Tensor every_other = a.slice(1, 0, std::nullopt, 2);
@@ -37,8 +37,8 @@ int main() {
   Tensor b = empty({3, 4});
   b.copy_(row);  // broadcast [4] -> [3, 4]
   std::cout << "b.copy_(row) =\n" << b << "\n";
-  std::cout << "b.to(i32) = " << b.to(DType::i32).select(0, 0) << "  b.to(bf16)[0] = "
-            << b.to(DType::bf16).select(0, 0) << "\n\n";
+  std::cout << "b.to(i32) = " << b.to(DType::i32).select(0, 0) << "  b.to(bf16)[0] = " << b.to(DType::bf16).select(0, 0)
+            << "\n\n";
 
   // Seeded, thread-count-independent random numbers.
   manual_seed(0);

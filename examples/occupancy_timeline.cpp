@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
   }
   std::string png = std::filesystem::path(json).replace_extension(".png").string();
   if (png == json) png = json + ".png";  // never suggest drawing over the data
-  std::cout << "saved " << json << "; draw it with:\n  python3 -m strata.memory_plot "
-            << quote_path(json) << " " << quote_path(png) << "\n";
+  std::cout << "saved " << json << "; draw it with:\n  python3 -m strata.memory_plot " << quote_path(json) << " "
+            << quote_path(png) << "\n";
   return 0;
 }

@@ -59,9 +59,12 @@ int main(int argc, char** argv) {
   std::string ckpt_path = "train_loop.ckpt";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
-    if (a == "--steps") steps = std::atoi(argv[i + 1]);
-    else if (a == "--lr") lr = std::atof(argv[i + 1]);
-    else if (a == "--checkpoint") ckpt_path = argv[i + 1];
+    if (a == "--steps")
+      steps = std::atoi(argv[i + 1]);
+    else if (a == "--lr")
+      lr = std::atof(argv[i + 1]);
+    else if (a == "--checkpoint")
+      ckpt_path = argv[i + 1];
     else {
       std::fprintf(stderr, "usage: train_loop [--steps N] [--lr LR] [--checkpoint PATH]\n");
       return 2;
@@ -103,7 +106,8 @@ int main(int argc, char** argv) {
     const StateDict saved_opt = optimizer.state_dict(), loaded_opt = restored_optimizer.state_dict();
     bool same_opt = saved_opt.size() == loaded_opt.size();
     for (std::size_t i = 0; same_opt && i < saved_opt.size(); ++i) {
-      Tensor a = saved_opt[i].second.to(DType::f64).reshape({-1}), b = loaded_opt[i].second.to(DType::f64).reshape({-1});
+      Tensor a = saved_opt[i].second.to(DType::f64).reshape({-1}),
+             b = loaded_opt[i].second.to(DType::f64).reshape({-1});
       same_opt = saved_opt[i].first == loaded_opt[i].first && a.numel() == b.numel();
       for (int64_t j = 0; same_opt && j < a.numel(); ++j) same_opt = a.at({j}) == b.at({j});
     }

@@ -21,9 +21,9 @@
 #include "core/pin_set.h"
 #include "core/threading.h"
 #include "memory/tiered_memory.h"
+#include "ops/dnnl_info.h"
 #include "ops/linalg.h"
 #include "ops/softmax_loss.h"
-#include "ops/dnnl_info.h"
 
 using namespace strata;
 
@@ -39,7 +39,9 @@ struct Options {
 };
 
 [[noreturn]] void usage(const char* msg) {
-  std::fprintf(stderr, "train_mlp: %s\nusage: train_mlp [--steps N] [--batch B] [--hidden H] [--lr LR] [--threads T] [--seed S]\n", msg);
+  std::fprintf(
+      stderr,
+      "train_mlp: %s\nusage: train_mlp [--steps N] [--batch B] [--hidden H] [--lr LR] [--threads T] [--seed S]\n", msg);
   std::exit(2);
 }
 
@@ -52,13 +54,20 @@ Options parse(int argc, char** argv) {
     const char* v = argv[++i];
     const double x = std::strtod(v, &end);
     if (end == v || *end != '\0') usage(("not a number: " + a + " " + v).c_str());
-    if (a == "--steps" && x >= 1) o.steps = static_cast<int>(x);
-    else if (a == "--batch" && x >= 1) o.batch = static_cast<int64_t>(x);
-    else if (a == "--hidden" && x >= 1) o.hidden = static_cast<int64_t>(x);
-    else if (a == "--lr" && x > 0) o.lr = x;
-    else if (a == "--threads" && x >= 1) o.threads = static_cast<int>(x);
-    else if (a == "--seed" && x >= 0) o.seed = static_cast<uint64_t>(x);
-    else usage(("unknown flag or out-of-range value: " + a + " " + v).c_str());
+    if (a == "--steps" && x >= 1)
+      o.steps = static_cast<int>(x);
+    else if (a == "--batch" && x >= 1)
+      o.batch = static_cast<int64_t>(x);
+    else if (a == "--hidden" && x >= 1)
+      o.hidden = static_cast<int64_t>(x);
+    else if (a == "--lr" && x > 0)
+      o.lr = x;
+    else if (a == "--threads" && x >= 1)
+      o.threads = static_cast<int>(x);
+    else if (a == "--seed" && x >= 0)
+      o.seed = static_cast<uint64_t>(x);
+    else
+      usage(("unknown flag or out-of-range value: " + a + " " + v).c_str());
   }
   return o;
 }

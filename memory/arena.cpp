@@ -10,8 +10,8 @@ Arena::Arena(std::size_t capacity, std::size_t granularity)
     : granularity_(granularity), capacity_(capacity / granularity * granularity) {
   STRATA_CHECK(granularity > 0 && (granularity & (granularity - 1)) == 0,
                "Arena: granularity must be a power of two, got ", granularity);
-  STRATA_CHECK(capacity_.load(std::memory_order_relaxed) > 0, "Arena: capacity ", capacity, " is smaller than one unit of ", granularity,
-               " bytes");
+  STRATA_CHECK(capacity_.load(std::memory_order_relaxed) > 0, "Arena: capacity ", capacity,
+               " is smaller than one unit of ", granularity, " bytes");
   const std::size_t cap = capacity_.load(std::memory_order_relaxed);
   blocks_.emplace(0, Entry{cap, true, nullptr});
   free_by_size_.emplace(cap, 0);

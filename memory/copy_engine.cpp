@@ -5,9 +5,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
-#include <chrono>
 #include <map>
 #include <mutex>
 #include <utility>
@@ -71,27 +71,27 @@ constexpr std::size_t kPage = 4096, kPages = 4, kBlock = kPage * kPages, kPrefet
 
 // Defines `name`, a Body: VEC is the vector type, W its width in bytes, STEP the bytes taken from
 // each page per round, LOAD the unaligned load, STORE the (streaming or ordinary) aligned store.
-#define STRATA_COPY_BODY(ATTR, name, VEC, W, STEP, LOAD, STORE)                                  \
-  ATTR void name(char* d, const char* s, std::size_t lines) {                                    \
-    constexpr std::size_t kVecs = (STEP) / (W);                                                  \
-    const std::size_t n = lines * kLine;                                                         \
-    std::size_t i = 0;                                                                           \
-    for (; i + kBlock <= n; i += kBlock) {                                                       \
-      const char* sb = s + i;                                                                    \
-      char* db = d + i;                                                                          \
-      for (std::size_t o = 0; o < kPage; o += (STEP)) {                                          \
-        VEC v[kPages][kVecs];                                                                    \
-        for (std::size_t p = 0; p < kPages; ++p)                                                 \
-          for (std::size_t q = 0; q < (STEP); q += kLine)                                        \
-            _mm_prefetch(sb + p * kPage + o + q + kPrefetch, _MM_HINT_T0);                        \
-        for (std::size_t p = 0; p < kPages; ++p)                                                 \
-          for (std::size_t k = 0; k < kVecs; ++k) v[p][k] = LOAD(sb + p * kPage + o + k * (W));   \
-        for (std::size_t p = 0; p < kPages; ++p)                                                 \
-          for (std::size_t k = 0; k < kVecs; ++k) STORE(db + p * kPage + o + k * (W), v[p][k]);   \
-      }                                                                                          \
-    }                                                                                            \
-    for (; i < n; i += kLine)                                                                    \
-      for (std::size_t k = 0; k < kLine; k += (W)) STORE(d + i + k, LOAD(s + i + k));             \
+#define STRATA_COPY_BODY(ATTR, name, VEC, W, STEP, LOAD, STORE)                                 \
+  ATTR void name(char* d, const char* s, std::size_t lines) {                                   \
+    constexpr std::size_t kVecs = (STEP) / (W);                                                 \
+    const std::size_t n = lines * kLine;                                                        \
+    std::size_t i = 0;                                                                          \
+    for (; i + kBlock <= n; i += kBlock) {                                                      \
+      const char* sb = s + i;                                                                   \
+      char* db = d + i;                                                                         \
+      for (std::size_t o = 0; o < kPage; o += (STEP)) {                                         \
+        VEC v[kPages][kVecs];                                                                   \
+        for (std::size_t p = 0; p < kPages; ++p)                                                \
+          for (std::size_t q = 0; q < (STEP); q += kLine)                                       \
+            _mm_prefetch(sb + p * kPage + o + q + kPrefetch, _MM_HINT_T0);                      \
+        for (std::size_t p = 0; p < kPages; ++p)                                                \
+          for (std::size_t k = 0; k < kVecs; ++k) v[p][k] = LOAD(sb + p * kPage + o + k * (W)); \
+        for (std::size_t p = 0; p < kPages; ++p)                                                \
+          for (std::size_t k = 0; k < kVecs; ++k) STORE(db + p * kPage + o + k * (W), v[p][k]); \
+      }                                                                                         \
+    }                                                                                           \
+    for (; i < n; i += kLine)                                                                   \
+      for (std::size_t k = 0; k < kLine; k += (W)) STORE(d + i + k, LOAD(s + i + k));           \
   }
 
 #define STRATA_LOAD128(p) _mm_loadu_si128(reinterpret_cast<const __m128i*>(p))
@@ -156,7 +156,7 @@ std::vector<KernelSet> supported_kernels() {
 }
 
 void fence_streaming_stores() { _mm_sfence(); }
-#else   // not x86: memcpy throughout
+#else  // not x86: memcpy throughout
 void memcpy_lines(char* d, const char* s, std::size_t lines) { std::memcpy(d, s, lines * kLine); }
 std::vector<KernelSet> supported_kernels() { return {{"none", memcpy_lines, memcpy_lines}}; }
 void fence_streaming_stores() {}
@@ -227,12 +227,9 @@ void run_copy(char* d, const char* s, std::size_t n, Kernel kernel) {
     return;
   }
   const std::size_t chunks = (n - head) / kParallelChunkBytes;
-  auto bound = [&](std::size_t c) {
-    return c == 0 ? 0 : c >= chunks ? n : head + c * kParallelChunkBytes;
-  };
+  auto bound = [&](std::size_t c) { return c == 0 ? 0 : c >= chunks ? n : head + c * kParallelChunkBytes; };
   std::atomic<std::size_t> next{0};
-  const auto workers =
-      static_cast<int64_t>(std::min<std::size_t>(static_cast<std::size_t>(threads), chunks));
+  const auto workers = static_cast<int64_t>(std::min<std::size_t>(static_cast<std::size_t>(threads), chunks));
   parallel_for(workers, 1, [&](int64_t, int64_t) {
     for (;;) {
       const std::size_t c = next.fetch_add(1, std::memory_order_relaxed);
@@ -251,15 +248,14 @@ std::size_t compute_nontemporal_threshold() {
 }
 
 void check_args(const char* op, const void* dst, const void* src, std::size_t n) {
-  STRATA_CHECK(dst != nullptr && src != nullptr, op, ": null ",
-               dst == nullptr ? "destination" : "source", " pointer with a size of ", n,
-               " bytes (null is only allowed when n == 0)");
+  STRATA_CHECK(dst != nullptr && src != nullptr, op, ": null ", dst == nullptr ? "destination" : "source",
+               " pointer with a size of ", n, " bytes (null is only allowed when n == 0)");
   const auto d = reinterpret_cast<std::uintptr_t>(dst);
   const auto s = reinterpret_cast<std::uintptr_t>(src);
   STRATA_CHECK(n <= UINTPTR_MAX - std::max(d, s), op, ": a size of ", n,
                " bytes runs past the end of the address space");
-  STRATA_CHECK(d + n <= s || s + n <= d, op, ": source [", src, ", +", n, ") and destination [", dst,
-               ", +", n, ") overlap");
+  STRATA_CHECK(d + n <= s || s + n <= d, op, ": source [", src, ", +", n, ") and destination [", dst, ", +", n,
+               ") overlap");
 }
 
 }  // namespace
@@ -299,8 +295,8 @@ void copy_with(std::string_view isa, bool nontemporal, void* dst, const void* sr
     if (k.isa != isa) continue;
     if (n == 0) return;
     check_args("copy_with", dst, src, n);
-    copy_lines(static_cast<char*>(dst), static_cast<const char*>(src), n,
-               nontemporal ? k.stream : k.store, nontemporal);
+    copy_lines(static_cast<char*>(dst), static_cast<const char*>(src), n, nontemporal ? k.stream : k.store,
+               nontemporal);
     return;
   }
   std::string available;
@@ -314,12 +310,10 @@ void copy_bytes(void* dst, const void* src, std::size_t n, CopyKind kind) {
   if (n == 0) return;
   check_args("copy_bytes", dst, src, n);
   const bool stream = kind == CopyKind::ToSlow || n >= detail::nontemporal_threshold_bytes();
-  run_copy(static_cast<char*>(dst), static_cast<const char*>(src), n,
-           stream ? stream_copy_impl : cached_copy_impl);
+  run_copy(static_cast<char*>(dst), static_cast<const char*>(src), n, stream ? stream_copy_impl : cached_copy_impl);
 }
 
-void copy_bytes_modeled(void* dst, const void* src, std::size_t n, CopyKind kind,
-                        SlowTierThrottle* throttle) {
+void copy_bytes_modeled(void* dst, const void* src, std::size_t n, CopyKind kind, SlowTierThrottle* throttle) {
   if (n == 0) return;
   check_args("copy_bytes_modeled", dst, src, n);
   SlowTierThrottle::Reservation r;
@@ -358,8 +352,8 @@ double measure_now() {
   // development VM measured 10-25% lower than at 1.5x. Sanitized builds only check that the code
   // runs: their figure is meaningless anyway.
   const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-  std::size_t bytes = std::clamp<std::size_t>(l3 > 0 ? static_cast<std::size_t>(l3) / 2 * 3 : 0,
-                                              std::size_t{64} << 20, std::size_t{192} << 20);
+  std::size_t bytes = std::clamp<std::size_t>(l3 > 0 ? static_cast<std::size_t>(l3) / 2 * 3 : 0, std::size_t{64} << 20,
+                                              std::size_t{192} << 20);
   if (STRATA_COPY_SANITIZED) bytes = std::size_t{4} << 20;
   bytes &= ~(std::size_t{2 << 20} - 1);
   MappedBuffer a(bytes), b(bytes);
@@ -405,8 +399,8 @@ namespace {
 double measure_gather_now(std::size_t row_bytes) {
   using clock = std::chrono::steady_clock;
   const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-  std::size_t bytes = std::clamp<std::size_t>(l3 > 0 ? static_cast<std::size_t>(l3) / 2 * 3 : 0,
-                                              std::size_t{64} << 20, std::size_t{192} << 20);
+  std::size_t bytes = std::clamp<std::size_t>(l3 > 0 ? static_cast<std::size_t>(l3) / 2 * 3 : 0, std::size_t{64} << 20,
+                                              std::size_t{192} << 20);
   if (STRATA_COPY_SANITIZED) bytes = std::size_t{4} << 20;
   bytes &= ~(std::size_t{2 << 20} - 1);
   MappedBuffer a(bytes);
@@ -480,23 +474,18 @@ struct MoveState {
   std::condition_variable cv;
   std::atomic<bool> done{false};
   std::atomic<bool> running{false};  // set when the mover takes the job
-  std::exception_ptr error;  // written before done is set, read after
+  std::exception_ptr error;          // written before done is set, read after
   std::chrono::steady_clock::time_point submitted, started, finished;
 };
 
 }  // namespace detail
 
-bool MoveHandle::done() const {
-  return state_ != nullptr && state_->done.load(std::memory_order_acquire);
-}
+bool MoveHandle::done() const { return state_ != nullptr && state_->done.load(std::memory_order_acquire); }
 
-bool MoveHandle::started() const {
-  return state_ != nullptr && state_->running.load(std::memory_order_acquire);
-}
+bool MoveHandle::started() const { return state_ != nullptr && state_->running.load(std::memory_order_acquire); }
 
 void MoveHandle::wait_quietly() const {
-  STRATA_CHECK(state_ != nullptr,
-               "MoveHandle::wait: empty handle (it was never returned by Mover::submit)");
+  STRATA_CHECK(state_ != nullptr, "MoveHandle::wait: empty handle (it was never returned by Mover::submit)");
   if (state_->done.load(std::memory_order_acquire)) return;
   STRATA_CHECK(std::this_thread::get_id() != state_->mover,
                "MoveHandle::wait: called on the mover thread for a job queued behind the current one; "
@@ -551,8 +540,9 @@ MoveHandle Mover::submit(std::function<void()> job) {
 }
 
 void Mover::wait_all() {
-  STRATA_CHECK(!on_mover_thread(), "Mover::wait_all: called from a job on the mover thread; it would "
-                                   "wait for itself forever");
+  STRATA_CHECK(!on_mover_thread(),
+               "Mover::wait_all: called from a job on the mover thread; it would "
+               "wait for itself forever");
   std::unique_lock<std::mutex> lock(mutex_);
   idle_cv_.wait(lock, [&] { return pending_ == 0; });
 }

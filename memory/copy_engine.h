@@ -61,8 +61,7 @@ void copy_bytes(void* dst, const void* src, std::size_t n, CopyKind kind = CopyK
 /// copy_bytes, charged to `throttle` when it is non-null and enabled: ToSlow is charged as a
 /// slow-tier write, FromSlow as a slow-tier read, Normal is not charged. The reservation is taken
 /// before the copy and completed after it, so the call lasts max(real copy, modeled) time.
-void copy_bytes_modeled(void* dst, const void* src, std::size_t n, CopyKind kind,
-                        SlowTierThrottle* throttle);
+void copy_bytes_modeled(void* dst, const void* src, std::size_t n, CopyKind kind, SlowTierThrottle* throttle);
 
 /// Minimum bytes per parallel chunk of copy_bytes.
 inline constexpr std::size_t kParallelChunkBytes = std::size_t{256} << 10;
@@ -156,7 +155,7 @@ class Mover {
   std::condition_variable work_cv_;  // mover waits for jobs / shutdown
   std::condition_variable idle_cv_;  // wait_all waits for pending_ == 0
   std::deque<std::shared_ptr<detail::MoveState>> queue_;
-  std::size_t pending_ = 0;    // queued + running
+  std::size_t pending_ = 0;  // queued + running
   std::size_t completed_ = 0;
   bool stopping_ = false;
   std::thread::id thread_id_;

@@ -84,8 +84,8 @@ void DataManager::unlink(Region* a, Region* b) {
 }
 
 void DataManager::copyto(Region* dst, Region* src) {
-  STRATA_ASSERT(dst->size() == src->size(), "DataManager::copyto: sizes differ (", dst->size(), " vs ",
-                src->size(), ")");
+  STRATA_ASSERT(dst->size() == src->size(), "DataManager::copyto: sizes differ (", dst->size(), " vs ", src->size(),
+                ")");
   const Tier from = src->heap()->tier();
   const Tier to = dst->heap()->tier();
   copy_(dst->data(), src->data(), src->size(), from, to);

@@ -44,7 +44,7 @@ const char* intern(const std::string& name) {
   }
   return g_names->emplace_back(name).c_str();
 }
-struct sigaction g_previous {};
+struct sigaction g_previous{};
 std::once_flag g_install_once;
 
 // volatile: the stores around the touching loop must not be merged away (the loop's faults are
@@ -70,8 +70,9 @@ void on_sigbus(int sig, siginfo_t* info, void* context) {
     write_all("strata: fatal: a page of the slow-tier heap '");
     const char* what = r.what.load(std::memory_order_acquire);
     write_all(what != nullptr ? what : "?");
-    write_all("' could not be backed (SIGBUS: its file system is full, or the file was truncated or failed); "
-              "free space there or choose another slow-tier directory (STRATA_SLOW_DIR, --slow-dir)\n");
+    write_all(
+        "' could not be backed (SIGBUS: its file system is full, or the file was truncated or failed); "
+        "free space there or choose another slow-tier directory (STRATA_SLOW_DIR, --slow-dir)\n");
     _exit(kSlowTierFaultExitCode);
   }
   // Not ours: hand it to whoever was there before, or die of it as the default action would.
@@ -84,7 +85,7 @@ void on_sigbus(int sig, siginfo_t* info, void* context) {
 }
 
 void install_handler() {
-  struct sigaction sa {};
+  struct sigaction sa{};
   sa.sa_sigaction = on_sigbus;
   sa.sa_flags = SA_SIGINFO | SA_NODEFER;
   sigemptyset(&sa.sa_mask);

@@ -1,10 +1,10 @@
 #include "memory/heap.h"
 
-#include <cstdint>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <cstdint>
 
 #include <cerrno>
 #include <chrono>
@@ -33,7 +33,6 @@ std::size_t physical_memory_bytes() {
   const long page = sysconf(_SC_PAGE_SIZE);
   return pages > 0 && page > 0 ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page) : 0;
 }
-
 
 namespace {
 
@@ -86,7 +85,8 @@ Heap::~Heap() {
 
 void Heap::map_first_segment(std::size_t initial) {
   STRATA_CHECK(limit_ > 0, name_, ": the capacity must be positive");
-  const std::size_t first = initial == 0 || initial >= limit_ ? limit_ : std::min(limit_, round_up(initial, kSegmentAlign));
+  const std::size_t first =
+      initial == 0 || initial >= limit_ ? limit_ : std::min(limit_, round_up(initial, kSegmentAlign));
   std::string why;
   STRATA_CHECK(add_segment(first, why), why);
 }
@@ -102,8 +102,10 @@ bool Heap::add_segment(std::size_t bytes, std::string& why) {
   if (base == nullptr) return false;
   segments_[static_cast<std::size_t>(n)] = Segment{offset, bytes, static_cast<char*>(base)};
   segment_count_.store(n + 1, std::memory_order_release);  // address_of sees it before the arena does
-  if (!arena_) arena_ = std::make_unique<Arena>(bytes);
-  else arena_->extend(bytes);
+  if (!arena_)
+    arena_ = std::make_unique<Arena>(bytes);
+  else
+    arena_->extend(bytes);
   return true;
 }
 
@@ -177,9 +179,10 @@ void Heap::free(Region* region) {
 }
 
 std::string Heap::no_room_message(std::size_t bytes) const {
-  std::string msg = std::string(tier_ == Tier::Fast ? "the fast tier '" : "the slow tier '") + name_ + "' has no room for " + std::to_string(bytes) + " bytes (" +
-                    format_mib(used()) + " of " + format_mib(mapped()) + " mapped in use, limit " + format_mib(limit_) +
-                    ", largest free block " + format_mib(largest_free()) + ")";
+  std::string msg = std::string(tier_ == Tier::Fast ? "the fast tier '" : "the slow tier '") + name_ +
+                    "' has no room for " + std::to_string(bytes) + " bytes (" + format_mib(used()) + " of " +
+                    format_mib(mapped()) + " mapped in use, limit " + format_mib(limit_) + ", largest free block " +
+                    format_mib(largest_free()) + ")";
   std::lock_guard<std::mutex> lock(grow_mutex_);
   if (!growth_failure_.empty()) msg += "; growing it failed: " + growth_failure_;
   return msg;
@@ -247,8 +250,8 @@ void* map_anonymous(std::size_t capacity) {
   // pages back only 2 MiB-aligned ranges, and an unaligned base would leave where the huge pages
   // fall (and so every tensor's TLB behaviour) to the address space layout of the process.
   constexpr std::size_t kHuge = std::size_t{2} << 20;
-  void* raw = mmap(nullptr, capacity + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                   -1, 0);
+  void* raw =
+      mmap(nullptr, capacity + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (raw == MAP_FAILED) return nullptr;
   const auto start = reinterpret_cast<std::uintptr_t>(raw);
   const std::uintptr_t aligned = (start + kHuge - 1) & ~(std::uintptr_t{kHuge} - 1);

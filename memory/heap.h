@@ -41,7 +41,8 @@ using strata::format_mib;  // core/text.h
 /// memkind segment (or a file system that cannot reserve) has its pages written under a SIGBUS
 /// guard (fault_guard.h), so a full file system fails the growth, and the allocation that asked
 /// for it, with a message naming the directory, the bytes asked and the bytes free
-/// (`no_room_message`), never with a SIGBUS on a later page fault. Segments need not be adjacent in the address space, so no block spans two
+/// (`no_room_message`), never with a SIGBUS on a later page fault. Segments need not be adjacent in
+/// the address space, so no block spans two
 /// (Arena::extend); an object larger than every segment cannot fit even when the sum of free
 /// space could hold it, which is why the segments double.
 

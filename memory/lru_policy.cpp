@@ -75,8 +75,8 @@ void LruPolicy::evict_locked(Object* object, std::unique_lock<std::mutex>* lock)
   bool allocated = false;
   if (y == nullptr) {
     y = dm_.allocate(dm_.slow(), dm_.size_of(x), object);
-    STRATA_CHECK(y != nullptr, "evict: the slow tier is full and cannot take an object of ", dm_.size_of(x), " bytes: ",
-                 dm_.slow().no_room_message(dm_.size_of(x)));
+    STRATA_CHECK(y != nullptr, "evict: the slow tier is full and cannot take an object of ", dm_.size_of(x),
+                 " bytes: ", dm_.slow().no_room_message(dm_.size_of(x)));
     allocated = true;
   }
   // A clean fast copy (prefetched and only read since) equals its slow sibling: elide the copy.
@@ -169,7 +169,7 @@ bool LruPolicy::prefetch(Object* object, bool force) {
   MoveGuard guard(object);
   Region* y = allocate_fast(dm_.size_of(x), force);
   if (y == nullptr) return false;
-  lock.unlock();  // Note [Moves copy outside the policy lock]
+  lock.unlock();     // Note [Moves copy outside the policy lock]
   dm_.copyto(y, x);  // Listing 4.2
   lock.lock();
   dm_.link(x, y);

@@ -139,10 +139,8 @@ void append_json_string(std::string& out, std::string_view s) {
 OccupancyTimeline::OccupancyTimeline(TimelineConfig config) : config_(config) {
   STRATA_CHECK(config_.max_samples >= 8, "OccupancyTimeline: max_samples must be at least 8, got ",
                config_.max_samples);
-  STRATA_CHECK(config_.max_marks >= 8, "OccupancyTimeline: max_marks must be at least 8, got ",
-               config_.max_marks);
-  STRATA_CHECK(std::isfinite(config_.min_interval_s) && config_.min_interval_s >= 0 &&
-                   config_.min_interval_s < 1e9,
+  STRATA_CHECK(config_.max_marks >= 8, "OccupancyTimeline: max_marks must be at least 8, got ", config_.max_marks);
+  STRATA_CHECK(std::isfinite(config_.min_interval_s) && config_.min_interval_s >= 0 && config_.min_interval_s < 1e9,
                "OccupancyTimeline: min_interval_s must be a finite number of seconds in [0, 1e9), got ",
                config_.min_interval_s);
   start_ns_.store(now_ns());
@@ -151,13 +149,11 @@ OccupancyTimeline::OccupancyTimeline(TimelineConfig config) : config_(config) {
 }
 
 std::int64_t OccupancyTimeline::now_ns() const {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
-void OccupancyTimeline::attach_source(const std::atomic<std::size_t>* fast,
-                                      const std::atomic<std::size_t>* slow) {
+void OccupancyTimeline::attach_source(const std::atomic<std::size_t>* fast, const std::atomic<std::size_t>* slow) {
   source_fast_ = fast;
   source_slow_ = slow;
 }
@@ -186,8 +182,7 @@ void OccupancyTimeline::remember_tail(std::int64_t abs_ns, std::size_t fast, std
     // Only the time matters: the values are read from the source when the timeline is read. Keep
     // the latest time, whichever thread gets here last.
     std::int64_t tail = tail_ns_.load(std::memory_order_relaxed);
-    while (abs_ns > tail && !tail_ns_.compare_exchange_weak(tail, abs_ns, std::memory_order_relaxed)) {
-    }
+    while (abs_ns > tail && !tail_ns_.compare_exchange_weak(tail, abs_ns, std::memory_order_relaxed)) {}
     return;
   }
   tail_fast_.store(fast, std::memory_order_relaxed);
@@ -195,12 +190,10 @@ void OccupancyTimeline::remember_tail(std::int64_t abs_ns, std::size_t fast, std
   tail_ns_.store(abs_ns, std::memory_order_relaxed);
 }
 
-void OccupancyTimeline::record(std::size_t fast_bytes, std::size_t slow_bytes,
-                               std::string_view label) {
+void OccupancyTimeline::record(std::size_t fast_bytes, std::size_t slow_bytes, std::string_view label) {
   if (!enabled()) return;
   const auto too_soon = [&](std::int64_t now) {
-    return now - last_stored_ns_.load(std::memory_order_relaxed) <
-           min_interval_ns_.load(std::memory_order_relaxed);
+    return now - last_stored_ns_.load(std::memory_order_relaxed) < min_interval_ns_.load(std::memory_order_relaxed);
   };
   if (label.empty()) {
     // The common case: a lock-free rate-limit check (Note [Occupancy timeline downsampling]).
@@ -232,8 +225,7 @@ void OccupancyTimeline::mark(std::string_view label) {
   store_mark_locked(now_ns(), label);
 }
 
-void OccupancyTimeline::store_sample_locked(std::int64_t abs_ns, std::size_t fast,
-                                            std::size_t slow) {
+void OccupancyTimeline::store_sample_locked(std::int64_t abs_ns, std::size_t fast, std::size_t slow) {
   if (samples_.size() + 1 >= config_.max_samples) downsample_samples_locked();
   if (samples_.size() == samples_.capacity()) {
     // Grow in chunks, never past the bound.
@@ -301,8 +293,8 @@ std::vector<OccupancyTimeline::StoredSample> OccupancyTimeline::samples_with_tai
   const bool newer_tail = tail_abs >= start && tail_abs - start > out.back().t_ns;
   if (source_fast_ == nullptr) {
     if (newer_tail) {
-      out.push_back({tail_abs - start, tail_fast_.load(std::memory_order_relaxed),
-                     tail_slow_.load(std::memory_order_relaxed)});
+      out.push_back(
+          {tail_abs - start, tail_fast_.load(std::memory_order_relaxed), tail_slow_.load(std::memory_order_relaxed)});
     }
     return out;
   }
@@ -338,9 +330,7 @@ std::vector<TimelineMark> OccupancyTimeline::marks() const {
   return out;
 }
 
-double OccupancyTimeline::min_interval_s() const {
-  return seconds(min_interval_ns_.load(std::memory_order_relaxed));
-}
+double OccupancyTimeline::min_interval_s() const { return seconds(min_interval_ns_.load(std::memory_order_relaxed)); }
 
 std::uint64_t OccupancyTimeline::dropped_samples() const {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -426,8 +416,7 @@ void MemoryStats::on_alloc(Tier tier, std::size_t bytes) {
   h.allocations.fetch_add(1, std::memory_order_relaxed);
   const std::size_t now = h.current.fetch_add(bytes, std::memory_order_relaxed) + bytes;
   std::size_t peak = h.peak.load(std::memory_order_relaxed);
-  while (now > peak && !h.peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
-  }
+  while (now > peak && !h.peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {}
   if (timeline_.enabled()) timeline_.record(0, 0);
 }
 
@@ -435,17 +424,16 @@ void MemoryStats::on_free(Tier tier, std::size_t bytes) {
   Heap& h = heap(tier);
   std::size_t current = h.current.load(std::memory_order_relaxed);
   do {
-    STRATA_ASSERT(current >= bytes, "memory stats: freeing ", bytes, " bytes from the ",
-                  tier_name(tier), " heap, which has only ", current,
-                  " bytes in use (a free without its allocation?)");
+    STRATA_ASSERT(current >= bytes, "memory stats: freeing ", bytes, " bytes from the ", tier_name(tier),
+                  " heap, which has only ", current, " bytes in use (a free without its allocation?)");
   } while (!h.current.compare_exchange_weak(current, current - bytes, std::memory_order_relaxed));
   h.frees.fetch_add(1, std::memory_order_relaxed);
   if (timeline_.enabled()) timeline_.record(0, 0);
 }
 
 void MemoryStats::on_move(Tier from, Tier to, std::size_t bytes) {
-  STRATA_CHECK(from != to, "memory stats: a move needs two different tiers, got ", tier_name(from),
-               " -> ", tier_name(to));
+  STRATA_CHECK(from != to, "memory stats: a move needs two different tiers, got ", tier_name(from), " -> ",
+               tier_name(to));
   Counted& c = to == Tier::Slow ? to_slow_ : to_fast_;
   c.count.fetch_add(1, std::memory_order_relaxed);
   c.bytes.fetch_add(bytes, std::memory_order_relaxed);
@@ -485,9 +473,7 @@ MemoryStatsSnapshot MemoryStats::snapshot() const {
     return TierCounters{h.current.load(relaxed), h.peak.load(relaxed), h.allocations.load(relaxed),
                         h.frees.load(relaxed)};
   };
-  const auto counted = [&](const Counted& c) {
-    return CountedBytes{c.count.load(relaxed), c.bytes.load(relaxed)};
-  };
+  const auto counted = [&](const Counted& c) { return CountedBytes{c.count.load(relaxed), c.bytes.load(relaxed)}; };
   MemoryStatsSnapshot s;
   s.moved_to_slow = counted(to_slow_);
   s.moved_to_fast = counted(to_fast_);
@@ -584,10 +570,10 @@ std::string MemoryStats::describe() const {
   moves("moved slow -> fast: ", s.moved_to_fast);
   out += "  copies elided (clean evictions): " + std::to_string(s.copies_elided.count) + ", " +
          format_mib(s.copies_elided.bytes) + "\n";
-  out += "  write-backs avoided (freed while fast): " + std::to_string(s.writebacks_avoided.count) +
-         ", " + format_mib(s.writebacks_avoided.bytes) + "\n";
-  out += "  direct slow-tier reads: " + format_mib(s.direct_slow_read_bytes) + ", writes: " +
-         format_mib(s.direct_slow_write_bytes) + "\n";
+  out += "  write-backs avoided (freed while fast): " + std::to_string(s.writebacks_avoided.count) + ", " +
+         format_mib(s.writebacks_avoided.bytes) + "\n";
+  out += "  direct slow-tier reads: " + format_mib(s.direct_slow_read_bytes) +
+         ", writes: " + format_mib(s.direct_slow_write_bytes) + "\n";
   return out;
 }
 

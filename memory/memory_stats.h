@@ -36,10 +36,10 @@ struct CountedBytes {
 
 /// Everything MemoryStats counts, as plain values (see MemoryStats::snapshot()).
 struct MemoryStatsSnapshot {
-  CountedBytes moved_to_slow;       ///< copies fast → slow (evictions of dirty objects)
-  CountedBytes moved_to_fast;       ///< copies slow → fast (prefetches, fetches on use)
-  CountedBytes copies_elided;       ///< clean evictions: the slow sibling was current, no copy
-  CountedBytes writebacks_avoided;  ///< dirty objects freed while fast: never written back
+  CountedBytes moved_to_slow;                 ///< copies fast → slow (evictions of dirty objects)
+  CountedBytes moved_to_fast;                 ///< copies slow → fast (prefetches, fetches on use)
+  CountedBytes copies_elided;                 ///< clean evictions: the slow sibling was current, no copy
+  CountedBytes writebacks_avoided;            ///< dirty objects freed while fast: never written back
   std::uint64_t direct_slow_read_bytes = 0;   ///< kernels/embeddings reading slow-tier bytes in place
   std::uint64_t direct_slow_write_bytes = 0;  ///< ... and writing them in place
   TierCounters fast;
@@ -159,9 +159,9 @@ class OccupancyTimeline {
   std::atomic<bool> enabled_{false};
   std::atomic<std::size_t> fast_capacity_{0};
   std::atomic<std::size_t> slow_capacity_{0};
-  std::atomic<std::int64_t> start_ns_;        // absolute steady-clock time of t = 0
+  std::atomic<std::int64_t> start_ns_;  // absolute steady-clock time of t = 0
   std::atomic<std::int64_t> min_interval_ns_;
-  std::atomic<std::int64_t> last_stored_ns_;  // absolute; lock-free rate-limit check
+  std::atomic<std::int64_t> last_stored_ns_;               // absolute; lock-free rate-limit check
   const std::atomic<std::size_t>* source_fast_ = nullptr;  // set once, before any concurrent use
   const std::atomic<std::size_t>* source_slow_ = nullptr;
   // The latest rate-limited sample (absolute time; each field is individually atomic; with a

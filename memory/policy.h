@@ -69,8 +69,8 @@ class LruPolicy final : public Policy {
   /// Requires the object's Moving state. With `lock` (mutex_'s holder), mutex_ is released while
   /// the bytes are copied (Note [Moves copy outside the policy lock]).
   void evict_locked(Object* object, std::unique_lock<std::mutex>* lock = nullptr);
-  void lru_push_front(Object* o);     // most recently used
-  void lru_push_back(Object* o);      // next eviction candidate
+  void lru_push_front(Object* o);  // most recently used
+  void lru_push_back(Object* o);   // next eviction candidate
   void lru_remove(Object* o);
 
   DataManager& dm_;

@@ -37,8 +37,7 @@ namespace {
 constexpr std::int64_t kTicksPerNs = 16;  // virtual clocks count 1/16 ns: 18 years of range
 
 std::int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
@@ -111,8 +110,8 @@ void SlowTierModel::validate() const {
 
 std::string SlowTierModel::describe() const {
   if (!enabled) return "real device / model off";
-  std::string s = "modeled slow tier: read " + fmt(read_gbps) + " GB/s, write " + fmt(write_gbps) +
-                  " GB/s, latency " + fmt(latency_ns) + " ns";
+  std::string s = "modeled slow tier: read " + fmt(read_gbps) + " GB/s, write " + fmt(write_gbps) + " GB/s, latency " +
+                  fmt(latency_ns) + " ns";
   if (reference_dram_gbps > 0)
     s += " (Optane ratios vs measured DRAM " + fmt(reference_dram_gbps) + " GB/s)";
   else
@@ -149,8 +148,7 @@ SlowTierThrottle::Reservation SlowTierThrottle::reserve(const SlowTierModel& m, 
     end = std::max(old, now) + cost;  // an idle clock restarts at "now": no burst credit
   } while (!clock.compare_exchange_weak(old, end, std::memory_order_relaxed));
   Reservation r;
-  r.deadline_ns = epoch_ns_ + (end + kTicksPerNs - 1) / kTicksPerNs +
-                  static_cast<std::int64_t>(m.latency_ns);
+  r.deadline_ns = epoch_ns_ + (end + kTicksPerNs - 1) / kTicksPerNs + static_cast<std::int64_t>(m.latency_ns);
   r.active = true;
   return r;
 }

@@ -94,9 +94,9 @@ struct SlowTierModel {
 struct SlowTierCounters {
   std::uint64_t bytes_read = 0;
   std::uint64_t bytes_written = 0;
-  std::uint64_t reads = 0;    ///< number of read charges
-  std::uint64_t writes = 0;   ///< number of write charges
-  std::uint64_t stall_ns = 0; ///< wall time callers spent delayed by the throttle, summed over threads
+  std::uint64_t reads = 0;     ///< number of read charges
+  std::uint64_t writes = 0;    ///< number of write charges
+  std::uint64_t stall_ns = 0;  ///< wall time callers spent delayed by the throttle, summed over threads
 };
 
 /// How a transfer touches the slow tier: streamed (tensors, tape tiles) or as random rows.

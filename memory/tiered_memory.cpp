@@ -36,8 +36,10 @@ class ObjectAllocation final : public Allocation {
   void* data() override { return object_->primary()->data(); }
   std::size_t nbytes() const override { return object_->size(); }
   void pin(AccessMode mode, std::size_t bytes) override {
-    if (mode == AccessMode::Write) object_->pin_write();
-    else object_->pin_read();
+    if (mode == AccessMode::Write)
+      object_->pin_write();
+    else
+      object_->pin_read();
     // A kernel about to use an object that lives in the slow tier reads or writes it in place:
     // count and charge the bytes it touches.
     Region* primary = object_->primary();
@@ -53,12 +55,16 @@ class ObjectAllocation final : public Allocation {
     }
   }
   void use(AccessMode mode) override {
-    if (mode == AccessMode::Write) memory_.policy().write_use(object_);
-    else memory_.policy().read_use(object_);
+    if (mode == AccessMode::Write)
+      memory_.policy().write_use(object_);
+    else
+      memory_.policy().read_use(object_);
   }
   void unpin(AccessMode mode) override {
-    if (mode == AccessMode::Write) object_->unpin_write();
-    else object_->unpin_read();
+    if (mode == AccessMode::Write)
+      object_->unpin_write();
+    else
+      object_->unpin_read();
   }
   Object* object() const { return object_; }
   const TieredMemory* owner() const { return &memory_; }
@@ -102,7 +108,8 @@ void TieredConfig::validate() const {
   STRATA_CHECK(fast_bytes > 0, "tiered memory: the fast-tier budget is zero (set STRATA_FAST_BYTES, e.g. 4G)");
   STRATA_CHECK(phys == 0 || fast_bytes <= phys, "tiered memory: the fast-tier budget of ", format_mib(fast_bytes),
                " is larger than this machine's memory (", format_mib(phys), ")");
-  STRATA_CHECK(slow_bytes > 0, "tiered memory: the slow-tier capacity is zero (set STRATA_SLOW_BYTES, e.g. 64G, "
+  STRATA_CHECK(slow_bytes > 0,
+               "tiered memory: the slow-tier capacity is zero (set STRATA_SLOW_BYTES, e.g. 64G, "
                "or point STRATA_SLOW_DIR at a filesystem with free space)");
   // Smaller tiers used to fail later, inside the heap, with a message that named no setting.
   constexpr std::size_t kMinTierBytes = std::size_t{1} << 20;
@@ -115,8 +122,8 @@ void TieredConfig::validate() const {
 
 std::string TieredConfig::describe() const {
   std::ostringstream os;
-  os << "fast tier " << format_mib(fast_bytes) << " (DRAM), slow tier " << format_mib(slow_bytes) << " (" << pm_backend_name(backend)
-     << " in " << slow_dir;
+  os << "fast tier " << format_mib(fast_bytes) << " (DRAM), slow tier " << format_mib(slow_bytes) << " ("
+     << pm_backend_name(backend) << " in " << slow_dir;
   if (backend == PmBackend::Numa) os << ", node " << numa_node;
   os << ")";
   return os.str();
@@ -175,9 +182,9 @@ SlowTierModel TieredMemory::model_for(const SlowTierModelSpec& spec) const {
       if (real_device_) return SlowTierModel::off();
       [[fallthrough]];
     case Mode::Default:
-      return SlowTierModel::defaults(config_.dram_gbps > 0 ? config_.dram_gbps : measure_dram_copy_gbps(),
-                                     config_.dram_gather_gbps > 0 ? config_.dram_gather_gbps
-                                                                  : measure_dram_gather_gbps(256));
+      return SlowTierModel::defaults(
+          config_.dram_gbps > 0 ? config_.dram_gbps : measure_dram_copy_gbps(),
+          config_.dram_gather_gbps > 0 ? config_.dram_gather_gbps : measure_dram_gather_gbps(256));
   }
   return SlowTierModel::off();
 }
@@ -215,14 +222,17 @@ std::string TieredMemory::configured_mode_text() const {
       if (real_device_) return "real device, slow heap " + where;
       [[fallthrough]];
     case Mode::Default:
-      return "modeled slow tier (Optane ratios to the DRAM bandwidth measured at first slow-tier use); slow heap " + where;
+      return "modeled slow tier (Optane ratios to the DRAM bandwidth measured at first slow-tier use); slow heap " +
+             where;
   }
   return where;
 }
 
 std::string TieredMemory::slow_tier_mode_text() const {
   const std::string where = manager_->slow().name();
-  if (throttle_->enabled()) return throttle_->model().describe() + "; slow heap " + where + (real_device_ ? " (real device)" : " (DRAM-backed)");
+  if (throttle_->enabled())
+    return throttle_->model().describe() + "; slow heap " + where +
+           (real_device_ ? " (real device)" : " (DRAM-backed)");
   return std::string(real_device_ ? "real device, " : "model off (DRAM-backed, not slowed), ") + where;
 }
 
@@ -244,7 +254,7 @@ std::size_t SlowPlacement::current() { return t_slow_placement_bytes; }
 std::unique_ptr<Allocation> TieredMemory::allocate(std::size_t nbytes) {
   if (t_allocation_log != nullptr) t_allocation_log->record(nbytes);
   Object* o = nbytes != 0 && nbytes == t_slow_placement_bytes ? policy_->alloc_slow(nbytes)  // Note [Slow placement]
-                                                               : policy_->alloc_fast(nbytes, true);
+                                                              : policy_->alloc_fast(nbytes, true);
   if (o == nullptr) o = policy_->alloc_slow(nbytes);  // larger than the fast tier, or all of it pinned
   return std::make_unique<ObjectAllocation>(*this, o);
 }

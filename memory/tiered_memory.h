@@ -43,8 +43,8 @@ struct TieredConfig {
   PmBackend backend = PmBackend::Auto;
   int numa_node = -1;
 
-  SlowTierModelSpec model;  ///< the slow-tier model asked for (model_for() resolves it)
-  double dram_gbps = 0;  // reference for Default; 0 = measure on first use
+  SlowTierModelSpec model;      ///< the slow-tier model asked for (model_for() resolves it)
+  double dram_gbps = 0;         // reference for Default; 0 = measure on first use
   double dram_gather_gbps = 0;  // reference for Default's random-access rates; 0 = measure on first use
 
   /// Defaults overridden by the STRATA_* environment variables (docs/CONFIG.md); throws

@@ -72,8 +72,9 @@ Tensor causal_mask(int64_t L, int64_t S, DType dtype) {
 
 Tensor multi_head_attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t num_heads, const Tensor& mask,
                             bool causal, double dropout_p, Generator* gen) {
-  STRATA_CHECK(q.dim() == 3 && k.dim() == 3 && v.dim() == 3, "multi_head_attention: expected batch-first 3-D q, k, v, got ",
-               q.describe(), ", ", k.describe(), ", ", v.describe());
+  STRATA_CHECK(q.dim() == 3 && k.dim() == 3 && v.dim() == 3,
+               "multi_head_attention: expected batch-first 3-D q, k, v, got ", q.describe(), ", ", k.describe(), ", ",
+               v.describe());
   STRATA_CHECK(q.size(2) % num_heads == 0 && v.size(2) % num_heads == 0, "multi_head_attention: widths ", q.size(2),
                " and ", v.size(2), " must be multiples of num_heads ", num_heads);
   Tensor o = scaled_dot_product_attention(split_heads(q, num_heads), split_heads(k, num_heads),
@@ -97,9 +98,12 @@ MultiheadAttention::MultiheadAttention(int64_t embed_dim, int64_t num_heads, dou
                embed_dim, " and ", num_heads);
   STRATA_CHECK(embed_dim % num_heads == 0, "MultiheadAttention: embed_dim must be divisible by num_heads, got ",
                embed_dim, " and ", num_heads);
-  STRATA_CHECK(kdim_ > 0 && vdim_ > 0, "MultiheadAttention: kdim and vdim must be positive, got ", kdim_, " and ", vdim_);
-  STRATA_CHECK(dropout >= 0.0 && dropout <= 1.0, "MultiheadAttention: dropout probability has to be between 0 and 1, "
-               "but got ", dropout);
+  STRATA_CHECK(kdim_ > 0 && vdim_ > 0, "MultiheadAttention: kdim and vdim must be positive, got ", kdim_, " and ",
+               vdim_);
+  STRATA_CHECK(dropout >= 0.0 && dropout <= 1.0,
+               "MultiheadAttention: dropout probability has to be between 0 and 1, "
+               "but got ",
+               dropout);
   if (kdim_ == embed_dim && vdim_ == embed_dim) {
     register_parameter("in_proj_weight", xavier_uniform(3 * embed_dim, embed_dim, gen));
   } else {
@@ -147,8 +151,9 @@ Tensor MultiheadAttention::merged_mask(const Tensor& key_padding_mask, const Ten
   Tensor mask;
   if (attn_mask.defined()) {
     if (attn_mask.dim() == 2) {
-      STRATA_CHECK(attn_mask.size(0) == L && attn_mask.size(1) == S, "MultiheadAttention: the shape of the 2D attn_mask is ",
-                   attn_mask.sizes(), ", but should be (", L, ", ", S, ")");
+      STRATA_CHECK(attn_mask.size(0) == L && attn_mask.size(1) == S,
+                   "MultiheadAttention: the shape of the 2D attn_mask is ", attn_mask.sizes(), ", but should be (", L,
+                   ", ", S, ")");
       mask = reshape(additive_mask(attn_mask, dtype, "attn_mask"), {1, 1, L, S});
     } else {
       STRATA_CHECK(attn_mask.dim() == 3 && attn_mask.size(0) == B * num_heads_ && attn_mask.size(1) == L &&
@@ -185,7 +190,8 @@ MultiheadAttention::Output MultiheadAttention::forward(const Tensor& query, cons
                                                        const Tensor& key_padding_mask, bool need_weights,
                                                        const Tensor& attn_mask, bool average_attn_weights,
                                                        bool is_causal) {
-  STRATA_CHECK(query.defined() && key.defined() && value.defined(), "MultiheadAttention: query, key and value must be defined");
+  STRATA_CHECK(query.defined() && key.defined() && value.defined(),
+               "MultiheadAttention: query, key and value must be defined");
   const bool batched = query.dim() == 3;
   STRATA_CHECK((query.dim() == 2 || batched) && key.dim() == query.dim() && value.dim() == query.dim(),
                "MultiheadAttention: query, key and value must all be 3-D (batched) or 2-D (unbatched), got ",
@@ -238,9 +244,9 @@ TransformerEncoderLayer::TransformerEncoderLayer(int64_t d_model, int64_t nhead,
                options.dim_feedforward);
   STRATA_CHECK(options.ffn_chunks >= 1, "TransformerEncoderLayer: ffn_chunks must be at least 1, got ",
                options.ffn_chunks);
-  self_attn_ = register_module("self_attn", std::make_shared<MultiheadAttention>(d_model, nhead, options.dropout,
-                                                                                 options.bias, std::nullopt,
-                                                                                 std::nullopt, options.batch_first, gen));
+  self_attn_ = register_module(
+      "self_attn", std::make_shared<MultiheadAttention>(d_model, nhead, options.dropout, options.bias, std::nullopt,
+                                                        std::nullopt, options.batch_first, gen));
   linear1_ = register_module("linear1", std::make_shared<Linear>(d_model, options.dim_feedforward, options.bias, gen));
   dropout_ = register_module("dropout", std::make_shared<Dropout>(options.dropout, gen));
   linear2_ = register_module("linear2", std::make_shared<Linear>(options.dim_feedforward, d_model, options.bias, gen));
@@ -340,7 +346,8 @@ int64_t TransformerEncoderLayer::append_remat_steps(int64_t input, std::vector<r
     int64_t h = nn::append_remat_step(
         [l1, act, c, k](const autograd::TensorList& in) {
           const int64_t rows = in[0].numel() / in[0].size(-1);
-          const Tensor r = k == 1 ? in[0] : slice(reshape(in[0], {-1, in[0].size(-1)}), 0, c * rows / k, (c + 1) * rows / k);
+          const Tensor r =
+              k == 1 ? in[0] : slice(reshape(in[0], {-1, in[0].size(-1)}), 0, c * rows / k, (c + 1) * rows / k);
           return linear(r, l1->parameter("weight"), l1->parameter("bias"), act);
         },
         {x}, "linear1+" + options_.activation, steps);
@@ -359,7 +366,8 @@ int64_t TransformerEncoderLayer::append_remat_steps(int64_t input, std::vector<r
         parts, "cat", steps);
   };
   auto residual = [&](int64_t a, int64_t b) {
-    return nn::append_remat_step([](const autograd::TensorList& in) { return add(in[0], in[1]); }, {a, b}, "add", steps);
+    return nn::append_remat_step([](const autograd::TensorList& in) { return add(in[0], in[1]); }, {a, b}, "add",
+                                 steps);
   };
   if (options_.norm_first) {
     const int64_t x1 = residual(input, attention(nn::append_remat_steps(norm1_, input, steps)));

@@ -48,7 +48,8 @@ namespace strata {
 // complete (AtomicFile, Note [Atomic file writes] in core/file.h). A process killed mid-save
 // (SIGKILL, the OOM killer, a node failure) leaves that temporary behind, and every later kill
 // leaves another. Each save therefore first removes the temporaries of the same `<name>` whose
-// process no longer runs (kill(pid, 0) fails with ESRCH), saying so on stderr in one line. A temporary of a live process (another save in progress) and
+// process no longer runs (kill(pid, 0) fails with ESRCH), saying so on stderr in one line. A
+// temporary of a live process (another save in progress) and
 // one of this process are left alone.
 static_assert(std::endian::native == std::endian::little,
               "checkpoint.cpp writes tensor bytes as they are in memory, which must be little-endian");
@@ -90,7 +91,9 @@ pid_t temporary_owner(const std::string& name, const std::string& prefix) {
   const std::string rest = name.substr(prefix.size());
   const auto dot = rest.find('.');
   if (dot == 0 || dot == std::string::npos || dot + 1 == rest.size() || dot > 9) return 0;
-  const auto digits = [](std::string_view s) { return std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }); };
+  const auto digits = [](std::string_view s) {
+    return std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
   if (!digits(std::string_view(rest).substr(0, dot)) || !digits(std::string_view(rest).substr(dot + 1))) return 0;
   return static_cast<pid_t>(std::stol(rest.substr(0, dot)));
 }
@@ -133,10 +136,10 @@ CheckpointWriter::CheckpointWriter(const std::string& path, const CheckpointMeta
 
   namespace fs = std::filesystem;
   const fs::path target(path);
-  remove_stale_temporaries(target.has_parent_path() ? target.parent_path() : fs::path("."),
-                           target.filename().string(), where_);
+  remove_stale_temporaries(target.has_parent_path() ? target.parent_path() : fs::path("."), target.filename().string(),
+                           where_);
   file_ = std::make_unique<AtomicFile>(path, "save_checkpoint");  // Note [Atomic file writes]
-  const std::string zeros(kHeaderBytes, '\0');  // the header is written last (finish)
+  const std::string zeros(kHeaderBytes, '\0');                    // the header is written last (finish)
   file_->write(zeros);
   put_raw(head.data(), head.size());
 }
@@ -172,8 +175,8 @@ void CheckpointWriter::begin(CheckpointSection section, const std::string& key, 
 }
 
 void CheckpointWriter::write(const void* data, std::size_t n) {
-  STRATA_CHECK(n <= entry_bytes_left_, where_, ": entry ", quote_field(entry_key_), " is given ", n,
-               " bytes but has ", entry_bytes_left_, " left");
+  STRATA_CHECK(n <= entry_bytes_left_, where_, ": entry ", quote_field(entry_key_), " is given ", n, " bytes but has ",
+               entry_bytes_left_, " left");
   put_raw(data, n);
   entry_bytes_left_ -= n;
 }
@@ -191,8 +194,8 @@ void CheckpointWriter::add(CheckpointSection section, const std::string& key, co
 
 void CheckpointWriter::finish() {
   STRATA_CHECK(entry_bytes_left_ == 0 && entries_left_ == 0, where_, ": ", entries_left_,
-               " announced entries were not written and entry ", quote_field(entry_key_), " misses ",
-               entry_bytes_left_, " bytes");
+               " announced entries were not written and entry ", quote_field(entry_key_), " misses ", entry_bytes_left_,
+               " bytes");
   STRATA_CHECK(file_ != nullptr, where_, ": the writer has finished or failed");
   std::string header(kMagic, sizeof kMagic);
   put<uint32_t>(header, kCheckpointVersion);
@@ -312,7 +315,7 @@ CheckpointReader::~CheckpointReader() { std::fclose(file_); }
 
 void CheckpointReader::check_header_and_checksum() {
   const int fd = ::fileno(file_);
-  struct stat st {};
+  struct stat st{};
   STRATA_CHECK(::fstat(fd, &st) == 0, where_, ": cannot stat the file (", errno_text(), ")");
   file_bytes_ = static_cast<uint64_t>(st.st_size);
   STRATA_CHECK(file_bytes_ > 0, where_, ": the file is truncated (it is empty)");
@@ -333,8 +336,8 @@ void CheckpointReader::check_header_and_checksum() {
                " (this build of Strata reads version ", kCheckpointVersion,
                version > kCheckpointVersion ? "; the file was written by a newer Strata)" : ")");
   const uint64_t have = file_bytes_ - kHeaderBytes;
-  STRATA_CHECK(payload_bytes <= have, where_, ": the file is truncated (", file_bytes_,
-               " bytes, the header announces ", kHeaderBytes + payload_bytes, ")");
+  STRATA_CHECK(payload_bytes <= have, where_, ": the file is truncated (", file_bytes_, " bytes, the header announces ",
+               kHeaderBytes + payload_bytes, ")");
   STRATA_CHECK(payload_bytes == have, where_, ": the file is corrupt (", have - payload_bytes,
                " bytes after the end of the payload)");
   std::string chunk(static_cast<std::size_t>(std::min<uint64_t>(kIoBufferBytes, have)), '\0');
@@ -386,7 +389,8 @@ void CheckpointReader::index_entries() {
     r.need(static_cast<uint64_t>(rank) * 8);
     for (uint32_t d = 0; d < rank; ++d) {
       const auto s = r.get<int64_t>();
-      STRATA_CHECK(s >= 0, where_, ": the file is corrupt (entry ", quote_field(e.key), " at byte ", at, " has size ", s, ")");
+      STRATA_CHECK(s >= 0, where_, ": the file is corrupt (entry ", quote_field(e.key), " at byte ", at, " has size ",
+                   s, ")");
       e.sizes.push_back(s);
     }
     e.section = static_cast<CheckpointSection>(section);

@@ -63,13 +63,14 @@ Tensor clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
   }
   const Tensor total = scalar_tensor(norm_of_values(norms, norm_type), dtype);
   const double total_value = total.item<double>();
-  STRATA_CHECK(!error_if_nonfinite || std::isfinite(total_value), "The total norm of order ",
-               py_float_repr(norm_type), " for gradients from `parameters` is non-finite, so it cannot be "
+  STRATA_CHECK(!error_if_nonfinite || std::isfinite(total_value), "The total norm of order ", py_float_repr(norm_type),
+               " for gradients from `parameters` is non-finite, so it cannot be "
                "clipped. To disable this error and scale the gradients by the non-finite norm anyway, set "
                "`error_if_nonfinite=False`");
   autograd::NoGradGuard no_grad;
   // clip_coef = max_norm / (total + 1e-6), clamped to 1, in the norm's dtype.
-  const Tensor coef = clamp(div(scalar_tensor(max_norm, dtype), add(total, scalar_tensor(1e-6, dtype))), std::nullopt, 1.0);
+  const Tensor coef =
+      clamp(div(scalar_tensor(max_norm, dtype), add(total, scalar_tensor(1e-6, dtype))), std::nullopt, 1.0);
   for (const Tensor& g : grads) {
     Tensor target = g;
     target.copy_(mul(g, coef.to(g.dtype())));

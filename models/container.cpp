@@ -23,7 +23,9 @@ Sequential& Sequential::push_back(std::shared_ptr<Module> module) {
   return *this;
 }
 
-std::shared_ptr<Module> Sequential::operator[](int64_t i) const { return child_slots()[wrap_index(*this, size(), i)].module; }
+std::shared_ptr<Module> Sequential::operator[](int64_t i) const {
+  return child_slots()[wrap_index(*this, size(), i)].module;
+}
 
 Tensor Sequential::forward(const Tensor& input) {
   Tensor x = input;
@@ -41,10 +43,11 @@ ModuleList& ModuleList::push_back(std::shared_ptr<Module> module) {
   return *this;
 }
 
-std::shared_ptr<Module> ModuleList::operator[](int64_t i) const { return child_slots()[wrap_index(*this, size(), i)].module; }
+std::shared_ptr<Module> ModuleList::operator[](int64_t i) const {
+  return child_slots()[wrap_index(*this, size(), i)].module;
+}
 
-ModuleDict::ModuleDict(std::initializer_list<std::pair<std::string, std::shared_ptr<Module>>> modules)
-    : ModuleDict() {
+ModuleDict::ModuleDict(std::initializer_list<std::pair<std::string, std::shared_ptr<Module>>> modules) : ModuleDict() {
   for (const auto& [key, m] : modules) insert(key, m);
 }
 

@@ -12,8 +12,9 @@ Embedding::Embedding(int64_t num_embeddings, int64_t embedding_dim, std::optiona
       embedding_dim_(embedding_dim),
       max_norm_(max_norm),
       norm_type_(norm_type) {
-  STRATA_CHECK(num_embeddings > 0 && embedding_dim >= 0, "Embedding: num_embeddings must be positive and embedding_dim ",
-               "non-negative, got ", num_embeddings, " and ", embedding_dim);
+  STRATA_CHECK(num_embeddings > 0 && embedding_dim >= 0,
+               "Embedding: num_embeddings must be positive and embedding_dim ", "non-negative, got ", num_embeddings,
+               " and ", embedding_dim);
   if (padding_idx) {
     STRATA_CHECK(*padding_idx >= -num_embeddings && *padding_idx < num_embeddings, "Embedding: padding_idx ",
                  *padding_idx, " must be within num_embeddings (", num_embeddings, ")");
@@ -72,8 +73,8 @@ Tensor EmbeddingBag::forward(const Tensor& input, const Tensor& offsets, const T
     STRATA_CHECK(!offsets.defined(), "EmbeddingBag: offsets must be omitted when the input is 2-D [B, L], got input ",
                  input.sizes(), " and offsets ", offsets.sizes());
     const int64_t bags = input.size(0), len = input.size(1);
-    Tensor flat_offsets = arange(0, static_cast<double>(bags * len), static_cast<double>(len > 0 ? len : 1),
-                                 {DType::i64, nullptr});
+    Tensor flat_offsets =
+        arange(0, static_cast<double>(bags * len), static_cast<double>(len > 0 ? len : 1), {DType::i64, nullptr});
     if (len == 0) flat_offsets = zeros({bags}, {DType::i64, nullptr});
     Tensor psw = per_sample_weights;
     if (psw.defined()) {
@@ -85,8 +86,8 @@ Tensor EmbeddingBag::forward(const Tensor& input, const Tensor& offsets, const T
   }
   STRATA_CHECK(input.dim() == 1, "EmbeddingBag: expected a 1-D input with offsets or a 2-D input [B, L], got ",
                input.sizes());
-  STRATA_CHECK(offsets.defined(), "EmbeddingBag: offsets are required when the input is 1-D (got input ",
-               input.sizes(), ")");
+  STRATA_CHECK(offsets.defined(), "EmbeddingBag: offsets are required when the input is 1-D (got input ", input.sizes(),
+               ")");
   return embedding_bag(parameter("weight"), input, offsets, mode, per_sample_weights, include_last_offset_);
 }
 

@@ -25,7 +25,8 @@ Tensor& fill_from(Tensor& t, const Tensor& values) {
 }
 
 int64_t correct_fan(const Tensor& t, const std::string& mode) {
-  STRATA_CHECK(mode == "fan_in" || mode == "fan_out", "Mode ", mode, " not supported, please use one of fan_in, fan_out");
+  STRATA_CHECK(mode == "fan_in" || mode == "fan_out", "Mode ", mode,
+               " not supported, please use one of fan_in, fan_out");
   const auto [fan_in, fan_out] = fan_in_and_fan_out(t);
   return mode == "fan_in" ? fan_in : fan_out;
 }
@@ -39,8 +40,8 @@ double erfinv(double y) {
   if (w < 5.0) {
     w -= 2.5;
     x = 2.81022636e-08;
-    for (double c : {3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503,
-                     -0.00417768164, 0.246640727, 1.50140941})
+    for (double c : {3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503, -0.00417768164,
+                     0.246640727, 1.50140941})
       x = c + x * w;
   } else {
     w = std::sqrt(w) - 3.0;
@@ -60,8 +61,8 @@ double norm_cdf(double x) { return (1.0 + std::erf(x / std::sqrt(2.0))) / 2.0; }
 }  // namespace
 
 double calculate_gain(const std::string& nonlinearity, std::optional<double> param) {
-  static const char* linear_fns[] = {"linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
-                                     "conv_transpose3d"};
+  static const char* linear_fns[] = {"linear",           "conv1d",           "conv2d",          "conv3d",
+                                     "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"};
   for (const char* n : linear_fns)
     if (nonlinearity == n) return 1.0;
   if (nonlinearity == "sigmoid") return 1.0;
@@ -136,8 +137,7 @@ Tensor& kaiming_uniform_(Tensor& t, double a, const std::string& mode, const std
   return uniform_(t, -bound, bound, gen);
 }
 
-Tensor& kaiming_normal_(Tensor& t, double a, const std::string& mode, const std::string& nonlinearity,
-                        Generator* gen) {
+Tensor& kaiming_normal_(Tensor& t, double a, const std::string& mode, const std::string& nonlinearity, Generator* gen) {
   check_floating(t, "kaiming_normal_");
   if (t.numel() == 0) return t;
   const double std = calculate_gain(nonlinearity, a) / std::sqrt(static_cast<double>(correct_fan(t, mode)));
@@ -152,8 +152,7 @@ Tensor& trunc_normal_(Tensor& t, double mean, double std, double a, double b, Ge
   const double l = norm_cdf((a - mean) / std), u = norm_cdf((b - mean) / std);
   Tensor values = uniform(t.sizes(), 2 * l - 1, 2 * u - 1, {DType::f64}, gen);
   double* v = values.data<double>();
-  for (int64_t i = 0; i < values.numel(); ++i)
-    v[i] = std::clamp(erfinv(v[i]) * std * std::sqrt(2.0) + mean, a, b);
+  for (int64_t i = 0; i < values.numel(); ++i) v[i] = std::clamp(erfinv(v[i]) * std * std::sqrt(2.0) + mean, a, b);
   return fill_from(t, values);
 }
 
@@ -215,8 +214,8 @@ Tensor& orthogonal_(Tensor& t, double gain, Generator* gen) {
   const int64_t rows = t.size(0), cols = t.numel() / rows;
   const int64_t m = std::max(rows, cols), n = std::min(rows, cols);
   const Tensor draw = normal({m, n}, 0.0, 1.0, {DType::f64}, gen);
-  const std::vector<double> Q = orthonormal_columns(
-      std::vector<double>(draw.data<double>(), draw.data<double>() + m * n), m, n);
+  const std::vector<double> Q =
+      orthonormal_columns(std::vector<double>(draw.data<double>(), draw.data<double>() + m * n), m, n);
   Tensor values = empty({rows, cols}, {DType::f64});
   double* out = values.data<double>();
   for (int64_t r = 0; r < rows; ++r)

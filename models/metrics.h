@@ -44,7 +44,7 @@ struct BinaryMetrics {
   double loss = 0;      ///< the model's own loss (mean over samples), as passed to add()
   double log_loss = 0;  ///< binary cross-entropy of the scores (log_loss above)
   double accuracy = 0;
-  double auc = 0;       ///< NaN with one class only, or targets other than 0 and 1
+  double auc = 0;  ///< NaN with one class only, or targets other than 0 and 1
 };
 
 /// Collects the scores and targets of a pass batch by batch, then computes BinaryMetrics.

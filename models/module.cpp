@@ -83,9 +83,7 @@ Module::Module(std::string type_name) : type_name_(std::move(type_name)) {}
 
 Module::~Module() = default;
 
-Tensor Module::forward(const Tensor&) {
-  STRATA_FAIL(type_name_, " has no forward(Tensor)");
-}
+Tensor Module::forward(const Tensor&) { STRATA_FAIL(type_name_, " has no forward(Tensor)"); }
 
 // ---- registries ---------------------------------------------------------------------------------
 
@@ -94,11 +92,9 @@ void Module::check_new_name(const std::string& name, const char* what, int kind)
   STRATA_CHECK(name.find('.') == std::string::npos, type_name_, ".", what, ": name '", name,
                "' must not contain \".\"");
   // kind: 0 parameter, 1 buffer, 2 module; re-registering the same kind replaces.
-  STRATA_CHECK(kind == 0 || !has_parameter(name), type_name_, ".", what, ": '", name,
-               "' is already a parameter");
+  STRATA_CHECK(kind == 0 || !has_parameter(name), type_name_, ".", what, ": '", name, "' is already a parameter");
   STRATA_CHECK(kind == 1 || !has_buffer(name), type_name_, ".", what, ": '", name, "' is already a buffer");
-  STRATA_CHECK(kind == 2 || !has_child(name), type_name_, ".", what, ": '", name,
-               "' is already a child module");
+  STRATA_CHECK(kind == 2 || !has_child(name), type_name_, ".", what, ": '", name, "' is already a child module");
 }
 
 Module::TensorSlot* Module::find_slot(std::vector<TensorSlot>& slots, const std::string& name) {
@@ -148,8 +144,7 @@ Tensor& Module::register_buffer(const std::string& name, Tensor value, bool pers
 std::shared_ptr<Module> Module::register_module(const std::string& name, std::shared_ptr<Module> module) {
   check_new_name(name, "register_module", 2);
   STRATA_CHECK(module != nullptr, type_name_, ".register_module: child '", name, "' is null");
-  STRATA_CHECK(module.get() != this, type_name_, ".register_module: a module cannot be its own child ('", name,
-               "')");
+  STRATA_CHECK(module.get() != this, type_name_, ".register_module: a module cannot be its own child ('", name, "')");
   for (auto& c : children_) {
     if (c.name == name) {
       c.module = module;
@@ -187,9 +182,7 @@ Tensor& Module::parameter(const std::string& name) {
   STRATA_CHECK(s != nullptr, type_name_, " has no parameter '", name, "'");
   return s->value;
 }
-const Tensor& Module::parameter(const std::string& name) const {
-  return const_cast<Module*>(this)->parameter(name);
-}
+const Tensor& Module::parameter(const std::string& name) const { return const_cast<Module*>(this)->parameter(name); }
 Tensor& Module::buffer(const std::string& name) {
   TensorSlot* s = find_slot(buffers_, name);
   STRATA_CHECK(s != nullptr, type_name_, " has no buffer '", name, "'");
@@ -259,7 +252,7 @@ std::vector<std::shared_ptr<Module>> Module::children() const {
 
 // named_parameters / named_buffers: the defined tensors of one registry of this module and (with
 // `recurse`) of its descendants in pre-order, each tensor once.
-std::vector<std::pair<std::string, Tensor>> Module::named_slots(std::vector<TensorSlot> Module::*registry,
+std::vector<std::pair<std::string, Tensor>> Module::named_slots(std::vector<TensorSlot> Module::* registry,
                                                                 const std::string& prefix, bool recurse) const {
   std::vector<std::pair<std::string, Tensor>> out;
   std::unordered_set<const void*> seen;
@@ -377,8 +370,9 @@ LoadResult Module::plan_load(const StateDict& state, bool strict, std::vector<st
       continue;
     }
     if (!(src->sizes() == e.target.sizes())) {
-      errors.push_back("size mismatch for " + e.key + ": copying a param with shape " + strata::to_string(src->sizes()) +
-                       " from checkpoint, the shape in current model is " + strata::to_string(e.target.sizes()) + ".");
+      errors.push_back("size mismatch for " + e.key + ": copying a param with shape " +
+                       strata::to_string(src->sizes()) + " from checkpoint, the shape in current model is " +
+                       strata::to_string(e.target.sizes()) + ".");
       continue;
     }
     copies.emplace_back(e.target, *src);

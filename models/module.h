@@ -104,8 +104,7 @@ class Module : public std::enable_shared_from_this<Module> {
   std::vector<std::pair<std::string, Tensor>> named_parameters(const std::string& prefix = "",
                                                                bool recurse = true) const;
   std::vector<Tensor> parameters(bool recurse = true) const;
-  std::vector<std::pair<std::string, Tensor>> named_buffers(const std::string& prefix = "",
-                                                            bool recurse = true) const;
+  std::vector<std::pair<std::string, Tensor>> named_buffers(const std::string& prefix = "", bool recurse = true) const;
   std::vector<Tensor> buffers(bool recurse = true) const;
   /// The direct children in registration order (each module once).
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> named_children() const;
@@ -169,7 +168,7 @@ class Module : public std::enable_shared_from_this<Module> {
   TensorSlot* find_slot(std::vector<TensorSlot>& slots, const std::string& name);
   const TensorSlot* find_slot(const std::vector<TensorSlot>& slots, const std::string& name) const;
   void collect_state(const std::string& prefix, StateDict& out) const;
-  std::vector<std::pair<std::string, Tensor>> named_slots(std::vector<TensorSlot> Module::*registry,
+  std::vector<std::pair<std::string, Tensor>> named_slots(std::vector<TensorSlot> Module::* registry,
                                                           const std::string& prefix, bool recurse) const;
   struct Expected;
   void collect_expected(const std::string& prefix, std::vector<Expected>& out);

@@ -46,8 +46,8 @@ Tensor BatchNorm::forward(const Tensor& input) {
 std::string BatchNorm::extra_repr() const {
   return std::to_string(num_features_) + ", eps=" + py_float_repr(eps_) +
          ", momentum=" + (momentum_ ? py_float_repr(*momentum_) : std::string("None")) +
-         ", affine=" + py_bool(affine_) +
-         ", bias=" + py_bool(parameter("bias").defined()) + ", track_running_stats=" + py_bool(track_running_stats_);
+         ", affine=" + py_bool(affine_) + ", bias=" + py_bool(parameter("bias").defined()) +
+         ", track_running_stats=" + py_bool(track_running_stats_);
 }
 
 BatchNorm1d::BatchNorm1d(int64_t num_features, double eps, std::optional<double> momentum, bool affine,
@@ -70,7 +70,9 @@ void BatchNorm2d::check_input(const Tensor& input) const {
 }
 
 LayerNorm::LayerNorm(std::vector<int64_t> normalized_shape, double eps, bool elementwise_affine, bool bias)
-    : Module("LayerNorm"), normalized_shape_(std::move(normalized_shape)), eps_(eps),
+    : Module("LayerNorm"),
+      normalized_shape_(std::move(normalized_shape)),
+      eps_(eps),
       elementwise_affine_(elementwise_affine) {
   STRATA_CHECK(!normalized_shape_.empty(), "LayerNorm: normalized_shape must not be empty");
   for (int64_t s : normalized_shape_) {
@@ -114,8 +116,8 @@ GroupNorm::GroupNorm(int64_t num_groups, int64_t num_channels, double eps, bool 
 
 Tensor GroupNorm::forward(const Tensor& input) {
   STRATA_CHECK(input.defined(), "GroupNorm: the input is undefined");
-  STRATA_CHECK(input.dim() >= 2 && input.size(1) == num_channels_, "GroupNorm: expected an input [N, C, *] with C = ",
-               num_channels_, ", got ", input.sizes());
+  STRATA_CHECK(input.dim() >= 2 && input.size(1) == num_channels_,
+               "GroupNorm: expected an input [N, C, *] with C = ", num_channels_, ", got ", input.sizes());
   return group_norm(input, num_groups_, parameter("weight"), parameter("bias"), eps_);
 }
 

@@ -10,7 +10,8 @@
 namespace strata::nn {
 
 /// Batch normalization (torch.nn.BatchNorm*d). Parameters weight (ones) and bias (zeros; only with
-/// `bias`, PyTorch 2.13's keyword) when `affine`; buffers running_mean (zeros), running_var (ones) and num_batches_tracked (0-d i64)
+/// `bias`, PyTorch 2.13's keyword) when `affine`; buffers running_mean (zeros), running_var (ones)
+/// and num_batches_tracked (0-d i64)
 /// when `track_running_stats`, otherwise registered as undefined (absent from state_dict, as in
 /// PyTorch). In training mode the batch statistics normalize and update the running ones with
 /// `momentum`, or with the cumulative average 1 / num_batches_tracked when momentum is nullopt;

@@ -7,8 +7,8 @@ namespace strata::nn {
 namespace {
 void check_pool_input(const char* name, const Tensor& input) {
   STRATA_CHECK(input.defined(), name, ": the input is undefined");
-  STRATA_CHECK(input.dim() == 3 || input.dim() == 4, name, ": expected a 4-D input [N, C, H, W] (or 3-D [C, H, W]), got ",
-               input.sizes());
+  STRATA_CHECK(input.dim() == 3 || input.dim() == 4, name,
+               ": expected a 4-D input [N, C, H, W] (or 3-D [C, H, W]), got ", input.sizes());
 }
 void check_positive(const char* name, const char* what, const Size2& s) {
   STRATA_CHECK(s.h > 0 && s.w > 0, name, ": ", what, " must be positive, got ", s.repr());
@@ -25,10 +25,10 @@ MaxPool2d::MaxPool2d(Size2 kernel_size, std::optional<Size2> stride, Size2 paddi
   check_positive("MaxPool2d", "kernel_size", kernel_size_);
   check_positive("MaxPool2d", "stride", stride_);
   check_positive("MaxPool2d", "dilation", dilation_);
-  STRATA_CHECK(padding_.h >= 0 && padding_.w >= 0 && 2 * padding_.h <= kernel_size_.h &&
-                   2 * padding_.w <= kernel_size_.w,
-               "MaxPool2d: padding must be non-negative and at most half the kernel size, got padding ", padding_.repr(),
-               " for kernel_size ", kernel_size_.repr());
+  STRATA_CHECK(
+      padding_.h >= 0 && padding_.w >= 0 && 2 * padding_.h <= kernel_size_.h && 2 * padding_.w <= kernel_size_.w,
+      "MaxPool2d: padding must be non-negative and at most half the kernel size, got padding ", padding_.repr(),
+      " for kernel_size ", kernel_size_.repr());
 }
 
 Tensor MaxPool2d::forward(const Tensor& input) {
@@ -51,10 +51,10 @@ AvgPool2d::AvgPool2d(Size2 kernel_size, std::optional<Size2> stride, Size2 paddi
       count_include_pad_(count_include_pad) {
   check_positive("AvgPool2d", "kernel_size", kernel_size_);
   check_positive("AvgPool2d", "stride", stride_);
-  STRATA_CHECK(padding_.h >= 0 && padding_.w >= 0 && 2 * padding_.h <= kernel_size_.h &&
-                   2 * padding_.w <= kernel_size_.w,
-               "AvgPool2d: padding must be non-negative and at most half the kernel size, got padding ", padding_.repr(),
-               " for kernel_size ", kernel_size_.repr());
+  STRATA_CHECK(
+      padding_.h >= 0 && padding_.w >= 0 && 2 * padding_.h <= kernel_size_.h && 2 * padding_.w <= kernel_size_.w,
+      "AvgPool2d: padding must be non-negative and at most half the kernel size, got padding ", padding_.repr(),
+      " for kernel_size ", kernel_size_.repr());
 }
 
 Tensor AvgPool2d::forward(const Tensor& input) {

@@ -85,8 +85,9 @@ int64_t append_relu_step(int64_t input, std::vector<remat::GraphStep>& steps) {
 Tensor checkpoint_sequential(Sequential& sequential, int64_t segments, const Tensor& input, bool preserve_rng_state) {
   const auto n = static_cast<int64_t>(sequential.size());
   STRATA_CHECK(n >= 1, "checkpoint_sequential: the Sequential has no modules");
-  STRATA_CHECK(segments >= 1 && segments <= n, "checkpoint_sequential: ", segments, " segments requested for a Sequential of ",
-               n, " modules; segments must be between 1 and the number of modules");
+  STRATA_CHECK(segments >= 1 && segments <= n, "checkpoint_sequential: ", segments,
+               " segments requested for a Sequential of ", n,
+               " modules; segments must be between 1 and the number of modules");
   std::vector<remat::StepFn> steps;
   steps.reserve(static_cast<std::size_t>(n));
   for (int64_t i = 0; i < n; ++i) steps.push_back(remat_step(sequential[i]));
@@ -118,7 +119,8 @@ Tensor RematSequential::forward(const Tensor& input) {
   if (policy_.kind == remat::RematPolicy::Auto && policy_.auto_chain &&
       policy_.granularity == remat::AutoGranularity::Op) {
     std::vector<remat::GraphStep> graph;
-    for (const auto& slot : child_slots()) append_remat_steps(slot.module, static_cast<int64_t>(graph.size()) - 1, graph);
+    for (const auto& slot : child_slots())
+      append_remat_steps(slot.module, static_cast<int64_t>(graph.size()) - 1, graph);
     return policy_.auto_chain->run_graph(graph, input);
   }
   std::vector<remat::StepFn> steps;

@@ -124,7 +124,8 @@ Geometry check_qkv(const Tensor& q, const Tensor& k, const Tensor& v) {
                k.describe(), " and value ", v.describe());
   STRATA_CHECK(q.dim() >= 2 && k.dim() == q.dim() && v.dim() == q.dim(), kOp,
                ": query, key and value must have the same rank (at least 2: [..., L, E], [..., S, E], [..., S, Ev]), "
-               "got query ", q.describe(), ", key ", k.describe(), " and value ", v.describe());
+               "got query ",
+               q.describe(), ", key ", k.describe(), " and value ", v.describe());
   for (int64_t d = 0; d < q.dim() - 2; ++d)
     STRATA_CHECK(k.size(d) == q.size(d) && v.size(d) == q.size(d), kOp,
                  ": query, key and value must have the same batch sizes (dims before the last two), got query ",
@@ -169,8 +170,8 @@ struct Masking {
   const T* fmask = nullptr;     // additive mask batch (null: none)
   Batched<const bool> bm;
   Batched<const T> fm;
-  double keep = 1.0;            // 1 - dropout_p
-  uint32_t threshold = 0;       // keep iff the top 24 bits of the word fall below this
+  double keep = 1.0;       // 1 - dropout_p
+  uint32_t threshold = 0;  // keep iff the top 24 bits of the word fall below this
   PhiloxRange range;
   int64_t L = 0, S = 0;
 
@@ -356,8 +357,10 @@ void backward_block(const Operands<T>& x, const Batched<const T>& dout, const T*
   for (int64_t r = 0; r < nr; ++r) {
     const T shift = lse[b * g.L + i0 + r];
     T* row = p + r * kBlockK;
-    if (shift == std::numeric_limits<T>::infinity()) std::fill(row, row + nc, T(0));
-    else exp_row(row, shift, nc);
+    if (shift == std::numeric_limits<T>::infinity())
+      std::fill(row, row + nc, T(0));
+    else
+      exp_row(row, shift, nc);
   }
   const MatRef<T> dob = dout.rows(b, i0, nr, g.Ev);
   ops::cpu::gemm(dob, x.v.rows(b, j0, nc, g.Ev).t(), dp, kBlockK, false, false);  // dP (of the dropped P)
@@ -366,7 +369,8 @@ void backward_block(const Operands<T>& x, const Batched<const T>& dout, const T*
     mk.drop(dp, kBlockK, b, i0, nr, j0, nc);
     std::vector<T> pd(p, p + kBlockQ * kBlockK);
     mk.drop(pd.data(), kBlockK, b, i0, nr, j0, nc);
-    ops::cpu::gemm(MatRef<T>{pd.data(), nr, nc, kBlockK, 1}.t(), dob, gr.dv.mat(b) + j0 * gr.dv.rs, gr.dv.rs, true, false);
+    ops::cpu::gemm(MatRef<T>{pd.data(), nr, nc, kBlockK, 1}.t(), dob, gr.dv.mat(b) + j0 * gr.dv.rs, gr.dv.rs, true,
+                   false);
   } else {
     ops::cpu::gemm(MatRef<T>{p, nr, nc, kBlockK, 1}.t(), dob, gr.dv.mat(b) + j0 * gr.dv.rs, gr.dv.rs, true, false);
   }
@@ -426,7 +430,8 @@ struct Saved {
 TensorList attention_backward(const Tensor& grad, const TensorList& in, const Saved& sv) {
   const Tensor &q = in[0], &k = in[1], &v = in[2], &out = in[3], &lse = in[4], &mask = in[5];
   const Tensor dout = unit_column_stride(grad);
-  Tensor dq = empty_in_order_of(q, q.sizes()), dk = empty_in_order_of(k, k.sizes()), dv = empty_in_order_of(v, v.sizes());
+  Tensor dq = empty_in_order_of(q, q.sizes()), dk = empty_in_order_of(k, k.sizes()),
+         dv = empty_in_order_of(v, v.sizes());
   PinSet pins;
   for (const Tensor* t : {&q, &k, &v, &out, &lse, &dout}) pins.add(*t, AccessMode::Read);
   if (mask.defined()) pins.add(mask, AccessMode::Read);

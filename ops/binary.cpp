@@ -9,8 +9,8 @@
 #include "core/type_promotion.h"
 #include "ops/detail/cpu/elementwise.h"
 #include "ops/detail/op_util.h"
-#include "ops/reduction.h"
 #include "ops/detail/typed_kernels.h"
+#include "ops/reduction.h"
 
 namespace strata {
 
@@ -21,9 +21,8 @@ Tensor convert_operand(const Tensor& t, DType dtype) {
   Tensor out = t.to(dtype);
   if (is_floating(dtype) && autograd::needs_grad({&t})) {
     const DType from = t.dtype();
-    auto node = autograd::make_node("ToCopyBackward", {&t}, [from](autograd::Node&, const TensorList& g) -> TensorList {
-      return {g[0].to(from)};
-    });
+    auto node = autograd::make_node(
+        "ToCopyBackward", {&t}, [from](autograd::Node&, const TensorList& g) -> TensorList { return {g[0].to(from)}; });
     autograd::set_history({&out}, node);
   }
   return out;
@@ -215,8 +214,10 @@ Tensor add_sub(const char* op, OpKind kind, const char* node_name, const Tensor&
   check_alpha(op, p.dtype, alpha);
   const double alpha_d = alpha.to_double();
   Tensor out;
-  if (alpha_d == 1.0 && negate) out = typed_binary(p.a, p.b, p.shape, kMinus);
-  else if (alpha_d == 1.0) out = typed_binary(p.a, p.b, p.shape, kPlus);
+  if (alpha_d == 1.0 && negate)
+    out = typed_binary(p.a, p.b, p.shape, kMinus);
+  else if (alpha_d == 1.0)
+    out = typed_binary(p.a, p.b, p.shape, kPlus);
   else
     out = dispatch_dtype(p.dtype, [&](auto t) {
       using C = compute_type_t<decltype(t)>;
@@ -228,10 +229,11 @@ Tensor add_sub(const char* op, OpKind kind, const char* node_name, const Tensor&
     });
   if (autograd::needs_grad({&p.a, &p.b})) {
     const double gb_scale = negate ? -alpha_d : alpha_d;
-    auto node = autograd::make_node(node_name, {&p.a, &p.b}, [gb_scale](autograd::Node& n, const TensorList& g) -> TensorList {
-      return {n.needs_input_grad(0) ? sum_to_shape(g[0], n.input_meta()[0].sizes) : Tensor(),
-              n.needs_input_grad(1) ? sum_to_shape(scaled(g[0], gb_scale), n.input_meta()[1].sizes) : Tensor()};
-    });
+    auto node =
+        autograd::make_node(node_name, {&p.a, &p.b}, [gb_scale](autograd::Node& n, const TensorList& g) -> TensorList {
+          return {n.needs_input_grad(0) ? sum_to_shape(g[0], n.input_meta()[0].sizes) : Tensor(),
+                  n.needs_input_grad(1) ? sum_to_shape(scaled(g[0], gb_scale), n.input_meta()[1].sizes) : Tensor()};
+        });
     autograd::set_history({&out}, node);
   }
   if (OpRecorder* rec = op_recorder(); rec && !negate) rec->add(p.a, p.b, alpha_d, out);  // Note [Op recording hook]
@@ -326,14 +328,15 @@ Tensor mul(const Tensor& a, const Tensor& b) {
   PromotedPair p = promote_pair("mul", OpKind::mul, a, b);
   Tensor out = typed_binary(p.a, p.b, p.shape, kTimes);
   if (autograd::needs_grad({&p.a, &p.b})) {
-    auto node = autograd::make_node("MulBackward", {&p.a, &p.b}, [](autograd::Node& n, const TensorList& g) -> TensorList {
-      Tensor ga, gb;
-      if (n.needs_input_grad(0))
-        ga = sum_to_shape(typed_binary(g[0], n.saved(1), g[0].sizes(), kTimes), n.input_meta()[0].sizes);
-      if (n.needs_input_grad(1))
-        gb = sum_to_shape(typed_binary(g[0], n.saved(0), g[0].sizes(), kTimes), n.input_meta()[1].sizes);
-      return {ga, gb};
-    });
+    auto node =
+        autograd::make_node("MulBackward", {&p.a, &p.b}, [](autograd::Node& n, const TensorList& g) -> TensorList {
+          Tensor ga, gb;
+          if (n.needs_input_grad(0))
+            ga = sum_to_shape(typed_binary(g[0], n.saved(1), g[0].sizes(), kTimes), n.input_meta()[0].sizes);
+          if (n.needs_input_grad(1))
+            gb = sum_to_shape(typed_binary(g[0], n.saved(0), g[0].sizes(), kTimes), n.input_meta()[1].sizes);
+          return {ga, gb};
+        });
     node->save(node->needs_input_grad(1) ? p.a : Tensor());
     node->save(node->needs_input_grad(0) ? p.b : Tensor());
     autograd::set_history({&out}, node);
@@ -345,15 +348,17 @@ Tensor div(const Tensor& a, const Tensor& b) {
   PromotedPair p = promote_pair("div", OpKind::div, a, b, /*true_division=*/true);
   Tensor out = typed_binary(p.a, p.b, p.shape, kDivide);
   if (autograd::needs_grad({&p.a, &p.b})) {
-    auto node = autograd::make_node("DivBackward", {&p.a, &p.b}, [](autograd::Node& n, const TensorList& g) -> TensorList {
-      const Tensor sa = n.saved(0), sb = n.saved(1);
-      Tensor ga, gb;
-      if (n.needs_input_grad(0)) ga = sum_to_shape(typed_binary(g[0], sb, g[0].sizes(), kDivide), n.input_meta()[0].sizes);
-      if (n.needs_input_grad(1))
-        gb = sum_to_shape(grad3_kernel(g[0], sa, sb, [](auto gg, auto x, auto y) { return -gg * x / (y * y); }),
-                          n.input_meta()[1].sizes);
-      return {ga, gb};
-    });
+    auto node =
+        autograd::make_node("DivBackward", {&p.a, &p.b}, [](autograd::Node& n, const TensorList& g) -> TensorList {
+          const Tensor sa = n.saved(0), sb = n.saved(1);
+          Tensor ga, gb;
+          if (n.needs_input_grad(0))
+            ga = sum_to_shape(typed_binary(g[0], sb, g[0].sizes(), kDivide), n.input_meta()[0].sizes);
+          if (n.needs_input_grad(1))
+            gb = sum_to_shape(grad3_kernel(g[0], sa, sb, [](auto gg, auto x, auto y) { return -gg * x / (y * y); }),
+                              n.input_meta()[1].sizes);
+          return {ga, gb};
+        });
     node->save(node->needs_input_grad(1) ? p.a : Tensor());
     node->save(p.b);
     autograd::set_history({&out}, node);
@@ -368,24 +373,27 @@ namespace {
 /// PyTorch records floor_divide but has no derivative for it: backward through it is an error.
 void record_floor_divide(const Tensor& a, const Tensor& b, Tensor& out) {
   if (!autograd::needs_grad({&a, &b})) return;
-  auto node = autograd::make_node("FloorDivideBackward", {&a, &b}, [](autograd::Node&, const TensorList&) -> TensorList {
-    STRATA_FAIL("floor_divide: the derivative for floor_divide is not implemented (as in PyTorch); "
-                       "detach() its operands or use div and floor");
-  });
+  auto node =
+      autograd::make_node("FloorDivideBackward", {&a, &b}, [](autograd::Node&, const TensorList&) -> TensorList {
+        STRATA_FAIL(
+            "floor_divide: the derivative for floor_divide is not implemented (as in PyTorch); "
+            "detach() its operands or use div and floor");
+      });
   autograd::set_history({&out}, node);
 }
 
 /// remainder's backward: grad to a, -grad * floor(a / b) to b.
 void record_remainder(const Tensor& a, const Tensor& b, Tensor& out) {
   if (!autograd::needs_grad({&a, &b})) return;
-  auto node = autograd::make_node("RemainderBackward", {&a, &b}, [](autograd::Node& n, const TensorList& g) -> TensorList {
-    Tensor gb;
-    if (n.needs_input_grad(1))
-      gb = sum_to_shape(grad3_kernel(g[0], n.saved(0), n.saved(1),
-                                     [](auto gg, auto x, auto y) { return -gg * kFloorDivide(x, y); }),
-                        n.input_meta()[1].sizes);
-    return {n.needs_input_grad(0) ? sum_to_shape(g[0], n.input_meta()[0].sizes) : Tensor(), gb};
-  });
+  auto node =
+      autograd::make_node("RemainderBackward", {&a, &b}, [](autograd::Node& n, const TensorList& g) -> TensorList {
+        Tensor gb;
+        if (n.needs_input_grad(1))
+          gb = sum_to_shape(grad3_kernel(g[0], n.saved(0), n.saved(1),
+                                         [](auto gg, auto x, auto y) { return -gg * kFloorDivide(x, y); }),
+                            n.input_meta()[1].sizes);
+        return {n.needs_input_grad(0) ? sum_to_shape(g[0], n.input_meta()[0].sizes) : Tensor(), gb};
+      });
   node->save(a);
   node->save(b);
   autograd::set_history({&out}, node);
@@ -398,8 +406,10 @@ Tensor integer_division(const char* op, OpKind kind, const Tensor& a, const Tens
   check_no_zero_divisor(op, p.b);
   const bool floor = kind == OpKind::floor_divide;
   Tensor out = floor ? typed_binary(p.a, p.b, p.shape, kFloorDivide) : typed_binary(p.a, p.b, p.shape, kRemainder);
-  if (floor) record_floor_divide(p.a, p.b, out);
-  else record_remainder(p.a, p.b, out);
+  if (floor)
+    record_floor_divide(p.a, p.b, out);
+  else
+    record_remainder(p.a, p.b, out);
   return out;
 }
 
@@ -436,19 +446,20 @@ Tensor extremum(const char* op, OpKind kind, const char* node_name, const Tensor
   PromotedPair p = promote_pair(op, kind, a, b);
   Tensor out = is_max ? typed_binary(p.a, p.b, p.shape, kMax) : typed_binary(p.a, p.b, p.shape, kMin);
   if (autograd::needs_grad({&p.a, &p.b})) {
-    auto node = autograd::make_node(node_name, {&p.a, &p.b}, [is_max](autograd::Node& n, const TensorList& g) -> TensorList {
-      const Tensor sa = n.saved(0), sb = n.saved(1);
-      auto side = [&](bool first) {
-        return grad3_kernel(g[0], sa, sb, [first, is_max](auto gg, auto x, auto y) {
-          using C = decltype(x);
-          const C mine = first ? x : y, other = first ? y : x;
-          const bool loses = is_max ? mine < other : mine > other;
-          return loses ? C(0) : mine == other ? gg * C(0.5) : gg;
+    auto node =
+        autograd::make_node(node_name, {&p.a, &p.b}, [is_max](autograd::Node& n, const TensorList& g) -> TensorList {
+          const Tensor sa = n.saved(0), sb = n.saved(1);
+          auto side = [&](bool first) {
+            return grad3_kernel(g[0], sa, sb, [first, is_max](auto gg, auto x, auto y) {
+              using C = decltype(x);
+              const C mine = first ? x : y, other = first ? y : x;
+              const bool loses = is_max ? mine < other : mine > other;
+              return loses ? C(0) : mine == other ? gg * C(0.5) : gg;
+            });
+          };
+          return {n.needs_input_grad(0) ? sum_to_shape(side(true), n.input_meta()[0].sizes) : Tensor(),
+                  n.needs_input_grad(1) ? sum_to_shape(side(false), n.input_meta()[1].sizes) : Tensor()};
         });
-      };
-      return {n.needs_input_grad(0) ? sum_to_shape(side(true), n.input_meta()[0].sizes) : Tensor(),
-              n.needs_input_grad(1) ? sum_to_shape(side(false), n.input_meta()[1].sizes) : Tensor()};
-    });
     node->save(p.a);
     node->save(p.b);
     autograd::set_history({&out}, node);
@@ -495,8 +506,8 @@ Tensor minimum(const Tensor& a, const Tensor& b) {
 Tensor where(const Tensor& cond, const Tensor& a_in, const Tensor& b_in) {
   check_backend(OpKind::where);
   check_defined("where", cond, "condition");
-  STRATA_CHECK(cond.dtype() == DType::boolean || cond.dtype() == DType::u8,
-               "where: condition must be bool or u8, got ", cond.describe());
+  STRATA_CHECK(cond.dtype() == DType::boolean || cond.dtype() == DType::u8, "where: condition must be bool or u8, got ",
+               cond.describe());
   check_defined("where", a_in, "input");
   check_defined("where", b_in, "other");
   const Dims shape = where_shape(cond, a_in, b_in);
@@ -513,11 +524,13 @@ Tensor where(const Tensor& cond, const Tensor& a_in, const Tensor& b_in) {
     });
   }
   if (autograd::needs_grad({&a, &b})) {
-    auto node = autograd::make_node("WhereBackward", {&a, &b}, [](autograd::Node& n, const TensorList& g) -> TensorList {
-      const Tensor c = n.saved(0);
-      return {n.needs_input_grad(0) ? sum_to_shape(masked_grad(g[0], c, true), n.input_meta()[0].sizes) : Tensor(),
+    auto node =
+        autograd::make_node("WhereBackward", {&a, &b}, [](autograd::Node& n, const TensorList& g) -> TensorList {
+          const Tensor c = n.saved(0);
+          return {
+              n.needs_input_grad(0) ? sum_to_shape(masked_grad(g[0], c, true), n.input_meta()[0].sizes) : Tensor(),
               n.needs_input_grad(1) ? sum_to_shape(masked_grad(g[0], c, false), n.input_meta()[1].sizes) : Tensor()};
-    });
+        });
     node->save(cond);
     autograd::set_history({&out}, node);
   }

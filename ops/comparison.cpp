@@ -27,7 +27,6 @@ Tensor compare(const char* op, OpKind kind, const Tensor& a, const Scalar& s, F 
   return typed_predicate(x, scalar_tensor(s, x.dtype()), x.sizes(), f);
 }
 
-
 /// f(bool(a), bool(b)) -> bool for operands of any dtypes.
 template <typename F>
 Tensor logical(const char* op, OpKind kind, const Tensor& a, const Tensor& b, F f) {
@@ -48,8 +47,10 @@ template <typename F>
 auto bitwise_fn(F f) {
   return [f](auto x, auto y) {
     using C = decltype(x);
-    if constexpr (std::is_integral_v<C>) return static_cast<C>(f(x, y));
-    else return x;  // floating: refused before dispatch
+    if constexpr (std::is_integral_v<C>)
+      return static_cast<C>(f(x, y));
+    else
+      return x;  // floating: refused before dispatch
   };
 }
 
@@ -73,12 +74,12 @@ Tensor bitwise(const char* op, OpKind kind, const Tensor& a, const Scalar& s, F 
 #define STRATA_COMPARISON_OPS(X) X(eq, ==) X(ne, !=) X(lt, <) X(le, <=) X(gt, >) X(ge, >=)
 #define STRATA_BITWISE_OPS(X) X(bitwise_and, &) X(bitwise_or, |) X(bitwise_xor, ^)
 
-#define STRATA_DEFINE_BINARY_PREDICATE(IMPL, NAME, OP)                                          \
-  Tensor NAME(const Tensor& a, const Tensor& b) {                                               \
-    return IMPL(#NAME, OpKind::NAME, a, b, [](auto x, auto y) { return x OP y; });              \
-  }                                                                                             \
-  Tensor NAME(const Tensor& a, Scalar b) {                                                      \
-    return IMPL(#NAME, OpKind::NAME, a, b, [](auto x, auto y) { return x OP y; });              \
+#define STRATA_DEFINE_BINARY_PREDICATE(IMPL, NAME, OP)                             \
+  Tensor NAME(const Tensor& a, const Tensor& b) {                                  \
+    return IMPL(#NAME, OpKind::NAME, a, b, [](auto x, auto y) { return x OP y; }); \
+  }                                                                                \
+  Tensor NAME(const Tensor& a, Scalar b) {                                         \
+    return IMPL(#NAME, OpKind::NAME, a, b, [](auto x, auto y) { return x OP y; }); \
   }
 #define STRATA_DEFINE_COMPARISON(NAME, OP) STRATA_DEFINE_BINARY_PREDICATE(compare, NAME, OP)
 #define STRATA_DEFINE_BITWISE(NAME, OP) STRATA_DEFINE_BINARY_PREDICATE(bitwise, NAME, OP)
@@ -111,8 +112,10 @@ Tensor bitwise_not(const Tensor& a) {
   if (a.dtype() == DType::boolean) return logical_not(a);
   return typed_unary(a, [](auto v) {
     using C = decltype(v);
-    if constexpr (std::is_integral_v<C>) return static_cast<C>(~v);
-    else return v;
+    if constexpr (std::is_integral_v<C>)
+      return static_cast<C>(~v);
+    else
+      return v;
   });
 }
 

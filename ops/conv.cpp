@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "autograd/engine.h"
+#include "ops/binary.h"
 #include "ops/detail/cpu/dnnl_engine.h"
 #include "ops/detail/cpu/primitive_cache.h"
-#include "ops/binary.h"
 #include "ops/detail/op_util.h"
 #include "ops/resample.h"
 #include "ops/shape_ops.h"
@@ -68,8 +68,8 @@ Geom make_geom(const Tensor& x, const Tensor& w, IntArrayRef stride, IntArrayRef
   g.sh = s[0], g.sw = s[1], g.ph = p[0], g.pw = p[1], g.dh = d[0], g.dw = d[1], g.G = groups;
   STRATA_CHECK(g.C % groups == 0, kOp, ": groups=", groups, " does not divide the ", g.C, " input channels of ",
                x.describe());
-  STRATA_CHECK(g.O % groups == 0, kOp, ": groups=", groups, " does not divide the ", g.O,
-               " output channels of weight ", w.describe());
+  STRATA_CHECK(g.O % groups == 0, kOp, ": groups=", groups, " does not divide the ", g.O, " output channels of weight ",
+               w.describe());
   STRATA_CHECK(w.size(1) * groups == g.C, kOp, ": input ", x.describe(), " has ", g.C, " channels but weight ",
                w.describe(), " with groups=", groups, " expects ", w.size(1) * groups);
   STRATA_CHECK(g.KH > 0 && g.KW > 0 && g.O > 0, kOp, ": weight ", w.describe(), " has an empty kernel");
@@ -82,9 +82,7 @@ Geom make_geom(const Tensor& x, const Tensor& w, IntArrayRef stride, IntArrayRef
   return g;
 }
 
-Dims out_sizes(const Geom& g, bool batched) {
-  return batched ? Dims{g.N, g.O, g.OH, g.OW} : Dims{g.O, g.OH, g.OW};
-}
+Dims out_sizes(const Geom& g, bool batched) { return batched ? Dims{g.N, g.O, g.OH, g.OW} : Dims{g.O, g.OH, g.OW}; }
 
 // ---- own kernels: im2col + GEMM ------------------------------------------------------------------
 
@@ -134,8 +132,7 @@ void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const T* A
           T beta, T* C, int64_t ldc) {
   if constexpr (std::is_same_v<T, float>) {
     if (kUseSgemm) {
-      const dnnl_status_t st =
-          dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+      const dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
       STRATA_CHECK(st == dnnl_success, kOp, ": dnnl_sgemm failed with status ", static_cast<int>(st));
       return;
     }
@@ -391,8 +388,8 @@ void dnnl_backward_input(const float* gy, const Tensor& w, float* gx, const Geom
     auto hint = fwd_primitive(g, false, fkey);
     const DnnlGeom d = dnnl_geom(g);
     memory::desc src(d.src, f32, tag::nchw), wd(d.weights, f32, tag::any), dst(d.dst, f32, tag::nchw);
-    dnnl::convolution_backward_data::primitive_desc pd(cpu::dnnl_engine(), dnnl::algorithm::convolution_direct, src,
-                                                       wd, dst, d.strides, d.dilates, d.pad_l, d.pad_r, hint->pd);
+    dnnl::convolution_backward_data::primitive_desc pd(cpu::dnnl_engine(), dnnl::algorithm::convolution_direct, src, wd,
+                                                       dst, d.strides, d.dilates, d.pad_l, d.pad_r, hint->pd);
     return ConvBwdData{pd, dnnl::convolution_backward_data(pd)};
   });
   const DnnlGeom d = dnnl_geom(g);
@@ -417,8 +414,8 @@ void dnnl_backward_weight(const float* gy, const float* x, float* gw, float* gb,
     const DnnlGeom d = dnnl_geom(g);
     memory::desc src(d.src, f32, tag::nchw), wd(d.weights, f32, tag::any), dst(d.dst, f32, tag::nchw);
     memory::desc bd = bias ? memory::desc(d.bias, f32, tag::x) : memory::desc();
-    dnnl::convolution_backward_weights::primitive_desc pd(cpu::dnnl_engine(), dnnl::algorithm::convolution_direct,
-                                                          src, wd, bd, dst, d.strides, d.dilates, d.pad_l, d.pad_r,
+    dnnl::convolution_backward_weights::primitive_desc pd(cpu::dnnl_engine(), dnnl::algorithm::convolution_direct, src,
+                                                          wd, bd, dst, d.strides, d.dilates, d.pad_l, d.pad_r,
                                                           hint->pd);
     return ConvBwdWeights{pd, dnnl::convolution_backward_weights(pd)};
   });
@@ -437,8 +434,8 @@ void dnnl_backward_weight(const float* gy, const float* x, float* gw, float* gb,
     cpu::PrimitiveKey rkey = key;
     rkey.fields[0] = kConvBwdWeightsReorder;
     auto r = cpu::cached_primitive<dnnl::reorder>(rkey, [&] {
-      return dnnl::reorder(dnnl::reorder::primitive_desc(cpu::dnnl_engine(), p->pd.diff_weights_desc(),
-                                                         cpu::dnnl_engine(), plain));
+      return dnnl::reorder(
+          dnnl::reorder::primitive_desc(cpu::dnnl_engine(), p->pd.diff_weights_desc(), cpu::dnnl_engine(), plain));
     });
     cpu::dnnl_execute(*r, {{DNNL_ARG_FROM, gw_mem}, {DNNL_ARG_TO, gw_plain}});
   }
@@ -636,19 +633,19 @@ Tensor conv2d_weight_step(const Tensor& y, const Tensor& x, const Tensor& weight
                " is not conv2d's for input ", x.describe(), " and weight ", weight.describe(), " (expected shape ",
                IntArrayRef(expected), ")");
   if (!autograd::needs_grad({&weight, &bias})) return y;  // nothing to compute: x is not kept
-  Tensor out = y.detach();  // y's storage, with this step's history
+  Tensor out = y.detach();                                // y's storage, with this step's history
   {
     const Dims w_sizes = weight.sizes();
-    auto node = autograd::make_node(
-        "Conv2DWeightBackward", {&y, &weight, &bias},
-        [g, w_sizes](autograd::Node& n, const TensorList& grads) -> TensorList {
-          TensorList out(3);
-          if (n.needs_input_grad(1) || n.needs_input_grad(2))
-            backward_weight(grads[0], n.saved(0), g, n.needs_input_grad(1) ? &out[1] : nullptr,
-                            n.needs_input_grad(2) ? &out[2] : nullptr, w_sizes);
-          if (n.needs_input_grad(0)) out[0] = grads[0];
-          return out;
-        });
+    auto node =
+        autograd::make_node("Conv2DWeightBackward", {&y, &weight, &bias},
+                            [g, w_sizes](autograd::Node& n, const TensorList& grads) -> TensorList {
+                              TensorList out(3);
+                              if (n.needs_input_grad(1) || n.needs_input_grad(2))
+                                backward_weight(grads[0], n.saved(0), g, n.needs_input_grad(1) ? &out[1] : nullptr,
+                                                n.needs_input_grad(2) ? &out[2] : nullptr, w_sizes);
+                              if (n.needs_input_grad(0)) out[0] = grads[0];
+                              return out;
+                            });
     node->save(x);
     autograd::set_history({&out}, node);
   }
@@ -661,18 +658,19 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntArra
   const bool batched = x.dim() == 4;
   Tensor y = forward(x, weight, bias, g, batched);
   if (autograd::needs_grad({&x, &weight, &bias})) {
-    auto node = autograd::make_node(
-        "Conv2DBackward", {&x, &weight, &bias}, [g](autograd::Node& n, const TensorList& grads) -> TensorList {
-          const Tensor x = n.saved(0), w = n.saved(1);
-          TensorList out(3);
-          // The weight gradient first: the input gradient may then be written over grads[0]
-          // (Note [Conv input gradient in place]).
-          if (n.needs_input_grad(1) || n.needs_input_grad(2))
-            backward_weight(grads[0], x, g, n.needs_input_grad(1) ? &out[1] : nullptr,
-                            n.needs_input_grad(2) ? &out[2] : nullptr, w.sizes());
-          if (n.needs_input_grad(0)) out[0] = backward_input(grads[0], w, g, x.sizes(), /*may_overwrite=*/true);
-          return out;
-        });
+    auto node = autograd::make_node("Conv2DBackward", {&x, &weight, &bias},
+                                    [g](autograd::Node& n, const TensorList& grads) -> TensorList {
+                                      const Tensor x = n.saved(0), w = n.saved(1);
+                                      TensorList out(3);
+                                      // The weight gradient first: the input gradient may then be written over grads[0]
+                                      // (Note [Conv input gradient in place]).
+                                      if (n.needs_input_grad(1) || n.needs_input_grad(2))
+                                        backward_weight(grads[0], x, g, n.needs_input_grad(1) ? &out[1] : nullptr,
+                                                        n.needs_input_grad(2) ? &out[2] : nullptr, w.sizes());
+                                      if (n.needs_input_grad(0))
+                                        out[0] = backward_input(grads[0], w, g, x.sizes(), /*may_overwrite=*/true);
+                                      return out;
+                                    });
     node->save(x);
     node->save(weight);
     autograd::set_history({&y}, node);
@@ -681,7 +679,6 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntArra
     rec->conv2d(x, weight, bias, stride, padding, dilation, groups, y);
   return y;
 }
-
 
 // ---- conv1d --------------------------------------------------------------------------------------
 
@@ -724,8 +721,8 @@ Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntArra
   return reshape(y, out);
 }
 
-Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
-              std::string_view padding, IntArrayRef dilation, int64_t groups) {
+Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntArrayRef stride, std::string_view padding,
+              IntArrayRef dilation, int64_t groups) {
   check_conv1d(x, weight, bias);
   STRATA_CHECK(padding == "same" || padding == "valid", "conv1d: invalid padding string '", padding,
                "' (expected 'same' or 'valid')");
@@ -761,18 +758,20 @@ Geom transposed_geom(const Tensor& x, const Tensor& w, IntArrayRef stride, IntAr
   STRATA_CHECK(w.dim() == 4, op, ": weight must be 4-D (C_in, C_out/groups, KH, KW), got ", w.describe());
   const auto s = pair_arg(stride, "stride"), p = pair_arg(padding, "padding");
   const auto op_ = pair_arg(output_padding, "output_padding"), d = pair_arg(dilation, "dilation");
-  STRATA_CHECK(s[0] > 0 && s[1] > 0 && d[0] > 0 && d[1] > 0, op, ": stride and dilation must be positive, got ",
-               stride, " and ", dilation);
+  STRATA_CHECK(s[0] > 0 && s[1] > 0 && d[0] > 0 && d[1] > 0, op, ": stride and dilation must be positive, got ", stride,
+               " and ", dilation);
   STRATA_CHECK(p[0] >= 0 && p[1] >= 0 && op_[0] >= 0 && op_[1] >= 0, op,
                ": padding and output_padding must be non-negative, got ", padding, " and ", output_padding);
   for (int i = 0; i < 2; ++i)
-    STRATA_CHECK(op_[i] < s[i] || op_[i] < d[i], op, ": output padding must be smaller than either stride or "
-                 "dilation, got output_padding ", output_padding, ", stride ", stride, ", dilation ", dilation);
+    STRATA_CHECK(op_[i] < s[i] || op_[i] < d[i], op,
+                 ": output padding must be smaller than either stride or "
+                 "dilation, got output_padding ",
+                 output_padding, ", stride ", stride, ", dilation ", dilation);
   STRATA_CHECK(groups > 0, op, ": groups must be positive, got ", groups);
   const bool batched = x.dim() == 4;
   const int64_t cin = x.size(batched ? 1 : 0);
-  STRATA_CHECK(w.size(0) == cin, op, ": weight ", w.describe(), " expects ", w.size(0),
-               " input channels, got input ", x.describe());
+  STRATA_CHECK(w.size(0) == cin, op, ": weight ", w.describe(), " expects ", w.size(0), " input channels, got input ",
+               x.describe());
   STRATA_CHECK(cin % groups == 0, op, ": groups=", groups, " does not divide the ", cin, " input channels");
   Geom g{};
   g.N = batched ? x.size(0) : 1;
@@ -784,8 +783,8 @@ Geom transposed_geom(const Tensor& x, const Tensor& w, IntArrayRef stride, IntAr
   g.H = (g.OH - 1) * g.sh - 2 * g.ph + g.dh * (g.KH - 1) + op_[0] + 1;
   g.W = (g.OW - 1) * g.sw - 2 * g.pw + g.dw * (g.KW - 1) + op_[1] + 1;
   STRATA_CHECK(g.C > 0 && g.KH > 0 && g.KW > 0, op, ": weight ", w.describe(), " is empty");
-  STRATA_CHECK(g.H > 0 && g.W > 0, op, ": output size (", g.H, ", ", g.W, ") is not positive for input ",
-               x.describe(), " and weight ", w.describe());
+  STRATA_CHECK(g.H > 0 && g.W > 0, op, ": output size (", g.H, ", ", g.W, ") is not positive for input ", x.describe(),
+               " and weight ", w.describe());
   g.conv_consistent = op_[0] < s[0] && op_[1] < s[1];
   return g;
 }
@@ -810,14 +809,15 @@ Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bia
   const Dims y_sizes = batched ? Dims{g.N, g.C, g.H, g.W} : Dims{g.C, g.H, g.W};
   Tensor y = backward_input(x, weight, g, y_sizes);
   if (autograd::needs_grad({&x, &weight})) {
-    auto node = autograd::make_node(
-        "ConvTranspose2DBackward", {&x, &weight}, [g, batched](autograd::Node& n, const TensorList& grads) {
-          const Tensor x = n.saved(0), w = n.saved(1);
-          TensorList out(2);
-          if (n.needs_input_grad(1)) backward_weight(x, grads[0], g, &out[1], nullptr, w.sizes());
-          if (n.needs_input_grad(0)) out[0] = forward(grads[0], w, Tensor(), g, batched);
-          return out;
-        });
+    auto node = autograd::make_node("ConvTranspose2DBackward", {&x, &weight},
+                                    [g, batched](autograd::Node& n, const TensorList& grads) {
+                                      const Tensor x = n.saved(0), w = n.saved(1);
+                                      TensorList out(2);
+                                      if (n.needs_input_grad(1))
+                                        backward_weight(x, grads[0], g, &out[1], nullptr, w.sizes());
+                                      if (n.needs_input_grad(0)) out[0] = forward(grads[0], w, Tensor(), g, batched);
+                                      return out;
+                                    });
     node->save(x);
     node->save(weight);
     autograd::set_history({&y}, node);

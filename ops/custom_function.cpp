@@ -28,11 +28,13 @@ void check_spec(const CustomFunctionSpec& spec, const TensorList& outputs) {
   for (std::size_t i = 0; i < outputs.size(); ++i)
     STRATA_CHECK(outputs[i].defined(), spec.name, ": output ", i, " of the forward is undefined");
   for (std::size_t i = 0; i < spec.dirty.size(); ++i) {
-    STRATA_CHECK(contains(spec.inputs, spec.dirty[i]), spec.name, ": mark_dirty only accepts input tensors, but argument ",
-                 i, " isn't one");
-    STRATA_CHECK(contains(outputs, spec.dirty[i]), spec.name, ": some elements marked as dirty during the forward "
+    STRATA_CHECK(contains(spec.inputs, spec.dirty[i]), spec.name,
+                 ": mark_dirty only accepts input tensors, but argument ", i, " isn't one");
+    STRATA_CHECK(contains(outputs, spec.dirty[i]), spec.name,
+                 ": some elements marked as dirty during the forward "
                  "method were not returned as output. The inputs that are modified inplace must all be outputs of the "
-                 "Function (argument ", i, " of mark_dirty, ", spec.dirty[i].describe(), ")");
+                 "Function (argument ",
+                 i, " of mark_dirty, ", spec.dirty[i].describe(), ")");
   }
   for (std::size_t i = 0; i < spec.non_differentiable.size(); ++i)
     STRATA_CHECK(contains(outputs, spec.non_differentiable[i]), spec.name,
@@ -48,9 +50,7 @@ CustomFunctionNode::CustomFunctionNode(std::string name, CustomBackward backward
       tensor_inputs_(std::move(tensor_inputs)),
       materialize_grads_(materialize_grads) {}
 
-TensorList CustomFunctionNode::apply(TensorList&& grad_outputs) {
-  return check_gradients(backward_(grad_outputs));
-}
+TensorList CustomFunctionNode::apply(TensorList&& grad_outputs) { return check_gradients(backward_(grad_outputs)); }
 
 TensorList CustomFunctionNode::check_gradients(TensorList grads) const {
   const std::size_t n = tensor_inputs_.size();
@@ -94,8 +94,8 @@ std::shared_ptr<CustomFunctionNode> record_custom_function(const CustomFunctionS
   check_spec(spec, outputs);
   if (!autograd::needs_grad(spec.inputs)) return nullptr;
   for (const Tensor& d : spec.dirty)
-    STRATA_CHECK(!(d.is_leaf() && d.requires_grad()), spec.name, ": a leaf Variable that requires grad (",
-                 d.describe(), ") has been used in an in-place operation (marked dirty)");
+    STRATA_CHECK(!(d.is_leaf() && d.requires_grad()), spec.name, ": a leaf Variable that requires grad (", d.describe(),
+                 ") has been used in an in-place operation (marked dirty)");
   std::vector<bool> tensor_inputs;
   for (const Tensor& t : spec.inputs) tensor_inputs.push_back(t.defined());
   auto node = std::make_shared<CustomFunctionNode>(spec.name, std::move(backward), std::move(tensor_inputs),

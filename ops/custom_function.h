@@ -78,7 +78,7 @@ std::vector<bool> custom_function_needs_input_grad(const autograd::TensorList& i
 /// some input requires grad, records a CustomFunctionNode calling `backward` and gives the
 /// outputs their history in place (Note [Custom functions]). Returns the node, or null when
 /// nothing was recorded (the outputs are then left as they are).
-std::shared_ptr<CustomFunctionNode> record_custom_function(const CustomFunctionSpec& spec, autograd::TensorList& outputs,
-                                                           CustomBackward backward);
+std::shared_ptr<CustomFunctionNode> record_custom_function(const CustomFunctionSpec& spec,
+                                                           autograd::TensorList& outputs, CustomBackward backward);
 
 }  // namespace strata

@@ -27,16 +27,16 @@ DnnlInfo dnnl_info() {
   info.minor = v->minor;
   info.patch = v->patch;
   info.cpu_runtime = runtime_name(v->cpu_runtime);
-  info.header_version = std::to_string(DNNL_VERSION_MAJOR) + "." + std::to_string(DNNL_VERSION_MINOR) +
-                        "." + std::to_string(DNNL_VERSION_PATCH);
+  info.header_version = std::to_string(DNNL_VERSION_MAJOR) + "." + std::to_string(DNNL_VERSION_MINOR) + "." +
+                        std::to_string(DNNL_VERSION_PATCH);
   info.library_dir = STRATA_DNNL_LIBRARY_DIR;
   return info;
 }
 
 std::string dnnl_summary() {
   const DnnlInfo i = dnnl_info();
-  return "oneDNN " + std::to_string(i.major) + "." + std::to_string(i.minor) + "." +
-         std::to_string(i.patch) + " (CPU runtime " + i.cpu_runtime + ")";
+  return "oneDNN " + std::to_string(i.major) + "." + std::to_string(i.minor) + "." + std::to_string(i.patch) +
+         " (CPU runtime " + i.cpu_runtime + ")";
 }
 
 }  // namespace strata::ops

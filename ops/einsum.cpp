@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "ops/linalg.h"
 #include "ops/detail/op_util.h"
+#include "ops/linalg.h"
 #include "ops/reduction.h"
 #include "ops/shape_ops.h"
 
@@ -47,8 +47,8 @@ Equation parse(const std::string& equation, std::size_t operands) {
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
-  STRATA_CHECK(eq.inputs.size() == operands, "einsum: \"", equation, "\" names ", eq.inputs.size(),
-               " operands, but ", operands, " were given");
+  STRATA_CHECK(eq.inputs.size() == operands, "einsum: \"", equation, "\" names ", eq.inputs.size(), " operands, but ",
+               operands, " were given");
   std::array<int, 128> count{};
   for (const std::string& in : eq.inputs) {
     for (std::size_t i = 0; i < in.size(); ++i) {
@@ -84,8 +84,10 @@ Term sum_unneeded(Term term, const std::string& needed) {
   std::vector<int64_t> dims;
   std::string kept;
   for (std::size_t i = 0; i < term.letters.size(); ++i) {
-    if (needed.find(term.letters[i]) == std::string::npos) dims.push_back(static_cast<int64_t>(i));
-    else kept.push_back(term.letters[i]);
+    if (needed.find(term.letters[i]) == std::string::npos)
+      dims.push_back(static_cast<int64_t>(i));
+    else
+      kept.push_back(term.letters[i]);
   }
   if (dims.empty()) return term;
   return {sum(term.t, dims), kept};
@@ -143,8 +145,8 @@ void check_sizes(const std::string& equation, const Equation& eq, const std::vec
   for (std::size_t k = 0; k < operands.size(); ++k) {
     STRATA_CHECK(operands[k].defined(), "einsum: operand ", k, " is undefined");
     check_same_dtype("einsum", operands[0], operands[k]);
-    STRATA_CHECK(operands[k].dim() == static_cast<int64_t>(eq.inputs[k].size()), "einsum: \"", equation, "\": operand ", k,
-                 " has ", operands[k].dim(), " dims (", operands[k].describe(), ") but its subscripts \"",
+    STRATA_CHECK(operands[k].dim() == static_cast<int64_t>(eq.inputs[k].size()), "einsum: \"", equation, "\": operand ",
+                 k, " has ", operands[k].dim(), " dims (", operands[k].describe(), ") but its subscripts \"",
                  eq.inputs[k], "\" name ", eq.inputs[k].size());
     for (std::size_t i = 0; i < eq.inputs[k].size(); ++i) {
       int64_t& s = size[static_cast<unsigned char>(eq.inputs[k][i])];

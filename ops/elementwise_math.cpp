@@ -20,7 +20,8 @@ using ops::cpu::kCostlyGrain;
 
 /// Runs `compute` (which sees f32 or f64 only) on x by Note [Element-wise math dtypes]: integers
 /// and bool in the default float dtype, bf16 and f16 in f32 rounded back to their dtype.
-Tensor floating_math(const char* op, OpKind kind, const Tensor& x, const std::function<Tensor(const Tensor&)>& compute) {
+Tensor floating_math(const char* op, OpKind kind, const Tensor& x,
+                     const std::function<Tensor(const Tensor&)>& compute) {
   check_backend(kind);
   check_defined(op, x, "input");
   if (!is_floating(x.dtype())) return compute(x.to(kDefaultFloat));
@@ -72,90 +73,103 @@ Tensor rounding(const char* op, OpKind kind, const char* node, const Tensor& x, 
 
 Tensor sin(const Tensor& x) {
   return floating_math("sin", OpKind::sin, x, [](const Tensor& v) {
-    return from_input("SinBackward", v, [](auto a) { return std::sin(a); }, [](auto g, auto a) { return g * std::cos(a); });
+    return from_input(
+        "SinBackward", v, [](auto a) { return std::sin(a); }, [](auto g, auto a) { return g * std::cos(a); });
   });
 }
 
 Tensor cos(const Tensor& x) {
   return floating_math("cos", OpKind::cos, x, [](const Tensor& v) {
-    return from_input("CosBackward", v, [](auto a) { return std::cos(a); }, [](auto g, auto a) { return -g * std::sin(a); });
+    return from_input(
+        "CosBackward", v, [](auto a) { return std::cos(a); }, [](auto g, auto a) { return -g * std::sin(a); });
   });
 }
 
 Tensor tan(const Tensor& x) {
   return floating_math("tan", OpKind::tan, x, [](const Tensor& v) {
-    return from_output("TanBackward", v, [](auto a) { return std::tan(a); },
-                       [](auto g, auto y) { return g * (decltype(y)(1) + y * y); });
+    return from_output(
+        "TanBackward", v, [](auto a) { return std::tan(a); },
+        [](auto g, auto y) { return g * (decltype(y)(1) + y * y); });
   });
 }
 
 Tensor asin(const Tensor& x) {
   return floating_math("asin", OpKind::asin, x, [](const Tensor& v) {
-    return from_input("AsinBackward", v, [](auto a) { return std::asin(a); },
-                      [](auto g, auto a) { return g / std::sqrt(decltype(a)(1) - a * a); });
+    return from_input(
+        "AsinBackward", v, [](auto a) { return std::asin(a); },
+        [](auto g, auto a) { return g / std::sqrt(decltype(a)(1) - a * a); });
   });
 }
 
 Tensor acos(const Tensor& x) {
   return floating_math("acos", OpKind::acos, x, [](const Tensor& v) {
-    return from_input("AcosBackward", v, [](auto a) { return std::acos(a); },
-                      [](auto g, auto a) { return -g / std::sqrt(decltype(a)(1) - a * a); });
+    return from_input(
+        "AcosBackward", v, [](auto a) { return std::acos(a); },
+        [](auto g, auto a) { return -g / std::sqrt(decltype(a)(1) - a * a); });
   });
 }
 
 Tensor atan(const Tensor& x) {
   return floating_math("atan", OpKind::atan, x, [](const Tensor& v) {
-    return from_input("AtanBackward", v, [](auto a) { return std::atan(a); },
-                      [](auto g, auto a) { return g / (decltype(a)(1) + a * a); });
+    return from_input(
+        "AtanBackward", v, [](auto a) { return std::atan(a); },
+        [](auto g, auto a) { return g / (decltype(a)(1) + a * a); });
   });
 }
 
 Tensor sinh(const Tensor& x) {
   return floating_math("sinh", OpKind::sinh, x, [](const Tensor& v) {
-    return from_input("SinhBackward", v, [](auto a) { return std::sinh(a); }, [](auto g, auto a) { return g * std::cosh(a); });
+    return from_input(
+        "SinhBackward", v, [](auto a) { return std::sinh(a); }, [](auto g, auto a) { return g * std::cosh(a); });
   });
 }
 
 Tensor cosh(const Tensor& x) {
   return floating_math("cosh", OpKind::cosh, x, [](const Tensor& v) {
-    return from_input("CoshBackward", v, [](auto a) { return std::cosh(a); }, [](auto g, auto a) { return g * std::sinh(a); });
+    return from_input(
+        "CoshBackward", v, [](auto a) { return std::cosh(a); }, [](auto g, auto a) { return g * std::sinh(a); });
   });
 }
 
 Tensor expm1(const Tensor& x) {
   return floating_math("expm1", OpKind::expm1, x, [](const Tensor& v) {
-    return from_output("Expm1Backward", v, [](auto a) { return std::expm1(a); },
-                       [](auto g, auto y) { return g * (y + decltype(y)(1)); });
+    return from_output(
+        "Expm1Backward", v, [](auto a) { return std::expm1(a); },
+        [](auto g, auto y) { return g * (y + decltype(y)(1)); });
   });
 }
 
 Tensor log1p(const Tensor& x) {
   return floating_math("log1p", OpKind::log1p, x, [](const Tensor& v) {
-    return from_input("Log1PBackward", v, [](auto a) { return std::log1p(a); },
-                      [](auto g, auto a) { return g / (decltype(a)(1) + a); });
+    return from_input(
+        "Log1PBackward", v, [](auto a) { return std::log1p(a); },
+        [](auto g, auto a) { return g / (decltype(a)(1) + a); });
   });
 }
 
 Tensor rsqrt(const Tensor& x) {
   return floating_math("rsqrt", OpKind::rsqrt, x, [](const Tensor& v) {
-    return from_output("RsqrtBackward", v, [](auto a) { return decltype(a)(1) / std::sqrt(a); },
-                       [](auto g, auto y) { return decltype(y)(-0.5) * g * y * y * y; });
+    return from_output(
+        "RsqrtBackward", v, [](auto a) { return decltype(a)(1) / std::sqrt(a); },
+        [](auto g, auto y) { return decltype(y)(-0.5) * g * y * y * y; });
   });
 }
 
 Tensor erf(const Tensor& x) {
   return floating_math("erf", OpKind::erf, x, [](const Tensor& v) {
-    return from_input("ErfBackward", v, [](auto a) { return std::erf(a); }, [](auto g, auto a) {
-      using T = decltype(a);
-      return g * T(std::numbers::inv_sqrtpi * 2) * std::exp(-a * a);
-    });
+    return from_input(
+        "ErfBackward", v, [](auto a) { return std::erf(a); },
+        [](auto g, auto a) {
+          using T = decltype(a);
+          return g * T(std::numbers::inv_sqrtpi * 2) * std::exp(-a * a);
+        });
   });
 }
 
 Tensor reciprocal(const Tensor& x) {
   return floating_math("reciprocal", OpKind::reciprocal, x, [](const Tensor& v) {
-    return from_output("ReciprocalBackward", v, [](auto a) { return decltype(a)(1) / a; },
-                       [](auto g, auto y) { return -g * y * y; });
+    return from_output(
+        "ReciprocalBackward", v, [](auto a) { return decltype(a)(1) / a; }, [](auto g, auto y) { return -g * y * y; });
   });
 }
 
@@ -202,8 +216,10 @@ Tensor sign(const Tensor& x) {
   if (x.dtype() == DType::boolean) return x.clone();
   Tensor y = typed_unary(x, [](auto v) {
     using C = decltype(v);
-    if constexpr (std::is_unsigned_v<C>) return static_cast<C>(v != C(0));
-    else return static_cast<C>(static_cast<int>(C(0) < v) - static_cast<int>(v < C(0)));
+    if constexpr (std::is_unsigned_v<C>)
+      return static_cast<C>(v != C(0));
+    else
+      return static_cast<C>(static_cast<int>(C(0) < v) - static_cast<int>(v < C(0)));
   });
   record_zero_grad("SignBackward", x, y);
   return y;
@@ -246,11 +262,12 @@ Tensor float_atan2(const Tensor& a, const Tensor& b, IntArrayRef shape) {
     });
   }
   if (autograd::needs_grad({&a, &b})) {
-    auto node = autograd::make_node("Atan2Backward", {&a, &b}, [](autograd::Node& n, const TensorList& g) -> TensorList {
-      const Tensor as = n.saved(0), bs = n.saved(1);
-      return {n.needs_input_grad(0) ? atan2_grad<false>(g[0], as, bs) : Tensor(),
-              n.needs_input_grad(1) ? atan2_grad<true>(g[0], as, bs) : Tensor()};
-    });
+    auto node =
+        autograd::make_node("Atan2Backward", {&a, &b}, [](autograd::Node& n, const TensorList& g) -> TensorList {
+          const Tensor as = n.saved(0), bs = n.saved(1);
+          return {n.needs_input_grad(0) ? atan2_grad<false>(g[0], as, bs) : Tensor(),
+                  n.needs_input_grad(1) ? atan2_grad<true>(g[0], as, bs) : Tensor()};
+        });
     node->save(a);
     node->save(b);
     autograd::set_history({&y}, node);
@@ -263,8 +280,8 @@ Tensor float_atan2(const Tensor& a, const Tensor& b, IntArrayRef shape) {
 Tensor atan2(const Tensor& input, const Tensor& other) {
   const PromotedPair p = promote_pair("atan2", OpKind::atan2, input, other, /*true_division=*/true);
   if (is_reduced_float(p.dtype))  // computed in f32 and rounded once, through recorded conversions
-    return convert_operand(
-        float_atan2(convert_operand(p.a, DType::f32), convert_operand(p.b, DType::f32), p.shape), p.dtype);
+    return convert_operand(float_atan2(convert_operand(p.a, DType::f32), convert_operand(p.b, DType::f32), p.shape),
+                           p.dtype);
   return float_atan2(p.a, p.b, p.shape);
 }
 

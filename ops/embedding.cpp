@@ -52,8 +52,8 @@ std::vector<int64_t> bag_bounds(const Tensor& offsets, int64_t num_indices, bool
                  offsets.describe(), ")");
   for (int64_t b = 0; b < n; ++b) {
     if (b > 0)
-      STRATA_CHECK(off[b] >= off[b - 1], "embedding_bag: offsets must be non-decreasing, got offsets[", b, "] = ", off[b],
-                   " after offsets[", b - 1, "] = ", off[b - 1], " (", offsets.describe(), ")");
+      STRATA_CHECK(off[b] >= off[b - 1], "embedding_bag: offsets must be non-decreasing, got offsets[", b,
+                   "] = ", off[b], " after offsets[", b - 1, "] = ", off[b - 1], " (", offsets.describe(), ")");
     STRATA_CHECK(off[b] <= num_indices, "embedding_bag: offsets[", b, "] = ", off[b], " is past the end of the ",
                  num_indices, " indices (", offsets.describe(), ")");
   }
@@ -168,8 +168,10 @@ void bag_backward_weight(T* gw, const T* g, const I* idx, const T* psw, const st
         const int64_t i = order[q];
         const int64_t b = bag_of[i];
         T c = T(1);
-        if (psw != nullptr) c = psw[i];
-        else if (mean) c = T(1) / static_cast<T>(bounds[b + 1] - bounds[b]);
+        if (psw != nullptr)
+          c = psw[i];
+        else if (mean)
+          c = T(1) / static_cast<T>(bounds[b + 1] - bounds[b]);
         const T* __restrict src = g + b * dim;
         for (int64_t k = 0; k < dim; ++k) dst[k] += c * src[k];
       }
@@ -550,32 +552,34 @@ Tensor dot_interaction(const std::vector<Tensor>& features, bool self_interactio
     });
   }
   if (autograd::needs_grad(features)) {
-    auto node = autograd::make_node(
-        "DotInteractionBackward", features,
-        [nf, batch, d, shape](autograd::Node& nd, const TensorList& grads) -> TensorList {
-          const Tensor g = grads[0].contiguous();
-          std::vector<Tensor> f;
-          for (int64_t k = 0; k < nf; ++k) f.push_back(nd.saved(static_cast<std::size_t>(k)).contiguous());
-          TensorList gf(static_cast<std::size_t>(nf));
-          for (int64_t k = 0; k < nf; ++k)
-            if (nd.needs_input_grad(static_cast<std::size_t>(k))) gf[k] = empty_output({batch, d}, g.dtype());
-          PinSet pins;
-          pins.add(g, AccessMode::Read);
-          for (const Tensor& t : f) pins.add(t, AccessMode::Read);
-          for (const Tensor& t : gf)
-            if (t.defined()) pins.add(t, AccessMode::Write);
-          pins.acquire();
-          dispatch_float(g.dtype(), [&](auto tag) {
-            using T = decltype(tag);
-            std::vector<const T*> fp;
-            std::vector<T*> gp;
-            for (const Tensor& t : f) fp.push_back(static_cast<const T*>(t.data_ptr()));
-            for (const Tensor& t : gf) gp.push_back(t.defined() ? static_cast<T*>(t.data_ptr()) : nullptr);
-            const T* gin = static_cast<const T*>(g.data_ptr());
-            interaction_backward<T>(fp, gin, gp, shape);
-          });
-          return gf;
-        });
+    auto node = autograd::make_node("DotInteractionBackward", features,
+                                    [nf, batch, d, shape](autograd::Node& nd, const TensorList& grads) -> TensorList {
+                                      const Tensor g = grads[0].contiguous();
+                                      std::vector<Tensor> f;
+                                      for (int64_t k = 0; k < nf; ++k)
+                                        f.push_back(nd.saved(static_cast<std::size_t>(k)).contiguous());
+                                      TensorList gf(static_cast<std::size_t>(nf));
+                                      for (int64_t k = 0; k < nf; ++k)
+                                        if (nd.needs_input_grad(static_cast<std::size_t>(k)))
+                                          gf[k] = empty_output({batch, d}, g.dtype());
+                                      PinSet pins;
+                                      pins.add(g, AccessMode::Read);
+                                      for (const Tensor& t : f) pins.add(t, AccessMode::Read);
+                                      for (const Tensor& t : gf)
+                                        if (t.defined()) pins.add(t, AccessMode::Write);
+                                      pins.acquire();
+                                      dispatch_float(g.dtype(), [&](auto tag) {
+                                        using T = decltype(tag);
+                                        std::vector<const T*> fp;
+                                        std::vector<T*> gp;
+                                        for (const Tensor& t : f) fp.push_back(static_cast<const T*>(t.data_ptr()));
+                                        for (const Tensor& t : gf)
+                                          gp.push_back(t.defined() ? static_cast<T*>(t.data_ptr()) : nullptr);
+                                        const T* gin = static_cast<const T*>(g.data_ptr());
+                                        interaction_backward<T>(fp, gin, gp, shape);
+                                      });
+                                      return gf;
+                                    });
     for (const Tensor& t : features) node->save(t);
     autograd::set_history({&out}, node);
   }

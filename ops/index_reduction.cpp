@@ -43,7 +43,7 @@ bool below(C a, C b) {
 
 /// The rows of an index reduction over `dim` (every element as one row when dim < 0).
 struct Rows {
-  Tensor data;      // [n, r], contiguous, in a dtype the kernels take (f32, f64, i32, i64, u8)
+  Tensor data;  // [n, r], contiguous, in a dtype the kernels take (f32, f64, i32, i64, u8)
   int64_t n = 0, r = 0;
   Dims moved_sizes;  // x's sizes with dim moved last (the rows' layout before flattening)
 };
@@ -108,22 +108,25 @@ void select_rows(const Rows& rows, bool is_max, const Tensor& values, const Tens
 /// For each row, the indices of its first k elements, largest or smallest first (ties by index,
 /// which is also what a stable sort gives): values and indices [n, k]. k == r sorts.
 void order_rows(const Rows& rows, int64_t k, bool largest_first, const Tensor& values, const Tensor& indices) {
-  for_each_row_of(rows, values, indices, 4096, [k, largest_first](const auto* row, int64_t r, auto* v, int64_t* ix, int64_t i) {
-    thread_local std::vector<int64_t> order;  // one buffer per thread, not per row
-    order.resize(static_cast<std::size_t>(r));
-    std::iota(order.begin(), order.end(), int64_t{0});
-    auto first = [row, largest_first](int64_t p, int64_t q) {
-      const bool pq = largest_first ? above(row[p], row[q]) : above(row[q], row[p]);
-      const bool qp = largest_first ? above(row[q], row[p]) : above(row[p], row[q]);
-      return pq || (!qp && p < q);
-    };
-    if (k == r) std::sort(order.begin(), order.end(), first);
-    else std::partial_sort(order.begin(), order.begin() + k, order.end(), first);
-    for (int64_t j = 0; j < k; ++j) {
-      ix[i * k + j] = order[static_cast<std::size_t>(j)];
-      v[i * k + j] = row[order[static_cast<std::size_t>(j)]];
-    }
-  });
+  for_each_row_of(rows, values, indices, 4096,
+                  [k, largest_first](const auto* row, int64_t r, auto* v, int64_t* ix, int64_t i) {
+                    thread_local std::vector<int64_t> order;  // one buffer per thread, not per row
+                    order.resize(static_cast<std::size_t>(r));
+                    std::iota(order.begin(), order.end(), int64_t{0});
+                    auto first = [row, largest_first](int64_t p, int64_t q) {
+                      const bool pq = largest_first ? above(row[p], row[q]) : above(row[q], row[p]);
+                      const bool qp = largest_first ? above(row[q], row[p]) : above(row[p], row[q]);
+                      return pq || (!qp && p < q);
+                    };
+                    if (k == r)
+                      std::sort(order.begin(), order.end(), first);
+                    else
+                      std::partial_sort(order.begin(), order.begin() + k, order.end(), first);
+                    for (int64_t j = 0; j < k; ++j) {
+                      ix[i * k + j] = order[static_cast<std::size_t>(j)];
+                      v[i * k + j] = row[order[static_cast<std::size_t>(j)]];
+                    }
+                  });
 }
 
 /// The values' dtype back from the row dtype (exact: they are selected elements).
@@ -163,9 +166,10 @@ void record_selection(const Tensor& x, Tensor& values, const Tensor& indices, in
                       const char* name) {
   if (!autograd::needs_grad({&x})) return;
   const Dims sizes = x.sizes();
-  auto node = autograd::make_node(name, {&x}, [sizes, dim, squeezed](autograd::Node& n, const TensorList& g) -> TensorList {
-    return {scatter_grad(g[0], n.saved(0), sizes, dim, squeezed)};
-  });
+  auto node =
+      autograd::make_node(name, {&x}, [sizes, dim, squeezed](autograd::Node& n, const TensorList& g) -> TensorList {
+        return {scatter_grad(g[0], n.saved(0), sizes, dim, squeezed)};
+      });
   node->save(indices);
   autograd::set_history({&values}, node);
 }
@@ -198,8 +202,9 @@ ValuesIndices extreme_dim(const char* op, OpKind kind, const Tensor& x, std::opt
   } else if (keepdim) {  // argmax(x, keepdim=True) without a dim: every dim kept as 1
     out.indices = out.indices.reshape(Dims(static_cast<std::size_t>(x.dim()), 1));
   }
-  if (with_grad) record_selection(x, out.values, out.indices, x.dim() == 0 ? 0 : d, dim && !keepdim && x.dim() > 0,
-                                  is_max ? "MaxBackward" : "MinBackward");
+  if (with_grad)
+    record_selection(x, out.values, out.indices, x.dim() == 0 ? 0 : d, dim && !keepdim && x.dim() > 0,
+                     is_max ? "MaxBackward" : "MinBackward");
   return out;
 }
 

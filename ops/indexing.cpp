@@ -7,8 +7,8 @@
 #include "autograd/grad_mode.h"
 #include "autograd/view.h"
 #include "ops/binary.h"
-#include "ops/inplace.h"
 #include "ops/detail/op_util.h"
+#include "ops/inplace.h"
 #include "ops/shape_ops.h"
 
 namespace strata {
@@ -17,7 +17,9 @@ namespace {
 
 using namespace ops::detail;
 
-[[noreturn]] void throw_index_error(const char* op, const std::string& msg) { throw IndexError(std::string(op) + ": " + msg); }
+[[noreturn]] void throw_index_error(const char* op, const std::string& msg) {
+  throw IndexError(std::string(op) + ": " + msg);
+}
 
 std::string sizes_str(IntArrayRef sizes) {
   std::string s = "[";
@@ -90,7 +92,7 @@ int64_t consumed_dims(const char* op, const Tensor& x, TensorIndices indices) {
   if (ellipses > 1) throw_index_error(op, "an index can only have a single ellipsis ('...')");
   if (consumed > x.dim())
     throw_index_error(op, "too many indices for tensor of dimension " + std::to_string(x.dim()) + " (got " +
-                      std::to_string(consumed) + " indices for " + x.describe() + ")");
+                              std::to_string(consumed) + " indices for " + x.describe() + ")");
   return consumed;
 }
 
@@ -107,8 +109,8 @@ void apply_mask(const char* op, Resolved& r, int64_t d, const Tensor& mask) {
   for (int64_t k = 0; k < mask.dim(); ++k)
     if (mask.size(k) != r.view.size(d + k))
       throw_index_error(op, "The shape of the mask " + sizes_str(mask.sizes()) + " at index " + std::to_string(k) +
-                        " does not match the shape of the indexed tensor " + sizes_str(r.view.sizes()) +
-                        " at index " + std::to_string(d + k));
+                                " does not match the shape of the indexed tensor " + sizes_str(r.view.sizes()) +
+                                " at index " + std::to_string(d + k));
   const Tensor nz = nonzero(mask);
   for (int64_t k = 0; k < mask.dim(); ++k) {
     r.dims.push_back(d + k);
@@ -121,7 +123,7 @@ Tensor select_entry(const char* op, const Tensor& v, int64_t d, int64_t orig, in
   const int64_t n = v.size(d);
   if (i < -n || i >= n)
     throw_index_error(op, "index " + std::to_string(i) + " is out of bounds for dimension " + std::to_string(orig) +
-                      " with size " + std::to_string(n));
+                              " with size " + std::to_string(n));
   if (!record) return v.select(d, i);
   const int64_t w = i < 0 ? i + n : i;
   return reshape(slice(v, d, w, w + 1, 1), v.select(d, i).sizes());
@@ -198,8 +200,8 @@ Dims broadcast_index_shape(const char* op, const std::vector<Tensor>& tensors) {
 }
 
 /// offsets[b] += index_k[b] * stride for one index tensor (broadcast to B), range-checked.
-void add_index_offsets(const char* op, std::vector<int64_t>& offsets, const Tensor& index, IntArrayRef bshape, int64_t size,
-                       int64_t stride, int64_t dim) {
+void add_index_offsets(const char* op, std::vector<int64_t>& offsets, const Tensor& index, IntArrayRef bshape,
+                       int64_t size, int64_t stride, int64_t dim) {
   const Tensor c = index.expand(bshape).contiguous();
   PinSet pins;
   pins.add(c, AccessMode::Read).acquire();
@@ -208,7 +210,7 @@ void add_index_offsets(const char* op, std::vector<int64_t>& offsets, const Tens
     const int64_t v = ip[b];
     if (v < -size || v >= size)
       throw_index_error(op, "index " + std::to_string(v) + " is out of bounds for dimension " + std::to_string(dim) +
-                        " with size " + std::to_string(size));
+                                " with size " + std::to_string(size));
     offsets[b] += (v < 0 ? v + size : v) * stride;
   }
 }
@@ -250,8 +252,10 @@ Dims layout_perm(const Plan& p, bool to_result) {
   Dims perm(static_cast<std::size_t>(rank));
   for (int64_t i = 0; i < rank; ++i) {
     const int64_t src = i < p.insert_at ? nb + i : i < p.insert_at + nb ? i - p.insert_at : i;
-    if (to_result) perm[static_cast<std::size_t>(i)] = src;
-    else perm[static_cast<std::size_t>(src)] = i;
+    if (to_result)
+      perm[static_cast<std::size_t>(i)] = src;
+    else
+      perm[static_cast<std::size_t>(src)] = i;
   }
   return perm;
 }
@@ -317,8 +321,10 @@ void scatter_plan(const Plan& p, const Tensor& values, bool accumulate) {
     for (int64_t b = 0; b < nb; ++b)
       for (int64_t r = 0; r < nr; ++r) {
         T& t = dst[p.offsets[static_cast<std::size_t>(b)] + p.rest[static_cast<std::size_t>(r)]];
-        if constexpr (std::is_same_v<T, uint8_t>) t = is_bool ? static_cast<T>(t | src[b * nr + r]) : static_cast<T>(t + src[b * nr + r]);
-        else t = static_cast<T>(t + src[b * nr + r]);
+        if constexpr (std::is_same_v<T, uint8_t>)
+          t = is_bool ? static_cast<T>(t | src[b * nr + r]) : static_cast<T>(t + src[b * nr + r]);
+        else
+          t = static_cast<T>(t + src[b * nr + r]);
       }
   });
 }
@@ -389,9 +395,9 @@ Tensor expand_recorded(const Tensor& x, IntArrayRef sizes) {
   if (out.sizes() == x.sizes()) return x;
   if (!autograd::needs_grad({&x})) return out;
   const Dims in_sizes = x.sizes();
-  auto node = autograd::make_node("ExpandBackward", {&x}, [in_sizes](autograd::Node&, const TensorList& g) -> TensorList {
-    return {sum_to_shape(g[0], in_sizes)};
-  });
+  auto node = autograd::make_node(
+      "ExpandBackward", {&x},
+      [in_sizes](autograd::Node&, const TensorList& g) -> TensorList { return {sum_to_shape(g[0], in_sizes)}; });
   autograd::set_history({&out}, node);
   return out;
 }
@@ -434,27 +440,30 @@ Tensor index(const Tensor& x, TensorIndices indices) {
 namespace {
 
 /// index_put (errors name `op`), recorded.
-Tensor index_put_recorded(const char* op, const Tensor& x, TensorIndices indices, const Tensor& values, bool accumulate) {
+Tensor index_put_recorded(const char* op, const Tensor& x, TensorIndices indices, const Tensor& values,
+                          bool accumulate) {
   check_defined(op, x, "self");
   Tensor out = x.clone();
   put_into(op, out, indices, values, accumulate);
   if (autograd::needs_grad({&x, &values})) {
     const Dims value_sizes = values.sizes();
     auto saved = std::make_shared<SavedIndex>(indices);
-    auto node = autograd::make_node("IndexPutBackward", {&x, &values},
-                                    [saved, value_sizes, accumulate](autograd::Node& n, const TensorList& g) -> TensorList {
-      const std::vector<TensorIndex> ix = saved->restore(n);
-      Tensor gx, gv;
-      if (n.needs_input_grad(0))
-        gx = accumulate ? g[0] : index_put(g[0], ix, zeros({}, {g[0].dtype(), nullptr}), false);
-      if (n.needs_input_grad(1)) {
-        Tensor picked = index(g[0], ix);
-        Dims stripped = value_sizes;
-        while (stripped.size() > static_cast<std::size_t>(picked.dim()) && stripped[0] == 1) stripped.erase(0);
-        gv = reshape(sum_to_shape(picked, stripped), value_sizes);
-      }
-      return {gx, gv};
-    });
+    auto node =
+        autograd::make_node("IndexPutBackward", {&x, &values},
+                            [saved, value_sizes, accumulate](autograd::Node& n, const TensorList& g) -> TensorList {
+                              const std::vector<TensorIndex> ix = saved->restore(n);
+                              Tensor gx, gv;
+                              if (n.needs_input_grad(0))
+                                gx = accumulate ? g[0] : index_put(g[0], ix, zeros({}, {g[0].dtype(), nullptr}), false);
+                              if (n.needs_input_grad(1)) {
+                                Tensor picked = index(g[0], ix);
+                                Dims stripped = value_sizes;
+                                while (stripped.size() > static_cast<std::size_t>(picked.dim()) && stripped[0] == 1)
+                                  stripped.erase(0);
+                                gv = reshape(sum_to_shape(picked, stripped), value_sizes);
+                              }
+                              return {gx, gv};
+                            });
     saved->save_tensors(*node);
     autograd::set_history({&out}, node);
   }
@@ -477,7 +486,6 @@ Tensor& index_put_in_place(const char* op, Tensor& x, TensorIndices indices, con
   auto direct = [&](Tensor& s) { put_into(op, s, indices, values, accumulate); };
   return apply_in_place(x, {op, compute, false, values.requires_grad(), direct});
 }
-
 
 }  // namespace
 
@@ -544,8 +552,9 @@ Tensor& masked_fill_inplace(Tensor& x, const Tensor& mask, const V& value, bool 
   check_mask("masked_fill_", mask);
   STRATA_CHECK(broadcasts_to(mask.sizes(), x.sizes()), "masked_fill_: mask ", mask.describe(),
                " is not broadcastable to self ", x.describe());
-  return apply_in_place(x, {"masked_fill_", [&](const Tensor& a) { return masked_fill(a, mask, value); }, false,
-                            value_requires_grad, {}});
+  return apply_in_place(
+      x,
+      {"masked_fill_", [&](const Tensor& a) { return masked_fill(a, mask, value); }, false, value_requires_grad, {}});
 }
 
 }  // namespace
@@ -606,7 +615,8 @@ std::vector<Tensor> nonzero_tuple(const Tensor& x) {
 Tensor one_hot(const Tensor& x, int64_t num_classes) {
   check_backend(OpKind::one_hot);
   check_defined("one_hot", x, "self");
-  STRATA_CHECK(x.dtype() == DType::i64, "one_hot: is only applicable to index tensors of dtype i64, got ", x.describe());
+  STRATA_CHECK(x.dtype() == DType::i64, "one_hot: is only applicable to index tensors of dtype i64, got ",
+               x.describe());
   STRATA_CHECK(num_classes >= -1, "one_hot: num_classes must be -1 or non-negative, got ", num_classes);
   const Tensor c = x.contiguous();
   PinSet pins;

@@ -34,17 +34,17 @@ Tensor with_history(const Tensor& r, const Tensor& self_value) {
   if (r.grad_fn()) return r;
   Tensor out = r.detach();
   if (r.requires_grad()) {
-    autograd::set_history({&out}, autograd::make_node("AliasBackward", {&r}, [](autograd::Node&, const TensorList& g) -> TensorList {
-      return {g[0]};
-    }));
+    autograd::set_history(
+        {&out}, autograd::make_node("AliasBackward", {&r},
+                                    [](autograd::Node&, const TensorList& g) -> TensorList { return {g[0]}; }));
     return out;
   }
   const Dims sizes = self_value.sizes();
   const DType dtype = self_value.dtype();
   autograd::set_history({&out}, autograd::make_node("FillBackward", {&self_value},
-                                                   [sizes, dtype](autograd::Node&, const TensorList&) -> TensorList {
-                                                     return {zeros(sizes, {dtype, nullptr})};
-                                                   }));
+                                                    [sizes, dtype](autograd::Node&, const TensorList&) -> TensorList {
+                                                      return {zeros(sizes, {dtype, nullptr})};
+                                                    }));
   return out;
 }
 
@@ -119,20 +119,24 @@ Tensor& apply_in_place(Tensor& self, const InPlaceOp& op) {
 
 Tensor& add_(Tensor& self, const Tensor& other, Scalar alpha) {
   check_defined("add_", other, "other");
-  return apply_in_place(self, {"add_", [&](const Tensor& a) { return add(a, other, alpha); }, false, other.requires_grad(), {}});
+  return apply_in_place(
+      self, {"add_", [&](const Tensor& a) { return add(a, other, alpha); }, false, other.requires_grad(), {}});
 }
 
 Tensor& add_(Tensor& self, Scalar other, Scalar alpha) {
-  return apply_in_place(self, {"add_", [&](const Tensor& a) { return add_scalar(a, other, alpha, false); }, false, false, {}});
+  return apply_in_place(
+      self, {"add_", [&](const Tensor& a) { return add_scalar(a, other, alpha, false); }, false, false, {}});
 }
 
 Tensor& sub_(Tensor& self, const Tensor& other, Scalar alpha) {
   check_defined("sub_", other, "other");
-  return apply_in_place(self, {"sub_", [&](const Tensor& a) { return sub(a, other, alpha); }, false, other.requires_grad(), {}});
+  return apply_in_place(
+      self, {"sub_", [&](const Tensor& a) { return sub(a, other, alpha); }, false, other.requires_grad(), {}});
 }
 
 Tensor& sub_(Tensor& self, Scalar other, Scalar alpha) {
-  return apply_in_place(self, {"sub_", [&](const Tensor& a) { return add_scalar(a, other, alpha, true); }, false, false, {}});
+  return apply_in_place(self,
+                        {"sub_", [&](const Tensor& a) { return add_scalar(a, other, alpha, true); }, false, false, {}});
 }
 
 // mul and div save their first operand only when the second needs a gradient.
@@ -183,7 +187,8 @@ Tensor& copy_(Tensor& self, const Tensor& src) {
 
 Tensor& fill_(Tensor& self, Scalar value) {
   auto constant = [&](const Tensor& a) { return scalar_tensor(value, a.dtype()).expand(a.sizes()); };
-  return apply_in_place(self, {"fill_", constant, false, false, [&](Tensor& s) { s.copy_(scalar_tensor(value, s.dtype())); }});
+  return apply_in_place(
+      self, {"fill_", constant, false, false, [&](Tensor& s) { s.copy_(scalar_tensor(value, s.dtype())); }});
 }
 
 Tensor& zero_(Tensor& self) { return fill_(self, 0); }

@@ -146,7 +146,8 @@ void batched_gemm_kernel(const Tensor& C, const Tensor& A, const Tensor& B) {
       }
     }
   }
-  if (!c_full) std::stable_sort(entries.begin(), entries.end(), [](const Entry& x, const Entry& y) { return x.c < y.c; });
+  if (!c_full)
+    std::stable_sort(entries.begin(), entries.end(), [](const Entry& x, const Entry& y) { return x.c < y.c; });
   std::vector<int64_t> group_start;
   for (std::size_t i = 0; i < entries.size(); ++i)
     if (i == 0 || entries[i].c != entries[i - 1].c) group_start.push_back(static_cast<int64_t>(i));
@@ -155,12 +156,14 @@ void batched_gemm_kernel(const Tensor& C, const Tensor& A, const Tensor& B) {
   const int64_t macs = std::max<int64_t>(1, n * m * k);
   auto run_groups = [&](int64_t g0, int64_t g1, bool inner_parallel) {
     for (int64_t g = g0; g < g1; ++g) {
-      for (int64_t i = group_start[static_cast<std::size_t>(g)]; i < group_start[static_cast<std::size_t>(g) + 1]; ++i) {
+      for (int64_t i = group_start[static_cast<std::size_t>(g)]; i < group_start[static_cast<std::size_t>(g) + 1];
+           ++i) {
         const Entry& e = entries[static_cast<std::size_t>(i)];
         MatRef<T> ai = am, bi = bm;
         ai.data = a + e.a;
         bi.data = b + e.b;
-        ops::cpu::gemm(ai, bi, c + e.c, m, /*accumulate=*/i != group_start[static_cast<std::size_t>(g)], inner_parallel);
+        ops::cpu::gemm(ai, bi, c + e.c, m, /*accumulate=*/i != group_start[static_cast<std::size_t>(g)],
+                       inner_parallel);
       }
     }
   };
@@ -467,23 +470,24 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   check_float("matmul", a, "first argument");
   check_float("matmul", b, "second argument");
   check_same_dtype("matmul", a, b);
-  STRATA_CHECK(a.dim() >= 1 && b.dim() >= 1, "matmul: both arguments must be at least 1-D, got ", a.describe(),
-               " and ", b.describe());
+  STRATA_CHECK(a.dim() >= 1 && b.dim() >= 1, "matmul: both arguments must be at least 1-D, got ", a.describe(), " and ",
+               b.describe());
   const int64_t ka = a.size(-1), kb = b.dim() == 1 ? b.size(0) : b.size(-2);
   STRATA_CHECK(ka == kb, "matmul: shapes cannot be multiplied: ", a.describe(), " and ", b.describe(),
                " (inner dimensions ", ka, " and ", kb, ")");
   const MatmulOperands op = matmul_operands(a, b);
   Tensor out = product(concat(op.batch, {op.n, op.m}), op.A, op.B).view(op.out_sizes);
   if (autograd::needs_grad({&a, &b})) {
-    auto node = autograd::make_node("MatmulBackward", {&a, &b}, [](autograd::Node& n, const TensorList& g) -> TensorList {
-      const Tensor a = n.saved(0), b = n.saved(1);
-      const MatmulOperands op = matmul_operands(a, b);
-      const Tensor G = g[0].reshape(concat(op.batch, {op.n, op.m}));
-      Tensor ga, gb;
-      if (n.needs_input_grad(0)) ga = product(op.A.sizes(), G, mT(op.B)).view(a.sizes());
-      if (n.needs_input_grad(1)) gb = product(op.B.sizes(), mT(op.A), G).view(b.sizes());
-      return {ga, gb};
-    });
+    auto node =
+        autograd::make_node("MatmulBackward", {&a, &b}, [](autograd::Node& n, const TensorList& g) -> TensorList {
+          const Tensor a = n.saved(0), b = n.saved(1);
+          const MatmulOperands op = matmul_operands(a, b);
+          const Tensor G = g[0].reshape(concat(op.batch, {op.n, op.m}));
+          Tensor ga, gb;
+          if (n.needs_input_grad(0)) ga = product(op.A.sizes(), G, mT(op.B)).view(a.sizes());
+          if (n.needs_input_grad(1)) gb = product(op.B.sizes(), mT(op.A), G).view(b.sizes());
+          return {ga, gb};
+        });
     node->save(a);
     node->save(b);
     autograd::set_history({&out}, node);
@@ -589,8 +593,10 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activat
         });
     node->save(x);
     node->save(weight);
-    if (act == Activation::GELU) node->save(z);
-    else if (act != Activation::None) node->save(y);
+    if (act == Activation::GELU)
+      node->save(z);
+    else if (act != Activation::None)
+      node->save(y);
     autograd::set_history({&y}, node);
   }
   if (OpRecorder* rec = op_recorder()) rec->linear(x, weight, bias, act, y);  // Note [Op recording hook]

@@ -35,8 +35,7 @@ enum class Activation {
 /// the bias add and the activation applied in one pass over the GEMM's output.
 /// x: [..., in] (at least 1-D), weight: [out, in], bias: [out] or undefined. Result: [..., out].
 /// Backward goes through the activation, then the two GEMMs; the bias gradient is the column sum.
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
-              Activation act = Activation::None);
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), Activation act = Activation::None);
 
 /// One layer of linear_stack: act(x · weightᵀ + bias), linear's arguments.
 struct LinearLayer {

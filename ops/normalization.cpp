@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "autograd/engine.h"
-#include "ops/detail/cpu/norm_loss_math.h"
 #include "ops/binary.h"
+#include "ops/detail/cpu/norm_loss_math.h"
 #include "ops/detail/op_util.h"
 #include "ops/shape_ops.h"
 #include "ops/statistics.h"
@@ -34,9 +34,13 @@ struct Layout {
   int64_t per_channel() const { return N * S; }
 };
 
-int64_t channels_per_task(const Layout& l) { return std::max<int64_t>(1, kGrainElems / std::max<int64_t>(1, l.N * l.S)); }
+int64_t channels_per_task(const Layout& l) {
+  return std::max<int64_t>(1, kGrainElems / std::max<int64_t>(1, l.N * l.S));
+}
 int64_t col_blocks(int64_t C) { return (C + kColBlock - 1) / kColBlock; }
-int64_t col_blocks_per_task(int64_t rows) { return std::max<int64_t>(1, kGrainElems / std::max<int64_t>(1, rows * kColBlock)); }
+int64_t col_blocks_per_task(int64_t rows) {
+  return std::max<int64_t>(1, kGrainElems / std::max<int64_t>(1, rows * kColBlock));
+}
 
 /// For every channel c: s1[c] = Σ f1(row, i), s2[c] = Σ f2(row, i, c) over (n, s), where the second
 /// sum may use s1 (two passes: `second(c)` is called after s1[c] is known). Rows are the S-long
@@ -213,7 +217,8 @@ std::string shape_str(IntArrayRef s) {
 }
 
 TensorList layer_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& weight, const Tensor& mean,
-                               const Tensor& rstd, int64_t M, int64_t D, IntArrayRef ns, bool need_gx, bool need_gw, bool need_gb) {
+                               const Tensor& rstd, int64_t M, int64_t D, IntArrayRef ns, bool need_gx, bool need_gw,
+                               bool need_gb) {
   const Tensor g = grad.contiguous();
   const DType dt = x.dtype();
   Tensor gx = need_gx ? empty_output(x.sizes(), dt) : Tensor();
@@ -300,8 +305,8 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
     if (!t.defined()) return;
     check_float(op, t, what);
     check_same_dtype(op, x, t);
-    STRATA_CHECK(t.dim() == 1 && t.size(0) == l.C, op, ": ", what, " must have shape [", l.C, "] (the channels of input ",
-                 x.describe(), "), got ", t.describe());
+    STRATA_CHECK(t.dim() == 1 && t.size(0) == l.C, op, ": ", what, " must have shape [", l.C,
+                 "] (the channels of input ", x.describe(), "), got ", t.describe());
   };
   check_param(running_mean, "running_mean");
   check_param(running_var, "running_var");
@@ -313,13 +318,13 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
                ": running_mean and running_var are required in evaluation mode (training = false)");
   STRATA_CHECK(eps >= 0 && std::isfinite(eps), op, ": eps must be a non-negative number, got ", eps);
   STRATA_CHECK(momentum >= 0 && momentum <= 1, op, ": momentum must be in [0, 1], got ", momentum);
-  STRATA_CHECK(!training || l.per_channel() > 1, op, ": expected more than 1 value per channel when training, got input ",
-               x.describe());
+  STRATA_CHECK(!training || l.per_channel() > 1, op,
+               ": expected more than 1 value per channel when training, got input ", x.describe());
   const bool update = training && running_mean.defined();
   if (update) {
-    STRATA_CHECK(!running_mean.shares_storage(running_var) && !running_mean.shares_storage(x) &&
-                     !running_var.shares_storage(x),
-                 op, ": running_mean, running_var and input must not share memory");
+    STRATA_CHECK(
+        !running_mean.shares_storage(running_var) && !running_mean.shares_storage(x) && !running_var.shares_storage(x),
+        op, ": running_mean, running_var and input must not share memory");
   }
 
   const Tensor xc = x.contiguous();
@@ -328,7 +333,10 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
   Tensor invstd_t = empty_output({l.C}, x.dtype());
   {
     PinSet pins;
-    pins.add(xc, AccessMode::Read).add(y, AccessMode::Write).add(mean_t, AccessMode::Write).add(invstd_t, AccessMode::Write);
+    pins.add(xc, AccessMode::Read)
+        .add(y, AccessMode::Write)
+        .add(mean_t, AccessMode::Write)
+        .add(invstd_t, AccessMode::Write);
     if (weight.defined()) pins.add(weight, AccessMode::Read);
     if (bias.defined()) pins.add(bias, AccessMode::Read);
     if (running_mean.defined()) {
@@ -409,8 +417,8 @@ Tensor layer_norm(const Tensor& x, IntArrayRef normalized_shape, const Tensor& w
   STRATA_CHECK(k >= 1, op, ": normalized_shape must not be empty");
   bool match = x.dim() >= k;
   for (int64_t i = 0; match && i < k; ++i) match = x.size(x.dim() - k + i) == normalized_shape[i];
-  STRATA_CHECK(match, op, ": normalized_shape ", shape_str(normalized_shape), " does not match the trailing dims of input ",
-               x.describe());
+  STRATA_CHECK(match, op, ": normalized_shape ", shape_str(normalized_shape),
+               " does not match the trailing dims of input ", x.describe());
   for (const auto& [t, what] : {std::pair{&weight, "weight"}, std::pair{&bias, "bias"}}) {
     if (!t->defined()) continue;
     check_float(op, *t, what);
@@ -431,7 +439,10 @@ Tensor layer_norm(const Tensor& x, IntArrayRef normalized_shape, const Tensor& w
   Tensor rstd_t = empty_output({M}, x.dtype());
   {
     PinSet pins;
-    pins.add(xc, AccessMode::Read).add(y, AccessMode::Write).add(mean_t, AccessMode::Write).add(rstd_t, AccessMode::Write);
+    pins.add(xc, AccessMode::Read)
+        .add(y, AccessMode::Write)
+        .add(mean_t, AccessMode::Write)
+        .add(rstd_t, AccessMode::Write);
     if (wc.defined()) pins.add(wc, AccessMode::Read);
     if (bc.defined()) pins.add(bc, AccessMode::Read);
     pins.acquire();
@@ -448,10 +459,11 @@ Tensor layer_norm(const Tensor& x, IntArrayRef normalized_shape, const Tensor& w
           const T* xr = xp + r * D;
           T* o = yp + r * D;
           const T m = lane_sum<T>(D, [&](int64_t i) { return xr[i]; }) / static_cast<T>(D);
-          const T v = lane_sum<T>(D, [&](int64_t i) {
-                        const T d = xr[i] - m;
-                        return d * d;
-                      }) /
+          const T v = lane_sum<T>(D,
+                                  [&](int64_t i) {
+                                    const T d = xr[i] - m;
+                                    return d * d;
+                                  }) /
                       static_cast<T>(D);
           const T rs = static_cast<T>(1.0 / std::sqrt(static_cast<double>(v) + eps));
           mp[r] = m;
@@ -470,12 +482,13 @@ Tensor layer_norm(const Tensor& x, IntArrayRef normalized_shape, const Tensor& w
     });
   }
   if (autograd::needs_grad({&x, &weight, &bias})) {
-    auto node = autograd::make_node(
-        "LayerNormBackward", {&x, &weight, &bias},
-        [M, D, ns = Dims(normalized_shape.begin(), normalized_shape.end())](autograd::Node& n, const TensorList& g) -> TensorList {
-          return layer_norm_backward(g[0], n.saved(0), n.saved(1), n.saved(2), n.saved(3), M, D, ns, n.needs_input_grad(0),
-                                     n.needs_input_grad(1), n.needs_input_grad(2));
-        });
+    auto node = autograd::make_node("LayerNormBackward", {&x, &weight, &bias},
+                                    [M, D, ns = Dims(normalized_shape.begin(), normalized_shape.end())](
+                                        autograd::Node& n, const TensorList& g) -> TensorList {
+                                      return layer_norm_backward(g[0], n.saved(0), n.saved(1), n.saved(2), n.saved(3),
+                                                                 M, D, ns, n.needs_input_grad(0), n.needs_input_grad(1),
+                                                                 n.needs_input_grad(2));
+                                    });
     node->save(xc);
     node->save(wc);
     node->save(mean_t);
@@ -495,15 +508,15 @@ Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, con
   check_float(op, x, "input");
   STRATA_CHECK(x.dim() >= 2, op, ": expected at least 2 dims (N, C, *) for input, got ", x.describe());
   const int64_t N = x.size(0), C = x.size(1);
-  STRATA_CHECK(num_groups > 0 && C % num_groups == 0, op, ": expected the number of channels of input ",
-               x.describe(), " to be divisible by num_groups=", num_groups);
+  STRATA_CHECK(num_groups > 0 && C % num_groups == 0, op, ": expected the number of channels of input ", x.describe(),
+               " to be divisible by num_groups=", num_groups);
   for (const auto& [t, what] : {std::pair{&weight, "weight"}, std::pair{&bias, "bias"}}) {
     if (!t->defined()) continue;
     check_float(op, *t, what);
     check_same_dtype(op, x, *t);
     STRATA_CHECK(t->dim() == 1 && t->size(0) == C, op, ": expected ", what,
-                 " to be a vector of size equal to the number of channels (", C, ") of input ", x.describe(),
-                 ", got ", t->describe());
+                 " to be a vector of size equal to the number of channels (", C, ") of input ", x.describe(), ", got ",
+                 t->describe());
   }
   const int64_t per_group = N == 0 ? 0 : x.numel() / (N * num_groups);
   Tensor y = reshape(layer_norm(reshape(x, {N, num_groups, per_group}), {per_group}, {}, {}, eps), x.sizes());

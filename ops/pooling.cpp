@@ -71,7 +71,9 @@ Dims pooled_sizes(const Tensor& x, int64_t oh, int64_t ow) {
 }
 
 /// Planes per parallel task so that small inputs stay on one thread.
-int64_t plane_grain(int64_t work_per_plane) { return std::max<int64_t>(1, 32768 / std::max<int64_t>(1, work_per_plane)); }
+int64_t plane_grain(int64_t work_per_plane) {
+  return std::max<int64_t>(1, 32768 / std::max<int64_t>(1, work_per_plane));
+}
 
 // ---- max pooling ---------------------------------------------------------------------------------
 
@@ -131,7 +133,7 @@ void max_pool_row_2x2s2(const float* __restrict x, int64_t W, int64_t OW, int64_
     const V v10 = __builtin_shufflevector(b0, b1, 0, 2, 4, 6, 8, 10, 12, 14);
     const V v11 = __builtin_shufflevector(b0, b1, 1, 3, 5, 7, 9, 11, 13, 15);
     V best = v00;
-    VI code = VI{} ;
+    VI code = VI{};
     auto step = [&](const V v, int32_t c) {
       const VI take = (v > best) | (v != v);
       best = take ? v : best;
@@ -146,8 +148,7 @@ void max_pool_row_2x2s2(const float* __restrict x, int64_t W, int64_t OW, int64_
     const VL out = (a_base + 2 * ow) + 2 * lane + (c >> 1) * W + (c & 1);
     __builtin_memcpy(io + ow, &out, sizeof(VL));
   }
-  if (ow < OW)
-    max_pool_row_inside<float, 2, 2>(x + 2 * ow, W, 2, OW - ow, a_base + 2 * ow, 2, 2, yo + ow, io + ow);
+  if (ow < OW) max_pool_row_inside<float, 2, 2>(x + 2 * ow, W, 2, OW - ow, a_base + 2 * ow, 2, 2, yo + ow, io + ow);
 }
 
 /// Max pooling when every window lies inside the plane (no padding, no dilation, no ceil-mode
@@ -156,22 +157,21 @@ template <typename T, int64_t KH, int64_t KW>
 void max_pool_forward_inside(const T* x, T* y, int64_t* idx, const PoolGeom& g) {
   const int64_t W = g.W, HW = g.H * g.W, OH = g.OH, OW = g.OW, OHW = OH * OW;
   const int64_t sh = g.sh, sw = g.sw, kh = g.kh, kw = g.kw;
-  parallel_for(g.planes * OH, std::max<int64_t>(1, 32768 / std::max<int64_t>(1, OW * kh * kw)),
-               [=](int64_t r0, int64_t r1) {
-                 for (int64_t r = r0; r < r1; ++r) {
-                   const int64_t p = r / OH, oh = r % OH;
-                   const int64_t a_base = oh * sh * W;
-                   if constexpr (std::is_same_v<T, float> && KH == 2 && KW == 2) {
-                     if (sw == 2) {
-                       max_pool_row_2x2s2(x + p * HW + a_base, W, OW, a_base, y + p * OHW + oh * OW,
-                                          idx + p * OHW + oh * OW);
-                       continue;
-                     }
-                   }
-                   max_pool_row_inside<T, KH, KW>(x + p * HW + a_base, W, sw, OW, a_base, kh, kw, y + p * OHW + oh * OW,
-                                                  idx + p * OHW + oh * OW);
-                 }
-               });
+  parallel_for(
+      g.planes * OH, std::max<int64_t>(1, 32768 / std::max<int64_t>(1, OW * kh * kw)), [=](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          const int64_t p = r / OH, oh = r % OH;
+          const int64_t a_base = oh * sh * W;
+          if constexpr (std::is_same_v<T, float> && KH == 2 && KW == 2) {
+            if (sw == 2) {
+              max_pool_row_2x2s2(x + p * HW + a_base, W, OW, a_base, y + p * OHW + oh * OW, idx + p * OHW + oh * OW);
+              continue;
+            }
+          }
+          max_pool_row_inside<T, KH, KW>(x + p * HW + a_base, W, sw, OW, a_base, kh, kw, y + p * OHW + oh * OW,
+                                         idx + p * OHW + oh * OW);
+        }
+      });
 }
 
 template <typename T>
@@ -179,9 +179,12 @@ void max_pool_forward(const T* x, T* y, int64_t* idx, const PoolGeom& g) {
   const int64_t HW = g.H * g.W, OHW = g.OH * g.OW;
   if (g.ph == 0 && g.pw == 0 && g.dh == 1 && g.dw == 1 && (g.OH - 1) * g.sh + g.kh <= g.H &&
       (g.OW - 1) * g.sw + g.kw <= g.W) {
-    if (g.kh == 2 && g.kw == 2) max_pool_forward_inside<T, 2, 2>(x, y, idx, g);
-    else if (g.kh == 3 && g.kw == 3) max_pool_forward_inside<T, 3, 3>(x, y, idx, g);
-    else max_pool_forward_inside<T, 0, 0>(x, y, idx, g);
+    if (g.kh == 2 && g.kw == 2)
+      max_pool_forward_inside<T, 2, 2>(x, y, idx, g);
+    else if (g.kh == 3 && g.kw == 3)
+      max_pool_forward_inside<T, 3, 3>(x, y, idx, g);
+    else
+      max_pool_forward_inside<T, 0, 0>(x, y, idx, g);
     return;
   }
   parallel_for(g.planes, plane_grain(OHW * g.kh * g.kw), [&](int64_t p0, int64_t p1) {
@@ -361,10 +364,10 @@ Tensor run_avg_backward(const Tensor& gy, const Dims& x_sizes, const AvgPlan& pl
 Tensor avg_like(const char* name, const Tensor& x, AvgPlan plan, int64_t planes) {
   Tensor y = run_avg_forward(x, plan, planes);
   if (autograd::needs_grad({&x})) {
-    auto node = autograd::make_node(name, {&x},
-                                    [plan, sizes = x.sizes()](autograd::Node&, const TensorList& g) -> TensorList {
-                                      return {run_avg_backward(g[0], sizes, plan)};
-                                    });
+    auto node =
+        autograd::make_node(name, {&x}, [plan, sizes = x.sizes()](autograd::Node&, const TensorList& g) -> TensorList {
+          return {run_avg_backward(g[0], sizes, plan)};
+        });
     autograd::set_history({&y}, node);
   }
   return y;

@@ -39,19 +39,24 @@ using Acc = std::conditional_t<Op == RedOp::Sum, std::conditional_t<std::is_inte
 
 template <typename A, RedOp Op>
 constexpr A red_init() {
-  if constexpr (Op == RedOp::Sum) return A(0);
+  if constexpr (Op == RedOp::Sum)
+    return A(0);
   else if constexpr (std::is_integral_v<A>)
     return Op == RedOp::Max ? std::numeric_limits<A>::lowest() : std::numeric_limits<A>::max();
-  else return Op == RedOp::Max ? -std::numeric_limits<A>::infinity() : std::numeric_limits<A>::infinity();
+  else
+    return Op == RedOp::Max ? -std::numeric_limits<A>::infinity() : std::numeric_limits<A>::infinity();
 }
 
 template <RedOp Op, typename A>
 inline A combine(A acc, A v) {
   if constexpr (Op == RedOp::Sum && std::is_integral_v<A>)  // wraps around, like PyTorch's integer sums
     return static_cast<A>(static_cast<uint64_t>(acc) + static_cast<uint64_t>(v));
-  else if constexpr (Op == RedOp::Sum) return acc + v;
-  else if constexpr (Op == RedOp::Max) return (v > acc || v != v) ? v : acc;  // NaN propagates
-  else return (v < acc || v != v) ? v : acc;
+  else if constexpr (Op == RedOp::Sum)
+    return acc + v;
+  else if constexpr (Op == RedOp::Max)
+    return (v > acc || v != v) ? v : acc;  // NaN propagates
+  else
+    return (v < acc || v != v) ? v : acc;
 }
 
 /// Reduction of n contiguous values.
@@ -80,8 +85,10 @@ template <typename T, RedOp Op>
 void reduce_ori(const T* in, T* out, int64_t O, int64_t R, int64_t I, double scale) {
   using A = Acc<T, Op>;
   auto finish = [scale](A v) -> T {
-    if constexpr (Op == RedOp::Sum && !std::is_integral_v<A>) return static_cast<T>(v * scale);
-    else return static_cast<T>(v);  // integer sums are never scaled (no integer mean)
+    if constexpr (Op == RedOp::Sum && !std::is_integral_v<A>)
+      return static_cast<T>(v * scale);
+    else
+      return static_cast<T>(v);  // integer sums are never scaled (no integer mean)
   };
   if (O == 0 || I == 0) return;
   if (I == 1) {
@@ -160,11 +167,11 @@ std::vector<bool> reduce_mask(const char* op, const Tensor& x, IntArrayRef dims)
   std::vector<bool> mask(static_cast<std::size_t>(std::max<int64_t>(rank, 1)), dims.empty());
   for (int64_t d : dims) {
     bool ok = (rank == 0 && (d == 0 || d == -1)) || (d >= -rank && d < rank);
-    STRATA_CHECK(ok, op, ": dim ", d, " is out of range for ", x.describe(), " (expected a dim in [", -std::max<int64_t>(rank, 1),
-                 ", ", std::max<int64_t>(rank, 1) - 1, "])");
+    STRATA_CHECK(ok, op, ": dim ", d, " is out of range for ", x.describe(), " (expected a dim in [",
+                 -std::max<int64_t>(rank, 1), ", ", std::max<int64_t>(rank, 1) - 1, "])");
     const int64_t w = rank == 0 ? 0 : (d < 0 ? d + rank : d);
-    STRATA_CHECK(!mask[static_cast<std::size_t>(w)], op, ": dim ", w, " appears more than once in the list of dims for ",
-                 x.describe());
+    STRATA_CHECK(!mask[static_cast<std::size_t>(w)], op, ": dim ", w,
+                 " appears more than once in the list of dims for ", x.describe());
     mask[static_cast<std::size_t>(w)] = true;
   }
   if (rank == 0) mask.clear();
@@ -174,8 +181,10 @@ std::vector<bool> reduce_mask(const char* op, const Tensor& x, IntArrayRef dims)
 Dims reduced_sizes(const Tensor& x, const std::vector<bool>& mask, bool keepdim) {
   Dims s;
   for (int64_t d = 0; d < x.dim(); ++d) {
-    if (!mask[static_cast<std::size_t>(d)]) s.push_back(x.size(d));
-    else if (keepdim) s.push_back(1);
+    if (!mask[static_cast<std::size_t>(d)])
+      s.push_back(x.size(d));
+    else if (keepdim)
+      s.push_back(1);
   }
   return s;
 }
@@ -192,7 +201,8 @@ Tensor reduce_impl(const Tensor& x, const std::vector<bool>& mask, double scale_
   const int64_t rank = x.dim();
   // Size-1 dims can be treated as reduced: it merges runs and changes no value.
   std::vector<bool> m(static_cast<std::size_t>(rank));
-  for (int64_t d = 0; d < rank; ++d) m[static_cast<std::size_t>(d)] = mask[static_cast<std::size_t>(d)] || x.size(d) == 1;
+  for (int64_t d = 0; d < rank; ++d)
+    m[static_cast<std::size_t>(d)] = mask[static_cast<std::size_t>(d)] || x.size(d) == 1;
   bool first = true;
   bool done_any = false;
   int64_t d = rank - 1;
@@ -254,8 +264,10 @@ Tensor expand_grad(const Tensor& g, IntArrayRef keep_sizes, IntArrayRef x_sizes,
     using T = decltype(t);
     using C = compute_type_t<T>;
     const C s = static_cast<C>(scale);
-    if (scale == 1.0) ops::cpu::map1<T, T>(out, gk, [](T v) { return v; });
-    else ops::cpu::map1<T, T>(out, gk, [s](T v) { return static_cast<T>(static_cast<C>(v) * s); });
+    if (scale == 1.0)
+      ops::cpu::map1<T, T>(out, gk, [](T v) { return v; });
+    else
+      ops::cpu::map1<T, T>(out, gk, [s](T v) { return static_cast<T>(static_cast<C>(v) * s); });
   });
   return out;
 }
@@ -275,13 +287,16 @@ DType sum_dtype(const Tensor& x) { return is_floating(x.dtype()) ? x.dtype() : D
 Tensor sum_mean(const char* op, OpKind kind, const Tensor& x, IntArrayRef dims, bool keepdim, bool is_mean) {
   check_backend(kind);
   check_defined(op, x, "input");
-  STRATA_CHECK(!is_mean || is_floating(x.dtype()), op, ": could not infer output dtype. Input dtype must be either a "
-               "floating point or complex dtype. Got: ", x.describe(), " (convert it with .to(f32) first)");
+  STRATA_CHECK(!is_mean || is_floating(x.dtype()), op,
+               ": could not infer output dtype. Input dtype must be either a "
+               "floating point or complex dtype. Got: ",
+               x.describe(), " (convert it with .to(f32) first)");
   const std::vector<bool> mask = reduce_mask(op, x, dims);
   int64_t count = 1;
   for (int64_t d = 0; d < x.dim(); ++d)
     if (mask[static_cast<std::size_t>(d)]) count *= x.size(d);
-  const double scale = is_mean ? (count == 0 ? std::numeric_limits<double>::quiet_NaN() : 1.0 / static_cast<double>(count)) : 1.0;
+  const double scale =
+      is_mean ? (count == 0 ? std::numeric_limits<double>::quiet_NaN() : 1.0 / static_cast<double>(count)) : 1.0;
   const Dims keep = reduced_sizes(x, mask, true);
   Tensor y = reduce_impl<RedOp::Sum>(reduction_input(x, true), mask, scale).to(sum_dtype(x));
   if (!keepdim) y = y.view(reduced_sizes(x, mask, false));
@@ -323,7 +338,8 @@ Tensor extreme_backward(Tensor xs, Tensor yv, Tensor gk, const std::vector<bool>
     dispatch_float(xs.dtype(), [&](auto t) {
       using T = decltype(t);
       Tensor gc = empty_output(count.sizes(), xs.dtype());
-      ops::cpu::map2<T, T, T>(gc, gk, count, [](T a, T c) { return c > T(0) ? a / c : std::numeric_limits<T>::quiet_NaN(); });
+      ops::cpu::map2<T, T, T>(gc, gk, count,
+                              [](T a, T c) { return c > T(0) ? a / c : std::numeric_limits<T>::quiet_NaN(); });
       ops::cpu::map3<T, T, T, T>(gx, xs, yv, gc, [](T a, T b, T v) { return a == b || b != b ? v : T(0); });
     });
   }
@@ -341,14 +357,17 @@ Tensor extreme_impl(const char* op, OpKind kind, const Tensor& x, IntArrayRef di
   const Dims keep = reduced_sizes(x, mask, true);
   const Tensor xc = reduction_input(x, false);
   Tensor yk = is_max ? reduce_impl<RedOp::Max>(xc, mask, 1.0) : reduce_impl<RedOp::Min>(xc, mask, 1.0);
-  if (x.dtype() == DType::boolean) yk = reinterpret_dtype(yk, DType::boolean);
-  else yk = yk.to(x.dtype());
+  if (x.dtype() == DType::boolean)
+    yk = reinterpret_dtype(yk, DType::boolean);
+  else
+    yk = yk.to(x.dtype());
   Tensor y = keepdim ? yk : yk.view(reduced_sizes(x, mask, false));
   if (autograd::needs_grad({&x})) {
-    auto node = autograd::make_node(is_max ? "AmaxBackward" : "AminBackward", {&x},
-                                    [keep, mask](autograd::Node& n, const TensorList& g) -> TensorList {
-                                      return {extreme_backward(n.saved(0), n.saved(1).reshape(keep), g[0].reshape(keep), mask)};
-                                    });
+    auto node =
+        autograd::make_node(is_max ? "AmaxBackward" : "AminBackward", {&x},
+                            [keep, mask](autograd::Node& n, const TensorList& g) -> TensorList {
+                              return {extreme_backward(n.saved(0), n.saved(1).reshape(keep), g[0].reshape(keep), mask)};
+                            });
     node->save(x);
     node->save(y);
     autograd::set_history({&y}, node);
@@ -362,7 +381,8 @@ Tensor any_all(const char* op, OpKind kind, const Tensor& x, IntArrayRef dims, b
   check_defined(op, x, "input");
   const std::vector<bool> mask = reduce_mask(op, x, dims);
   const Tensor xb = reduction_input(x.to(DType::boolean), false);
-  Tensor y = (is_any ? reduce_impl<RedOp::Max>(xb, mask, 1.0) : reduce_impl<RedOp::Min>(xb, mask, 1.0)).to(DType::boolean);
+  Tensor y =
+      (is_any ? reduce_impl<RedOp::Max>(xb, mask, 1.0) : reduce_impl<RedOp::Min>(xb, mask, 1.0)).to(DType::boolean);
   if (!keepdim) y = y.view(reduced_sizes(x, mask, false));
   return x.dtype() == DType::u8 ? reinterpret_dtype(y, DType::u8) : y;
 }
@@ -463,8 +483,10 @@ Tensor prod_impl(const Tensor& x, int64_t dim, bool keepdim) {
   Dims sizes;
   if (dim >= 0)
     for (int64_t d = 0; d < x.dim(); ++d) {
-      if (d != dim) sizes.push_back(x.size(d));
-      else if (keepdim) sizes.push_back(1);
+      if (d != dim)
+        sizes.push_back(x.size(d));
+      else if (keepdim)
+        sizes.push_back(1);
     }
   y = y.view(sizes).to(out_dtype);
   if (autograd::needs_grad({&x})) {
@@ -481,7 +503,9 @@ Tensor prod_impl(const Tensor& x, int64_t dim, bool keepdim) {
 }  // namespace
 
 Tensor sum(const Tensor& x) { return sum_mean("sum", OpKind::sum, x, {}, false, false); }
-Tensor sum(const Tensor& x, IntArrayRef dims, bool keepdim) { return sum_mean("sum", OpKind::sum, x, dims, keepdim, false); }
+Tensor sum(const Tensor& x, IntArrayRef dims, bool keepdim) {
+  return sum_mean("sum", OpKind::sum, x, dims, keepdim, false);
+}
 Tensor mean(const Tensor& x) { return sum_mean("mean", OpKind::mean, x, {}, false, true); }
 Tensor mean(const Tensor& x, IntArrayRef dims, bool keepdim) {
   return sum_mean("mean", OpKind::mean, x, dims, keepdim, true);
@@ -508,7 +532,11 @@ Tensor prod(const Tensor& x, int64_t dim, bool keepdim) {
   return x.dim() == 0 ? prod_impl(x, -1, false) : prod_impl(x, d, keepdim);
 }
 
-Tensor any(const Tensor& x, IntArrayRef dims, bool keepdim) { return any_all("any", OpKind::any, x, dims, keepdim, true); }
-Tensor all(const Tensor& x, IntArrayRef dims, bool keepdim) { return any_all("all", OpKind::all, x, dims, keepdim, false); }
+Tensor any(const Tensor& x, IntArrayRef dims, bool keepdim) {
+  return any_all("any", OpKind::any, x, dims, keepdim, true);
+}
+Tensor all(const Tensor& x, IntArrayRef dims, bool keepdim) {
+  return any_all("all", OpKind::all, x, dims, keepdim, false);
+}
 
 }  // namespace strata

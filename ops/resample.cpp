@@ -100,8 +100,10 @@ Tensor apply_step(const Tensor& x, const Step& st, bool adjoint) {
   const Split sp = split_at(xc.sizes(), st.dim);
   dispatch_float(xc.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    if (adjoint) step_backward<T>(xc.data<T>(), y.data<T>(), st, sp);
-    else step_forward<T>(xc.data<T>(), y.data<T>(), st, sp);
+    if (adjoint)
+      step_backward<T>(xc.data<T>(), y.data<T>(), st, sp);
+    else
+      step_forward<T>(xc.data<T>(), y.data<T>(), st, sp);
   });
   return y;
 }
@@ -156,26 +158,29 @@ void check_pad(const Tensor& x, IntArrayRef pad, PadMode m, std::string_view mod
   constexpr const char* op = "pad";
   const auto len = static_cast<int64_t>(pad.size());
   STRATA_CHECK(len % 2 == 0, op, ": padding length must be divisible by 2, got ", pad);
-  STRATA_CHECK(len <= 2 * x.dim(), op, ": padding length should be less than or equal to two times the input "
-               "dimension but got padding length ", len, " and input ", x.describe());
+  STRATA_CHECK(len <= 2 * x.dim(), op,
+               ": padding length should be less than or equal to two times the input "
+               "dimension but got padding length ",
+               len, " and input ", x.describe());
   STRATA_CHECK(len > 0 || x.dim() > 0, op, ": a 0-d input needs no padding (got an empty pad)");
   if (m == PadMode::Constant) return;
-  STRATA_CHECK(value == 0.0, op, ": padding mode '", mode, "' doesn't take in value argument (got value=", value,
-               ")");
+  STRATA_CHECK(value == 0.0, op, ": padding mode '", mode, "' doesn't take in value argument (got value=", value, ")");
   const int64_t pairs = len / 2;
-  STRATA_CHECK(pairs >= 1 && pairs <= 3 && (x.dim() == pairs + 1 || x.dim() == pairs + 2), op, ": padding size ",
-               len, " is not supported for ", x.dim(), "-D input ", x.describe(), " in mode '", mode,
+  STRATA_CHECK(pairs >= 1 && pairs <= 3 && (x.dim() == pairs + 1 || x.dim() == pairs + 2), op, ": padding size ", len,
+               " is not supported for ", x.dim(), "-D input ", x.describe(), " in mode '", mode,
                "' (2-D or 3-D input: padding size 2; 3-D or 4-D: 4; 4-D or 5-D: 6)");
   for (int64_t k = 0; k < pairs; ++k) {
     const int64_t d = x.dim() - 1 - k, n = x.size(d), l = pad[2 * k], r = pad[2 * k + 1];
     STRATA_CHECK(n > 0, op, ": dim ", d, " of input ", x.describe(), " is empty; mode '", mode,
                  "' needs non-empty padded dims");
     if (m == PadMode::Reflect)
-      STRATA_CHECK(l < n && r < n, op, ": padding size should be less than the corresponding input dimension, but "
-                   "got padding (", l, ", ", r, ") at dimension ", d, " of input ", x.describe());
+      STRATA_CHECK(l < n && r < n, op,
+                   ": padding size should be less than the corresponding input dimension, but "
+                   "got padding (",
+                   l, ", ", r, ") at dimension ", d, " of input ", x.describe());
     if (m == PadMode::Circular)
-      STRATA_CHECK(l <= n && r <= n, op, ": padding (", l, ", ", r, ") at dimension ", d, " of input ",
-                   x.describe(), " causes wrapping around more than once");
+      STRATA_CHECK(l <= n && r <= n, op, ": padding (", l, ", ", r, ") at dimension ", d, " of input ", x.describe(),
+                   " causes wrapping around more than once");
   }
 }
 
@@ -237,11 +242,12 @@ InterpArgs interp_args(const Tensor& x, IntArrayRef size, const std::vector<doub
   STRATA_CHECK(linear || !align_corners.has_value(), op,
                ": align_corners can only be set with the interpolating modes 'linear' and 'bilinear'");
   a.align_corners = align_corners.value_or(false);
-  STRATA_CHECK(size.empty() != factor.empty(), op, size.empty() ? ": either size or scale_factor should be defined"
-                                                                : ": only one of size or scale_factor should be defined");
+  STRATA_CHECK(size.empty() != factor.empty(), op,
+               size.empty() ? ": either size or scale_factor should be defined"
+                            : ": only one of size or scale_factor should be defined");
   const auto given = static_cast<int64_t>(size.empty() ? factor.size() : size.size());
-  STRATA_CHECK(given == 1 || given == a.spatial, op, ": input ", x.describe(), " has ", a.spatial,
-               " spatial dims but ", given, size.empty() ? " scale factors" : " output sizes", " were given");
+  STRATA_CHECK(given == 1 || given == a.spatial, op, ": input ", x.describe(), " has ", a.spatial, " spatial dims but ",
+               given, size.empty() ? " scale factors" : " output sizes", " were given");
   for (int64_t d = 0; d < a.spatial; ++d) {
     const int64_t in = x.size(2 + d), k = given == 1 ? 0 : d;
     int64_t out = 0;
@@ -274,8 +280,8 @@ Step interp_step(const InterpArgs& a, int64_t d, int64_t in) {
       st.push(std::min<int64_t>(static_cast<int64_t>(std::floor((static_cast<T>(o) + T(0.5)) * s)), in - 1), 1.0);
     } else {
       const T ac = out > 1 ? static_cast<T>(in - 1) / static_cast<T>(out - 1) : T(0);
-      const T src = a.align_corners ? ac * static_cast<T>(o)
-                                    : std::max(s * (static_cast<T>(o) + T(0.5)) - T(0.5), T(0));
+      const T src =
+          a.align_corners ? ac * static_cast<T>(o) : std::max(s * (static_cast<T>(o) + T(0.5)) - T(0.5), T(0));
       const auto i0 = static_cast<int64_t>(src);
       const T l1 = src - static_cast<T>(i0);
       st.push(i0, static_cast<double>(T(1) - l1), i0 < in - 1 ? i0 + 1 : i0, static_cast<double>(l1));
@@ -293,8 +299,10 @@ Tensor interpolate(const Tensor& x, IntArrayRef size, const std::vector<double>&
   const InterpArgs a = interp_args(x, size, scale_factor, mode, align_corners, recompute_scale_factor);
   std::vector<Step> steps;
   for (int64_t d = a.spatial - 1; d >= 0; --d)
-    steps.push_back(dispatch_float(x.dtype(), [&](auto tag) { return interp_step<decltype(tag)>(a, d, x.size(2 + d)); }));
-  return run_steps(x, std::move(steps), a.mode == InterpMode::Linear ? "UpsampleLinearBackward" : "UpsampleNearestBackward");
+    steps.push_back(
+        dispatch_float(x.dtype(), [&](auto tag) { return interp_step<decltype(tag)>(a, d, x.size(2 + d)); }));
+  return run_steps(x, std::move(steps),
+                   a.mode == InterpMode::Linear ? "UpsampleLinearBackward" : "UpsampleNearestBackward");
 }
 
 }  // namespace strata

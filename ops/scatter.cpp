@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "autograd/grad_mode.h"
-#include "ops/inplace.h"
 #include "ops/detail/op_util.h"
+#include "ops/inplace.h"
 #include "ops/shape_ops.h"
 
 namespace strata {
@@ -25,8 +25,7 @@ Reduce parse_reduce(std::string_view r) {
   if (r == "mean") return Reduce::mean;
   if (r == "amax") return Reduce::amax;
   if (r == "amin") return Reduce::amin;
-  STRATA_FAIL("scatter_reduce: reduce argument must be one of 'sum', 'prod', 'mean', 'amax' or 'amin', got '",
-              r, "'");
+  STRATA_FAIL("scatter_reduce: reduce argument must be one of 'sum', 'prod', 'mean', 'amax' or 'amin', got '", r, "'");
 }
 
 /// Where each scattered element goes: position p of index (row-major) reads src at source[p] and
@@ -44,9 +43,10 @@ int64_t check_scatter(const char* op, const Tensor& x, int64_t dim, const Tensor
   const int64_t d = wrap_dim(dim, std::max<int64_t>(x.dim(), 1), op);
   if (src != nullptr) {
     check_defined(op, *src, "src");
-    STRATA_CHECK(src->dtype() == x.dtype(), op, ": src ", src->describe(), " must have the dtype of self ", x.describe());
-    STRATA_CHECK(src->dim() == x.dim(), op, ": src ", src->describe(), " must have the same number of dimensions as self ",
+    STRATA_CHECK(src->dtype() == x.dtype(), op, ": src ", src->describe(), " must have the dtype of self ",
                  x.describe());
+    STRATA_CHECK(src->dim() == x.dim(), op, ": src ", src->describe(),
+                 " must have the same number of dimensions as self ", x.describe());
   }
   for (int64_t k = 0; k < index.dim(); ++k)
     STRATA_CHECK((k == d || index.size(k) <= x.size(k)) && (src == nullptr || index.size(k) <= src->size(k)), op,
@@ -55,7 +55,8 @@ int64_t check_scatter(const char* op, const Tensor& x, int64_t dim, const Tensor
   return d;
 }
 
-ScatterPlan make_scatter_plan(const char* op, const Tensor& x, int64_t d, const Tensor& index, IntArrayRef src_strides) {
+ScatterPlan make_scatter_plan(const char* op, const Tensor& x, int64_t d, const Tensor& index,
+                              IntArrayRef src_strides) {
   ScatterPlan p;
   Dims out_strides = contiguous_strides(x.sizes());
   const int64_t stride_d = x.dim() == 0 ? 0 : out_strides[static_cast<std::size_t>(d)];
@@ -69,8 +70,8 @@ ScatterPlan make_scatter_plan(const char* op, const Tensor& x, int64_t d, const 
   const int64_t* ip = static_cast<const int64_t*>(ic.data_ptr());
   const int64_t n = x.dim() == 0 ? 1 : x.size(d);
   for (std::size_t q = 0; q < p.target.size(); ++q) {
-    STRATA_CHECK(ip[q] >= 0 && ip[q] < n, op, ": index ", ip[q], " is out of bounds for dimension ", d,
-                 " with size ", n);
+    STRATA_CHECK(ip[q] >= 0 && ip[q] < n, op, ": index ", ip[q], " is out of bounds for dimension ", d, " with size ",
+                 n);
     p.target[q] += ip[q] * stride_d;
   }
   return p;
@@ -82,7 +83,8 @@ T reduce_identity(Reduce r) {
   switch (r) {
     case Reduce::prod: return T(1);
     case Reduce::amax:
-      return std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
+      return std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
+                                                  : std::numeric_limits<T>::lowest();
     case Reduce::amin:
       return std::numeric_limits<T>::has_infinity ? std::numeric_limits<T>::infinity() : std::numeric_limits<T>::max();
     default: return T(0);
@@ -179,12 +181,15 @@ double input_weight(Reduce r, const ReduceStats& s, std::size_t t, T e, T result
 template <typename T>
 ReduceStats reduce_stats(Reduce r, const T* x, const T* src, const T* result, const ScatterPlan& p, bool include_self,
                          int64_t n) {
-  ReduceStats s{std::vector<double>(static_cast<std::size_t>(n), 0.0), std::vector<double>(static_cast<std::size_t>(n), 1.0),
+  ReduceStats s{std::vector<double>(static_cast<std::size_t>(n), 0.0),
+                std::vector<double>(static_cast<std::size_t>(n), 1.0),
                 std::vector<int64_t>(static_cast<std::size_t>(n), 0)};
   auto visit = [&](std::size_t t, T e) {
     if (r == Reduce::mean || e == result[t]) s.count[t] += 1;
-    if (e == T(0)) ++s.zeros[t];
-    else s.nonzero_product[t] *= static_cast<double>(e);
+    if (e == T(0))
+      ++s.zeros[t];
+    else
+      s.nonzero_product[t] *= static_cast<double>(e);
   };
   std::vector<char> scattered(static_cast<std::size_t>(n), 0);
   for (int64_t t : p.target) scattered[static_cast<std::size_t>(t)] = 1;
@@ -263,9 +268,10 @@ Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, Scalar value) 
   const int64_t d = check_scatter("scatter", x, dim, index, nullptr);
   Tensor out = scatter_forward("scatter", x, d, index, scalar_tensor(value, x.dtype()), Reduce::none, true);
   if (autograd::needs_grad({&x})) {
-    auto node = autograd::make_node("ScatterBackward", {&x, &index}, [d](autograd::Node& n, const TensorList& g) -> TensorList {
-      return {scatter(g[0], d, n.saved(0), Scalar(0)), Tensor()};
-    });
+    auto node =
+        autograd::make_node("ScatterBackward", {&x, &index}, [d](autograd::Node& n, const TensorList& g) -> TensorList {
+          return {scatter(g[0], d, n.saved(0), Scalar(0)), Tensor()};
+        });
     node->save(index);
     autograd::set_history({&out}, node);
   }
@@ -275,11 +281,12 @@ Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, Scalar value) 
 // The in-place forms: the out-of-place op written into x (Note [In-place ops] in ops/inplace.h).
 Tensor& scatter_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
   check_defined("scatter_", src, "src");
-  return apply_in_place(x, {"scatter_", [&](const Tensor& a) { return scatter(a, dim, index, src); }, false,
-                            src.requires_grad(), {}});
+  return apply_in_place(
+      x, {"scatter_", [&](const Tensor& a) { return scatter(a, dim, index, src); }, false, src.requires_grad(), {}});
 }
 Tensor& scatter_(Tensor& x, int64_t dim, const Tensor& index, Scalar value) {
-  return apply_in_place(x, {"scatter_", [&](const Tensor& a) { return scatter(a, dim, index, value); }, false, false, {}});
+  return apply_in_place(x,
+                        {"scatter_", [&](const Tensor& a) { return scatter(a, dim, index, value); }, false, false, {}});
 }
 
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
@@ -288,11 +295,11 @@ Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tens
   Tensor out = scatter_forward("scatter_add", x, d, index, src, Reduce::sum, true);
   if (autograd::needs_grad({&x, &src})) {
     const Dims src_sizes = src.sizes();
-    auto node = autograd::make_node("ScatterAddBackward", {&x, &src, &index},
-                                    [d, src_sizes](autograd::Node& n, const TensorList& g) -> TensorList {
-                                      Tensor gs = n.needs_input_grad(1) ? src_grad(g[0], d, n.saved(0), src_sizes) : Tensor();
-                                      return {g[0], gs, Tensor()};
-                                    });
+    auto node = autograd::make_node(
+        "ScatterAddBackward", {&x, &src, &index}, [d, src_sizes](autograd::Node& n, const TensorList& g) -> TensorList {
+          Tensor gs = n.needs_input_grad(1) ? src_grad(g[0], d, n.saved(0), src_sizes) : Tensor();
+          return {g[0], gs, Tensor()};
+        });
     node->save(index);
     autograd::set_history({&out}, node);
   }
@@ -301,8 +308,11 @@ Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tens
 
 Tensor& scatter_add_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
   check_defined("scatter_add_", src, "src");
-  return apply_in_place(x, {"scatter_add_", [&](const Tensor& a) { return scatter_add(a, dim, index, src); }, false,
-                            src.requires_grad(), {}});
+  return apply_in_place(x, {"scatter_add_",
+                            [&](const Tensor& a) { return scatter_add(a, dim, index, src); },
+                            false,
+                            src.requires_grad(),
+                            {}});
 }
 
 Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, std::string_view reduce,
@@ -312,12 +322,12 @@ Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& index, const T
   const int64_t d = check_scatter("scatter_reduce", x, dim, index, &src);
   Tensor out = scatter_forward("scatter_reduce", x, d, index, src, r, include_self);
   if (autograd::needs_grad({&x, &src})) {
-    auto node = autograd::make_node(
-        "ScatterReduceBackward", {&x, &src, &index},
-        [r, include_self, d](autograd::Node& n, const TensorList& g) -> TensorList {
-          TensorList grads = scatter_reduce_backward(r, include_self, d, n.saved(0), n.saved(1), n.saved(2), n.saved(3), g[0]);
-          return {grads[0], grads[1], Tensor()};
-        });
+    auto node = autograd::make_node("ScatterReduceBackward", {&x, &src, &index},
+                                    [r, include_self, d](autograd::Node& n, const TensorList& g) -> TensorList {
+                                      TensorList grads = scatter_reduce_backward(
+                                          r, include_self, d, n.saved(0), n.saved(1), n.saved(2), n.saved(3), g[0]);
+                                      return {grads[0], grads[1], Tensor()};
+                                    });
     node->save(x);
     node->save(index);
     node->save(src);

@@ -59,20 +59,24 @@ void cat_into(const Tensor& out, const std::vector<Tensor>& parts, int64_t d) {
       offsets[k] = along;
       along += p.sizes()[ds];
       if (p.numel() == 0) continue;
-      if (p.is_contiguous()) src[k] = static_cast<const char*>(p.data_ptr());
-      else any_strided = true;
+      if (p.is_contiguous())
+        src[k] = static_cast<const char*>(p.data_ptr());
+      else
+        any_strided = true;
     }
     const int64_t row = prefix[k_parts];
     char* dst = static_cast<char*>(out.data_ptr());
     parallel_for(outer * row, int64_t{1} << 16, [&](int64_t begin, int64_t end) {
       int64_t o = begin / row;
       int64_t pos = begin % row;
-      std::size_t k = static_cast<std::size_t>(std::upper_bound(prefix.begin(), prefix.end(), pos) - prefix.begin()) - 1;
+      std::size_t k =
+          static_cast<std::size_t>(std::upper_bound(prefix.begin(), prefix.end(), pos) - prefix.begin()) - 1;
       for (int64_t cur = begin; cur < end;) {
         while (prefix[k + 1] <= pos) ++k;
         const int64_t len = std::min(prefix[k + 1] - pos, end - cur);
         if (src[k] != nullptr)
-          std::memcpy(dst + cur, src[k] + o * (prefix[k + 1] - prefix[k]) + (pos - prefix[k]), static_cast<std::size_t>(len));
+          std::memcpy(dst + cur, src[k] + o * (prefix[k + 1] - prefix[k]) + (pos - prefix[k]),
+                      static_cast<std::size_t>(len));
         cur += len;
         pos += len;
         if (pos == row) {
@@ -103,11 +107,12 @@ std::vector<Tensor> split_views(const Tensor& x, const Dims& sizes, int64_t d) {
   }
   if (autograd::needs_grad({&x})) {
     const Dims in_sizes = x.sizes();
-    auto node = autograd::make_node("SplitBackward", {&x}, [d, in_sizes](autograd::Node&, const TensorList& g) -> TensorList {
-      Tensor gx = empty_output(in_sizes, g[0].dtype());
-      cat_into(gx, g, d);
-      return {gx};
-    });
+    auto node =
+        autograd::make_node("SplitBackward", {&x}, [d, in_sizes](autograd::Node&, const TensorList& g) -> TensorList {
+          Tensor gx = empty_output(in_sizes, g[0].dtype());
+          cat_into(gx, g, d);
+          return {gx};
+        });
     autograd::set_history(outs, node);
   }
   for (Tensor& out : outs) autograd::mark_view(out, x);  // Note [View tracking]
@@ -269,18 +274,19 @@ Tensor gather_backward(const Tensor& grad, const Tensor& index, int64_t d, const
       const T* gp = static_cast<const T*>(g.data_ptr());
       const I* ip = static_cast<const I*>(ic.data_ptr());
       T* xp = static_cast<T*>(gx.data_ptr());
-      parallel_for(rd.rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(nd * nl, 1)), [&](int64_t begin, int64_t end) {
-        for (int64_t row = begin; row < end; ++row) {
-          int64_t ioff, xoff;
-          row_offsets(row, rd, isz, is, xs, ioff, xoff);
-          for (int64_t j = 0; j < nd; ++j) {
-            const I* __restrict irow = ip + ioff + j * isd;
-            const T* __restrict grow = gp + ioff + j * isd;
-            // x is contiguous, so its last dim has stride 1 (when d is not the last dim).
-            for (int64_t k = 0; k < nl; ++k) xp[xoff + k + static_cast<int64_t>(irow[k]) * xsd] += grow[k];
-          }
-        }
-      });
+      parallel_for(rd.rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(nd * nl, 1)),
+                   [&](int64_t begin, int64_t end) {
+                     for (int64_t row = begin; row < end; ++row) {
+                       int64_t ioff, xoff;
+                       row_offsets(row, rd, isz, is, xs, ioff, xoff);
+                       for (int64_t j = 0; j < nd; ++j) {
+                         const I* __restrict irow = ip + ioff + j * isd;
+                         const T* __restrict grow = gp + ioff + j * isd;
+                         // x is contiguous, so its last dim has stride 1 (when d is not the last dim).
+                         for (int64_t k = 0; k < nl; ++k) xp[xoff + k + static_cast<int64_t>(irow[k]) * xsd] += grow[k];
+                       }
+                     }
+                   });
     });
   });
   return gx;
@@ -309,12 +315,12 @@ Tensor reshape(const Tensor& x, IntArrayRef sizes) {
   Tensor y = x.reshape(sizes);
   if (autograd::needs_grad({&x})) {
     const Dims in_sizes = x.sizes();
-    auto node = autograd::make_node("ReshapeBackward", {&x}, [in_sizes](autograd::Node&, const TensorList& g) -> TensorList {
-      return {g[0].reshape(in_sizes)};
-    });
+    auto node = autograd::make_node(
+        "ReshapeBackward", {&x},
+        [in_sizes](autograd::Node&, const TensorList& g) -> TensorList { return {g[0].reshape(in_sizes)}; });
     autograd::set_history({&y}, node);
   }
-  autograd::mark_view(y, x);  // Note [View tracking]
+  autograd::mark_view(y, x);                                // Note [View tracking]
   if (OpRecorder* rec = op_recorder()) rec->reshape(x, y);  // Note [Op recording hook]
   return y;
 }
@@ -329,7 +335,8 @@ Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim) {
   }
   const int64_t a = wrap_dim(start_dim, x.dim(), "flatten");
   const int64_t b = wrap_dim(end_dim, x.dim(), "flatten");
-  STRATA_CHECK(a <= b, "flatten: start_dim ", start_dim, " must not come after end_dim ", end_dim, " (", x.describe(), ")");
+  STRATA_CHECK(a <= b, "flatten: start_dim ", start_dim, " must not come after end_dim ", end_dim, " (", x.describe(),
+               ")");
   Dims s;
   for (int64_t i = 0; i < a; ++i) s.push_back(x.sizes()[i]);
   s.push_back(product(x.sizes(), static_cast<std::size_t>(a), static_cast<std::size_t>(b) + 1));
@@ -344,9 +351,9 @@ Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1) {
   const int64_t b = wrap_dim(dim1, x.dim(), "transpose", true);
   Tensor y = x.transpose(a, b);
   if (autograd::needs_grad({&x})) {
-    auto node = autograd::make_node("TransposeBackward", {&x}, [a, b](autograd::Node&, const TensorList& g) -> TensorList {
-      return {g[0].transpose(a, b)};
-    });
+    auto node = autograd::make_node(
+        "TransposeBackward", {&x},
+        [a, b](autograd::Node&, const TensorList& g) -> TensorList { return {g[0].transpose(a, b)}; });
     autograd::set_history({&y}, node);
   }
   autograd::mark_view(y, x);  // Note [View tracking]
@@ -356,8 +363,8 @@ Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1) {
 Tensor permute(const Tensor& x, IntArrayRef dims) {
   check_backend(OpKind::permute);
   check_defined("permute", x, "input");
-  STRATA_CHECK(static_cast<int64_t>(dims.size()) == x.dim(), "permute: got ", dims.size(), " dims ", dims,
-               " for ", x.describe(), " of rank ", x.dim());
+  STRATA_CHECK(static_cast<int64_t>(dims.size()) == x.dim(), "permute: got ", dims.size(), " dims ", dims, " for ",
+               x.describe(), " of rank ", x.dim());
   Dims wrapped(dims.size());
   Dims inverse(dims.size(), -1);
   for (std::size_t i = 0; i < dims.size(); ++i) {
@@ -369,9 +376,9 @@ Tensor permute(const Tensor& x, IntArrayRef dims) {
   }
   Tensor y = x.permute(wrapped);
   if (autograd::needs_grad({&x})) {
-    auto node = autograd::make_node("PermuteBackward", {&x}, [inverse](autograd::Node&, const TensorList& g) -> TensorList {
-      return {g[0].permute(inverse)};
-    });
+    auto node = autograd::make_node(
+        "PermuteBackward", {&x},
+        [inverse](autograd::Node&, const TensorList& g) -> TensorList { return {g[0].permute(inverse)}; });
     autograd::set_history({&y}, node);
   }
   autograd::mark_view(y, x);  // Note [View tracking]
@@ -458,8 +465,8 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
     STRATA_CHECK(t.dim() == ref->dim(), "cat: tensors must have the same rank, got ", ref->describe(), " and ",
                  t.describe());
     for (std::size_t i = 0; i < static_cast<std::size_t>(t.dim()); ++i)
-      STRATA_CHECK(i == ds || t.sizes()[i] == ref->sizes()[i], "cat: sizes of ", ref->describe(), " and ",
-                   t.describe(), " must match except in dimension ", d, " (they differ at dim ", i, ")");
+      STRATA_CHECK(i == ds || t.sizes()[i] == ref->sizes()[i], "cat: sizes of ", ref->describe(), " and ", t.describe(),
+                   " must match except in dimension ", d, " (they differ at dim ", i, ")");
     out_sizes[ds] += t.sizes()[ds];
     parts.push_back(t);
   }
@@ -468,23 +475,24 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   if (autograd::needs_grad(tensors)) {
     std::vector<int64_t> lengths;  // -1: a skipped empty tensor
     for (const Tensor& t : tensors) lengths.push_back(skipped(t) && &t != ref ? -1 : t.sizes()[ds]);
-    auto node = autograd::make_node("CatBackward", tensors, [d, lengths](autograd::Node& n, const TensorList& g) -> TensorList {
-      TensorList gs;
-      int64_t off = 0;
-      for (std::size_t k = 0; k < lengths.size(); ++k) {
-        if (lengths[k] < 0) {
-          gs.push_back(n.needs_input_grad(k) ? empty_output({0}, g[0].dtype()) : Tensor());
-          continue;
-        }
-        // A fresh tensor, not a view of g[0]: a pending view would hold the whole concatenated
-        // gradient alive until its slot is consumed, and could not take later contributions in
-        // place (Note [In-place gradient accumulation]). DenseNet's blocks, whose features are
-        // read by every later concatenation, measured a feature map above Auto's predicted peak.
-        gs.push_back(n.needs_input_grad(k) ? g[0].narrow(d, off, lengths[k]).clone() : Tensor());
-        off += lengths[k];
-      }
-      return gs;
-    });
+    auto node =
+        autograd::make_node("CatBackward", tensors, [d, lengths](autograd::Node& n, const TensorList& g) -> TensorList {
+          TensorList gs;
+          int64_t off = 0;
+          for (std::size_t k = 0; k < lengths.size(); ++k) {
+            if (lengths[k] < 0) {
+              gs.push_back(n.needs_input_grad(k) ? empty_output({0}, g[0].dtype()) : Tensor());
+              continue;
+            }
+            // A fresh tensor, not a view of g[0]: a pending view would hold the whole concatenated
+            // gradient alive until its slot is consumed, and could not take later contributions in
+            // place (Note [In-place gradient accumulation]). DenseNet's blocks, whose features are
+            // read by every later concatenation, measured a feature map above Auto's predicted peak.
+            gs.push_back(n.needs_input_grad(k) ? g[0].narrow(d, off, lengths[k]).clone() : Tensor());
+            off += lengths[k];
+          }
+          return gs;
+        });
     autograd::set_history({&out}, node);
   }
   return out;
@@ -514,25 +522,26 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
     dispatch_index(ic.dtype(), [&](auto itag) {
       using I = decltype(itag);
       const I* ip = static_cast<const I*>(ic.data_ptr());
-      check_index_values("index_select", ip, m, n, "dim " + std::to_string(d) + " of " + x.describe() + " (size " +
-                                                       std::to_string(n) + ")");
+      check_index_values("index_select", ip, m, n,
+                         "dim " + std::to_string(d) + " of " + x.describe() + " (size " + std::to_string(n) + ")");
       if (out.numel() == 0) return;
       dispatch_itemsize(x.itemsize(), [&](auto utag) {
         using U = decltype(utag);
         const U* xp = static_cast<const U*>(xc.data_ptr());
         U* op = static_cast<U*>(out.data_ptr());
-        parallel_for(outer * m, std::max<int64_t>(1, 16384 / std::max<int64_t>(inner, 1)), [&](int64_t begin, int64_t end) {
-          int64_t o = begin / m, j = begin % m;
-          for (int64_t row = begin; row < end; ++row) {
-            const U* __restrict s = xp + (o * n + static_cast<int64_t>(ip[j])) * inner;
-            U* __restrict t = op + row * inner;
-            for (int64_t i = 0; i < inner; ++i) t[i] = s[i];
-            if (++j == m) {
-              j = 0;
-              ++o;
-            }
-          }
-        });
+        parallel_for(outer * m, std::max<int64_t>(1, 16384 / std::max<int64_t>(inner, 1)),
+                     [&](int64_t begin, int64_t end) {
+                       int64_t o = begin / m, j = begin % m;
+                       for (int64_t row = begin; row < end; ++row) {
+                         const U* __restrict s = xp + (o * n + static_cast<int64_t>(ip[j])) * inner;
+                         U* __restrict t = op + row * inner;
+                         for (int64_t i = 0; i < inner; ++i) t[i] = s[i];
+                         if (++j == m) {
+                           j = 0;
+                           ++o;
+                         }
+                       }
+                     });
       });
     });
   }

@@ -30,8 +30,9 @@ Tensor index_tensor(const std::vector<int64_t>& values) { return tensor(values);
 
 /// A recorded copy of x (flip and roll return a new tensor even when nothing moves, as PyTorch).
 Tensor recorded_copy(const Tensor& x) {
-  return reshape(index_select(reshape(x, {x.numel()}), 0, arange(0.0, static_cast<double>(x.numel()), 1.0, {DType::i64, nullptr})),
-                 x.sizes());
+  return reshape(
+      index_select(reshape(x, {x.numel()}), 0, arange(0.0, static_cast<double>(x.numel()), 1.0, {DType::i64, nullptr})),
+      x.sizes());
 }
 
 /// Keeps x where `keep(row, col)` over its last two dims, zero elsewhere (tril and triu).
@@ -59,8 +60,8 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
     check_same_dtype("stack", tensors[0], tensors[k]);
   }
   const int64_t rank = tensors[0].dim() + 1;
-  STRATA_CHECK(dim >= -rank && dim < rank, "stack: dim ", dim, " is out of range for tensors of ", tensors[0].describe(),
-               " (expected a dim in [", -rank, ", ", rank - 1, "])");
+  STRATA_CHECK(dim >= -rank && dim < rank, "stack: dim ", dim, " is out of range for tensors of ",
+               tensors[0].describe(), " (expected a dim in [", -rank, ", ", rank - 1, "])");
   const int64_t d = dim < 0 ? dim + rank : dim;
   std::vector<Tensor> parts;
   for (const Tensor& t : tensors) {
@@ -143,9 +144,10 @@ Tensor repeat(const Tensor& x, IntArrayRef repeats) {
   Tensor y = x.reshape(interleaved).expand(tiled).contiguous().reshape(out);
   if (autograd::needs_grad({&x})) {
     const Dims xs = x.sizes();
-    auto node = autograd::make_node("RepeatBackward", {&x}, [tiled, tile_dims, xs](autograd::Node&, const TensorList& g) -> TensorList {
-      return {sum(g[0].reshape(tiled), tile_dims).reshape(xs)};
-    });
+    auto node = autograd::make_node("RepeatBackward", {&x},
+                                    [tiled, tile_dims, xs](autograd::Node&, const TensorList& g) -> TensorList {
+                                      return {sum(g[0].reshape(tiled), tile_dims).reshape(xs)};
+                                    });
     autograd::set_history({&y}, node);
   }
   return y;
@@ -167,15 +169,19 @@ Tensor repeat_interleave(const Tensor& x, const Tensor& repeats, std::optional<i
   check_backend(OpKind::repeat_interleave);
   check_defined("repeat_interleave", x, "input");
   check_defined("repeat_interleave", repeats, "repeats");
-  STRATA_CHECK(is_integral(repeats.dtype()) && repeats.dim() <= 1, "repeat_interleave: repeats must be a 0-D or 1-D "
-               "integer tensor, got ", repeats.describe());
+  STRATA_CHECK(is_integral(repeats.dtype()) && repeats.dim() <= 1,
+               "repeat_interleave: repeats must be a 0-D or 1-D "
+               "integer tensor, got ",
+               repeats.describe());
   if (!dim) return repeat_interleave(reshape(x, {x.numel()}), repeats, 0);
   const int64_t d = wrap_dim("repeat_interleave", *dim, x.dim(), x);
   const Tensor xv = x.dim() == 0 ? reshape(x, {1}) : x;
   const Tensor counts = repeats.to(DType::i64).contiguous();
   const int64_t n = xv.size(d);
-  STRATA_CHECK(counts.numel() == 1 || counts.numel() == n, "repeat_interleave: repeats must have the same size as "
-               "input along dim ", d, " (", n, ") or one element, got ", repeats.describe());
+  STRATA_CHECK(counts.numel() == 1 || counts.numel() == n,
+               "repeat_interleave: repeats must have the same size as "
+               "input along dim ",
+               d, " (", n, ") or one element, got ", repeats.describe());
   PinSet pins;
   pins.add(counts, AccessMode::Read).acquire();
   std::vector<int64_t> index;

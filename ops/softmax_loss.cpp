@@ -38,8 +38,8 @@ struct Slices {
 
 int64_t wrap_dim(const char* op, const Tensor& x, int64_t dim) {
   const int64_t rank = std::max<int64_t>(x.dim(), 1);
-  STRATA_CHECK(dim >= -rank && dim < rank, op, ": dim ", dim, " is out of range for input ", x.describe(), " (expected in [",
-               -rank, ", ", rank - 1, "])");
+  STRATA_CHECK(dim >= -rank && dim < rank, op, ": dim ", dim, " is out of range for input ", x.describe(),
+               " (expected in [", -rank, ", ", rank - 1, "])");
   return dim < 0 ? dim + rank : dim;
 }
 
@@ -55,8 +55,10 @@ Slices slices_of(const Tensor& x, int64_t dim) {
 /// max of a contiguous row (n >= 1); f32 through the array kernels (ops/detail/cpu/vec_math.h).
 template <typename T>
 T row_max(const T* x, int64_t n) {
-  if constexpr (std::is_same_v<T, float>) return ops::cpu::vec::kernels().max(x, n);
-  else return lane_max(x, n);
+  if constexpr (std::is_same_v<T, float>)
+    return ops::cpu::vec::kernels().max(x, n);
+  else
+    return lane_max(x, n);
 }
 
 /// Σ_i e^(x[i] - shift) over a contiguous row, storing the terms to y unless y is null.
@@ -161,8 +163,10 @@ void softmax_backward_kernel(const T* g, const T* y, T* gx, const Slices& s) {
       for (int64_t c = 0; c < C; ++c)
         for (int64_t i = 0; i < inner; ++i) {
           const int64_t k = base + c * inner + i;
-          if constexpr (Log) gx[k] = g[k] - fast_exp(y[k]) * acc[i];
-          else gx[k] = y[k] * (g[k] - acc[i]);
+          if constexpr (Log)
+            gx[k] = g[k] - fast_exp(y[k]) * acc[i];
+          else
+            gx[k] = y[k] * (g[k] - acc[i]);
         }
     }
   });
@@ -298,12 +302,16 @@ struct LossFns {
   const T* pw;  // used iff HasPw (BceLogits only)
 
   T weight(int64_t i) const {
-    if constexpr (HasW) return w[i];
-    else return T(1);
+    if constexpr (HasW)
+      return w[i];
+    else
+      return T(1);
   }
   T pos(int64_t i) const {
-    if constexpr (HasPw) return pw[i];
-    else return T(1);
+    if constexpr (HasPw)
+      return pw[i];
+    else
+      return T(1);
   }
   T value(int64_t i) const {
     const T xi = x[i], ti = t[i];
@@ -363,10 +371,14 @@ struct LossFns {
 /// Calls fn(LossFns<K, T, HasW, HasPw>{...}) with the flags matching which pointers are set.
 template <Elementwise K, typename T, typename Fn>
 void with_loss_fns(const T* x, const T* t, const T* w, const T* pw, Fn&& fn) {
-  if (w != nullptr && pw != nullptr) fn(LossFns<K, T, true, true>{x, t, w, pw});
-  else if (w != nullptr) fn(LossFns<K, T, true, false>{x, t, w, pw});
-  else if (pw != nullptr) fn(LossFns<K, T, false, true>{x, t, w, pw});
-  else fn(LossFns<K, T, false, false>{x, t, w, pw});
+  if (w != nullptr && pw != nullptr)
+    fn(LossFns<K, T, true, true>{x, t, w, pw});
+  else if (w != nullptr)
+    fn(LossFns<K, T, true, false>{x, t, w, pw});
+  else if (pw != nullptr)
+    fn(LossFns<K, T, false, true>{x, t, w, pw});
+  else
+    fn(LossFns<K, T, false, false>{x, t, w, pw});
 }
 
 template <Elementwise K>
@@ -440,15 +452,17 @@ Tensor elementwise_loss(const char* op, OpKind kind, const char* node_name, cons
         STRATA_CHECK(bad == 0, op, ": all elements of input should be between 0 and 1; ", bad, " of input ",
                      input.describe(), " are not");
       }
-      with_loss_fns<K, T>(xp, t.data<T>(), w.defined() ? w.data<T>() : nullptr, pw.defined() ? pw.data<T>() : nullptr,
-                          [&](const auto& fn) { reduce_loss<T>(n, red, out.data<T>(), [&](int64_t i) { return fn.value(i); }); });
+      with_loss_fns<K, T>(
+          xp, t.data<T>(), w.defined() ? w.data<T>() : nullptr, pw.defined() ? pw.data<T>() : nullptr,
+          [&](const auto& fn) { reduce_loss<T>(n, red, out.data<T>(), [&](int64_t i) { return fn.value(i); }); });
     });
   }
   if (autograd::needs_grad({&input, &target})) {
-    auto node = autograd::make_node(node_name, {&input, &target}, [red](autograd::Node& nd, const TensorList& g) -> TensorList {
-      return elementwise_loss_backward<K>(g[0], nd.saved(0), nd.saved(1), nd.saved(2), nd.saved(3), red,
-                                          nd.needs_input_grad(0), nd.needs_input_grad(1));
-    });
+    auto node =
+        autograd::make_node(node_name, {&input, &target}, [red](autograd::Node& nd, const TensorList& g) -> TensorList {
+          return elementwise_loss_backward<K>(g[0], nd.saved(0), nd.saved(1), nd.saved(2), nd.saved(3), red,
+                                              nd.needs_input_grad(0), nd.needs_input_grad(1));
+        });
     node->save(x);
     node->save(t);
     node->save(weight);
@@ -511,8 +525,9 @@ std::vector<int64_t> read_targets(const char* op, const Tensor& target, int64_t 
     std::copy(p, p + tc.numel(), v.begin());
   }
   for (int64_t t : v) {
-    STRATA_CHECK(t == ignore_index || (t >= 0 && t < C), op, ": target ", t, " is out of bounds: expected a class index in [0, ",
-                 C, ") for C = ", C, " classes (or ignore_index = ", ignore_index, ")");
+    STRATA_CHECK(t == ignore_index || (t >= 0 && t < C), op, ": target ", t,
+                 " is out of bounds: expected a class index in [0, ", C, ") for C = ", C,
+                 " classes (or ignore_index = ", ignore_index, ")");
   }
   return v;
 }
@@ -584,7 +599,8 @@ TensorList cross_entropy_backward(const Tensor& grad, const Tensor& probs, const
   std::vector<T> scale(static_cast<std::size_t>(NS));
   {
     const Tensor g = red == Reduction::None ? grad.to(DType::f64, true) : Tensor();
-    const double gs = red == Reduction::None ? 0.0 : grad.item<double>() / (red == Reduction::Mean ? total_weight : 1.0);
+    const double gs =
+        red == Reduction::None ? 0.0 : grad.item<double>() / (red == Reduction::Mean ? total_weight : 1.0);
     PinSet pins;
     if (g.defined()) pins.add(g, AccessMode::Read).acquire();
     const double* gp = g.defined() ? g.data<double>() : nullptr;
@@ -662,10 +678,9 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Ten
 
 Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target, const Tensor& weight,
                                         const Tensor& pos_weight, Reduction reduction) {
-  return elementwise_loss<Elementwise::BceLogits>("binary_cross_entropy_with_logits",
-                                                  OpKind::binary_cross_entropy_with_logits,
-                                                  "BinaryCrossEntropyWithLogitsBackward", input, target, weight,
-                                                  pos_weight, reduction);
+  return elementwise_loss<Elementwise::BceLogits>(
+      "binary_cross_entropy_with_logits", OpKind::binary_cross_entropy_with_logits,
+      "BinaryCrossEntropyWithLogitsBackward", input, target, weight, pos_weight, reduction);
 }
 
 Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor& weight, Reduction reduction,
@@ -705,7 +720,7 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor& wei
     auto node = autograd::make_node(
         "NllLossBackward", {&log_probs},
         [l, reduction, ignore_index, total_weight, sizes = log_probs.sizes()](autograd::Node& n,
-                                                                               const TensorList& g) -> TensorList {
+                                                                              const TensorList& g) -> TensorList {
           return {nll_loss_backward(g[0], n.saved(0), n.saved(1), sizes, l, reduction, ignore_index, total_weight)};
         });
     node->save(target);

@@ -49,7 +49,6 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor& wei
 /// PyTorch's label smoothing: `(1 - ε) · nll + ε / C · Σ_c weight[c] · (-log_softmax_c)`.
 /// Class-index targets only. Gradient for logits.
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& weight = {},
-                     Reduction reduction = Reduction::Mean, int64_t ignore_index = -100,
-                     double label_smoothing = 0.0);
+                     Reduction reduction = Reduction::Mean, int64_t ignore_index = -100, double label_smoothing = 0.0);
 
 }  // namespace strata

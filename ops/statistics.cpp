@@ -10,8 +10,8 @@
 #include "core/type_promotion.h"
 #include "ops/binary.h"
 #include "ops/comparison.h"
-#include "ops/elementwise_math.h"
 #include "ops/detail/op_util.h"
+#include "ops/elementwise_math.h"
 #include "ops/operators.h"
 #include "ops/reduction.h"
 #include "ops/unary.h"
@@ -49,9 +49,10 @@ template <typename B>
 void record_reduction(const char* node_name, const Tensor& x, Tensor& y, const Dims& keep,
                       std::initializer_list<Tensor> saved, B backward) {
   if (!autograd::needs_grad({&x})) return;
-  auto node = autograd::make_node(node_name, {&x}, [keep, backward](autograd::Node& n, const TensorList& g) -> TensorList {
-    return {backward(g[0].reshape(keep), n)};
-  });
+  auto node =
+      autograd::make_node(node_name, {&x}, [keep, backward](autograd::Node& n, const TensorList& g) -> TensorList {
+        return {backward(g[0].reshape(keep), n)};
+      });
   for (const Tensor& s : saved) node->save(s);
   autograd::set_history({&y}, node);
 }
@@ -78,9 +79,8 @@ Tensor var_std(const char* op, OpKind kind, const Tensor& x_in, IntArrayRef dims
         return g * nd.saved(0) / (nd.saved(1).reshape(g.sizes()) * n);
       });
     } else {
-      record_reduction("VarBackward", x, y, r.keep, {centered}, [n](const Tensor& g, autograd::Node& nd) {
-        return g * nd.saved(0) * (2.0 / n);
-      });
+      record_reduction("VarBackward", x, y, r.keep, {centered},
+                       [n](const Tensor& g, autograd::Node& nd) { return g * nd.saved(0) * (2.0 / n); });
     }
     return y;
   });
@@ -91,9 +91,12 @@ Tensor finite_p_norm(const Tensor& x, double p, IntArrayRef dims, bool keepdim, 
   Tensor y;
   {
     autograd::NoGradGuard no_grad;
-    if (p == 2.0) y = sqrt(sum(x * x, dims, keepdim));
-    else if (p == 1.0) y = sum(abs(x), dims, keepdim);
-    else y = pow(sum(pow(abs(x), p), dims, keepdim), 1.0 / p);
+    if (p == 2.0)
+      y = sqrt(sum(x * x, dims, keepdim));
+    else if (p == 1.0)
+      y = sum(abs(x), dims, keepdim);
+    else
+      y = pow(sum(pow(abs(x), p), dims, keepdim), 1.0 / p);
   }
   record_reduction("NormBackward", x, y, r.keep, {x, y}, [p](const Tensor& g, autograd::Node& nd) {
     const Tensor xs = nd.saved(0), ys = nd.saved(1).reshape(g.sizes());

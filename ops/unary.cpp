@@ -18,8 +18,8 @@
 #include "ops/detail/cpu/vec_math.h"
 #include "ops/detail/op_util.h"
 #include "ops/detail/pointwise.h"
-#include "ops/reduction.h"
 #include "ops/detail/typed_kernels.h"
+#include "ops/reduction.h"
 
 namespace strata {
 
@@ -77,34 +77,44 @@ constexpr double kGeluCoeff = 0.044715;
 
 template <typename T>
 T exp_t(T v) {
-  if constexpr (std::is_same_v<T, float>) return ops::cpu::exp_f32(v);
-  else return std::exp(v);
+  if constexpr (std::is_same_v<T, float>)
+    return ops::cpu::exp_f32(v);
+  else
+    return std::exp(v);
 }
 
 template <typename T>
 T tanh_t(T v) {
-  if constexpr (std::is_same_v<T, float>) return ops::cpu::tanh_f32(v);
-  else return std::tanh(v);
+  if constexpr (std::is_same_v<T, float>)
+    return ops::cpu::tanh_f32(v);
+  else
+    return std::tanh(v);
 }
 
 template <typename T>
 T sigmoid_t(T v) {
-  if constexpr (std::is_same_v<T, float>) return ops::cpu::sigmoid_f32(v);
-  else return T(1) / (T(1) + std::exp(-v));
+  if constexpr (std::is_same_v<T, float>)
+    return ops::cpu::sigmoid_f32(v);
+  else
+    return T(1) / (T(1) + std::exp(-v));
 }
 
 /// 2 Φ(x) = 1 + erf(x / √2).
 template <typename T>
 T one_plus_erf_t(T v) {
-  if constexpr (std::is_same_v<T, float>) return ops::cpu::one_plus_erf_scaled_f32(v);
-  else return std::erfc(-v * T(kSqrt1_2));
+  if constexpr (std::is_same_v<T, float>)
+    return ops::cpu::one_plus_erf_scaled_f32(v);
+  else
+    return std::erfc(-v * T(kSqrt1_2));
 }
 
 /// e^(-x^2 / 2).
 template <typename T>
 T exp_neg_half_sq_t(T v) {
-  if constexpr (std::is_same_v<T, float>) return ops::cpu::exp_neg_half_sq_f32(v);
-  else return std::exp(T(-0.5) * v * v);
+  if constexpr (std::is_same_v<T, float>)
+    return ops::cpu::exp_neg_half_sq_f32(v);
+  else
+    return std::exp(T(-0.5) * v * v);
 }
 
 /// sqrt with the explicit-SIMD kernel on contiguous inputs.
@@ -284,12 +294,15 @@ Tensor gelu(const Tensor& x, bool tanh_approximation) {
     });
     if (autograd::needs_grad({&x})) {
       auto node = autograd::make_node("GeluBackward", {&x}, [](autograd::Node& n, const TensorList& g) -> TensorList {
-        return {grad_vec(g[0], n.saved(0), ops::cpu::vec::kernels().gelu_erf_grad, [](auto gr, auto v) {
-          using T = decltype(v);
-          const T cdf = T(0.5) * one_plus_erf_t(v);
-          const T pdf = T(kInvSqrt2Pi) * exp_neg_half_sq_t(v);
-          return gr * (cdf + v * pdf);
-        }, /*in_place=*/true)};
+        return {grad_vec(
+            g[0], n.saved(0), ops::cpu::vec::kernels().gelu_erf_grad,
+            [](auto gr, auto v) {
+              using T = decltype(v);
+              const T cdf = T(0.5) * one_plus_erf_t(v);
+              const T pdf = T(kInvSqrt2Pi) * exp_neg_half_sq_t(v);
+              return gr * (cdf + v * pdf);
+            },
+            /*in_place=*/true)};
       });
       node->save(x);
       autograd::set_history({&y}, node);
@@ -325,8 +338,10 @@ Tensor log(const Tensor& x) {
       x,
       [](auto v) {
         using T = decltype(v);
-        if constexpr (std::is_same_v<T, float>) return ops::cpu::log_f32(v);
-        else return std::log(v);
+        if constexpr (std::is_same_v<T, float>)
+          return ops::cpu::log_f32(v);
+        else
+          return std::log(v);
       },
       kCostlyGrain);
   record_pointwise("LogBackward", x, y, x, [](auto g, auto v) { return g / v; });
@@ -346,14 +361,22 @@ namespace {
 Tensor float_pow(const Tensor& x, double e) {
   check_float("pow", x, "input");
   Tensor y;
-  if (e == 2.0) y = unary_kernel(x, [](auto v) { return v * v; });
-  else if (e == 1.0) y = unary_kernel(x, [](auto v) { return v; });
-  else if (e == 0.0) y = unary_kernel(x, [](auto v) { return decltype(v)(1); });
-  else if (e == 3.0) y = unary_kernel(x, [](auto v) { return v * v * v; });
-  else if (e == 0.5) y = sqrt_kernel(x);
-  else if (e == -1.0) y = unary_kernel(x, [](auto v) { return decltype(v)(1) / v; });
-  else if (e == -0.5) y = unary_kernel(x, [](auto v) { return decltype(v)(1) / std::sqrt(v); });
-  else y = unary_kernel(x, [e](auto v) { return std::pow(v, decltype(v)(e)); }, kCostlyGrain);
+  if (e == 2.0)
+    y = unary_kernel(x, [](auto v) { return v * v; });
+  else if (e == 1.0)
+    y = unary_kernel(x, [](auto v) { return v; });
+  else if (e == 0.0)
+    y = unary_kernel(x, [](auto v) { return decltype(v)(1); });
+  else if (e == 3.0)
+    y = unary_kernel(x, [](auto v) { return v * v * v; });
+  else if (e == 0.5)
+    y = sqrt_kernel(x);
+  else if (e == -1.0)
+    y = unary_kernel(x, [](auto v) { return decltype(v)(1) / v; });
+  else if (e == -0.5)
+    y = unary_kernel(x, [](auto v) { return decltype(v)(1) / std::sqrt(v); });
+  else
+    y = unary_kernel(x, [e](auto v) { return std::pow(v, decltype(v)(e)); }, kCostlyGrain);
   if (e == 2.0) {
     record_pointwise("PowBackward", x, y, x, [](auto g, auto v) { return g * decltype(v)(2) * v; });
   } else if (e == 0.0) {
@@ -406,8 +429,8 @@ Tensor pow(const Tensor& x, Scalar exponent) {
   if (dt == DType::boolean && (exponent.to_double() == 0.0 || exponent.to_double() == 1.0))  // PyTorch's shortcuts
     return exponent.to_double() == 0.0 ? ones(x.sizes(), {dt, nullptr}) : x.clone();
   if (!is_floating(dt)) {
-    STRATA_CHECK(exponent.to_double() >= 0, "pow: integers to negative integer powers are not allowed (",
-                 x.describe(), " to the power ", exponent, ")");
+    STRATA_CHECK(exponent.to_double() >= 0, "pow: integers to negative integer powers are not allowed (", x.describe(),
+                 " to the power ", exponent, ")");
     return integer_pow(x.to(dt), scalar_tensor(exponent, dt), x.sizes());
   }
   if (is_reduced_float(dt))  // computed in f32 and rounded once, through recorded conversions
@@ -475,12 +498,12 @@ Tensor pow(const Tensor& x_in, const Tensor& e_in) {
     });
   }
   if (autograd::needs_grad({&x, &exponent})) {
-    auto node = autograd::make_node("PowBackward", {&x, &exponent},
-                                    [](autograd::Node& n, const TensorList& g) -> TensorList {
-                                      const Tensor xs = n.saved(0), es = n.saved(1);
-                                      return {n.needs_input_grad(0) ? pow_tensor_grad<false>(g[0], xs, es) : Tensor(),
-                                              n.needs_input_grad(1) ? pow_tensor_grad<true>(g[0], xs, es) : Tensor()};
-                                    });
+    auto node =
+        autograd::make_node("PowBackward", {&x, &exponent}, [](autograd::Node& n, const TensorList& g) -> TensorList {
+          const Tensor xs = n.saved(0), es = n.saved(1);
+          return {n.needs_input_grad(0) ? pow_tensor_grad<false>(g[0], xs, es) : Tensor(),
+                  n.needs_input_grad(1) ? pow_tensor_grad<true>(g[0], xs, es) : Tensor()};
+        });
     node->save(x);
     node->save(exponent);
     autograd::set_history({&y}, node);
@@ -510,8 +533,9 @@ Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> m
 Tensor neg(const Tensor& x) {
   check_backend(OpKind::neg);
   check_defined("neg", x, "input");
-  STRATA_CHECK(x.dtype() != DType::boolean, "neg: negation, the - operator, on a bool tensor is not supported "
-                                            "(PyTorch's rule); to invert a mask use logical_not (~)");
+  STRATA_CHECK(x.dtype() != DType::boolean,
+               "neg: negation, the - operator, on a bool tensor is not supported "
+               "(PyTorch's rule); to invert a mask use logical_not (~)");
   constexpr auto negate = [](auto v) {
     using C = decltype(v);
     return static_cast<C>(-static_cast<Wrap<C>>(v));
@@ -532,8 +556,10 @@ Tensor abs(const Tensor& x) {
   STRATA_CHECK(x.dtype() != DType::boolean, "abs: not implemented for bool tensors (PyTorch's rule)");
   Tensor y = typed_unary(x, [](auto v) {
     using C = decltype(v);
-    if constexpr (std::is_unsigned_v<C>) return v;
-    else return v < C(0) ? static_cast<C>(-static_cast<Wrap<C>>(v)) : v + C(0);  // + 0: |-0| is +0
+    if constexpr (std::is_unsigned_v<C>)
+      return v;
+    else
+      return v < C(0) ? static_cast<C>(-static_cast<Wrap<C>>(v)) : v + C(0);  // + 0: |-0| is +0
   });
   if (autograd::needs_grad({&x})) {
     auto node = autograd::make_node("AbsBackward", {&x}, [](autograd::Node& n, const TensorList& g) -> TensorList {
@@ -551,8 +577,8 @@ Tensor abs(const Tensor& x) {
 
 Tensor dropout(const Tensor& x, double p, bool training, Generator* gen) {
   check_unary("dropout", OpKind::dropout, x);
-  STRATA_CHECK(p >= 0.0 && p <= 1.0, "dropout: probability p must be in [0, 1], got ", p, " (input ",
-               x.describe(), ")");
+  STRATA_CHECK(p >= 0.0 && p <= 1.0, "dropout: probability p must be in [0, 1], got ", p, " (input ", x.describe(),
+               ")");
   if (!training || p == 0.0) {
     Tensor y = unary_kernel(x, [](auto v) { return v; });
     if (autograd::needs_grad({&x})) {
@@ -601,20 +627,21 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator* gen) {
     });
   }
   if (autograd::needs_grad({&x})) {
-    auto node = autograd::make_node("DropoutBackward", {&x}, [scale](autograd::Node& nd, const TensorList& gr) -> TensorList {
-      const Tensor& gg = gr[0];
-      const Tensor mk = nd.saved(0);
-      Tensor out = empty_output(gg.sizes(), gg.dtype());
-      PinSet pins;
-      pins.add(gg, AccessMode::Read).add(mk, AccessMode::Read).add(out, AccessMode::Write);
-      pins.acquire();
-      dispatch_float(gg.dtype(), [&](auto t) {
-        using T = decltype(t);
-        const T s = static_cast<T>(scale);
-        map2<T, T, uint8_t>(out, gg, mk, [s](T v, uint8_t keep) { return keep ? v * s : T(0); });
-      });
-      return {out};
-    });
+    auto node =
+        autograd::make_node("DropoutBackward", {&x}, [scale](autograd::Node& nd, const TensorList& gr) -> TensorList {
+          const Tensor& gg = gr[0];
+          const Tensor mk = nd.saved(0);
+          Tensor out = empty_output(gg.sizes(), gg.dtype());
+          PinSet pins;
+          pins.add(gg, AccessMode::Read).add(mk, AccessMode::Read).add(out, AccessMode::Write);
+          pins.acquire();
+          dispatch_float(gg.dtype(), [&](auto t) {
+            using T = decltype(t);
+            const T s = static_cast<T>(scale);
+            map2<T, T, uint8_t>(out, gg, mk, [s](T v, uint8_t keep) { return keep ? v * s : T(0); });
+          });
+          return {out};
+        });
     node->save(mask);
     autograd::set_history({&y}, node);
   }

@@ -35,6 +35,8 @@ PIP_REQUIREMENTS=(
   "onednn==2026.1.0" "onednn-devel==2026.1.0" "torch==2.13.0"
   "numpy>=1.24" "pytest>=7" "pybind11>=2.12" "scikit-build-core>=0.10" "cmake>=3.24" "ninja"
   "matplotlib>=3.7" "scikit-learn>=1.6"
+  # The formatter scripts/check_format.sh holds the C++ to (pinned: versions format differently).
+  "clang-format==19.1.7"
 )
 if [ "$RUN_ONLY" = 1 ]; then
   PIP_REQUIREMENTS=("onednn==2026.1.0" "onednn-devel==2026.1.0" "cmake>=3.24" "ninja")

@@ -33,6 +33,9 @@ run_suites() {
 echo "== Code limits (functions <= 150 lines, files <= 900; scripts/check_code_limits.py) =="
 python3 scripts/check_code_limits.py
 
+echo "== Formatting (.clang-format, lines <= 120 columns; scripts/check_format.sh) =="
+bash scripts/check_format.sh
+
 echo "== C++ tests (Release) =="
 bash scripts/build.sh build/release -DSTRATA_BUILD_TESTS=ON
 ctest --test-dir build/release --output-on-failure -j "$jobs"

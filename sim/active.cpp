@@ -55,8 +55,8 @@ struct OpenLoop {
 struct TracerState {
   std::string name;
   std::vector<Rec> fwd;
-  std::vector<uint32_t> def;       // value id -> fwd index
-  std::vector<uint8_t> active;     // value id -> active?
+  std::vector<uint32_t> def;    // value id -> fwd index
+  std::vector<uint8_t> active;  // value id -> active?
   std::vector<ArrayState> arrays;
   std::vector<LoopState> loops;
   std::map<std::pair<uint32_t, std::string>, uint32_t> loop_ids;
@@ -94,9 +94,8 @@ struct TracerState {
 
   uint32_t materialize(const Active& a) {
     if (!a.is_constant()) {
-      STRATA_CHECK(a.id() < def.size(), "sim::Active: value id ", a.id(),
-                   " does not belong to tracer '", name, "' (it has ", def.size(),
-                   " values); Actives cannot cross tracers");
+      STRATA_CHECK(a.id() < def.size(), "sim::Active: value id ", a.id(), " does not belong to tracer '", name,
+                   "' (it has ", def.size(), " values); Actives cannot cross tracers");
       return a.id();
     }
     const uint64_t bits = std::bit_cast<uint64_t>(a.value());
@@ -131,8 +130,8 @@ struct TracerState {
   Active load(uint32_t index, size_t i) {
     check_open("a load");
     ArrayState& a = arr(index);
-    STRATA_CHECK(i < a.values.size(), "sim::Array '", a.info.name, "': load index ", i,
-                 " out of range (size ", a.values.size(), ")");
+    STRATA_CHECK(i < a.values.size(), "sim::Array '", a.info.name, "': load index ", i, " out of range (size ",
+                 a.values.size(), ")");
     Instr in;
     in.op = Op::Load;
     in.space = Space::Dram;
@@ -144,27 +143,26 @@ struct TracerState {
   void store(uint32_t index, size_t i, const Active& v) {
     check_open("a store");
     ArrayState& a = arr(index);
-    STRATA_CHECK(i < a.values.size(), "sim::Array '", a.info.name, "': store index ", i,
-                 " out of range (size ", a.values.size(), ")");
+    STRATA_CHECK(i < a.values.size(), "sim::Array '", a.info.name, "': store index ", i, " out of range (size ",
+                 a.values.size(), ")");
     Instr in;
     in.op = Op::Store;
     in.space = Space::Dram;
     in.addr = a.info.base + 8 * i;
     in.src[0] = materialize(v);
-    STRATA_CHECK(!(a.info.kind == ArrayKind::Constant && active[in.src[0]]),
-                 "sim::Array '", a.info.name, "': store of an active (differentiable) value into a"
-                 " constant array at index ", i, "; use an input, output or temp array");
+    STRATA_CHECK(!(a.info.kind == ArrayKind::Constant && active[in.src[0]]), "sim::Array '", a.info.name,
+                 "': store of an active (differentiable) value into a"
+                 " constant array at index ",
+                 i, "; use an input, output or temp array");
     a.values[i] = v.value();
     record(in, false, index, i);
   }
 
-  Array make(Tracer* t, const std::string& nm, ArrayKind kind, std::vector<double> values,
-             double seed) {
+  Array make(Tracer* t, const std::string& nm, ArrayKind kind, std::vector<double> values, double seed) {
     check_open("creating an array");
     STRATA_CHECK(!nm.empty(), "sim::Tracer '", name, "': an array needs a non-empty name");
     for (const ArrayState& a : arrays)
-      STRATA_CHECK(a.info.name != nm, "sim::Tracer '", name, "': array name '", nm,
-                   "' is already used");
+      STRATA_CHECK(a.info.name != nm, "sim::Tracer '", name, "': array name '", nm, "' is already used");
     STRATA_CHECK(!values.empty(), "sim::Tracer '", name, "': ", kind_name(kind), " array '", nm,
                  "' has no elements (expected at least one)");
     ArrayState s;
@@ -304,8 +302,14 @@ class ReverseSweep {
         emit_mem(Op::Store, sh, emit(Op::Add, t, g));
         break;
       }
-      case Op::Add: acc(a, g); acc(b, g); break;
-      case Op::Sub: acc(a, g); acc(b, g, true); break;
+      case Op::Add:
+        acc(a, g);
+        acc(b, g);
+        break;
+      case Op::Sub:
+        acc(a, g);
+        acc(b, g, true);
+        break;
       case Op::Neg: acc(a, g, true); break;
       case Op::Mul:
         if (active(a)) acc(a, emit(Op::Mul, g, use(b)));
@@ -344,8 +348,7 @@ class ReverseSweep {
         if (active(in.src[2])) acc(in.src[2], emit(Op::Select, c, z, g));
         break;
       }
-      default:
-        STRATA_ASSERT(false, "sim::Tracer: no derivative rule for active op ", static_cast<int>(in.op));
+      default: STRATA_ASSERT(false, "sim::Tracer: no derivative rule for active op ", static_cast<int>(in.op));
     }
   }
 
@@ -490,16 +493,30 @@ Active operator*(const Active& a, const Active& b) {
 Active operator/(const Active& a, const Active& b) {
   return binary(Op::Div, a, b, [](double x, double y) { return x / y; });
 }
-Active operator-(const Active& a) { return unary(Op::Neg, a, [](double x) { return -x; }); }
+Active operator-(const Active& a) {
+  return unary(Op::Neg, a, [](double x) { return -x; });
+}
 Active& operator+=(Active& a, const Active& b) { return a = a + b; }
 Active& operator-=(Active& a, const Active& b) { return a = a - b; }
 Active& operator*=(Active& a, const Active& b) { return a = a * b; }
-Active exp(const Active& a) { return unary(Op::Exp, a, [](double x) { return std::exp(x); }); }
-Active log(const Active& a) { return unary(Op::Log, a, [](double x) { return std::log(x); }); }
-Active sqrt(const Active& a) { return unary(Op::Sqrt, a, [](double x) { return std::sqrt(x); }); }
-Active sin(const Active& a) { return unary(Op::Sin, a, [](double x) { return std::sin(x); }); }
-Active cos(const Active& a) { return unary(Op::Cos, a, [](double x) { return std::cos(x); }); }
-Active tanh(const Active& a) { return unary(Op::Tanh, a, [](double x) { return std::tanh(x); }); }
+Active exp(const Active& a) {
+  return unary(Op::Exp, a, [](double x) { return std::exp(x); });
+}
+Active log(const Active& a) {
+  return unary(Op::Log, a, [](double x) { return std::log(x); });
+}
+Active sqrt(const Active& a) {
+  return unary(Op::Sqrt, a, [](double x) { return std::sqrt(x); });
+}
+Active sin(const Active& a) {
+  return unary(Op::Sin, a, [](double x) { return std::sin(x); });
+}
+Active cos(const Active& a) {
+  return unary(Op::Cos, a, [](double x) { return std::cos(x); });
+}
+Active tanh(const Active& a) {
+  return unary(Op::Tanh, a, [](double x) { return std::tanh(x); });
+}
 // Max/Min return the first operand on ties (the replay and REV's Cmp agree on this).
 Active max(const Active& a, const Active& b) {
   return binary(Op::Max, a, b, [](double x, double y) { return x < y ? y : x; });
@@ -537,8 +554,8 @@ size_t Array::size() const { return array_state(tracer_, index_).values.size(); 
 const std::string& Array::name() const { return array_state(tracer_, index_).info.name; }
 double Array::value(size_t i) const {
   const auto& a = array_state(tracer_, index_);
-  STRATA_CHECK(i < a.values.size(), "sim::Array '", a.info.name, "': value index ", i,
-               " out of range (size ", a.values.size(), ")");
+  STRATA_CHECK(i < a.values.size(), "sim::Array '", a.info.name, "': value index ", i, " out of range (size ",
+               a.values.size(), ")");
   return a.values[i];
 }
 uint64_t Array::base() const { return array_state(tracer_, index_).info.base; }
@@ -550,8 +567,7 @@ const ArrayInfo& Program::array(const std::string& name) const {
     if (a.name == name) return a;
     known += (known.empty() ? "" : ", ") + a.name;
   }
-  STRATA_FAIL("sim::Program '", trace.name, "': no array named '", name, "' (arrays: ",
-              known, ")");
+  STRATA_FAIL("sim::Program '", trace.name, "': no array named '", name, "' (arrays: ", known, ")");
 }
 
 // ---- Tracer ----
@@ -606,11 +622,11 @@ Loop::Loop(const std::string& name) : tracer_(&Tracer::current()) {
   s.check_open("opening a loop");
   STRATA_CHECK(!name.empty(), "sim::Loop: a loop needs a non-empty name");
   const uint32_t parent = s.where().first;
-  auto [it, fresh] =
-      s.loop_ids.emplace(std::make_pair(parent, name), static_cast<uint32_t>(s.loops.size()));
+  auto [it, fresh] = s.loop_ids.emplace(std::make_pair(parent, name), static_cast<uint32_t>(s.loops.size()));
   if (fresh) s.loops.push_back(detail::LoopState{name, parent, 0});
   for (const auto& o : s.open)
-    STRATA_CHECK(o.id != it->second, "sim::Loop '", name, "': already open (a loop cannot nest in"
+    STRATA_CHECK(o.id != it->second, "sim::Loop '", name,
+                 "': already open (a loop cannot nest in"
                  " itself; give the inner loop another name)");
   id_ = it->second;
   depth_ = s.open.size();
@@ -625,8 +641,8 @@ Loop::~Loop() {
 void Loop::next() {
   auto& s = tracer_->state();
   s.check_open("Loop::next()");
-  STRATA_CHECK(s.open.size() == depth_ + 1 && s.open.back().id == id_, "sim::Loop '",
-               s.loops[id_].name, "': next() while an inner loop is still open");
+  STRATA_CHECK(s.open.size() == depth_ + 1 && s.open.back().id == id_, "sim::Loop '", s.loops[id_].name,
+               "': next() while an inner loop is still open");
   s.open.back().started = true;
   s.open.back().iter = s.loops[id_].count++;
 }

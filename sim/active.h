@@ -167,10 +167,10 @@ struct TapeEntry {
 
 /// An Enzyme tape site: one static tape store in a loop body, its own array of doubles.
 struct TapeSite {
-  uint32_t loop = kNone;   ///< innermost loop (kNone outside loops)
-  uint32_t ordinal = 0;    ///< k-th tape store of an iteration of that loop
-  uint64_t base = 0;       ///< DRAM address of the site's array
-  uint64_t entries = 0;    ///< the array's length (the loop's iteration count)
+  uint32_t loop = kNone;  ///< innermost loop (kNone outside loops)
+  uint32_t ordinal = 0;   ///< k-th tape store of an iteration of that loop
+  uint64_t base = 0;      ///< DRAM address of the site's array
+  uint64_t entries = 0;   ///< the array's length (the loop's iteration count)
 };
 
 /// A traced program: the trace, its arrays, and the bookkeeping the passes need.
@@ -180,10 +180,10 @@ struct Program {
   /// Per instruction: for REV instructions the index of the FWD instruction whose derivative it
   /// is (FtoR inverted); for FWD instructions the instruction itself.
   std::vector<uint32_t> origin;
-  std::vector<TapeEntry> tape;   ///< in FWD store order
+  std::vector<TapeEntry> tape;  ///< in FWD store order
   std::vector<TapeSite> sites;
   std::vector<uint64_t> loop_iterations;  ///< by loop id
-  uint64_t tape_base = 0;        ///< first DRAM byte after the program's arrays (tape space)
+  uint64_t tape_base = 0;                 ///< first DRAM byte after the program's arrays (tape space)
 
   /// The array named `name` (throws strata::Error naming the known arrays if absent).
   const ArrayInfo& array(const std::string& name) const;

@@ -30,16 +30,14 @@ struct Ctx {
   }
   Array input(const std::string& name, std::vector<double> v) {
     if (name == p.perturb_array) {
-      STRATA_CHECK(p.perturb_index < v.size(), "sim::build_benchmark: perturb_index ",
-                   p.perturb_index, " out of range for input '", name, "' (size ", v.size(), ")");
+      STRATA_CHECK(p.perturb_index < v.size(), "sim::build_benchmark: perturb_index ", p.perturb_index,
+                   " out of range for input '", name, "' (size ", v.size(), ")");
       v[p.perturb_index] += p.perturb_delta;
       perturbed = true;
     }
     return tr.input(name, std::move(v));
   }
-  Array constant(const std::string& name, std::vector<double> v) {
-    return tr.constant(name, std::move(v));
-  }
+  Array constant(const std::string& name, std::vector<double> v) { return tr.constant(name, std::move(v)); }
 };
 
 // Log-softmax cross-entropy of logits[0..c) (a temp array) against `label`.
@@ -240,8 +238,8 @@ void lenet(Ctx& cx) {
   Array h1 = cx.tr.temp("fc1", f1), h2 = cx.tr.temp("fc2", f2), logits = cx.tr.temp("logits", cls);
   Array loss = cx.tr.output("loss", 1);
 
-  auto conv = [&](const std::string& name, const Array& in, size_t cin, size_t h, const Array& w,
-                  const Array& b, size_t cout, const Array& out) {
+  auto conv = [&](const std::string& name, const Array& in, size_t cin, size_t h, const Array& w, const Array& b,
+                  size_t cout, const Array& out) {
     const size_t ho = h - k + 1;
     for_range(name, cout * ho * ho, [&](size_t idx) {
       const size_t o = idx / (ho * ho), y = (idx / ho) % ho, xx = idx % ho;
@@ -249,8 +247,7 @@ void lenet(Ctx& cx) {
       for_range(name + "_in", cin, [&](size_t ci) {
         for (size_t ky = 0; ky < k; ++ky)
           for (size_t kx = 0; kx < k; ++kx)
-            s += w.load(((o * cin + ci) * k + ky) * k + kx) *
-                 in.load((ci * h + y + ky) * h + xx + kx);
+            s += w.load(((o * cin + ci) * k + ky) * k + kx) * in.load((ci * h + y + ky) * h + xx + kx);
       });
       out.store(idx, tanh(s));
     });
@@ -263,8 +260,8 @@ void lenet(Ctx& cx) {
       out.store(idx, 0.25 * (in.load(at) + in.load(at + 1) + in.load(at + h) + in.load(at + h + 1)));
     });
   };
-  auto dense = [&](const std::string& name, const Array& in, size_t nin, const Array& w,
-                   const Array& b, size_t nout, const Array& out, bool act) {
+  auto dense = [&](const std::string& name, const Array& in, size_t nin, const Array& w, const Array& b, size_t nout,
+                   const Array& out, bool act) {
     for_range(name, nout, [&](size_t o) {
       Active s = b.load(o);
       for_range(name + "_in", nin, [&](size_t i) { s += w.load(o * nin + i) * in.load(i); });
@@ -395,18 +392,17 @@ void mass_spring(Ctx& cx) {
 
 const std::map<std::string, void (*)(Ctx&)>& registry() {
   static const std::map<std::string, void (*)(Ctx&)> r = {
-      {"gravity", gravity}, {"nn", nn},         {"logsum", logsum},
-      {"matdescent", matdescent}, {"mttkrp", mttkrp}, {"somier", somier},
-      {"lenet", lenet},     {"pathfinder", pathfinder}, {"mass_spring", mass_spring}};
+      {"gravity", gravity},        {"nn", nn},         {"logsum", logsum}, {"matdescent", matdescent},
+      {"mttkrp", mttkrp},          {"somier", somier}, {"lenet", lenet},   {"pathfinder", pathfinder},
+      {"mass_spring", mass_spring}};
   return r;
 }
 
 }  // namespace
 
 const std::vector<std::string>& benchmark_names() {
-  static const std::vector<std::string> names = {"gravity", "nn",     "logsum",
-                                                 "matdescent", "mttkrp", "somier",
-                                                 "lenet",   "pathfinder", "mass_spring"};
+  static const std::vector<std::string> names = {"gravity", "nn",    "logsum",     "matdescent", "mttkrp",
+                                                 "somier",  "lenet", "pathfinder", "mass_spring"};
   return names;
 }
 
@@ -415,11 +411,10 @@ Program build_benchmark(const std::string& name, const BenchmarkParams& params) 
   if (it == registry().end()) {
     std::string known;
     for (const std::string& n : benchmark_names()) known += (known.empty() ? "" : ", ") + n;
-    STRATA_FAIL("sim::build_benchmark: unknown benchmark '", name, "' (known: ", known,
-                ")");
+    STRATA_FAIL("sim::build_benchmark: unknown benchmark '", name, "' (known: ", known, ")");
   }
-  STRATA_CHECK(params.unroll >= 1, "sim::build_benchmark '", name,
-               "': unroll factor must be at least 1, got ", params.unroll);
+  STRATA_CHECK(params.unroll >= 1, "sim::build_benchmark '", name, "': unroll factor must be at least 1, got ",
+               params.unroll);
   Tracer tr(name);
   Ctx cx{tr, params};
   it->second(cx);

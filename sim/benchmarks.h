@@ -45,8 +45,8 @@
 namespace strata::sim {
 
 struct BenchmarkParams {
-  bool reduced = false;     ///< small sizes (for tests) instead of Table II's
-  uint32_t unroll = 1;      ///< pathfinder: columns per loop iteration (>= 1)
+  bool reduced = false;  ///< small sizes (for tests) instead of Table II's
+  uint32_t unroll = 1;   ///< pathfinder: columns per loop iteration (>= 1)
   uint64_t seed = 1;
   /// Finite-difference hook: add `perturb_delta` to element `perturb_index` of input array
   /// `perturb_array` (empty: none).

@@ -14,14 +14,12 @@ Cache::Cache(const CacheConfig& c) : config_(c) {
   STRATA_CHECK(c.line_bytes >= 8 && std::has_single_bit(c.line_bytes),
                "sim::Cache: line_bytes must be a power of two >= 8, got ", c.line_bytes);
   STRATA_CHECK(c.size_bytes >= c.line_bytes && std::has_single_bit(c.size_bytes),
-               "sim::Cache: size_bytes must be a power of two >= line_bytes (", c.line_bytes, "), got ",
-               c.size_bytes);
+               "sim::Cache: size_bytes must be a power of two >= line_bytes (", c.line_bytes, "), got ", c.size_bytes);
   const uint64_t lines = c.size_bytes / c.line_bytes;
   const uint64_t ways = c.associativity == 0 ? lines : c.associativity;
-  STRATA_CHECK(ways <= lines && lines % ways == 0 && std::has_single_bit(ways),
-               "sim::Cache: associativity ", c.associativity, " does not divide the ", lines, " lines of a ",
-               c.size_bytes, "-byte cache with ", c.line_bytes, "-byte lines (expected a power of two <= ", lines,
-               ", or 0 for fully associative)");
+  STRATA_CHECK(ways <= lines && lines % ways == 0 && std::has_single_bit(ways), "sim::Cache: associativity ",
+               c.associativity, " does not divide the ", lines, " lines of a ", c.size_bytes, "-byte cache with ",
+               c.line_bytes, "-byte lines (expected a power of two <= ", lines, ", or 0 for fully associative)");
   STRATA_CHECK(c.ports > 0, "sim::Cache: ports must be > 0");
   STRATA_CHECK(c.mshrs > 0, "sim::Cache: mshrs must be > 0");
   ways_ = static_cast<uint32_t>(ways);

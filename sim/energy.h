@@ -54,7 +54,7 @@ inline constexpr double kTable3ScratchpadEnergyPj = 100.0;
 
 /// Per-access charges used by one machine configuration (pJ).
 struct EnergyConfig {
-  double cache_access_pj = 2990;  ///< cache demand access, fill or writeback
+  double cache_access_pj = 2990;                      ///< cache demand access, fill or writeback
   double spad_access_pj = kTable3ScratchpadEnergyPj;  ///< datapath access or streamed 8-byte word
 };
 

@@ -51,11 +51,10 @@ uint32_t op_latency(Op op) {
 bool op_pipelined(Op op) { return op_latency(op) <= 4; }
 
 const char* op_name(Op op) {
-  static constexpr const char* kNames[] = {"Const",    "Input",     "Add",      "Sub",       "Mul",       "Div",
-                                           "Neg",      "Exp",       "Log",      "Sqrt",      "Sin",       "Cos",
-                                           "Tanh",     "Max",       "Min",      "Select",    "Cmp",       "Load",
-                                           "Store",    "TapeLoad",  "TapeStore", "SpadLoad", "SpadStore", "StreamOut",
-                                           "StreamIn", "SAlloc",    "Barrier"};
+  static constexpr const char* kNames[] = {
+      "Const", "Input",    "Add",       "Sub",      "Mul",       "Div",       "Neg",      "Exp",    "Log",
+      "Sqrt",  "Sin",      "Cos",       "Tanh",     "Max",       "Min",       "Select",   "Cmp",    "Load",
+      "Store", "TapeLoad", "TapeStore", "SpadLoad", "SpadStore", "StreamOut", "StreamIn", "SAlloc", "Barrier"};
   const auto k = static_cast<size_t>(op);
   return k < sizeof(kNames) / sizeof(kNames[0]) ? kNames[k] : "?";
 }
@@ -76,8 +75,8 @@ std::string describe(const Trace& t, size_t i) {
 // model]), as a CSR of dependents plus per-instruction dependence counts. Edges into an earlier
 // phase are left out: the phase boundary orders them.
 struct Graph {
-  std::vector<uint32_t> dep_begin, deps;        // i's dependencies
-  std::vector<uint32_t> user_begin, users;      // who depends on i
+  std::vector<uint32_t> dep_begin, deps;    // i's dependencies
+  std::vector<uint32_t> user_begin, users;  // who depends on i
 };
 
 struct WordState {
@@ -180,8 +179,8 @@ void validate(const Trace& t, const MachineConfig& c, std::vector<uint32_t>& pro
   bool in_rev = false;
   for (size_t i = 0; i < t.instrs.size(); ++i) {
     const Instr& in = t.instrs[i];
-    STRATA_CHECK(static_cast<size_t>(in.op) <= static_cast<size_t>(Op::Barrier), describe(t, i),
-                 ": unknown op code ", static_cast<int>(in.op));
+    STRATA_CHECK(static_cast<size_t>(in.op) <= static_cast<size_t>(Op::Barrier), describe(t, i), ": unknown op code ",
+                 static_cast<int>(in.op));
     if (in.phase == Phase::Reverse) in_rev = true;
     STRATA_CHECK(!(in_rev && in.phase == Phase::Forward), describe(t, i),
                  ": a FWD instruction after REV ones; the trace must list all FWD instructions first");
@@ -196,8 +195,7 @@ void validate(const Trace& t, const MachineConfig& c, std::vector<uint32_t>& pro
                    ", already produced by instr ", producer[in.dst], " (values are SSA)");
       producer[in.dst] = static_cast<uint32_t>(i);
     }
-    if (is_store(in.op))
-      STRATA_CHECK(in.src[0] != kNone, describe(t, i), " stores no value (src[0] is unset)");
+    if (is_store(in.op)) STRATA_CHECK(in.src[0] != kNone, describe(t, i), " stores no value (src[0] is unset)");
     if (in.op == Op::Load || in.op == Op::TapeLoad || in.op == Op::SpadLoad)
       STRATA_CHECK(in.dst != kNone, describe(t, i), " loads into no value (dst is unset)");
     if (is_cache_op(in.op)) {
@@ -207,8 +205,7 @@ void validate(const Trace& t, const MachineConfig& c, std::vector<uint32_t>& pro
     if (is_spad_op(in.op) || is_stream(in.op)) {
       STRATA_CHECK(c.has_scratchpad, describe(t, i), " uses the scratchpad, but system ", c.name,
                    " has none (an Enzyme-style system runs Enzyme-style traces)");
-      if (is_spad_op(in.op))
-        STRATA_CHECK(in.space == Space::Spad, describe(t, i), ": expected address space Spad");
+      if (is_spad_op(in.op)) STRATA_CHECK(in.space == Space::Spad, describe(t, i), ": expected address space Spad");
     }
   }
   if (c.has_scratchpad)
@@ -357,7 +354,8 @@ class Sim {
     }
     ++ports_used_;
     const bool write = in.op == Op::Store || in.op == Op::TapeStore;
-    const AccessClass cls = (in.op == Op::TapeLoad || in.op == Op::TapeStore) ? AccessClass::Tape : AccessClass::Program;
+    const AccessClass cls =
+        (in.op == Op::TapeLoad || in.op == Op::TapeStore) ? AccessClass::Tape : AccessClass::Program;
     uint64_t done = now + c_.cache.hit_latency;
     for (uint64_t l = first; l <= last; ++l) {
       ++demand_;
@@ -387,9 +385,12 @@ class Sim {
     fwd_s.name = "FWD-S";
     for (size_t i = begin; i < end; ++i) {
       const Op op = t_.instrs[i].op;
-      if (op == Op::StreamOut) fwd_s.queue.push_back(static_cast<uint32_t>(i));
-      else if (op == Op::StreamIn) rev_s.queue.push_back(static_cast<uint32_t>(i));
-      else dp.push_back(static_cast<uint32_t>(i));
+      if (op == Op::StreamOut)
+        fwd_s.queue.push_back(static_cast<uint32_t>(i));
+      else if (op == Op::StreamIn)
+        rev_s.queue.push_back(static_cast<uint32_t>(i));
+      else
+        dp.push_back(static_cast<uint32_t>(i));
       if (op == Op::Barrier) ++rep.layers;
     }
     rep.instrs = end - begin;
@@ -457,10 +458,10 @@ class Sim {
         const uint32_t i = ready_.top();
         ready_.pop();
         if (try_issue(i, now, retry)) {
-        issued_[i] = 1;
-      } else {
-        deferred_.push_back(i);
-      }
+          issued_[i] = 1;
+        } else {
+          deferred_.push_back(i);
+        }
       }
       for (uint32_t i : deferred_) ready_.push(i);
       if (done_count_ >= total) break;

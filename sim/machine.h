@@ -60,11 +60,11 @@ enum class AccessClass : uint8_t { Program = 0, Tape = 1 };
 /// The data cache (Table III's sizes and associativities: sim/systems.h make_system).
 struct CacheConfig {
   uint64_t size_bytes = 32 * 1024;
-  uint32_t associativity = 4;   ///< ways per set; 0 = fully associative
+  uint32_t associativity = 4;  ///< ways per set; 0 = fully associative
   uint32_t line_bytes = 64;
-  uint32_t hit_latency = 2;     ///< cycles from issue to data on a hit
-  uint32_t ports = 2;           ///< demand accesses accepted per cycle
-  uint32_t mshrs = 8;           ///< outstanding line fills (misses to distinct lines)
+  uint32_t hit_latency = 2;  ///< cycles from issue to data on a hit
+  uint32_t ports = 2;        ///< demand accesses accepted per cycle
+  uint32_t mshrs = 8;        ///< outstanding line fills (misses to distinct lines)
 };
 
 /// Counts of one access class.
@@ -112,12 +112,12 @@ const char* op_name(Op op);
 /// One simulated system (see sim/systems.h for the paper's named ones).
 struct MachineConfig {
   std::string name = "custom";
-  uint32_t fus = 16;             ///< 4x4 grid of double-precision FUs
-  uint32_t window = 128;         ///< datapath instructions in flight (16 FUs x 8 operand buffers)
-  uint32_t barrier_cycles = 2;   ///< layer-sync cost once the layer's tape accesses completed
-  bool barrier_drains = false;   ///< Barrier waits for all older datapath instructions, not only tape
+  uint32_t fus = 16;            ///< 4x4 grid of double-precision FUs
+  uint32_t window = 128;        ///< datapath instructions in flight (16 FUs x 8 operand buffers)
+  uint32_t barrier_cycles = 2;  ///< layer-sync cost once the layer's tape accesses completed
+  bool barrier_drains = false;  ///< Barrier waits for all older datapath instructions, not only tape
   CacheConfig cache;
-  bool has_scratchpad = false;   ///< TapeFlow systems
+  bool has_scratchpad = false;  ///< TapeFlow systems
   ScratchpadConfig scratchpad;
   DramConfig dram;
   EnergyConfig energy;
@@ -128,10 +128,10 @@ struct MachineConfig {
 /// What one phase (FWD or REV) did.
 struct PhaseReport {
   uint64_t cycles = 0;
-  uint64_t instrs = 0;         ///< every instruction of the phase
-  uint64_t fu_ops = 0;         ///< arithmetic instructions that took a functional unit
-  uint64_t layers = 0;         ///< Barriers
-  CacheStats cache;            ///< cache accesses of this phase
+  uint64_t instrs = 0;  ///< every instruction of the phase
+  uint64_t fu_ops = 0;  ///< arithmetic instructions that took a functional unit
+  uint64_t layers = 0;  ///< Barriers
+  CacheStats cache;     ///< cache accesses of this phase
   uint64_t dram_read_bytes = 0, dram_write_bytes = 0;
   uint64_t spad_loads = 0, spad_stores = 0;
   uint64_t streams = 0, stream_bytes = 0;
@@ -149,9 +149,9 @@ struct MachineReport {
   uint64_t dram_read_bytes() const { return fwd.dram_read_bytes + rev.dram_read_bytes; }
   uint64_t dram_write_bytes() const { return fwd.dram_write_bytes + rev.dram_write_bytes; }
   uint64_t dram_bytes() const { return dram_read_bytes() + dram_write_bytes(); }
-  CacheStats cache;          ///< both phases
-  EnergyReport energy;       ///< Note [Sim energy accounting]
-  uint64_t sram_bytes = 0;   ///< MachineConfig::sram_bytes()
+  CacheStats cache;              ///< both phases
+  EnergyReport energy;           ///< Note [Sim energy accounting]
+  uint64_t sram_bytes = 0;       ///< MachineConfig::sram_bytes()
   uint64_t spad_bytes_used = 0;  ///< the trace's plan (Trace::spad_bytes)
 };
 

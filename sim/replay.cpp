@@ -41,8 +41,7 @@ ReplayResult replay(const Program& program, const ReplayOptions& options) {
   std::vector<double> spad;
   std::vector<uint8_t> written;
   auto slot = [&](uint64_t off) -> size_t {
-    STRATA_CHECK(off % 8 == 0, "sim::replay '", t.name, "': scratchpad offset ", off,
-                 " is not a multiple of 8");
+    STRATA_CHECK(off % 8 == 0, "sim::replay '", t.name, "': scratchpad offset ", off, " is not a multiple of 8");
     const size_t s = off / 8;
     if (s >= spad.size()) {
       spad.resize(s + 1, kNaN);
@@ -135,8 +134,8 @@ ReplayResult replay(const Program& program, const ReplayOptions& options) {
         break;
     }
     if (in.dst != kNone) {
-      STRATA_CHECK(in.dst < v.size(), "sim::replay '", t.name, "': value id ", in.dst,
-                   " out of range (num_values ", t.num_values, ")");
+      STRATA_CHECK(in.dst < v.size(), "sim::replay '", t.name, "': value id ", in.dst, " out of range (num_values ",
+                   t.num_values, ")");
       v[in.dst] = r;
     }
   }

@@ -63,7 +63,9 @@ std::vector<std::string> system_names() {
   return out;
 }
 
-std::vector<std::string> paper_system_names() { return {"Enzyme_32k", "Enzyme_1k", "Tflow_32k", "Tflow_2k", "Tflow_1k"}; }
+std::vector<std::string> paper_system_names() {
+  return {"Enzyme_32k", "Enzyme_1k", "Tflow_32k", "Tflow_2k", "Tflow_1k"};
+}
 
 System system_by_name(const std::string& name) {
   for (const Kind& k : kKinds)

@@ -23,15 +23,13 @@ uint32_t first_reverse(const Trace& t) {
 void check_enzyme_shaped(const Program& p, const char* pass) {
   for (const TapeEntry& e : p.tape) {
     STRATA_CHECK(e.store < p.trace.instrs.size() && e.load < p.trace.instrs.size() &&
-                     p.trace.instrs[e.store].op == Op::TapeStore &&
-                     p.trace.instrs[e.load].op == Op::TapeLoad,
+                     p.trace.instrs[e.store].op == Op::TapeStore && p.trace.instrs[e.load].op == Op::TapeLoad,
                  "sim::", pass, " '", p.trace.name,
                  "': expects an Enzyme-style program (TapeStore/TapeLoad tape entries, as "
                  "Tracer::finish() or aos_layout() produce)");
   }
-  STRATA_CHECK(p.origin.size() == p.trace.instrs.size(), "sim::", pass, " '", p.trace.name,
-               "': origin has ", p.origin.size(), " entries for ", p.trace.instrs.size(),
-               " instructions");
+  STRATA_CHECK(p.origin.size() == p.trace.instrs.size(), "sim::", pass, " '", p.trace.name, "': origin has ",
+               p.origin.size(), " entries for ", p.trace.instrs.size(), " instructions");
 }
 
 }  // namespace
@@ -51,8 +49,7 @@ Program aos_layout(const Program& enzyme) {
   }
   std::vector<uint32_t> rank(p.tape.size());
   for (auto& [k, es] : groups) {
-    std::sort(es.begin(), es.end(),
-              [&](uint32_t a, uint32_t b) { return p.tape[a].load < p.tape[b].load; });
+    std::sort(es.begin(), es.end(), [&](uint32_t a, uint32_t b) { return p.tape[a].load < p.tape[b].load; });
     for (uint32_t r = 0; r < es.size(); ++r) rank[es[r]] = r;
   }
   // Per site: the rank in the site's first iteration.
@@ -96,8 +93,8 @@ Program aos_layout(const Program& enzyme) {
 
 TapeflowPlan plan_layers(const Program& aos, uint64_t spad_bytes) {
   check_enzyme_shaped(aos, "plan_layers");
-  STRATA_CHECK(spad_bytes > 0 && spad_bytes % 8 == 0, "sim::tapeflow '", aos.trace.name,
-               "': scratchpad size ", spad_bytes, " bytes is not a positive multiple of 8");
+  STRATA_CHECK(spad_bytes > 0 && spad_bytes % 8 == 0, "sim::tapeflow '", aos.trace.name, "': scratchpad size ",
+               spad_bytes, " bytes is not a positive multiple of 8");
   const auto& in = aos.trace.instrs;
   const uint32_t nfwd = first_reverse(aos.trace);
   const uint64_t cap = spad_bytes / 8;
@@ -128,10 +125,9 @@ TapeflowPlan plan_layers(const Program& aos, uint64_t spad_bytes) {
     std::vector<uint32_t> stores;
     while (i < nfwd && in[i].op == Op::TapeStore) stores.push_back(entry_at[i++]);
     if (stores.empty()) continue;
-    STRATA_CHECK(stores.size() <= cap, "sim::tapeflow '", aos.trace.name, "': scratchpad of ",
-                 spad_bytes, " bytes is smaller than the ", 8 * stores.size(),
-                 " tape bytes one instruction stores; use at least ", 8 * stores.size(),
-                 " bytes");
+    STRATA_CHECK(stores.size() <= cap, "sim::tapeflow '", aos.trace.name, "': scratchpad of ", spad_bytes,
+                 " bytes is smaller than the ", 8 * stores.size(), " tape bytes one instruction stores; use at least ",
+                 8 * stores.size(), " bytes");
     const Instr& st = in[aos.tape[stores[0]].store];
     const uint64_t key = key_of(st.loop, st.iter);
     TapeLayer* L = &plan.layers.back();
@@ -164,9 +160,8 @@ TapeflowPlan plan_layers(const Program& aos, uint64_t spad_bytes) {
   for (uint32_t l = 0; l < plan.layers.size(); ++l) {
     TapeLayer& L = plan.layers[l];
     L.bytes = 8 * uint64_t{L.entries.size()};
-    std::sort(L.entries.begin(), L.entries.end(), [&](uint32_t a, uint32_t b) {
-      return in[aos.tape[a].store].addr < in[aos.tape[b].store].addr;
-    });
+    std::sort(L.entries.begin(), L.entries.end(),
+              [&](uint32_t a, uint32_t b) { return in[aos.tape[a].store].addr < in[aos.tape[b].store].addr; });
     if (used + L.bytes > spad_bytes) {
       TapeTile& t = plan.tiles.back();
       t.bytes = used;

@@ -44,28 +44,28 @@ namespace strata::sim {
 
 /// One layer of the plan (indices refer to the input program's FWD instructions).
 struct TapeLayer {
-  uint32_t loop = kNone;       ///< loop whose region the layer holds (kNone outside loops)
-  uint32_t begin = 0;          ///< first FWD instruction
-  uint32_t end = 0;            ///< one past the last FWD instruction
+  uint32_t loop = kNone;          ///< loop whose region the layer holds (kNone outside loops)
+  uint32_t begin = 0;             ///< first FWD instruction
+  uint32_t end = 0;               ///< one past the last FWD instruction
   std::vector<uint32_t> entries;  ///< Program::tape indices, in scratchpad-offset order
-  uint64_t base = 0;           ///< scratchpad byte offset of the region (SAlloc)
-  uint64_t bytes = 0;          ///< region bytes (8 per tape value)
-  uint32_t tile = 0;           ///< the tile (stream) the layer belongs to
+  uint64_t base = 0;              ///< scratchpad byte offset of the region (SAlloc)
+  uint64_t bytes = 0;             ///< region bytes (8 per tape value)
+  uint32_t tile = 0;              ///< the tile (stream) the layer belongs to
 };
 
 /// A scratchpad tile: consecutive layers spilled together by one FWD-stream.
 struct TapeTile {
   uint32_t first_layer = 0, last_layer = 0;
-  uint64_t bytes = 0;          ///< bytes streamed (the tile's regions)
-  uint64_t dram = 0;           ///< DRAM address of the tile in the streamed tape
-  bool resident = false;       ///< the final tile: never streamed
+  uint64_t bytes = 0;     ///< bytes streamed (the tile's regions)
+  uint64_t dram = 0;      ///< DRAM address of the tile in the streamed tape
+  bool resident = false;  ///< the final tile: never streamed
 };
 
 struct TapeflowPlan {
-  uint64_t spad_bytes = 0;     ///< scratchpad size the plan was made for
+  uint64_t spad_bytes = 0;  ///< scratchpad size the plan was made for
   std::vector<TapeLayer> layers;
   std::vector<TapeTile> tiles;
-  uint64_t max_tile_bytes = 0; ///< scratchpad bytes the plan uses
+  uint64_t max_tile_bytes = 0;  ///< scratchpad bytes the plan uses
 };
 
 /// Pass 1 alone: the Enzyme tape rewritten as per-loop arrays of structs (still TapeStore /

@@ -38,11 +38,35 @@ inline constexpr uint32_t kNone = 0xffffffffu;
 
 enum class Op : uint8_t {
   // arithmetic on doubles (one functional unit each; latencies are the machine's)
-  Const, Input, Add, Sub, Mul, Div, Neg, Exp, Log, Sqrt, Sin, Cos, Tanh, Max, Min, Select, Cmp,
+  Const,
+  Input,
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Neg,
+  Exp,
+  Log,
+  Sqrt,
+  Sin,
+  Cos,
+  Tanh,
+  Max,
+  Min,
+  Select,
+  Cmp,
   // memory
-  Load, Store, TapeLoad, TapeStore, SpadLoad, SpadStore,
+  Load,
+  Store,
+  TapeLoad,
+  TapeStore,
+  SpadLoad,
+  SpadStore,
   // TapeFlow streaming and layering
-  StreamOut, StreamIn, SAlloc, Barrier,
+  StreamOut,
+  StreamIn,
+  SAlloc,
+  Barrier,
 };
 
 enum class Space : uint8_t { None, Dram, Spad };
@@ -52,14 +76,14 @@ struct Instr {
   Op op = Op::Const;
   Phase phase = Phase::Forward;
   Space space = Space::None;
-  uint32_t dst = kNone;                 ///< value produced, or kNone
+  uint32_t dst = kNone;                     ///< value produced, or kNone
   uint32_t src[3] = {kNone, kNone, kNone};  ///< values consumed (Select uses three)
-  uint64_t addr = 0;                    ///< byte address in `space` (memory ops), slot offset (Spad*)
-  uint64_t addr2 = 0;                   ///< DRAM address of a stream's tape tile
-  uint32_t bytes = 8;                   ///< access size in bytes (8 for a double; a stream's length)
-  uint32_t loop = kNone;                ///< innermost source loop id
-  uint32_t iter = 0;                    ///< iteration within that loop
-  double imm = 0;                       ///< Const's value (and Input's, for functional replay)
+  uint64_t addr = 0;                        ///< byte address in `space` (memory ops), slot offset (Spad*)
+  uint64_t addr2 = 0;                       ///< DRAM address of a stream's tape tile
+  uint32_t bytes = 8;                       ///< access size in bytes (8 for a double; a stream's length)
+  uint32_t loop = kNone;                    ///< innermost source loop id
+  uint32_t iter = 0;                        ///< iteration within that loop
+  double imm = 0;                           ///< Const's value (and Input's, for functional replay)
 };
 
 /// A traced program: instructions (FWD then REV) and what a report needs to name it.

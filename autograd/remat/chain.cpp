@@ -144,8 +144,9 @@ class RevolveNode final : public autograd::Node {
       if (preserve_rng_) rng_states[step].restore();
       y = steps_[step](x);
     }
-    STRATA_CHECK(y.defined() && y.sizes() == grad_out.sizes() && y.dtype() == grad_out.dtype(), "run_chain (Revolve): step ",
-                 step, " returned ", y.defined() ? y.describe() : std::string("an undefined tensor"),
+    STRATA_CHECK(y.defined() && y.sizes() == grad_out.sizes() && y.dtype() == grad_out.dtype(),
+                 "run_chain (Revolve): step ", step, " returned ",
+                 y.defined() ? y.describe() : std::string("an undefined tensor"),
                  " when re-evaluated, but its first evaluation returned shape ", grad_out.sizes(), " ",
                  grad_out.dtype(), "; steps must be deterministic");
     check_step_graph(y, first_seq, step);

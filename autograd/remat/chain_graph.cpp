@@ -91,7 +91,8 @@ void add_uses(const std::vector<GraphStep>& steps, const std::vector<StepProfile
 // one contribution decides by what its reader's backward returned (itself given a reusable
 // gradient or not), two or more are summed into one the engine owns. The last step's comes from
 // the caller: assumed held (the larger growth).
-void resolve_incoming(const std::vector<GraphStep>& steps, const std::vector<StepProfile>& prof, BackwardAccounting& acc) {
+void resolve_incoming(const std::vector<GraphStep>& steps, const std::vector<StepProfile>& prof,
+                      BackwardAccounting& acc) {
   const auto m = static_cast<int64_t>(steps.size());
   acc.incoming_reusable.assign(static_cast<std::size_t>(m), 0);
   acc.contributions.assign(static_cast<std::size_t>(m), 0);

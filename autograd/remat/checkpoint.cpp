@@ -44,7 +44,8 @@ struct Handle {
 };
 
 void recompute(Frame& f) {
-  STRATA_CHECK(!f.recomputing, "checkpoint: a value saved inside the checkpointed function was needed while that function "
+  STRATA_CHECK(!f.recomputing,
+               "checkpoint: a value saved inside the checkpointed function was needed while that function "
                "was being recomputed (the function differentiates through its own saved values?)");
   TensorList inputs;
   inputs.reserve(f.input_requires_grad.size());
@@ -62,8 +63,10 @@ void recompute(Frame& f) {
   auto capture = autograd::make_saved_tensor_hooks(
       [&f, &count, &versions](const Tensor& value) -> std::any {
         const std::size_t i = count++;
-        STRATA_CHECK(i < f.originals.size(), "checkpoint: the recomputation saved more values for backward than the "
-                     "original forward did (", f.originals.size(), "); the checkpointed function must be deterministic");
+        STRATA_CHECK(i < f.originals.size(),
+                     "checkpoint: the recomputation saved more values for backward than the "
+                     "original forward did (",
+                     f.originals.size(), "); the checkpointed function must be deterministic");
         const autograd::TensorMeta& m = f.originals[i];
         STRATA_CHECK(value.sizes() == m.sizes && value.dtype() == m.dtype, "checkpoint: value ", i,
                      " saved by the recomputation has shape ", value.sizes(), " ", value.dtype(),
@@ -142,8 +145,8 @@ TensorList checkpoint(SegmentFn fn, const TensorList& inputs, bool preserve_rng_
   frame->preserve_rng = preserve_rng_state;
   if (preserve_rng_state) frame->rng = detail::RngState::current();
   // Saved under the enclosing hooks (an enclosing checkpoint recomputes them).
-  frame->input_saver = autograd::make_node(
-      "CheckpointInputs", TensorList{}, [](autograd::Node&, const TensorList&) -> TensorList { return {}; });
+  frame->input_saver = autograd::make_node("CheckpointInputs", TensorList{},
+                                           [](autograd::Node&, const TensorList&) -> TensorList { return {}; });
   for (const Tensor& x : inputs) {
     frame->input_saver->save(x);
     frame->input_requires_grad.push_back(x.defined() && x.requires_grad());

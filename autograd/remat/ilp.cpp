@@ -151,10 +151,14 @@ void read_decisions(const SolveCall& call, glp_prob* lp, IlpResult& result) {
   result.decisions.resize(static_cast<std::size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     const bool own_stream = m.own_col[i] > 0 && glp_mip_col_val(lp, m.own_col[i] + 1) > 0.5;
-    if (m.slow_col[i] > 0 && glp_mip_col_val(lp, m.slow_col[i]) > 0.5) result.decisions[i] = Decision::Slow;
-    else if (own_stream || glp_mip_col_val(lp, detail::IlpModel::col_s(i)) > 0.5) result.decisions[i] = Decision::Stream;
-    else if (glp_mip_col_val(lp, detail::IlpModel::col_r(i)) > 0.5) result.decisions[i] = Decision::Recompute;
-    else result.decisions[i] = Decision::Keep;
+    if (m.slow_col[i] > 0 && glp_mip_col_val(lp, m.slow_col[i]) > 0.5)
+      result.decisions[i] = Decision::Slow;
+    else if (own_stream || glp_mip_col_val(lp, detail::IlpModel::col_s(i)) > 0.5)
+      result.decisions[i] = Decision::Stream;
+    else if (glp_mip_col_val(lp, detail::IlpModel::col_r(i)) > 0.5)
+      result.decisions[i] = Decision::Recompute;
+    else
+      result.decisions[i] = Decision::Keep;
   }
   const Evaluation e = evaluate(call.graph, result.decisions);
   result.objective = m.min_peak ? static_cast<double>(e.peak_bytes) : e.step_time;
@@ -166,7 +170,8 @@ void finish(const SolveCall& call, glp_prob* lp, int ret, const Starts& start_in
   const int ncols = call.model.num_columns;
   if (ret == GLP_ETMLIM || result.seconds > call.time_limit_seconds) {
     // Timed out: the best assignment found so far (at least as good as the starts), if any.
-    if (ncols > 0 && (ret == 0 || ret == GLP_ETMLIM) && glp_mip_status(lp) == GLP_FEAS) read_decisions(call, lp, result);
+    if (ncols > 0 && (ret == 0 || ret == GLP_ETMLIM) && glp_mip_status(lp) == GLP_FEAS)
+      read_decisions(call, lp, result);
     return;
   }
   const int status = ncols == 0 ? GLP_OPT : glp_mip_status(lp);

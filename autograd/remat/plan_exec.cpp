@@ -249,7 +249,8 @@ void check_steps(const std::vector<GraphStep>& steps) {
     }
   }
   for (int64_t i = 0; i + 1 < m; ++i)
-    STRATA_CHECK(read[i] != 0, "AutoChain: no step reads the output of step ", i, " (only the last step's output may be unread)");
+    STRATA_CHECK(read[i] != 0, "AutoChain: no step reads the output of step ", i,
+                 " (only the last step's output may be unread)");
 }
 
 Tensor run_without_grad(const std::vector<GraphStep>& steps, const Tensor& input) {
@@ -317,9 +318,17 @@ class ForwardRun {
 ForwardRun::ForwardRun(const std::vector<GraphStep>& steps, const Tensor& input, const ChainGraph& cg,
                        const std::vector<Decision>& decisions, const detail::MoveSchedule& schedule,
                        memory::TieredMemory& tiered)
-    : steps_(steps), input_(input), cg_(cg), d_(decisions), schedule_(schedule), tiered_(tiered),
-      m_(static_cast<int64_t>(steps.size())), last_reader_(steps.size(), -1), rs_(std::make_shared<RunState>()),
-      live_(cg.graph.values.size()), outs_(steps.size()) {
+    : steps_(steps),
+      input_(input),
+      cg_(cg),
+      d_(decisions),
+      schedule_(schedule),
+      tiered_(tiered),
+      m_(static_cast<int64_t>(steps.size())),
+      last_reader_(steps.size(), -1),
+      rs_(std::make_shared<RunState>()),
+      live_(cg.graph.values.size()),
+      outs_(steps.size()) {
   for (int64_t i = 0; i < m_; ++i)
     for (int64_t j : steps[i].inputs)
       if (j >= 0) last_reader_[j] = std::max(last_reader_[j], i);
@@ -377,10 +386,12 @@ Tensor ForwardRun::call_step(int64_t i, const StepInputs& in, std::vector<std::s
       [&](const Tensor& v) -> std::any {
         auto p = std::make_shared<Packed>();
         packs.push_back(p);
-        const auto pos = v.defined() ? std::find(in.allocs.begin(), in.allocs.end(), v.storage().allocation())
-                                     : in.allocs.end();
-        if (pos != in.allocs.end()) route(*p, v, in.boundaries[pos - in.allocs.begin()]);
-        else p->value = v;
+        const auto pos =
+            v.defined() ? std::find(in.allocs.begin(), in.allocs.end(), v.storage().allocation()) : in.allocs.end();
+        if (pos != in.allocs.end())
+          route(*p, v, in.boundaries[pos - in.allocs.begin()]);
+        else
+          p->value = v;
         return p;
       },
       [](std::any& packed) -> Tensor { return unpack(std::any_cast<std::shared_ptr<Packed>>(packed)); });
@@ -518,7 +529,8 @@ ChainGraph AutoChain::build_graph(const std::vector<StepFn>& steps, const Tensor
 ChainGraph AutoChain::build_graph(const std::vector<GraphStep>& steps, const Tensor& input) {
   check_steps(steps);
   memory::TieredMemory& tiered = tiered_or_throw("AutoChain");
-  const std::vector<detail::StepProfile> prof = detail::profile_steps(steps, input, profiler_, tiered.manager().stats());
+  const std::vector<detail::StepProfile> prof =
+      detail::profile_steps(steps, input, profiler_, tiered.manager().stats());
   detail::ChainGraphContext context;
   context.input_grad_bytes = input.requires_grad() && is_floating(input.dtype()) ? input.nbytes() : 0;
   context.bandwidth = copy_bandwidth();

@@ -30,7 +30,8 @@
 /// reusable when two or more readers' gradients are summed into it, or when its single reader's
 /// backward returned a reusable one (itself measured under that reader's case); the last step's is
 /// the caller's and counted as held. A gradient pending across a step that is the very buffer the
-/// step receives (add hands one tensor to both operands) is counted once there. Times from OpProfiler (forward; forward + backward), cached by "name + input
+/// step receives (add hands one tensor to both operands) is counted once there. Times from
+/// OpProfiler (forward; forward + backward), cached by "name + input
 /// shape". The graph has timed_moves: an eviction overlaps as many following points as its copy
 /// time needs, and a prefetch is issued as many points ahead (Note [Auto planning model]).
 /// Execution (per step, saved-tensor hooks route each saved value by its storage; a marker node

@@ -230,8 +230,10 @@ std::vector<ValueWindow> value_windows(const PlanGraph& graph) {
   }
   for (std::size_t i = 0; i < n; ++i) {
     fill_span(graph, graph.values[i], w[i]);
-    if (w[i].widened_by.empty()) w[i].own = static_cast<const WindowSpan&>(w[i]);
-    else fill_span(graph, graph.values[i], w[i].own);
+    if (w[i].widened_by.empty())
+      w[i].own = static_cast<const WindowSpan&>(w[i]);
+    else
+      fill_span(graph, graph.values[i], w[i].own);
   }
   return w;
 }
@@ -350,8 +352,8 @@ std::size_t uniform_peak(const PlanGraph& graph, Decision d) {
 }
 
 [[noreturn]] void throw_infeasible(const char* who, std::size_t budget, std::size_t minimum, bool exact) {
-  STRATA_FAIL(who, ": the fast-tier budget of ", budget, " bytes is below the minimum ",
-              exact ? "" : "known ", "peak of ", minimum, " bytes any plan reaches",
+  STRATA_FAIL(who, ": the fast-tier budget of ", budget, " bytes is below the minimum ", exact ? "" : "known ",
+              "peak of ", minimum, " bytes any plan reaches",
               exact ? "" : " (an upper bound: the exact minimum was not found in time)",
               "; raise the budget to at least ", minimum, " bytes");
 }
@@ -584,8 +586,8 @@ std::size_t lowest_budget(const PlanGraph& graph, double time_limit_seconds) {
 
 Plan Planner::plan(const PlanGraph& graph, std::size_t budget_bytes) {
   graph.validate();
-  if (!options_.slow_placement && std::any_of(graph.values.begin(), graph.values.end(),
-                                              [](const PlanValue& v) { return v.slow_ok; })) {
+  if (!options_.slow_placement &&
+      std::any_of(graph.values.begin(), graph.values.end(), [](const PlanValue& v) { return v.slow_ok; })) {
     PlanGraph without = graph;
     for (PlanValue& v : without.values) v.slow_ok = false;
     return plan(without, budget_bytes);
@@ -618,8 +620,8 @@ Plan Planner::plan(const PlanGraph& graph, std::size_t budget_bytes) {
   } else if (r.status == IlpStatus::Infeasible) {
     IlpResult mp = solve_min_peak_ilp(graph, options_.time_limit_seconds);
     const bool exact = mp.status == IlpStatus::Optimal;
-    throw_infeasible("Planner", budget_bytes, exact ? evaluate(graph, mp.decisions).peak_bytes : minimum_budget(graph, 0),
-                     exact);
+    throw_infeasible("Planner", budget_bytes,
+                     exact ? evaluate(graph, mp.decisions).peak_bytes : minimum_budget(graph, 0), exact);
   } else {
     // Timed out: GLPK's incumbent when it has one (its starts include the greedy plan, so it is
     // at least as fast), else the greedy plan.
@@ -650,20 +652,19 @@ std::string explain(const PlanGraph& graph, const Plan& plan) {
      << "recompute_s" << std::setw(16) << "move_s" << "  decision\n";
   for (std::size_t i = 0; i < graph.values.size(); ++i) {
     const PlanValue& v = graph.values[i];
-    const double rc = plan.decisions[i] == Decision::Recompute ? e.value_recompute_cost[i]
-                                                                : graph.ops[v.producer].forward_time;
+    const double rc =
+        plan.decisions[i] == Decision::Recompute ? e.value_recompute_cost[i] : graph.ops[v.producer].forward_time;
     // The move column: the exposed copies of a stream, the direct accesses of a slow placement.
-    const double mc = plan.decisions[i] == Decision::Slow ? slow_access_time(graph, v)
-                                                         : span_under(w[i], plan.decisions).stream_cost;
+    const double mc =
+        plan.decisions[i] == Decision::Slow ? slow_access_time(graph, v) : span_under(w[i], plan.decisions).stream_cost;
     os << std::left << std::setw(24) << (v.name.empty() ? "v" + std::to_string(i) : v.name) << std::right
        << std::setw(14) << v.bytes << std::setw(16) << std::setprecision(6) << rc << std::setw(16) << mc << "  "
        << to_string(plan.decisions[i]) << "\n";
   }
   os << "predicted peak " << e.peak_bytes << " bytes (budget " << plan.budget_bytes << ") at point " << e.peak_point
-     << "; predicted step time " << e.step_time << " s (compute " << e.base_time << ", recompute "
-     << e.recompute_time << ", exposed moves " << e.move_time << ", slow-tier accesses " << e.slow_time
-     << "); plan by " << to_string(plan.source)
-     << (plan.ilp_timed_out ? " (ILP timed out)" : "") << " in " << plan.solve_seconds << " s"
+     << "; predicted step time " << e.step_time << " s (compute " << e.base_time << ", recompute " << e.recompute_time
+     << ", exposed moves " << e.move_time << ", slow-tier accesses " << e.slow_time << "); plan by "
+     << to_string(plan.source) << (plan.ilp_timed_out ? " (ILP timed out)" : "") << " in " << plan.solve_seconds << " s"
      << (graph.sync_prefetch ? "; streamed values are fetched at their need points (synchronous)" : "")
      << (graph.sync_evict ? "; each eviction finishes before the next op runs (synchronous)" : "") << "\n";
   return os.str();

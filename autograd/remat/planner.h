@@ -108,8 +108,8 @@ namespace strata::remat {
 /// One forward op of the planning graph.
 struct PlanOp {
   std::string name;
-  std::string signature;            ///< op name and shapes: what the plan cache keys on
-  double forward_time = 0.0;        ///< seconds (any unit works if all costs share it)
+  std::string signature;      ///< op name and shapes: what the plan cache keys on
+  double forward_time = 0.0;  ///< seconds (any unit works if all costs share it)
   double backward_time = 0.0;
   std::size_t workspace_bytes = 0;  ///< fast-tier bytes live at this op's forward and backward points
   /// Fast-tier bytes live at this op's backward point instead of workspace_bytes, when set.
@@ -123,9 +123,9 @@ struct PlanValue {
   std::size_t bytes = 0;
   int64_t producer = 0;
   int64_t last_forward_use = 0;
-  int64_t backward_use = 0;   ///< -1: no backward step consumes it (it only serves recomputes)
-  std::vector<int64_t> deps;  ///< indices of earlier saved values the producer reads
-  std::vector<int64_t> extra_backward_uses;    ///< further ops whose backward steps consume it
+  int64_t backward_use = 0;                   ///< -1: no backward step consumes it (it only serves recomputes)
+  std::vector<int64_t> deps;                  ///< indices of earlier saved values the producer reads
+  std::vector<int64_t> extra_backward_uses;   ///< further ops whose backward steps consume it
   std::size_t recompute_workspace_bytes = 0;  ///< transient bytes beyond the value while its producer re-runs
   /// The value may be placed in the slow tier (Decision::Slow; Note [Auto planning model]).
   bool slow_ok = false;
@@ -144,8 +144,8 @@ struct PlanGraph {
   std::vector<PlanOp> ops;
   std::vector<PlanValue> values;
   CopyBandwidth bandwidth;
-  int64_t evict_lag = 0;  ///< points a streamed value stays resident after its last forward use
-  bool timed_moves = false;  ///< copies take the points their time needs (Note [Auto planning model])
+  int64_t evict_lag = 0;       ///< points a streamed value stays resident after its last forward use
+  bool timed_moves = false;    ///< copies take the points their time needs (Note [Auto planning model])
   bool sync_prefetch = false;  ///< with timed_moves: fetches wait at the need point (Note [Auto planning model])
   bool sync_evict = false;     ///< with timed_moves: evictions finish before the next point (same Note)
   /// Share of the copies' CPU time the step loses even when they overlap compute (0: copies cost
@@ -206,14 +206,14 @@ double slow_access_time(const PlanGraph& graph, const PlanValue& value);
 
 /// What the cost model predicts for one assignment.
 struct Evaluation {
-  double step_time = 0.0;       ///< base + recompute + exposed moves
-  double base_time = 0.0;       ///< sum of forward and backward times
+  double step_time = 0.0;  ///< base + recompute + exposed moves
+  double base_time = 0.0;  ///< sum of forward and backward times
   double recompute_time = 0.0;
-  double move_time = 0.0;       ///< exposed part of the moves
-  double slow_time = 0.0;       ///< direct slow-tier accesses of the values placed there (Slow)
+  double move_time = 0.0;  ///< exposed part of the moves
+  double slow_time = 0.0;  ///< direct slow-tier accesses of the values placed there (Slow)
   std::size_t peak_bytes = 0;
   int64_t peak_point = 0;
-  std::vector<std::size_t> point_bytes;  ///< fast-tier bytes at every program point
+  std::vector<std::size_t> point_bytes;      ///< fast-tier bytes at every program point
   std::vector<double> value_recompute_cost;  ///< per value: its closure's forward time (if recomputed)
 };
 /// The cost model of Note [Auto planning model]. Throws strata::Error if `decisions` does not have

@@ -39,9 +39,9 @@ struct RevolveOp {
 
 struct RevolveSchedule {
   int64_t steps = 0;
-  int64_t snapshots = 0;            ///< slots available (including the one holding x_0)
-  std::vector<RevolveOp> ops;       ///< starts with Takeshot of x_0 in slot 0
-  int64_t advances = 0;             ///< steps evaluated without recording (= F(n, s))
+  int64_t snapshots = 0;       ///< slots available (including the one holding x_0)
+  std::vector<RevolveOp> ops;  ///< starts with Takeshot of x_0 in slot 0
+  int64_t advances = 0;        ///< steps evaluated without recording (= F(n, s))
   int64_t max_slots_used = 0;
   /// One line per op ("advance 0 -> 3", "takeshot 3 in slot 1", ...).
   std::string to_string() const;

@@ -72,7 +72,12 @@ class StepRun {
  public:
   StepRun(const GraphStep& step, TensorList x, int64_t index, OpProfiler& profiler, memory::MemoryStats& stats,
           StepProfile& profile)
-      : step_(step), x_(std::move(x)), index_(index), profiler_(profiler), P_(profile), stats_(stats),
+      : step_(step),
+        x_(std::move(x)),
+        index_(index),
+        profiler_(profiler),
+        P_(profile),
+        stats_(stats),
         rng_(RngState::current()) {}
 
   // Run A, recorded (the saved storages in order, the forward peak), then run B while A's
@@ -161,11 +166,11 @@ void StepRun::classify_saves() {
   for (const Storage& s : saved_a_) {
     const Allocation* a = s.allocation();
     const auto pos = std::find(in_allocs.begin(), in_allocs.end(), a);
-    SaveKind kind = a == nullptr                ? SaveKind::Existing
-                    : pos != in_allocs.end()    ? SaveKind::Input
-                    : a == out_alloc            ? SaveKind::Output
-                    : seen_b_.count(a) != 0     ? SaveKind::Existing
-                                                : SaveKind::Internal;
+    SaveKind kind = a == nullptr             ? SaveKind::Existing
+                    : pos != in_allocs.end() ? SaveKind::Input
+                    : a == out_alloc         ? SaveKind::Output
+                    : seen_b_.count(a) != 0  ? SaveKind::Existing
+                                             : SaveKind::Internal;
     if (kind == SaveKind::Input) P_.saves_input[pos - in_allocs.begin()] = 1;
     P_.saves_output = P_.saves_output || kind == SaveKind::Output;
     P_.internal_saves.push_back(kind == SaveKind::Internal ? 1 : 0);
@@ -201,7 +206,8 @@ void StepRun::measure_growth(int held, const Tensor& y, const TensorList& ins) {
     if (!gk.defined()) continue;
     buf[k] = gk.storage().allocation();
     for (std::size_t a = 0; a < k; ++a)
-      if (buf[a] == buf[k]) P_.grad_alias[held][k] = static_cast<int64_t>(a), P_.grad_alias[held][a] = static_cast<int64_t>(k);
+      if (buf[a] == buf[k])
+        P_.grad_alias[held][k] = static_cast<int64_t>(a), P_.grad_alias[held][a] = static_cast<int64_t>(k);
   }
 }
 

@@ -26,8 +26,10 @@ double seconds(std::chrono::nanoseconds ns) { return std::chrono::duration<doubl
 }  // namespace
 
 void StreamOptions::validate() const {
-  STRATA_CHECK(tape_budget_bytes > 0, "tape::StreamOptions: tape_budget_bytes must be > 0 (the fast-tier bytes of one layer), got 0");
-  STRATA_CHECK(prefetch_distance >= 0, "tape::StreamOptions: prefetch_distance must be >= 0 (layers prefetched ahead), got ",
+  STRATA_CHECK(tape_budget_bytes > 0,
+               "tape::StreamOptions: tape_budget_bytes must be > 0 (the fast-tier bytes of one layer), got 0");
+  STRATA_CHECK(prefetch_distance >= 0,
+               "tape::StreamOptions: prefetch_distance must be >= 0 (layers prefetched ahead), got ",
                prefetch_distance);
 }
 
@@ -47,8 +49,7 @@ std::string StreamReport::explain() const {
   os << "  REV stream: " << prefetches << " prefetches + " << demand_fetches << " demand fetches, "
      << format_mib(bytes_to_fast, 2) << " to fast in " << transfer_to_fast_s * 1e3 << " ms\n";
   os << "  forward stall " << forward_stall_s * 1e3 << " ms (waiting for spills); " << values_shared
-     << " values saved twice shared their slot; " << region_moves
-     << " region moves (a region outgrew the open tile)\n";
+     << " values saved twice shared their slot; " << region_moves << " region moves (a region outgrew the open tile)\n";
   os << "  " << values_adopted << " values were their own tile (no copy), " << adopted_unspilled
      << " of them still held by the forward at its end (kept fast)\n";
   os << "  stall " << stall_s * 1e3 << " ms of " << transfer_s() * 1e3 << " ms transfer: overlap " << overlap() * 100
@@ -98,8 +99,8 @@ std::any TapeStreamer::pack(const Tensor& value) {
   } else {
     place_locked(pv, value);
     if (seen_.size() >= kSeen) seen_.erase(seen_.begin());
-    seen_.push_back({WeakStorage(value.storage()), value.storage().allocation(), value.offset(), value.sizes(),
-                     value.dtype(), pv});
+    seen_.push_back(
+        {WeakStorage(value.storage()), value.storage().allocation(), value.offset(), value.sizes(), value.dtype(), pv});
   }
   return pv;
 }
@@ -213,7 +214,8 @@ void TapeStreamer::place_locked(const std::shared_ptr<PackedValue>& pv, const Te
     }
     for (const auto& q : region_) {
       const std::size_t at = q->byte_offset - region_start_;
-      detail::view_in_tile(*moved, at, q->sizes, q->dtype).copy_(detail::view_in_tile(*old, q->byte_offset, q->sizes, q->dtype));
+      detail::view_in_tile(*moved, at, q->sizes, q->dtype)
+          .copy_(detail::view_in_tile(*old, q->byte_offset, q->sizes, q->dtype));
       q->tile = moved;
       q->byte_offset = at;
     }
@@ -266,7 +268,8 @@ void TapeStreamer::prefetch_locked(std::size_t layer, bool demand) {
 
 Tensor TapeStreamer::unpack(std::any& packed) {
   auto* p = std::any_cast<std::shared_ptr<PackedValue>>(&packed);
-  STRATA_CHECK(p != nullptr && *p != nullptr, "tape::TapeStreamer::unpack: the saved value was not packed by this streamer");
+  STRATA_CHECK(p != nullptr && *p != nullptr,
+               "tape::TapeStreamer::unpack: the saved value was not packed by this streamer");
   PackedValue& pv = **p;
   std::unique_lock<std::mutex> lock(mutex_);
   end_region_locked();  // backward began: the next value saved starts a region of its own

@@ -94,20 +94,20 @@ struct StreamReport {
   std::size_t layers = 0, regions = 0;
   std::size_t values_streamed = 0, values_kept = 0;
   std::size_t parameters_kept = 0;  ///< of values_kept: parameters (StreamOptions::stream_parameters off)
-  std::size_t tape_bytes = 0;      ///< bytes of the streamed values (regions, with alignment)
-  std::size_t bytes_to_slow = 0;   ///< tile bytes spilled by the FWD stream
-  std::size_t bytes_to_fast = 0;   ///< tile bytes prefetched or fetched on demand in backward
+  std::size_t tape_bytes = 0;       ///< bytes of the streamed values (regions, with alignment)
+  std::size_t bytes_to_slow = 0;    ///< tile bytes spilled by the FWD stream
+  std::size_t bytes_to_fast = 0;    ///< tile bytes prefetched or fetched on demand in backward
   std::size_t spills = 0, prefetches = 0, demand_fetches = 0;
   std::size_t tiles_freed = 0;
-  std::size_t values_shared = 0;   ///< saves of a value already streamed (they share its slot)
-  std::size_t region_moves = 0;    ///< regions that outgrew the open tile and moved (Pass 2)
-  std::size_t values_adopted = 0;  ///< values that became their own tile without a copy
+  std::size_t values_shared = 0;      ///< saves of a value already streamed (they share its slot)
+  std::size_t region_moves = 0;       ///< regions that outgrew the open tile and moved (Pass 2)
+  std::size_t values_adopted = 0;     ///< values that became their own tile without a copy
   std::size_t adopted_unspilled = 0;  ///< adopted tiles of closed layers the forward still held at the end
-  double stall_s = 0;              ///< time unpack waited for a tile (backward)
-  double forward_stall_s = 0;      ///< time forward waited for spills (more than max(1, d) in flight)
-  double transfer_to_slow_s = 0;   ///< running time of the spills on the mover thread
-  double transfer_to_fast_s = 0;   ///< ... of the prefetches and demand fetches
-  std::string slow_tier;           ///< "modeled: ..." or "real device ..."
+  double stall_s = 0;                 ///< time unpack waited for a tile (backward)
+  double forward_stall_s = 0;         ///< time forward waited for spills (more than max(1, d) in flight)
+  double transfer_to_slow_s = 0;      ///< running time of the spills on the mover thread
+  double transfer_to_fast_s = 0;      ///< ... of the prefetches and demand fetches
+  std::string slow_tier;              ///< "modeled: ..." or "real device ..."
   std::vector<LayerInfo> layer_info;
 
   double transfer_s() const { return transfer_to_slow_s + transfer_to_fast_s; }
@@ -165,9 +165,9 @@ class TapeStreamer final : public autograd::SavedTensorHooks {
   std::vector<std::shared_ptr<detail::PackedValue>> region_;  // the open region's values, in open_
   std::size_t region_start_ = 0;                              // its byte offset in open_
   std::vector<Seen> seen_;
-  std::deque<memory::MoveHandle> in_flight_;  // spills not known to be done
+  std::deque<memory::MoveHandle> in_flight_;       // spills not known to be done
   std::vector<std::weak_ptr<detail::Tile>> held_;  // closed adopted tiles the forward still holds
-  StreamReport stats_;  // counts; times and layer info are filled by report()
+  StreamReport stats_;                             // counts; times and layer info are filled by report()
 };
 
 /// Installs a TapeStreamer for this thread for its lifetime (the forward of one step); the values

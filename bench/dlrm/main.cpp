@@ -36,16 +36,15 @@ using namespace strata::emb;
 
 constexpr const char* kProg = "strata-dlrm";
 
-
 void print_test_summary(const DLRMTrainer& trainer) {
   if (trainer.history().tests.empty()) return;
   const DLRMTestRecord& t = trainer.history().tests.back();
-  std::printf("  test (last pass, %lld samples, %.1f samples/s): loss %.6f, log loss %.6f, accuracy %.3f %%, "
-              "AUC %.4f; best accuracy %.3f %%, best AUC %.4f\n",
-              static_cast<long long>(t.metrics.samples),
-              t.seconds > 0 ? static_cast<double>(t.metrics.samples) / t.seconds : 0.0, t.metrics.loss,
-              t.metrics.log_loss, 100 * t.metrics.accuracy, t.metrics.auc, 100 * trainer.best_accuracy(),
-              trainer.best_auc());
+  std::printf(
+      "  test (last pass, %lld samples, %.1f samples/s): loss %.6f, log loss %.6f, accuracy %.3f %%, "
+      "AUC %.4f; best accuracy %.3f %%, best AUC %.4f\n",
+      static_cast<long long>(t.metrics.samples),
+      t.seconds > 0 ? static_cast<double>(t.metrics.samples) / t.seconds : 0.0, t.metrics.loss, t.metrics.log_loss,
+      100 * t.metrics.accuracy, t.metrics.auc, 100 * trainer.best_accuracy(), trainer.best_auc());
 }
 
 // What the summary and the JSON report about the tiers.
@@ -66,10 +65,11 @@ void print_summary(const DLRMConfig& c, TieredDLRM& model, const DLRMTrainer& tr
   std::printf("\nSummary: %lld iterations, %lld samples in %.2f s: %.1f samples/s (%d threads)\n",
               static_cast<long long>(st.iterations), static_cast<long long>(st.samples), st.seconds, sps,
               get_num_threads());
-  std::printf("  phases (ms/it): bottom MLP %.3f, lookup %.3f, interaction %.3f, top MLP %.3f, backward %.3f, "
-              "update %.3f (policy hooks %.3f of lookup + update)\n",
-              1e3 * ph.bottom_mlp / it, 1e3 * ph.lookup / it, 1e3 * ph.interaction / it, 1e3 * ph.top_mlp / it,
-              1e3 * ph.backward / it, 1e3 * ph.update / it, 1e3 * ph.hooks / it);
+  std::printf(
+      "  phases (ms/it): bottom MLP %.3f, lookup %.3f, interaction %.3f, top MLP %.3f, backward %.3f, "
+      "update %.3f (policy hooks %.3f of lookup + update)\n",
+      1e3 * ph.bottom_mlp / it, 1e3 * ph.lookup / it, 1e3 * ph.interaction / it, 1e3 * ph.top_mlp / it,
+      1e3 * ph.backward / it, 1e3 * ph.update / it, 1e3 * ph.hooks / it);
   std::printf("  data: waited %.3f ms/it for batches (%.2f %% of the step time)\n",
               1e3 * st.data_seconds / static_cast<double>(std::max<int64_t>(1, st.iterations)),
               st.seconds > 0 ? 100.0 * st.data_seconds / st.seconds : 0.0);
@@ -84,19 +84,20 @@ void print_summary(const DLRMConfig& c, TieredDLRM& model, const DLRMTrainer& tr
               format_bytes(static_cast<double>(cnt.slow_bytes_read)).c_str(),
               format_bytes(static_cast<double>(cnt.slow_bytes_written)).c_str());
   const memory::MemoryStatsSnapshot mem = model.memory().manager().stats().snapshot();
-  std::printf("  fast tier (one per process: tables, caches and tensors): peak %s of %s; tensors evicted to the "
-              "slow tier %s\n",
-              format_bytes(static_cast<double>(mem.fast.peak_bytes)).c_str(),
-              format_bytes(static_cast<double>(model.memory().fast_heap().capacity())).c_str(),
-              format_bytes(static_cast<double>(mem.moved_to_slow.bytes)).c_str());
+  std::printf(
+      "  fast tier (one per process: tables, caches and tensors): peak %s of %s; tensors evicted to the "
+      "slow tier %s\n",
+      format_bytes(static_cast<double>(mem.fast.peak_bytes)).c_str(),
+      format_bytes(static_cast<double>(model.memory().fast_heap().capacity())).c_str(),
+      format_bytes(static_cast<double>(mem.moved_to_slow.bytes)).c_str());
   const TierReport tier(model);
-  std::printf("  slow tier: %s\n",
-              !tier.has_slow ? "none (every table fits the fast budget)"
-              : tier.modeled ? (model.memory().throttle().model().describe() + ", stalled " +
-                                std::to_string(static_cast<double>(cnt.throttle.stall_ns) * 1e-9) + " s")
-                                   .c_str()
-              : tier.real    ? "real device"
-                             : "DRAM-backed, model off (not slowed)");
+  std::printf("  slow tier: %s\n", !tier.has_slow ? "none (every table fits the fast budget)"
+                                   : tier.modeled
+                                       ? (model.memory().throttle().model().describe() + ", stalled " +
+                                          std::to_string(static_cast<double>(cnt.throttle.stall_ns) * 1e-9) + " s")
+                                             .c_str()
+                                   : tier.real ? "real device"
+                                               : "DRAM-backed, model off (not slowed)");
   std::fflush(stdout);
 }
 
@@ -153,11 +154,15 @@ bool write_json(const DLRMConfig& c, TieredDLRM& model, const DLRMTrainer& train
   j.kv("interaction", 1e3 * ph.interaction / it).kv("top_mlp", 1e3 * ph.top_mlp / it);
   j.kv("backward", 1e3 * ph.backward / it).kv("update", 1e3 * ph.update / it).kv("policy_hooks", 1e3 * ph.hooks / it);
   j.end_object();
-  if (cnt.cache_hit_rate >= 0) j.kv("cache_hit_rate", cnt.cache_hit_rate);
-  else j.key("cache_hit_rate").null();
+  if (cnt.cache_hit_rate >= 0)
+    j.kv("cache_hit_rate", cnt.cache_hit_rate);
+  else
+    j.key("cache_hit_rate").null();
   j.key("bytes").begin_object();
-  j.kv("fast_read", static_cast<long long>(cnt.fast_bytes_read)).kv("fast_written", static_cast<long long>(cnt.fast_bytes_written));
-  j.kv("slow_read", static_cast<long long>(cnt.slow_bytes_read)).kv("slow_written", static_cast<long long>(cnt.slow_bytes_written));
+  j.kv("fast_read", static_cast<long long>(cnt.fast_bytes_read))
+      .kv("fast_written", static_cast<long long>(cnt.fast_bytes_written));
+  j.kv("slow_read", static_cast<long long>(cnt.slow_bytes_read))
+      .kv("slow_written", static_cast<long long>(cnt.slow_bytes_written));
   j.end_object();
   const TierReport tier(model);
   j.kv("slow_tier", !tier.has_slow ? "none" : tier.modeled ? "modeled" : tier.real ? "real" : "off");
@@ -172,7 +177,7 @@ int run(const DLRMConfig& flags) {
   if (flags.threads > 0) set_num_threads(static_cast<int>(flags.threads));
   check_output_paths(flags);                      // before hours of training, not after
   const DLRMConfig c = with_dataset_rows(flags);  // a dataset's rows are its counts (preprocessing it first)
-  configure_process_memory(c);  // before the first tensor
+  configure_process_memory(c);                    // before the first tensor
   std::printf("%s\n", describe(c).c_str());
   TieredDLRM model(c);
   std::printf("%s\n%s", model.describe_memory().c_str(),

@@ -14,9 +14,9 @@ namespace strata::detail {
 
 template <int K>
 struct StridedOperands {
-  Dims sizes;                       // shared sizes, outermost first
-  std::array<Dims, K> strides;      // byte strides per operand
-  std::array<char*, K> base{};      // address of element [0, ..., 0] per operand
+  Dims sizes;                   // shared sizes, outermost first
+  std::array<Dims, K> strides;  // byte strides per operand
+  std::array<char*, K> base{};  // address of element [0, ..., 0] per operand
 };
 
 /// Drops size-1 dims and merges dim i into dim i+1 when every operand has
@@ -28,8 +28,7 @@ void coalesce(StridedOperands<K>& ops) {
   for (std::size_t d = 0; d < ops.sizes.size(); ++d) {
     if (ops.sizes[d] == 1) continue;
     bool merge = !sizes.empty();
-    for (int k = 0; k < K && merge; ++k)
-      merge = strides[k].back() == ops.strides[k][d] * ops.sizes[d];
+    for (int k = 0; k < K && merge; ++k) merge = strides[k].back() == ops.strides[k][d] * ops.sizes[d];
     if (merge) {
       sizes.back() *= ops.sizes[d];
       for (int k = 0; k < K; ++k) strides[k].back() = ops.strides[k][d];

@@ -97,8 +97,8 @@ struct DataParallel::Step {
   std::vector<int64_t> bucket_of;             // param position -> bucket
   int64_t local_chunks = 0;
   std::mutex mutex;
-  std::vector<std::vector<Tensor>> grads;     // [local chunk][param position]
-  std::vector<int64_t> pending;               // gradients each bucket still waits for
+  std::vector<std::vector<Tensor>> grads;  // [local chunk][param position]
+  std::vector<int64_t> pending;            // gradients each bucket still waits for
   std::vector<Work> works;
   int64_t launched = 0;
   bool finished = false;
@@ -166,8 +166,7 @@ DataParallel::DataParallel(std::shared_ptr<nn::Module> module, Communicator& com
   STRATA_CHECK(module_ != nullptr, "DataParallel: the module is null");
   STRATA_CHECK(options_.chunks >= comm_.size(), "DataParallel: chunks=", options_.chunks, " is fewer than the ",
                comm_.size(), " ranks (every rank runs at least one chunk)");
-  STRATA_CHECK(options_.bucket_bytes >= 1, "DataParallel: bucket_bytes=", options_.bucket_bytes,
-               " must be at least 1");
+  STRATA_CHECK(options_.bucket_bytes >= 1, "DataParallel: bucket_bytes=", options_.bucket_bytes, " must be at least 1");
   collect_parameters();
   check_parameters_agree();
   if (options_.broadcast_state) broadcast_state();
@@ -182,8 +181,8 @@ void DataParallel::collect_parameters() {
     params_.push_back(p);
     param_names_.push_back(name);
     if (!p.requires_grad()) continue;
-    STRATA_CHECK(p.dtype() == DType::f32 || p.dtype() == DType::f64, "DataParallel: parameter '", name,
-                 "' is ", p.dtype(), "; DataParallel reduces f32 and f64 gradients");
+    STRATA_CHECK(p.dtype() == DType::f32 || p.dtype() == DType::f64, "DataParallel: parameter '", name, "' is ",
+                 p.dtype(), "; DataParallel reduces f32 and f64 gradients");
     reduced_.push_back(index);
   }
   // Every registry entry holding a reduced parameter (a tied parameter sits in several modules).
@@ -213,9 +212,9 @@ void DataParallel::check_parameters_agree() {
     const int64_t* b = other + 1;
     for (int64_t i = 0; i < root[0]; ++i) {
       const Dims sa(a + 2, a + 2 + a[1]), sb(b + 2, b + 2 + b[1]);
-      STRATA_CHECK(a[0] == b[0] && sa == sb, "DataParallel: parameter '", param_names_[i], "' (parameter ", i,
-                   ") is ", describe(static_cast<DType>(a[0]), sa), " on rank 0 but ",
-                   describe(static_cast<DType>(b[0]), sb), " on rank ", r);
+      STRATA_CHECK(a[0] == b[0] && sa == sb, "DataParallel: parameter '", param_names_[i], "' (parameter ", i, ") is ",
+                   describe(static_cast<DType>(a[0]), sa), " on rank 0 but ", describe(static_cast<DType>(b[0]), sb),
+                   " on rank ", r);
       a += 2 + a[1];
       b += 2 + b[1];
     }
@@ -302,7 +301,7 @@ enum : int64_t { kUndefinedInput = -1, kUnfinishedStep = -2, kScalarInput = -3 }
 Tensor DataParallel::forward(const Tensor& local_input) {
   std::shared_ptr<Step> previous = std::exchange(step_, nullptr);
   const bool unfinished = previous != nullptr && !previous->finished;
-  const std::vector<int64_t> rows = exchange_rows(!local_input.defined() ? kUndefinedInput
+  const std::vector<int64_t> rows = exchange_rows(!local_input.defined()   ? kUndefinedInput
                                                   : local_input.dim() == 0 ? kScalarInput
                                                   : unfinished             ? kUnfinishedStep
                                                                            : local_input.size(0));

@@ -117,12 +117,12 @@ class DataParallel {
   std::shared_ptr<nn::Module> module_;
   Communicator& comm_;
   DataParallelOptions options_;
-  std::vector<Tensor> params_;                // every parameter of module(), in order
+  std::vector<Tensor> params_;  // every parameter of module(), in order
   std::vector<std::string> param_names_;
-  std::vector<int64_t> reduced_;              // indices into params_ of those that require grad
-  std::vector<ParamSlot> slots_;              // every (module, name) that holds a parameter
+  std::vector<int64_t> reduced_;  // indices into params_ of those that require grad
+  std::vector<ParamSlot> slots_;  // every (module, name) that holds a parameter
   std::vector<std::vector<int64_t>> buckets_;
-  std::shared_ptr<Step> step_;                // the last forward with grad mode on
+  std::shared_ptr<Step> step_;  // the last forward with grad mode on
 };
 
 }  // namespace strata::dist

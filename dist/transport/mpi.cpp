@@ -162,8 +162,8 @@ void MpiTransport::wait_all(const ExchangeLabel& label) {
   std::vector<MPI_Status> statuses(requests_.size());
   for (int idle = 0; remaining > 0;) {
     int outcount = 0;
-    const int rc = MPI_Testsome(static_cast<int>(requests_.size()), requests_.data(), &outcount, done.data(),
-                                statuses.data());
+    const int rc =
+        MPI_Testsome(static_cast<int>(requests_.size()), requests_.data(), &outcount, done.data(), statuses.data());
     if (rc != MPI_SUCCESS) fail_status(label, done, statuses, outcount, rc);
     if (outcount > 0 && outcount != MPI_UNDEFINED) {
       remaining -= static_cast<std::size_t>(outcount);

@@ -181,7 +181,8 @@ void place(ShardPlan& plan, int64_t dp_bytes) {
     if (s.kind != ShardKind::row_wise) continue;
     s.block_begin.assign(static_cast<std::size_t>(plan.ranks) + 1, 0);
     for (int r = 0; r < plan.ranks; ++r) {
-      s.block_begin[r + 1] = s.block_begin[r] + plan.row_blocks / plan.ranks + (r < plan.row_blocks % plan.ranks ? 1 : 0);
+      s.block_begin[r + 1] =
+          s.block_begin[r] + plan.row_blocks / plan.ranks + (r < plan.row_blocks % plan.ranks ? 1 : 0);
       plan.rank_bytes[r] += block_bytes(plan.tables[t], plan.row_blocks, s.block_begin[r], s.block_begin[r + 1]);
     }
   }

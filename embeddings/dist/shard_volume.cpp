@@ -62,7 +62,8 @@ CollectiveVolume backward_volume(const ShardPlan& plan, int64_t batch) {
   return v;
 }
 
-CollectiveVolume allreduce_volume(int64_t numel, int64_t elem_bytes, const std::vector<int64_t>& contributions_per_rank) {
+CollectiveVolume allreduce_volume(int64_t numel, int64_t elem_bytes,
+                                  const std::vector<int64_t>& contributions_per_rank) {
   const int n = static_cast<int>(contributions_per_rank.size());
   STRATA_CHECK(n >= 1, "allreduce_volume: no ranks");
   STRATA_CHECK(numel >= 0 && elem_bytes >= 1, "allreduce_volume: ", numel, " elements of ", elem_bytes, " bytes");

@@ -48,6 +48,7 @@ CollectiveVolume forward_volume(const ShardPlan& plan, int64_t batch);
 CollectiveVolume backward_volume(const ShardPlan& plan, int64_t batch);
 /// Communicator::allreduce(contributions) of `numel` elements of `elem_bytes` bytes with
 /// contributions_per_rank[r] contributions on rank r (at least one in all).
-CollectiveVolume allreduce_volume(int64_t numel, int64_t elem_bytes, const std::vector<int64_t>& contributions_per_rank);
+CollectiveVolume allreduce_volume(int64_t numel, int64_t elem_bytes,
+                                  const std::vector<int64_t>& contributions_per_rank);
 
 }  // namespace strata::emb

@@ -17,18 +17,18 @@ namespace strata::emb {
 
 float initial_value(uint64_t seed, int64_t table, int64_t rows, int64_t row, int64_t col) {
   const auto u = static_cast<uint64_t>(row);
-  const std::array<uint32_t, 4> words = philox4x32_10(
-      {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)},
-      {static_cast<uint32_t>(u), static_cast<uint32_t>(u >> 32), static_cast<uint32_t>(table), static_cast<uint32_t>(col / 4)});
+  const std::array<uint32_t, 4> words = philox4x32_10({static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)},
+                                                      {static_cast<uint32_t>(u), static_cast<uint32_t>(u >> 32),
+                                                       static_cast<uint32_t>(table), static_cast<uint32_t>(col / 4)});
   const double unit = uint32_to_unit_float(words[static_cast<std::size_t>(col % 4)]);
   return static_cast<float>((2.0 * unit - 1.0) * std::sqrt(1.0 / static_cast<double>(rows)));
 }
 
 /// The rows of one table this rank holds, their tree nodes and the update's scratch.
 struct ShardedEmbeddingBags::Shard {
-  int64_t lo = 0, hi = 0;                 // global rows held
-  std::vector<dist::TreeNode> nodes;      // tree_cover of the blocks held
-  std::unique_ptr<SimpleTable> table;     // hi - lo rows (null when the blocks held have no rows)
+  int64_t lo = 0, hi = 0;              // global rows held
+  std::vector<dist::TreeNode> nodes;   // tree_cover of the blocks held
+  std::unique_ptr<SimpleTable> table;  // hi - lo rows (null when the blocks held have no rows)
   std::unique_ptr<SparseOptimizerState> state;
   UpdateWorkspace workspace;
 };
@@ -65,7 +65,8 @@ ShardedEmbeddingBags::ShardedEmbeddingBags(ShardPlan plan, int rank, TableMemory
       shard->state = std::make_unique<SparseOptimizerState>(*shard->table, sgd);
       row.resize(static_cast<std::size_t>(spec.dim));
       for (int64_t r = shard->lo; r < shard->hi; ++r) {
-        for (int64_t c = 0; c < spec.dim; ++c) row[static_cast<std::size_t>(c)] = initial_value(seed, t, spec.rows, r, c);
+        for (int64_t c = 0; c < spec.dim; ++c)
+          row[static_cast<std::size_t>(c)] = initial_value(seed, t, spec.rows, r, c);
         shard->table->write_row(r - shard->lo, row.data());
       }
     }
@@ -177,7 +178,8 @@ void ShardedEmbeddingBags::finish_pooling(std::span<const Bags> bags, const std:
     const int64_t d = plan_.tables[t].dim;
     const auto holders = [&] {
       std::vector<int> h;
-      for (int i = 0; i < plan_.ranks; ++i) if (plan_.holds(i, t)) h.push_back(i);
+      for (int i = 0; i < plan_.ranks; ++i)
+        if (plan_.holds(i, t)) h.push_back(i);
       return h;
     }();
     const bool whole_here = plan_.shards[t].kind == ShardKind::data_parallel || holders == std::vector<int>{rank_};
@@ -274,7 +276,8 @@ Tensor ShardedEmbeddingBags::gather_gradients(const Tensor& grad, const std::vec
     for (int t = 0; t < static_cast<int>(plan_.tables.size()) && i != rank_; ++t) {
       if (!plan_.holds(i, t)) continue;
       const int64_t d = plan_.tables[t].dim;
-      for (int64_t k = 0; k < mine; ++k, out += d) std::memcpy(out, g + k * width_ + column_[t], static_cast<std::size_t>(d) * 4);
+      for (int64_t k = 0; k < mine; ++k, out += d)
+        std::memcpy(out, g + k * width_ + column_[t], static_cast<std::size_t>(d) * 4);
     }
   }
   return comm_->alltoallv(payload, send, recv);
@@ -285,11 +288,11 @@ void ShardedEmbeddingBags::backward_sgd(std::span<const Bags> bags, const Tensor
   const int64_t batch = bags[0].batch();
   const std::vector<int64_t> at = sample_split(batch, plan_.ranks);
   const int64_t mine = at[rank_ + 1] - at[rank_];
-  STRATA_CHECK(grad.defined() && grad.dtype() == DType::f32 && grad.dim() == 2 && grad.size(0) == mine &&
-                   grad.size(1) == width_,
-               "ShardedEmbeddingBags::backward_sgd: rank ", rank_, " expects an f32 gradient of [", mine, ", ", width_,
-               "] (its samples x the tables' dims), got ", grad.defined() ? grad.dtype() : DType::f32, " ",
-               grad.defined() ? grad.sizes() : Dims{});
+  STRATA_CHECK(
+      grad.defined() && grad.dtype() == DType::f32 && grad.dim() == 2 && grad.size(0) == mine && grad.size(1) == width_,
+      "ShardedEmbeddingBags::backward_sgd: rank ", rank_, " expects an f32 gradient of [", mine, ", ", width_,
+      "] (its samples x the tables' dims), got ", grad.defined() ? grad.dtype() : DType::f32, " ",
+      grad.defined() ? grad.sizes() : Dims{});
   STRATA_CHECK(lr >= 0, "ShardedEmbeddingBags::backward_sgd: negative learning rate ", lr);
   const Tensor g = grad.contiguous();
   const Tensor received = plan_.ranks > 1 ? gather_gradients(g, at) : Tensor();
@@ -318,8 +321,8 @@ void ShardedEmbeddingBags::backward_sgd(std::span<const Bags> bags, const Tensor
     Shard& shard = *shards_[static_cast<std::size_t>(t)];
     if (shard.table == nullptr) continue;
     const ShardBags local(bags[t], shard.lo, shard.hi);
-    update(*shard.table, local.view(), Pooling::Sum, {full.data(), d},
-           SparseOptimizer{SparseOptimizer::Kind::SGD, lr}, *shard.state, shard.workspace);
+    update(*shard.table, local.view(), Pooling::Sum, {full.data(), d}, SparseOptimizer{SparseOptimizer::Kind::SGD, lr},
+           *shard.state, shard.workspace);
   }
 }
 

@@ -46,8 +46,8 @@
 
 #include "core/tensor.h"
 #include "dist/communicator.h"
-#include "embeddings/kernels.h"
 #include "embeddings/dist/shard_plan.h"
+#include "embeddings/kernels.h"
 
 namespace strata::emb {
 
@@ -105,7 +105,7 @@ class ShardedEmbeddingBags {
   int rank_ = 0;
   dist::Communicator* comm_ = nullptr;
   int64_t width_ = 0;
-  std::vector<int64_t> column_;  // table t's first output column
+  std::vector<int64_t> column_;                 // table t's first output column
   std::vector<std::unique_ptr<Shard>> shards_;  // per table; null where this rank holds no rows
 };
 

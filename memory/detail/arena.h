@@ -75,9 +75,9 @@ class Arena {
   mutable std::mutex mutex_;
   const std::size_t granularity_;
   std::atomic<std::size_t> capacity_;
-  std::set<std::size_t> segment_starts_;                // 0 and every extend()ed offset
+  std::set<std::size_t> segment_starts_;  // 0 and every extend()ed offset
   std::size_t largest_segment_ = 0;
-  std::map<std::size_t, Entry> blocks_;                 // every block, by offset
+  std::map<std::size_t, Entry> blocks_;                   // every block, by offset
   std::multimap<std::size_t, std::size_t> free_by_size_;  // free blocks: size -> offset
   std::size_t used_ = 0;
   std::size_t peak_ = 0;

@@ -20,8 +20,7 @@ Options AdagradOptions::to_map() const {
           {"maximize", maximize ? 1.0 : 0.0}};
 }
 
-Adagrad::Adagrad(std::vector<Tensor> params, const AdagradOptions& options)
-    : Optimizer("Adagrad", options.to_map()) {
+Adagrad::Adagrad(std::vector<Tensor> params, const AdagradOptions& options) : Optimizer("Adagrad", options.to_map()) {
   init_groups({ParamGroup{std::move(params), {}}});
 }
 

@@ -50,8 +50,7 @@ bool whole(double v) { return std::isfinite(v) && v == std::floor(v); }
 std::vector<double> per_group(const std::string& who, const char* what, const std::vector<double>& values,
                               std::size_t groups) {
   if (values.size() == 1) return std::vector<double>(groups, values[0]);
-  STRATA_CHECK(values.size() == groups, who, ": expected ", groups, " values for ", what, ", but got ",
-               values.size());
+  STRATA_CHECK(values.size() == groups, who, ": expected ", groups, " values for ", what, ", but got ", values.size());
   return values;
 }
 
@@ -66,8 +65,8 @@ LRScheduler::LRScheduler(std::string name, Optimizer& optimizer, int64_t last_ep
     if (last_epoch == -1) {
       groups[g].extras.emplace("initial_lr", detail::option(groups[g].options, "lr"));
     } else {
-      STRATA_CHECK(groups[g].extras.count("initial_lr") != 0, "param 'initial_lr' is not specified in param_groups[",
-                   g, "] when resuming scheduler with last_epoch >= 0 (", name_, ")");
+      STRATA_CHECK(groups[g].extras.count("initial_lr") != 0, "param 'initial_lr' is not specified in param_groups[", g,
+                   "] when resuming scheduler with last_epoch >= 0 (", name_, ")");
     }
     base_lrs_.push_back(groups[g].extras.at("initial_lr"));
   }
@@ -223,9 +222,7 @@ std::vector<double> StepLR::closed_form_lr() const {
   return out;
 }
 
-Options StepLR::hyperparameters() const {
-  return {{"step_size", static_cast<double>(step_size_)}, {"gamma", gamma_}};
-}
+Options StepLR::hyperparameters() const { return {{"step_size", static_cast<double>(step_size_)}, {"gamma", gamma_}}; }
 
 void StepLR::set_hyperparameters(const Options& v) {
   const double s = v.at("step_size");
@@ -378,9 +375,8 @@ std::vector<double> LinearLR::closed_form_lr() const {
 }
 
 Options LinearLR::hyperparameters() const {
-  return {{"start_factor", start_factor_},
-          {"end_factor", end_factor_},
-          {"total_iters", static_cast<double>(total_iters_)}};
+  return {
+      {"start_factor", start_factor_}, {"end_factor", end_factor_}, {"total_iters", static_cast<double>(total_iters_)}};
 }
 
 void LinearLR::set_hyperparameters(const Options& v) {
@@ -393,7 +389,6 @@ void LinearLR::set_hyperparameters(const Options& v) {
 }
 
 // ---- OneCycleLR ---------------------------------------------------------------------------------
-
 
 OneCycleLR::OneCycleLR(Optimizer& optimizer, const OneCycleOptions& o, int64_t last_epoch)
     : LRScheduler("OneCycleLR", optimizer, last_epoch) {
@@ -579,8 +574,7 @@ void split_sequential_state(const StateDict& state, std::size_t children, StateD
     std::size_t i = children;
     if (dot != std::string::npos && dot > 0 && rest.find_first_not_of("0123456789") == dot)
       i = std::stoul(rest.substr(0, dot));
-    STRATA_CHECK(i < children, "SequentialLR.load_state_dict: unexpected key '", key, "' (", children,
-                 " schedulers)");
+    STRATA_CHECK(i < children, "SequentialLR.load_state_dict: unexpected key '", key, "' (", children, " schedulers)");
     child_states[i].emplace_back(rest.substr(dot + 1), t);
   }
 }
@@ -708,21 +702,36 @@ void ReduceLROnPlateau::load_state_dict(const StateDict& state) {
     return v;
   };
   for (const auto& [key, t] : state) {
-    if (key == "factor") o.factor = scalar_of(where, key, t);
-    else if (key == "threshold") o.threshold = scalar_of(where, key, t);
-    else if (key == "eps") o.eps = scalar_of(where, key, t);
-    else if (key == "best") best = scalar_of(where, key, t);
-    else if (key == "mode_worse") scalar_of(where, key, t);  // follows from mode
-    else if (key == "patience") o.patience = static_cast<int64_t>(whole_of(key, t));
-    else if (key == "cooldown") o.cooldown = static_cast<int64_t>(whole_of(key, t));
-    else if (key == "cooldown_counter") cool = whole_of(key, t);
-    else if (key == "num_bad_epochs") bad = whole_of(key, t);
-    else if (key == "last_epoch") epoch = whole_of(key, t);
-    else if (key == "mode") o.mode = whole_of(key, t) == 0 ? "min" : "max";
-    else if (key == "threshold_mode") o.threshold_mode = whole_of(key, t) == 0 ? "rel" : "abs";
-    else if (key == "min_lrs") min_lrs = list_of(where, key, t);
-    else if (key == "_last_lr") last = list_of(where, key, t);
-    else STRATA_FAIL(where, ": unexpected key '", key, "'");
+    if (key == "factor")
+      o.factor = scalar_of(where, key, t);
+    else if (key == "threshold")
+      o.threshold = scalar_of(where, key, t);
+    else if (key == "eps")
+      o.eps = scalar_of(where, key, t);
+    else if (key == "best")
+      best = scalar_of(where, key, t);
+    else if (key == "mode_worse")
+      scalar_of(where, key, t);  // follows from mode
+    else if (key == "patience")
+      o.patience = static_cast<int64_t>(whole_of(key, t));
+    else if (key == "cooldown")
+      o.cooldown = static_cast<int64_t>(whole_of(key, t));
+    else if (key == "cooldown_counter")
+      cool = whole_of(key, t);
+    else if (key == "num_bad_epochs")
+      bad = whole_of(key, t);
+    else if (key == "last_epoch")
+      epoch = whole_of(key, t);
+    else if (key == "mode")
+      o.mode = whole_of(key, t) == 0 ? "min" : "max";
+    else if (key == "threshold_mode")
+      o.threshold_mode = whole_of(key, t) == 0 ? "rel" : "abs";
+    else if (key == "min_lrs")
+      min_lrs = list_of(where, key, t);
+    else if (key == "_last_lr")
+      last = list_of(where, key, t);
+    else
+      STRATA_FAIL(where, ": unexpected key '", key, "'");
   }
   STRATA_CHECK(o.factor < 1.0, where, ": Factor should be < 1.0.");
   options_ = std::move(o);

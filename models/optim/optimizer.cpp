@@ -117,10 +117,9 @@ void Optimizer::fill_and_check_group(ParamGroup& group, std::size_t gi) const {
   for (std::size_t i = 0; i < group.params.size(); ++i) {
     const Tensor& p = group.params[i];
     STRATA_CHECK(p.defined(), name_, ": parameter ", i, " of param group ", gi, " is undefined");
-    STRATA_CHECK(p.dtype() == DType::f32 || p.dtype() == DType::f64, name_, ": parameter ", i, " of param group ",
-                 gi, " must be f32 or f64, got ", p.describe());
-    STRATA_CHECK(p.is_leaf(), name_, ": can't optimize a non-leaf Tensor (parameter ", i, " of param group ", gi,
-                 ")");
+    STRATA_CHECK(p.dtype() == DType::f32 || p.dtype() == DType::f64, name_, ": parameter ", i, " of param group ", gi,
+                 " must be f32 or f64, got ", p.describe());
+    STRATA_CHECK(p.is_leaf(), name_, ": can't optimize a non-leaf Tensor (parameter ", i, " of param group ", gi, ")");
     for (std::size_t j = 0; j < i; ++j) {
       STRATA_CHECK(!same_param(p, group.params[j]), name_, ": param group ", gi,
                    " contains a parameter twice (entries ", j, " and ", i, ")");
@@ -148,8 +147,8 @@ void Optimizer::add_param_group(ParamGroup group) {
 
 void Optimizer::check_group_options(const Options& options) const {
   for (const auto& [key, value] : options) {
-    STRATA_CHECK(defaults_.count(key) != 0, name_, ": unknown option '", key, "' (expected one of: ",
-                 join_keys(defaults_), ")");
+    STRATA_CHECK(defaults_.count(key) != 0, name_, ": unknown option '", key,
+                 "' (expected one of: ", join_keys(defaults_), ")");
   }
   STRATA_CHECK(options.size() == defaults_.size(), name_, ": options lack some of: ", join_keys(defaults_));
   check_options(options);
@@ -168,8 +167,7 @@ const ParamState& Optimizer::state(int64_t index) const {
     if (index >= base && index < base + n) return states_[g][index - base];
     base += n;
   }
-  STRATA_FAIL(name_, ": parameter index ", index, " out of range (the optimizer has ", base,
-              " parameters)");
+  STRATA_FAIL(name_, ": parameter index ", index, " out of range (the optimizer has ", base, " parameters)");
 }
 
 void Optimizer::step() {
@@ -271,11 +269,12 @@ Optimizer::LoadedState Optimizer::prepare_load(const StateDict& dict) const {
     auto split = [&](std::size_t prefix_len, std::map<int64_t, std::map<std::string, const Tensor*>>& into) {
       const auto dot = k.find('.', prefix_len);
       int64_t idx = 0;
-      STRATA_CHECK(dot != std::string_view::npos && dot + 1 < k.size() && parse_index(k.substr(prefix_len, dot - prefix_len), idx),
+      STRATA_CHECK(dot != std::string_view::npos && dot + 1 < k.size() &&
+                       parse_index(k.substr(prefix_len, dot - prefix_len), idx),
                    what, ": malformed key '", key, "' (expected 'state.<i>.<name>' or 'param_groups.<g>.<option>')");
       STRATA_CHECK(value.defined(), what, ": key '", key, "' holds an undefined tensor");
-      STRATA_CHECK(into[idx].emplace(std::string(k.substr(dot + 1)), &value).second, what, ": duplicate key '",
-                   key, "'");
+      STRATA_CHECK(into[idx].emplace(std::string(k.substr(dot + 1)), &value).second, what, ": duplicate key '", key,
+                   "'");
     };
     if (k.starts_with("state.")) {
       split(6, states);
@@ -299,8 +298,8 @@ Optimizer::LoadedState Optimizer::prepare_load(const StateDict& dict) const {
     auto params_it = it->second.find("params");
     STRATA_CHECK(params_it != it->second.end(), what, ": missing key '", prefix, "params'");
     const Tensor& ids = *params_it->second;
-    STRATA_CHECK(ids.dim() == 1 && (ids.dtype() == DType::i64 || ids.dtype() == DType::i32), what, ": key '",
-                 prefix, "params' must be a 1-D i64 tensor of parameter indices, got ", ids.describe());
+    STRATA_CHECK(ids.dim() == 1 && (ids.dtype() == DType::i64 || ids.dtype() == DType::i32), what, ": key '", prefix,
+                 "params' must be a 1-D i64 tensor of parameter indices, got ", ids.describe());
     STRATA_CHECK(ids.size(0) == static_cast<int64_t>(groups_[g].params.size()), what,
                  ": loaded state dict contains a parameter group that doesn't match the size of optimizer's group ('",
                  prefix, "params' has ", ids.size(0), " entries, the optimizer's group ", g, " has ",
@@ -329,8 +328,8 @@ Optimizer::LoadedState Optimizer::prepare_load(const StateDict& dict) const {
   for (const auto& [id, entries] : states) {
     const std::string prefix = "state." + std::to_string(id) + ".";
     auto m = id_map.find(id);
-    STRATA_CHECK(m != id_map.end(), what, ": key '", prefix, entries.begin()->first, "': no parameter has index ",
-                 id, " in 'param_groups.*.params'");
+    STRATA_CHECK(m != id_map.end(), what, ": key '", prefix, entries.begin()->first, "': no parameter has index ", id,
+                 " in 'param_groups.*.params'");
     const auto [g, pos] = m->second;
     const Tensor& param = groups_[g].params[pos];
     const std::vector<std::string> names = buffer_names(new_options[g]);
@@ -345,18 +344,17 @@ Optimizer::LoadedState Optimizer::prepare_load(const StateDict& dict) const {
         st.step = static_cast<int64_t>(s);
         continue;
       }
-      STRATA_CHECK(std::find(names.begin(), names.end(), name) != names.end(), what, ": unexpected key '", prefix,
-                   name, "' (", name_, " state for these options: ", counts_steps() ? "step" : "",
+      STRATA_CHECK(std::find(names.begin(), names.end(), name) != names.end(), what, ": unexpected key '", prefix, name,
+                   "' (", name_, " state for these options: ", counts_steps() ? "step" : "",
                    counts_steps() && !names.empty() ? ", " : "", join(names), ")");
       STRATA_CHECK(t->dtype() == DType::f32 || t->dtype() == DType::f64, what, ": key '", prefix, name,
                    "' must be f32 or f64, got ", t->describe());
       const Dims expected = buffer_shape(param, name);
-      STRATA_CHECK(t->sizes() == expected, what, ": key '", prefix, name, "' has shape ", t->sizes(),
-                   ", expected ", expected, " for parameter ", id, " of shape ", param.sizes());
+      STRATA_CHECK(t->sizes() == expected, what, ": key '", prefix, name, "' has shape ", t->sizes(), ", expected ",
+                   expected, " for parameter ", id, " of shape ", param.sizes());
       st.buffers.emplace(name, t->to(param.dtype(), /*copy=*/true).contiguous());
     }
-    if (counts_steps())
-      STRATA_CHECK(entries.count("step") != 0, what, ": missing key '", prefix, "step'");
+    if (counts_steps()) STRATA_CHECK(entries.count("step") != 0, what, ": missing key '", prefix, "step'");
     for (const auto& name : names) {
       STRATA_CHECK(buffer_optional(name) || entries.count(name) != 0, what, ": missing key '", prefix, name, "'");
     }

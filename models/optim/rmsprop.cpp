@@ -21,8 +21,7 @@ Options RMSpropOptions::to_map() const {
           {"maximize", maximize ? 1.0 : 0.0}};
 }
 
-RMSprop::RMSprop(std::vector<Tensor> params, const RMSpropOptions& options)
-    : Optimizer("RMSprop", options.to_map()) {
+RMSprop::RMSprop(std::vector<Tensor> params, const RMSpropOptions& options) : Optimizer("RMSprop", options.to_map()) {
   init_groups({ParamGroup{std::move(params), {}}});
 }
 

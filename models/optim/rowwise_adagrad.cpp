@@ -13,9 +13,7 @@ namespace strata::optim {
 using detail::option;
 using detail::py_float;
 
-Options RowWiseAdagradOptions::to_map() const {
-  return {{"lr", lr}, {"eps", eps}, {"weight_decay", weight_decay}};
-}
+Options RowWiseAdagradOptions::to_map() const { return {{"lr", lr}, {"eps", eps}, {"weight_decay", weight_decay}}; }
 
 RowWiseAdagrad::RowWiseAdagrad(std::vector<Tensor> params, const RowWiseAdagradOptions& options)
     : Optimizer("RowWiseAdagrad", options.to_map()) {
@@ -38,9 +36,7 @@ namespace {
 int64_t rows_of(const Tensor& param) { return param.dim() >= 2 ? param.size(0) : 1; }
 }  // namespace
 
-Dims RowWiseAdagrad::buffer_shape(const Tensor& param, const std::string& name) const {
-  return Dims{rows_of(param)};
-}
+Dims RowWiseAdagrad::buffer_shape(const Tensor& param, const std::string& name) const { return Dims{rows_of(param)}; }
 
 void RowWiseAdagrad::init_state(const Tensor& param, const Options& options, ParamState& state) const {
   const int64_t rows = rows_of(param);

@@ -53,9 +53,9 @@ DenseBlock::DenseBlock(int64_t num_layers, int64_t in_features, int64_t growth_r
                        Generator* gen)
     : Module("DenseBlock") {
   for (int64_t i = 0; i < num_layers; ++i)
-    layers_.push_back(register_module("denselayer" + std::to_string(i + 1),
-                                      std::make_shared<DenseLayer>(in_features + i * growth_rate, growth_rate, bn_size,
-                                                                   drop_rate, gen)));
+    layers_.push_back(register_module(
+        "denselayer" + std::to_string(i + 1),
+        std::make_shared<DenseLayer>(in_features + i * growth_rate, growth_rate, bn_size, drop_rate, gen)));
 }
 
 Tensor DenseBlock::forward(const Tensor& input) {
@@ -77,24 +77,27 @@ int64_t DenseBlock::append_remat_steps(int64_t input, std::vector<remat::GraphSt
 DenseNet::DenseNet(const DenseNetOptions& o, Generator* gen) : Module("DenseNet"), options_(o) {
   STRATA_CHECK(!o.block_config.empty(), "DenseNet: block_config is empty");
   for (std::size_t i = 0; i < o.block_config.size(); ++i)
-    STRATA_CHECK(o.block_config[i] >= 1, "DenseNet: block ", i + 1, " needs at least one layer, got ", o.block_config[i]);
-  STRATA_CHECK(o.growth_rate >= 1 && o.num_init_features >= 1 && o.bn_size >= 1 && o.num_classes >= 1 && o.in_channels >= 1,
-               "DenseNet: growth_rate, num_init_features, bn_size, num_classes and in_channels must be positive");
+    STRATA_CHECK(o.block_config[i] >= 1, "DenseNet: block ", i + 1, " needs at least one layer, got ",
+                 o.block_config[i]);
+  STRATA_CHECK(
+      o.growth_rate >= 1 && o.num_init_features >= 1 && o.bn_size >= 1 && o.num_classes >= 1 && o.in_channels >= 1,
+      "DenseNet: growth_rate, num_init_features, bn_size, num_classes and in_channels must be positive");
   STRATA_CHECK(o.drop_rate >= 0 && o.drop_rate < 1, "DenseNet: drop_rate must be in [0, 1), got ", o.drop_rate);
-  STRATA_CHECK(o.stem == "imagenet" || o.stem == "cifar", "DenseNet: stem must be \"imagenet\" or \"cifar\", got \"", o.stem,
-               "\"");
+  STRATA_CHECK(o.stem == "imagenet" || o.stem == "cifar", "DenseNet: stem must be \"imagenet\" or \"cifar\", got \"",
+               o.stem, "\"");
   auto features = std::make_shared<Sequential>();
   const bool imagenet = o.stem == "imagenet";
-  features->register_module("conv0", imagenet ? std::make_shared<Conv2d>(o.in_channels, o.num_init_features, 7, 2, 3, 1, 1,
-                                                                         false, "zeros", gen)
+  features->register_module("conv0", imagenet ? std::make_shared<Conv2d>(o.in_channels, o.num_init_features, 7, 2, 3, 1,
+                                                                         1, false, "zeros", gen)
                                               : conv(o.in_channels, o.num_init_features, 3, 1, gen));
   features->register_module("norm0", std::make_shared<BatchNorm2d>(o.num_init_features));
   features->register_module("relu0", std::make_shared<ReLU>());
   if (imagenet) features->register_module("pool0", std::make_shared<MaxPool2d>(3, 2, 1));
   int64_t n = o.num_init_features;
   for (std::size_t i = 0; i < o.block_config.size(); ++i) {
-    features->register_module("denseblock" + std::to_string(i + 1),
-                              std::make_shared<DenseBlock>(o.block_config[i], n, o.growth_rate, o.bn_size, o.drop_rate, gen));
+    features->register_module(
+        "denseblock" + std::to_string(i + 1),
+        std::make_shared<DenseBlock>(o.block_config[i], n, o.growth_rate, o.bn_size, o.drop_rate, gen));
     n += o.block_config[i] * o.growth_rate;
     if (i + 1 != o.block_config.size()) {
       auto t = std::make_shared<Sequential>();
@@ -131,7 +134,8 @@ DenseNetOptions densenet_options(int depth, int64_t num_classes, const std::stri
     case 169: o.block_config = {6, 12, 32, 32}; break;
     case 201: o.block_config = {6, 12, 48, 32}; break;
     case 264: o.block_config = {6, 12, 64, 48}; break;
-    default: STRATA_FAIL("DenseNet: depth ", depth, " is not one of 121, 161, 169, 201, 264 (set DenseNetOptions for others)");
+    default:
+      STRATA_FAIL("DenseNet: depth ", depth, " is not one of 121, 161, 169, 201, 264 (set DenseNetOptions for others)");
   }
   return o;
 }

@@ -38,7 +38,7 @@ Tensor FusedMLP::forward(const Tensor& input) {
   for (std::size_t i = 0; i < children.size(); ++i) {
     auto* lin = dynamic_cast<Linear*>(children[i].module.get());
     const Module* next = i + 1 < children.size() ? children[i + 1].module.get() : nullptr;
-    const Activation act = next == nullptr                            ? Activation::None
+    const Activation act = next == nullptr                                 ? Activation::None
                            : dynamic_cast<const ReLU*>(next) != nullptr    ? Activation::ReLU
                            : dynamic_cast<const Sigmoid*>(next) != nullptr ? Activation::Sigmoid
                                                                            : Activation::None;
@@ -63,8 +63,10 @@ std::shared_ptr<Sequential> reference_mlp(const std::vector<int64_t>& widths, bo
     init_normal(*lin, "weight", 0.0, std::sqrt(2.0 / (m + n)), gen);
     init_normal(*lin, "bias", 0.0, std::sqrt(1.0 / m), gen);
     mlp->push_back(lin);
-    if (sigmoid_last && i + 2 == widths.size()) mlp->push_back(std::make_shared<Sigmoid>());
-    else mlp->push_back(std::make_shared<ReLU>());
+    if (sigmoid_last && i + 2 == widths.size())
+      mlp->push_back(std::make_shared<Sigmoid>());
+    else
+      mlp->push_back(std::make_shared<ReLU>());
   }
   return mlp;
 }
@@ -143,8 +145,8 @@ Tensor DLRM::forward(const Tensor& dense, const std::vector<Tensor>& indices, co
                options_.bottom_mlp[0], "], got ", dense.sizes());
   STRATA_CHECK(indices.size() == tables && offsets.size() == tables, "DLRM: expected indices and offsets for ", tables,
                " tables, got ", indices.size(), " and ", offsets.size());
-  STRATA_CHECK(per_sample_weights.empty() || per_sample_weights.size() == tables, "DLRM: expected per-sample weights for ",
-               tables, " tables or none, got ", per_sample_weights.size());
+  STRATA_CHECK(per_sample_weights.empty() || per_sample_weights.size() == tables,
+               "DLRM: expected per-sample weights for ", tables, " tables or none, got ", per_sample_weights.size());
   const int64_t batch = dense.sizes()[0];
   Tensor x = (*bot_)(dense);
   std::vector<Tensor> ly;

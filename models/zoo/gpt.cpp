@@ -17,18 +17,18 @@
 namespace strata::nn::zoo {
 
 GPT::GPT(const GPTConfig& config, Generator* gen) : Module("GPT"), config_(config) {
-  STRATA_CHECK(config.vocab_size > 0 && config.block_size > 0 && config.n_layer > 0 && config.n_head > 0 &&
-                   config.n_embd > 0,
-               "GPT: vocab_size, block_size, n_layer, n_head and n_embd must be positive, got ", config.vocab_size, ", ",
-               config.block_size, ", ", config.n_layer, ", ", config.n_head, ", ", config.n_embd);
+  STRATA_CHECK(
+      config.vocab_size > 0 && config.block_size > 0 && config.n_layer > 0 && config.n_head > 0 && config.n_embd > 0,
+      "GPT: vocab_size, block_size, n_layer, n_head and n_embd must be positive, got ", config.vocab_size, ", ",
+      config.block_size, ", ", config.n_layer, ", ", config.n_head, ", ", config.n_embd);
   STRATA_CHECK(config.n_embd % config.n_head == 0, "GPT: n_embd (", config.n_embd, ") must be a multiple of n_head (",
                config.n_head, ")");
   STRATA_CHECK(config.dropout >= 0 && config.dropout < 1, "GPT: dropout must lie in [0, 1), got ", config.dropout);
   auto transformer = register_module("transformer", std::make_shared<ModuleDict>());
-  wte_ = transformer->register_module("wte", std::make_shared<Embedding>(config.vocab_size, config.n_embd,
-                                                                         std::nullopt, std::nullopt, 2.0, gen));
-  wpe_ = transformer->register_module("wpe", std::make_shared<Embedding>(config.block_size, config.n_embd,
-                                                                         std::nullopt, std::nullopt, 2.0, gen));
+  wte_ = transformer->register_module(
+      "wte", std::make_shared<Embedding>(config.vocab_size, config.n_embd, std::nullopt, std::nullopt, 2.0, gen));
+  wpe_ = transformer->register_module(
+      "wpe", std::make_shared<Embedding>(config.block_size, config.n_embd, std::nullopt, std::nullopt, 2.0, gen));
   drop_ = transformer->register_module("drop", std::make_shared<Dropout>(config.dropout, gen));
   blocks_ = transformer->register_module("h", std::make_shared<RematSequential>());
   TransformerEncoderLayerOptions o;

@@ -20,8 +20,8 @@ std::shared_ptr<Module> conv(int64_t in, int64_t out, int64_t k, int64_t stride,
 
 std::shared_ptr<Module> shortcut(int64_t in, int64_t out, int64_t stride, Generator* gen) {
   if (stride == 1 && in == out) return nullptr;
-  return std::make_shared<Sequential>(
-      std::initializer_list<std::shared_ptr<Module>>{conv(in, out, 1, stride, gen), std::make_shared<BatchNorm2d>(out)});
+  return std::make_shared<Sequential>(std::initializer_list<std::shared_ptr<Module>>{
+      conv(in, out, 1, stride, gen), std::make_shared<BatchNorm2d>(out)});
 }
 
 }  // namespace
@@ -118,13 +118,14 @@ ResNet::ResNet(const ResNetOptions& options, Generator* gen) : Module("ResNet"),
     STRATA_CHECK(options.layers[i] >= 1 && options.widths[i] >= 1, "ResNet: stage ", i + 1,
                  " needs at least one block and a positive width, got ", options.layers[i], " blocks of width ",
                  options.widths[i]);
-  STRATA_CHECK(options.stem == "imagenet" || options.stem == "cifar", "ResNet: stem must be \"imagenet\" or \"cifar\", got \"",
-               options.stem, "\"");
-  STRATA_CHECK(options.num_classes >= 1 && options.in_channels >= 1, "ResNet: num_classes and in_channels must be positive");
+  STRATA_CHECK(options.stem == "imagenet" || options.stem == "cifar",
+               "ResNet: stem must be \"imagenet\" or \"cifar\", got \"", options.stem, "\"");
+  STRATA_CHECK(options.num_classes >= 1 && options.in_channels >= 1,
+               "ResNet: num_classes and in_channels must be positive");
   const bool imagenet = options.stem == "imagenet";
   int64_t planes = options.widths[0];
-  conv1_ = register_module("conv1", imagenet ? conv(options.in_channels, planes, 7, 2, gen)
-                                             : conv(options.in_channels, planes, 3, 1, gen));
+  conv1_ = register_module(
+      "conv1", imagenet ? conv(options.in_channels, planes, 7, 2, gen) : conv(options.in_channels, planes, 3, 1, gen));
   bn1_ = register_module("bn1", std::make_shared<BatchNorm2d>(planes));
   register_module("relu", std::make_shared<ReLU>());
   if (imagenet) maxpool_ = register_module("maxpool", std::make_shared<MaxPool2d>(3, 2, 1));
@@ -134,8 +135,10 @@ ResNet::ResNet(const ResNetOptions& options, Generator* gen) : Module("ResNet"),
     auto stage = std::make_shared<Sequential>();
     for (int64_t b = 0; b < options.layers[s]; ++b) {
       const int64_t stride = (s > 0 && b == 0) ? 2 : 1;
-      if (options.bottleneck) stage->push_back(std::make_shared<Bottleneck>(in, options.widths[s], stride, gen));
-      else stage->push_back(std::make_shared<BasicBlock>(in, options.widths[s], stride, gen));
+      if (options.bottleneck)
+        stage->push_back(std::make_shared<Bottleneck>(in, options.widths[s], stride, gen));
+      else
+        stage->push_back(std::make_shared<BasicBlock>(in, options.widths[s], stride, gen));
       in = options.widths[s] * expansion;
     }
     stages_.push_back(register_module("layer" + std::to_string(s + 1), stage));
@@ -165,14 +168,16 @@ ResNetOptions resnet_options(int depth, int64_t num_classes, const std::string& 
     case 101: o.layers = {3, 4, 23, 3}, o.bottleneck = true; break;
     case 152: o.layers = {3, 8, 36, 3}, o.bottleneck = true; break;
     case 200: o.layers = {3, 24, 36, 3}, o.bottleneck = true; break;
-    default: STRATA_FAIL("ResNet: depth ", depth, " is not one of 18, 34, 50, 101, 152, 200 (set ResNetOptions.layers for others)");
+    default:
+      STRATA_FAIL("ResNet: depth ", depth,
+                  " is not one of 18, 34, 50, 101, 152, 200 (set ResNetOptions.layers for others)");
   }
   return o;
 }
 
 ResNetOptions cifar_resnet_options(int depth, int64_t num_classes) {
-  STRATA_CHECK(depth >= 8 && (depth - 2) % 6 == 0, "ResNet: a CIFAR ResNet has depth 6n + 2 (20, 32, 56, 110, ...), got ",
-               depth);
+  STRATA_CHECK(depth >= 8 && (depth - 2) % 6 == 0,
+               "ResNet: a CIFAR ResNet has depth 6n + 2 (20, 32, 56, 110, ...), got ", depth);
   const int64_t n = (depth - 2) / 6;
   ResNetOptions o;
   o.layers = {n, n, n};

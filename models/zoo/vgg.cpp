@@ -58,8 +58,9 @@ VGG::VGG(const VGGOptions& options, Generator* gen) : Module("VGG"), options_(op
   const int64_t flat = c * options.pool_size * options.pool_size;
   classifier_ = std::make_shared<Sequential>(std::initializer_list<std::shared_ptr<Module>>{
       std::make_shared<Linear>(flat, options.hidden, true, gen), std::make_shared<ReLU>(),
-      std::make_shared<Dropout>(options.dropout, gen), std::make_shared<Linear>(options.hidden, options.hidden, true, gen),
-      std::make_shared<ReLU>(), std::make_shared<Dropout>(options.dropout, gen),
+      std::make_shared<Dropout>(options.dropout, gen),
+      std::make_shared<Linear>(options.hidden, options.hidden, true, gen), std::make_shared<ReLU>(),
+      std::make_shared<Dropout>(options.dropout, gen),
       std::make_shared<Linear>(options.hidden, options.num_classes, true, gen)});
   register_module("classifier", classifier_);
   init_torchvision(*this, /*conv_fan_out=*/true, /*linear_std=*/0.01, gen);

@@ -147,8 +147,10 @@ void dispatch_itemsize(std::size_t size, Fn&& fn) {
 /// Calls fn(int64_t{}) or fn(int32_t{}) by the index dtype (checked with check_index before).
 template <typename Fn>
 void dispatch_index(DType dtype, Fn&& fn) {
-  if (dtype == DType::i64) fn(int64_t{});
-  else fn(int32_t{});
+  if (dtype == DType::i64)
+    fn(int64_t{});
+  else
+    fn(int32_t{});
 }
 
 /// The element offsets of a strided block with `sizes` and `strides`, in row-major order (for

@@ -53,8 +53,8 @@ std::string shape_str(const std::vector<int64_t>& s) {
 
 std::vector<double> to_f64(const Tensor& t, const std::string& what) {
   STRATA_CHECK(t.defined(), what, ": undefined tensor");
-  STRATA_CHECK(t.dtype() == DType::f32 || t.dtype() == DType::f64, what, ": expected a floating tensor (f32 or f64), got ",
-               t.dtype());
+  STRATA_CHECK(t.dtype() == DType::f32 || t.dtype() == DType::f64, what,
+               ": expected a floating tensor (f32 or f64), got ", t.dtype());
   const Tensor c = t.contiguous().to(DType::f64);
   const double* p = c.data<double>();
   return std::vector<double>(p, p + c.numel());
@@ -128,7 +128,8 @@ SimTensor SimStep::data(const std::string& name, const Tensor& value) {
   impl_->check_open("data");
   impl_->check_name(name, "data");
   std::vector<double> v = to_f64(value, impl_->where("data") + " '" + name + "'");
-  return SimTensor{impl_->tracer->constant(name, std::move(v)), std::vector<int64_t>(value.sizes().begin(), value.sizes().end())};
+  return SimTensor{impl_->tracer->constant(name, std::move(v)),
+                   std::vector<int64_t>(value.sizes().begin(), value.sizes().end())};
 }
 
 SimTensor SimStep::linear(const SimTensor& x, const SimTensor& w, const SimTensor* bias, Activation act) {
@@ -184,8 +185,8 @@ SimTensor SimStep::matmul(const SimTensor& a, const SimTensor& b) {
 SimTensor SimStep::add(const SimTensor& a, const SimTensor& b) {
   Impl& s = *impl_;
   s.check_open("add");
-  STRATA_CHECK(a.shape == b.shape, s.where("add"), ": shapes must be equal on the sim backend, got ", shape_str(a.shape),
-               " and ", shape_str(b.shape));
+  STRATA_CHECK(a.shape == b.shape, s.where("add"), ": shapes must be equal on the sim backend, got ",
+               shape_str(a.shape), " and ", shape_str(b.shape));
   const std::string op = s.op_name("add");
   SimTensor y = s.temp(op, a.shape);
   for_range(op + ".out", static_cast<size_t>(a.numel()),
@@ -259,8 +260,8 @@ SimTensor SimStep::max_pool2d(const SimTensor& x, int64_t kernel, int64_t stride
   const std::string at = s.where("max_pool2d");
   if (stride == 0) stride = kernel;
   STRATA_CHECK(x.shape.size() == 4, at, ": input must be 4-D [N, C, H, W], got ", shape_str(x.shape));
-  STRATA_CHECK(kernel >= 1 && stride >= 1, at, ": kernel and stride must be positive, got kernel ", kernel,
-               ", stride ", stride);
+  STRATA_CHECK(kernel >= 1 && stride >= 1, at, ": kernel and stride must be positive, got kernel ", kernel, ", stride ",
+               stride);
   const int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
   STRATA_CHECK(H >= kernel && W >= kernel, at, ": kernel ", kernel, " larger than input ", H, "x", W);
   const int64_t OH = (H - kernel) / stride + 1, OW = (W - kernel) / stride + 1;
@@ -290,8 +291,8 @@ SimTensor SimStep::avg_pool2d(const SimTensor& x, int64_t kernel, int64_t stride
   const std::string at = s.where("avg_pool2d");
   if (stride == 0) stride = kernel;
   STRATA_CHECK(x.shape.size() == 4, at, ": input must be 4-D [N, C, H, W], got ", shape_str(x.shape));
-  STRATA_CHECK(kernel >= 1 && stride >= 1, at, ": kernel and stride must be positive, got kernel ", kernel,
-               ", stride ", stride);
+  STRATA_CHECK(kernel >= 1 && stride >= 1, at, ": kernel and stride must be positive, got kernel ", kernel, ", stride ",
+               stride);
   const int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
   STRATA_CHECK(H >= kernel && W >= kernel, at, ": kernel ", kernel, " larger than input ", H, "x", W);
   const int64_t OH = (H - kernel) / stride + 1, OW = (W - kernel) / stride + 1;
@@ -541,8 +542,7 @@ struct SimSession::Impl final : ops::detail::OpRecorder {
 
   void add_scalar(const Tensor& a, double, const Tensor&) override {
     record("add", [&] {
-      STRATA_FAIL("add: the 'sim' backend lowers tensor + tensor only, not tensor + scalar (input ",
-                  a.describe(), ")");
+      STRATA_FAIL("add: the 'sim' backend lowers tensor + tensor only, not tensor + scalar (input ", a.describe(), ")");
     });
   }
 
@@ -558,8 +558,7 @@ struct SimSession::Impl final : ops::detail::OpRecorder {
               IntArrayRef dilation, int64_t groups, const Tensor& out) override {
     record("conv2d", [&] {
       const auto st = hw(stride, {1, 1}), pad = hw(padding, {0, 0}), dil = hw(dilation, {1, 1});
-      STRATA_CHECK(st.first == st.second && pad.first == pad.second && dil == kOnes &&
-                       groups == 1,
+      STRATA_CHECK(st.first == st.second && pad.first == pad.second && dil == kOnes && groups == 1,
                    "conv2d: the 'sim' backend lowers equal strides and paddings in both dims, dilation 1 and groups 1; "
                    "got stride ",
                    pair_str(st), ", padding ", pair_str(pad), ", dilation ", pair_str(dil), ", groups ", groups);
@@ -572,14 +571,13 @@ struct SimSession::Impl final : ops::detail::OpRecorder {
 
   /// Kernel and stride of a pooling call the lowering supports (square, no padding or dilation,
   /// floor-mode output).
-  std::pair<int64_t, int64_t> pool_geometry(const char* op, const Tensor& x, IntArrayRef kernel_size, IntArrayRef stride,
-                                            IntArrayRef padding, std::pair<int64_t, int64_t> dil, bool ceil_mode,
-                                            const Tensor& out) {
+  std::pair<int64_t, int64_t> pool_geometry(const char* op, const Tensor& x, IntArrayRef kernel_size,
+                                            IntArrayRef stride, IntArrayRef padding, std::pair<int64_t, int64_t> dil,
+                                            bool ceil_mode, const Tensor& out) {
     const auto k = hw(kernel_size, {1, 1});
     const auto st = hw(stride, k), pad = hw(padding, {0, 0});
-    STRATA_CHECK(k.first == k.second && st.first == st.second && pad == kZeros &&
-                     dil == kOnes,
-                 op, ": the 'sim' backend lowers square kernels and strides without padding or dilation; got kernel ",
+    STRATA_CHECK(k.first == k.second && st.first == st.second && pad == kZeros && dil == kOnes, op,
+                 ": the 'sim' backend lowers square kernels and strides without padding or dilation; got kernel ",
                  pair_str(k), ", stride ", pair_str(st), ", padding ", pair_str(pad), ", dilation ", pair_str(dil));
     if (ceil_mode && x.dim() == 4 && out.dim() == 4) {
       const int64_t oh = (x.size(2) - k.first) / st.first + 1, ow = (x.size(3) - k.first) / st.first + 1;
@@ -614,12 +612,15 @@ struct SimSession::Impl final : ops::detail::OpRecorder {
   void cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& weight, Reduction reduction,
                      int64_t ignore_index, double label_smoothing, const Tensor& out) override {
     record("cross_entropy", [&] {
-      STRATA_CHECK(!weight.defined() && reduction == Reduction::Mean && label_smoothing == 0.0, "cross_entropy: the 'sim' "
+      STRATA_CHECK(!weight.defined() && reduction == Reduction::Mean && label_smoothing == 0.0,
+                   "cross_entropy: the 'sim' "
                    "backend lowers the mean over class-index targets without class weights or label smoothing");
       const Tensor t = target.contiguous().to(DType::i64);
       for (int64_t i = 0; i < t.numel(); ++i)
-        STRATA_CHECK(t.data<int64_t>()[i] != ignore_index, "cross_entropy: the 'sim' backend does not lower "
-                     "ignore_index; target[", i, "] = ", ignore_index, " is the ignore_index");
+        STRATA_CHECK(t.data<int64_t>()[i] != ignore_index,
+                     "cross_entropy: the 'sim' backend does not lower "
+                     "ignore_index; target[",
+                     i, "] = ", ignore_index, " is the ignore_index");
       step->cross_entropy(input("cross_entropy", logits), target);
       loss = out;
       ++op_count;
@@ -673,8 +674,8 @@ SimStepReport SimSession::backward(const Tensor& loss) {
   const std::string at = s.where("backward");
   STRATA_CHECK(!s.ran, at, ": backward() already ran for this session; record the next step in a new session");
   STRATA_CHECK(s.step != nullptr, at, ": the session ended before backward(); call backward() inside the session");
-  STRATA_CHECK(s.failed.empty(), at, ": an op failed to record in this session, so its trace is incomplete (",
-               s.failed, ")");
+  STRATA_CHECK(s.failed.empty(), at, ": an op failed to record in this session, so its trace is incomplete (", s.failed,
+               ")");
   STRATA_CHECK(s.loss.defined(), at, ": no loss was recorded; end the forward with cross_entropy(logits, target)");
   STRATA_CHECK(loss.defined(), at, ": the loss is undefined");
   STRATA_CHECK(same_tensor(loss, s.loss), at, ": ", loss.describe(),

@@ -105,12 +105,12 @@ struct SimStepOptions {
 /// The result of one simulated training step.
 struct SimStepReport {
   double loss = 0;
-  std::vector<Tensor> grads;     ///< per param(), in call order, shape and dtype of the param
-  MachineReport enzyme;          ///< Enzyme-style trace on SimStepOptions::enzyme_system
-  MachineReport tapeflow;        ///< TapeFlow trace on SimStepOptions::tapeflow_system
-  uint64_t ops = 0;              ///< op calls lowered
-  uint64_t instrs = 0;           ///< instructions of the Enzyme-style trace (FWD + REV)
-  uint64_t tape_bytes = 0;       ///< bytes the FWD tapes
+  std::vector<Tensor> grads;  ///< per param(), in call order, shape and dtype of the param
+  MachineReport enzyme;       ///< Enzyme-style trace on SimStepOptions::enzyme_system
+  MachineReport tapeflow;     ///< TapeFlow trace on SimStepOptions::tapeflow_system
+  uint64_t ops = 0;           ///< op calls lowered
+  uint64_t instrs = 0;        ///< instructions of the Enzyme-style trace (FWD + REV)
+  uint64_t tape_bytes = 0;    ///< bytes the FWD tapes
 };
 
 /// Records one training step's ops as element loops; run() finishes and simulates it.
@@ -138,8 +138,8 @@ class SimStep {
   SimTensor add(const SimTensor& a, const SimTensor& b);
   SimTensor relu(const SimTensor& x);
   SimTensor tanh(const SimTensor& x);
-  SimTensor conv2d(const SimTensor& x, const SimTensor& weight, const SimTensor* bias = nullptr,
-                   int64_t stride = 1, int64_t padding = 0);
+  SimTensor conv2d(const SimTensor& x, const SimTensor& weight, const SimTensor* bias = nullptr, int64_t stride = 1,
+                   int64_t padding = 0);
   SimTensor conv2d(const SimTensor& x, const SimTensor& weight, const SimTensor& bias, int64_t stride = 1,
                    int64_t padding = 0) {
     return conv2d(x, weight, &bias, stride, padding);

@@ -6,8 +6,7 @@ namespace strata::python {
 
 int64_t int_from_py(py::handle obj, const char* op, const char* what) {
   if (PyBool_Check(obj.ptr()) || !PyIndex_Check(obj.ptr()))
-    throw BindingTypeError(
-        msg(op, "(): ", what, " must be an int, got ", Py_TYPE(obj.ptr())->tp_name));
+    throw BindingTypeError(msg(op, "(): ", what, " must be an int, got ", Py_TYPE(obj.ptr())->tp_name));
   py::object index = py::reinterpret_steal<py::object>(PyNumber_Index(obj.ptr()));
   if (!index) throw py::error_already_set();
   const long long v = PyLong_AsLongLong(index.ptr());
@@ -16,12 +15,10 @@ int64_t int_from_py(py::handle obj, const char* op, const char* what) {
 }
 
 Dims int_list_from_sequence(py::handle seq, const char* op, const char* what) {
-  if (!PyBool_Check(seq.ptr()) && PyIndex_Check(seq.ptr()))
-    return Dims{int_from_py(seq, op, what)};
+  if (!PyBool_Check(seq.ptr()) && PyIndex_Check(seq.ptr())) return Dims{int_from_py(seq, op, what)};
   if (!PyTuple_Check(seq.ptr()) && !PyList_Check(seq.ptr()) &&
       !(PySequence_Check(seq.ptr()) && !PyUnicode_Check(seq.ptr()) && !PyBytes_Check(seq.ptr())))
-    throw BindingTypeError(msg(op, "(): ", what, " must be a tuple of ints, got ",
-                               Py_TYPE(seq.ptr())->tp_name));
+    throw BindingTypeError(msg(op, "(): ", what, " must be a tuple of ints, got ", Py_TYPE(seq.ptr())->tp_name));
   Dims out;
   std::size_t pos = 0;
   for (py::handle item : py::reinterpret_borrow<py::sequence>(seq)) {
@@ -51,16 +48,15 @@ Dims int_list_from_args(const py::args& args, const char* op, const char* what) 
 int64_t wrap_dim_py(int64_t dim, int64_t rank, const char* op, bool scalar_ok) {
   if (rank == 0 && scalar_ok) {
     if (dim != 0 && dim != -1)
-      throw BindingIndexError(msg(op, "(): dimension out of range (expected to be in range of [-1, 0], but got ",
-                                  dim, ")"));
+      throw BindingIndexError(
+          msg(op, "(): dimension out of range (expected to be in range of [-1, 0], but got ", dim, ")"));
     return 0;
   }
   if (rank == 0)
-    throw BindingIndexError(
-        msg(op, "(): dimension specified as ", dim, " but the tensor has no dimensions"));
+    throw BindingIndexError(msg(op, "(): dimension specified as ", dim, " but the tensor has no dimensions"));
   if (dim < -rank || dim >= rank)
-    throw BindingIndexError(msg(op, "(): dimension out of range (expected to be in range of [",
-                                -rank, ", ", rank - 1, "], but got ", dim, ")"));
+    throw BindingIndexError(msg(op, "(): dimension out of range (expected to be in range of [", -rank, ", ", rank - 1,
+                                "], but got ", dim, ")"));
   return dim < 0 ? dim + rank : dim;
 }
 
@@ -68,7 +64,8 @@ void check_cpu_device(py::handle device, const char* op) {
   if (device.is_none()) return;
   const std::string d = py::str(device);
   if (d != "cpu" && d != "cpu:0")
-    throw BindingValueError(msg(op, ": device ", quote_field(d), " is not available; Strata runs on the CPU (device='cpu')"));
+    throw BindingValueError(
+        msg(op, ": device ", quote_field(d), " is not available; Strata runs on the CPU (device='cpu')"));
 }
 
 // ---- numbers, tensors and the common op arguments (the ops bindings) ---------------------------
@@ -80,14 +77,15 @@ bool is_number(py::handle h) {
 }
 
 Scalar scalar_arg(py::handle h, const char* op, const char* name) {
-  if (!is_number(h))
-    throw BindingTypeError(msg(op, "(): argument '", name, "' must be a number, not ", type_name(h)));
+  if (!is_number(h)) throw BindingTypeError(msg(op, "(): argument '", name, "' must be a number, not ", type_name(h)));
   if (PyBool_Check(h.ptr())) return Scalar(h.ptr() == Py_True);
   if (PyLong_Check(h.ptr()) || (PyIndex_Check(h.ptr()) && !PyFloat_Check(h.ptr()))) {
     int overflow = 0;
-    const long long v = PyLong_AsLongLongAndOverflow(py::reinterpret_steal<py::object>(PyNumber_Index(h.ptr())).ptr(), &overflow);
+    const long long v =
+        PyLong_AsLongLongAndOverflow(py::reinterpret_steal<py::object>(PyNumber_Index(h.ptr())).ptr(), &overflow);
     if (overflow != 0)
-      throw BindingValueError(msg(op, "(): the integer '", name, "' does not fit in int64 (", py::str(h).cast<std::string>(), ")"));
+      throw BindingValueError(
+          msg(op, "(): the integer '", name, "' does not fit in int64 (", py::str(h).cast<std::string>(), ")"));
     if (v == -1 && PyErr_Occurred()) throw py::error_already_set();
     return Scalar(static_cast<int64_t>(v));
   }
@@ -102,8 +100,7 @@ TensorOrScalar tensor_or_scalar(py::handle h, const char* op, const char* name) 
 }
 
 double number_arg(py::handle h, const char* op, const char* name) {
-  if (!is_number(h))
-    throw BindingTypeError(msg(op, "(): argument '", name, "' must be a number, not ", type_name(h)));
+  if (!is_number(h)) throw BindingTypeError(msg(op, "(): argument '", name, "' must be a number, not ", type_name(h)));
   const double v = PyFloat_AsDouble(h.ptr());
   if (v == -1.0 && PyErr_Occurred()) throw py::error_already_set();
   return v;
@@ -121,7 +118,9 @@ Dims int_tuple_arg(py::handle h, std::size_t n, const char* op, const char* name
   Dims v = int_list_from_sequence(h, op, name);
   if (v.size() == 1) v.resize(n, v[0]);
   if (v.size() != n) {
-    const std::string wanted = n == 1 ? "a sequence of one int" : n == 2 ? "a pair of ints" : std::to_string(n) + " ints";
+    const std::string wanted = n == 1   ? "a sequence of one int"
+                               : n == 2 ? "a pair of ints"
+                                        : std::to_string(n) + " ints";
     throw BindingValueError(msg(op, "(): ", name, " must be an int or ", wanted, ", got ", v.size(), " values"));
   }
   return v;

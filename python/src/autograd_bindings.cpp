@@ -32,15 +32,15 @@ void set_grad_of(Tensor& t, py::handle value) {
     return;
   }
   if (!py::isinstance<Tensor>(value))
-    throw BindingTypeError(msg("assigned grad expected to be a Tensor or None but got grad of type ",
-                               Py_TYPE(value.ptr())->tp_name));
+    throw BindingTypeError(
+        msg("assigned grad expected to be a Tensor or None but got grad of type ", Py_TYPE(value.ptr())->tp_name));
   const Tensor& g = value.cast<const Tensor&>();
   if (g.dtype() != t.dtype())
     throw BindingTypeError(msg("assigned grad has data of a different type: got ", dtype_py_name(g.dtype()),
                                ", expected ", dtype_py_name(t.dtype())));
   if (g.sizes() != t.sizes())
-    throw BindingValueError(msg("assigned grad has data of a different size: got ", g.sizes(),
-                                ", expected ", t.sizes()));
+    throw BindingValueError(
+        msg("assigned grad has data of a different size: got ", g.sizes(), ", expected ", t.sizes()));
   t.set_grad(g);
 }
 
@@ -67,8 +67,8 @@ class PySavedTensorHooks final : public autograd::SavedTensorHooks {
     auto ref = std::any_cast<std::shared_ptr<PyRef>>(packed);
     py::object out = unpack_->obj(ref->obj);
     if (!py::isinstance<Tensor>(out))
-      throw BindingTypeError(msg("saved_tensors_hooks: unpack_hook must return a Tensor, got ",
-                                 Py_TYPE(out.ptr())->tp_name));
+      throw BindingTypeError(
+          msg("saved_tensors_hooks: unpack_hook must return a Tensor, got ", Py_TYPE(out.ptr())->tp_name));
     return out.cast<Tensor>();
   }
 
@@ -105,8 +105,8 @@ autograd::TensorList tensors_of(py::handle obj, const char* op, const char* what
     return out;
   }
   if (!PySequence_Check(obj.ptr()) || py::isinstance<py::str>(obj))
-    throw BindingTypeError(msg(op, "(): ", what, " must be a Tensor or a sequence of Tensors, got ",
-                               Py_TYPE(obj.ptr())->tp_name));
+    throw BindingTypeError(
+        msg(op, "(): ", what, " must be a Tensor or a sequence of Tensors, got ", Py_TYPE(obj.ptr())->tp_name));
   std::size_t i = 0;
   for (py::handle item : py::reinterpret_borrow<py::sequence>(obj)) {
     if (item.is_none() && allow_none) {
@@ -114,8 +114,8 @@ autograd::TensorList tensors_of(py::handle obj, const char* op, const char* what
     } else if (py::isinstance<Tensor>(item)) {
       out.push_back(item.cast<Tensor>());
     } else {
-      throw BindingTypeError(msg(op, "(): ", what, " must contain Tensors, but element ", i, " is ",
-                                 Py_TYPE(item.ptr())->tp_name));
+      throw BindingTypeError(
+          msg(op, "(): ", what, " must contain Tensors, but element ", i, " is ", Py_TYPE(item.ptr())->tp_name));
     }
     ++i;
   }
@@ -145,8 +145,9 @@ bool retain_arg(py::handle retain_graph) { return !retain_graph.is_none() && py:
 void check_create_graph(bool create_graph, const char* op) {
   if (create_graph) {
     PyErr_SetString(PyExc_NotImplementedError,
-                    msg(op, "(): create_graph=True (double backward / higher-order gradients) is not "
-                            "supported by Strata: backward functions are not recorded")
+                    msg(op,
+                        "(): create_graph=True (double backward / higher-order gradients) is not "
+                        "supported by Strata: backward functions are not recorded")
                         .c_str());
     throw py::error_already_set();
   }
@@ -234,8 +235,8 @@ Tensor::GradHook py_grad_hook(py::object fn) {
     py::object out = ref->obj(py::cast(grad));
     if (out.is_none()) return Tensor();
     if (!py::isinstance<Tensor>(out))
-      throw BindingTypeError(msg("register_hook: a hook must return a Tensor or None, got ",
-                                 Py_TYPE(out.ptr())->tp_name));
+      throw BindingTypeError(
+          msg("register_hook: a hook must return a Tensor or None, got ", Py_TYPE(out.ptr())->tp_name));
     return out.cast<Tensor>();
   };
 }
@@ -243,8 +244,9 @@ Tensor::GradHook py_grad_hook(py::object fn) {
 // ---- the bindings, by part ------------------------------------------------------------------------
 
 void bind_removable_handle(py::module_& m) {
-  py::class_<RemovableHandle>(m, "RemovableHandle",
-                              "Unregisters a hook (torch.utils.hooks.RemovableHandle): remove(), or leave a `with` block.")
+  py::class_<RemovableHandle>(
+      m, "RemovableHandle",
+      "Unregisters a hook (torch.utils.hooks.RemovableHandle): remove(), or leave a `with` block.")
       .def_readonly("id", &RemovableHandle::id)
       .def("remove", &RemovableHandle::remove, "Unregisters the hook (again: nothing happens).")
       .def("__enter__", [](py::object self) { return self; })
@@ -267,8 +269,9 @@ void def_tensor_autograd() {
           py::arg("requires_grad") = true, "Sets requires_grad in place and returns self.")
       .def_property("grad", &grad_of, &set_grad_of,
                     "The gradient accumulated by backward() (None until one reached this leaf).")
-      .def_property_readonly("is_leaf", [](const Tensor& t) { return t.is_leaf(); },
-                             "True unless the tensor is the output of a recorded op.")
+      .def_property_readonly(
+          "is_leaf", [](const Tensor& t) { return t.is_leaf(); },
+          "True unless the tensor is the output of a recorded op.")
       .def_property_readonly(
           "grad_fn",
           [](const Tensor& t) -> py::object {
@@ -276,10 +279,11 @@ void def_tensor_autograd() {
             return py::cast(t.grad_fn());
           },
           "The node (strata.autograd.graph.Node) of the recorded op that produced this tensor, or None.")
-      .def_property_readonly("output_nr", [](const Tensor& t) { return t.output_nr(); },
-                             "Which output of grad_fn this tensor is.")
-      .def_property_readonly("_version", [](const Tensor& t) { return t.version(); },
-                             "The in-place version counter shared by every view of the storage.")
+      .def_property_readonly(
+          "output_nr", [](const Tensor& t) { return t.output_nr(); }, "Which output of grad_fn this tensor is.")
+      .def_property_readonly(
+          "_version", [](const Tensor& t) { return t.version(); },
+          "The in-place version counter shared by every view of the storage.")
       .def(
           "backward",
           [](const Tensor& t, py::object gradient, py::object retain_graph, bool create_graph) {
@@ -287,8 +291,8 @@ void def_tensor_autograd() {
             Tensor g;
             if (!gradient.is_none()) {
               if (!py::isinstance<Tensor>(gradient))
-                throw BindingTypeError(msg("backward(): gradient must be a Tensor or None, got ",
-                                           Py_TYPE(gradient.ptr())->tp_name));
+                throw BindingTypeError(
+                    msg("backward(): gradient must be a Tensor or None, got ", Py_TYPE(gradient.ptr())->tp_name));
               g = gradient.cast<Tensor>();
             }
             const bool retain = retain_arg(retain_graph);
@@ -321,8 +325,8 @@ void def_tensor_autograd() {
 
 // Node (what grad_fn returns) and backward / grad over several tensors.
 void def_graph(py::module_& m) {
-  py::class_<autograd::Node, std::shared_ptr<autograd::Node>>(m, "Node",
-      "A recorded op of the autograd graph (what Tensor.grad_fn returns).")
+  py::class_<autograd::Node, std::shared_ptr<autograd::Node>>(
+      m, "Node", "A recorded op of the autograd graph (what Tensor.grad_fn returns).")
       .def("name", &autograd::Node::name, "The node's name, e.g. 'MulBackward'.")
       .def_property_readonly(
           "next_functions",
@@ -339,14 +343,16 @@ void def_graph(py::module_& m) {
           "variable",
           [](const autograd::Node& n) -> py::object {
             if (auto* acc = dynamic_cast<const autograd::AccumulateGrad*>(&n)) return py::cast(acc->leaf());
-            throw py::attribute_error(msg("'", n.name(), "' object has no attribute 'variable' (only AccumulateGrad has)"));
+            throw py::attribute_error(
+                msg("'", n.name(), "' object has no attribute 'variable' (only AccumulateGrad has)"));
           },
           "The leaf an AccumulateGrad node accumulates into.")
       .def_property_readonly("_sequence_nr", &autograd::Node::sequence_nr)
       .def("__repr__", [](const autograd::Node& n) { return "<" + n.name() + " object>"; })
-      .def("__eq__", [](const autograd::Node& a, py::handle b) {
-        return py::isinstance<autograd::Node>(b) && &a == &b.cast<const autograd::Node&>();
-      })
+      .def("__eq__",
+           [](const autograd::Node& a, py::handle b) {
+             return py::isinstance<autograd::Node>(b) && &a == &b.cast<const autograd::Node&>();
+           })
       .def("__hash__", [](const autograd::Node& n) { return std::hash<const void*>()(&n); });
 
   m.def(
@@ -372,7 +378,8 @@ void def_graph(py::module_& m) {
         const autograd::TensorList ins = tensors_of(inputs, "grad", "inputs", false);
         if (outs.empty()) throw BindingValueError("grad(): no outputs given");
         if (ins.empty()) throw BindingValueError("grad(): no inputs given");
-        const autograd::TensorList gouts = root_grads(outs, tensors_of(grad_outputs, "grad", "grad_outputs", true), "grad");
+        const autograd::TensorList gouts =
+            root_grads(outs, tensors_of(grad_outputs, "grad", "grad_outputs", true), "grad");
         const bool retain = retain_arg(retain_graph);
         autograd::TensorList res;
         {
@@ -392,9 +399,8 @@ void def_custom_functions(py::module_& m) {
   py::class_<CustomFunctionNode, autograd::Node, std::shared_ptr<CustomFunctionNode>>(
       m, "_CustomFunctionNode", "The node of one strata.autograd.Function call (its grad_fn).");
   py::class_<FunctionHandle>(m, "_FunctionHandle").def("saved_tensors", &FunctionHandle::saved_tensors);
-  m.def("_record_function", &record_function, py::arg("name"), py::arg("inputs"), py::arg("outputs"),
-        py::arg("dirty"), py::arg("non_differentiable"), py::arg("to_save"), py::arg("materialize_grads"),
-        py::arg("backward"));
+  m.def("_record_function", &record_function, py::arg("name"), py::arg("inputs"), py::arg("outputs"), py::arg("dirty"),
+        py::arg("non_differentiable"), py::arg("to_save"), py::arg("materialize_grads"), py::arg("backward"));
   m.def(
       "_needs_input_grad",
       [](py::handle inputs) {
@@ -469,17 +475,20 @@ void init_autograd(py::module_& m) {
       },
       py::arg("tensors"));
 
-  m.def("is_inference_mode_enabled", [] { return autograd::InferenceMode::is_enabled(); },
-        "Whether inference mode is on on this thread.");
+  m.def(
+      "is_inference_mode_enabled", [] { return autograd::InferenceMode::is_enabled(); },
+      "Whether inference mode is on on this thread.");
   m.def("_set_inference_mode", [](bool on) { autograd::InferenceMode::set_enabled(on); }, py::arg("enabled"));
-  m.def("is_grad_enabled", [] { return autograd::GradMode::is_enabled(); },
-        "Whether ops record the graph on this thread.");
+  m.def(
+      "is_grad_enabled", [] { return autograd::GradMode::is_enabled(); },
+      "Whether ops record the graph on this thread.");
   m.def("_set_grad_enabled", [](bool on) { autograd::GradMode::set_enabled(on); }, py::arg("enabled"));
   // Note [Anomaly detection] (autograd/anomaly_mode.h): the flag and the checks live in C++.
   m.def("_is_anomaly_enabled", [] { return autograd::AnomalyMode::is_enabled(); });
   m.def("_is_anomaly_check_nan_enabled", [] { return autograd::AnomalyMode::should_check_nan(); });
-  m.def("_set_anomaly_enabled", [](bool on, bool check_nan) { autograd::AnomalyMode::set_enabled(on, check_nan); },
-        py::arg("enabled"), py::arg("check_nan") = true);
+  m.def(
+      "_set_anomaly_enabled", [](bool on, bool check_nan) { autograd::AnomalyMode::set_enabled(on, check_nan); },
+      py::arg("enabled"), py::arg("check_nan") = true);
 }
 
 }  // namespace strata::python

@@ -9,9 +9,9 @@
 #include <functional>
 #include <initializer_list>
 #include <optional>
+#include <string>
 #include <variant>
 #include <vector>
-#include <string>
 
 #include "core/dtype.h"
 #include "core/error.h"
@@ -141,16 +141,18 @@ void init_nn(py::module_& m);  // nn_bindings.cpp: strata._C.nn
 void def_module_hooks(py::handle module_class);
 py::object call_module_with_hooks(nn::Module& m, const py::args& args, const py::kwargs& kwargs);
 void init_checkpoint(py::module_& m);  // checkpoint_bindings.cpp
-void init_zoo(py::module_& m);  // zoo_bindings.cpp: strata._C.models (after init_nn)
+void init_zoo(py::module_& m);         // zoo_bindings.cpp: strata._C.models (after init_nn)
 void init_ops(py::module_& m);
-void init_indexing(py::module_& m);  // indexing_bindings.cpp: __getitem__/__setitem__, scatter, masked ops
+void init_indexing(py::module_& m);   // indexing_bindings.cpp: __getitem__/__setitem__, scatter, masked ops
 void init_semantics(py::module_& m);  // semantics_bindings.cpp: comparisons, index reductions, promotion
-void init_math(py::module_& m);  // math_bindings.cpp: issue 26 part 4's ops (element-wise math, ...)
-void init_dlrm(py::module_& m);  // dlrm_bindings.cpp: strata._C.dlrm
-void init_metrics(py::module_& m);  // metrics_bindings.cpp: strata._C.metrics
-void init_nn_extra(py::module_& m);  // nn_extra_bindings.cpp: conv1d, conv_transpose2d, group_norm, pad, ...
+void init_math(py::module_& m);       // math_bindings.cpp: issue 26 part 4's ops (element-wise math, ...)
+void init_dlrm(py::module_& m);       // dlrm_bindings.cpp: strata._C.dlrm
+void init_metrics(py::module_& m);    // metrics_bindings.cpp: strata._C.metrics
+void init_nn_extra(py::module_& m);   // nn_extra_bindings.cpp: conv1d, conv_transpose2d, group_norm, pad, ...
 }  // namespace strata::python
-namespace strata::metrics { struct BinaryMetrics; }
+namespace strata::metrics {
+struct BinaryMetrics;
+}
 namespace strata::python {
 /// {'loss', 'log_loss', 'accuracy', 'auc', 'samples'} (metrics_bindings.cpp).
 py::dict metrics_dict(const metrics::BinaryMetrics& r);
@@ -216,10 +218,10 @@ py::object inplace_op(py::object self, const char* op, bool saves_self, bool oth
 // Raises NotImplementedError with `what` (ops_bindings.cpp).
 [[noreturn]] void raise_not_implemented(const std::string& what);
 void init_optim(py::module_& m);
-void init_memory(py::module_& m);  // strata._C._memory (memory_bindings.cpp)
-void init_remat(py::module_& m);  // strata._C._remat_checkpoint (remat_bindings.cpp)
-void init_sim(py::module_& m);  // sim_bindings.cpp: strata._C.sim
-void init_dist(py::module_& m);  // dist_bindings.cpp: strata._C.dist (after init_nn)
+void init_memory(py::module_& m);    // strata._C._memory (memory_bindings.cpp)
+void init_remat(py::module_& m);     // strata._C._remat_checkpoint (remat_bindings.cpp)
+void init_sim(py::module_& m);       // sim_bindings.cpp: strata._C.sim
+void init_dist(py::module_& m);      // dist_bindings.cpp: strata._C.dist (after init_nn)
 void init_training(py::module_& m);  // training_bindings.cpp: Generator, nn.init, clip_grad (after init_nn)
 
 }  // namespace strata::python

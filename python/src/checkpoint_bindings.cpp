@@ -31,7 +31,8 @@ void init_checkpoint(py::module_& m) {
         }
         return std::make_tuple(std::move(c.model), std::move(c.optimizer), std::move(c.metadata));
       },
-      py::arg("path"), "Reads a checkpoint file: ([(key, Tensor)] model, [(key, Tensor)] optimizer, [(key, str)] metadata).");
+      py::arg("path"),
+      "Reads a checkpoint file: ([(key, Tensor)] model, [(key, Tensor)] optimizer, [(key, str)] metadata).");
   m.attr("_CHECKPOINT_VERSION") = kCheckpointVersion;
 }
 

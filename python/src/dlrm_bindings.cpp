@@ -37,13 +37,13 @@ py::array_t<T, py::array::c_style> array_of(py::handle h, const char* op, const 
   if (integer ? (kind != 'i' && kind != 'u') : (kind != 'f' && kind != 'i' && kind != 'u'))
     throw BindingTypeError(msg(op, ": ", what, " must be ", integer ? "an integer" : "a floating-point",
                                " array, got dtype ", std::string(py::str(a.dtype()))));
-  return py::array_t<T, py::array::c_style | py::array::forcecast>::ensure(a);
+  return py::array_t < T, py::array::c_style | py::array::forcecast > ::ensure(a);
 }
 
 std::vector<py::handle> table_list(py::handle h, const char* op, const char* what, int64_t tables) {
   if (!PySequence_Check(h.ptr()) || py::isinstance<py::str>(h) || py::isinstance<py::array>(h))
-    throw BindingTypeError(msg(op, ": ", what, " must be a list with one array per table, got ",
-                               Py_TYPE(h.ptr())->tp_name));
+    throw BindingTypeError(
+        msg(op, ": ", what, " must be a list with one array per table, got ", Py_TYPE(h.ptr())->tp_name));
   std::vector<py::handle> out;
   for (py::handle item : py::reinterpret_borrow<py::sequence>(h)) out.push_back(item);
   if (static_cast<int64_t>(out.size()) != tables)
@@ -67,8 +67,8 @@ PyBatch make_batch(TieredDLRM& m, const char* op, py::handle dense, py::handle i
   b.dense = array_of<float>(dense, op, "dense", false);
   if (b.dense.ndim() != 2 || b.dense.shape(1) != m.dense_features())
     throw BindingValueError(msg(op, ": dense must be [B, ", m.dense_features(), "], got shape ",
-                                std::string(py::str(py::tuple(py::cast(std::vector<py::ssize_t>(
-                                    b.dense.shape(), b.dense.shape() + b.dense.ndim())))))));
+                                std::string(py::str(py::tuple(py::cast(
+                                    std::vector<py::ssize_t>(b.dense.shape(), b.dense.shape() + b.dense.ndim())))))));
   b.batch = b.dense.shape(0);
   const int64_t nt = m.num_tables();
   const auto idx = table_list(indices, op, "indices", nt);
@@ -107,8 +107,8 @@ PyBatch make_batch(TieredDLRM& m, const char* op, py::handle dense, py::handle i
   if (!targets.is_none()) {
     b.targets = array_of<float>(targets, op, "targets", false);
     if (b.targets.size() != b.batch || (b.targets.ndim() == 2 && b.targets.shape(1) != 1) || b.targets.ndim() > 2)
-      throw BindingValueError(msg(op, ": targets must be [B] or [B, 1] with B = ", b.batch, ", got ", b.targets.size(),
-                                  " values"));
+      throw BindingValueError(
+          msg(op, ": targets must be [B] or [B, 1] with B = ", b.batch, ", got ", b.targets.size(), " values"));
   }
   return b;
 }
@@ -142,8 +142,7 @@ void bind_dlrm_data(py::module_& dm) {
   dm.def("flag_is_store_true", &emb::dlrm_flag_is_store_true, py::arg("flag"), "Whether the flag takes no value.");
   dm.def("preset_names", &emb::dlrm_preset_names);
   dm.def(
-      "parse_args",
-      [](const std::vector<std::string>& args) { return emb::describe(emb::parse_dlrm_args(args)); },
+      "parse_args", [](const std::vector<std::string>& args) { return emb::describe(emb::parse_dlrm_args(args)); },
       py::arg("args"), "Validates strata-dlrm flags; returns the run's description.");
 
   dm.def(
@@ -164,9 +163,9 @@ void bind_dlrm_data(py::module_& dm) {
            }),
            py::arg("args"), py::arg("split") = "train")
       .def("__len__", &emb::IndexSource::num_batches)
-      .def_property_readonly("rows", [](const emb::IndexSource& self) {
-        return std::vector<int64_t>(self.rows().begin(), self.rows().end());
-      })
+      .def_property_readonly(
+          "rows",
+          [](const emb::IndexSource& self) { return std::vector<int64_t>(self.rows().begin(), self.rows().end()); })
       .def("reset", &emb::IndexSource::reset)
       .def("describe", &emb::IndexSource::describe)
       .def(
@@ -202,20 +201,17 @@ void bind_dlrm_data(py::module_& dm) {
         write_line_plot_png(path, title, training_plot_panels(curves));
       },
       py::arg("path"), py::arg("title"), py::arg("iterations"), py::arg("loss"), py::arg("test_iterations"),
-      py::arg("accuracy"), py::arg("auc"),
-      "Writes training curves as a PNG line plot (core/line_plot.h).");
-
+      py::arg("accuracy"), py::arg("auc"), "Writes training curves as a PNG line plot (core/line_plot.h).");
 }
 
 // Building the model, its training and test steps.
 void def_dlrm_steps(py::class_<TieredDLRM>& cls) {
-  cls
-      .def(py::init([](const std::vector<std::string>& args) {
-             const emb::DLRMConfig flags = emb::parse_dlrm_args(args);
-             py::gil_scoped_release release;
-             return std::make_unique<TieredDLRM>(emb::with_dataset_rows(flags));
-           }),
-           py::arg("args"), "Builds the model from strata-dlrm flags (['--arch-sparse-feature-size', '16', ...]).")
+  cls.def(py::init([](const std::vector<std::string>& args) {
+            const emb::DLRMConfig flags = emb::parse_dlrm_args(args);
+            py::gil_scoped_release release;
+            return std::make_unique<TieredDLRM>(emb::with_dataset_rows(flags));
+          }),
+          py::arg("args"), "Builds the model from strata-dlrm flags (['--arch-sparse-feature-size', '16', ...]).")
       .def(
           "train_step",
           [](TieredDLRM& self, py::handle dense, py::handle indices, py::handle offsets, py::handle targets,
@@ -283,14 +279,14 @@ void def_dlrm_steps(py::class_<TieredDLRM>& cls) {
 
 // Tables, state dicts, checkpoints and statistics.
 void def_dlrm_state(py::class_<TieredDLRM>& cls) {
-  cls
-      .def_property_readonly("num_tables", &TieredDLRM::num_tables)
+  cls.def_property_readonly("num_tables", &TieredDLRM::num_tables)
       .def_property_readonly("dense_features", &TieredDLRM::dense_features)
       .def_property_readonly("feature_size", &TieredDLRM::feature_size)
       .def_property_readonly("table_rows",
                              [](TieredDLRM& self) {
                                std::vector<int64_t> rows;
-                               for (int64_t k = 0; k < self.num_tables(); ++k) rows.push_back(self.table_layout(k).rows);
+                               for (int64_t k = 0; k < self.num_tables(); ++k)
+                                 rows.push_back(self.table_layout(k).rows);
                                return rows;
                              })
       .def_property_readonly("stored_table_keys",
@@ -301,8 +297,7 @@ void def_dlrm_state(py::class_<TieredDLRM>& cls) {
                                return keys;
                              })
       .def(
-          "get_table",
-          [](TieredDLRM& self, int64_t k, int64_t part) { return table_copy(self.table(k, part)); },
+          "get_table", [](TieredDLRM& self, int64_t k, int64_t part) { return table_copy(self.table(k, part)); },
           py::arg("k"), py::arg("part") = 0,
           "A copy of table k's rows (part 1: a quotient-remainder table's remainder) as float32 [rows, d_k].")
       .def(
@@ -313,8 +308,7 @@ void def_dlrm_state(py::class_<TieredDLRM>& cls) {
           py::arg("k"), py::arg("values"), py::arg("part") = 0,
           "Overwrites table k's rows (part 1: the remainder table) from float [rows, d_k] values.")
       .def(
-          "get_stored",
-          [](TieredDLRM& self, int64_t p) { return table_copy(self.stored_table(p)); }, py::arg("p"),
+          "get_stored", [](TieredDLRM& self, int64_t p) { return table_copy(self.stored_table(p)); }, py::arg("p"),
           "A copy of stored table p (of stored_table_keys) as float32 [rows, d_p].")
       .def(
           "set_stored",
@@ -365,8 +359,10 @@ void def_dlrm_state(py::class_<TieredDLRM>& cls) {
                                d["slow_bytes_written"] = c.slow_bytes_written;
                                d["fast_bytes_read"] = c.fast_bytes_read;
                                d["fast_bytes_written"] = c.fast_bytes_written;
-                               if (c.cache_hit_rate >= 0) d["cache_hit_rate"] = c.cache_hit_rate;
-                               else d["cache_hit_rate"] = py::none();
+                               if (c.cache_hit_rate >= 0)
+                                 d["cache_hit_rate"] = c.cache_hit_rate;
+                               else
+                                 d["cache_hit_rate"] = py::none();
                                return d;
                              })
       .def("reset_stats", &TieredDLRM::reset_stats)

@@ -13,7 +13,7 @@ namespace {
 // process, like the module attributes that also refer to them.
 std::array<PyObject*, kNumDTypes> g_dtype_objects{};
 
-constexpr std::array<DType, kNumDTypes> kAllDTypes = {DType::f32, DType::f64, DType::bf16, DType::i32,
+constexpr std::array<DType, kNumDTypes> kAllDTypes = {DType::f32, DType::f64, DType::bf16,    DType::i32,
                                                       DType::i64, DType::u8,  DType::boolean, DType::f16};
 
 std::string py_repr(py::handle obj) { return py::repr(obj).cast<std::string>(); }
@@ -62,8 +62,9 @@ py::dtype numpy_dtype(DType t, const char* op) {
     case DType::f16: return py::dtype("float16");
     case DType::bf16: break;
   }
-  throw BindingTypeError(msg(op, "(): NumPy has no bfloat16 dtype; convert the tensor with "
-                                 ".to(strata.float32) first"));
+  throw BindingTypeError(msg(op,
+                             "(): NumPy has no bfloat16 dtype; convert the tensor with "
+                             ".to(strata.float32) first"));
 }
 
 DType dtype_from_py(py::handle obj, const char* op) {
@@ -75,16 +76,14 @@ DType dtype_from_py(py::handle obj, const char* op) {
     try {
       dt = py::dtype::from_args(py::reinterpret_borrow<py::object>(obj));
     } catch (py::error_already_set&) {
-      throw BindingTypeError(msg(op, "(): dtype must be a strata.dtype such as strata.float32, got ",
-                                 py_repr(obj)));
+      throw BindingTypeError(msg(op, "(): dtype must be a strata.dtype such as strata.float32, got ", py_repr(obj)));
     }
     if (auto t = dtype_from_numpy(dt)) return *t;
     throw BindingTypeError(msg(op, "(): dtype ", py_repr(obj),
                                " is not supported (Strata has float32, float64, bfloat16, float16, "
                                "int32, int64, uint8 and bool)"));
   }
-  throw BindingTypeError(
-      msg(op, "(): dtype must be a strata.dtype such as strata.float32, got ", py_repr(obj)));
+  throw BindingTypeError(msg(op, "(): dtype must be a strata.dtype such as strata.float32, got ", py_repr(obj)));
 }
 
 std::optional<DType> optional_dtype(py::handle obj, const char* op) {
@@ -96,14 +95,11 @@ void init_dtypes(py::module_& m) {
   py::class_<PyDType>(m, "dtype",
                       "An element type. The instances are strata.float32, strata.float64, "
                       "strata.bfloat16, strata.float16, strata.int32, strata.int64, strata.uint8 and strata.bool.")
-      .def_property_readonly("itemsize", [](const PyDType& d) { return itemsize(d.value); },
-                             "Bytes per element.")
-      .def_property_readonly("is_floating_point",
-                             [](const PyDType& d) { return is_floating(d.value); })
+      .def_property_readonly(
+          "itemsize", [](const PyDType& d) { return itemsize(d.value); }, "Bytes per element.")
+      .def_property_readonly("is_floating_point", [](const PyDType& d) { return is_floating(d.value); })
       .def_property_readonly("is_signed",
-                             [](const PyDType& d) {
-                               return d.value != DType::u8 && d.value != DType::boolean;
-                             })
+                             [](const PyDType& d) { return d.value != DType::u8 && d.value != DType::boolean; })
       .def("__repr__", [](const PyDType& d) { return std::string("strata.") + dtype_py_name(d.value); })
       .def("__str__", [](const PyDType& d) { return std::string("strata.") + dtype_py_name(d.value); })
       // Pickles as a reference to the module attribute of the same name (so identity survives).

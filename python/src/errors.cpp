@@ -30,9 +30,9 @@ PyObject* new_exception_with(const char* name, PyObject* builtin, const char* do
 }  // namespace
 
 void init_errors(py::module_& m) {
-  g_strata_error = new_exception(
-      "strata.StrataError", PyExc_RuntimeError,
-      "Raised for bad input and broken invariants; the message names the op, shapes and dtypes.");
+  g_strata_error =
+      new_exception("strata.StrataError", PyExc_RuntimeError,
+                    "Raised for bad input and broken invariants; the message names the op, shapes and dtypes.");
   g_index_error = new_exception_with("strata.StrataIndexError", PyExc_IndexError,
                                      "An index or dimension out of range (also an IndexError).");
   g_type_error = new_exception_with("strata.StrataTypeError", PyExc_TypeError,

@@ -20,8 +20,8 @@ namespace {
 std::optional<int64_t> slice_bound(py::handle v, const char* what) {
   if (v.is_none()) return std::nullopt;
   if (PyBool_Check(v.ptr()) || !PyIndex_Check(v.ptr()))
-    throw BindingTypeError(msg("slice indices must be integers or None, got ", Py_TYPE(v.ptr())->tp_name,
-                               " for the slice ", what));
+    throw BindingTypeError(
+        msg("slice indices must be integers or None, got ", Py_TYPE(v.ptr())->tp_name, " for the slice ", what));
   return int_from_py(v, "__getitem__", what);
 }
 
@@ -50,9 +50,12 @@ TensorIndex key_entry(py::handle item) {
   if (py::isinstance<Tensor>(item)) return item.cast<Tensor>();
   if (PySlice_Check(item.ptr())) return slice_entry(item);
   if (PyIndex_Check(item.ptr())) return int_from_py(item, "__getitem__", "index");
-  if (PyList_Check(item.ptr()) || PyTuple_Check(item.ptr()) || py::isinstance<py::array>(item)) return sequence_entry(item);
-  throw BindingIndexError(msg("only integers, slices (`:`), ellipsis (`...`), None and long or byte tensors are valid "
-                              "indices (got ", Py_TYPE(item.ptr())->tp_name, ")"));
+  if (PyList_Check(item.ptr()) || PyTuple_Check(item.ptr()) || py::isinstance<py::array>(item))
+    return sequence_entry(item);
+  throw BindingIndexError(
+      msg("only integers, slices (`:`), ellipsis (`...`), None and long or byte tensors are valid "
+          "indices (got ",
+          Py_TYPE(item.ptr())->tp_name, ")"));
 }
 
 // The Python key as TensorIndex entries: a tuple is one entry per element, anything else one entry.
@@ -81,7 +84,8 @@ void setitem(Tensor self, py::handle key, py::handle value) {
     set_index(self, ix, s);
     return;
   }
-  const Tensor v = py::isinstance<Tensor>(value) ? value.cast<Tensor>() : tensor_from_data(value, std::nullopt, "__setitem__");
+  const Tensor v =
+      py::isinstance<Tensor>(value) ? value.cast<Tensor>() : tensor_from_data(value, std::nullopt, "__setitem__");
   py::gil_scoped_release release;
   set_index(self, ix, v);
 }
@@ -91,11 +95,14 @@ void setitem(Tensor self, py::handle key, py::handle value) {
 // index_put's `indices`: a tuple or list of tensors (None entries are full slices, as PyTorch).
 std::vector<TensorIndex> indices_arg(py::handle h, const char* op) {
   if (!PyTuple_Check(h.ptr()) && !PyList_Check(h.ptr()))
-    throw BindingTypeError(msg(op, "(): argument 'indices' must be a tuple of Tensors, not ", Py_TYPE(h.ptr())->tp_name));
+    throw BindingTypeError(
+        msg(op, "(): argument 'indices' must be a tuple of Tensors, not ", Py_TYPE(h.ptr())->tp_name));
   std::vector<TensorIndex> out;
   for (py::handle item : py::reinterpret_borrow<py::sequence>(h)) {
-    if (item.is_none()) out.emplace_back(indexing::Slice{});
-    else out.emplace_back(tensor_arg(item, op, "indices"));
+    if (item.is_none())
+      out.emplace_back(indexing::Slice{});
+    else
+      out.emplace_back(tensor_arg(item, op, "indices"));
   }
   return out;
 }
@@ -131,35 +138,51 @@ Tensor& scatter_inplace(Tensor& x, int64_t dim, const Tensor& index, py::handle 
 }
 
 void def_functions(py::module_& m) {
-  m.def("masked_fill", [](const Tensor& x, const Tensor& mask, py::handle value) { return masked_fill_any(x, mask, value); },
-        py::arg("input"), py::arg("mask"), py::arg("value"));
-  m.def("masked_select", [](const Tensor& x, const Tensor& mask) { return masked_select(x, mask); }, py::arg("input"),
-        py::arg("mask"), py::call_guard<py::gil_scoped_release>());
+  m.def(
+      "masked_fill",
+      [](const Tensor& x, const Tensor& mask, py::handle value) { return masked_fill_any(x, mask, value); },
+      py::arg("input"), py::arg("mask"), py::arg("value"));
+  m.def(
+      "masked_select", [](const Tensor& x, const Tensor& mask) { return masked_select(x, mask); }, py::arg("input"),
+      py::arg("mask"), py::call_guard<py::gil_scoped_release>());
   m.def("nonzero", &nonzero_py, py::arg("input"), py::kw_only(), py::arg("as_tuple") = false);
-  m.def("scatter", [](const Tensor& x, int64_t dim, const Tensor& index, py::handle src) { return scatter_any(x, dim, index, src); },
-        py::arg("input"), py::arg("dim"), py::arg("index"), py::arg("src"));
-  m.def("scatter_add", [](const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) { return scatter_add(x, dim, index, src); },
-        py::arg("input"), py::arg("dim"), py::arg("index"), py::arg("src"), py::call_guard<py::gil_scoped_release>());
-  m.def("scatter_reduce",
-        [](const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, const std::string& reduce, bool include_self) {
-          return scatter_reduce(x, dim, index, src, reduce, include_self);
-        },
-        py::arg("input"), py::arg("dim"), py::arg("index"), py::arg("src"), py::arg("reduce"), py::kw_only(),
-        py::arg("include_self") = true, py::call_guard<py::gil_scoped_release>());
-  m.def("index_add",
-        [](const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source, py::handle alpha) {
-          return index_add(x, dim, index, source, scalar_arg(alpha, "index_add", "alpha"));
-        },
-        py::arg("input"), py::arg("dim"), py::arg("index"), py::arg("source"), py::kw_only(), py::arg("alpha") = 1);
-  m.def("index_put",
-        [](const Tensor& x, py::handle indices, const Tensor& values, bool accumulate) {
-          return index_put(x, indices_arg(indices, "index_put"), values, accumulate);
-        },
-        py::arg("input"), py::arg("indices"), py::arg("values"), py::arg("accumulate") = false);
-  m.def("take_along_dim", [](const Tensor& x, const Tensor& indices, std::optional<int64_t> dim) { return take_along_dim(x, indices, dim); },
-        py::arg("input"), py::arg("indices"), py::arg("dim") = py::none(), py::call_guard<py::gil_scoped_release>());
-  m.def("one_hot", [](const Tensor& x, int64_t num_classes) { return one_hot(x, num_classes); }, py::arg("tensor"),
-        py::arg("num_classes") = -1, py::call_guard<py::gil_scoped_release>());
+  m.def(
+      "scatter",
+      [](const Tensor& x, int64_t dim, const Tensor& index, py::handle src) { return scatter_any(x, dim, index, src); },
+      py::arg("input"), py::arg("dim"), py::arg("index"), py::arg("src"));
+  m.def(
+      "scatter_add",
+      [](const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+        return scatter_add(x, dim, index, src);
+      },
+      py::arg("input"), py::arg("dim"), py::arg("index"), py::arg("src"), py::call_guard<py::gil_scoped_release>());
+  m.def(
+      "scatter_reduce",
+      [](const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, const std::string& reduce,
+         bool include_self) { return scatter_reduce(x, dim, index, src, reduce, include_self); },
+      py::arg("input"), py::arg("dim"), py::arg("index"), py::arg("src"), py::arg("reduce"), py::kw_only(),
+      py::arg("include_self") = true, py::call_guard<py::gil_scoped_release>());
+  m.def(
+      "index_add",
+      [](const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source, py::handle alpha) {
+        return index_add(x, dim, index, source, scalar_arg(alpha, "index_add", "alpha"));
+      },
+      py::arg("input"), py::arg("dim"), py::arg("index"), py::arg("source"), py::kw_only(), py::arg("alpha") = 1);
+  m.def(
+      "index_put",
+      [](const Tensor& x, py::handle indices, const Tensor& values, bool accumulate) {
+        return index_put(x, indices_arg(indices, "index_put"), values, accumulate);
+      },
+      py::arg("input"), py::arg("indices"), py::arg("values"), py::arg("accumulate") = false);
+  m.def(
+      "take_along_dim",
+      [](const Tensor& x, const Tensor& indices, std::optional<int64_t> dim) {
+        return take_along_dim(x, indices, dim);
+      },
+      py::arg("input"), py::arg("indices"), py::arg("dim") = py::none(), py::call_guard<py::gil_scoped_release>());
+  m.def(
+      "one_hot", [](const Tensor& x, int64_t num_classes) { return one_hot(x, num_classes); }, py::arg("tensor"),
+      py::arg("num_classes") = -1, py::call_guard<py::gil_scoped_release>());
 }
 
 void def_methods(py::class_<Tensor>& cls) {
@@ -167,35 +190,59 @@ void def_methods(py::class_<Tensor>& cls) {
       .def("__setitem__", &setitem)
       .def("masked_fill", &masked_fill_any, py::arg("mask"), py::arg("value"))
       .def("masked_fill_", &masked_fill_inplace, py::arg("mask"), py::arg("value"))
-      .def("masked_select", [](const Tensor& x, const Tensor& mask) { return masked_select(x, mask); }, py::arg("mask"))
+      .def(
+          "masked_select", [](const Tensor& x, const Tensor& mask) { return masked_select(x, mask); }, py::arg("mask"))
       .def("nonzero", &nonzero_py, py::kw_only(), py::arg("as_tuple") = false)
       .def("scatter", &scatter_any, py::arg("dim"), py::arg("index"), py::arg("src"))
       .def("scatter_", &scatter_inplace, py::arg("dim"), py::arg("index"), py::arg("src"))
-      .def("scatter_add", [](const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) { return scatter_add(x, dim, index, src); },
-           py::arg("dim"), py::arg("index"), py::arg("src"))
-      .def("scatter_add_", [](Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) -> Tensor& {
-             return scatter_add_(x, dim, index, src);
-           }, py::arg("dim"), py::arg("index"), py::arg("src"))
-      .def("scatter_reduce",
-           [](const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, const std::string& reduce, bool include_self) {
-             return scatter_reduce(x, dim, index, src, reduce, include_self);
-           },
-           py::arg("dim"), py::arg("index"), py::arg("src"), py::arg("reduce"), py::kw_only(), py::arg("include_self") = true)
-      .def("index_add", [](const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source, py::handle alpha) {
-             return index_add(x, dim, index, source, scalar_arg(alpha, "index_add", "alpha"));
-           }, py::arg("dim"), py::arg("index"), py::arg("source"), py::kw_only(), py::arg("alpha") = 1)
-      .def("index_add_", [](Tensor& x, int64_t dim, const Tensor& index, const Tensor& source, py::handle alpha) -> Tensor& {
-             return index_add_(x, dim, index, source, scalar_arg(alpha, "index_add_", "alpha"));
-           }, py::arg("dim"), py::arg("index"), py::arg("source"), py::kw_only(), py::arg("alpha") = 1)
-      .def("index_put", [](const Tensor& x, py::handle indices, const Tensor& values, bool accumulate) {
-             return index_put(x, indices_arg(indices, "index_put"), values, accumulate);
-           }, py::arg("indices"), py::arg("values"), py::arg("accumulate") = false)
-      .def("index_put_", [](Tensor& x, py::handle indices, const Tensor& values, bool accumulate) -> Tensor& {
-             return index_put_(x, indices_arg(indices, "index_put_"), values, accumulate);
-           }, py::arg("indices"), py::arg("values"), py::arg("accumulate") = false)
-      .def("take_along_dim", [](const Tensor& x, const Tensor& indices, std::optional<int64_t> dim) {
-             return take_along_dim(x, indices, dim);
-           }, py::arg("indices"), py::arg("dim") = py::none());
+      .def(
+          "scatter_add",
+          [](const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+            return scatter_add(x, dim, index, src);
+          },
+          py::arg("dim"), py::arg("index"), py::arg("src"))
+      .def(
+          "scatter_add_",
+          [](Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) -> Tensor& {
+            return scatter_add_(x, dim, index, src);
+          },
+          py::arg("dim"), py::arg("index"), py::arg("src"))
+      .def(
+          "scatter_reduce",
+          [](const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, const std::string& reduce,
+             bool include_self) { return scatter_reduce(x, dim, index, src, reduce, include_self); },
+          py::arg("dim"), py::arg("index"), py::arg("src"), py::arg("reduce"), py::kw_only(),
+          py::arg("include_self") = true)
+      .def(
+          "index_add",
+          [](const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source, py::handle alpha) {
+            return index_add(x, dim, index, source, scalar_arg(alpha, "index_add", "alpha"));
+          },
+          py::arg("dim"), py::arg("index"), py::arg("source"), py::kw_only(), py::arg("alpha") = 1)
+      .def(
+          "index_add_",
+          [](Tensor& x, int64_t dim, const Tensor& index, const Tensor& source, py::handle alpha) -> Tensor& {
+            return index_add_(x, dim, index, source, scalar_arg(alpha, "index_add_", "alpha"));
+          },
+          py::arg("dim"), py::arg("index"), py::arg("source"), py::kw_only(), py::arg("alpha") = 1)
+      .def(
+          "index_put",
+          [](const Tensor& x, py::handle indices, const Tensor& values, bool accumulate) {
+            return index_put(x, indices_arg(indices, "index_put"), values, accumulate);
+          },
+          py::arg("indices"), py::arg("values"), py::arg("accumulate") = false)
+      .def(
+          "index_put_",
+          [](Tensor& x, py::handle indices, const Tensor& values, bool accumulate) -> Tensor& {
+            return index_put_(x, indices_arg(indices, "index_put_"), values, accumulate);
+          },
+          py::arg("indices"), py::arg("values"), py::arg("accumulate") = false)
+      .def(
+          "take_along_dim",
+          [](const Tensor& x, const Tensor& indices, std::optional<int64_t> dim) {
+            return take_along_dim(x, indices, dim);
+          },
+          py::arg("indices"), py::arg("dim") = py::none());
 }
 
 }  // namespace

@@ -55,24 +55,24 @@ std::size_t bytes_from_py(py::handle obj, const char* what) {
     throw BindingValueError(msg("strata.memory.configure(): ", what, " must be a non-negative byte count, got ",
                                 py::str(obj).cast<std::string>()));
   if (overflow > 0)
-    throw BindingValueError(msg("strata.memory.configure(): ", what, " = ", py::str(obj).cast<std::string>(),
-                                " is too large"));
+    throw BindingValueError(
+        msg("strata.memory.configure(): ", what, " = ", py::str(obj).cast<std::string>(), " is too large"));
   return static_cast<std::size_t>(v);
 }
 
 /// `obj` as a double, or TypeError unless it is an int or a float (not a bool).
 double number_from_py(py::handle obj, const char* what) {
   if (PyBool_Check(obj.ptr()) || !(PyFloat_Check(obj.ptr()) || PyLong_Check(obj.ptr())))
-    throw BindingTypeError(msg("strata.memory.configure(): ", what, " must be a number, not ",
-                               Py_TYPE(obj.ptr())->tp_name));
+    throw BindingTypeError(
+        msg("strata.memory.configure(): ", what, " must be a number, not ", Py_TYPE(obj.ptr())->tp_name));
   return obj.cast<double>();
 }
 
 double positive_number(py::handle obj, const char* what) {
   const double v = number_from_py(obj, what);
   if (!(v > 0 && std::isfinite(v)))
-    throw BindingValueError(msg("strata.memory.configure(): ", what, " must be a positive number, got ",
-                                py::str(obj).cast<std::string>()));
+    throw BindingValueError(
+        msg("strata.memory.configure(): ", what, " must be a positive number, got ", py::str(obj).cast<std::string>()));
   return v;
 }
 
@@ -83,20 +83,21 @@ SlowTierModelSpec model_from_py(py::handle model) {
     return configure_value([&] { return parse_slow_tier_model(model.cast<std::string>(), "model"); });
   if (!py::isinstance<py::dict>(model))
     throw BindingTypeError(msg("strata.memory.configure(): model must be a string or a dict, not ",
-                               Py_TYPE(model.ptr())->tp_name, " (expected 'auto', 'off', 'default', "
+                               Py_TYPE(model.ptr())->tp_name,
+                               " (expected 'auto', 'off', 'default', "
                                "'read=GB/s,write=GB/s,latency=ns' or a dict "
                                "{'read': GB/s, 'write': GB/s, 'latency': ns})"));
   py::dict d = model.cast<py::dict>();
   for (auto item : d) {
     const std::string key = py::str(item.first).cast<std::string>();
     if (key != "read" && key != "write" && key != "latency")
-      throw BindingValueError(msg("strata.memory.configure(): unknown model key '", key,
-                                  "' (expected 'read', 'write' and 'latency')"));
+      throw BindingValueError(
+          msg("strata.memory.configure(): unknown model key '", key, "' (expected 'read', 'write' and 'latency')"));
   }
   for (const char* key : {"read", "write", "latency"})
     if (!d.contains(key))
-      throw BindingValueError(msg("strata.memory.configure(): the model dict lacks '", key,
-                                  "' (expected 'read', 'write' and 'latency')"));
+      throw BindingValueError(
+          msg("strata.memory.configure(): the model dict lacks '", key, "' (expected 'read', 'write' and 'latency')"));
   const double r = number_from_py(d["read"], "model['read']");
   const double w = number_from_py(d["write"], "model['write']");
   const double l = number_from_py(d["latency"], "model['latency']");
@@ -131,11 +132,12 @@ py::dict config_dict(const TieredConfig& c, bool active) {
 void configure(py::object fast_bytes, py::object slow_bytes, py::object slow_dir, py::object backend,
                py::object numa_node, py::object model, py::object dram_gbps) {
   if (memory::tiered_memory_created())
-    throw Error(msg("strata.memory.configure(): the tiered memory already exists (created by the first tensor or "
-                    "an earlier configure()/stats call) with ",
-                    memory::tiered_memory().config().describe(),
-                    "; call configure() before the first tensor is allocated, or set STRATA_FAST_BYTES and the "
-                    "other STRATA_* variables before starting Python"));
+    throw Error(
+        msg("strata.memory.configure(): the tiered memory already exists (created by the first tensor or "
+            "an earlier configure()/stats call) with ",
+            memory::tiered_memory().config().describe(),
+            "; call configure() before the first tensor is allocated, or set STRATA_FAST_BYTES and the "
+            "other STRATA_* variables before starting Python"));
   // What configure() leaves unset comes from the environment.
   TieredConfig c = configure_value([] { return TieredConfig::from_env(); });
   if (!slow_dir.is_none()) {
@@ -145,8 +147,8 @@ void configure(py::object fast_bytes, py::object slow_bytes, py::object slow_dir
     c.slow_dir = py::str(py::module_::import("os").attr("fspath")(slow_dir)).cast<std::string>();
     std::error_code ec;
     if (!std::filesystem::is_directory(c.slow_dir, ec))
-      throw BindingValueError(msg("strata.memory.configure(): slow_dir '", c.slow_dir,
-                                  "' is not an existing directory"));
+      throw BindingValueError(
+          msg("strata.memory.configure(): slow_dir '", c.slow_dir, "' is not an existing directory"));
   }
   if (!fast_bytes.is_none()) {
     c.fast_bytes = bytes_from_py(fast_bytes, "fast_bytes");
@@ -155,8 +157,10 @@ void configure(py::object fast_bytes, py::object slow_bytes, py::object slow_dir
   if (!slow_bytes.is_none()) c.slow_bytes = bytes_from_py(slow_bytes, "slow_bytes");
   if (!backend.is_none()) {
     if (!py::isinstance<py::str>(backend))
-      throw BindingTypeError(msg("strata.memory.configure(): backend must be a string (auto, memkind, mmap or numa), "
-                                 "not ", Py_TYPE(backend.ptr())->tp_name));
+      throw BindingTypeError(
+          msg("strata.memory.configure(): backend must be a string (auto, memkind, mmap or numa), "
+              "not ",
+              Py_TYPE(backend.ptr())->tp_name));
     c.backend = configure_value([&] { return parse_pm_backend(backend.cast<std::string>(), "backend"); });
   }
   if (!numa_node.is_none()) {
@@ -345,8 +349,7 @@ void init_memory(py::module_& parent) {
   m.def(
       "prefetch", [](py::handle t, bool force) { return submit_move(t, true, force); }, py::arg("tensor"),
       py::arg("force") = true);
-  m.def(
-      "evict", [](py::handle t) { return submit_move(t, false, false); }, py::arg("tensor"));
+  m.def("evict", [](py::handle t) { return submit_move(t, false, false); }, py::arg("tensor"));
   m.def(
       "softevict",
       [](py::handle t) {
@@ -368,7 +371,9 @@ void init_memory(py::module_& parent) {
   m.def("reset_accumulated_memory_stats", [] { stats().reset(); });
   m.def(
       "memory_allocated",
-      [](py::handle tier) { return stats().snapshot().heap(tier_from_py(tier, "strata.memory.memory_allocated")).current_bytes; },
+      [](py::handle tier) {
+        return stats().snapshot().heap(tier_from_py(tier, "strata.memory.memory_allocated")).current_bytes;
+      },
       py::arg("tier") = "fast");
   m.def(
       "max_memory_allocated",
@@ -397,9 +402,7 @@ void init_memory(py::module_& parent) {
       },
       py::arg("clear") = true);
   m.def("stop_timeline", [] { stats().timeline().enable(false); });
-  m.def("timeline_enabled", [] {
-    return memory::tiered_memory_created() && stats().timeline().enabled();
-  });
+  m.def("timeline_enabled", [] { return memory::tiered_memory_created() && stats().timeline().enabled(); });
   m.def(
       "mark",
       [](py::handle label) {

@@ -12,7 +12,7 @@ namespace {
 std::vector<float> as_floats(const py::handle& values, const char* what) {
   py::array_t<float, py::array::c_style | py::array::forcecast> a;
   try {
-    a = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(values);
+    a = py::array_t < float, py::array::c_style | py::array::forcecast > ::ensure(values);
   } catch (const py::error_already_set&) {
     a = {};
   }
@@ -60,25 +60,29 @@ void init_metrics(py::module_& m) {
             });
           },
           py::arg("scores"), py::arg("targets"), py::arg("loss"))
-      .def("compute", [](const metrics::BinaryMetricsAccumulator& self) { return metrics_dict(self.compute()); },
-           "{'loss', 'log_loss', 'accuracy', 'auc', 'samples'}")
+      .def(
+          "compute", [](const metrics::BinaryMetricsAccumulator& self) { return metrics_dict(self.compute()); },
+          "{'loss', 'log_loss', 'accuracy', 'auc', 'samples'}")
       .def_property_readonly("samples", &metrics::BinaryMetricsAccumulator::samples);
   mm.def(
       "roc_auc",
       [](py::handle y_true, py::handle y_score) {
-        return value_checked([&] { return metrics::roc_auc(as_floats(y_score, "y_score"), as_floats(y_true, "y_true")); });
+        return value_checked(
+            [&] { return metrics::roc_auc(as_floats(y_score, "y_score"), as_floats(y_true, "y_true")); });
       },
       py::arg("y_true"), py::arg("y_score"), "Exact ROC AUC (NaN with one class).");
   mm.def(
       "accuracy",
       [](py::handle y_true, py::handle y_score) {
-        return value_checked([&] { return metrics::accuracy(as_floats(y_score, "y_score"), as_floats(y_true, "y_true")); });
+        return value_checked(
+            [&] { return metrics::accuracy(as_floats(y_score, "y_score"), as_floats(y_true, "y_true")); });
       },
       py::arg("y_true"), py::arg("y_score"), "Fraction of round-half-even(score) == target.");
   mm.def(
       "log_loss",
       [](py::handle y_true, py::handle y_score) {
-        return value_checked([&] { return metrics::log_loss(as_floats(y_score, "y_score"), as_floats(y_true, "y_true")); });
+        return value_checked(
+            [&] { return metrics::log_loss(as_floats(y_score, "y_score"), as_floats(y_true, "y_true")); });
       },
       py::arg("y_true"), py::arg("y_score"), "Mean binary cross-entropy, probabilities clipped to [2^-52, 1-2^-52].");
 }

@@ -14,8 +14,7 @@ void init_runtime(py::module_& m) {
       "manual_seed",
       [](py::handle seed) {
         if (PyBool_Check(seed.ptr()) || !PyIndex_Check(seed.ptr()))
-          throw BindingTypeError(
-              msg("manual_seed(): seed must be an int, got ", Py_TYPE(seed.ptr())->tp_name));
+          throw BindingTypeError(msg("manual_seed(): seed must be an int, got ", Py_TYPE(seed.ptr())->tp_name));
         py::int_ value = py::reinterpret_steal<py::int_>(PyNumber_Index(seed.ptr()));
         if (!value) throw py::error_already_set();
         // Like torch.manual_seed: any Python int is accepted; negative seeds wrap modulo 2^64.
@@ -23,11 +22,8 @@ void init_runtime(py::module_& m) {
         if (PyErr_Occurred()) throw py::error_already_set();
         strata::manual_seed(static_cast<uint64_t>(s));
       },
-      py::arg("seed"),
-      "Seeds the default random generator and resets its position (like torch.manual_seed).");
-  m.def(
-      "initial_seed", [] { return default_generator().seed(); },
-      "The seed of the default random generator.");
+      py::arg("seed"), "Seeds the default random generator and resets its position (like torch.manual_seed).");
+  m.def("initial_seed", [] { return default_generator().seed(); }, "The seed of the default random generator.");
   m.def(
       "set_num_threads",
       [](py::handle n) {
@@ -41,10 +37,11 @@ void init_runtime(py::module_& m) {
         const long long v = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
         if (v == -1 && PyErr_Occurred()) throw py::error_already_set();
         if (overflow != 0)  // str() of a huge int may itself fail (Python's digit limit)
-          throw BindingValueError(bad_num_threads_message(
-              "set_num_threads()", msg(overflow < 0 ? "a negative" : "an", " int of ",
-                                       value.attr("bit_length")().cast<int64_t>(), " bits")));
-        if (!valid_num_threads(v)) throw BindingValueError(bad_num_threads_message("set_num_threads()", std::to_string(v)));
+          throw BindingValueError(
+              bad_num_threads_message("set_num_threads()", msg(overflow < 0 ? "a negative" : "an", " int of ",
+                                                               value.attr("bit_length")().cast<int64_t>(), " bits")));
+        if (!valid_num_threads(v))
+          throw BindingValueError(bad_num_threads_message("set_num_threads()", std::to_string(v)));
         strata::set_num_threads(static_cast<int>(v));
       },
       py::arg("n"), "Caps the threads used by Strata's kernels and oneDNN (1 <= n <= 4096).");

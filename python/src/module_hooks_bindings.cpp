@@ -27,22 +27,25 @@ Tensor tensor_result(py::handle r, const char* what) {
   if (py::isinstance<Tensor>(r)) return r.cast<Tensor>();
   if (py::isinstance<py::tuple>(r) && py::len(r) == 1 && py::isinstance<Tensor>(r[py::int_(0)]))
     return r[py::int_(0)].cast<Tensor>();
-  throw BindingTypeError(msg(what, " must return None or a Tensor (a module called with one tensor), got ",
-                             Py_TYPE(r.ptr())->tp_name));
+  throw BindingTypeError(
+      msg(what, " must return None or a Tensor (a module called with one tensor), got ", Py_TYPE(r.ptr())->tp_name));
 }
 
 std::vector<Tensor> grads_result(py::handle r, std::size_t n) {
   if (r.is_none()) return {};
   if (!py::isinstance<py::tuple>(r) && !py::isinstance<py::list>(r))
-    throw BindingTypeError(msg("backward hook must return None or a tuple of gradients, got ", Py_TYPE(r.ptr())->tp_name));
+    throw BindingTypeError(
+        msg("backward hook must return None or a tuple of gradients, got ", Py_TYPE(r.ptr())->tp_name));
   std::vector<Tensor> out;
   for (py::handle g : r) {
-    if (g.is_none()) out.push_back(Tensor());
-    else if (py::isinstance<Tensor>(g)) out.push_back(g.cast<Tensor>());
-    else throw BindingTypeError(msg("backward hook returned a ", Py_TYPE(g.ptr())->tp_name, " among its gradients"));
+    if (g.is_none())
+      out.push_back(Tensor());
+    else if (py::isinstance<Tensor>(g))
+      out.push_back(g.cast<Tensor>());
+    else
+      throw BindingTypeError(msg("backward hook returned a ", Py_TYPE(g.ptr())->tp_name, " among its gradients"));
   }
-  if (out.size() != n)
-    throw BindingValueError(msg("backward hook returned ", out.size(), " gradients, expected ", n));
+  if (out.size() != n) throw BindingValueError(msg("backward hook returned ", out.size(), " gradients, expected ", n));
   return out;
 }
 

@@ -10,8 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "autograd/remat/plan_exec.h"
 #include "bindings.h"
-#include "nn_support.h"
 #include "core/factories.h"
 #include "models/activation.h"
 #include "models/attention.h"
@@ -24,7 +24,7 @@
 #include "models/normalization.h"
 #include "models/pooling.h"
 #include "models/remat.h"
-#include "autograd/remat/plan_exec.h"
+#include "nn_support.h"
 
 // Note [Python modules]
 // _C.nn.Module is bound with py::smart_holder and the PyModuleT trampoline, with a __dict__:
@@ -43,7 +43,6 @@
 //    new Parameter objects sharing the registered tensor (same storage, grad and version).
 
 namespace strata::python {
-
 
 namespace nn_support {
 
@@ -69,8 +68,7 @@ Module* module_or_null(py::handle self) {
   if (!py::isinstance<Module>(self)) return nullptr;
   // Before Module.__init__ the instance has no C++ object yet (casting it would not be safe).
   auto* inst = reinterpret_cast<py::detail::instance*>(self.ptr());
-  const py::detail::value_and_holder v_h =
-      inst->get_value_and_holder(nullptr, /*throw_if_missing=*/false);
+  const py::detail::value_and_holder v_h = inst->get_value_and_holder(nullptr, /*throw_if_missing=*/false);
   if (!v_h || !v_h.holder_constructed()) return nullptr;
   return &self.cast<Module&>();
 }
@@ -80,8 +78,8 @@ Module* module_or_null(py::handle self) {
 Module& init_module(py::handle self) {
   Module* m = module_or_null(self);
   if (m == nullptr)
-    throw py::attribute_error(msg("'", Py_TYPE(self.ptr())->tp_name,
-                                  "' object is not initialized: call super().__init__() before using it"));
+    throw py::attribute_error(
+        msg("'", Py_TYPE(self.ptr())->tp_name, "' object is not initialized: call super().__init__() before using it"));
   return *m;
 }
 
@@ -173,9 +171,9 @@ Tensor state_value(py::handle v, const std::string& key, const char* op) {
 
 py::object incompatible_keys_type() {
   static py::object* type = [] {
-    auto* t = new py::object(py::module_::import("collections")
-                                 .attr("namedtuple")("IncompatibleKeys", py::make_tuple("missing_keys",
-                                                                                        "unexpected_keys")));
+    auto* t =
+        new py::object(py::module_::import("collections")
+                           .attr("namedtuple")("IncompatibleKeys", py::make_tuple("missing_keys", "unexpected_keys")));
     return t;
   }();
   return *type;
@@ -262,8 +260,8 @@ void module_setattr(py::handle self, const std::string& name, py::handle value) 
     m->unregister(name);
   } else if (m->has_buffer(name)) {
     if (!value.is_none() && !py::isinstance<Tensor>(value))
-      throw BindingTypeError(msg("cannot assign '", type_name(value), "' as buffer '", name,
-                                 "' (strata.Tensor or None expected)"));
+      throw BindingTypeError(
+          msg("cannot assign '", type_name(value), "' as buffer '", name, "' (strata.Tensor or None expected)"));
     const bool persistent = m->is_persistent_buffer(name);
     m->register_buffer(name, value.is_none() ? Tensor() : value.cast<Tensor>(), persistent);
     return;
@@ -299,8 +297,7 @@ StateDict state_dict_arg(py::handle state, const char* op) {
   for (py::handle kv : items) {
     auto pair = py::reinterpret_borrow<py::tuple>(kv);
     py::handle k = pair[0];
-    if (!py::isinstance<py::str>(k))
-      throw BindingTypeError(msg(op, ": keys must be strings, got ", type_name(k)));
+    if (!py::isinstance<py::str>(k)) throw BindingTypeError(msg(op, ": keys must be strings, got ", type_name(k)));
     const std::string key = k.cast<std::string>();
     out.emplace_back(key, state_value(pair[1], key, op));
   }
@@ -352,10 +349,8 @@ void def_module_attributes(ModuleClass& cls) {
               throw BindingTypeError(msg("cannot assign '", type_name(param), "' object to parameter '", name,
                                          "' (strata.nn.Parameter or None required)"));
             if (py::hasattr(py::type::of(self), name.c_str()) ||
-                (!m.has_parameter(name) && py::hasattr(self, "__dict__") &&
-                 self.attr("__dict__").contains(name)))
-              throw BindingValueError(msg(m.type_name(), ".register_parameter: attribute '", name,
-                                          "' already exists"));
+                (!m.has_parameter(name) && py::hasattr(self, "__dict__") && self.attr("__dict__").contains(name)))
+              throw BindingValueError(msg(m.type_name(), ".register_parameter: attribute '", name, "' already exists"));
             Tensor t = param.is_none() ? Tensor() : param.cast<Tensor>();
             m.register_parameter(name, t, t.defined() && t.requires_grad());
           },
@@ -368,7 +363,8 @@ void def_module_attributes(ModuleClass& cls) {
               throw BindingTypeError(msg("cannot assign '", type_name(tensor), "' object to buffer '", name,
                                          "' (strata.Tensor or None required)"));
             if (py::hasattr(py::type::of(self), name.c_str()) || self.attr("__dict__").contains(name))
-              throw BindingValueError(msg(m.type_name(), ".register_buffer: attribute ", quote_field(name), " already exists"));
+              throw BindingValueError(
+                  msg(m.type_name(), ".register_buffer: attribute ", quote_field(name), " already exists"));
             m.register_buffer(name, tensor.is_none() ? Tensor() : tensor.cast<Tensor>(), persistent);
           },
           py::arg("name"), py::arg("tensor"), py::arg("persistent") = true)
@@ -382,24 +378,23 @@ void def_module_attributes(ModuleClass& cls) {
               return;
             }
             if (py::hasattr(py::type::of(self), name.c_str()) || self.attr("__dict__").contains(name))
-              throw BindingValueError(msg(m.type_name(), ".add_module: attribute ", quote_field(name), " already exists"));
+              throw BindingValueError(
+                  msg(m.type_name(), ".add_module: attribute ", quote_field(name), " already exists"));
             m.register_module(name, module_arg(module, m.type_name(), "add_module"));
           },
           py::arg("name"), py::arg("module"))
       .def(
           "register_module",
-          [](py::object self, const std::string& name, py::object module) {
-            self.attr("add_module")(name, module);
-          },
+          [](py::object self, const std::string& name, py::object module) { self.attr("add_module")(name, module); },
           py::arg("name"), py::arg("module"));
 }
 
 // The traversals, in PyTorch's order and names.
 void def_module_traversals(ModuleClass& cls) {
   cls.def(
-          "parameters",
-          [](py::handle self_m, bool recurse) { return tensors_iter(init_module(self_m).parameters(recurse), true); },
-          py::arg("recurse") = true)
+         "parameters",
+         [](py::handle self_m, bool recurse) { return tensors_iter(init_module(self_m).parameters(recurse), true); },
+         py::arg("recurse") = true)
       .def(
           "named_parameters",
           [](py::handle self_m, const std::string& prefix, bool recurse) {
@@ -455,12 +450,12 @@ void def_module_traversals(ModuleClass& cls) {
 // Mode, gradients, state dicts, apply and the repr.
 void def_module_state(ModuleClass& cls) {
   cls.def(
-          "train",
-          [](py::object self, bool mode) {
-            init_module(self).train(mode);
-            return self;
-          },
-          py::arg("mode") = true)
+         "train",
+         [](py::object self, bool mode) {
+           init_module(self).train(mode);
+           return self;
+         },
+         py::arg("mode") = true)
       .def("eval",
            [](py::object self) {
              init_module(self).eval();
@@ -557,20 +552,20 @@ void def_module_state(ModuleClass& cls) {
 }
 
 void bind_module(py::module_& nnm) {
-  ModuleClass cls(
-      nnm, "Module", py::dynamic_attr(),
-      "Base class of every layer and model (torch.nn.Module): subclass it, call super().__init__(), "
-      "assign Parameters and Modules as attributes and define forward().");
+  ModuleClass cls(nnm, "Module", py::dynamic_attr(),
+                  "Base class of every layer and model (torch.nn.Module): subclass it, call super().__init__(), "
+                  "assign Parameters and Modules as attributes and define forward().");
   def_module_attributes(cls);
   def_module_traversals(cls);
   def_module_state(cls);
   def_module_hooks(cls);
   // What python/strata/nn/_copy.py rebuilds a module from: kept in the C++ module, since the Python
   // object of a C++ layer may be dropped and made again while the module lives on in a parent.
-  cls.def("_get_init_args", [](py::handle self) -> py::object {
-       const std::shared_ptr<void>& d = init_module(self).binding_data();
-       return d ? static_cast<const PyRef*>(d.get())->obj : py::none();
-     })
+  cls.def("_get_init_args",
+          [](py::handle self) -> py::object {
+            const std::shared_ptr<void>& d = init_module(self).binding_data();
+            return d ? static_cast<const PyRef*>(d.get())->obj : py::none();
+          })
       .def("_set_init_args", [](py::handle self, py::object args) {
         init_module(self).set_binding_data(std::make_shared<PyRef>(std::move(args)));
       });
@@ -604,19 +599,22 @@ void init_nn(py::module_& m) {
              return Parameter(t);
            }),
            py::arg("data") = py::none(), py::arg("requires_grad") = true)
-      .def("__repr__", [](py::object self) {
-        return "Parameter containing:\n" + py::str(py::type::of<Tensor>().attr("__repr__")(self)).cast<std::string>();
-      })
+      .def("__repr__",
+           [](py::object self) {
+             return "Parameter containing:\n" +
+                    py::str(py::type::of<Tensor>().attr("__repr__")(self)).cast<std::string>();
+           })
       // Note [Copying and pickling tensors] (tensor_bindings.cpp): a Parameter stays a Parameter.
-      .def("__deepcopy__",
-           [](py::handle self, py::dict memo) -> py::object {
-             py::int_ key(reinterpret_cast<std::uintptr_t>(self.ptr()));
-             if (memo.contains(key)) return memo[key];
-             py::object out = py::cast(Parameter(copy_leaf(self.cast<const Tensor&>(), "deepcopy")));
-             memo[key] = out;
-             return out;
-           },
-           py::arg("memo"))
+      .def(
+          "__deepcopy__",
+          [](py::handle self, py::dict memo) -> py::object {
+            py::int_ key(reinterpret_cast<std::uintptr_t>(self.ptr()));
+            if (memo.contains(key)) return memo[key];
+            py::object out = py::cast(Parameter(copy_leaf(self.cast<const Tensor&>(), "deepcopy")));
+            memo[key] = out;
+            return out;
+          },
+          py::arg("memo"))
       .def("__reduce__", [](py::handle self) {
         const Tensor& t = self.cast<const Tensor&>();
         return py::make_tuple(py::type::of(self), py::make_tuple(py::cast(t.detach()), t.requires_grad()));

@@ -36,8 +36,8 @@ Tensor conv1d_py(py::handle input, py::handle weight, py::handle bias, py::handl
   return conv1d(x, w, b, s, p, d, g);
 }
 
-Tensor conv_transpose2d_py(py::handle input, py::handle weight, py::handle bias, py::handle stride,
-                           py::handle padding, py::handle output_padding, py::handle groups, py::handle dilation) {
+Tensor conv_transpose2d_py(py::handle input, py::handle weight, py::handle bias, py::handle stride, py::handle padding,
+                           py::handle output_padding, py::handle groups, py::handle dilation) {
   const char* op = "conv_transpose2d";
   const Tensor x = tensor_arg(input, op, "input"), w = tensor_arg(weight, op, "weight");
   const Tensor b = opt_tensor(bias, op, "bias");
@@ -68,8 +68,8 @@ Tensor pad_py(py::handle input, py::handle pad_arg, const std::string& mode, py:
 }
 
 /// interpolate's argument errors that PyTorch raises as ValueError or NotImplementedError.
-void check_interpolate_args(const Tensor& x, const std::string& mode, bool has_size, bool has_scale,
-                            std::size_t given, bool align_corners_set) {
+void check_interpolate_args(const Tensor& x, const std::string& mode, bool has_size, bool has_scale, std::size_t given,
+                            bool align_corners_set) {
   const bool linear = mode == "linear" || mode == "bilinear";
   if (linear && mode == "linear" && x.dim() != 3)
     raise_not_implemented(msg("interpolate(): got ", x.dim(), "-D input, but linear mode needs 3-D input"));
@@ -78,7 +78,8 @@ void check_interpolate_args(const Tensor& x, const std::string& mode, bool has_s
   if (x.dim() < 3 || x.dim() > 5)
     raise_not_implemented(msg("interpolate(): only 3-D, 4-D and 5-D input tensors are supported, got ", x.dim(), "-D"));
   if (!linear && mode != "nearest" && mode != "nearest-exact")
-    raise_not_implemented(msg("interpolate(): mode '", mode, "' is not supported by Strata ('nearest', "
+    raise_not_implemented(msg("interpolate(): mode '", mode,
+                              "' is not supported by Strata ('nearest', "
                               "'nearest-exact', 'linear', 'bilinear')"));
   if (align_corners_set && !linear)
     throw BindingValueError("align_corners option can only be set with the interpolating modes: linear | bilinear");
@@ -88,7 +89,8 @@ void check_interpolate_args(const Tensor& x, const std::string& mode, bool has_s
   const auto spatial = static_cast<std::size_t>(x.dim() - 2);
   if (given != 1 && given != spatial)
     throw BindingValueError(msg("Input and output must have the same number of spatial dimensions, but got input with ",
-                                spatial, " spatial dimensions and ", given, has_size ? " output sizes" : " scale factors"));
+                                spatial, " spatial dimensions and ", given,
+                                has_size ? " output sizes" : " scale factors"));
 }
 
 Tensor interpolate_py(py::handle input, py::handle size, py::handle scale_factor, const std::string& mode,

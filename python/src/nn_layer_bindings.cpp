@@ -85,7 +85,8 @@ void bind_list_methods(py::class_<C, PyModuleT<C>, Module, py::smart_holder>& cl
         C& c = init_as<C>(self_c);
         const auto n = static_cast<int64_t>(c.size());
         int64_t i = int_from_py(index, type, "index");
-        if (i < -n || i >= n) throw BindingIndexError(msg("index ", i, " is out of range for ", type, " of length ", n));
+        if (i < -n || i >= n)
+          throw BindingIndexError(msg("index ", i, " is out of range for ", type, " of length ", n));
         if (i < 0) i += n;
         auto slots = slots_of(c);
         c.register_module(slots[static_cast<std::size_t>(i)].first, module_arg(module, type, "__setitem__"));
@@ -111,10 +112,10 @@ S* fill_sequential(S* s, const py::args& args) {
 
 void bind_containers(py::module_& nnm) {
   py::class_<nn::Sequential, PyModuleT<nn::Sequential>, Module, py::smart_holder> seq(
-      nnm, "Sequential", "Runs its children in order (torch.nn.Sequential): Sequential(*modules) or Sequential(OrderedDict).");
-  seq.def(py::init(
-      [](const py::args& args) { return fill_sequential(new nn::Sequential(), args); },
-      [](const py::args& args) { return fill_sequential(new PyModuleT<nn::Sequential>(), args); }));
+      nnm, "Sequential",
+      "Runs its children in order (torch.nn.Sequential): Sequential(*modules) or Sequential(OrderedDict).");
+  seq.def(py::init([](const py::args& args) { return fill_sequential(new nn::Sequential(), args); },
+                   [](const py::args& args) { return fill_sequential(new PyModuleT<nn::Sequential>(), args); }));
   bind_list_methods(seq, "Sequential");
 
   // RematSequential(*modules, policy=None): a Sequential run under a chain policy (models/remat.h).
@@ -124,8 +125,10 @@ void bind_containers(py::module_& nnm) {
       "(strata.remat): RematSequential(*modules, policy=strata.remat.auto(budget_bytes)).");
   auto policy_arg = [](py::handle policy) -> remat::ChainPolicy {
     if (!py::isinstance<remat::ChainPolicy>(policy))
-      throw BindingTypeError(msg("RematSequential: policy must be a strata.remat policy (strata.remat.auto(...), "
-                                 "strata.remat.every_k(...), ...), got ", type_name(policy)));
+      throw BindingTypeError(
+          msg("RematSequential: policy must be a strata.remat policy (strata.remat.auto(...), "
+              "strata.remat.every_k(...), ...), got ",
+              type_name(policy)));
     return policy.cast<remat::ChainPolicy>();
   };
   rs.def(py::init(
@@ -145,8 +148,8 @@ void bind_containers(py::module_& nnm) {
       [policy_arg](nn::RematSequential& s, py::handle policy) { s.set_policy(policy_arg(policy)); });
   auto auto_of = [](const nn::RematSequential& s, const char* what) -> const remat::AutoChain& {
     if (!s.policy().auto_chain)
-      throw Error(msg("RematSequential.", what, ": the policy is ", s.policy().to_string(),
-                      "; only strata.remat.auto plans"));
+      throw Error(
+          msg("RematSequential.", what, ": the policy is ", s.policy().to_string(), "; only strata.remat.auto plans"));
     return *s.policy().auto_chain;
   };
   rs.def(
@@ -228,17 +231,16 @@ void bind_layers(py::module_& nnm) {
       .def_property_readonly("in_features", &nn::Linear::in_features)
       .def_property_readonly("out_features", &nn::Linear::out_features);
 
-  Layer<nn::Identity>(nnm, "Identity")
-      .def(STRATA_MODULE_INIT(nn::Identity, (const py::args&, const py::kwargs&), ()));
+  Layer<nn::Identity>(nnm, "Identity").def(STRATA_MODULE_INIT(nn::Identity, (const py::args&, const py::kwargs&), ()));
 
   Layer<nn::Conv2d>(nnm, "Conv2d", "2-D convolution (torch.nn.Conv2d, padding_mode 'zeros').")
-      .def(STRATA_MODULE_INIT(nn::Conv2d,
-                              (int64_t in_channels, int64_t out_channels, py::handle kernel_size, py::handle stride,
-                               py::handle padding, py::handle dilation, int64_t groups, bool bias,
-                               const std::string& padding_mode),
-                              (in_channels, out_channels, size2_arg(kernel_size, "Conv2d", "kernel_size"),
-                               size2_arg(stride, "Conv2d", "stride"), size2_arg(padding, "Conv2d", "padding"),
-                               size2_arg(dilation, "Conv2d", "dilation"), groups, bias, padding_mode)),
+      .def(STRATA_MODULE_INIT(
+               nn::Conv2d,
+               (int64_t in_channels, int64_t out_channels, py::handle kernel_size, py::handle stride,
+                py::handle padding, py::handle dilation, int64_t groups, bool bias, const std::string& padding_mode),
+               (in_channels, out_channels, size2_arg(kernel_size, "Conv2d", "kernel_size"),
+                size2_arg(stride, "Conv2d", "stride"), size2_arg(padding, "Conv2d", "padding"),
+                size2_arg(dilation, "Conv2d", "dilation"), groups, bias, padding_mode)),
            py::arg("in_channels"), py::arg("out_channels"), py::arg("kernel_size"), py::arg("stride") = 1,
            py::arg("padding") = 0, py::arg("dilation") = 1, py::arg("groups") = 1, py::arg("bias") = true,
            py::arg("padding_mode") = "zeros")
@@ -262,9 +264,9 @@ void bind_layers(py::module_& nnm) {
            py::arg("track_running_stats") = true, py::arg("bias") = true)
       .def_property_readonly("num_features", &nn::BatchNorm::num_features);
   Layer<nn::LayerNorm>(nnm, "LayerNorm")
-      .def(STRATA_MODULE_INIT(nn::LayerNorm, (py::handle normalized_shape, double eps, bool elementwise_affine, bool bias),
-                              (size_arg(normalized_shape, "LayerNorm", "normalized_shape"), eps, elementwise_affine,
-                               bias)),
+      .def(STRATA_MODULE_INIT(
+               nn::LayerNorm, (py::handle normalized_shape, double eps, bool elementwise_affine, bool bias),
+               (size_arg(normalized_shape, "LayerNorm", "normalized_shape"), eps, elementwise_affine, bias)),
            py::arg("normalized_shape"), py::arg("eps") = 1e-5, py::arg("elementwise_affine") = true,
            py::arg("bias") = true);
 
@@ -287,26 +289,25 @@ void bind_layers(py::module_& nnm) {
       .def_property_readonly("p", &nn::Dropout::p);
 
   Layer<nn::MaxPool2d>(nnm, "MaxPool2d")
-      .def(STRATA_MODULE_INIT_CHECKED(nn::MaxPool2d,
-                              (py::handle kernel_size, py::handle stride, py::handle padding, py::handle dilation,
-                               bool return_indices, bool ceil_mode),
-                              refuse(return_indices, "MaxPool2d", "return_indices=True"),
-                              (size2_arg(kernel_size, "MaxPool2d", "kernel_size"),
-                               opt_size2(stride, "MaxPool2d", "stride"), size2_arg(padding, "MaxPool2d", "padding"),
-                               size2_arg(dilation, "MaxPool2d", "dilation"), ceil_mode)),
+      .def(STRATA_MODULE_INIT_CHECKED(
+               nn::MaxPool2d,
+               (py::handle kernel_size, py::handle stride, py::handle padding, py::handle dilation, bool return_indices,
+                bool ceil_mode),
+               refuse(return_indices, "MaxPool2d", "return_indices=True"),
+               (size2_arg(kernel_size, "MaxPool2d", "kernel_size"), opt_size2(stride, "MaxPool2d", "stride"),
+                size2_arg(padding, "MaxPool2d", "padding"), size2_arg(dilation, "MaxPool2d", "dilation"), ceil_mode)),
            py::arg("kernel_size"), py::arg("stride") = py::none(), py::arg("padding") = 0, py::arg("dilation") = 1,
            py::arg("return_indices") = false, py::arg("ceil_mode") = false);
   Layer<nn::AvgPool2d>(nnm, "AvgPool2d")
-      .def(STRATA_MODULE_INIT_CHECKED(nn::AvgPool2d,
-                              (py::handle kernel_size, py::handle stride, py::handle padding, bool ceil_mode,
-                               bool count_include_pad, py::handle divisor_override),
-                              refuse(!divisor_override.is_none(), "AvgPool2d", "divisor_override"),
-                              (size2_arg(kernel_size, "AvgPool2d", "kernel_size"),
-                               opt_size2(stride, "AvgPool2d", "stride"), size2_arg(padding, "AvgPool2d", "padding"),
-                               ceil_mode, count_include_pad)),
-           py::arg("kernel_size"), py::arg("stride") = py::none(), py::arg("padding") = 0,
-           py::arg("ceil_mode") = false, py::arg("count_include_pad") = true,
-           py::arg("divisor_override") = py::none());
+      .def(STRATA_MODULE_INIT_CHECKED(
+               nn::AvgPool2d,
+               (py::handle kernel_size, py::handle stride, py::handle padding, bool ceil_mode, bool count_include_pad,
+                py::handle divisor_override),
+               refuse(!divisor_override.is_none(), "AvgPool2d", "divisor_override"),
+               (size2_arg(kernel_size, "AvgPool2d", "kernel_size"), opt_size2(stride, "AvgPool2d", "stride"),
+                size2_arg(padding, "AvgPool2d", "padding"), ceil_mode, count_include_pad)),
+           py::arg("kernel_size"), py::arg("stride") = py::none(), py::arg("padding") = 0, py::arg("ceil_mode") = false,
+           py::arg("count_include_pad") = true, py::arg("divisor_override") = py::none());
   Layer<nn::AdaptiveAvgPool2d>(nnm, "AdaptiveAvgPool2d")
       .def(STRATA_MODULE_INIT(nn::AdaptiveAvgPool2d, (py::handle output_size),
                               (size2_arg(output_size, "AdaptiveAvgPool2d", "output_size"))),
@@ -319,8 +320,8 @@ void bind_layers(py::module_& nnm) {
                (int64_t num_embeddings, int64_t embedding_dim, py::handle max_norm, double norm_type,
                 bool scale_grad_by_freq, const std::string& mode, bool sparse, py::handle _weight,
                 bool include_last_offset, py::handle padding_idx),
-               refuse(!max_norm.is_none(), "EmbeddingBag", "max_norm"); (void)norm_type;
-               refuse(scale_grad_by_freq, "EmbeddingBag", "scale_grad_by_freq=True");
+               refuse(!max_norm.is_none(), "EmbeddingBag", "max_norm");
+               (void)norm_type; refuse(scale_grad_by_freq, "EmbeddingBag", "scale_grad_by_freq=True");
                refuse(sparse, "EmbeddingBag", "sparse=True"); refuse(!_weight.is_none(), "EmbeddingBag", "_weight");
                refuse(!padding_idx.is_none(), "EmbeddingBag", "padding_idx"),
                (num_embeddings, embedding_dim, mode, include_last_offset)),
@@ -361,8 +362,10 @@ void bind_embedding(py::module_& nnm) {
           "from_pretrained",
           [](const Tensor& embeddings, bool freeze, std::optional<int64_t> padding_idx, std::optional<double> max_norm,
              double norm_type) {
-            STRATA_CHECK(embeddings.dim() == 2, "Embedding.from_pretrained: embeddings parameter is expected to be "
-                         "2-dimensional, got ", embeddings.describe());
+            STRATA_CHECK(embeddings.dim() == 2,
+                         "Embedding.from_pretrained: embeddings parameter is expected to be "
+                         "2-dimensional, got ",
+                         embeddings.describe());
             auto m = std::make_shared<nn::Embedding>(embeddings.size(0), embeddings.size(1), padding_idx, max_norm,
                                                      norm_type);
             m->register_parameter("weight", embeddings.detach(), !freeze);
@@ -416,8 +419,8 @@ void bind_attention(py::module_& nnm) {
       .def(py::init([](int64_t d_model, int64_t nhead, int64_t dim_feedforward, double dropout,
                        const std::string& activation, double layer_norm_eps, bool batch_first, bool norm_first,
                        bool bias) {
-             nn::TransformerEncoderLayerOptions o{dim_feedforward, dropout, activation, layer_norm_eps, batch_first,
-                                                   norm_first, bias};
+             nn::TransformerEncoderLayerOptions o{dim_feedforward, dropout,    activation, layer_norm_eps,
+                                                  batch_first,     norm_first, bias};
              return new PyModuleT<nn::TransformerEncoderLayer>(d_model, nhead, o);
            }),
            py::arg("d_model"), py::arg("nhead"), py::arg("dim_feedforward") = 2048, py::arg("dropout") = 0.1,
@@ -453,7 +456,6 @@ void bind_transformer_layers(py::module_& nnm) {
   bind_attention(nnm);
 }
 
-
 /// An int or a 1-sequence of one int (Conv1d's kernel_size, stride, dilation, padding).
 int64_t n_ints_1d(py::handle h) {
   const Dims d = int_list_from_sequence(h, "Conv1d", "argument");
@@ -477,9 +479,10 @@ std::string dict_key(py::handle key) {
 void dict_update(nn::ModuleDict& d, py::handle modules) {
   if (modules.is_none()) return;
   if (is_module(modules) || !py::isinstance<py::iterable>(modules))
-    throw BindingTypeError(msg("ModuleDict.update should be called with an iterable of key/value pairs, but got ",
-                               type_name(modules)));
-  py::object items = py::hasattr(modules, "items") ? modules.attr("items")() : py::reinterpret_borrow<py::object>(modules);
+    throw BindingTypeError(
+        msg("ModuleDict.update should be called with an iterable of key/value pairs, but got ", type_name(modules)));
+  py::object items =
+      py::hasattr(modules, "items") ? modules.attr("items")() : py::reinterpret_borrow<py::object>(modules);
   for (py::handle kv : items) {
     py::sequence pair = py::reinterpret_borrow<py::sequence>(kv);
     if (!py::isinstance<py::sequence>(kv) || py::len(pair) != 2)
@@ -511,46 +514,56 @@ void bind_module_dict(py::module_& nnm) {
     return module_object(d[k]);
   };
   md.def("__getitem__", get)
-      .def("__setitem__", [](py::handle self, py::handle key, py::handle module) {
-        init_as<D>(self).insert(dict_key(key), module_arg(module, "ModuleDict", "__setitem__"));
-      })
-      .def("__delitem__", [get](py::handle self, py::handle key) {
-        get(self, key);
-        init_as<D>(self).pop(key.cast<std::string>());
-      })
+      .def("__setitem__",
+           [](py::handle self, py::handle key, py::handle module) {
+             init_as<D>(self).insert(dict_key(key), module_arg(module, "ModuleDict", "__setitem__"));
+           })
+      .def("__delitem__",
+           [get](py::handle self, py::handle key) {
+             get(self, key);
+             init_as<D>(self).pop(key.cast<std::string>());
+           })
       .def("__len__", [](py::handle self) { return init_as<D>(self).size(); })
       .def("__iter__", [](py::handle self) { return py::iter(py::cast(init_as<D>(self).keys())); })
-      .def("__contains__", [](py::handle self, py::handle key) {
-        return py::isinstance<py::str>(key) && init_as<D>(self).contains(key.cast<std::string>());
-      })
+      .def("__contains__",
+           [](py::handle self, py::handle key) {
+             return py::isinstance<py::str>(key) && init_as<D>(self).contains(key.cast<std::string>());
+           })
       .def("keys", [](py::handle self) { return init_as<D>(self).keys(); })
-      .def("values", [](py::handle self) {
-        py::list out;
-        const D& d = init_as<D>(self);
-        for (const std::string& k : d.keys()) out.append(module_object(d[k]));
-        return out;
-      })
-      .def("items", [](py::handle self) {
-        py::list out;
-        const D& d = init_as<D>(self);
-        for (const std::string& k : d.keys()) out.append(py::make_tuple(k, module_object(d[k])));
-        return out;
-      })
-      .def("pop", [get](py::handle self, py::handle key) {
-        py::object m = get(self, key);
-        init_as<D>(self).pop(key.cast<std::string>());
-        return m;
-      }, py::arg("key"))
+      .def("values",
+           [](py::handle self) {
+             py::list out;
+             const D& d = init_as<D>(self);
+             for (const std::string& k : d.keys()) out.append(module_object(d[k]));
+             return out;
+           })
+      .def("items",
+           [](py::handle self) {
+             py::list out;
+             const D& d = init_as<D>(self);
+             for (const std::string& k : d.keys()) out.append(py::make_tuple(k, module_object(d[k])));
+             return out;
+           })
+      .def(
+          "pop",
+          [get](py::handle self, py::handle key) {
+            py::object m = get(self, key);
+            init_as<D>(self).pop(key.cast<std::string>());
+            return m;
+          },
+          py::arg("key"))
       .def("clear", [](py::handle self) { init_as<D>(self).clear(); })
-      .def("update", [](py::handle self, py::handle modules) { dict_update(init_as<D>(self), modules); },
-           py::arg("modules"));
+      .def(
+          "update", [](py::handle self, py::handle modules) { dict_update(init_as<D>(self), modules); },
+          py::arg("modules"));
 }
 
 /// A ParameterList element: a Tensor (a Parameter keeps its requires_grad; a plain tensor becomes
 /// one that requires grad, as PyTorch's ParameterList wraps it).
 std::pair<Tensor, bool> list_parameter(py::handle v, const char* what) {
   if (!py::isinstance<Tensor>(v))
-    throw BindingTypeError(msg("ParameterList.", what, ": expected a strata.nn.Parameter or Tensor, got ", type_name(v)));
+    throw BindingTypeError(
+        msg("ParameterList.", what, ": expected a strata.nn.Parameter or Tensor, got ", type_name(v)));
   Tensor t = v.cast<Tensor>();
   return {t, is_parameter(v) ? t.requires_grad() : true};
 }
@@ -579,33 +592,42 @@ void bind_parameter_list(py::module_& nnm) {
     return k;
   };
   pl.def("__len__", [](py::handle self) { return init_as<L>(self).size(); })
-      .def("__getitem__", [index](py::handle self, py::handle i) {
-        L& l = init_as<L>(self);
-        return parameter_object(l[index(l, i)]);
-      })
-      .def("__setitem__", [index](py::handle self, py::handle i, py::handle v) {
-        L& l = init_as<L>(self);
-        auto [t, rg] = list_parameter(v, "__setitem__");
-        l.set(index(l, i), t, rg);
-      })
-      .def("__iter__", [](py::handle self) {
-        L& l = init_as<L>(self);
-        py::list out;
-        for (std::size_t i = 0; i < l.size(); ++i) out.append(parameter_object(l[static_cast<int64_t>(i)]));
-        return py::iter(out);
-      })
-      .def("append", [](py::object self, py::handle v) {
-        auto [t, rg] = list_parameter(v, "append");
-        init_as<L>(self).append(t, rg);
-        return self;
-      }, py::arg("value"))
-      .def("extend", [](py::object self, py::iterable values) {
-        for (py::handle v : values) {
-          auto [t, rg] = list_parameter(v, "extend");
-          init_as<L>(self).append(t, rg);
-        }
-        return self;
-      }, py::arg("values"));
+      .def("__getitem__",
+           [index](py::handle self, py::handle i) {
+             L& l = init_as<L>(self);
+             return parameter_object(l[index(l, i)]);
+           })
+      .def("__setitem__",
+           [index](py::handle self, py::handle i, py::handle v) {
+             L& l = init_as<L>(self);
+             auto [t, rg] = list_parameter(v, "__setitem__");
+             l.set(index(l, i), t, rg);
+           })
+      .def("__iter__",
+           [](py::handle self) {
+             L& l = init_as<L>(self);
+             py::list out;
+             for (std::size_t i = 0; i < l.size(); ++i) out.append(parameter_object(l[static_cast<int64_t>(i)]));
+             return py::iter(out);
+           })
+      .def(
+          "append",
+          [](py::object self, py::handle v) {
+            auto [t, rg] = list_parameter(v, "append");
+            init_as<L>(self).append(t, rg);
+            return self;
+          },
+          py::arg("value"))
+      .def(
+          "extend",
+          [](py::object self, py::iterable values) {
+            for (py::handle v : values) {
+              auto [t, rg] = list_parameter(v, "extend");
+              init_as<L>(self).append(t, rg);
+            }
+            return self;
+          },
+          py::arg("values"));
 }
 
 /// PyTorch raises ValueError for these constructor arguments.
@@ -633,9 +655,10 @@ void bind_conv_norm_extra(py::module_& nnm) {
                 py::handle padding, py::handle dilation, int64_t groups, bool bias, const std::string& padding_mode),
                check_conv_module_args("Conv1d", in_channels, out_channels, groups);
                if (padding_mode != "zeros" && padding_mode != "reflect" && padding_mode != "replicate" &&
-                   padding_mode != "circular") throw BindingValueError(
-                   msg("padding_mode must be one of {'circular', 'reflect', 'zeros', 'replicate'}, but got "
-                       "padding_mode='", padding_mode, "'")),
+                   padding_mode != "circular") throw BindingValueError(msg("padding_mode must be one of {'circular', "
+                                                                           "'reflect', 'zeros', 'replicate'}, but got "
+                                                                           "padding_mode='",
+                                                                           padding_mode, "'")),
                (in_channels, out_channels, n_ints_1d(kernel_size), n_ints_1d(stride),
                 padding1d_arg(padding, n_ints_1d(stride)), n_ints_1d(dilation), groups, bias, padding_mode)),
            py::arg("in_channels"), py::arg("out_channels"), py::arg("kernel_size"), py::arg("stride") = 1,

@@ -22,13 +22,11 @@ namespace nn_support {
 using nn::Module;
 using ModulePtr = std::shared_ptr<Module>;
 
-
 /// strata.nn.Parameter: a Tensor handle of its own Python type.
 struct Parameter : Tensor {
   Parameter() = default;
   explicit Parameter(Tensor t) : Tensor(std::move(t)) {}
 };
-
 
 template <class Base>
 class PyModuleT : public Base, public py::trampoline_self_life_support {
@@ -67,11 +65,16 @@ class PyModuleT : public Base, public py::trampoline_self_life_support {
 #define STRATA_MODULE_INIT(T, PARAMS, ARGS) \
   py::init([] PARAMS { return new T ARGS; }, [] PARAMS { return new PyModuleT<T> ARGS; })
 // The same, running CHECK (statements refusing unsupported arguments) first.
-#define STRATA_MODULE_INIT_CHECKED(T, PARAMS, CHECK, ARGS)  \
-  py::init([] PARAMS { CHECK; return new T ARGS; }, [] PARAMS { \
-    CHECK;                                                      \
-    return new PyModuleT<T> ARGS;                               \
-  })
+#define STRATA_MODULE_INIT_CHECKED(T, PARAMS, CHECK, ARGS) \
+  py::init(                                                \
+      [] PARAMS {                                          \
+        CHECK;                                             \
+        return new T ARGS;                                 \
+      },                                                   \
+      [] PARAMS {                                          \
+        CHECK;                                             \
+        return new PyModuleT<T> ARGS;                      \
+      })
 
 // ---- helpers (nn_bindings.cpp) ----------------------------------------------------------------
 

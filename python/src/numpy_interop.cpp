@@ -34,8 +34,8 @@ Tensor tensor_from_numpy(py::handle obj) {
   const py::dtype dt = arr.dtype();
   const std::optional<DType> dtype = dtype_from_numpy(dt);
   if (!dtype)
-    throw BindingTypeError(msg("from_numpy(): NumPy dtype ", str_of(dt),
-                               " is not supported; supported dtypes are ", kSupportedNumpy));
+    throw BindingTypeError(
+        msg("from_numpy(): NumPy dtype ", str_of(dt), " is not supported; supported dtypes are ", kSupportedNumpy));
   if (!dt.attr("isnative").cast<bool>())
     throw BindingValueError(msg("from_numpy(): the array's dtype ", str_of(py::repr(dt)),
                                 " is not in native byte order; convert it first with "
@@ -57,8 +57,8 @@ Tensor tensor_from_numpy(py::handle obj) {
       continue;
     }
     if (bytes < 0)
-      throw BindingValueError(msg("from_numpy(): the array has a negative stride (", bytes,
-                                  " bytes at dim ", d, "), which Strata tensors do not support; "
+      throw BindingValueError(msg("from_numpy(): the array has a negative stride (", bytes, " bytes at dim ", d,
+                                  "), which Strata tensors do not support; "
                                   "pass a copy instead (arr.copy())"));
     if (bytes % item != 0)
       throw BindingValueError(msg("from_numpy(): the array's stride of ", bytes, " bytes at dim ", d,
@@ -69,8 +69,8 @@ Tensor tensor_from_numpy(py::handle obj) {
   }
   void* data = const_cast<void*>(arr.data());
   if (numel > 0 && reinterpret_cast<std::uintptr_t>(data) % static_cast<std::uintptr_t>(item) != 0)
-    throw BindingValueError(msg("from_numpy(): the array's data is not aligned to its element size (",
-                                item, " bytes); pass a copy instead (arr.copy())"));
+    throw BindingValueError(msg("from_numpy(): the array's data is not aligned to its element size (", item,
+                                " bytes); pass a copy instead (arr.copy())"));
   if (!arr.writeable()) {
     // Like torch.from_numpy: the tensor is writable, so writing through it is undefined behavior.
     if (PyErr_WarnEx(PyExc_UserWarning,
@@ -83,8 +83,7 @@ Tensor tensor_from_numpy(py::handle obj) {
   const std::size_t nbytes = numel == 0 ? 0 : static_cast<std::size_t>((extent + 1) * item);
   PyObject* keep = obj.ptr();
   Py_INCREF(keep);
-  auto allocation = std::make_unique<ExternalAllocation>(data, nbytes,
-                                                         [keep](void*) { release_array(keep); });
+  auto allocation = std::make_unique<ExternalAllocation>(data, nbytes, [keep](void*) { release_array(keep); });
   Storage storage = Storage::wrap(std::move(allocation));
   return Tensor(std::move(storage), sizes, strides, 0, *dtype);
 }
@@ -114,27 +113,23 @@ Tensor tensor_from_data(py::handle data, std::optional<DType> dtype, const char*
   // Arrays and NumPy scalars keep their dtype.
   const bool python_data =
       !py::isinstance(data, np.attr("generic")) &&
-      (PyList_Check(data.ptr()) || PyTuple_Check(data.ptr()) || PyFloat_Check(data.ptr()) ||
-       PyLong_Check(data.ptr()));
+      (PyList_Check(data.ptr()) || PyTuple_Check(data.ptr()) || PyFloat_Check(data.ptr()) || PyLong_Check(data.ptr()));
   py::array arr = np.attr("asarray")(data);
   py::dtype dt = arr.dtype();
   std::optional<DType> src = dtype_from_numpy(dt);
   if (!src) {
     const char kind = dt.kind();
     if (!dtype || (kind != 'f' && kind != 'i' && kind != 'u'))
-      throw BindingTypeError(msg(op, "(): cannot make a tensor from data of NumPy dtype ", str_of(dt),
-                                 "; Strata has ", kSupportedNumpy,
-                                 kind == 'f' || kind == 'i' || kind == 'u'
-                                     ? " (pass dtype= to convert)"
-                                     : ""));
+      throw BindingTypeError(msg(op, "(): cannot make a tensor from data of NumPy dtype ", str_of(dt), "; Strata has ",
+                                 kSupportedNumpy,
+                                 kind == 'f' || kind == 'i' || kind == 'u' ? " (pass dtype= to convert)" : ""));
     // Widen through NumPy, then let Strata convert to the requested dtype.
     arr = arr.attr("astype")(kind == 'f' ? py::dtype::of<double>() : py::dtype::of<int64_t>());
     dt = arr.dtype();
     src = dtype_from_numpy(dt);
   }
   const DType target = dtype ? *dtype : (python_data && *src == DType::f64 ? DType::f32 : *src);
-  const bool ok_layout = dt.attr("isnative").cast<bool>() &&
-                         (arr.flags() & py::array::c_style) != 0 &&
+  const bool ok_layout = dt.attr("isnative").cast<bool>() && (arr.flags() & py::array::c_style) != 0 &&
                          py::cast<bool>(arr.attr("flags").attr("aligned"));
   if (!ok_layout)
     arr = np.attr("array")(arr, py::arg("dtype") = dt.attr("newbyteorder")("="), py::arg("order") = "C",

@@ -56,7 +56,8 @@ Options options_from_py(const py::dict& d, const char* what) {
     } else if (PyFloat_Check(v.ptr()) || PyLong_Check(v.ptr())) {
       out[key] = v.cast<double>();
     } else {
-      throw BindingTypeError(msg(what, ": option '", key, "' must be a number or bool, got ", Py_TYPE(v.ptr())->tp_name));
+      throw BindingTypeError(
+          msg(what, ": option '", key, "' must be a number or bool, got ", Py_TYPE(v.ptr())->tp_name));
     }
   }
   return out;
@@ -66,8 +67,8 @@ std::vector<Tensor> tensors_from_py(const py::list& params, const char* what) {
   std::vector<Tensor> out;
   for (py::handle p : params) {
     if (!py::isinstance<Tensor>(p))
-      throw BindingTypeError(msg(what, ": optimizer can only optimize Tensors, but one of the params is ",
-                                 Py_TYPE(p.ptr())->tp_name));
+      throw BindingTypeError(
+          msg(what, ": optimizer can only optimize Tensors, but one of the params is ", Py_TYPE(p.ptr())->tp_name));
     out.push_back(p.cast<Tensor>());
   }
   return out;
@@ -78,34 +79,33 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const std::string& kind, std::v
   // Each kind starts from its own defaults so that a partial `defaults` keeps the rest.
   auto fill = [&](Options base) {
     for (const auto& [k, v] : defaults) {
-      if (base.count(k) == 0)
-        throw BindingValueError(msg(kind, ": unknown option ", quote_field(k)));
+      if (base.count(k) == 0) throw BindingValueError(msg(kind, ": unknown option ", quote_field(k)));
       base[k] = v;
     }
     return base;
   };
   if (kind == "SGD") {
     const Options m = fill(optim::SGDOptions{}.to_map());
-    optim::SGDOptions o{m.at("lr"), m.at("momentum"), m.at("dampening"), m.at("weight_decay"),
-                        m.at("nesterov") != 0, m.at("maximize") != 0};
+    optim::SGDOptions o{m.at("lr"),           m.at("momentum"),      m.at("dampening"),
+                        m.at("weight_decay"), m.at("nesterov") != 0, m.at("maximize") != 0};
     return std::make_unique<optim::SGD>(std::move(groups), o);
   }
   if (kind == "Adam" || kind == "AdamW") {
     const Options m = fill((kind == "Adam" ? optim::AdamOptions{} : optim::AdamW::default_options()).to_map());
-    optim::AdamOptions o{m.at("lr"),           m.at("beta1"),          m.at("beta2"),          m.at("eps"),
-                         m.at("weight_decay"), m.at("amsgrad") != 0,   m.at("maximize") != 0};
+    optim::AdamOptions o{m.at("lr"),           m.at("beta1"),        m.at("beta2"),        m.at("eps"),
+                         m.at("weight_decay"), m.at("amsgrad") != 0, m.at("maximize") != 0};
     if (kind == "Adam") return std::make_unique<optim::Adam>(std::move(groups), o);
     return std::make_unique<optim::AdamW>(std::move(groups), o);
   }
   if (kind == "Adagrad") {
     const Options m = fill(optim::AdagradOptions{}.to_map());
-    optim::AdagradOptions o{m.at("lr"), m.at("lr_decay"), m.at("weight_decay"), m.at("initial_accumulator_value"),
+    optim::AdagradOptions o{m.at("lr"),  m.at("lr_decay"),     m.at("weight_decay"), m.at("initial_accumulator_value"),
                             m.at("eps"), m.at("maximize") != 0};
     return std::make_unique<optim::Adagrad>(std::move(groups), o);
   }
   if (kind == "RMSprop") {
     const Options m = fill(optim::RMSpropOptions{}.to_map());
-    optim::RMSpropOptions o{m.at("lr"),       m.at("alpha"),         m.at("eps"),         m.at("weight_decay"),
+    optim::RMSpropOptions o{m.at("lr"),       m.at("alpha"),         m.at("eps"),          m.at("weight_decay"),
                             m.at("momentum"), m.at("centered") != 0, m.at("maximize") != 0};
     return std::make_unique<optim::RMSprop>(std::move(groups), o);
   }
@@ -140,9 +140,7 @@ double number_arg(const py::dict& args, const char* key) {
   return v.cast<double>();
 }
 
-int64_t integer_arg(const py::dict& args, const char* key) {
-  return int_from_py(args[key], "lr_scheduler", key);
-}
+int64_t integer_arg(const py::dict& args, const char* key) { return int_from_py(args[key], "lr_scheduler", key); }
 
 std::vector<double> numbers_arg(const py::dict& args, const char* key) {
   py::handle v = args[key];
@@ -202,8 +200,7 @@ SchedulerPtr make_scheduler(const std::string& kind, optim::Optimizer& opt, cons
     for (py::handle x : a["milestones"]) ms.push_back(int_from_py(x, "MultiStepLR", "milestones"));
     return std::make_shared<optim::MultiStepLR>(opt, std::move(ms), number_arg(a, "gamma"), last_epoch);
   }
-  if (kind == "ExponentialLR")
-    return std::make_shared<optim::ExponentialLR>(opt, number_arg(a, "gamma"), last_epoch);
+  if (kind == "ExponentialLR") return std::make_shared<optim::ExponentialLR>(opt, number_arg(a, "gamma"), last_epoch);
   if (kind == "CosineAnnealingLR")
     return std::make_shared<optim::CosineAnnealingLR>(opt, integer_arg(a, "T_max"), number_arg(a, "eta_min"),
                                                       last_epoch);
@@ -236,21 +233,36 @@ optim::PlateauOptions plateau_options(const py::dict& a) {
 
 void bind_schedulers(py::module_& m) {
   py::class_<optim::LRScheduler, SchedulerPtr>(m, "_LRScheduler",
-                                                "The C++ half of a strata.optim.lr_scheduler scheduler (internal).")
+                                               "The C++ half of a strata.optim.lr_scheduler scheduler (internal).")
       .def(py::init([](const std::string& kind, optim::Optimizer& opt, const py::dict& args, int64_t last_epoch) {
              return as_value_error([&] { return make_scheduler(kind, opt, args, last_epoch); });
            }),
            py::arg("kind"), py::arg("optimizer"), py::arg("args"), py::arg("last_epoch"), py::keep_alive<1, 3>())
       .def_property_readonly("name", &optim::LRScheduler::name)
-      .def("step", [](optim::LRScheduler& s) { as_value_error([&] { s.step(); return 0; }); })
-      .def("step_to", [](optim::LRScheduler& s, int64_t e) { as_value_error([&] { s.step_to(e); return 0; }); })
+      .def("step",
+           [](optim::LRScheduler& s) {
+             as_value_error([&] {
+               s.step();
+               return 0;
+             });
+           })
+      .def("step_to",
+           [](optim::LRScheduler& s, int64_t e) {
+             as_value_error([&] {
+               s.step_to(e);
+               return 0;
+             });
+           })
       .def_property_readonly("last_lr", &optim::LRScheduler::last_lr)
       .def_property_readonly("base_lrs", &optim::LRScheduler::base_lrs)
       .def_property_readonly("last_epoch", &optim::LRScheduler::last_epoch)
       .def_property_readonly("step_count", &optim::LRScheduler::step_count)
       .def("state_dict", &optim::LRScheduler::state_dict)
       .def("load_state_dict", [](optim::LRScheduler& s, const StateDict& sd) {
-        as_value_error([&] { s.load_state_dict(sd); return 0; });
+        as_value_error([&] {
+          s.load_state_dict(sd);
+          return 0;
+        });
       });
   py::class_<optim::ReduceLROnPlateau, std::shared_ptr<optim::ReduceLROnPlateau>>(
       m, "_ReduceLROnPlateau", "The C++ half of strata.optim.lr_scheduler.ReduceLROnPlateau (internal).")
@@ -267,7 +279,10 @@ void bind_schedulers(py::module_& m) {
       .def_property_readonly("cooldown_counter", &optim::ReduceLROnPlateau::cooldown_counter)
       .def("state_dict", &optim::ReduceLROnPlateau::state_dict)
       .def("load_state_dict", [](optim::ReduceLROnPlateau& s, const StateDict& sd) {
-        as_value_error([&] { s.load_state_dict(sd); return 0; });
+        as_value_error([&] {
+          s.load_state_dict(sd);
+          return 0;
+        });
       });
 }
 
@@ -309,8 +324,7 @@ void init_optim(py::module_& m) {
             one[py::str(key)] = value;
             const Options parsed = options_from_py(one, o.name().c_str());
             auto& options = o.param_groups()[group_index(o, g)].options;
-            if (options.count(key) == 0)
-              throw BindingValueError(msg(o.name(), ": unknown option ", quote_field(key)));
+            if (options.count(key) == 0) throw BindingValueError(msg(o.name(), ": unknown option ", quote_field(key)));
             // Validated now, not only at the next step.
             Options updated = options;
             updated[key] = parsed.at(key);

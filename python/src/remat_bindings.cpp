@@ -51,14 +51,17 @@ class PyTapeStream {
   PyTapeStream(py::handle budget, py::handle distance, py::handle min_bytes, py::handle stream_parameters) {
     constexpr const char* kOp = "stream_tape";
     const int64_t b = int_from_py(budget, kOp, "tape_budget_bytes");
-    if (b <= 0) throw BindingValueError(msg(kOp, ": tape_budget_bytes must be > 0 (the fast-tier bytes of one layer), got ", b));
+    if (b <= 0)
+      throw BindingValueError(msg(kOp, ": tape_budget_bytes must be > 0 (the fast-tier bytes of one layer), got ", b));
     const int64_t d = int_from_py(distance, kOp, "prefetch_distance");
     if (d < 0 || d > 1 << 20)
-      throw BindingValueError(msg(kOp, ": prefetch_distance must be >= 0 (layers prefetched ahead in backward), got ", d));
+      throw BindingValueError(
+          msg(kOp, ": prefetch_distance must be >= 0 (layers prefetched ahead in backward), got ", d));
     const int64_t mb = int_from_py(min_bytes, kOp, "min_stream_bytes");
     if (mb < 0) throw BindingValueError(msg(kOp, ": min_stream_bytes must be >= 0, got ", mb));
     if (!py::isinstance<py::bool_>(stream_parameters))
-      throw BindingTypeError(msg(kOp, ": stream_parameters must be a bool, got ", Py_TYPE(stream_parameters.ptr())->tp_name));
+      throw BindingTypeError(
+          msg(kOp, ": stream_parameters must be a bool, got ", Py_TYPE(stream_parameters.ptr())->tp_name));
     options_.tape_budget_bytes = static_cast<std::size_t>(b);
     options_.prefetch_distance = static_cast<int>(d);
     options_.min_stream_bytes = static_cast<std::size_t>(mb);
@@ -155,19 +158,26 @@ void bind_policies(py::module_& m) {
                                  "How a RematSequential treats the values its children save for backward "
                                  "(autograd/remat/chain.h); make one with strata.remat's functions.")
       .def_property_readonly("kind", [](const remat::ChainPolicy& p) { return kind_name(p.kind); })
-      .def_property_readonly("k", [](const remat::ChainPolicy& p) -> py::object {
-        return p.kind == remat::RematPolicy::EveryK ? py::object(py::int_(p.k)) : py::object(py::none());
-      })
-      .def_property_readonly("snapshots", [](const remat::ChainPolicy& p) -> py::object {
-        return p.kind == remat::RematPolicy::Revolve ? py::object(py::int_(p.snapshots)) : py::object(py::none());
-      })
-      .def_property_readonly("budget_bytes", [](const remat::ChainPolicy& p) -> py::object {
-        return p.auto_chain ? py::object(py::int_(p.auto_chain->budget_bytes())) : py::object(py::none());
-      })
-      .def_property_readonly("granularity", [](const remat::ChainPolicy& p) -> py::object {
-        if (p.kind != remat::RematPolicy::Auto) return py::none();
-        return py::str(p.granularity == remat::AutoGranularity::Op ? "op" : "step");
-      })
+      .def_property_readonly("k",
+                             [](const remat::ChainPolicy& p) -> py::object {
+                               return p.kind == remat::RematPolicy::EveryK ? py::object(py::int_(p.k))
+                                                                           : py::object(py::none());
+                             })
+      .def_property_readonly("snapshots",
+                             [](const remat::ChainPolicy& p) -> py::object {
+                               return p.kind == remat::RematPolicy::Revolve ? py::object(py::int_(p.snapshots))
+                                                                            : py::object(py::none());
+                             })
+      .def_property_readonly("budget_bytes",
+                             [](const remat::ChainPolicy& p) -> py::object {
+                               return p.auto_chain ? py::object(py::int_(p.auto_chain->budget_bytes()))
+                                                   : py::object(py::none());
+                             })
+      .def_property_readonly("granularity",
+                             [](const remat::ChainPolicy& p) -> py::object {
+                               if (p.kind != remat::RematPolicy::Auto) return py::none();
+                               return py::str(p.granularity == remat::AutoGranularity::Op ? "op" : "step");
+                             })
       .def_property_readonly("preserve_rng_state", [](const remat::ChainPolicy& p) { return p.preserve_rng_state; })
       .def("__repr__", [](const remat::ChainPolicy& p) { return "strata.remat." + p.to_string(); });
 
@@ -175,11 +185,11 @@ void bind_policies(py::module_& m) {
     p.preserve_rng_state = preserve;
     return p;
   };
-  rm.def("store_all", [] { return remat::ChainPolicy::store_all(); },
-         "Keep every saved value (the plain forward).");
-  rm.def("recompute_all", [with_rng](bool preserve) { return with_rng(remat::ChainPolicy::recompute_all(), preserve); },
-         py::kw_only(), py::arg("preserve_rng_state") = true,
-         "Checkpoint every child: every saved value is recomputed in backward.");
+  rm.def("store_all", [] { return remat::ChainPolicy::store_all(); }, "Keep every saved value (the plain forward).");
+  rm.def(
+      "recompute_all", [with_rng](bool preserve) { return with_rng(remat::ChainPolicy::recompute_all(), preserve); },
+      py::kw_only(), py::arg("preserve_rng_state") = true,
+      "Checkpoint every child: every saved value is recomputed in backward.");
   rm.def(
       "every_k",
       [with_rng](py::handle k, bool preserve) {
@@ -187,13 +197,14 @@ void bind_policies(py::module_& m) {
       },
       py::arg("k"), py::kw_only(), py::arg("preserve_rng_state") = true,
       "Checkpointed segments of k consecutive children (the last may be shorter).");
-  rm.def("sqrt_n", [with_rng](bool preserve) { return with_rng(remat::ChainPolicy::sqrt_n(), preserve); },
-         py::kw_only(), py::arg("preserve_rng_state") = true, "every_k with k = ceil(sqrt(number of children)).");
+  rm.def(
+      "sqrt_n", [with_rng](bool preserve) { return with_rng(remat::ChainPolicy::sqrt_n(), preserve); }, py::kw_only(),
+      py::arg("preserve_rng_state") = true, "every_k with k = ceil(sqrt(number of children)).");
   rm.def(
       "revolve",
       [with_rng](py::handle snapshots, bool preserve) {
-        return with_rng(
-            remat::ChainPolicy::revolve(positive_arg(snapshots, "strata.remat.revolve", "snapshots")), preserve);
+        return with_rng(remat::ChainPolicy::revolve(positive_arg(snapshots, "strata.remat.revolve", "snapshots")),
+                        preserve);
       },
       py::arg("snapshots"), py::kw_only(), py::arg("preserve_rng_state") = true,
       "Binomial checkpointing (Revolve) with `snapshots` stored states, the input included.");

@@ -115,8 +115,8 @@ py::object bitwise_operator(Bit op, py::handle self, py::handle other) {
 
 Tensor invert(const Tensor& t) {
   if (is_floating(t.dtype()))
-    throw BindingTypeError(msg("~ (operator.invert) is only implemented on integer and Boolean-type tensors, got ",
-                               t.describe()));
+    throw BindingTypeError(
+        msg("~ (operator.invert) is only implemented on integer and Boolean-type tensors, got ", t.describe()));
   py::gil_scoped_release release;
   return bitwise_not(t);
 }
@@ -125,8 +125,9 @@ Tensor invert(const Tensor& t) {
 std::vector<std::pair<const char*, std::function<Tensor(py::handle, py::handle)>>> logical_ops() {
   using Op = Tensor (*)(const Tensor&, const Tensor&);
   std::vector<std::pair<const char*, std::function<Tensor(py::handle, py::handle)>>> out;
-  for (auto [name, op] : {std::pair<const char*, Op>{"logical_and", &logical_and}, std::pair<const char*, Op>{"logical_or", &logical_or},
-                          std::pair<const char*, Op>{"logical_xor", &logical_xor}})
+  for (auto [name, op] :
+       {std::pair<const char*, Op>{"logical_and", &logical_and}, std::pair<const char*, Op>{"logical_or", &logical_or},
+        std::pair<const char*, Op>{"logical_xor", &logical_xor}})
     out.emplace_back(name, [name, op](py::handle input, py::handle other) {
       const Tensor a = tensor_arg(input, name, "input"), b = tensor_arg(other, name, "other");
       py::gil_scoped_release release;
@@ -225,96 +226,163 @@ ValuesIndices sort_impl(const Tensor& t, py::handle dim, bool descending) {
 
 /// torch.result_type's operands: tensors and numbers.
 void add_operand(ResultType& r, py::handle h, const char* name) {
-  if (py::isinstance<Tensor>(h)) r.add(h.cast<const Tensor&>());
-  else if (is_number(h)) r.add(scalar_arg(h, "result_type", name));
-  else throw BindingTypeError(msg("result_type(): argument '", name, "' must be Tensor or a number, not ", type_name(h)));
+  if (py::isinstance<Tensor>(h))
+    r.add(h.cast<const Tensor&>());
+  else if (is_number(h))
+    r.add(scalar_arg(h, "result_type", name));
+  else
+    throw BindingTypeError(msg("result_type(): argument '", name, "' must be Tensor or a number, not ", type_name(h)));
 }
 
 void def_functions(py::module_& m) {
   using py::arg;
   for (Cmp c : {Cmp::Eq, Cmp::Ne, Cmp::Lt, Cmp::Le, Cmp::Gt, Cmp::Ge})
-    m.def(cmp_name(c), [c](py::handle input, py::handle other) { return compare_fn(c, input, other); }, arg("input"),
-          arg("other"), "Element-wise comparison (a bool tensor), with broadcasting and type promotion.");
+    m.def(
+        cmp_name(c), [c](py::handle input, py::handle other) { return compare_fn(c, input, other); }, arg("input"),
+        arg("other"), "Element-wise comparison (a bool tensor), with broadcasting and type promotion.");
   // PyTorch's long names.
-  for (auto [alias, c] : {std::pair{"greater", Cmp::Gt}, std::pair{"greater_equal", Cmp::Ge}, std::pair{"less", Cmp::Lt},
-                          std::pair{"less_equal", Cmp::Le}, std::pair{"not_equal", Cmp::Ne}})
-    m.def(alias, [c](py::handle input, py::handle other) { return compare_fn(c, input, other); }, arg("input"), arg("other"));
+  for (auto [alias, c] :
+       {std::pair{"greater", Cmp::Gt}, std::pair{"greater_equal", Cmp::Ge}, std::pair{"less", Cmp::Lt},
+        std::pair{"less_equal", Cmp::Le}, std::pair{"not_equal", Cmp::Ne}})
+    m.def(
+        alias, [c](py::handle input, py::handle other) { return compare_fn(c, input, other); }, arg("input"),
+        arg("other"));
   for (const auto& [name, fn] : logical_ops()) m.def(name, fn, arg("input"), arg("other"));
-  m.def("logical_not", [](py::handle a) {
-    const Tensor t = tensor_arg(a, "logical_not", "input");
-    py::gil_scoped_release r;
-    return logical_not(t);
-  }, arg("input"));
-  m.def("bitwise_and", [](py::handle a, py::handle b) { return bitwise_fn(Bit::And, a, b); }, arg("input"), arg("other"));
+  m.def(
+      "logical_not",
+      [](py::handle a) {
+        const Tensor t = tensor_arg(a, "logical_not", "input");
+        py::gil_scoped_release r;
+        return logical_not(t);
+      },
+      arg("input"));
+  m.def(
+      "bitwise_and", [](py::handle a, py::handle b) { return bitwise_fn(Bit::And, a, b); }, arg("input"), arg("other"));
   m.def("bitwise_or", [](py::handle a, py::handle b) { return bitwise_fn(Bit::Or, a, b); }, arg("input"), arg("other"));
-  m.def("bitwise_xor", [](py::handle a, py::handle b) { return bitwise_fn(Bit::Xor, a, b); }, arg("input"), arg("other"));
-  m.def("bitwise_not", [](py::handle a) {
-    const Tensor t = tensor_arg(a, "bitwise_not", "input");
-    py::gil_scoped_release r;
-    return bitwise_not(t);
-  }, arg("input"));
-  m.def("minimum", [](py::handle a, py::handle b) {
-    const Tensor x = tensor_arg(a, "minimum", "input"), y = tensor_arg(b, "minimum", "other");
-    py::gil_scoped_release r;
-    return minimum(x, y);
-  }, arg("input"), arg("other"), "Element-wise minimum (NaN propagates).");
+  m.def(
+      "bitwise_xor", [](py::handle a, py::handle b) { return bitwise_fn(Bit::Xor, a, b); }, arg("input"), arg("other"));
+  m.def(
+      "bitwise_not",
+      [](py::handle a) {
+        const Tensor t = tensor_arg(a, "bitwise_not", "input");
+        py::gil_scoped_release r;
+        return bitwise_not(t);
+      },
+      arg("input"));
+  m.def(
+      "minimum",
+      [](py::handle a, py::handle b) {
+        const Tensor x = tensor_arg(a, "minimum", "input"), y = tensor_arg(b, "minimum", "other");
+        py::gil_scoped_release r;
+        return minimum(x, y);
+      },
+      arg("input"), arg("other"), "Element-wise minimum (NaN propagates).");
   for (const char* name : {"neg", "negative"})
-    m.def(name, [](py::handle a) {
-      const Tensor t = tensor_arg(a, "neg", "input");
-      py::gil_scoped_release r;
-      return neg(t);
-    }, arg("input"));
+    m.def(
+        name,
+        [](py::handle a) {
+          const Tensor t = tensor_arg(a, "neg", "input");
+          py::gil_scoped_release r;
+          return neg(t);
+        },
+        arg("input"));
   for (const char* name : {"abs", "absolute"})
-    m.def(name, [](py::handle a) {
-      const Tensor t = tensor_arg(a, "abs", "input");
-      py::gil_scoped_release r;
-      return abs(t);
-    }, arg("input"));
+    m.def(
+        name,
+        [](py::handle a) {
+          const Tensor t = tensor_arg(a, "abs", "input");
+          py::gil_scoped_release r;
+          return abs(t);
+        },
+        arg("input"));
 }
 
 void def_reduction_functions(py::module_& m) {
   using py::arg;
   const auto none = py::none();
-  m.def("prod", [](py::handle input, py::handle dim, bool keepdim, py::handle dtype) {
-    return prod_py(tensor_arg(input, "prod", "input"), dim, keepdim, dtype);
-  }, arg("input"), arg("dim") = none, arg("keepdim") = false, py::kw_only(), arg("dtype") = none);
-  m.def("amin", [](py::handle input, py::handle dim, bool keepdim) { return amin_py(tensor_arg(input, "amin", "input"), dim, keepdim); },
-        arg("input"), arg("dim") = py::tuple(), arg("keepdim") = false);
-  m.def("min", [](py::handle input, py::handle dim, py::handle keepdim) { return min_py(tensor_arg(input, "min", "input"), dim, keepdim); },
-        arg("input"), arg("dim") = none, arg("keepdim") = none,
-        "min(input): the minimum; min(input, dim, keepdim): (values, indices); min(input, other): minimum.");
-  m.def("argmax", [](py::handle input, py::handle dim, bool keepdim) { return arg_py(tensor_arg(input, "argmax", "input"), dim, keepdim, true); },
-        arg("input"), arg("dim") = none, arg("keepdim") = false);
-  m.def("argmin", [](py::handle input, py::handle dim, bool keepdim) { return arg_py(tensor_arg(input, "argmin", "input"), dim, keepdim, false); },
-        arg("input"), arg("dim") = none, arg("keepdim") = false);
-  m.def("topk", [](py::handle input, py::handle k, py::handle dim, bool largest, bool sorted) {
-    return topk_py(tensor_arg(input, "topk", "input"), k, dim, largest, sorted);
-  }, arg("input"), arg("k"), arg("dim") = -1, arg("largest") = true, arg("sorted") = true);
-  m.def("sort", [](py::handle input, py::handle dim, bool descending, py::handle) {
-    return values_indices("sort", sort_impl(tensor_arg(input, "sort", "input"), dim, descending));
-  }, arg("input"), arg("dim") = -1, arg("descending") = false, py::kw_only(), arg("stable") = none,
-     "Sorted values and indices (always stable).");
-  m.def("argsort", [](py::handle input, py::handle dim, bool descending, py::handle) {
-    return sort_impl(tensor_arg(input, "argsort", "input"), dim, descending).indices;
-  }, arg("input"), arg("dim") = -1, arg("descending") = false, py::kw_only(), arg("stable") = none);
-  m.def("any", [](py::handle input, py::handle dim, bool keepdim) {
-    return any_all_py(tensor_arg(input, "any", "input"), dim, keepdim, true);
-  }, arg("input"), arg("dim") = none, arg("keepdim") = false);
-  m.def("all", [](py::handle input, py::handle dim, bool keepdim) {
-    return any_all_py(tensor_arg(input, "all", "input"), dim, keepdim, false);
-  }, arg("input"), arg("dim") = none, arg("keepdim") = false);
-  m.def("result_type", [](py::handle a, py::handle b) {
-    ResultType r;
-    add_operand(r, a, "tensor1");
-    add_operand(r, b, "tensor2");
-    return dtype_object(r.get());
-  }, arg("tensor1"), arg("tensor2"), "The dtype an op of the two operands computes in (torch.result_type).");
-  m.def("promote_types", [](py::handle a, py::handle b) {
-    return dtype_object(promote_types(dtype_from_py(a, "promote_types"), dtype_from_py(b, "promote_types")));
-  }, arg("type1"), arg("type2"));
-  m.def("can_cast", [](py::handle from, py::handle to) {
-    return can_cast(dtype_from_py(from, "can_cast"), dtype_from_py(to, "can_cast"));
-  }, arg("from_"), arg("to"));
+  m.def(
+      "prod",
+      [](py::handle input, py::handle dim, bool keepdim, py::handle dtype) {
+        return prod_py(tensor_arg(input, "prod", "input"), dim, keepdim, dtype);
+      },
+      arg("input"), arg("dim") = none, arg("keepdim") = false, py::kw_only(), arg("dtype") = none);
+  m.def(
+      "amin",
+      [](py::handle input, py::handle dim, bool keepdim) {
+        return amin_py(tensor_arg(input, "amin", "input"), dim, keepdim);
+      },
+      arg("input"), arg("dim") = py::tuple(), arg("keepdim") = false);
+  m.def(
+      "min",
+      [](py::handle input, py::handle dim, py::handle keepdim) {
+        return min_py(tensor_arg(input, "min", "input"), dim, keepdim);
+      },
+      arg("input"), arg("dim") = none, arg("keepdim") = none,
+      "min(input): the minimum; min(input, dim, keepdim): (values, indices); min(input, other): minimum.");
+  m.def(
+      "argmax",
+      [](py::handle input, py::handle dim, bool keepdim) {
+        return arg_py(tensor_arg(input, "argmax", "input"), dim, keepdim, true);
+      },
+      arg("input"), arg("dim") = none, arg("keepdim") = false);
+  m.def(
+      "argmin",
+      [](py::handle input, py::handle dim, bool keepdim) {
+        return arg_py(tensor_arg(input, "argmin", "input"), dim, keepdim, false);
+      },
+      arg("input"), arg("dim") = none, arg("keepdim") = false);
+  m.def(
+      "topk",
+      [](py::handle input, py::handle k, py::handle dim, bool largest, bool sorted) {
+        return topk_py(tensor_arg(input, "topk", "input"), k, dim, largest, sorted);
+      },
+      arg("input"), arg("k"), arg("dim") = -1, arg("largest") = true, arg("sorted") = true);
+  m.def(
+      "sort",
+      [](py::handle input, py::handle dim, bool descending, py::handle) {
+        return values_indices("sort", sort_impl(tensor_arg(input, "sort", "input"), dim, descending));
+      },
+      arg("input"), arg("dim") = -1, arg("descending") = false, py::kw_only(), arg("stable") = none,
+      "Sorted values and indices (always stable).");
+  m.def(
+      "argsort",
+      [](py::handle input, py::handle dim, bool descending, py::handle) {
+        return sort_impl(tensor_arg(input, "argsort", "input"), dim, descending).indices;
+      },
+      arg("input"), arg("dim") = -1, arg("descending") = false, py::kw_only(), arg("stable") = none);
+  m.def(
+      "any",
+      [](py::handle input, py::handle dim, bool keepdim) {
+        return any_all_py(tensor_arg(input, "any", "input"), dim, keepdim, true);
+      },
+      arg("input"), arg("dim") = none, arg("keepdim") = false);
+  m.def(
+      "all",
+      [](py::handle input, py::handle dim, bool keepdim) {
+        return any_all_py(tensor_arg(input, "all", "input"), dim, keepdim, false);
+      },
+      arg("input"), arg("dim") = none, arg("keepdim") = false);
+  m.def(
+      "result_type",
+      [](py::handle a, py::handle b) {
+        ResultType r;
+        add_operand(r, a, "tensor1");
+        add_operand(r, b, "tensor2");
+        return dtype_object(r.get());
+      },
+      arg("tensor1"), arg("tensor2"), "The dtype an op of the two operands computes in (torch.result_type).");
+  m.def(
+      "promote_types",
+      [](py::handle a, py::handle b) {
+        return dtype_object(promote_types(dtype_from_py(a, "promote_types"), dtype_from_py(b, "promote_types")));
+      },
+      arg("type1"), arg("type2"));
+  m.def(
+      "can_cast",
+      [](py::handle from, py::handle to) {
+        return can_cast(dtype_from_py(from, "can_cast"), dtype_from_py(to, "can_cast"));
+      },
+      arg("from_"), arg("to"));
 }
 
 void def_methods(py::module_&) {
@@ -324,8 +392,9 @@ void def_methods(py::module_&) {
   for (Cmp c : {Cmp::Eq, Cmp::Ne, Cmp::Lt, Cmp::Le, Cmp::Gt, Cmp::Ge}) {
     cls.def(cmp_name(c), [c](py::handle self, py::handle other) { return compare_fn(c, self, other); }, arg("other"));
     const std::string dunder = std::string("__") + cmp_name(c) + "__";
-    cls.def(dunder.c_str(), [c](py::handle self, py::handle other) { return compare_operator(c, self, other); },
-            py::is_operator());
+    cls.def(
+        dunder.c_str(), [c](py::handle self, py::handle other) { return compare_operator(c, self, other); },
+        py::is_operator());
   }
   // Defining __eq__ would make instances unhashable; PyTorch hashes a tensor by identity.
   cls.def("__hash__", [](py::handle self) { return py::hash(py::int_(reinterpret_cast<std::uintptr_t>(self.ptr()))); });
@@ -334,46 +403,92 @@ void def_methods(py::module_&) {
     cls.def(fn.c_str(), [op](py::handle self, py::handle other) { return bitwise_fn(op, self, other); }, arg("other"));
     for (const char* prefix : {"__", "__r"}) {  // & | ^ are symmetric: __rand__ is __and__
       const std::string dunder = std::string(prefix) + name + "__";
-      cls.def(dunder.c_str(), [op](py::handle self, py::handle other) { return bitwise_operator(op, self, other); },
-              py::is_operator());
+      cls.def(
+          dunder.c_str(), [op](py::handle self, py::handle other) { return bitwise_operator(op, self, other); },
+          py::is_operator());
     }
   }
   for (const auto& [name, fn] : logical_ops()) cls.def(name, fn, arg("other"));
   cls.def("__invert__", [](const Tensor& t) { return invert(t); })
-      .def("bitwise_not", [](const Tensor& t) { py::gil_scoped_release r; return bitwise_not(t); })
-      .def("logical_not", [](const Tensor& t) { py::gil_scoped_release r; return logical_not(t); })
-      .def("minimum", [](const Tensor& t, py::handle other) {
-        const Tensor o = tensor_arg(other, "minimum", "other");
+      .def("bitwise_not",
+           [](const Tensor& t) {
+             py::gil_scoped_release r;
+             return bitwise_not(t);
+           })
+      .def("logical_not",
+           [](const Tensor& t) {
+             py::gil_scoped_release r;
+             return logical_not(t);
+           })
+      .def(
+          "minimum",
+          [](const Tensor& t, py::handle other) {
+            const Tensor o = tensor_arg(other, "minimum", "other");
+            py::gil_scoped_release r;
+            return minimum(t, o);
+          },
+          arg("other"))
+      .def("abs",
+           [](const Tensor& t) {
+             py::gil_scoped_release r;
+             return abs(t);
+           })
+      .def("__abs__",
+           [](const Tensor& t) {
+             py::gil_scoped_release r;
+             return abs(t);
+           })
+      .def("negative",
+           [](const Tensor& t) {
+             py::gil_scoped_release r;
+             return neg(t);
+           })
+      .def(
+          "prod",
+          [](const Tensor& t, py::handle dim, bool keepdim, py::handle dtype) {
+            return prod_py(t, dim, keepdim, dtype);
+          },
+          arg("dim") = none, arg("keepdim") = false, py::kw_only(), arg("dtype") = none)
+      .def(
+          "amin", [](const Tensor& t, py::handle dim, bool keepdim) { return amin_py(t, dim, keepdim); },
+          arg("dim") = py::tuple(), arg("keepdim") = false)
+      .def(
+          "min", [](const Tensor& t, py::handle dim, py::handle keepdim) { return min_py(t, dim, keepdim); },
+          arg("dim") = none, arg("keepdim") = none)
+      .def(
+          "argmax", [](const Tensor& t, py::handle dim, bool keepdim) { return arg_py(t, dim, keepdim, true); },
+          arg("dim") = none, arg("keepdim") = false)
+      .def(
+          "argmin", [](const Tensor& t, py::handle dim, bool keepdim) { return arg_py(t, dim, keepdim, false); },
+          arg("dim") = none, arg("keepdim") = false)
+      .def(
+          "topk",
+          [](const Tensor& t, py::handle k, py::handle dim, bool largest, bool sorted) {
+            return topk_py(t, k, dim, largest, sorted);
+          },
+          arg("k"), arg("dim") = -1, arg("largest") = true, arg("sorted") = true)
+      .def(
+          "sort",
+          [](const Tensor& t, py::handle dim, bool descending, py::handle) {
+            return values_indices("sort", sort_impl(t, dim, descending));
+          },
+          arg("dim") = -1, arg("descending") = false, py::kw_only(), arg("stable") = none)
+      .def(
+          "argsort",
+          [](const Tensor& t, py::handle dim, bool descending, py::handle) {
+            return sort_impl(t, dim, descending).indices;
+          },
+          arg("dim") = -1, arg("descending") = false, py::kw_only(), arg("stable") = none)
+      .def(
+          "any", [](const Tensor& t, py::handle dim, bool keepdim) { return any_all_py(t, dim, keepdim, true); },
+          arg("dim") = none, arg("keepdim") = false)
+      .def(
+          "all", [](const Tensor& t, py::handle dim, bool keepdim) { return any_all_py(t, dim, keepdim, false); },
+          arg("dim") = none, arg("keepdim") = false)
+      .def("half", [](const Tensor& t) {
         py::gil_scoped_release r;
-        return minimum(t, o);
-      }, arg("other"))
-      .def("abs", [](const Tensor& t) { py::gil_scoped_release r; return abs(t); })
-      .def("__abs__", [](const Tensor& t) { py::gil_scoped_release r; return abs(t); })
-      .def("negative", [](const Tensor& t) { py::gil_scoped_release r; return neg(t); })
-      .def("prod", [](const Tensor& t, py::handle dim, bool keepdim, py::handle dtype) { return prod_py(t, dim, keepdim, dtype); },
-           arg("dim") = none, arg("keepdim") = false, py::kw_only(), arg("dtype") = none)
-      .def("amin", [](const Tensor& t, py::handle dim, bool keepdim) { return amin_py(t, dim, keepdim); },
-           arg("dim") = py::tuple(), arg("keepdim") = false)
-      .def("min", [](const Tensor& t, py::handle dim, py::handle keepdim) { return min_py(t, dim, keepdim); },
-           arg("dim") = none, arg("keepdim") = none)
-      .def("argmax", [](const Tensor& t, py::handle dim, bool keepdim) { return arg_py(t, dim, keepdim, true); },
-           arg("dim") = none, arg("keepdim") = false)
-      .def("argmin", [](const Tensor& t, py::handle dim, bool keepdim) { return arg_py(t, dim, keepdim, false); },
-           arg("dim") = none, arg("keepdim") = false)
-      .def("topk", [](const Tensor& t, py::handle k, py::handle dim, bool largest, bool sorted) {
-        return topk_py(t, k, dim, largest, sorted);
-      }, arg("k"), arg("dim") = -1, arg("largest") = true, arg("sorted") = true)
-      .def("sort", [](const Tensor& t, py::handle dim, bool descending, py::handle) {
-        return values_indices("sort", sort_impl(t, dim, descending));
-      }, arg("dim") = -1, arg("descending") = false, py::kw_only(), arg("stable") = none)
-      .def("argsort", [](const Tensor& t, py::handle dim, bool descending, py::handle) {
-        return sort_impl(t, dim, descending).indices;
-      }, arg("dim") = -1, arg("descending") = false, py::kw_only(), arg("stable") = none)
-      .def("any", [](const Tensor& t, py::handle dim, bool keepdim) { return any_all_py(t, dim, keepdim, true); },
-           arg("dim") = none, arg("keepdim") = false)
-      .def("all", [](const Tensor& t, py::handle dim, bool keepdim) { return any_all_py(t, dim, keepdim, false); },
-           arg("dim") = none, arg("keepdim") = false)
-      .def("half", [](const Tensor& t) { py::gil_scoped_release r; return to_diff(t, DType::f16, false); });
+        return to_diff(t, DType::f16, false);
+      });
 }
 
 }  // namespace

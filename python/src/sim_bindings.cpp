@@ -72,8 +72,7 @@ py::dict step_report_dict(const sim::SimStepReport& r) {
 // parameters' .grad. The session ends (restoring the backend) when the block exits.
 class SessionScope {
  public:
-  SessionScope(std::string enzyme_system, std::string tapeflow_system, std::string name)
-      : name_(std::move(name)) {
+  SessionScope(std::string enzyme_system, std::string tapeflow_system, std::string name) : name_(std::move(name)) {
     options_.enzyme_system = std::move(enzyme_system);
     options_.tapeflow_system = std::move(tapeflow_system);
   }
@@ -85,7 +84,8 @@ class SessionScope {
     if (session_) session_->end();
   }
   py::dict backward(const Tensor& loss) {
-    if (!session_) throw BindingValueError("sim.session(): backward() needs the session's `with` block to have started");
+    if (!session_)
+      throw BindingValueError("sim.session(): backward() needs the session's `with` block to have started");
     return step_report_dict(session_->backward(loss));
   }
   bool active() const { return session_ && session_->active(); }
@@ -167,16 +167,35 @@ void init_sim(py::module_& parent) {
           py::arg("enzyme_system") = "Enzyme_32k", py::arg("tapeflow_system") = "Tflow_32k");
 
   py::class_<BackendScope>(m, "BackendScope")
-      .def("__enter__", [](BackendScope& s) { s.enter(); return &s; }, py::return_value_policy::reference)
-      .def("__exit__", [](BackendScope& s, const py::args&) { s.exit(); return false; });
+      .def(
+          "__enter__",
+          [](BackendScope& s) {
+            s.enter();
+            return &s;
+          },
+          py::return_value_policy::reference)
+      .def("__exit__", [](BackendScope& s, const py::args&) {
+        s.exit();
+        return false;
+      });
   m.def("backend", [] { return BackendScope(); }, "Context manager selecting the `sim` backend on this thread.");
 
   // The GIL stays held: the session records into this thread's tracer.
   py::class_<SessionScope>(m, "Session",
                            "Records the ops a model runs in a `with` block on the simulated accelerator "
                            "(sim::SimSession); backward(loss) returns the report and fills the parameters' .grad.")
-      .def("__enter__", [](SessionScope& s) { s.enter(); return &s; }, py::return_value_policy::reference)
-      .def("__exit__", [](SessionScope& s, const py::args&) { s.exit(); return false; })
+      .def(
+          "__enter__",
+          [](SessionScope& s) {
+            s.enter();
+            return &s;
+          },
+          py::return_value_policy::reference)
+      .def("__exit__",
+           [](SessionScope& s, const py::args&) {
+             s.exit();
+             return false;
+           })
       .def("backward", &SessionScope::backward, py::arg("loss"),
            "Runs the recorded step for `loss` (the output of the recorded cross_entropy): accumulates the "
            "simulated gradients into each parameter's .grad and returns the report (loss, ops, instrs, "

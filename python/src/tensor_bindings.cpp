@@ -33,8 +33,7 @@ py::object item_of(const Tensor& t) {
 
 void check_single_value(const Tensor& t, const char* what) {
   if (t.numel() == 0) throw Error(msg(what, " of a Tensor with no values is ambiguous (", t.describe(), ")"));
-  if (t.numel() > 1)
-    throw Error(msg(what, " of a Tensor with more than one value is ambiguous (", t.describe(), ")"));
+  if (t.numel() > 1) throw Error(msg(what, " of a Tensor with more than one value is ambiguous (", t.describe(), ")"));
 }
 
 double number_from_py(py::handle value, const char* op) {
@@ -108,15 +107,18 @@ py::bytes tensor_bytes(const Tensor& t) {
 // Note [Copying and pickling tensors]
 // Both keep the values, dtype, shape and requires_grad (deepcopy also a copy of .grad), as
 // PyTorch's do. deepcopy refuses a non-leaf, with PyTorch's reason (a copy cannot take its graph
-// along); pickle makes it a leaf that requires grad, as PyTorch 2.13 does. deepcopy goes through the memo, so a tensor met twice in one deepcopy
+// along); pickle makes it a leaf that requires grad, as PyTorch 2.13 does. deepcopy goes through
+// the memo, so a tensor met twice in one deepcopy
 // (a parameter shared by two modules) is copied once. strata.nn.Parameter keeps its type
 // (nn_bindings.cpp). A pickle state is (dtype name, shape, bytes[, requires_grad]); the 3-entry
 // form of older pickles still loads.
 
 Tensor copy_leaf(const Tensor& t, const char* op) {
   if (!t.is_leaf())
-    throw Error(msg(op, ": only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol "
-                    "at the moment (", t.describe(), " was produced by ", t.grad_fn()->name(), ")"));
+    throw Error(msg(op,
+                    ": only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol "
+                    "at the moment (",
+                    t.describe(), " was produced by ", t.grad_fn()->name(), ")"));
   Tensor out = t.clone();
   if (t.requires_grad()) out.set_requires_grad(true);
   if (t.grad().defined()) out.set_grad(t.grad().clone());
@@ -145,8 +147,8 @@ Tensor tensor_from_state(const py::tuple& state) {
   const std::string bytes = state[2].cast<std::string>();
   Tensor t = empty(sizes, {dtype, nullptr});
   if (bytes.size() != t.nbytes())
-    throw BindingValueError(msg("Tensor.__setstate__: ", bytes.size(), " bytes for ", t.describe(), ", which needs ",
-                                t.nbytes()));
+    throw BindingValueError(
+        msg("Tensor.__setstate__: ", bytes.size(), " bytes for ", t.describe(), ", which needs ", t.nbytes()));
   if (!bytes.empty()) std::memcpy(t.data_ptr(), bytes.data(), bytes.size());
   if (state.size() == 4 && state[3].cast<bool>()) t.set_requires_grad(true);
   return t;
@@ -154,8 +156,8 @@ Tensor tensor_from_state(const py::tuple& state) {
 
 // shape, size(), stride(), dtype, ... and the storage queries.
 void def_metadata(py::class_<Tensor>& cls) {
-  cls.def_property_readonly("shape", [](const Tensor& t) { return dims_tuple(t.sizes()); },
-                            "The sizes, as a tuple.")
+  cls.def_property_readonly(
+         "shape", [](const Tensor& t) { return dims_tuple(t.sizes()); }, "The sizes, as a tuple.")
       .def(
           "size",
           [](const Tensor& t, py::object dim) -> py::object {
@@ -183,40 +185,49 @@ void def_metadata(py::class_<Tensor>& cls) {
       .def_property_readonly("nbytes", [](const Tensor& t) { return t.nbytes(); })
       .def("is_contiguous", [](const Tensor& t) { return t.is_contiguous(); })
       .def("is_floating_point", [](const Tensor& t) { return is_floating(t.dtype()); })
-      .def("storage_offset", [](const Tensor& t) { return t.offset(); },
-           "Offset of element [0, ..., 0] in the storage, in elements.")
-      .def("data_ptr", [](const Tensor& t) { return reinterpret_cast<std::uintptr_t>(t.data_ptr()); },
-           "Address of element [0, ..., 0].")
-      .def_property_readonly("_version", [](const Tensor& t) { return t.version(); },
-                             "In-place version counter shared by all views of the storage.")
-      .def("_shares_storage", [](const Tensor& t, const Tensor& other) { return t.shares_storage(other); },
-           py::arg("other"), "True when both tensors view the same storage.");
+      .def(
+          "storage_offset", [](const Tensor& t) { return t.offset(); },
+          "Offset of element [0, ..., 0] in the storage, in elements.")
+      .def(
+          "data_ptr", [](const Tensor& t) { return reinterpret_cast<std::uintptr_t>(t.data_ptr()); },
+          "Address of element [0, ..., 0].")
+      .def_property_readonly(
+          "_version", [](const Tensor& t) { return t.version(); },
+          "In-place version counter shared by all views of the storage.")
+      .def(
+          "_shares_storage", [](const Tensor& t, const Tensor& other) { return t.shares_storage(other); },
+          py::arg("other"), "True when both tensors view the same storage.");
 }
 
 // The view methods (view, narrow, transpose, expand, squeeze, ...).
 void def_views(py::class_<Tensor>& cls) {
   // Note: every view below is recorded (through ops/shape_ops.h or an ExpandBackward node) when
   // the tensor requires grad and grad mode is on; otherwise it is the raw core view.
-  cls.def("view", [](const Tensor& t, const py::args& shape) { return view_diff(t, int_list_from_args(shape, "view", "shape")); })
-      .def("view_as", [](const Tensor& t, const Tensor& other) { return view_diff(t, other.sizes()); },
-           py::arg("other"))
-      .def("reshape", [](const Tensor& t, const py::args& shape) {
-        const Dims s = int_list_from_args(shape, "reshape", "shape");
-        py::gil_scoped_release release;
-        return records_grad(t) ? reshape(t, s) : tracked(t.reshape(s), t);
-      })
-      .def("reshape_as", [](const Tensor& t, const Tensor& other) {
-        py::gil_scoped_release release;
-        return records_grad(t) ? reshape(t, other.sizes()) : tracked(t.reshape(other.sizes()), t);
-      }, py::arg("other"))
+  cls.def("view", [](const Tensor& t,
+                     const py::args& shape) { return view_diff(t, int_list_from_args(shape, "view", "shape")); })
+      .def(
+          "view_as", [](const Tensor& t, const Tensor& other) { return view_diff(t, other.sizes()); }, py::arg("other"))
+      .def("reshape",
+           [](const Tensor& t, const py::args& shape) {
+             const Dims s = int_list_from_args(shape, "reshape", "shape");
+             py::gil_scoped_release release;
+             return records_grad(t) ? reshape(t, s) : tracked(t.reshape(s), t);
+           })
+      .def(
+          "reshape_as",
+          [](const Tensor& t, const Tensor& other) {
+            py::gil_scoped_release release;
+            return records_grad(t) ? reshape(t, other.sizes()) : tracked(t.reshape(other.sizes()), t);
+          },
+          py::arg("other"))
       .def(
           "narrow",
           [](const Tensor& t, int64_t dim, int64_t start, int64_t length) {
             const int64_t d = wrap_dim_py(dim, t.dim(), "narrow");
             const int64_t n = t.sizes()[static_cast<std::size_t>(d)];
             if (start < -n || start > n)
-              throw BindingIndexError(msg("narrow(): start out of range (expected to be in range of [",
-                                          -n, ", ", n, "], but got ", start, ")"));
+              throw BindingIndexError(msg("narrow(): start out of range (expected to be in range of [", -n, ", ", n,
+                                          "], but got ", start, ")"));
             if (!records_grad(t)) return tracked(t.narrow(dim, start, length), t);
             const int64_t s0 = start < 0 ? start + n : start;
             t.narrow(dim, start, length);  // validates the length
@@ -229,8 +240,8 @@ void def_views(py::class_<Tensor>& cls) {
             const int64_t d = wrap_dim_py(dim, t.dim(), "select");
             const int64_t n = t.sizes()[static_cast<std::size_t>(d)];
             if (index < -n || index >= n)
-              throw BindingIndexError(msg("select(): index ", index, " out of range for tensor of size ",
-                                          t.sizes(), " at dimension ", d));
+              throw BindingIndexError(
+                  msg("select(): index ", index, " out of range for tensor of size ", t.sizes(), " at dimension ", d));
             if (!records_grad(t)) return tracked(t.select(dim, index), t);
             const int64_t w = index < 0 ? index + n : index;
             return reshape(slice(t, d, w, w + 1, 1), t.select(dim, index).sizes());
@@ -262,24 +273,33 @@ void def_views(py::class_<Tensor>& cls) {
              if (records_grad(t)) return permute(t, d);
              return tracked(t.permute(d), t);
            })
-      .def("t", [](const Tensor& t) {
-        Tensor raw = t.t();  // validates the rank
-        if (!records_grad(t)) return tracked(raw, t);
-        return t.dim() == 2 ? transpose(t, 0, 1) : reshape(t, t.sizes());
-      })
-      .def_property_readonly("T", [](const Tensor& t) {
-        if (records_grad(t)) return t.dim() == 0 ? reshape(t, t.sizes()) : permute(t, reversed_dims(t.dim()));
-        return tracked(t.permute(reversed_dims(t.dim())), t);
-      }, "The tensor with its dims reversed.")
-      .def("expand", [](const Tensor& t, const py::args& sizes) {
-        // -1 keeps a size: resolve through the raw view, then record.
-        return expand_diff(t, t.expand(int_list_from_args(sizes, "expand", "sizes")).sizes());
-      })
-      .def("expand_as", [](const Tensor& t, const Tensor& other) { return expand_diff(t, t.expand_as(other).sizes()); },
-           py::arg("other"))
-      .def("broadcast_to", [](const Tensor& t, py::handle shape) {
-             return expand_diff(t, t.broadcast_to(int_list_from_sequence(shape, "broadcast_to", "shape")).sizes());
-           }, py::arg("shape"))
+      .def("t",
+           [](const Tensor& t) {
+             Tensor raw = t.t();  // validates the rank
+             if (!records_grad(t)) return tracked(raw, t);
+             return t.dim() == 2 ? transpose(t, 0, 1) : reshape(t, t.sizes());
+           })
+      .def_property_readonly(
+          "T",
+          [](const Tensor& t) {
+            if (records_grad(t)) return t.dim() == 0 ? reshape(t, t.sizes()) : permute(t, reversed_dims(t.dim()));
+            return tracked(t.permute(reversed_dims(t.dim())), t);
+          },
+          "The tensor with its dims reversed.")
+      .def("expand",
+           [](const Tensor& t, const py::args& sizes) {
+             // -1 keeps a size: resolve through the raw view, then record.
+             return expand_diff(t, t.expand(int_list_from_args(sizes, "expand", "sizes")).sizes());
+           })
+      .def(
+          "expand_as", [](const Tensor& t, const Tensor& other) { return expand_diff(t, t.expand_as(other).sizes()); },
+          py::arg("other"))
+      .def(
+          "broadcast_to",
+          [](const Tensor& t, py::handle shape) {
+            return expand_diff(t, t.broadcast_to(int_list_from_sequence(shape, "broadcast_to", "shape")).sizes());
+          },
+          py::arg("shape"))
       .def(
           "squeeze",
           [](const Tensor& t, py::object dim) {
@@ -317,20 +337,55 @@ void def_views(py::class_<Tensor>& cls) {
 
 // contiguous, clone, to(dtype) and the dtype shorthands.
 void def_conversions(py::class_<Tensor>& cls) {
-  cls.def("contiguous", [](const Tensor& t) { py::gil_scoped_release r; return clone_diff(t, true); })
-      .def("clone", [](const Tensor& t) { py::gil_scoped_release r; return clone_diff(t, false); })
+  cls.def("contiguous",
+          [](const Tensor& t) {
+            py::gil_scoped_release r;
+            return clone_diff(t, true);
+          })
+      .def("clone",
+           [](const Tensor& t) {
+             py::gil_scoped_release r;
+             return clone_diff(t, false);
+           })
       .def(
-          "to", [](const Tensor& t, py::handle dtype, bool copy) { return to_dtype(t, dtype, copy); },
-          py::arg("dtype"), py::arg("copy") = false,
+          "to", [](const Tensor& t, py::handle dtype, bool copy) { return to_dtype(t, dtype, copy); }, py::arg("dtype"),
+          py::arg("copy") = false,
           "Converts to a dtype (or to another tensor's dtype); returns self when it already matches "
           "unless copy=True.")
-      .def("float", [](const Tensor& t) { py::gil_scoped_release r; return to_diff(t, DType::f32, false); })
-      .def("double", [](const Tensor& t) { py::gil_scoped_release r; return to_diff(t, DType::f64, false); })
-      .def("bfloat16", [](const Tensor& t) { py::gil_scoped_release r; return to_diff(t, DType::bf16, false); })
-      .def("int", [](const Tensor& t) { py::gil_scoped_release r; return to_diff(t, DType::i32, false); })
-      .def("long", [](const Tensor& t) { py::gil_scoped_release r; return to_diff(t, DType::i64, false); })
-      .def("byte", [](const Tensor& t) { py::gil_scoped_release r; return to_diff(t, DType::u8, false); })
-      .def("bool", [](const Tensor& t) { py::gil_scoped_release r; return to_diff(t, DType::boolean, false); });
+      .def("float",
+           [](const Tensor& t) {
+             py::gil_scoped_release r;
+             return to_diff(t, DType::f32, false);
+           })
+      .def("double",
+           [](const Tensor& t) {
+             py::gil_scoped_release r;
+             return to_diff(t, DType::f64, false);
+           })
+      .def("bfloat16",
+           [](const Tensor& t) {
+             py::gil_scoped_release r;
+             return to_diff(t, DType::bf16, false);
+           })
+      .def("int",
+           [](const Tensor& t) {
+             py::gil_scoped_release r;
+             return to_diff(t, DType::i32, false);
+           })
+      .def("long",
+           [](const Tensor& t) {
+             py::gil_scoped_release r;
+             return to_diff(t, DType::i64, false);
+           })
+      .def("byte",
+           [](const Tensor& t) {
+             py::gil_scoped_release r;
+             return to_diff(t, DType::u8, false);
+           })
+      .def("bool", [](const Tensor& t) {
+        py::gil_scoped_release r;
+        return to_diff(t, DType::boolean, false);
+      });
 }
 
 // __array__(dtype=None, copy=None): NumPy's protocol, honouring copy=False by refusing a conversion that copies.
@@ -355,8 +410,7 @@ py::object array_protocol(py::object self, py::object dtype, py::object copy) {
     py::object converted = arr.attr("astype")(dtype, py::arg("copy") = false);
     if (!converted.is(arr)) {
       if (never_copy)
-        throw BindingValueError(
-            "__array__(): converting to the requested dtype needs a copy, but copy=False");
+        throw BindingValueError("__array__(): converting to the requested dtype needs a copy, but copy=False");
       copied = true;
     }
     arr = converted;
@@ -381,8 +435,8 @@ void def_protocols(py::class_<Tensor>& cls) {
              for (int64_t i = 0; i < t.sizes()[0]; ++i) rows.append(py::cast(t.select(0, i)));
              return py::iter(rows);
            })
-      .def("item", [](const Tensor& t) { return item_of(t); },
-           "The value of a one-element tensor as a Python number.")
+      .def(
+          "item", [](const Tensor& t) { return item_of(t); }, "The value of a one-element tensor as a Python number.")
       .def("__bool__",
            [](const Tensor& t) {
              check_single_value(t, "Boolean value");
@@ -422,8 +476,7 @@ void def_protocols(py::class_<Tensor>& cls) {
 }  // namespace
 
 void init_tensor(py::module_& m) {
-  py::class_<Tensor> cls(m, "Tensor",
-                         "A strided view of typed elements; views share storage (like torch.Tensor).");
+  py::class_<Tensor> cls(m, "Tensor", "A strided view of typed elements; views share storage (like torch.Tensor).");
   def_metadata(cls);
   def_views(cls);
   def_conversions(cls);

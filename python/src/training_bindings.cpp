@@ -130,10 +130,12 @@ void bind_tensor_data(py::module_& m) {
       throw BindingTypeError(msg("Tensor.data must be set to a strata.Tensor, got ", Py_TYPE(data.ptr())->tp_name));
     t.set_data(data.cast<const Tensor&>());
   });
-  cls.attr("data") = py::module_::import("builtins").attr("property")(
-      getter, setter, py::none(),
-      "The tensor's values without its autograd history (a detached view); assigning a tensor makes "
-      "this one view that tensor's data, keeping its requires_grad and grad (PyTorch's .data).");
+  cls.attr("data") =
+      py::module_::import("builtins")
+          .attr("property")(
+              getter, setter, py::none(),
+              "The tensor's values without its autograd history (a detached view); assigning a tensor makes "
+              "this one view that tensor's data, keeping its requires_grad and grad (PyTorch's .data).");
 }
 
 // Module.to(dtype | device | tensor, ...) as torch's: floating parameters and buffers change dtype
@@ -161,8 +163,10 @@ py::object module_to(py::object self, const py::args& args, const py::kwargs& kw
   if (dtype) {
     nn::Module& m = self.cast<nn::Module&>();
     if (!is_floating(*dtype))
-      throw BindingTypeError(msg("nn.Module.to only accepts floating point or complex dtypes, but got desired "
-                                 "dtype=", dtype_py_name(*dtype)));
+      throw BindingTypeError(
+          msg("nn.Module.to only accepts floating point or complex dtypes, but got desired "
+              "dtype=",
+              dtype_py_name(*dtype)));
     py::gil_scoped_release release;
     nn::convert_floating(m, *dtype);
   }

@@ -33,8 +33,8 @@ std::vector<int64_t> widths_arg(py::handle h, const char* op, const char* name) 
 
 std::vector<Tensor> tensors_arg(py::handle h, const char* op, const char* name) {
   if (py::isinstance<Tensor>(h) || !PySequence_Check(h.ptr()) || py::isinstance<py::str>(h))
-    throw BindingTypeError(msg(op, ": ", name, " must be a list of tensors (one per table), got ",
-                               Py_TYPE(h.ptr())->tp_name));
+    throw BindingTypeError(
+        msg(op, ": ", name, " must be a list of tensors (one per table), got ", Py_TYPE(h.ptr())->tp_name));
   std::vector<Tensor> out;
   for (py::handle item : py::reinterpret_borrow<py::sequence>(h)) {
     if (!py::isinstance<Tensor>(item))
@@ -147,8 +147,8 @@ void def_densenet(py::module_& zm) {
 // The dense DLRM (nn::zoo::DLRM).
 void def_dlrm(py::module_& zm) {
   Model<DLRM>(zm, "DLRM", "DLRM as in facebookresearch/dlrm (names, structure and initialization).")
-      .def(py::init([](int64_t sparse_feature_size, py::handle embedding_sizes, py::handle bottom_mlp, py::handle top_mlp,
-                       const std::string& interaction, bool interaction_itself) {
+      .def(py::init([](int64_t sparse_feature_size, py::handle embedding_sizes, py::handle bottom_mlp,
+                       py::handle top_mlp, const std::string& interaction, bool interaction_itself) {
              DLRMOptions o;
              o.sparse_feature_size = sparse_feature_size;
              o.embedding_sizes = widths_arg(embedding_sizes, "DLRM", "embedding_sizes");
@@ -209,8 +209,9 @@ void def_gpt(py::module_& zm) {
           },
           py::arg("idx"), py::arg("targets") = py::none(),
           "Logits [B, T, vocab] of idx [B, T]; with targets, the mean cross-entropy loss instead.")
-      .def_property_readonly("blocks", [](GPT& g) { return std::static_pointer_cast<nn::RematSequential>(
-                                                        g.child("transformer")->child("h")); })
+      .def_property_readonly(
+          "blocks",
+          [](GPT& g) { return std::static_pointer_cast<nn::RematSequential>(g.child("transformer")->child("h")); })
       .def_property_readonly("block_size", [](const GPT& g) { return g.config().block_size; })
       .def_property_readonly("vocab_size", [](const GPT& g) { return g.config().vocab_size; });
 }

@@ -19,11 +19,11 @@ namespace strata::sim::detail {
 /// What one access did.
 struct CacheOutcome {
   bool hit = false;
-  bool writeback = false;        ///< a dirty victim was evicted (its line must go to DRAM)
-  uint64_t victim_line = 0;      ///< byte address of the evicted dirty line (when writeback)
-  uint64_t line = 0;             ///< byte address of the accessed line
-  uint64_t ready_at = 0;         ///< on a hit: when the line's fill completes (0 if long done)
-  uint32_t way = 0;              ///< the line's frame (for set_ready after a miss)
+  bool writeback = false;    ///< a dirty victim was evicted (its line must go to DRAM)
+  uint64_t victim_line = 0;  ///< byte address of the evicted dirty line (when writeback)
+  uint64_t line = 0;         ///< byte address of the accessed line
+  uint64_t ready_at = 0;     ///< on a hit: when the line's fill completes (0 if long done)
+  uint32_t way = 0;          ///< the line's frame (for set_ready after a miss)
 };
 
 class Cache {
@@ -61,8 +61,8 @@ class Cache {
   std::vector<uint64_t> tag_;
   std::vector<uint64_t> ready_;
   std::vector<uint8_t> valid_, dirty_, cls_;
-  std::vector<int32_t> prev_, next_;           // LRU list: head = most recent
-  std::vector<int32_t> head_, tail_;           // per set
+  std::vector<int32_t> prev_, next_;             // LRU list: head = most recent
+  std::vector<int32_t> head_, tail_;             // per set
   std::unordered_map<uint64_t, int32_t> index_;  // line -> frame, for wide sets
   CacheStats stats_;
 };

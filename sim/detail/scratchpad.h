@@ -16,7 +16,8 @@
 /// - Full/empty bits: a slot is empty while a write to it (a SpadStore, or the REV-S stream
 ///   covering it) is in flight and full once it has completed. FWD-S streaming a slot out leaves
 ///   its value in place (no dirty bits, lazy consistency: paper §III, Choice 3); the slot is free
-///   for the next writer once every read of the current value (SpadLoads, the FWD-S stream) is done. The machine (sim/machine.h) derives, from the trace's static slot
+///   for the next writer once every read of the current value (SpadLoads, the FWD-S stream) is
+///   done. The machine (sim/machine.h) derives, from the trace's static slot
 ///   offsets, which write each SpadLoad/StreamOut waits for (full) and which reads each new write
 ///   waits for (empty) — the compiler-generated tape accesses are statically analyzable (paper
 ///   §III, Choice 2) — and checks the bits agree when the access issues.

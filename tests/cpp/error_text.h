@@ -26,8 +26,8 @@ inline std::string message_of(const std::function<void()>& f) { return error_of(
 }  // namespace strata::testing_util
 
 /// Expects `stmt` to throw a strata::Error whose message contains `text`.
-#define EXPECT_ERROR_HAS(stmt, text)                                                        \
-  do {                                                                                      \
-    const std::string msg_ = ::strata::testing_util::error_of([&] { stmt; });               \
-    EXPECT_NE(msg_.find(text), std::string::npos) << "message: " << msg_;                   \
+#define EXPECT_ERROR_HAS(stmt, text)                                          \
+  do {                                                                        \
+    const std::string msg_ = ::strata::testing_util::error_of([&] { stmt; }); \
+    EXPECT_NE(msg_.find(text), std::string::npos) << "message: " << msg_;     \
   } while (0)

@@ -21,10 +21,10 @@ namespace strata::remat::detail {
 /// What one isolated profiling of a step found (Note [Auto chain execution]). Per input position
 /// k of the step's inputs unless said otherwise.
 struct StepProfile {
-  std::string signature;  ///< "name [shape dtype, ...]": what OpProfiler caches the times by
-  int64_t view_of = -1;   ///< the input (position) whose storage the output shares, or -1
-  std::vector<char> saves_input;  ///< the step saves input k's storage for backward
-  bool saves_output = false;      ///< the step saves its output's storage
+  std::string signature;             ///< "name [shape dtype, ...]": what OpProfiler caches the times by
+  int64_t view_of = -1;              ///< the input (position) whose storage the output shares, or -1
+  std::vector<char> saves_input;     ///< the step saves input k's storage for backward
+  bool saves_output = false;         ///< the step saves its output's storage
   std::vector<char> internal_saves;  ///< per value saved (in saving order): 1 for an internal
   std::size_t internal_bytes = 0;    ///< the internals' distinct storages
   std::size_t out_storage_bytes = 0, out_nbytes = 0;
@@ -44,7 +44,7 @@ struct StepProfile {
   /// The leaves outside the step's inputs that its backward sends a gradient to (parameters), by
   /// storage (any stable key), with their gradients' bytes.
   std::vector<std::pair<const void*, std::size_t>> parameters;
-  bool has_backward = false;  ///< some input gets a gradient
+  bool has_backward = false;                   ///< some input gets a gradient
   double forward_time = 0, backward_time = 0;  ///< seconds (backward: forward + backward - forward)
 };
 

@@ -41,10 +41,10 @@ struct Tile {
   std::size_t used = 0;
   std::size_t layer;
   // Guarded by the streamer's mutex:
-  bool touched = false;          // a value of this layer was unpacked (REV stream started here)
-  bool replaced = false;         // a larger tile took its place in its layer (not counted as freed)
-  bool adopted = false;          // the storage is the saved value's own (no copy; Note [Tape streaming])
-  memory::MoveHandle fetch;      // the latest prefetch
+  bool touched = false;      // a value of this layer was unpacked (REV stream started here)
+  bool replaced = false;     // a larger tile took its place in its layer (not counted as freed)
+  bool adopted = false;      // the storage is the saved value's own (no copy; Note [Tape streaming])
+  memory::MoveHandle fetch;  // the latest prefetch
   std::shared_ptr<SharedCounters> counters;
 };
 
@@ -52,9 +52,9 @@ struct Tile {
 struct PackedValue {
   Dims sizes;
   DType dtype = DType::f32;
-  Tensor kept;                   // a value that is not streamed (small, non-contiguous, off)
-  std::shared_ptr<Tile> tile;    // where a streamed value was copied
-  std::size_t byte_offset = 0;   // in the tile
+  Tensor kept;                  // a value that is not streamed (small, non-contiguous, off)
+  std::shared_ptr<Tile> tile;   // where a streamed value was copied
+  std::size_t byte_offset = 0;  // in the tile
 };
 
 /// Rounds up to the region alignment (one cache line).

@@ -20,8 +20,8 @@
 #include <cstdint>
 #include <utility>
 
-#include "core/pin_set.h"
 #include "core/detail/strided_loop.h"
+#include "core/pin_set.h"
 #include "core/tensor.h"
 
 namespace strata::optim::detail {

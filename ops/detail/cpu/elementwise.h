@@ -57,7 +57,9 @@ inline Dims broadcast_byte_strides(const Tensor& t, IntArrayRef shape) {
   const std::size_t lead = rank - static_cast<std::size_t>(t.dim());
   Dims s(rank, 0);
   for (std::size_t d = 0; d < static_cast<std::size_t>(t.dim()); ++d)
-    s[lead + d] = t.size(static_cast<int64_t>(d)) == 1 ? 0 : t.stride(static_cast<int64_t>(d)) * static_cast<int64_t>(t.itemsize());
+    s[lead + d] = t.size(static_cast<int64_t>(d)) == 1
+                      ? 0
+                      : t.stride(static_cast<int64_t>(d)) * static_cast<int64_t>(t.itemsize());
   return s;
 }
 

@@ -246,12 +246,11 @@ void gemm(const MatRef<float>& a, const MatRef<float>& b, float* c, int64_t ldc,
   STRATA_ASSERT(oa.ok && ob.ok, "gemm: operand without a unit stride reached sgemm");
   const dnnl_status_t st = dnnl_sgemm(oa.trans, ob.trans, M, N, K, 1.0f, a.data, oa.ld, b.data, ob.ld,
                                       accumulate ? 1.0f : 0.0f, c, std::max<int64_t>(1, ldc));
-  STRATA_CHECK(st == dnnl_success, "gemm: dnnl_sgemm failed with status ", static_cast<int>(st), " (M=", M,
-               " N=", N, " K=", K, ")");
+  STRATA_CHECK(st == dnnl_success, "gemm: dnnl_sgemm failed with status ", static_cast<int>(st), " (M=", M, " N=", N,
+               " K=", K, ")");
 }
 
-void gemm(const MatRef<double>& a, const MatRef<double>& b, double* c, int64_t ldc, bool accumulate,
-          bool parallel) {
+void gemm(const MatRef<double>& a, const MatRef<double>& b, double* c, int64_t ldc, bool accumulate, bool parallel) {
   gemm_blocked<double>(a, b, c, ldc, accumulate, parallel);
 }
 

@@ -34,8 +34,7 @@ bool gemm_ready(const MatRef<T>& m);
 /// C = A·B (accumulate: C += A·B). A is M×K, B is K×N, C is M×N row-major with leading dim `ldc`.
 /// f32 operands must be gemm_ready. Runs in parallel when large (`parallel` = false: one thread,
 /// for callers that parallelize over a batch themselves).
-void gemm(const MatRef<float>& a, const MatRef<float>& b, float* c, int64_t ldc, bool accumulate,
-          bool parallel = true);
+void gemm(const MatRef<float>& a, const MatRef<float>& b, float* c, int64_t ldc, bool accumulate, bool parallel = true);
 void gemm(const MatRef<double>& a, const MatRef<double>& b, double* c, int64_t ldc, bool accumulate,
           bool parallel = true);
 

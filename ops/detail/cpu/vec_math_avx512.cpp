@@ -180,10 +180,18 @@ STRATA_AVX512_INLINE void map_unary(const float* x, float* y, int64_t n, F f) {
   }
 }
 
-void exp_avx512(const float* x, float* y, int64_t n) { map_unary(x, y, n, [](V v) { return exp16(v); }); }
-void sigmoid_avx512(const float* x, float* y, int64_t n) { map_unary(x, y, n, [](V v) { return sigmoid16(v); }); }
-void tanh_avx512(const float* x, float* y, int64_t n) { map_unary(x, y, n, [](V v) { return tanh16(v); }); }
-void gelu_erf_avx512(const float* x, float* y, int64_t n) { map_unary(x, y, n, [](V v) { return gelu16(v); }); }
+void exp_avx512(const float* x, float* y, int64_t n) {
+  map_unary(x, y, n, [](V v) { return exp16(v); });
+}
+void sigmoid_avx512(const float* x, float* y, int64_t n) {
+  map_unary(x, y, n, [](V v) { return sigmoid16(v); });
+}
+void tanh_avx512(const float* x, float* y, int64_t n) {
+  map_unary(x, y, n, [](V v) { return tanh16(v); });
+}
+void gelu_erf_avx512(const float* x, float* y, int64_t n) {
+  map_unary(x, y, n, [](V v) { return gelu16(v); });
+}
 
 void gelu_erf_grad_avx512(const float* g, const float* x, float* out, int64_t n) {
   int64_t i = 0;

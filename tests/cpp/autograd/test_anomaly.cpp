@@ -68,13 +68,14 @@ TEST(AnomalyMode, ForwardNamesTheOpAndTheInputThatHeldNaN) {
   EXPECT_THAT(msg, HasSubstr("input 1 (Tensor[3] f64, not computed by a recorded op: data) already held 1 NaN"));
   // A parameter holding NaN is named as one.
   Tensor p = f64({kNaN, 1, 1}).set_requires_grad();
-  EXPECT_THAT(error_of([&] { tmul(p, data); }), HasSubstr("input 0 (Tensor[3] f64, a leaf that requires grad: a parameter)"));
+  EXPECT_THAT(error_of([&] { tmul(p, data); }),
+              HasSubstr("input 0 (Tensor[3] f64, a leaf that requires grad: a parameter)"));
 }
 
 TEST(AnomalyMode, ForwardFromFiniteInputsSaysTheOpProducedThem) {
   DetectAnomalyGuard on;
   Tensor x = f64({1e200, 1}).set_requires_grad();
-  Tensor h = tadd(x, x);  // finite
+  Tensor h = tadd(x, x);                                  // finite
   const std::string msg = error_of([&] { tmul(h, h); });  // 4e400: inf
   EXPECT_THAT(msg, HasSubstr("the forward of 'TMulBackward' produced inf values in its 0th output"));
   EXPECT_THAT(msg, HasSubstr("its inputs were finite, so this op produced them"));

@@ -19,9 +19,9 @@
 #include "core/pin_set.h"
 #include "core/rng.h"
 #include "memory/tiered_memory.h"
-#include "models/conv.h"
 #include "models/activation.h"
 #include "models/container.h"
+#include "models/conv.h"
 #include "models/linear.h"
 #include "models/pooling.h"
 #include "models/remat.h"
@@ -184,10 +184,11 @@ void check_auto(const char* label, Module& model, const ModuleList& chain, const
         minimum = std::min(minimum, remat::evaluate(variant, mp.decisions).peak_bytes);
     }
     if (!exact_minimum) minimum = remat::lowest_budget(g.graph, 0);
-    std::printf("[ auto remat ] %-6s %zu steps, %zu values; StoreAll: predicted %zu B, measured %zu B; minimum "
-                "budget %zu B (%.1f %%%s)\n",
-                label, g.graph.ops.size(), g.graph.values.size(), predicted_full, full, minimum,
-                100.0 * double(minimum) / double(full), exact_minimum ? "" : ", an upper bound");
+    std::printf(
+        "[ auto remat ] %-6s %zu steps, %zu values; StoreAll: predicted %zu B, measured %zu B; minimum "
+        "budget %zu B (%.1f %%%s)\n",
+        label, g.graph.ops.size(), g.graph.values.size(), predicted_full, full, minimum,
+        100.0 * double(minimum) / double(full), exact_minimum ? "" : ", an upper bound");
     // The plain run frees a step's input inside the step (add's operand once the sum exists), where
     // Auto's executor holds step outputs until their last reader returns: the model of StoreAll
     // is the executor's and may exceed the plain run by more than kOverTolerance (the 100 %
@@ -237,11 +238,11 @@ void check_auto(const char* label, Module& model, const ModuleList& chain, const
     for (remat::Decision d : ac.last_plan()->decisions)  // k, s, r; p: placed in the slow tier
       decisions += d == remat::Decision::Slow ? 'p' : remat::to_string(d)[0];
     const std::size_t predicted = ac.last_plan()->predicted.peak_bytes;
-    std::printf("[ auto remat ] %-6s budget %5.1f %% = %9zu B: predicted %9zu B, measured %9zu B (%+.2f %% of "
-                "StoreAll); %s in %.3f s: %s\n",
-                label, 100 * f, budget, predicted, measured,
-                100.0 * (double(measured) - double(predicted)) / double(full),
-                remat::to_string(ac.last_plan()->source).c_str(), ac.last_plan()->solve_seconds, decisions.c_str());
+    std::printf(
+        "[ auto remat ] %-6s budget %5.1f %% = %9zu B: predicted %9zu B, measured %9zu B (%+.2f %% of "
+        "StoreAll); %s in %.3f s: %s\n",
+        label, 100 * f, budget, predicted, measured, 100.0 * (double(measured) - double(predicted)) / double(full),
+        remat::to_string(ac.last_plan()->source).c_str(), ac.last_plan()->solve_seconds, decisions.c_str());
     EXPECT_LE(predicted, budget);
     EXPECT_LE(measured, budget) << ac.explain();
     expect_agreement(predicted, measured, full);
@@ -368,10 +369,11 @@ TEST(AutoRemat, OpLevelGptWithFeedForwardInRowChunks) {
   remat::AutoChain probe(std::size_t{1} << 30);
   const std::size_t whole_minimum =
       remat::lowest_budget(auto_graph(probe, whole_chain, x, remat::AutoGranularity::Op).graph);
-  std::printf("[ auto remat ] GPT minimum budget: %zu B with the MLP in 4 chunks, %zu B whole (%.1f %% / %.1f %% of "
-              "StoreAll)\n",
-              chunked_minimum, whole_minimum, 100.0 * double(chunked_minimum) / double(full),
-              100.0 * double(whole_minimum) / double(full));
+  std::printf(
+      "[ auto remat ] GPT minimum budget: %zu B with the MLP in 4 chunks, %zu B whole (%.1f %% / %.1f %% of "
+      "StoreAll)\n",
+      chunked_minimum, whole_minimum, 100.0 * double(chunked_minimum) / double(full),
+      100.0 * double(whole_minimum) / double(full));
   EXPECT_LT(chunked_minimum, whole_minimum);
 }
 
@@ -487,11 +489,11 @@ TEST(AutoRemat, VggBlockReachesTwoTensorsWithSynchronousEvictions) {
   remat::AutoChain probe(std::size_t{1} << 30, whole);
   remat::PlanGraph g = auto_graph(probe, chain, x, remat::AutoGranularity::Op).graph;
   for (remat::PlanValue& v : g.values) v.slow_ok = false;
-  const std::size_t sync_fetch_min = remat::minimum_budget(remat::with_sync_prefetch(g)),
-                    low = remat::lowest_budget(g);
-  std::printf("[ auto remat ] vgg block: block tensor %zu B; minimum %zu B asynchronous, %zu B with synchronous "
-              "fetches, %zu B with synchronous fetches and evictions\n",
-              tensor, remat::minimum_budget(g), sync_fetch_min, low);
+  const std::size_t sync_fetch_min = remat::minimum_budget(remat::with_sync_prefetch(g)), low = remat::lowest_budget(g);
+  std::printf(
+      "[ auto remat ] vgg block: block tensor %zu B; minimum %zu B asynchronous, %zu B with synchronous "
+      "fetches, %zu B with synchronous fetches and evictions\n",
+      tensor, remat::minimum_budget(g), sync_fetch_min, low);
   EXPECT_LT(double(low), 2.25 * double(tensor));
   ASSERT_LT(low, sync_fetch_min);
   const std::size_t budget = low + (sync_fetch_min - low) / 4;
@@ -506,8 +508,7 @@ TEST(AutoRemat, VggBlockReachesTwoTensorsWithSynchronousEvictions) {
   EXPECT_THAT(policy.auto_chain->explain(), HasSubstr("each eviction finishes before the next op runs"));
   const std::size_t measured = step_peak(*vgg, x, target, run);
   EXPECT_LE(measured, budget) << policy.auto_chain->explain();
-  expect_agreement(policy.auto_chain->last_plan()->predicted.peak_bytes, measured,
-                   step_peak(*vgg, x, target, plain));
+  expect_agreement(policy.auto_chain->last_plan()->predicted.peak_bytes, measured, step_peak(*vgg, x, target, plain));
 }
 
 // Decision::Slow (Note [Auto planning model], Note [Slow placement]): placing step outputs in the
@@ -671,20 +672,23 @@ TEST(AutoRemat, GraphOfSteps) {
                 Tensor t = mul(in[0], in[0]);
                 return relu(t);
               },
-              {0}, "sq+relu"};
+              {0},
+              "sq+relu"};
   for (int i = 2; i <= 7; ++i) steps[i] = {sig, {i - 1}, "sigmoid"};
   steps[8] = {[](const TL& in) {
                 Tensor t = mul(in[0], in[1]);
                 return add(t, in[2]);
               },
-              {7, 0, 1}, "mul+add"};
+              {7, 0, 1},
+              "mul+add"};
   for (int i = 9; i <= 12; ++i) steps[i] = {sig, {i - 1}, "sigmoid"};
   steps[13] = {[](const TL& in) { return reshape(in[0], {-1}); }, {12}, "flatten"};
   steps[14] = {[](const TL& in) {
                  Tensor t = mul(in[0], reshape(in[1], {-1}));
                  return tanh(t);
                },
-               {13, -1}, "mul+tanh"};
+               {13, -1},
+               "mul+tanh"};
   const Tensor x0 = randn({64, 256});
   {
     remat::AutoChain probe(std::size_t{1} << 30);
@@ -782,7 +786,8 @@ TEST(AutoRemat, ReplansWhenTheInputShapeChanges) {
   const remat::AutoChain& ac = *seq.policy().auto_chain;
   const auto windows = remat::value_windows(ac.last_graph()->graph);
   for (std::size_t v = 0; v < windows.size(); ++v)
-    EXPECT_EQ(ac.last_plan()->decisions[v], windows[v].needs.empty() ? remat::Decision::Recompute : remat::Decision::Keep)
+    EXPECT_EQ(ac.last_plan()->decisions[v],
+              windows[v].needs.empty() ? remat::Decision::Recompute : remat::Decision::Keep)
         << ac.last_graph()->graph.values[v].name;
   EXPECT_EQ(ac.last_plan()->predicted.recompute_time, 0.0);
   EXPECT_EQ(ac.last_plan()->predicted.move_time, 0.0);
@@ -809,9 +814,8 @@ TEST(AutoRemat, InputWithoutGradient) {
   nn::RematSequential store_all;
   for (auto& m : children_of(mlp)) store_all.push_back(m);
   for (auto& p : mlp->parameters()) p.set_grad(zeros_like(p));
-  const std::size_t full = remat::measure_fast_peak([&] {
-                             cross_entropy(store_all.forward(x), target).backward();
-                           }).step_peak_bytes();
+  const std::size_t full =
+      remat::measure_fast_peak([&] { cross_entropy(store_all.forward(x), target).backward(); }).step_peak_bytes();
   nn::RematSequential seq(ChainPolicy::auto_budget(full / 2));
   for (auto& m : children_of(mlp)) seq.push_back(m);
   const auto got = step([&](const Tensor& in) { return seq.forward(in); });
@@ -825,9 +829,8 @@ TEST(AutoRemat, InputWithoutGradient) {
     moved_or_recomputed += !windows[v].needs.empty() && plan.decisions[v] != remat::Decision::Keep;
   EXPECT_GT(moved_or_recomputed, 0);
   for (auto& p : mlp->parameters()) p.set_grad(zeros_like(p));
-  const std::size_t measured = remat::measure_fast_peak([&] {
-                                 cross_entropy(seq.forward(x), target).backward();
-                               }).step_peak_bytes();
+  const std::size_t measured =
+      remat::measure_fast_peak([&] { cross_entropy(seq.forward(x), target).backward(); }).step_peak_bytes();
   EXPECT_LE(measured, full / 2);
 }
 
@@ -840,8 +843,9 @@ TEST(AutoRemat, StepSavingOtherValuesThanItsProfile) {
   Tensor x = randn({4, 4}).set_requires_grad();
   sum(ac.run(steps, x)).backward();
   twice = true;
-  EXPECT_THAT(ERROR_MESSAGE(ac.run(steps, x)),
-              HasSubstr("step 1 saved 2 values for backward, its profiling run saved 1 (the step is not deterministic)"));
+  EXPECT_THAT(
+      ERROR_MESSAGE(ac.run(steps, x)),
+      HasSubstr("step 1 saved 2 values for backward, its profiling run saved 1 (the step is not deterministic)"));
 }
 
 TEST(AutoRemat, InfeasibleBudgetNamesTheMinimum) {

@@ -80,8 +80,9 @@ TEST(ChainGraph, AChainHoldsNothingPending) {
   // One contribution each, not reusable: every incoming gradient is held (the last one the caller's).
   EXPECT_EQ(acc.incoming_reusable, (std::vector<char>{0, 0, 0}));
   // out_nbytes (the seed) + growth + the chain's output held by the caller (300) + the loss.
-  EXPECT_EQ(backward_workspaces(steps, prof),
-            (std::vector<std::size_t>{100 + kHeld + 300 + kLoss, 200 + kHeld + 300 + kLoss, 300 + kHeld + 300 + kLoss}));
+  EXPECT_EQ(
+      backward_workspaces(steps, prof),
+      (std::vector<std::size_t>{100 + kHeld + 300 + kLoss, 200 + kHeld + 300 + kLoss, 300 + kHeld + 300 + kLoss}));
 }
 
 TEST(ChainGraph, AReturnedReusableGradientLetsTheReaderWorkInPlace) {
@@ -92,8 +93,9 @@ TEST(ChainGraph, AReturnedReusableGradientLetsTheReaderWorkInPlace) {
   prof[1].grad_reusable[1][0] = 1;  // (what it would return given a held one: not its case)
   const auto acc = remat::detail::backward_accounting(steps, prof, 0);
   EXPECT_EQ(acc.incoming_reusable, (std::vector<char>{0, 1, 0}));
-  EXPECT_EQ(backward_workspaces(steps, prof),
-            (std::vector<std::size_t>{100 + kHeld + 300 + kLoss, 200 + kInPlace + 300 + kLoss, 300 + kHeld + 300 + kLoss}));
+  EXPECT_EQ(
+      backward_workspaces(steps, prof),
+      (std::vector<std::size_t>{100 + kHeld + 300 + kLoss, 200 + kInPlace + 300 + kLoss, 300 + kHeld + 300 + kLoss}));
 }
 
 TEST(ChainGraph, ASkipConnectionsGradientIsPendingAcrossTheStepsBetween) {
@@ -123,8 +125,8 @@ TEST(ChainGraph, AValueReadByThreeStepsIsPendingFromItsLastReader) {
   EXPECT_EQ(acc.pending, (std::vector<std::size_t>{0, 40, 40, 0}));
   EXPECT_EQ(acc.contributions, (std::vector<int>{3, 1, 1, 0}));
   EXPECT_EQ(backward_workspaces(steps, prof),
-            (std::vector<std::size_t>{40 + kInPlace + 70 + kLoss, 50 + kHeld + 70 + kLoss + 40, 60 + kHeld + 70 + kLoss + 40,
-                                      70 + kHeld + 70 + kLoss}));
+            (std::vector<std::size_t>{40 + kInPlace + 70 + kLoss, 50 + kHeld + 70 + kLoss + 40,
+                                      60 + kHeld + 70 + kLoss + 40, 70 + kHeld + 70 + kLoss}));
 }
 
 TEST(ChainGraph, OnlyReadersReturningAGradientStartAPendingOne) {
@@ -147,8 +149,9 @@ TEST(ChainGraph, AnAddsAliasedGradientIsCountedOnceWhereItIsPending) {
   prof[2].grad_alias[1] = {1, 0};  // the last step's incoming gradient is the caller's: case [1]
   const auto acc = remat::detail::backward_accounting(steps, prof, 0);
   EXPECT_EQ(acc.pending, (std::vector<std::size_t>{0, 0, 0}));
-  EXPECT_EQ(backward_workspaces(steps, prof),
-            (std::vector<std::size_t>{100 + kInPlace + 100 + kLoss, 100 + kHeld + 100 + kLoss, 100 + kHeld + 100 + kLoss}));
+  EXPECT_EQ(
+      backward_workspaces(steps, prof),
+      (std::vector<std::size_t>{100 + kInPlace + 100 + kLoss, 100 + kHeld + 100 + kLoss, 100 + kHeld + 100 + kLoss}));
   // Not when x1 has another reader adding to its gradient (then it is a sum, not the alias); x1's
   // own gradient is pending across 2's backward too.
   const std::vector<GraphStep> more{step({-1}), step({0}), step({1, 0}), step({1, 2})};
@@ -215,7 +218,7 @@ TEST(ChainGraph, ValuesOfInternalsAndViews) {
   EXPECT_EQ(cg.input_values[2], (std::vector<int64_t>{1}));
   EXPECT_EQ(cg.graph.values[1].last_forward_use, 2);
   EXPECT_EQ(cg.graph.values[1].backward_use, 2);
-  EXPECT_EQ(cg.graph.ops[0].workspace_bytes, 8u);  // the forward peak beyond x1 and the internal
+  EXPECT_EQ(cg.graph.ops[0].workspace_bytes, 8u);    // the forward peak beyond x1 and the internal
   EXPECT_EQ(cg.graph.ops[1].workspace_bytes, 100u);  // a view step's output is its input's value
 }
 

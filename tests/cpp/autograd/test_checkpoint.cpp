@@ -8,7 +8,6 @@
 #include <cstring>
 #include <random>
 
-#include "tests/cpp/bitwise.h"
 #include "autograd/engine.h"
 #include "autograd/remat/checkpoint.h"
 #include "core/factories.h"
@@ -20,6 +19,7 @@
 #include "ops/shape_ops.h"
 #include "ops/unary.h"
 #include "tests/cpp/autograd/graph_util.h"
+#include "tests/cpp/bitwise.h"
 #include "tests/cpp/core/test_util.h"
 
 namespace strata_test {
@@ -158,9 +158,7 @@ TEST(Checkpoint, DropoutRecomputesTheSameMaskAndRestoresTheGenerator) {
   Tensor x = randn({16, 32}, {}, &gen).set_requires_grad();
   TensorList leaves = m.params;
   leaves.push_back(x);
-  auto fn = [&](const TensorList& in) -> TensorList {
-    return {m.layer(1, dropout(m.layer(0, in[0]), 0.5, true))};
-  };
+  auto fn = [&](const TensorList& in) -> TensorList { return {m.layer(1, dropout(m.layer(0, in[0]), 0.5, true))}; };
   manual_seed(123);
   sum(fn({x})[0]).backward();
   TensorList ref = grads_of(leaves);

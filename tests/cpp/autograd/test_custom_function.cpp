@@ -67,12 +67,12 @@ TEST(CustomFunction, SavedValueIsVersionChecked) {
 TEST(CustomFunction, GradientShapesAndDtypesAreAdjustedOrRejected) {
   Tensor x = f64({1, 2}).set_requires_grad();
   // Broadcastable: summed down. Other floating dtype: converted. Extra trailing undefined: fine.
-  scale(x, 1, [](const TensorList&) -> TensorList { return {f64({1, 1, 1, 1}).view({2, 2}), Tensor(), Tensor()}; })
-      .backward(f64({1, 1}));
+  scale(x, 1, [](const TensorList&) -> TensorList {
+    return {f64({1, 1, 1, 1}).view({2, 2}), Tensor(), Tensor()};
+  }).backward(f64({1, 1}));
   EXPECT_THAT(vals(x.grad()), ElementsAre(2, 2));
   x.set_grad(Tensor());
-  scale(x, 1, [](const TensorList& g) -> TensorList { return {g[0].to(DType::f32), Tensor()}; })
-      .backward(f64({1, 1}));
+  scale(x, 1, [](const TensorList& g) -> TensorList { return {g[0].to(DType::f32), Tensor()}; }).backward(f64({1, 1}));
   EXPECT_EQ(x.grad().dtype(), DType::f64);
   EXPECT_ERROR_HAS(scale(x, 1, [](const TensorList& g) -> TensorList { return {g[0]}; }).backward(f64({1, 1})),
                    "function ScaleBackward returned an incorrect number of gradients (expected 2, got 1)");
@@ -84,7 +84,8 @@ TEST(CustomFunction, GradientShapesAndDtypesAreAdjustedOrRejected) {
                    "not a Variable");
   EXPECT_ERROR_HAS(
       scale(x, 1, [](const TensorList&) -> TensorList { return {f64({1, 2, 3}), Tensor()}; }).backward(f64({1, 1})),
-      "Function ScaleBackward returned an invalid gradient at index 0 - got [3] but expected shape compatible with [2]");
+      "Function ScaleBackward returned an invalid gradient at index 0 - got [3] but expected shape compatible with "
+      "[2]");
 }
 
 TEST(CustomFunction, DirtyInputGetsTheNewHistoryItself) {

@@ -41,8 +41,8 @@ TEST(Engine, DiamondGraphSumsBothPaths) {
 
 TEST(Engine, ReusedInputAndReusedIntermediate) {
   Tensor x = f64({3}).set_requires_grad();
-  Tensor y = tmul(x, x);   // x used twice by one node
-  Tensor z = tadd(y, y);   // y used twice
+  Tensor y = tmul(x, x);  // x used twice by one node
+  Tensor z = tadd(y, y);  // y used twice
   z.backward();
   EXPECT_THAT(vals(x.grad()), ElementsAre(12));  // d(2x^2) = 4x
 }
@@ -115,7 +115,7 @@ TEST(Engine, GradReturnsGradientsWithoutTouchingDotGrad) {
   auto g = autograd::grad({y}, {x, h}, {f64({1, 1})}, /*retain_graph=*/true);
   ASSERT_EQ(g.size(), 2u);
   EXPECT_THAT(vals(g[0]), ElementsAre(2 * 3 * 3, 2 * 2 * 4 * 4));  // 2 x w^2
-  EXPECT_THAT(vals(g[1]), ElementsAre(2 * 3, 2 * 8));               // 2h
+  EXPECT_THAT(vals(g[1]), ElementsAre(2 * 3, 2 * 8));              // 2h
   EXPECT_FALSE(x.grad().defined());
   EXPECT_FALSE(w.grad().defined());
   Tensor unused = f64({0}).set_requires_grad();
@@ -171,7 +171,8 @@ TEST(Engine, AccumulateGradRunsAsSoonAsReadyEvenWithAnOldSequenceNumber) {
     cur = out;
   }
   Tensor top = cur.clone();
-  auto t = autograd::make_node("Top", {&cur, &w}, [](Node&, const TensorList& g) -> TensorList { return {g[0], g[0]}; });
+  auto t =
+      autograd::make_node("Top", {&cur, &w}, [](Node&, const TensorList& g) -> TensorList { return {g[0], g[0]}; });
   autograd::set_history({&top}, t);
   top.backward();
   EXPECT_THAT(order, ElementsAre("Step1 (w.grad set)", "Step0 (w.grad set)"));
@@ -212,7 +213,8 @@ TEST(Engine, GradientsJoinInPlaceOnlyWhenNothingElseHoldsThem) {
     });
     autograd::set_history({&b}, q);
     Tensor top = a.clone();
-    auto t = autograd::make_node("Top", {&a, &b}, [](Node&, const TensorList& g) -> TensorList { return {g[0], g[0]}; });
+    auto t =
+        autograd::make_node("Top", {&a, &b}, [](Node&, const TensorList& g) -> TensorList { return {g[0], g[0]}; });
     autograd::set_history({&top}, t);
     top.backward(f64({1, 1, 1}));
     EXPECT_THAT(vals(joined_values), ElementsAre(11, 21, 31));
@@ -248,7 +250,8 @@ TEST(Engine, OneGradientForTwoInputsIsNotModifiedInPlace) {
 TEST(Engine, WrongGradientShapeFromANodeIsReported) {
   Tensor x = f64({1, 2}).set_requires_grad();
   Tensor out = x.clone();
-  auto node = autograd::make_node("BadBackward", {&x}, [](Node&, const TensorList&) -> TensorList { return {f64({1})}; });
+  auto node =
+      autograd::make_node("BadBackward", {&x}, [](Node&, const TensorList&) -> TensorList { return {f64({1})}; });
   autograd::set_history({&out}, node);
   EXPECT_THAT(ERROR_MESSAGE(out.backward(f64({1, 1}))), HasSubstr("BadBackward returned a gradient Tensor[1] f64"));
 }
@@ -257,7 +260,8 @@ TEST(Engine, SetHistoryNeverRewritesAnInputsHistory) {
   // An op returning its input handle: set_history must give the output its own handle.
   Tensor x = f64({5}).set_requires_grad();
   Tensor out = x;
-  auto node = autograd::make_node("IdentityBackward", {&x}, [](Node&, const TensorList& g) -> TensorList { return {g[0]}; });
+  auto node =
+      autograd::make_node("IdentityBackward", {&x}, [](Node&, const TensorList& g) -> TensorList { return {g[0]}; });
   autograd::set_history({&out}, node);
   EXPECT_TRUE(x.is_leaf());
   EXPECT_FALSE(out.is_leaf());

@@ -93,9 +93,9 @@ TEST(IlpModel, RowsOfThreeOps) {
     EXPECT_DOUBLE_EQ(m.row_hi[6 + t], -m.constant[t]) << t;
     Row want{{10, -1.0}};
     auto add = [&](int c, double b) { want[c] += b; };
-    if (t >= 2 && t <= w0.last) add(1, 10);  // k0
+    if (t >= 2 && t <= w0.last) add(1, 10);                                                    // k0
     if ((t >= 2 && t <= w0.evict_until) || (t >= w0.stream_from && t <= w0.last)) add(2, 10);  // s0
-    if (t >= 2 && t <= w0.own.last) add(8, 10);  // k'0
+    if (t >= 2 && t <= w0.own.last) add(8, 10);                                                // k'0
     if ((t >= 2 && t <= w0.own.evict_until) || (t >= w0.own.stream_from && t <= w0.own.last)) add(9, 10);
     if (t >= 3 && t <= w1.last) add(4, 20);  // k1
     if ((t >= 3 && t <= w1.evict_until) || (t >= w1.stream_from && t <= w1.last)) add(5, 20);
@@ -197,8 +197,10 @@ TEST(IlpModel, SlowOkValueGetsAPlacementColumn) {
   const int first_memory_row = m.num_rows() - 6 + 1;
   for (int t = 0; t < 6; ++t) {
     const auto r = row(m, first_memory_row + t);
-    if (t == 1 || t == 2) EXPECT_DOUBLE_EQ(r.at(9), -20.0) << t;
-    else EXPECT_EQ(r.count(9), 0u) << t;
+    if (t == 1 || t == 2)
+      EXPECT_DOUBLE_EQ(r.at(9), -20.0) << t;
+    else
+      EXPECT_EQ(r.count(9), 0u) << t;
   }
   EXPECT_DOUBLE_EQ(m.objective[9], remat::slow_access_time(g, g.values[1]) * m.objective_scale);
   auto slow = remat::detail::start_columns(m, g, {Decision::Keep, Decision::Slow});

@@ -89,106 +89,124 @@ void expect_fd_gradients(const Graph& f, const std::vector<Dims>& shapes, uint64
 Tensor copy_of(const Tensor& a) { return mul(a, 1.0); }
 
 TEST(InPlaceAutograd, AddIntoASliceRebasesTheBase) {  // x = a * 1; x[1:3] += y
-  expect_fd_gradients([](const TensorList& l) {
-    Tensor x = copy_of(l[0]);
-    Tensor v = index(x, {Slice{1, 3}});
-    add_(v, l[1]);
-    return mul(x, x);
-  }, {{5, 3}, {2, 3}});
+  expect_fd_gradients(
+      [](const TensorList& l) {
+        Tensor x = copy_of(l[0]);
+        Tensor v = index(x, {Slice{1, 3}});
+        add_(v, l[1]);
+        return mul(x, x);
+      },
+      {{5, 3}, {2, 3}});
 }
 
 TEST(InPlaceAutograd, MulIntoANarrowedViewSavesTheOldValue) {  // x.narrow(1, 1, 2).mul_(z)
-  expect_fd_gradients([](const TensorList& l) {
-    Tensor x = copy_of(l[0]);
-    Tensor v = slice(x, 1, 1, 3);
-    mul_(v, l[1]);
-    return x;
-  }, {{3, 4}, {3, 2}});
+  expect_fd_gradients(
+      [](const TensorList& l) {
+        Tensor x = copy_of(l[0]);
+        Tensor v = slice(x, 1, 1, 3);
+        mul_(v, l[1]);
+        return x;
+      },
+      {{3, 4}, {3, 2}});
 }
 
 TEST(InPlaceAutograd, TwoWritesIntoOverlappingViews) {
-  expect_fd_gradients([](const TensorList& l) {
-    Tensor x = copy_of(l[0]);
-    Tensor v1 = slice(x, 0, 0, 3), v2 = slice(x, 0, 2, 5);
-    mul_(v1, l[1]);
-    mul_(v2, l[2]);  // v2's history was stale after the first write: it is regenerated from x's
-    return cat({x, v1}, 0);  // v1 read after the second write: its history is regenerated too
-  }, {{5}, {3}, {3}});
+  expect_fd_gradients(
+      [](const TensorList& l) {
+        Tensor x = copy_of(l[0]);
+        Tensor v1 = slice(x, 0, 0, 3), v2 = slice(x, 0, 2, 5);
+        mul_(v1, l[1]);
+        mul_(v2, l[2]);          // v2's history was stale after the first write: it is regenerated from x's
+        return cat({x, v1}, 0);  // v1 read after the second write: its history is regenerated too
+      },
+      {{5}, {3}, {3}});
 }
 
 TEST(InPlaceAutograd, AViewOfAViewWritesIntoTheRootBase) {
-  expect_fd_gradients([](const TensorList& l) {
-    Tensor x = reshape(copy_of(l[0]), {4, 5});
-    Tensor rows = slice(x, 0, 1, 3);
-    Tensor v = transpose(slice(rows, 1, 2, 4), 0, 1);
-    div_(v, l[1]);
-    if (autograd::GradMode::is_enabled()) {
-      EXPECT_TRUE(autograd::view_base(v).is_same(autograd::view_base(rows)));
-    }
-    return x;
-  }, {{20}, {2, 2}});
+  expect_fd_gradients(
+      [](const TensorList& l) {
+        Tensor x = reshape(copy_of(l[0]), {4, 5});
+        Tensor rows = slice(x, 0, 1, 3);
+        Tensor v = transpose(slice(rows, 1, 2, 4), 0, 1);
+        div_(v, l[1]);
+        if (autograd::GradMode::is_enabled()) {
+          EXPECT_TRUE(autograd::view_base(v).is_same(autograd::view_base(rows)));
+        }
+        return x;
+      },
+      {{20}, {2, 2}});
 }
 
 TEST(InPlaceAutograd, CopyIntoAViewOfATensorThatNeedsNoGrad) {  // x = zeros; x[1:3] = y (broadcast)
-  expect_fd_gradients([](const TensorList& l) {
-    Tensor x = zeros({4, 3}, {DType::f64, nullptr});
-    Tensor v = slice(x, 0, 1, 3);
-    copy_(v, l[0]);
-    Tensor last = index(x, {3});  // a basic index of a tensor that needs no grad is tracked too
-    mul_(last, reshape(l[0], {3}));
-    if (autograd::GradMode::is_enabled()) {
-      EXPECT_EQ(x.grad_fn()->name(), "CopySlices");
-    }
-    return mul(x, x);
-  }, {{1, 3}});
+  expect_fd_gradients(
+      [](const TensorList& l) {
+        Tensor x = zeros({4, 3}, {DType::f64, nullptr});
+        Tensor v = slice(x, 0, 1, 3);
+        copy_(v, l[0]);
+        Tensor last = index(x, {3});  // a basic index of a tensor that needs no grad is tracked too
+        mul_(last, reshape(l[0], {3}));
+        if (autograd::GradMode::is_enabled()) {
+          EXPECT_EQ(x.grad_fn()->name(), "CopySlices");
+        }
+        return mul(x, x);
+      },
+      {{1, 3}});
 }
 
 TEST(InPlaceAutograd, SetIndexBasicAndAdvanced) {
-  expect_fd_gradients([](const TensorList& l) {
-    Tensor x = copy_of(l[0]);
-    set_index(x, {1}, l[1]);                              // x[1] = y
-    const Tensor idx = from_indices({0, 3}, {2});
-    Tensor picked = index(x, {idx});                      // x[[0, 3]] += z, as Python runs it
-    add_(picked, l[2]);
-    set_index(x, {idx}, picked);
-    return x;
-  }, {{4, 2}, {2}, {2, 2}});
+  expect_fd_gradients(
+      [](const TensorList& l) {
+        Tensor x = copy_of(l[0]);
+        set_index(x, {1}, l[1]);  // x[1] = y
+        const Tensor idx = from_indices({0, 3}, {2});
+        Tensor picked = index(x, {idx});  // x[[0, 3]] += z, as Python runs it
+        add_(picked, l[2]);
+        set_index(x, {idx}, picked);
+        return x;
+      },
+      {{4, 2}, {2}, {2, 2}});
 }
 
 TEST(InPlaceAutograd, SetIndexWithANumberZeroesTheGradientThere) {
-  expect_fd_gradients([](const TensorList& l) {
-    Tensor x = copy_of(l[0]);
-    set_index(x, {Slice{}, 0}, Scalar(2.5));
-    Tensor col = index(x, {Slice{}, 1});
-    fill_(col, 1);
-    return mul(x, x);
-  }, {{3, 3}});
+  expect_fd_gradients(
+      [](const TensorList& l) {
+        Tensor x = copy_of(l[0]);
+        set_index(x, {Slice{}, 0}, Scalar(2.5));
+        Tensor col = index(x, {Slice{}, 1});
+        fill_(col, 1);
+        return mul(x, x);
+      },
+      {{3, 3}});
 }
 
 TEST(InPlaceAutograd, IndexedWritesIntoViews) {
-  expect_fd_gradients([](const TensorList& l) {
-    Tensor x = copy_of(l[0]);
-    Tensor v = slice(x, 0, 1, 4);
-    const Tensor idx = from_indices({2, 0}, {2});
-    index_add_(v, 0, idx, l[1]);
-    const Tensor mask = gt(l[0].detach(), Scalar(0));
-    masked_fill_(x, mask, l[2]);
-    Tensor w = slice(x, 1, 0, 2);
-    scatter_add_(w, 1, from_indices({1, 0, 1, 1, 0, 0, 1, 0, 1, 1}, {5, 2}), l[3]);
-    return x;
-  }, {{5, 3}, {2, 3}, {}, {5, 2}});
+  expect_fd_gradients(
+      [](const TensorList& l) {
+        Tensor x = copy_of(l[0]);
+        Tensor v = slice(x, 0, 1, 4);
+        const Tensor idx = from_indices({2, 0}, {2});
+        index_add_(v, 0, idx, l[1]);
+        const Tensor mask = gt(l[0].detach(), Scalar(0));
+        masked_fill_(x, mask, l[2]);
+        Tensor w = slice(x, 1, 0, 2);
+        scatter_add_(w, 1, from_indices({1, 0, 1, 1, 0, 0, 1, 0, 1, 1}, {5, 2}), l[3]);
+        return x;
+      },
+      {{5, 3}, {2, 3}, {}, {5, 2}});
 }
 
 TEST(InPlaceAutograd, UnaryAndClampInPlaceOnAView) {
-  expect_fd_gradients([](const TensorList& l) {
-    Tensor x = copy_of(l[0]);
-    Tensor v = slice(x, 0, 0, 4);
-    clamp_(v, -0.5, 0.7);
-    Tensor u = slice(x, 0, 3, 6);
-    apply_in_place(u, {"tanh_", [](const Tensor& a) { return tanh(a); }, false, false, {}});
-    sub_(x, l[1], 0.5);
-    return x;
-  }, {{6}, {6}}, 11);
+  expect_fd_gradients(
+      [](const TensorList& l) {
+        Tensor x = copy_of(l[0]);
+        Tensor v = slice(x, 0, 0, 4);
+        clamp_(v, -0.5, 0.7);
+        Tensor u = slice(x, 0, 3, 6);
+        apply_in_place(u, {"tanh_", [](const Tensor& a) { return tanh(a); }, false, false, {}});
+        sub_(x, l[1], 0.5);
+        return x;
+      },
+      {{6}, {6}}, 11);
 }
 
 TEST(InPlaceAutograd, AStaleViewReadOutOfPlaceFollowsTheBase) {
@@ -244,7 +262,8 @@ TEST(InPlaceAutogradErrors, ALeafThatRequiresGrad) {
   EXPECT_ERROR_HAS(add_(a, 1.0), "a leaf Variable that requires grad is being used in an in-place operation.");
   EXPECT_ERROR_HAS(set_index(a, {from_indices({0}, {1})}, Scalar(1)), "a leaf Variable that requires grad");
   Tensor v = slice(a, 0, 0, 2);
-  EXPECT_ERROR_HAS(mul_(v, 2.0), "a view of a leaf Variable that requires grad is being used in an in-place operation.");
+  EXPECT_ERROR_HAS(mul_(v, 2.0),
+                   "a view of a leaf Variable that requires grad is being used in an in-place operation.");
   EXPECT_ERROR_HAS(set_index(a, {0}, Scalar(1)), "a view of a leaf Variable that requires grad");
   EXPECT_EQ(values_of(a), (std::vector<double>{1, 2, 3}));
 }
@@ -254,7 +273,8 @@ TEST(InPlaceAutogradErrors, ASavedValueModifiedInPlace) {
   a.set_requires_grad();
   Tensor y = sigmoid(a);  // saves its output
   add_(y, 1.0);
-  EXPECT_ERROR_HAS(sum(y).backward(), "one of the variables needed for gradient computation has been modified by an inplace operation");
+  EXPECT_ERROR_HAS(sum(y).backward(),
+                   "one of the variables needed for gradient computation has been modified by an inplace operation");
   Tensor b = from_values({1, 2, 3}, {3});
   b.set_requires_grad();
   Tensor x = copy_of(b);
@@ -268,7 +288,8 @@ TEST(InPlaceAutogradErrors, BadDestinations) {
   Tensor x = from_values({1, 2, 3}, {3});
   Tensor e = x.expand({2, 3});
   EXPECT_ERROR_HAS(add_(e, 1.0), "more than one element of the written-to tensor refers to a single memory location");
-  EXPECT_ERROR_HAS(add_(x, zeros({2, 3}, {DType::f64, nullptr})), "output with shape [3] doesn't match the broadcast shape [2, 3]");
+  EXPECT_ERROR_HAS(add_(x, zeros({2, 3}, {DType::f64, nullptr})),
+                   "output with shape [3] doesn't match the broadcast shape [2, 3]");
   Tensor i = zeros({3}, {DType::i64, nullptr});
   EXPECT_ERROR_HAS(add_(i, 1.5), "can't be cast to the desired output type i64");
   Tensor undefined;

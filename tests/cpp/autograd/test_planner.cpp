@@ -61,8 +61,12 @@ remat::PlanGraph random_graph(std::mt19937& rng, int n_values) {
   remat::PlanGraph g;
   const int m = n_values + uni(0, 3);
   for (int k = 0; k < m; ++k)
-    g.ops.push_back({"op" + std::to_string(k), "op" + std::to_string(k), double(uni(1, 20)), double(uni(1, 40)),
-                     std::size_t(uni(0, 3) == 0 ? uni(0, 30) : 0), {}});
+    g.ops.push_back({"op" + std::to_string(k),
+                     "op" + std::to_string(k),
+                     double(uni(1, 20)),
+                     double(uni(1, 40)),
+                     std::size_t(uni(0, 3) == 0 ? uni(0, 30) : 0),
+                     {}});
   std::vector<int> producers;
   for (int k = 0; k < m; ++k) producers.push_back(k);
   std::shuffle(producers.begin(), producers.end(), rng);
@@ -121,7 +125,7 @@ TEST(Planner, ModelExtensionsByHand) {
   g.ops = {{"A", "A", 1, 10, 5, 100}, {"B", "B", 2, 20, 0, 200}, {"C", "C", 3, 30, 0, {}}, {"D", "D", 4, 40, 0, 400}};
   remat::PlanValue x0{"x0", 10, 0, 1, -1, {}, {}, 0};  // A's output: no backward step reads it
   x0.recompute_workspace_bytes = 1;
-  remat::PlanValue x1{"x1", 20, 1, 2, 2, {0}, {}, 0};   // B's output: read by C' and by B' (saved as B's output)
+  remat::PlanValue x1{"x1", 20, 1, 2, 2, {0}, {}, 0};  // B's output: read by C' and by B' (saved as B's output)
   x1.extra_backward_uses = {1};
   x1.recompute_workspace_bytes = 3;
   remat::PlanValue x2{"x2", 40, 2, 3, 3, {1}, {}, 0};  // C's output, read by D'
@@ -153,8 +157,7 @@ TEST(Planner, ModelExtensionsByHand) {
   const std::vector<Decision> keep(3, Decision::Keep);
   // Workspaces: 5 0 0 0 | D' 400, C' 0, B' 200, A' 100. Forward lifetimes: x0 [0,1], x1 [1,2], x2 [2,3].
   // Kept, nothing recomputed, so each on its own window: x0 dead after B, x1 until 6, x2 until 4.
-  EXPECT_EQ(remat::evaluate(g, keep).point_bytes,
-            (std::vector<std::size_t>{15, 30, 60, 60, 460, 20, 220, 100}));
+  EXPECT_EQ(remat::evaluate(g, keep).point_bytes, (std::vector<std::size_t>{15, 30, 60, 60, 460, 20, 220, 100}));
   // With x1 recomputed (at C' and B', reading x0), a kept x0 is held on its hull, until B'.
   const std::vector<Decision> krk = {Decision::Keep, Decision::Recompute, Decision::Keep};
   EXPECT_TRUE(remat::uses_hull(w[0], krk));
@@ -194,7 +197,8 @@ TEST(Planner, ModelExtensionsBadInput) {
   g.ops = {{"A", "A", 1, 1, 0, {}}, {"B", "B", 1, 1, 0, {}}};
   g.values = {{"x", 1, 0, 1, -2, {}, {}, 0}};
   g.bandwidth = {1.0, 1.0};
-  EXPECT_THAT(ERROR_MESSAGE(g.validate()), HasSubstr("value 0 (x) has backward use -2; expected an op index in [0, 2) or -1"));
+  EXPECT_THAT(ERROR_MESSAGE(g.validate()),
+              HasSubstr("value 0 (x) has backward use -2; expected an op index in [0, 2) or -1"));
   g.values[0].backward_use = -1;
   g.values[0].extra_backward_uses = {2};
   EXPECT_THAT(ERROR_MESSAGE(g.validate()), HasSubstr("value 0 (x) has an extra backward use 2"));
@@ -521,7 +525,7 @@ TEST(Planner, SyncPrefetchLowersTheMinimumAndThePlannerFallsBackToIt) {
   const remat::PlanGraph sync = remat::with_sync_prefetch(g);
   EXPECT_NE(sync.signature(), g.signature());
   const auto w = remat::value_windows(sync);
-  EXPECT_EQ(w[0].stream_from, 8);  // x0 arrives at S' itself
+  EXPECT_EQ(w[0].stream_from, 8);           // x0 arrives at S' itself
   EXPECT_DOUBLE_EQ(w[0].stream_cost, 0.1);  // its fetch is exposed; its eviction hides behind S
   const remat::Evaluation e = remat::evaluate(sync, stream);
   EXPECT_EQ(e.point_bytes[7], 110u);
@@ -658,7 +662,8 @@ TEST(Planner, ExplainListsEveryValue) {
 TEST(Planner, BadInputs) {
   remat::PlanGraph g = three_ops();
   g.values[1].deps = {1};
-  EXPECT_THAT(ERROR_MESSAGE(g.validate()), HasSubstr("value 1 (x1) depends on value 1, expected a saved value produced by an earlier op"));
+  EXPECT_THAT(ERROR_MESSAGE(g.validate()),
+              HasSubstr("value 1 (x1) depends on value 1, expected a saved value produced by an earlier op"));
   g = three_ops();
   g.values[0].last_forward_use = 5;
   EXPECT_THAT(ERROR_MESSAGE(remat::Planner().plan(g, 100)), HasSubstr("value 0 (x0) has last forward use 5"));

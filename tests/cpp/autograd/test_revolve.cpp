@@ -9,7 +9,6 @@
 #include <deque>
 #include <map>
 
-#include "tests/cpp/bitwise.h"
 #include "autograd/engine.h"
 #include "autograd/remat/chain.h"
 #include "autograd/remat/revolve.h"
@@ -19,9 +18,10 @@
 #include "ops/binary.h"
 #include "ops/linalg.h"
 #include "ops/operators.h"
-#include "ops/shape_ops.h"
 #include "ops/reduction.h"
+#include "ops/shape_ops.h"
 #include "ops/unary.h"
+#include "tests/cpp/bitwise.h"
 #include "tests/cpp/core/test_util.h"
 
 namespace strata_test {
@@ -58,11 +58,14 @@ int64_t brute_force_advances(int n, int s) {
       auto it = dist.find(key(nx));
       if (it != dist.end() && it->second <= nd) return;
       dist[key(nx)] = nd;
-      if (cost == 0) dq.push_front({nx, nd});
-      else dq.push_back({nx, nd});
+      if (cost == 0)
+        dq.push_front({nx, nd});
+      else
+        dq.push_back({nx, nd});
     };
     if (st.p >= 0 && st.p + 1 <= st.e - 1) relax({st.p + 1, st.mask, st.e}, 1);
-    if (st.p >= 0 && !(st.mask >> st.p & 1u) && std::popcount(st.mask) < s) relax({st.p, st.mask | 1u << st.p, st.e}, 0);
+    if (st.p >= 0 && !(st.mask >> st.p & 1u) && std::popcount(st.mask) < s)
+      relax({st.p, st.mask | 1u << st.p, st.e}, 0);
     if (st.p == st.e - 1) relax({-1, st.mask, st.e - 1}, 0);
     for (int q = 0; q < n; ++q) {
       if (!(st.mask >> q & 1u)) continue;
@@ -208,7 +211,7 @@ struct Chain {
 
 std::vector<ChainPolicy> all_policies() {
   return {ChainPolicy::store_all(), ChainPolicy::recompute_all(), ChainPolicy::every_k(3), ChainPolicy::sqrt_n(),
-          ChainPolicy::revolve(1), ChainPolicy::revolve(2), ChainPolicy::revolve(3), ChainPolicy::revolve(20)};
+          ChainPolicy::revolve(1),  ChainPolicy::revolve(2),      ChainPolicy::revolve(3), ChainPolicy::revolve(20)};
 }
 
 void expect_policies_match_store_all(int n, double dropout_p) {

@@ -70,9 +70,9 @@ TEST(SavedTensorHooks, SeeEverySavedValueIncludingBuiltInOps) {
   Tensor y;
   {
     autograd::SavedTensorHooksGuard guard(hooks);
-    Tensor a = tmul(x, w);     // saves 2
-    Tensor r = relu(a);        // built-in op: saves a bit mask of its output (1 byte for 3 elements)
-    y = tmul(r, r);            // saves 2
+    Tensor a = tmul(x, w);  // saves 2
+    Tensor r = relu(a);     // built-in op: saves a bit mask of its output (1 byte for 3 elements)
+    y = tmul(r, r);         // saves 2
   }
   EXPECT_EQ(hooks->packs, 5);
   std::size_t listed = 0;
@@ -182,7 +182,8 @@ TEST(Tape, IntrospectionListsNodesInRecordingOrderWithSavedValues) {
   ASSERT_EQ(nodes[0].saved.size(), 2u);
   EXPECT_EQ(nodes[0].saved[0].bytes, 3 * sizeof(double));
   EXPECT_EQ(nodes[0].saved[0].dtype, DType::f64);
-  EXPECT_EQ(std::vector<int64_t>(nodes[0].saved[0].sizes.begin(), nodes[0].saved[0].sizes.end()), std::vector<int64_t>{3});
+  EXPECT_EQ(std::vector<int64_t>(nodes[0].saved[0].sizes.begin(), nodes[0].saved[0].sizes.end()),
+            std::vector<int64_t>{3});
   EXPECT_EQ(nodes[0].saved[0].tier, std::string(memory::where(x.storage())));
   EXPECT_EQ(nodes[2].saved.size(), 0u);
   const std::string table = autograd::format_saved_residuals({c});

@@ -12,7 +12,6 @@
 #include <functional>
 #include <memory>
 
-#include "tests/cpp/bitwise.h"
 #include "autograd/remat/checkpoint.h"
 #include "autograd/remat/peak.h"
 #include "autograd/tape/stream.h"
@@ -29,6 +28,7 @@
 #include "ops/reduction.h"
 #include "ops/softmax_loss.h"
 #include "ops/unary.h"
+#include "tests/cpp/bitwise.h"
 #include "tests/cpp/core/test_util.h"
 
 namespace strata_test {
@@ -272,8 +272,11 @@ TEST(TapeStream, NestsWithCheckpoint) {
     Tensor ww = w.detach().set_requires_grad();
     auto fwd = [&] {
       Tensor h = relu(matmul(x, ww));
-      h = remat::checkpoint([&](const autograd::TensorList& in) { return autograd::TensorList{relu(matmul(relu(matmul(in[0], ww)), ww))}; },
-                            {h})[0];
+      h = remat::checkpoint(
+          [&](const autograd::TensorList& in) {
+            return autograd::TensorList{relu(matmul(relu(matmul(in[0], ww)), ww))};
+          },
+          {h})[0];
       return sum(mul(relu(matmul(h, ww)), h));
     };
     Tensor loss;
@@ -450,10 +453,11 @@ TEST(TapeStreamModels, DeepMlpFastPeakIsLowerWithStreaming) {
   std::shared_ptr<tape::TapeStreamer> st;
   const remat::PeakMeasurement streamed = remat::measure_fast_peak([&] { step(&o, &st); });
   const tape::StreamReport r = st->report();
-  std::printf("deep MLP (24 x 128, batch 1024): fast-tier step peak %.2f MiB unstreamed, %.2f MiB streamed "
-              "(budget %.2f MiB)\n%s",
-              plain.step_peak_bytes() / 1048576.0, streamed.step_peak_bytes() / 1048576.0,
-              o.tape_budget_bytes / 1048576.0, r.explain().c_str());
+  std::printf(
+      "deep MLP (24 x 128, batch 1024): fast-tier step peak %.2f MiB unstreamed, %.2f MiB streamed "
+      "(budget %.2f MiB)\n%s",
+      plain.step_peak_bytes() / 1048576.0, streamed.step_peak_bytes() / 1048576.0, o.tape_budget_bytes / 1048576.0,
+      r.explain().c_str());
   EXPECT_LT(streamed.step_peak_bytes(), plain.step_peak_bytes());
   EXPECT_GT(r.spills, 4u);
   EXPECT_EQ(r.tiles_freed, r.layers);

@@ -30,9 +30,9 @@ TEST(Config, ParseBytes) {
   EXPECT_EQ(parse_bytes("4kb", "x"), 4096u);
   EXPECT_EQ(parse_bytes(" 3M ", "x"), 3ull << 20);
   for (const char* bad : {"", "12X", "-5M", "M", "1.5G", "4 G"})
-    EXPECT_THAT(error_of([&] { parse_bytes(bad, "--fast-budget"); }),
-                StartsWith(std::string("--fast-budget: expected a byte count (e.g. 1048576, 512M, 8G), got '") + bad +
-                           "'"))
+    EXPECT_THAT(
+        error_of([&] { parse_bytes(bad, "--fast-budget"); }),
+        StartsWith(std::string("--fast-budget: expected a byte count (e.g. 1048576, 512M, 8G), got '") + bad + "'"))
         << bad;
   EXPECT_THAT(error_of([] { parse_bytes("99999999999T", "v"); }), HasSubstr("v: '99999999999T' is too large"));
   EXPECT_THAT(error_of([] { parse_bytes("99999999999999999999", "v"); }), HasSubstr("is too large"));
@@ -67,12 +67,13 @@ TEST(Config, SlowTierModelSpellings) {
 
 TEST(Config, SlowTierModelRejectsEverythingElse) {
   // Spellings: the old environment parser (sscanf) took " 8" and "8GB" as 8 and stopped reading.
-  for (const char* bad : {"", "fast", "1,2", "1,2,3,4", "read=8,write=2", "read=8,2,3", "8,write=2,latency=3",
-                          "write=2,read=8,latency=3", "read= 8,write=2,latency=3", "8GB,2,3", "0x10,2,3", "1,,3",
-                          "ON", "nan,1,1", "1e999,1,1"})
+  for (const char* bad :
+       {"", "fast", "1,2", "1,2,3,4", "read=8,write=2", "read=8,2,3", "8,write=2,latency=3", "write=2,read=8,latency=3",
+        "read= 8,write=2,latency=3", "8GB,2,3", "0x10,2,3", "1,,3", "ON", "nan,1,1", "1e999,1,1"})
     EXPECT_THAT(error_of([&] { parse_slow_tier_model(bad, "STRATA_SLOW_MODEL"); }),
                 StartsWith(std::string("STRATA_SLOW_MODEL: expected auto, off, default, read=R,write=W,latency=L or "
-                                       "R,W,L (read and write GB/s, latency ns), got '") + bad + "'"))
+                                       "R,W,L (read and write GB/s, latency ns), got '") +
+                           bad + "'"))
         << bad;
   // Numbers out of range: one message, the same as SlowTierModelSpec::custom's.
   for (const char* bad : {"0,1,1", "1,-2,1", "1,1,-1", "read=0,write=1,latency=1"})
@@ -88,9 +89,10 @@ TEST(Config, UnsetVariablesGiveTheDefaults) {
                         "STRATA_SLOW_NUMA_NODE", "STRATA_SLOW_MODEL", "STRATA_DRAM_GBPS", "STRATA_DRAM_GATHER_GBPS",
                         "STRATA_MEMORY", "STRATA_NUM_THREADS", "STRATA_DNNL_PRIMITIVES"})
     unset.emplace_back(v, std::nullopt);
-  EXPECT_FALSE(environment::fast_bytes() || environment::slow_bytes() || environment::slow_dir() || environment::slow_backend() ||
-               environment::slow_numa_node() || environment::slow_model() || environment::dram_gbps() ||
-               environment::dram_gather_gbps() || environment::num_threads() || environment::dnnl_primitives());
+  EXPECT_FALSE(environment::fast_bytes() || environment::slow_bytes() || environment::slow_dir() ||
+               environment::slow_backend() || environment::slow_numa_node() || environment::slow_model() ||
+               environment::dram_gbps() || environment::dram_gather_gbps() || environment::num_threads() ||
+               environment::dnnl_primitives());
   EXPECT_EQ(environment::memory_kind(), MemoryKind::Tiered);
 }
 
@@ -112,9 +114,13 @@ TEST(Config, GoodValues) {
     EXPECT_EQ(environment::num_threads(), 2);
     EXPECT_EQ(environment::dnnl_primitives(), DnnlPrimitives::Never);
   }
-  for (const auto& [text, mode] : std::vector<std::pair<const char*, DnnlPrimitives>>{
-           {"auto", DnnlPrimitives::Auto}, {"1", DnnlPrimitives::Always}, {"on", DnnlPrimitives::Always},
-           {"always", DnnlPrimitives::Always}, {"0", DnnlPrimitives::Never}, {"off", DnnlPrimitives::Never}}) {
+  for (const auto& [text, mode] :
+       std::vector<std::pair<const char*, DnnlPrimitives>>{{"auto", DnnlPrimitives::Auto},
+                                                           {"1", DnnlPrimitives::Always},
+                                                           {"on", DnnlPrimitives::Always},
+                                                           {"always", DnnlPrimitives::Always},
+                                                           {"0", DnnlPrimitives::Never},
+                                                           {"off", DnnlPrimitives::Never}}) {
     ScopedEnv v("STRATA_DNNL_PRIMITIVES", text);
     EXPECT_EQ(environment::dnnl_primitives(), mode) << text;
   }
@@ -131,18 +137,30 @@ struct BadValue {
 };
 
 void read_variable(const std::string& name) {
-  if (name == "STRATA_FAST_BYTES") environment::fast_bytes();
-  else if (name == "STRATA_SLOW_BYTES") environment::slow_bytes();
-  else if (name == "STRATA_SLOW_DIR") environment::slow_dir();
-  else if (name == "STRATA_SLOW_BACKEND") environment::slow_backend();
-  else if (name == "STRATA_SLOW_NUMA_NODE") environment::slow_numa_node();
-  else if (name == "STRATA_SLOW_MODEL") environment::slow_model();
-  else if (name == "STRATA_DRAM_GBPS") environment::dram_gbps();
-  else if (name == "STRATA_DRAM_GATHER_GBPS") environment::dram_gather_gbps();
-  else if (name == "STRATA_MEMORY") environment::memory_kind();
-  else if (name == "STRATA_NUM_THREADS") environment::num_threads();
-  else if (name == "STRATA_DNNL_PRIMITIVES") environment::dnnl_primitives();
-  else FAIL() << "no reader for " << name;
+  if (name == "STRATA_FAST_BYTES")
+    environment::fast_bytes();
+  else if (name == "STRATA_SLOW_BYTES")
+    environment::slow_bytes();
+  else if (name == "STRATA_SLOW_DIR")
+    environment::slow_dir();
+  else if (name == "STRATA_SLOW_BACKEND")
+    environment::slow_backend();
+  else if (name == "STRATA_SLOW_NUMA_NODE")
+    environment::slow_numa_node();
+  else if (name == "STRATA_SLOW_MODEL")
+    environment::slow_model();
+  else if (name == "STRATA_DRAM_GBPS")
+    environment::dram_gbps();
+  else if (name == "STRATA_DRAM_GATHER_GBPS")
+    environment::dram_gather_gbps();
+  else if (name == "STRATA_MEMORY")
+    environment::memory_kind();
+  else if (name == "STRATA_NUM_THREADS")
+    environment::num_threads();
+  else if (name == "STRATA_DNNL_PRIMITIVES")
+    environment::dnnl_primitives();
+  else
+    FAIL() << "no reader for " << name;
 }
 
 TEST(Config, BadValuesNameTheVariableTheValueAndWhatIsAccepted) {
@@ -171,8 +189,7 @@ TEST(Config, BadValuesNameTheVariableTheValueAndWhatIsAccepted) {
   };
   for (const BadValue& c : cases) {
     ScopedEnv v(c.variable, c.value);
-    EXPECT_THAT(error_of([&] { read_variable(c.variable); }),
-                StartsWith(std::string(c.variable) + ": " + c.message))
+    EXPECT_THAT(error_of([&] { read_variable(c.variable); }), StartsWith(std::string(c.variable) + ": " + c.message))
         << c.variable << "='" << c.value << "'";
   }
 }

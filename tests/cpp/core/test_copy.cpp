@@ -26,14 +26,16 @@ using ::testing::AllOf;
 using ::testing::HasSubstr;
 using D = std::vector<double>;
 
-constexpr DType kAll[] = {DType::f32, DType::f64, DType::bf16, DType::i32,
+constexpr DType kAll[] = {DType::f32, DType::f64, DType::bf16,    DType::i32,
                           DType::i64, DType::u8,  DType::boolean, DType::f16};
 constexpr TensorOptions kF32{DType::f32, nullptr};
 
 template <typename T>
 double as_double(T v) {
-  if constexpr (std::is_same_v<T, BFloat16>) return static_cast<double>(static_cast<float>(v));
-  else return static_cast<double>(v);
+  if constexpr (std::is_same_v<T, BFloat16>)
+    return static_cast<double>(static_cast<float>(v));
+  else
+    return static_cast<double>(v);
 }
 
 bool same_value(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
@@ -47,8 +49,18 @@ void expect_same_values(const D& actual, const D& expected, const std::string& w
 }
 
 /// 12 source values covering zero, signs, fractions, out-of-range values, NaN and infinity.
-const D kSourceValues = {0.0, 1.0, -1.0, 2.5, -2.7, 300.5, 0.5, 255.0, 70000.25, -1e10,
-                         std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity()};
+const D kSourceValues = {0.0,
+                         1.0,
+                         -1.0,
+                         2.5,
+                         -2.7,
+                         300.5,
+                         0.5,
+                         255.0,
+                         70000.25,
+                         -1e10,
+                         std::numeric_limits<double>::quiet_NaN(),
+                         std::numeric_limits<double>::infinity()};
 
 /// A [3, 4] tensor of dtype `from` holding kSourceValues converted to that dtype, and the values
 /// it actually holds (as From), converted to `to` with convert_element's rules.
@@ -292,8 +304,7 @@ TEST(Copy, Broadcasting) {
 
 TEST(Copy, Errors) {
   Tensor dst = zeros({2, 3});
-  EXPECT_THAT(ERROR_MESSAGE(dst.copy_(zeros({4}))),
-              AllOf(HasSubstr("copy_"), HasSubstr("[2, 3]"), HasSubstr("[4]")));
+  EXPECT_THAT(ERROR_MESSAGE(dst.copy_(zeros({4}))), AllOf(HasSubstr("copy_"), HasSubstr("[2, 3]"), HasSubstr("[4]")));
   EXPECT_THAT(ERROR_MESSAGE(dst.copy_(zeros({3, 2}))),
               AllOf(HasSubstr("copy_"), HasSubstr("[2, 3]"), HasSubstr("[3, 2]")));
   EXPECT_THAT(ERROR_MESSAGE(dst.copy_(zeros({1, 2, 3}))),
@@ -310,8 +321,7 @@ TEST(Copy, Errors) {
   EXPECT_THAT(ERROR_MESSAGE(dst.copy_(Tensor())), AllOf(HasSubstr("copy_"), HasSubstr("undefined")));
   // A destination whose elements alias each other (expanded) cannot be written element-wise.
   Tensor row = zeros({3});
-  EXPECT_THAT(ERROR_MESSAGE(row.expand({2, 3}).copy_(ones({2, 3}))),
-              AllOf(HasSubstr("copy_"), HasSubstr("[2, 3]")));
+  EXPECT_THAT(ERROR_MESSAGE(row.expand({2, 3}).copy_(ones({2, 3}))), AllOf(HasSubstr("copy_"), HasSubstr("[2, 3]")));
   EXPECT_EQ(values(row), D(3, 0.0));
 }
 

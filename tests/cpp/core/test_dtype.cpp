@@ -21,7 +21,7 @@ using namespace strata;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
-constexpr DType kAll[] = {DType::f32, DType::f64, DType::bf16, DType::i32,
+constexpr DType kAll[] = {DType::f32, DType::f64, DType::bf16,    DType::i32,
                           DType::i64, DType::u8,  DType::boolean, DType::f16};
 
 float f_from_bits(uint32_t u) { return std::bit_cast<float>(u); }
@@ -163,7 +163,7 @@ TEST(Half, RoundsLikeTheCompilersFloat16) {
 
 TEST(Half, ConvertElement) {
   EXPECT_EQ(convert_element<int32_t>(Half(-2.75f)), -2);
-  EXPECT_EQ(convert_element<uint8_t>(Half(300.0f)), 255);  // saturates (Strata's rule)
+  EXPECT_EQ(convert_element<uint8_t>(Half(300.0f)), 255);                    // saturates (Strata's rule)
   EXPECT_EQ(convert_element<Half>(int64_t{2049}).bits, Half(2048.0f).bits);  // ties to even
   EXPECT_EQ(static_cast<float>(convert_element<Half>(BFloat16(3.0f))), 3.0f);
   EXPECT_TRUE(convert_element<bool>(Half(0.5f)));
@@ -237,8 +237,7 @@ TEST(BFloat16, NaNStaysNaN) {
   // (or carry them into the sign bit).
   for (uint32_t u : {0x7f800001u, 0xff800001u, 0x7f80ffffu, 0x7fffffffu, 0xffffffffu, 0x7f808000u}) {
     const uint16_t b = BFloat16::round_from_float(f_from_bits(u));
-    EXPECT_TRUE(std::isnan(static_cast<float>(BFloat16::from_bits(b))))
-        << std::hex << "0x" << u << " -> 0x" << b;
+    EXPECT_TRUE(std::isnan(static_cast<float>(BFloat16::from_bits(b)))) << std::hex << "0x" << u << " -> 0x" << b;
     EXPECT_EQ(b & 0x8000, (u >> 16) & 0x8000) << std::hex << "sign of NaN 0x" << u << " lost";
   }
 }

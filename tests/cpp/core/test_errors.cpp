@@ -57,12 +57,21 @@ TEST(Errors, CheckWithoutMessageNamesTheCondition) {
 
 TEST(Errors, CheckEvaluatesConditionOnceAndMessageLazily) {
   int cond_evals = 0, msg_evals = 0;
-  auto cond = [&] { ++cond_evals; return true; };
-  auto msg = [&] { ++msg_evals; return std::string("expensive"); };
+  auto cond = [&] {
+    ++cond_evals;
+    return true;
+  };
+  auto msg = [&] {
+    ++msg_evals;
+    return std::string("expensive");
+  };
   STRATA_CHECK(cond(), msg());
   EXPECT_EQ(cond_evals, 1);
   EXPECT_EQ(msg_evals, 0) << "the message must only be built on failure";
-  auto fail = [&] { ++cond_evals; return false; };
+  auto fail = [&] {
+    ++cond_evals;
+    return false;
+  };
   EXPECT_THROW(STRATA_CHECK(fail(), msg()), Error);
   EXPECT_EQ(cond_evals, 2);
   EXPECT_EQ(msg_evals, 1);
@@ -87,9 +96,9 @@ TEST(Errors, AssertReportsABug) {
     STRATA_ASSERT(1 + 1 == 3, "arithmetic is broken: ", 2);
     FAIL() << "no throw";
   } catch (const Error& e) {
-    EXPECT_THAT(e.what(), AllOf(HasSubstr("internal error"), HasSubstr("1 + 1 == 3"),
-                                HasSubstr("arithmetic is broken: 2"), HasSubstr("test_errors.cpp:"),
-                                HasSubstr("bug in Strata")));
+    EXPECT_THAT(e.what(),
+                AllOf(HasSubstr("internal error"), HasSubstr("1 + 1 == 3"), HasSubstr("arithmetic is broken: 2"),
+                      HasSubstr("test_errors.cpp:"), HasSubstr("bug in Strata")));
   }
   try {
     STRATA_ASSERT(false);

@@ -13,9 +13,9 @@
 #include <limits>
 #include <memory>
 #include <new>
+#include <set>
 #include <string>
 #include <string_view>
-#include <set>
 #include <vector>
 
 #include "test_util.h"
@@ -34,7 +34,7 @@ using ::testing::AnyOf;
 using ::testing::HasSubstr;
 using D = std::vector<double>;
 
-constexpr DType kAll[] = {DType::f32, DType::f64, DType::bf16, DType::i32,
+constexpr DType kAll[] = {DType::f32, DType::f64, DType::bf16,    DType::i32,
                           DType::i64, DType::u8,  DType::boolean, DType::f16};
 constexpr DType kFloating[] = {DType::f32, DType::f64, DType::bf16, DType::f16};
 constexpr DType kIntegral[] = {DType::i32, DType::i64, DType::u8};
@@ -323,8 +323,8 @@ TEST(Randn, Moments) {
     EXPECT_NEAR(m.mean, 0.0, 0.02);
     EXPECT_NEAR(m.std, 1.0, 0.014);
     EXPECT_NEAR(m.frac_within_1sd, 0.6827, 0.009);
-    const double max_abs = std::max(std::abs(*std::min_element(v.begin(), v.end())),
-                                    *std::max_element(v.begin(), v.end()));
+    const double max_abs =
+        std::max(std::abs(*std::min_element(v.begin(), v.end())), *std::max_element(v.begin(), v.end()));
     EXPECT_GT(max_abs, 3.3);  // tails exist (P(|x| > 3.3) = 1e-3)
     EXPECT_LT(max_abs, 7.0);
   }
@@ -374,8 +374,8 @@ TEST(Factories, EveryElementIsWritten) {
       SCOPED_TRACE(dtype_name(dt));
       const TensorOptions o{dt, &poison};
       Generator g(11);
-      for (const Tensor& t : {rand({n}, o, &g), randn({n}, o, &g), uniform({n}, -1, 1, o, &g),
-                              normal({n}, 0, 1, o, &g), zeros({n}, o), ones({n}, o), full({n}, 2, o)}) {
+      for (const Tensor& t : {rand({n}, o, &g), randn({n}, o, &g), uniform({n}, -1, 1, o, &g), normal({n}, 0, 1, o, &g),
+                              zeros({n}, o), ones({n}, o), full({n}, 2, o)}) {
         for (double v : raw_values(t)) ASSERT_TRUE(std::isfinite(v));
       }
       for (double v : raw_values(arange(0, static_cast<double>(n), 1, o))) ASSERT_TRUE(std::isfinite(v));

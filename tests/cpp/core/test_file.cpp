@@ -27,9 +27,8 @@ using ::testing::HasSubstr;
 class FileTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("strata_file_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = std::filesystem::temp_directory_path() / ("strata_file_test_" + std::to_string(::getpid()) + "_" +
+                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::create_directories(dir_);
   }
   void TearDown() override {
@@ -77,7 +76,8 @@ TEST_F(FileTest, UnreadableFileIsPermissionDenied) {
 
 TEST_F(FileTest, ParentThatIsAFileIsNamed) {
   std::ofstream(path("plain")) << "x";
-  EXPECT_THAT(ERROR_MESSAGE(read_file(path("plain") + "/child", "reader")), HasSubstr("a parent of it is not a directory"));
+  EXPECT_THAT(ERROR_MESSAGE(read_file(path("plain") + "/child", "reader")),
+              HasSubstr("a parent of it is not a directory"));
 }
 
 TEST_F(FileTest, NulInThePathIsRefusedNotTruncated) {

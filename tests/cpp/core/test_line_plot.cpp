@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "tests/cpp/error_text.h"
 #include "core/file.h"
 #include "core/line_plot.h"
+#include "tests/cpp/error_text.h"
 
 using namespace strata;
 using ::testing::HasSubstr;
@@ -200,9 +200,9 @@ TEST(WriteLinePlotPng, WritesADecodablePng) {
 TEST(WriteLinePlotPng, AnUnwritablePathRaisesNamingIt) {
   TempDir dir;
   const std::string missing = (dir.path / "no/such/dir/curves.png").string();
-  EXPECT_THAT(error_of([&] { write_line_plot_png(missing, "t", rising_loss()); }),
-              ::testing::AllOf(HasSubstr("line plot: cannot write '" + missing + "'"),
-                               HasSubstr("No such file or directory")));
+  EXPECT_THAT(
+      error_of([&] { write_line_plot_png(missing, "t", rising_loss()); }),
+      ::testing::AllOf(HasSubstr("line plot: cannot write '" + missing + "'"), HasSubstr("No such file or directory")));
   const std::string taken = (dir.path / "taken").string();
   fs::create_directories(dir.path / "taken/sub");
   EXPECT_THAT(error_of([&] { write_line_plot_png(taken, "t", rising_loss()); }),

@@ -8,8 +8,8 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <numeric>
 #include <string>
 #include <vector>

@@ -46,10 +46,8 @@ TEST(Print, LargeIntegersAreExact) {
   const int64_t big = (int64_t{1} << 60) + 1;
   EXPECT_EQ(tensor<int64_t>({big, -big}).to_string(),
             "tensor([ 1152921504606846977, -1152921504606846977], dtype=i64)");
-  EXPECT_THAT(tensor<int64_t>({std::numeric_limits<int64_t>::max()}).to_string(),
-              HasSubstr("9223372036854775807"));
-  EXPECT_THAT(tensor<int64_t>({std::numeric_limits<int64_t>::min()}).to_string(),
-              HasSubstr("-9223372036854775808"));
+  EXPECT_THAT(tensor<int64_t>({std::numeric_limits<int64_t>::max()}).to_string(), HasSubstr("9223372036854775807"));
+  EXPECT_THAT(tensor<int64_t>({std::numeric_limits<int64_t>::min()}).to_string(), HasSubstr("-9223372036854775808"));
 }
 
 TEST(Print, FloatingDTypes) {

@@ -65,10 +65,10 @@ TEST(Shape, ContiguousStrides) {
 TEST(Shape, IsContiguousLayout) {
   EXPECT_TRUE(is_contiguous_layout({2, 3}, {3, 1}));
   EXPECT_FALSE(is_contiguous_layout({2, 3}, {1, 2}));
-  EXPECT_FALSE(is_contiguous_layout({2, 3}, {4, 1}));  // padded rows
+  EXPECT_FALSE(is_contiguous_layout({2, 3}, {4, 1}));         // padded rows
   EXPECT_TRUE(is_contiguous_layout({2, 1, 3}, {3, 100, 1}));  // size-1 dims ignored
   EXPECT_TRUE(is_contiguous_layout({}, {}));
-  EXPECT_TRUE(is_contiguous_layout({0, 3}, {7, 5}));  // empty tensors are contiguous
+  EXPECT_TRUE(is_contiguous_layout({0, 3}, {7, 5}));   // empty tensors are contiguous
   EXPECT_FALSE(is_contiguous_layout({3, 4}, {1, 0}));  // expanded
 }
 
@@ -81,12 +81,10 @@ TEST(Shape, WrapDim) {
   EXPECT_EQ(wrap_dim(-1, 0, "op", true), 0);
   EXPECT_THAT(ERROR_MESSAGE(wrap_dim(3, 3, "my_op")),
               AllOf(HasSubstr("my_op"), HasSubstr("dimension 3"), HasSubstr("rank 3")));
-  EXPECT_THAT(ERROR_MESSAGE(wrap_dim(-4, 3, "my_op")),
-              AllOf(HasSubstr("my_op"), HasSubstr("dimension -4")));
+  EXPECT_THAT(ERROR_MESSAGE(wrap_dim(-4, 3, "my_op")), AllOf(HasSubstr("my_op"), HasSubstr("dimension -4")));
   EXPECT_THAT(ERROR_MESSAGE(wrap_dim(0, 0, "my_op")),
               AllOf(HasSubstr("my_op"), HasSubstr("dimension 0"), ::testing::Not(HasSubstr("[0, -1]"))));
-  EXPECT_THAT(ERROR_MESSAGE(wrap_dim(1, 0, "my_op", true)),
-              AllOf(HasSubstr("my_op"), HasSubstr("dimension 1")));
+  EXPECT_THAT(ERROR_MESSAGE(wrap_dim(1, 0, "my_op", true)), AllOf(HasSubstr("my_op"), HasSubstr("dimension 1")));
 }
 
 TEST(Shape, InferSize) {
@@ -95,17 +93,14 @@ TEST(Shape, InferSize) {
   EXPECT_EQ(vec(infer_size({4, 6}, 24, "op")), (V{4, 6}));
   EXPECT_EQ(vec(infer_size({-1}, 0, "op")), (V{0}));
   EXPECT_EQ(vec(infer_size({}, 1, "op")), (V{}));
-  EXPECT_THAT(ERROR_MESSAGE(infer_size({-1, -1}, 24, "my_view")),
-              AllOf(HasSubstr("my_view"), HasSubstr("[-1, -1]")));
+  EXPECT_THAT(ERROR_MESSAGE(infer_size({-1, -1}, 24, "my_view")), AllOf(HasSubstr("my_view"), HasSubstr("[-1, -1]")));
   EXPECT_THAT(ERROR_MESSAGE(infer_size({5, 5}, 24, "my_view")),
               AllOf(HasSubstr("my_view"), HasSubstr("[5, 5]"), HasSubstr("24")));
   EXPECT_THAT(ERROR_MESSAGE(infer_size({-1, 5}, 24, "my_view")),
               AllOf(HasSubstr("my_view"), HasSubstr("[-1, 5]"), HasSubstr("24")));
-  EXPECT_THAT(ERROR_MESSAGE(infer_size({-2, 12}, 24, "my_view")),
-              AllOf(HasSubstr("my_view"), HasSubstr("-2")));
+  EXPECT_THAT(ERROR_MESSAGE(infer_size({-2, 12}, 24, "my_view")), AllOf(HasSubstr("my_view"), HasSubstr("-2")));
   // -1 next to a 0 is ambiguous (PyTorch refuses too).
-  EXPECT_THAT(ERROR_MESSAGE(infer_size({-1, 0}, 0, "my_view")),
-              AllOf(HasSubstr("my_view"), HasSubstr("[-1, 0]")));
+  EXPECT_THAT(ERROR_MESSAGE(infer_size({-1, 0}, 0, "my_view")), AllOf(HasSubstr("my_view"), HasSubstr("[-1, 0]")));
   EXPECT_THAT(ERROR_MESSAGE(infer_size({}, 2, "my_view")), HasSubstr("my_view"));
 }
 
@@ -134,26 +129,26 @@ TEST(Shape, ComputeViewStridesMatchesPyTorch) {
       {{2, 3, 4}, {12, 4, 1}, {4, 6}, true, {6, 1}},
       {{2, 3, 4}, {12, 4, 1}, {24}, true, {1}},
       {{2, 3}, {3, 1}, {3, 2, 1}, true, {2, 1, 1}},
-      {{3, 2}, {1, 3}, {6}, false, {}},                        // transposed
+      {{3, 2}, {1, 3}, {6}, false, {}},  // transposed
       {{3, 2, 4}, {4, 12, 1}, {3, 2, 2, 2}, true, {4, 12, 2, 1}},
       {{3, 2, 4}, {4, 12, 1}, {6, 4}, false, {}},
-      {{2, 3, 2}, {12, 4, 1}, {6, 2}, true, {4, 1}},           // last dim narrowed
+      {{2, 3, 2}, {12, 4, 1}, {6, 2}, true, {4, 1}},  // last dim narrowed
       {{2, 3, 2}, {12, 4, 1}, {2, 6}, false, {}},
       {{2, 3, 2}, {12, 4, 1}, {12}, false, {}},
-      {{3, 4}, {1, 0}, {12}, false, {}},                        // expanded
+      {{3, 4}, {1, 0}, {12}, false, {}},  // expanded
       {{3, 4}, {1, 0}, {3, 2, 2}, true, {1, 0, 0}},
       {{0, 3}, {3, 1}, {3, 0}, true, {1, 1}},
       {{}, {}, {1, 1}, true, {1, 1}},
-      {{4}, {2}, {2, 2}, true, {4, 2}},                         // strided 1-D split
+      {{4}, {2}, {2, 2}, true, {4, 2}},  // strided 1-D split
   };
   for (const auto& c : cases) {
     Dims out;
     const bool ok = compute_view_strides(c.sizes, c.strides, c.new_sizes, out);
-    EXPECT_EQ(ok, c.ok) << "sizes " << to_string(c.sizes) << " strides " << to_string(c.strides)
-                        << " -> " << to_string(c.new_sizes);
+    EXPECT_EQ(ok, c.ok) << "sizes " << to_string(c.sizes) << " strides " << to_string(c.strides) << " -> "
+                        << to_string(c.new_sizes);
     if (ok && c.ok) {
-      EXPECT_EQ(vec(out), c.expected) << "sizes " << to_string(c.sizes) << " strides "
-                                      << to_string(c.strides) << " -> " << to_string(c.new_sizes);
+      EXPECT_EQ(vec(out), c.expected) << "sizes " << to_string(c.sizes) << " strides " << to_string(c.strides) << " -> "
+                                      << to_string(c.new_sizes);
     }
   }
 }

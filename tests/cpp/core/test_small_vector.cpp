@@ -91,7 +91,7 @@ TEST(SmallVector, MoveInlineAndHeap) {
     SV b(std::move(a));
     EXPECT_EQ(items(b), items(make(n)));
     EXPECT_EQ(a.size(), 0u);  // NOLINT(bugprone-use-after-move): documented moved-from state
-    a.push_back(1);            // moved-from vector stays usable
+    a.push_back(1);           // moved-from vector stays usable
     EXPECT_EQ(items(a), (std::vector<int64_t>{1}));
 
     SV c = make(7);

@@ -126,7 +126,10 @@ TEST(Storage, CopiesShareBytesAndVersion) {
   EXPECT_EQ(a.version(), 2u);
   Storage c = Storage::allocate(16);
   EXPECT_FALSE(a.is_same(c));
-  { Storage d = b; EXPECT_EQ(a.use_count(), 3); }
+  {
+    Storage d = b;
+    EXPECT_EQ(a.use_count(), 3);
+  }
   EXPECT_EQ(a.use_count(), 2);
 }
 
@@ -156,8 +159,8 @@ TEST(Storage, WrapExternalAllocationRunsDeleterOnce) {
   void* seen = nullptr;
   std::vector<float> buf(8, 1.0f);
   {
-    Storage s = Storage::wrap(std::make_unique<ExternalAllocation>(
-        buf.data(), buf.size() * sizeof(float), [&](void* p) {
+    Storage s =
+        Storage::wrap(std::make_unique<ExternalAllocation>(buf.data(), buf.size() * sizeof(float), [&](void* p) {
           ++deleted;
           seen = p;
         }));
@@ -177,9 +180,7 @@ TEST(Storage, ExternalAllocationWithoutDeleter) {
   EXPECT_EQ(x, 3.0f);
 }
 
-TEST(Storage, WrapNullAllocationIsAnError) {
-  EXPECT_THAT(ERROR_MESSAGE(Storage::wrap(nullptr)), HasSubstr("wrap"));
-}
+TEST(Storage, WrapNullAllocationIsAnError) { EXPECT_THAT(ERROR_MESSAGE(Storage::wrap(nullptr)), HasSubstr("wrap")); }
 
 TEST(Storage, SetDefaultAllocatorRoutesFactories) {
   CountingAllocator alloc;
@@ -247,14 +248,12 @@ TEST(TensorStorage, ConstructorBuildsView) {
 
 TEST(TensorStorage, ConstructorRejectsViewsOutsideStorage) {
   Storage s = Storage::allocate(6 * sizeof(float));
-  EXPECT_THAT(ERROR_MESSAGE(Tensor(s, {2, 3}, {3, 1}, 1, DType::f32)),
-              AllOf(HasSubstr("Tensor"), HasSubstr("[2, 3]")));
+  EXPECT_THAT(ERROR_MESSAGE(Tensor(s, {2, 3}, {3, 1}, 1, DType::f32)), AllOf(HasSubstr("Tensor"), HasSubstr("[2, 3]")));
   EXPECT_THAT(ERROR_MESSAGE(Tensor(s, {2, 3}, {3, 1}, 0, DType::f64)),  // 48 bytes needed
               AllOf(HasSubstr("[2, 3]"), HasSubstr("f64")));
   EXPECT_THAT(ERROR_MESSAGE(Tensor(s, {7}, {1}, 0, DType::f32)), HasSubstr("[7]"));
   EXPECT_THAT(ERROR_MESSAGE(Tensor(s, {2}, {1}, -1, DType::f32)), HasSubstr("-1"));
-  EXPECT_THAT(ERROR_MESSAGE(Tensor(s, {2, 3}, {1}, 0, DType::f32)),
-              AllOf(HasSubstr("[2, 3]"), HasSubstr("[1]")));
+  EXPECT_THAT(ERROR_MESSAGE(Tensor(s, {2, 3}, {1}, 0, DType::f32)), AllOf(HasSubstr("[2, 3]"), HasSubstr("[1]")));
   EXPECT_THAT(ERROR_MESSAGE(Tensor(s, {-2}, {1}, 0, DType::f32)), HasSubstr("-2"));
   EXPECT_THAT(ERROR_MESSAGE(Tensor(Storage(), {2}, {1}, 0, DType::f32)),
               AllOf(HasSubstr("Tensor"), HasSubstr("undefined")));

@@ -44,9 +44,9 @@ TEST(QuoteField, NulAndControlBytesAreEscapedAndTheTextContinues) {
 TEST(QuoteField, Utf8PassesAndOtherBytesAreEscaped) {
   EXPECT_EQ(quote_field("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"), "'caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80'");
   EXPECT_EQ(quote_field("\xff\xfe"), "'\\xff\\xfe'");
-  EXPECT_EQ(quote_field("\xc0\xaf"), "'\\xc0\\xaf'");              // overlong '/'
-  EXPECT_EQ(quote_field("\xed\xa0\x80"), "'\\xed\\xa0\\x80'");     // a surrogate
-  EXPECT_EQ(quote_field("a\xc3"), "'a\\xc3'");                    // cut short at the end
+  EXPECT_EQ(quote_field("\xc0\xaf"), "'\\xc0\\xaf'");           // overlong '/'
+  EXPECT_EQ(quote_field("\xed\xa0\x80"), "'\\xed\\xa0\\x80'");  // a surrogate
+  EXPECT_EQ(quote_field("a\xc3"), "'a\\xc3'");                  // cut short at the end
   // The cut never splits a character: a 2-byte character that would end past the limit is left out.
   EXPECT_EQ(quote_field("ab\xc3\xa9xyz", 3), "'ab\u2026' (7 bytes)");
 }

@@ -43,7 +43,8 @@ TEST_F(Threading, SetAndGet) {
 
 TEST_F(Threading, BadThreadCounts) {
   set_num_threads(2);
-  EXPECT_THAT(ERROR_MESSAGE(set_num_threads(0)), AllOf(HasSubstr("set_num_threads"), ContainsRegex("(^|[^0-9.])0([^0-9.]|$)")));
+  EXPECT_THAT(ERROR_MESSAGE(set_num_threads(0)),
+              AllOf(HasSubstr("set_num_threads"), ContainsRegex("(^|[^0-9.])0([^0-9.]|$)")));
   EXPECT_THAT(ERROR_MESSAGE(set_num_threads(-3)), AllOf(HasSubstr("set_num_threads"), HasSubstr("-3")));
   EXPECT_EQ(get_num_threads(), 2) << "a rejected call must not change the setting";
 }
@@ -64,8 +65,8 @@ TEST_F(Threading, ThreadCountsAreBoundedWithOneMessage) {
 TEST_F(Threading, ParsedThreadCountsUseTheSameMessage) {
   EXPECT_EQ(parse_num_threads("8", "STRATA_NUM_THREADS"), 8);
   EXPECT_EQ(parse_num_threads("4096", "--threads"), 4096);
-  for (const char* bad : {"0", "-2", "4097", "1000000000000", "99999999999999999999999", "", "8 ", " 8", "+8", "8x",
-                          "0x10", "1.5"}) {
+  for (const char* bad :
+       {"0", "-2", "4097", "1000000000000", "99999999999999999999999", "", "8 ", " 8", "+8", "8x", "0x10", "1.5"}) {
     EXPECT_EQ(ERROR_MESSAGE(parse_num_threads(bad, "STRATA_NUM_THREADS")),
               std::string("STRATA_NUM_THREADS: expected a thread count in [1, 4096], got '") + bad + "'")
         << bad;
@@ -75,7 +76,6 @@ TEST_F(Threading, ParsedThreadCountsUseTheSameMessage) {
             "--threads: expected a thread count in [1, 4096], got '4\\x00'");
   EXPECT_THAT(ERROR_MESSAGE(parse_num_threads(std::string(100000, '9'), "--threads")), HasSubstr("(100000 bytes)"));
 }
-
 
 void expect_exact_cover(int64_t n, int64_t grain) {
   std::vector<std::atomic<int>> hits(static_cast<std::size_t>(n));

@@ -12,19 +12,19 @@ namespace {
 using namespace strata;
 
 // In DType's enum order.
-constexpr DType kOrder[] = {DType::f32, DType::f64, DType::bf16, DType::i32,
+constexpr DType kOrder[] = {DType::f32, DType::f64, DType::bf16,    DType::i32,
                             DType::i64, DType::u8,  DType::boolean, DType::f16};
 
 // torch.promote_types(row, column) from PyTorch 2.13, rows and columns in kOrder.
 constexpr DType kPromoted[8][8] = {
-    {DType::f32, DType::f64, DType::f32, DType::f32, DType::f32, DType::f32, DType::f32, DType::f32},  // f32
-    {DType::f64, DType::f64, DType::f64, DType::f64, DType::f64, DType::f64, DType::f64, DType::f64},  // f64
+    {DType::f32, DType::f64, DType::f32, DType::f32, DType::f32, DType::f32, DType::f32, DType::f32},       // f32
+    {DType::f64, DType::f64, DType::f64, DType::f64, DType::f64, DType::f64, DType::f64, DType::f64},       // f64
     {DType::f32, DType::f64, DType::bf16, DType::bf16, DType::bf16, DType::bf16, DType::bf16, DType::f32},  // bf16
-    {DType::f32, DType::f64, DType::bf16, DType::i32, DType::i64, DType::i32, DType::i32, DType::f16},  // i32
-    {DType::f32, DType::f64, DType::bf16, DType::i64, DType::i64, DType::i64, DType::i64, DType::f16},  // i64
-    {DType::f32, DType::f64, DType::bf16, DType::i32, DType::i64, DType::u8, DType::u8, DType::f16},  // u8
-    {DType::f32, DType::f64, DType::bf16, DType::i32, DType::i64, DType::u8, DType::boolean, DType::f16},  // bool
-    {DType::f32, DType::f64, DType::f32, DType::f16, DType::f16, DType::f16, DType::f16, DType::f16},  // f16
+    {DType::f32, DType::f64, DType::bf16, DType::i32, DType::i64, DType::i32, DType::i32, DType::f16},      // i32
+    {DType::f32, DType::f64, DType::bf16, DType::i64, DType::i64, DType::i64, DType::i64, DType::f16},      // i64
+    {DType::f32, DType::f64, DType::bf16, DType::i32, DType::i64, DType::u8, DType::u8, DType::f16},        // u8
+    {DType::f32, DType::f64, DType::bf16, DType::i32, DType::i64, DType::u8, DType::boolean, DType::f16},   // bool
+    {DType::f32, DType::f64, DType::f32, DType::f16, DType::f16, DType::f16, DType::f16, DType::f16},       // f16
 };
 
 // torch.can_cast(row, column) from PyTorch 2.13.

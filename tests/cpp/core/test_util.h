@@ -90,8 +90,10 @@ inline double raw_element(const strata::Tensor& t, const std::vector<int64_t>& i
     using T = decltype(tag);
     T v;
     std::memcpy(&v, base, sizeof(T));
-    if constexpr (std::is_same_v<T, strata::BFloat16>) return static_cast<double>(static_cast<float>(v));
-    else return static_cast<double>(v);
+    if constexpr (std::is_same_v<T, strata::BFloat16>)
+      return static_cast<double>(static_cast<float>(v));
+    else
+      return static_cast<double>(v);
   });
 }
 
@@ -135,34 +137,34 @@ inline ::testing::Matcher<std::string> NamesOp(const std::string& op) {
 }  // namespace strata_test
 
 /// Checks sizes, strides and offset of a tensor in one line.
-#define EXPECT_LAYOUT(t, sizes_, strides_, offset_)                            \
-  do {                                                                         \
-    EXPECT_EQ(::strata_test::vec((t).sizes()), ::strata_test::V sizes_);      \
-    EXPECT_EQ(::strata_test::vec((t).strides()), ::strata_test::V strides_);  \
-    EXPECT_EQ((t).offset(), (offset_));                                        \
+#define EXPECT_LAYOUT(t, sizes_, strides_, offset_)                          \
+  do {                                                                       \
+    EXPECT_EQ(::strata_test::vec((t).sizes()), ::strata_test::V sizes_);     \
+    EXPECT_EQ(::strata_test::vec((t).strides()), ::strata_test::V strides_); \
+    EXPECT_EQ((t).offset(), (offset_));                                      \
   } while (0)
 
 /// Expects `stmt` to throw strata::Error whose message matches the regex `msg_regex`, evaluated in a
 /// child process (GoogleTest's death-test machinery, "threadsafe" style: the child re-executes the
 /// binary). Used for inputs that crash or trip a sanitizer when the check is missing, so that one
 /// missing check cannot take the rest of the suite down with it. The child prints the message.
-#define EXPECT_STRATA_ERROR_ISOLATED(stmt, msg_regex)                          \
-  do {                                                                         \
-    GTEST_FLAG_SET(death_test_style, "threadsafe");                            \
-    EXPECT_EXIT(                                                               \
-        {                                                                      \
-          try {                                                                \
-            (void)(stmt);                                                      \
-          } catch (const ::strata::Error& e) {                                 \
-            std::fprintf(stderr, "strata::Error: %s\n", e.what());             \
-            std::fflush(stderr);                                               \
-            std::_Exit(0);                                                     \
-          } catch (...) {                                                      \
-            std::fprintf(stderr, "a non-strata exception was thrown\n");      \
-            std::_Exit(3);                                                     \
-          }                                                                    \
-          std::fprintf(stderr, "no exception was thrown\n");                  \
-          std::_Exit(2);                                                       \
-        },                                                                     \
-        ::testing::ExitedWithCode(0), msg_regex);                              \
+#define EXPECT_STRATA_ERROR_ISOLATED(stmt, msg_regex)                    \
+  do {                                                                   \
+    GTEST_FLAG_SET(death_test_style, "threadsafe");                      \
+    EXPECT_EXIT(                                                         \
+        {                                                                \
+          try {                                                          \
+            (void)(stmt);                                                \
+          } catch (const ::strata::Error& e) {                           \
+            std::fprintf(stderr, "strata::Error: %s\n", e.what());       \
+            std::fflush(stderr);                                         \
+            std::_Exit(0);                                               \
+          } catch (...) {                                                \
+            std::fprintf(stderr, "a non-strata exception was thrown\n"); \
+            std::_Exit(3);                                               \
+          }                                                              \
+          std::fprintf(stderr, "no exception was thrown\n");             \
+          std::_Exit(2);                                                 \
+        },                                                               \
+        ::testing::ExitedWithCode(0), msg_regex);                        \
   } while (0)

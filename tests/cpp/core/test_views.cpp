@@ -54,8 +54,7 @@ void check_write_through(const Tensor& base, const Tensor& view, const char* wha
   EXPECT_GT(changed, 0);
   EXPECT_LE(changed, view.numel());
   // Restore via copy_ through the view and check the base is back to its original contents.
-  Tensor(view).copy_(before.as_strided(view.sizes(), view.strides(), view.offset() - base.offset() +
-                                                                         before.offset()));
+  Tensor(view).copy_(before.as_strided(view.sizes(), view.strides(), view.offset() - base.offset() + before.offset()));
   EXPECT_EQ(values(base), orig);
 }
 
@@ -117,8 +116,7 @@ TEST(View, ScalarsAndEmpty) {
 
 TEST(View, Errors) {
   Tensor a = base234();
-  EXPECT_THAT(ERROR_MESSAGE(a.view({5, 5})),
-              AllOf(HasSubstr("view"), HasSubstr("[5, 5]"), HasSubstr("24")));
+  EXPECT_THAT(ERROR_MESSAGE(a.view({5, 5})), AllOf(HasSubstr("view"), HasSubstr("[5, 5]"), HasSubstr("24")));
   EXPECT_THAT(ERROR_MESSAGE(a.view({-1, -1})), AllOf(HasSubstr("view"), HasSubstr("[-1, -1]")));
   EXPECT_THAT(ERROR_MESSAGE(a.view({-1, 5})), AllOf(HasSubstr("view"), HasSubstr("[-1, 5]")));
   EXPECT_THAT(ERROR_MESSAGE(a.view({-3, -8})), HasSubstr("view"));
@@ -387,11 +385,9 @@ TEST(Permute, Basic) {
 
 TEST(Permute, Errors) {
   Tensor a = base234();
-  EXPECT_THAT(ERROR_MESSAGE(a.permute({0, 0, 1})),
-              AllOf(HasSubstr("permute"), HasSubstr("[0, 0, 1]")));
+  EXPECT_THAT(ERROR_MESSAGE(a.permute({0, 0, 1})), AllOf(HasSubstr("permute"), HasSubstr("[0, 0, 1]")));
   EXPECT_THAT(ERROR_MESSAGE(a.permute({0, -3, 1})), HasSubstr("permute"));  // -3 == 0
-  EXPECT_THAT(ERROR_MESSAGE(a.permute({0, 1})),
-              AllOf(HasSubstr("permute"), HasSubstr("[0, 1]"), HasSubstr("3")));
+  EXPECT_THAT(ERROR_MESSAGE(a.permute({0, 1})), AllOf(HasSubstr("permute"), HasSubstr("[0, 1]"), HasSubstr("3")));
   EXPECT_THAT(ERROR_MESSAGE(a.permute({0, 1, 2, 3})), AllOf(HasSubstr("permute"), HasSubstr("[0, 1, 2, 3]")));
   EXPECT_THAT(ERROR_MESSAGE(a.permute({0, 1, 3})), AllOf(HasSubstr("permute"), HasSubstr("3")));
 }
@@ -407,9 +403,8 @@ TEST(T, Ranks) {
   EXPECT_TRUE(v.t().shares_storage(v));
   Tensor s = scalar_tensor(2.0);
   EXPECT_EQ(s.t().dim(), 0);
-  EXPECT_THAT(ERROR_MESSAGE(base234().t()),
-              AllOf(NamesOp("t"), AnyOf(HasSubstr("[2, 3, 4]"), Mentions("rank", 3), ContainsRegex("3-?[Dd]"),
-                                        HasSubstr("3 dim"))));
+  EXPECT_THAT(ERROR_MESSAGE(base234().t()), AllOf(NamesOp("t"), AnyOf(HasSubstr("[2, 3, 4]"), Mentions("rank", 3),
+                                                                      ContainsRegex("3-?[Dd]"), HasSubstr("3 dim"))));
 }
 
 // ---- expand ------------------------------------------------------------------------------------
@@ -456,15 +451,13 @@ TEST(Expand, AsAndBroadcastTo) {
 
 TEST(Expand, Errors) {
   Tensor c = arange(0, 3, 1, kF32).view({3, 1});
-  EXPECT_THAT(ERROR_MESSAGE(c.expand({4, 4})),
-              AllOf(HasSubstr("expand"), HasSubstr("[3, 1]"), HasSubstr("[4, 4]")));
+  EXPECT_THAT(ERROR_MESSAGE(c.expand({4, 4})), AllOf(HasSubstr("expand"), HasSubstr("[3, 1]"), HasSubstr("[4, 4]")));
   EXPECT_THAT(ERROR_MESSAGE(c.expand({4})), AllOf(HasSubstr("expand"), HasSubstr("[3, 1]"), HasSubstr("[4]")));
   EXPECT_THAT(ERROR_MESSAGE(c.expand({-1, 3, 4})), AllOf(HasSubstr("expand"), HasSubstr("-1")));
   EXPECT_THAT(ERROR_MESSAGE(c.expand({3, -2})), AllOf(HasSubstr("expand"), HasSubstr("-2")));
   EXPECT_THAT(ERROR_MESSAGE(c.expand_as(zeros({2, 2}))),
               AllOf(HasSubstr("expand"), HasSubstr("[3, 1]"), HasSubstr("[2, 2]")));
-  EXPECT_THAT(ERROR_MESSAGE(arange(0, 3, 1, kF32).broadcast_to({3, 2})),
-              AllOf(HasSubstr("[3]"), HasSubstr("[3, 2]")));
+  EXPECT_THAT(ERROR_MESSAGE(arange(0, 3, 1, kF32).broadcast_to({3, 2})), AllOf(HasSubstr("[3]"), HasSubstr("[3, 2]")));
 }
 
 // ---- squeeze / unsqueeze -----------------------------------------------------------------------
@@ -585,8 +578,7 @@ TEST(Flatten, CopiesWhenNeeded) {
 
 TEST(Flatten, Errors) {
   Tensor a = base234();
-  EXPECT_THAT(ERROR_MESSAGE(a.flatten(2, 1)),
-              AllOf(HasSubstr("flatten"), Mentions("start", 2), Mentions("end", 1)));
+  EXPECT_THAT(ERROR_MESSAGE(a.flatten(2, 1)), AllOf(HasSubstr("flatten"), Mentions("start", 2), Mentions("end", 1)));
   EXPECT_THAT(ERROR_MESSAGE(a.flatten(3)), AllOf(HasSubstr("flatten"), Mentions("dim", 3)));
   EXPECT_THAT(ERROR_MESSAGE(a.flatten(0, -4)), AllOf(HasSubstr("flatten"), Mentions("dim", -4)));
   // 0-dim tensors accept only dims 0 and -1 (PyTorch).
@@ -711,8 +703,7 @@ TEST(Accessors, DataPointers) {
   Tensor s = a.select(1, 2);
   EXPECT_EQ(s.data<float>(), p + 8);
   EXPECT_EQ(s.data_ptr(), static_cast<void*>(p + 8));
-  EXPECT_THAT(ERROR_MESSAGE(a.data<double>()),
-              AllOf(HasSubstr("data"), HasSubstr("f64"), HasSubstr("f32")));
+  EXPECT_THAT(ERROR_MESSAGE(a.data<double>()), AllOf(HasSubstr("data"), HasSubstr("f64"), HasSubstr("f32")));
   EXPECT_THAT(ERROR_MESSAGE(a.data<int32_t>()), AllOf(HasSubstr("i32"), HasSubstr("f32")));
   Tensor b = zeros({2}, {DType::boolean, nullptr});
   EXPECT_NE(b.data<bool>(), nullptr);

@@ -31,9 +31,12 @@ inline Tensor seeded(uint64_t seed, IntArrayRef sizes, DType dtype) {
   Tensor t = empty(sizes, {dtype});
   for (int64_t i = 0; i < t.numel(); ++i) {
     const double v = spread_value(seed, i);
-    if (dtype == DType::f32) t.data<float>()[i] = static_cast<float>(v);
-    else if (dtype == DType::f64) t.data<double>()[i] = v;
-    else t.data<int64_t>()[i] = static_cast<int64_t>(v);
+    if (dtype == DType::f32)
+      t.data<float>()[i] = static_cast<float>(v);
+    else if (dtype == DType::f64)
+      t.data<double>()[i] = v;
+    else
+      t.data<int64_t>()[i] = static_cast<int64_t>(v);
   }
   return t;
 }

@@ -66,10 +66,10 @@ TEST(DistBadInput, AlltoallvCountMismatchNamesTheRankPair) {
                    bad ? "send_rows has " + std::to_string(n + 1) + " entries for " + std::to_string(n) + " ranks"
                        : "rank " + r + " passed bad row counts");
   std::vector<int64_t> wrong_sum(n, 2);
-  EXPECT_ERROR_HAS(comm().alltoallv(zeros({2 * n + (bad ? 1 : 0), 4}), wrong_sum),
-                   bad ? "send_rows sums to " + std::to_string(2 * n) + " rows but the input has " +
-                             std::to_string(2 * n + 1)
-                       : "bad row counts");
+  EXPECT_ERROR_HAS(
+      comm().alltoallv(zeros({2 * n + (bad ? 1 : 0), 4}), wrong_sum),
+      bad ? "send_rows sums to " + std::to_string(2 * n) + " rows but the input has " + std::to_string(2 * n + 1)
+          : "bad row counts");
   std::vector<int64_t> negative(n, 2);
   if (bad) negative[0] = -1;  // refused before the sum is looked at
   EXPECT_ERROR_HAS(comm().alltoallv(zeros({2 * n, 4}), negative),
@@ -86,8 +86,10 @@ TEST(DistBadInput, RanksMustCallTheSameCollectives) {
   if (comm().size() < 2) GTEST_SKIP() << "needs 2 ranks";
   const bool last = comm().rank() == comm().size() - 1;
   const std::string msg = testing_util::error_of([&] {
-    if (last) comm().allgatherv(zeros({1}));
-    else comm().allreduce(zeros({1}));
+    if (last)
+      comm().allgatherv(zeros({1}));
+    else
+      comm().allreduce(zeros({1}));
   });
   EXPECT_NE(msg.find("rank 0 called allreduce"), std::string::npos) << msg;
   EXPECT_NE(msg.find("called allgatherv"), std::string::npos) << msg;
@@ -99,12 +101,16 @@ struct EnvVar {
   std::optional<std::string> old;
   EnvVar(const char* n, const char* value) : name(n) {
     if (const char* v = std::getenv(n)) old = v;
-    if (value != nullptr) setenv(n, value, 1);
-    else unsetenv(n);
+    if (value != nullptr)
+      setenv(n, value, 1);
+    else
+      unsetenv(n);
   }
   ~EnvVar() {
-    if (old) setenv(name.c_str(), old->c_str(), 1);
-    else unsetenv(name.c_str());
+    if (old)
+      setenv(name.c_str(), old->c_str(), 1);
+    else
+      unsetenv(name.c_str());
   }
 };
 
@@ -130,7 +136,8 @@ TEST(DistBadInput, LauncherVariablesMustMatchTheTransport) {
   }
   {
     EnvVar size("PMI_SIZE", "two");
-    EXPECT_ERROR_HAS(detail::check_launcher_environment(0, 1, "X"), "PMI_SIZE: expected a non-negative integer, got 'two'");
+    EXPECT_ERROR_HAS(detail::check_launcher_environment(0, 1, "X"),
+                     "PMI_SIZE: expected a non-negative integer, got 'two'");
   }
 }
 

@@ -116,10 +116,10 @@ void expect_global_sum(int64_t count, DType dtype, const std::function<int(int64
 TEST(DistCollectives, AllreduceOfAGlobalListIsBitwiseTheSameAtAnyRankCount) {
   const int n = comm().size();
   for (DType dtype : testing::reducible_dtypes()) {
-    expect_global_sum(8, dtype, [&](int64_t g) { return static_cast<int>(g * n / 8); });  // equal blocks
-    expect_global_sum(7, dtype, [&](int64_t g) { return static_cast<int>(g * n / 7); });  // unequal blocks
+    expect_global_sum(8, dtype, [&](int64_t g) { return static_cast<int>(g * n / 8); });        // equal blocks
+    expect_global_sum(7, dtype, [&](int64_t g) { return static_cast<int>(g * n / 7); });        // unequal blocks
     expect_global_sum(3, dtype, [&](int64_t g) { return static_cast<int>((g + 1) * n / 4); });  // rank 0 may hold none
-    expect_global_sum(5, dtype, [&](int64_t) { return n - 1; });  // all on the last rank
+    expect_global_sum(5, dtype, [&](int64_t) { return n - 1; });                                // all on the last rank
   }
 }
 

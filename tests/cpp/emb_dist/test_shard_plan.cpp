@@ -18,10 +18,12 @@ constexpr int64_t kMiB = int64_t{1} << 20;
 
 // REFERENCE.md §1's MLPerf row counts (40M-capped), d = 128, f32, rows divided by `scale` (at least 1).
 std::vector<TableSpec> mlperf_tables(int64_t scale) {
-  const int64_t rows[] = {40000000, 39060, 17295, 7424, 20265, 3, 7122, 1543, 63, 40000000, 3067956, 405282, 10,
-                          2209, 11938, 155, 4, 976, 14, 40000000, 40000000, 40000000, 590152, 12973, 108, 36};
+  const int64_t rows[] = {40000000, 39060,    17295,    7424,     20265,  3,     7122, 1543, 63,
+                          40000000, 3067956,  405282,   10,       2209,   11938, 155,  4,    976,
+                          14,       40000000, 40000000, 40000000, 590152, 12973, 108,  36};
   std::vector<TableSpec> out;
-  for (int64_t r : rows) out.push_back({"C" + std::to_string(out.size() + 1), std::max<int64_t>(1, (r + scale - 1) / scale), 128, 4});
+  for (int64_t r : rows)
+    out.push_back({"C" + std::to_string(out.size() + 1), std::max<int64_t>(1, (r + scale - 1) / scale), 128, 4});
   return out;
 }
 
@@ -38,19 +40,23 @@ std::pair<double, double> contiguous_split(const std::vector<TableSpec>& tables,
   return {static_cast<double>(*std::max_element(load.begin(), load.end())), static_cast<double>(total) / ranks};
 }
 
-ShardPlanOptions roomy(int ranks) { return {.ranks = ranks, .fast_budget_bytes = 64 * kMiB, .slow_budget_bytes = 1024 * kMiB}; }
+ShardPlanOptions roomy(int ranks) {
+  return {.ranks = ranks, .fast_budget_bytes = 64 * kMiB, .slow_budget_bytes = 1024 * kMiB};
+}
 
 TEST(ShardPlan, MLPerfMixIsBalancedAt4And8Ranks) {
   const std::vector<TableSpec> tables = mlperf_tables(1000);
   for (int ranks : {4, 8}) {
     const ShardPlan plan = plan_shards(tables, roomy(ranks));
     const auto [cmax, cmean] = contiguous_split(tables, ranks);
-    if (dist::Communicator::world().rank() == 0) std::printf("[ MLPerf/1000 at %d ranks ] planner max/mean %.4f (max %lld, mean %.0f bytes); contiguous split "
-                "max/mean %.3f (max %.0f, mean %.0f bytes)\n",
-                ranks, plan.max_over_mean(),
-                static_cast<long long>(*std::max_element(plan.rank_bytes.begin(), plan.rank_bytes.end())),
-                static_cast<double>(std::accumulate(plan.rank_bytes.begin(), plan.rank_bytes.end(), int64_t{0})) / ranks,
-                cmax / cmean, cmax, cmean);
+    if (dist::Communicator::world().rank() == 0)
+      std::printf(
+          "[ MLPerf/1000 at %d ranks ] planner max/mean %.4f (max %lld, mean %.0f bytes); contiguous split "
+          "max/mean %.3f (max %.0f, mean %.0f bytes)\n",
+          ranks, plan.max_over_mean(),
+          static_cast<long long>(*std::max_element(plan.rank_bytes.begin(), plan.rank_bytes.end())),
+          static_cast<double>(std::accumulate(plan.rank_bytes.begin(), plan.rank_bytes.end(), int64_t{0})) / ranks,
+          cmax / cmean, cmax, cmean);
     EXPECT_LE(plan.max_over_mean(), 1.1) << plan.to_string();
     EXPECT_GT(cmax / cmean, 1.5);  // the reference's split is far off (41.3 / 13.1 GB unscaled at 8)
     // Every byte is placed once: the ranks hold all tables.

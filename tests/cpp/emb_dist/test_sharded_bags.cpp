@@ -45,9 +45,9 @@ const char* kind_name(Kind k) {
 ShardPlanOptions options(Kind kind, int ranks) {
   ShardPlanOptions o{.ranks = ranks, .fast_budget_bytes = 1 << 20, .slow_budget_bytes = 0, .row_blocks = 5};
   switch (kind) {
-    case Kind::table_wise: o.balance_target = 1e9; break;        // never convert
-    case Kind::row_wise: o.balance_target = 1.0; break;          // convert until nothing is table-wise
-    case Kind::row_wise_coarse:  // 3 blocks: at 4 ranks rank 3 holds no rows of any table
+    case Kind::table_wise: o.balance_target = 1e9; break;  // never convert
+    case Kind::row_wise: o.balance_target = 1.0; break;    // convert until nothing is table-wise
+    case Kind::row_wise_coarse:                            // 3 blocks: at 4 ranks rank 3 holds no rows of any table
       o.balance_target = 1.0;
       o.row_blocks = 3;
       break;
@@ -71,7 +71,8 @@ struct Batch {
       offsets.push_back({0});
       for (int64_t s = 0; s < kBatch; ++s) {
         const int64_t n = static_cast<int64_t>(gen() % 7);
-        for (int64_t k = 0; k < n; ++k) indices.back().push_back(static_cast<int64_t>(gen() % static_cast<uint64_t>(t.rows)));
+        for (int64_t k = 0; k < n; ++k)
+          indices.back().push_back(static_cast<int64_t>(gen() % static_cast<uint64_t>(t.rows)));
         offsets.back().push_back(static_cast<int64_t>(indices.back().size()));
       }
     }
@@ -93,7 +94,9 @@ Tensor grad_rows(int step, int64_t first, int64_t count, int64_t width) {
   return g;
 }
 
-bool same_floats(const float* a, const float* b, int64_t n) { return std::memcmp(a, b, static_cast<std::size_t>(n) * 4) == 0; }
+bool same_floats(const float* a, const float* b, int64_t n) {
+  return std::memcmp(a, b, static_cast<std::size_t>(n) * 4) == 0;
+}
 
 // The run of two SGD steps: pooled embeddings of both steps for the samples [first, first + count).
 struct TrainRun {
@@ -121,7 +124,8 @@ TEST_P(ShardedBags, BitwiseEqualToOneRank) {
   const ShardPlan plan = plan_shards(tables(), options(GetParam(), n));
   const std::vector<int64_t> at = sample_split(kBatch, n);
   ShardedEmbeddingBags mine(plan, me, {&heap_, nullptr}, kSeed, &comm());
-  ShardedEmbeddingBags one(plan_shards(tables(), options(GetParam(), 1)), 0, {&reference_heap_, nullptr}, kSeed, nullptr);
+  ShardedEmbeddingBags one(plan_shards(tables(), options(GetParam(), 1)), 0, {&reference_heap_, nullptr}, kSeed,
+                           nullptr);
   const TrainRun got = train(mine, at[me], at[me + 1] - at[me]);
   const TrainRun want = train(one, 0, kBatch);
   for (int step = 0; step < 2; ++step) {
@@ -223,7 +227,8 @@ TEST(ShardedBagsCanonical, OneRankPoolingIsTheFullBlockTree) {
       for (int64_t p = batch.offsets[t][s]; p < batch.offsets[t][s + 1]; ++p) {
         const int64_t row = batch.indices[t][p];
         float* acc = blocks[block_of_row(spec.rows, plan.row_blocks, row)].data<float>();
-        for (int64_t c = 0; c < spec.dim; ++c) acc[c] += initial_value(kSeed, static_cast<int64_t>(t), spec.rows, row, c);
+        for (int64_t c = 0; c < spec.dim; ++c)
+          acc[c] += initial_value(kSeed, static_cast<int64_t>(t), spec.rows, row, c);
       }
       const Tensor want = dist::tree_sum(blocks);
       EXPECT_TRUE(same_floats(pooled.data<float>() + s * one.width() + column, want.data<float>(), spec.dim))
@@ -296,9 +301,9 @@ TEST(ShardedBagsBadInput, NamedBeforeAnyCommunication) {
   weighted[2].weights = weights;
   EXPECT_ERROR_HAS(mine.forward(weighted), "table 2 't2' has per-sample weights");
   EXPECT_ERROR_HAS(ShardedEmbeddingBags(plan, n, {&heap, nullptr}, kSeed, &comm()), "outside the plan");
-  EXPECT_ERROR_HAS(ShardedEmbeddingBags(plan_shards(tables(), options(Kind::mixed, n + 1)), me, {&heap, nullptr},
-                                        kSeed, &comm()),
-                   "but the communicator has");
+  EXPECT_ERROR_HAS(
+      ShardedEmbeddingBags(plan_shards(tables(), options(Kind::mixed, n + 1)), me, {&heap, nullptr}, kSeed, &comm()),
+      "but the communicator has");
   if (n > 1) {
     EXPECT_ERROR_HAS(ShardedEmbeddingBags(plan, me, {&heap, nullptr}, kSeed, nullptr), "needs a communicator");
   }

@@ -14,7 +14,8 @@ namespace strata::testing_util {
 struct Heaps {
   explicit Heaps(std::size_t fast_bytes, std::size_t slow_bytes)
       : fast(fast_bytes),
-        slow({.capacity = slow_bytes, .dir = std::filesystem::temp_directory_path().string(),
+        slow({.capacity = slow_bytes,
+              .dir = std::filesystem::temp_directory_path().string(),
               .backend = memory::PmBackend::Mmap}),
         throttle(memory::SlowTierModel::custom(1000.0, 1000.0, 0.0)) {}
   emb::TableMemory fast_mem() { return {&fast, nullptr}; }

@@ -13,11 +13,11 @@
 #include <thread>
 #include <vector>
 
-#include "tests/cpp/embeddings/heaps.h"
 #include "core/dtype.h"
 #include "embeddings/cached_table.h"
 #include "memory/heap.h"
 #include "memory/slow_tier_model.h"
+#include "tests/cpp/embeddings/heaps.h"
 
 using namespace strata;
 using namespace strata::emb;
@@ -104,8 +104,8 @@ TEST(CachedTableStress, ThreadsLookUpAndUpdateWhileRowsAreCached) {
               t.write_row(r, row_values(r, d, v).data());
             } else {  // one of mine, read without side effects
               const int64_t r = mine[rng() % mine.size()];
-              bad += !row_matches(t.rowpointer(r, AccessContext::Read), type, r, d,
-                                  version[static_cast<std::size_t>(r)]);
+              bad +=
+                  !row_matches(t.rowpointer(r, AccessContext::Read), type, r, d, version[static_cast<std::size_t>(r)]);
             }
           }
           bad_lookups += bad;

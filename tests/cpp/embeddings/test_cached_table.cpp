@@ -10,14 +10,14 @@
 #include <random>
 #include <vector>
 
-#include "tests/cpp/embeddings/heaps.h"
-#include "tests/cpp/error_text.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "embeddings/cached_table.h"
 #include "embeddings/detail/visit.h"
 #include "memory/heap.h"
 #include "memory/slow_tier_model.h"
+#include "tests/cpp/embeddings/heaps.h"
+#include "tests/cpp/error_text.h"
 
 using namespace strata;
 using namespace strata::emb;
@@ -299,7 +299,7 @@ TEST(CachedTable, AdmissionFlagsAndRetention) {
   std::vector<std::uint8_t> meta(64, 0);
   meta[2 * 1 + 1] = 3;  // flag
   meta[2 * 2 + 1] = 4;
-  meta[2 * 6] = 9;      // count
+  meta[2 * 6] = 9;  // count
   meta[2 * 7] = 8;
   meta[2 * 20 + 1] = 3;
   t.set_admission({.flags = meta.data() + 1, .counts = meta.data(), .stride = 2, .flag_value = 3, .min_count = 9});
@@ -314,10 +314,10 @@ TEST(CachedTable, AdmissionFlagsAndRetention) {
   EXPECT_EQ(t.access_and_cache(7), t.home(7));
   t.flush_clean();
   t.reset_cache_counters();
-  t.set_admission({});  // admits everything again
+  t.set_admission({});                                   // admits everything again
   for (int64_t r : {1, 2, 3, 4}) t.access_and_cache(r);  // page 0: rows 1, 2, 3, 4
-  t.write_row(2, row_values(2, d, 5).data());          // dirty
-  t.write_row(3, row_values(3, d, 6).data());          // dirty
+  t.write_row(2, row_values(2, d, 5).data());            // dirty
+  t.write_row(3, row_values(3, d, 6).data());            // dirty
   const std::byte* old_slot_2 = t.rowpointer(2, AccessContext::Read);
 
   // Retention: retiring page 0 moves rows 1 and 2 to a fresh page, keeping row 2's dirty bit;
@@ -443,9 +443,7 @@ TEST(CachedTable, BadInputGetsClearErrors) {
               HasSubstr("no fast heap"));
   EXPECT_THAT(message_of([&] { CachedTable t(0, 4, ElemType::F32, h.slow_mem(), h.fast_mem()); }),
               HasSubstr("nvectors must be positive, got 0"));
-  EXPECT_THAT(message_of([&] {
-                CachedTable t(4, 4, ElemType::F32, h.slow_mem(), h.fast_mem(), {.page_rows = -2});
-              }),
+  EXPECT_THAT(message_of([&] { CachedTable t(4, 4, ElemType::F32, h.slow_mem(), h.fast_mem(), {.page_rows = -2}); }),
               HasSubstr("page_rows must be >= 0 (0: automatic), got -2"));
   // The pointer table (8 bytes a row) does not fit a 4 KiB fast heap.
   EXPECT_THAT(message_of([&] { CachedTable t(1000, 4, ElemType::F32, h.slow_mem(), h.fast_mem()); }),

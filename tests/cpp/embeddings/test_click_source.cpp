@@ -10,10 +10,10 @@
 #include <utility>
 #include <vector>
 
-#include "tests/cpp/error_text.h"
 #include "embeddings/click_source.h"
 #include "embeddings/dlrm.h"
 #include "embeddings/dlrm_config.h"
+#include "tests/cpp/error_text.h"
 
 using namespace strata;
 using namespace strata::emb;

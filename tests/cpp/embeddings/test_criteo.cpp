@@ -10,9 +10,9 @@
 #include <functional>
 #include <vector>
 
-#include "tests/cpp/error_text.h"
 #include "core/error.h"
 #include "embeddings/criteo.h"
+#include "tests/cpp/error_text.h"
 
 using namespace strata;
 using namespace strata::emb;
@@ -50,8 +50,7 @@ std::string first_tsv_error(CriteoConfig& c, const TempDir& dir, const std::stri
   return message_of([&] {
     CriteoTsvSource s(c);
     Batch b;
-    while (s.next(b)) {
-    }
+    while (s.next(b)) {}
   });
 }
 
@@ -63,11 +62,11 @@ std::string join(const std::vector<std::string>& fields) {
 
 // Line 1: a Kaggle-style sample with a missing I12 and a missing C22.
 const std::vector<std::string> kLine1 = {
-    "0",        "1",        "1",        "5",        "0",        "1382",     "4",        "15",       "2",
-    "181",      "1",        "2",        "",         "2",        "68fd1e64", "80e26c9b", "fb936136", "7b4723c4",
-    "25c83c98", "7e0ccccf", "de7995b8", "1f89b562", "a73ee510", "a8cd5504", "b2cb9c98", "37c9c164", "2824a5f6",
-    "1adce6ef", "8ba8b39a", "891b62e7", "e5ba7672", "f54016b9", "21ddcdc9", "b1252a9d", "07b5194c", "",
-    "3a171ecb", "c5c50484", "e8b83407", "9727dd16"};
+    "0",        "1",        "1",        "5",        "0",        "1382",     "4",        "15",
+    "2",        "181",      "1",        "2",        "",         "2",        "68fd1e64", "80e26c9b",
+    "fb936136", "7b4723c4", "25c83c98", "7e0ccccf", "de7995b8", "1f89b562", "a73ee510", "a8cd5504",
+    "b2cb9c98", "37c9c164", "2824a5f6", "1adce6ef", "8ba8b39a", "891b62e7", "e5ba7672", "f54016b9",
+    "21ddcdc9", "b1252a9d", "07b5194c", "",         "3a171ecb", "c5c50484", "e8b83407", "9727dd16"};
 
 std::vector<std::string> line2() {  // negative and missing dense values, upper-case hex, missing C26
   std::vector<std::string> f = {"1", "-1", "", "3", "7"};
@@ -153,7 +152,8 @@ TEST(CriteoTsv, BadInputNamesFileLineAndColumn) {
   c.rows = rows_1000_but_first_7();
   c.batch_size = 1;
   c.path = (dir.path / "missing.txt").string();
-  EXPECT_THAT(message_of([&] { CriteoTsvSource s(c); }), HasSubstr("criteo tsv: cannot open '" + c.path + "' (no such file)"));
+  EXPECT_THAT(message_of([&] { CriteoTsvSource s(c); }),
+              HasSubstr("criteo tsv: cannot open '" + c.path + "' (no such file)"));
 
   auto first_error = [&](const std::string& text) { return first_tsv_error(c, dir, text); };
   std::vector<std::string> short_line(kLine1.begin(), kLine1.end() - 1);
@@ -194,7 +194,8 @@ TEST(CriteoTsv, HugeBinaryFieldsAndDirectoriesAreReportedReadably) {
   auto huge = kLine1;
   huge[17] = std::string(2'000'000, 'q');
   const std::string big = first_error(join(huge));
-  EXPECT_THAT(big, HasSubstr("line 1, column C4: '" + std::string(64, 'q') + "\u2026' (2000000 bytes) is not a hexadecimal"));
+  EXPECT_THAT(
+      big, HasSubstr("line 1, column C4: '" + std::string(64, 'q') + "\u2026' (2000000 bytes) is not a hexadecimal"));
   EXPECT_LT(big.size(), 1000u) << big.substr(0, 1000);
   // A NUL byte is escaped and the message goes on after it.
   auto nul = kLine1;
@@ -282,7 +283,8 @@ TEST(CriteoBinary, BadInputNamesFileRecordAndColumn) {
   c.rows = std::vector<int64_t>(26, 1000);
   c.batch_size = 8;
   c.path = (dir.path / "missing.bin").string();
-  EXPECT_THAT(message_of([&] { CriteoBinarySource s(c); }), HasSubstr("criteo binary: cannot open '" + c.path + "' (no such file)"));
+  EXPECT_THAT(message_of([&] { CriteoBinarySource s(c); }),
+              HasSubstr("criteo binary: cannot open '" + c.path + "' (no such file)"));
 
   auto words = record(1, {}, {});
   const auto second = record(0, {}, {});
@@ -299,8 +301,7 @@ TEST(CriteoBinary, BadInputNamesFileRecordAndColumn) {
     return message_of([&] {
       CriteoBinarySource s(c);
       Batch b;
-      while (s.next(b)) {
-      }
+      while (s.next(b)) {}
     });
   };
   auto bad = record(1, {}, {1005});

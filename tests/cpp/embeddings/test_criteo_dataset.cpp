@@ -240,8 +240,9 @@ TEST(CriteoPreprocess, BadLinesNameFileLineAndColumn) {
   check([](auto& l, auto&) { l[20].dense[4] = "1.5"; }, "line 21, column I5: '1.5' is not an integer");
   check([](auto& l, auto&) { l[20].dense[0] = "-"; }, "line 21, column I1: '-' is not an integer");
   check([](auto& l, auto&) { l[2].dense[12] = "3000000000"; }, "line 3, column I13: '3000000000' does not fit int32");
-  check([](auto& l, auto&) { l[9].cat.pop_back(); }, "line 10: expected 40 tab-separated fields (label, I1..I13, "
-                                                     "C1..C26), found 39");
+  check([](auto& l, auto&) { l[9].cat.pop_back(); },
+        "line 10: expected 40 tab-separated fields (label, I1..I13, "
+        "C1..C26), found 39");
   check([](auto& l, auto&) { l[9].cat.push_back("ab"); }, "line 10: expected 40 tab-separated fields");
   check([](auto&, auto& tail) { tail = "\n"; }, "line 31: expected 40 tab-separated fields");
   check([](auto& l, auto&) { l[4].dense.clear(), l[4].cat.clear(); },
@@ -256,7 +257,8 @@ TEST(CriteoSplit, SizesAndNumpyShuffles) {
   // Days of 2, 2, 2, 1, 1, 1, 3: train is days 0..5 (9), test the larger half of day 6.
   const std::vector<int64_t> o = {0, 2, 4, 6, 7, 8, 9, 12};
   RandomStream rng(123);
-  EXPECT_EQ(criteo_split_indices(o, CriteoSplit::Train, "none", rng), (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8}));
+  EXPECT_EQ(criteo_split_indices(o, CriteoSplit::Train, "none", rng),
+            (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8}));
   EXPECT_EQ(criteo_split_indices(o, CriteoSplit::Test, "total", rng), (std::vector<int64_t>{9, 10}));
   EXPECT_EQ(criteo_split_indices(o, CriteoSplit::Val, "total", rng), (std::vector<int64_t>{11}));
   // numpy: np.random.seed(123); np.random.permutation(10) -> 4 0 7 5 8 3 1 6 9 2.
@@ -279,12 +281,14 @@ TEST(CriteoSplit, SizesAndNumpyShuffles) {
   const auto big = criteo_split_indices(std::vector<int64_t>{0, 70000, 70000}, CriteoSplit::Train, "total", rng);
   EXPECT_EQ(std::vector<int64_t>(big.begin(), big.begin() + 8),
             (std::vector<int64_t>{5406, 53858, 30647, 36944, 24742, 55364, 65886, 34628}));
-  EXPECT_EQ(criteo_split_indices(std::vector<int64_t>{0, 70000, 70000}, CriteoSplit::Train, "total", rng).back(), 40234);
+  EXPECT_EQ(criteo_split_indices(std::vector<int64_t>{0, 70000, 70000}, CriteoSplit::Train, "total", rng).back(),
+            40234);
   // Split none under total: the inverse of the permutation (the reference scatters X[perm] = X).
   rng.seed(123);
   const auto none = criteo_split_indices(std::vector<int64_t>{0, 4, 10}, CriteoSplit::None, "total", rng);
   const std::vector<int64_t> perm = {4, 0, 7, 5, 8, 3, 1, 6, 9, 2};
-  for (std::size_t k = 0; k < perm.size(); ++k) EXPECT_EQ(none[static_cast<std::size_t>(perm[k])], static_cast<int64_t>(k));
+  for (std::size_t k = 0; k < perm.size(); ++k)
+    EXPECT_EQ(none[static_cast<std::size_t>(perm[k])], static_cast<int64_t>(k));
   EXPECT_THAT(error_of([&] { criteo_split_indices(o, CriteoSplit::Train, "shuffle", rng); }),
               HasSubstr("--data-randomize: expected total, day or none"));
   EXPECT_THAT(error_of([] { parse_criteo_split("dev"); }), HasSubstr("expected train, test, val or none"));
@@ -327,7 +331,10 @@ TEST(CriteoDataset, BatchesOfASplitAfterSubSamplingDraws) {
   // Ids beyond the rows: an error naming the file, sample and table, or wrapped.
   s.rows.assign(26, 1);
   src = ds.source(CriteoSplit::Train, s);
-  EXPECT_THAT(error_of([&] { while (src->next(b)) {} }), HasSubstr("is outside the table's 1 rows"));
+  EXPECT_THAT(error_of([&] {
+                while (src->next(b)) {}
+              }),
+              HasSubstr("is outside the table's 1 rows"));
   s.wrap = true;
   src = ds.source(CriteoSplit::Train, s);
   while (src->next(b))

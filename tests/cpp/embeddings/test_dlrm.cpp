@@ -4,10 +4,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <unistd.h>
 #include <filesystem>
 #include <functional>
 #include <limits>
@@ -16,7 +16,6 @@
 #include <vector>
 
 #include "core/error.h"
-#include "tests/cpp/error_text.h"
 #include "core/factories.h"
 #include "core/pin_set.h"
 #include "embeddings/criteo.h"
@@ -26,6 +25,7 @@
 #include "models/optim/sgd.h"
 #include "models/zoo/dlrm.h"
 #include "ops/softmax_loss.h"
+#include "tests/cpp/error_text.h"
 
 using namespace strata;
 using namespace strata::emb;
@@ -57,7 +57,8 @@ struct TestBatch {
 
   std::vector<Bags> bags() const {
     std::vector<Bags> out;
-    for (std::size_t k = 0; k < idx.size(); ++k) out.push_back({idx[k], off[k], w.empty() ? std::span<const float>() : w[k]});
+    for (std::size_t k = 0; k < idx.size(); ++k)
+      out.push_back({idx[k], off[k], w.empty() ? std::span<const float>() : w[k]});
     return out;
   }
   Tensor dense_tensor(int64_t n) const {
@@ -88,7 +89,8 @@ struct TestBatch {
 };
 
 /// A batch with duplicate rows inside bags and across the batch, and an empty bag.
-TestBatch make_batch(const std::vector<int64_t>& rows, int64_t b, int64_t dense_n, uint32_t seed, bool weighted = false) {
+TestBatch make_batch(const std::vector<int64_t>& rows, int64_t b, int64_t dense_n, uint32_t seed,
+                     bool weighted = false) {
   TestBatch batch;
   batch.b = b;
   std::mt19937 gen(seed);
@@ -101,7 +103,8 @@ TestBatch make_batch(const std::vector<int64_t>& rows, int64_t b, int64_t dense_
     for (int64_t s = 0; s < b; ++s) {
       const int64_t len = s == 1 ? 0 : 1 + static_cast<int64_t>(gen() % 4);
       for (int64_t j = 0; j < len; ++j) {
-        idx.push_back(j == 1 ? idx.back() : static_cast<int64_t>(gen() % static_cast<uint32_t>(std::min<int64_t>(r, 3))));
+        idx.push_back(j == 1 ? idx.back()
+                             : static_cast<int64_t>(gen() % static_cast<uint32_t>(std::min<int64_t>(r, 3))));
         w.push_back(0.5f + u(gen));
       }
       off.push_back(static_cast<int64_t>(idx.size()));
@@ -114,9 +117,18 @@ TestBatch make_batch(const std::vector<int64_t>& rows, int64_t b, int64_t dense_
 }
 
 DLRMConfig config(std::vector<std::string> extra) {
-  std::vector<std::string> args = {"--arch-sparse-feature-size", "4",  "--arch-embedding-size", "10-7-5",
-                                   "--arch-mlp-bot",              "5-8-4", "--arch-mlp-top",     "6-1",
-                                   "--fast-budget",               "1M", "--slow-tier-model",    "off"};
+  std::vector<std::string> args = {"--arch-sparse-feature-size",
+                                   "4",
+                                   "--arch-embedding-size",
+                                   "10-7-5",
+                                   "--arch-mlp-bot",
+                                   "5-8-4",
+                                   "--arch-mlp-top",
+                                   "6-1",
+                                   "--fast-budget",
+                                   "1M",
+                                   "--slow-tier-model",
+                                   "off"};
   args.insert(args.end(), extra.begin(), extra.end());
   return parse_dlrm_args(args);
 }
@@ -166,7 +178,8 @@ void compare_training(const std::vector<std::string>& flags, int steps, bool wei
   copy_weights(zoo, m);
 
   std::vector<Tensor> emb_params, dense_params;
-  for (const auto& [k, v] : zoo.named_parameters()) (k.rfind("emb_l.", 0) == 0 ? emb_params : dense_params).push_back(v);
+  for (const auto& [k, v] : zoo.named_parameters())
+    (k.rfind("emb_l.", 0) == 0 ? emb_params : dense_params).push_back(v);
   std::unique_ptr<optim::Optimizer> opt_dense, opt_emb;
   if (c.optimizer == OptimizerKind::SGD) {
     std::vector<Tensor> all = zoo.parameters();
@@ -188,7 +201,7 @@ void compare_training(const std::vector<std::string>& flags, int steps, bool wei
     expect_close(values(out), values(zout), 1e-6f, "forward at step " + std::to_string(s));
     // A step.
     Tensor zloss = c.loss_function == LossFunction::MSE ? mse_loss(zout, batch.target_tensor())
-                                                         : binary_cross_entropy(zout, batch.target_tensor());
+                                                        : binary_cross_entropy(zout, batch.target_tensor());
     zloss.backward();
     opt_dense->step();
     if (opt_emb) opt_emb->step();
@@ -214,9 +227,9 @@ std::filesystem::path temp_dir() {
 TEST(TieredDLRM, MatchesTheZooDLRMWithSGD) { compare_training({"--learning-rate", "0.1"}, 4); }
 
 TEST(TieredDLRM, MatchesTheZooDLRMWithCatInteractionAndBCE) {
-  compare_training({"--arch-interaction-op", "cat", "--arch-mlp-top", "16-1", "--loss-function", "bce",
-                    "--learning-rate", "0.2"},
-                   3);
+  compare_training(
+      {"--arch-interaction-op", "cat", "--arch-mlp-top", "16-1", "--loss-function", "bce", "--learning-rate", "0.2"},
+      3);
 }
 
 TEST(TieredDLRM, MatchesTheZooDLRMWithSelfInteractionAndWeights) {
@@ -264,8 +277,8 @@ TEST(TieredDLRM, TablesAreInitializedLikeTheReference) {
 
 TEST(TieredDLRM, PlacesTablesPerPolicyAndBudget) {
   // 3 tables of 4096 rows × 16 f32 = 256 KiB each (768 KiB).
-  const std::vector<std::string> big = {"--arch-sparse-feature-size", "16", "--arch-mlp-bot", "5-16",
-                                        "--arch-embedding-size", "4096-4096-4096"};
+  const std::vector<std::string> big = {
+      "--arch-sparse-feature-size", "16", "--arch-mlp-bot", "5-16", "--arch-embedding-size", "4096-4096-4096"};
   auto with = [&](std::vector<std::string> extra) {
     auto a = big;
     a.insert(a.end(), extra.begin(), extra.end());
@@ -310,7 +323,8 @@ TEST(TieredDLRM, PlacesTablesPerPolicyAndBudget) {
   for (int64_t k = 0; k < 3; ++k)
     EXPECT_TRUE(simple.table(k).in_slow(simple.table(k).rowpointer(0, AccessContext::Read)));
   EXPECT_THAT(simple.describe_tables(), HasSubstr("policy simple, in the slow tier"));
-  EXPECT_THAT(simple.describe_memory(), AllOf(HasSubstr("embedding rows: 1.0 MiB budget"), HasSubstr("slow tier: pm:")));
+  EXPECT_THAT(simple.describe_memory(),
+              AllOf(HasSubstr("embedding rows: 1.0 MiB budget"), HasSubstr("slow tier: pm:")));
   // What does not fit is named.
   EXPECT_THAT(testing_util::error_of([&] { TieredDLRM m(with({"--fast-budget", "256K", "--cache-fraction", "0.9"})); }),
               HasSubstr("--cache-fraction 0.9: the caches would need"));
@@ -320,11 +334,28 @@ TEST(TieredDLRM, PlacesTablesPerPolicyAndBudget) {
 
 TEST(TieredDLRM, EveryPolicyTrainsToTheSameValues) {
   // Skewed batches with repeats; the tables are 3x the fast budget except for the all-DRAM run.
-  const std::vector<std::string> base = {"--arch-sparse-feature-size", "16", "--arch-mlp-bot", "5-16",
-                                         "--arch-embedding-size", "4096-4096-4096", "--mini-batch-size", "64",
-                                         "--num-batches", "6", "--data-generation", "zipf", "--zipf-alpha", "1.1",
-                                         "--num-indices-per-lookup", "8", "--optimizer", "rwsadagrad",
-                                         "--learning-rate", "0.05", "--slow-tier-model", "off"};
+  const std::vector<std::string> base = {"--arch-sparse-feature-size",
+                                         "16",
+                                         "--arch-mlp-bot",
+                                         "5-16",
+                                         "--arch-embedding-size",
+                                         "4096-4096-4096",
+                                         "--mini-batch-size",
+                                         "64",
+                                         "--num-batches",
+                                         "6",
+                                         "--data-generation",
+                                         "zipf",
+                                         "--zipf-alpha",
+                                         "1.1",
+                                         "--num-indices-per-lookup",
+                                         "8",
+                                         "--optimizer",
+                                         "rwsadagrad",
+                                         "--learning-rate",
+                                         "0.05",
+                                         "--slow-tier-model",
+                                         "off"};
   auto run = [&](std::vector<std::string> extra, std::vector<float>& losses, std::vector<std::vector<float>>& tables,
                  double& hit_rate) {
     auto a = base;
@@ -438,7 +469,8 @@ TEST(TieredDLRM, LoadRefusesOtherArchitecturesAndFiles) {
               HasSubstr("the checkpoint's arch_embedding_size is '10-7-5' but this model's is '10-7-6'"));
   EXPECT_EQ(table_values(other, 2), before);
   TieredDLRM ada(config({"--optimizer", "adagrad"}));
-  EXPECT_THAT(testing_util::error_of([&] { ada.load(path); }), HasSubstr("the checkpoint's optimizer is 'sgd' but this model's is 'adagrad'"));
+  EXPECT_THAT(testing_util::error_of([&] { ada.load(path); }),
+              HasSubstr("the checkpoint's optimizer is 'sgd' but this model's is 'adagrad'"));
   EXPECT_THAT(testing_util::error_of([&] { a.load((dir / "missing.ckpt").string()); }), HasSubstr("missing.ckpt"));
   std::FILE* f = std::fopen((dir / "junk.ckpt").c_str(), "wb");
   std::fputs("not a checkpoint at all", f);
@@ -471,8 +503,10 @@ TEST(TieredDLRM, NaNInTheBatchMakesTheLossNaN) {
     SCOPED_TRACE(in_weights ? "per-sample weight" : "dense feature");
     TieredDLRM m(config({"--learning-rate", "0.1"}));
     TestBatch batch = make_batch(m.config().table_rows(), 3, 5, 4, /*weighted=*/true);
-    if (in_weights) batch.w[1][0] = std::numeric_limits<float>::quiet_NaN();
-    else batch.dense[2] = std::numeric_limits<float>::quiet_NaN();
+    if (in_weights)
+      batch.w[1][0] = std::numeric_limits<float>::quiet_NaN();
+    else
+      batch.dense[2] = std::numeric_limits<float>::quiet_NaN();
     EXPECT_TRUE(std::isnan(m.train_step(batch.dense, batch.bags(), batch.targets)));
     // The loss of the same batch, evaluated again, is NaN too.
     EXPECT_TRUE(std::isnan(m.evaluate(batch.dense, batch.bags(), batch.targets)));
@@ -511,12 +545,15 @@ TEST(TieredDLRM, BadShapesAreNamed) {
   TieredDLRM m(config({}));
   const TestBatch batch = make_batch(m.config().table_rows(), 3, 5, 4);
   auto bags = batch.bags();
-  EXPECT_THAT(testing_util::error_of([&] { m.train_step(std::span<const float>(batch.dense).first(14), bags, batch.targets); }),
-              HasSubstr("expected dense features [3, 5] (15 floats), got 14 floats"));
-  EXPECT_THAT(testing_util::error_of([&] { m.train_step(batch.dense, std::span<const Bags>(bags).first(2), batch.targets); }),
-              HasSubstr("expected bags for 3 tables, got 2"));
-  EXPECT_THAT(testing_util::error_of([&] { m.train_step(batch.dense, bags, std::span<const float>(batch.targets).first(2)); }),
-              HasSubstr("expected 3 targets, got 2"));
+  EXPECT_THAT(
+      testing_util::error_of([&] { m.train_step(std::span<const float>(batch.dense).first(14), bags, batch.targets); }),
+      HasSubstr("expected dense features [3, 5] (15 floats), got 14 floats"));
+  EXPECT_THAT(
+      testing_util::error_of([&] { m.train_step(batch.dense, std::span<const Bags>(bags).first(2), batch.targets); }),
+      HasSubstr("expected bags for 3 tables, got 2"));
+  EXPECT_THAT(
+      testing_util::error_of([&] { m.train_step(batch.dense, bags, std::span<const float>(batch.targets).first(2)); }),
+      HasSubstr("expected 3 targets, got 2"));
   auto short_bags = bags;
   short_bags[1].offsets = short_bags[1].offsets.first(3);
   EXPECT_THAT(testing_util::error_of([&] { m.forward(batch.dense, short_bags); }),
@@ -527,31 +564,35 @@ TEST(TieredDLRM, BadShapesAreNamed) {
 TEST(TieredDLRM, RefusesWhatTheProcessMemoryCannotHold) {
   // 4 tables of 2^28 rows x 16 f32 = 64 GiB: more than the process's fast tier (at most the
   // machine's memory) even under a budget that would hold them.
-  const std::vector<std::string> huge = {"--arch-sparse-feature-size", "16", "--arch-mlp-bot", "5-16",
-                                         "--arch-embedding-size", "268435456-268435456-268435456-268435456"};
+  const std::vector<std::string> huge = {"--arch-sparse-feature-size",
+                                         "16",
+                                         "--arch-mlp-bot",
+                                         "5-16",
+                                         "--arch-embedding-size",
+                                         "268435456-268435456-268435456-268435456"};
   auto with = [&](std::vector<std::string> extra) {
     auto a = huge;
     a.insert(a.end(), extra.begin(), extra.end());
     return config(a);
   };
-  EXPECT_THAT(testing_util::error_of([&] { TieredDLRM m(with({"--fast-budget", "1T"})); }),
-              AllOf(HasSubstr("--fast-budget: the tables need 64.00 GiB of fast memory but the process's fast tier has"),
-                    HasSubstr("STRATA_FAST_BYTES")));
+  EXPECT_THAT(
+      testing_util::error_of([&] { TieredDLRM m(with({"--fast-budget", "1T"})); }),
+      AllOf(HasSubstr("--fast-budget: the tables need 64.00 GiB of fast memory but the process's fast tier has"),
+            HasSubstr("STRATA_FAST_BYTES")));
   // 2^40-row tables in the slow tier: more than its limit or its filesystem's free space.
   EXPECT_THAT(testing_util::error_of([&] {
-                TieredDLRM m(config({"--arch-sparse-feature-size", "16", "--arch-mlp-bot", "5-16", "--arch-embedding-size",
-                                     "1099511627776", "--emb-policy", "simple"}));
+                TieredDLRM m(config({"--arch-sparse-feature-size", "16", "--arch-mlp-bot", "5-16",
+                                     "--arch-embedding-size", "1099511627776", "--emb-policy", "simple"}));
               }),
               AllOf(HasSubstr("--slow-dir: the embedding tables need"), HasSubstr("has"),
                     HasSubstr("scale the tables down (--scale-rows)")));
   // One process, one slow tier: another directory than the existing tier's is refused.
   const std::filesystem::path other = std::filesystem::path(::testing::TempDir()) / "strata-other-slow-dir";
   std::filesystem::create_directories(other);
-  EXPECT_THAT(testing_util::error_of([&] {
-                TieredDLRM m(config({"--emb-policy", "simple", "--slow-dir", other.string()}));
-              }),
-              AllOf(HasSubstr("--slow-dir '" + other.string() + "': this process's slow tier is already in"),
-                    HasSubstr("one process has one slow tier")));
+  EXPECT_THAT(
+      testing_util::error_of([&] { TieredDLRM m(config({"--emb-policy", "simple", "--slow-dir", other.string()})); }),
+      AllOf(HasSubstr("--slow-dir '" + other.string() + "': this process's slow tier is already in"),
+            HasSubstr("one process has one slow tier")));
   std::filesystem::remove(other);
   // The existing tier's own directory, named another way, is accepted.
   TieredDLRM same(config({"--emb-policy", "simple", "--slow-dir", memory::tiered_memory().config().slow_dir + "/."}));
@@ -644,13 +685,13 @@ TEST(DLRMData, EveryGenerationFeedsTheModel) {
   // Criteo raw text, preprocessed as the reference does: 26 tables whose rows are the data's
   // counts (scaled down here), 13 dense features; the train split is days 0..5.
   {
-    const DLRMConfig flags = parse_dlrm_args({"--preset", "kaggle", "--scale-rows", "0.5", "--data-generation",
-                                              "dataset", "--raw-data-file", tsv, "--mini-batch-size", "4",
-                                              "--fast-budget", "8M", "--num-batches", "0", "--test-mini-batch-size",
-                                              "16"});
+    const DLRMConfig flags = parse_dlrm_args(
+        {"--preset", "kaggle", "--scale-rows", "0.5", "--data-generation", "dataset", "--raw-data-file", tsv,
+         "--mini-batch-size", "4", "--fast-budget", "8M", "--num-batches", "0", "--test-mini-batch-size", "16"});
     const DLRMConfig c = with_dataset_rows(flags);
     EXPECT_EQ(c.arch_embedding_size, dataset_counts(flags));
-    EXPECT_EQ(c.table_rows()[0], std::max<int64_t>(1, std::llround(0.5 * static_cast<double>(c.arch_embedding_size[0]))));
+    EXPECT_EQ(c.table_rows()[0],
+              std::max<int64_t>(1, std::llround(0.5 * static_cast<double>(c.arch_embedding_size[0]))));
     auto source = make_index_source(c);
     EXPECT_EQ(source->num_batches(), 3);  // days of 2, 2, 2, 1, 1, 1, 1: 9 train samples in batches of 4
     auto test = make_index_source(c, CriteoSplit::Test);

@@ -92,7 +92,8 @@ TEST(DLRMCli, PrintTimeWallTimeAndEpochs) {
 // Note [One tiered memory per process]: the main job's tables, caches and tensors share one fast
 // tier of the budget plus the dense working set, and no tensor is pushed to the slow tier.
 TEST(DLRMCli, OneFastTierHoldsTablesCachesAndTensors) {
-  const Result r = run("--preset default --num-batches 20 --test-freq 0 --scale-rows 0.25 --fast-budget 8M --threads 2");
+  const Result r =
+      run("--preset default --num-batches 20 --test-freq 0 --scale-rows 0.25 --fast-budget 8M --threads 2");
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_THAT(r.out, HasSubstr("(embedding rows: 8.0 MiB budget)"));
   EXPECT_THAT(r.out, HasSubstr("policy auto, base rows in the slow tier, cache of"));
@@ -128,11 +129,13 @@ TEST(DLRMCli, TableTricksTrainAndDescribeTheirTables) {
   ASSERT_EQ(qr.status, 0) << qr.out;
   EXPECT_THAT(qr.out, HasSubstr("quotient-remainder tables above 35 rows (add, 8 collisions)"));
   EXPECT_THAT(qr.out, HasSubstr("table 0 quotient: 7 rows x 2"));
-  EXPECT_THAT(qr.out, HasSubstr("table 1 remainder: 8 rows x 2 f32 (64 B), QR remainder of 40 rows (8 collisions, add)"));
+  EXPECT_THAT(qr.out,
+              HasSubstr("table 1 remainder: 8 rows x 2 f32 (64 B), QR remainder of 40 rows (8 collisions, add)"));
   EXPECT_THAT(qr.out, HasSubstr("table 2: 30 rows x 2"));
   EXPECT_EQ(progress_lines(qr.out).size(), 1u) << qr.out;
-  const Result md = run(kSmall + " --md-flag --md-threshold 35 --md-temperature 1 --arch-sparse-feature-size 8 "
-                                 "--arch-mlp-bot 4-8 --print-freq 5");
+  const Result md = run(kSmall +
+                        " --md-flag --md-threshold 35 --md-temperature 1 --arch-sparse-feature-size 8 "
+                        "--arch-mlp-bot 4-8 --print-freq 5");
   ASSERT_EQ(md.status, 0) << md.out;
   EXPECT_THAT(md.out, HasSubstr("mixed dimensions 5-6-8 (tables above 35 rows)"));
   EXPECT_THAT(md.out, HasSubstr("table 0: 50 rows x 5 f32 (1000 B), MD d=5 projected to 8"));
@@ -177,7 +180,8 @@ TEST(DLRMCli, InferenceOnly) {
   EXPECT_TRUE(progress_lines(r.out).empty()) << r.out;
   const auto lines = test_lines(r.out);
   ASSERT_EQ(lines.size(), 1u) << r.out;
-  EXPECT_THAT(lines[0], ::testing::MatchesRegex(R"(Testing for inference only: loss [0-9]+\.[0-9]{6}, accuracy [0-9]+\.[0-9]{3} %, best [0-9]+\.[0-9]{3} %)"));
+  EXPECT_THAT(lines[0], ::testing::MatchesRegex(R"(Testing for inference only: loss [0-9]+\.[0-9]{6}, )"
+                                                R"(accuracy [0-9]+\.[0-9]{3} %, best [0-9]+\.[0-9]{3} %)"));
 }
 
 // --test-freq: the reference's test line after every N iterations and at the end of the epoch,
@@ -190,8 +194,8 @@ TEST(DLRMCli, TestFreqPrintsTheReferencesTestLines) {
   ASSERT_EQ(r.status, 0) << r.out;
   const auto lines = test_lines(r.out);
   ASSERT_EQ(lines.size(), 3u) << r.out;  // after 2, 4 and 5 (the end of the epoch)
-  EXPECT_THAT(lines[0], ::testing::MatchesRegex(
-                            R"(Testing at - 2/5 of epoch 0, loss [0-9]+\.[0-9]{6}, accuracy [0-9]+\.[0-9]{3} %, best [0-9]+\.[0-9]{3} %)"));
+  EXPECT_THAT(lines[0], ::testing::MatchesRegex(R"(Testing at - 2/5 of epoch 0, loss [0-9]+\.[0-9]{6}, )"
+                                                R"(accuracy [0-9]+\.[0-9]{3} %, best [0-9]+\.[0-9]{3} %)"));
   EXPECT_THAT(lines[2], HasSubstr("Testing at - 5/5 of epoch 0"));
   // A test forces the progress line before it, as in the reference.
   EXPECT_EQ(progress_lines(r.out).size(), 3u) << r.out;
@@ -203,9 +207,11 @@ TEST(DLRMCli, TestFreqPrintsTheReferencesTestLines) {
   const Result ml = run(kSmall + binary + " --test-freq 5 --mlperf-logging");
   ASSERT_EQ(ml.status, 0) << ml.out;
   ASSERT_EQ(test_lines(ml.out).size(), 1u) << ml.out;
-  EXPECT_THAT(test_lines(ml.out)[0],
-              ::testing::MatchesRegex(R"(Testing at - 5/5 of epoch 0, loss [0-9]+\.[0-9]{6}, auc ([0-9]\.[0-9]{4}|nan), best auc [0-9]\.[0-9]{4}, )"
-                                      R"(accuracy [0-9]+\.[0-9]{3} %, best accuracy [0-9]+\.[0-9]{3} %)"));
+  EXPECT_THAT(
+      test_lines(ml.out)[0],
+      ::testing::MatchesRegex(
+          R"(Testing at - 5/5 of epoch 0, loss [0-9]+\.[0-9]{6}, auc ([0-9]\.[0-9]{4}|nan), best auc [0-9]\.[0-9]{4}, )"
+          R"(accuracy [0-9]+\.[0-9]{3} %, best accuracy [0-9]+\.[0-9]{3} %)"));
   std::filesystem::remove_all(dir);
 }
 
@@ -215,8 +221,9 @@ TEST(DLRMCli, TestFreqPrintsTheReferencesTestLines) {
 TEST(DLRMCli, ResumeContinuesWhereTheCheckpointWasSaved) {
   const auto dir = temp_dir();
   const std::string ckpt = (dir / "r.ckpt").string();
-  const std::string base = "--mini-batch-size 8 --num-batches 6 --arch-embedding-size 50-40-30 --threads 2 "
-                           "--round-targets True --loss-function bce --learning-rate 0.3 --optimizer adagrad ";
+  const std::string base =
+      "--mini-batch-size 8 --num-batches 6 --arch-embedding-size 50-40-30 --threads 2 "
+      "--round-targets True --loss-function bce --learning-rate 0.3 --optimizer adagrad ";
   const Result whole = run(base + "--nepochs 2");
   ASSERT_EQ(whole.status, 0) << whole.out;
   const auto all = progress_lines(whole.out);
@@ -249,9 +256,9 @@ TEST(DLRMCli, JsonHasTheFigures) {
   std::stringstream ss;
   ss << f.rdbuf();
   const std::string j = ss.str();
-  for (const char* key : {"\"binary\": \"strata-dlrm\"", "\"threads\": 2", "\"samples_per_s\"", "\"step_ms\"",
-                          "\"phases_ms_per_it\"", "\"lookup\"", "\"cache_hit_rate\"", "\"slow_tier\": \"none\"",
-                          "\"loss_last\"", "\"data_wait_s\""})
+  for (const char* key :
+       {"\"binary\": \"strata-dlrm\"", "\"threads\": 2", "\"samples_per_s\"", "\"step_ms\"", "\"phases_ms_per_it\"",
+        "\"lookup\"", "\"cache_hit_rate\"", "\"slow_tier\": \"none\"", "\"loss_last\"", "\"data_wait_s\""})
     EXPECT_THAT(j, HasSubstr(key));
   for (const auto& e : std::filesystem::directory_iterator(dir))  // no temporary left (Note [Atomic file writes])
     EXPECT_FALSE(e.path().filename().string().starts_with(strata::AtomicFile::temporary_prefix(json))) << e.path();
@@ -309,7 +316,8 @@ TEST(DLRMCli, BadFlagsExitTwoNamingTheFlag) {
        "--processed-data-file: cannot open '/tmp' (is a directory)"},
       {"--preset kaggle --data-generation dataset --raw-data-file /no/such.tsv",
        "--raw-data-file: cannot open '/no/such.tsv' (no such file)"},
-      {"--data-generation synthetic --data-trace-file /tmp", "--data-trace-file: table 0: cannot open '/tmp' (is a directory"},
+      {"--data-generation synthetic --data-trace-file /tmp",
+       "--data-trace-file: table 0: cannot open '/tmp' (is a directory"},
   };
   for (const auto& c : cases) {
     const Result r = run(c.args);
@@ -372,8 +380,9 @@ TEST(DLRMCli, CriteoFilesTrainAndBadRecordsExitOne) {
       f << "\n";
     }
   }
-  const std::string kaggle = "--preset kaggle --scale-rows 0.0001 --fast-budget 8M --mini-batch-size 4 --num-batches 0 "
-                             "--print-freq 1 --data-generation dataset ";
+  const std::string kaggle =
+      "--preset kaggle --scale-rows 0.0001 --fast-budget 8M --mini-batch-size 4 --num-batches 0 "
+      "--print-freq 1 --data-generation dataset ";
   const Result ok = run(kaggle + "--raw-data-file " + tsv);
   ASSERT_EQ(ok.status, 0) << ok.out;
   // Preprocessed as the reference does: days of 2, 2, 1, 1, 1, 1, 1; 8 train samples in batches of 4.
@@ -394,7 +403,8 @@ TEST(DLRMCli, CriteoFilesTrainAndBadRecordsExitOne) {
   }
   const Result bad = run(kaggle + "--raw-data-file " + tsv);
   EXPECT_EQ(bad.status, 1) << bad.out;
-  EXPECT_THAT(bad.out, HasSubstr("strata-dlrm: error: criteo '" + tsv + "' line 10, column C5: 'zz' is not a "
+  EXPECT_THAT(bad.out, HasSubstr("strata-dlrm: error: criteo '" + tsv +
+                                 "' line 10, column C5: 'zz' is not a "
                                  "hexadecimal category"));
   std::filesystem::remove_all(dir);
 }
@@ -411,8 +421,8 @@ TEST(DLRMCli, ABadRecordLateInAFileSavesTheLastGoodStateFirst) {
     for (int k = 0; k < 26; ++k) words.push_back((i * 13 + k) % 1000);
   }
   const std::string bin = (dir / "late_bad.bin").string(), ckpt = (dir / "m.ckpt").string();
-  std::ofstream(bin, std::ios::binary).write(reinterpret_cast<const char*>(words.data()),
-                                               static_cast<std::streamsize>(words.size() * 4));
+  std::ofstream(bin, std::ios::binary)
+      .write(reinterpret_cast<const char*>(words.data()), static_cast<std::streamsize>(words.size() * 4));
   std::string rows = "1000";
   for (int k = 1; k < 26; ++k) rows += "-1000";
   const std::string args = "--data-generation dataset --processed-data-file " + bin + " --arch-embedding-size " + rows +

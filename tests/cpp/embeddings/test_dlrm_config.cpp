@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "core/error.h"
-#include "tests/cpp/error_text.h"
 #include "embeddings/dlrm_config.h"
+#include "tests/cpp/error_text.h"
 
 using namespace strata;
 using namespace strata::emb;
@@ -89,22 +89,87 @@ TEST(DLRMConfig, NoArgumentsIsTheEmbeddedDefaultJob) {
 }
 
 TEST(DLRMConfig, EveryValueFlagInBothForms) {
-  const std::vector<std::string> args = {
-      "--arch-sparse-feature-size=8", "--arch-embedding-size", "100-200", "--arch-mlp-bot=13-16-8",
-      "--arch-mlp-top", "32-1", "--arch-interaction-op=cat", "--weighted-pooling", "fixed",
-      "--activation-function=relu", "--loss-function", "wbce", "--loss-weights=0.5-2.0", "--loss-threshold",
-      "1e-7", "--round-targets=True", "--data-size", "1000", "--num-batches=7", "--data-generation", "zipf",
-      "--rand-data-dist=gaussian", "--rand-data-min", "-2", "--rand-data-max=3", "--rand-data-mu", "0.5",
-      "--rand-data-sigma=2", "--data-trace-file", "t_j.log", "--data-trace-enable-padding=1", "--data-set",
-      "terabyte", "--data-randomize=none", "--max-ind-range", "50", "--data-sub-sample-rate=0",
-      "--num-indices-per-lookup", "3", "--num-indices-per-lookup-fixed", "true", "--num-workers=4",
-      "--mini-batch-size", "64", "--nepochs=2", "--learning-rate", "0.5", "--optimizer=rwsadagrad",
-      "--print-precision", "3", "--numpy-rand-seed=7", "--sync-dense-params", "False", "--lr-num-warmup-steps=2",
-      "--lr-decay-start-step", "4", "--lr-num-decay-steps=6", "--print-freq", "10", "--test-freq=-1",
-      "--test-mini-batch-size", "128", "--test-num-workers=2", "--save-model", "out.ckpt", "--scale-rows=0.5",
-      "--fast-budget", "64M", "--slow-dir=/tmp", "--emb-policy", "dynamic", "--cache-fraction=0.1",
-      "--slow-tier-model", "5,2,300", "--threads=2", "--zipf-alpha", "1.2", "--reuse=0.25", "--emb-dtype", "bf16",
-      "--json=x.json"};
+  const std::vector<std::string> args = {"--arch-sparse-feature-size=8",
+                                         "--arch-embedding-size",
+                                         "100-200",
+                                         "--arch-mlp-bot=13-16-8",
+                                         "--arch-mlp-top",
+                                         "32-1",
+                                         "--arch-interaction-op=cat",
+                                         "--weighted-pooling",
+                                         "fixed",
+                                         "--activation-function=relu",
+                                         "--loss-function",
+                                         "wbce",
+                                         "--loss-weights=0.5-2.0",
+                                         "--loss-threshold",
+                                         "1e-7",
+                                         "--round-targets=True",
+                                         "--data-size",
+                                         "1000",
+                                         "--num-batches=7",
+                                         "--data-generation",
+                                         "zipf",
+                                         "--rand-data-dist=gaussian",
+                                         "--rand-data-min",
+                                         "-2",
+                                         "--rand-data-max=3",
+                                         "--rand-data-mu",
+                                         "0.5",
+                                         "--rand-data-sigma=2",
+                                         "--data-trace-file",
+                                         "t_j.log",
+                                         "--data-trace-enable-padding=1",
+                                         "--data-set",
+                                         "terabyte",
+                                         "--data-randomize=none",
+                                         "--max-ind-range",
+                                         "50",
+                                         "--data-sub-sample-rate=0",
+                                         "--num-indices-per-lookup",
+                                         "3",
+                                         "--num-indices-per-lookup-fixed",
+                                         "true",
+                                         "--num-workers=4",
+                                         "--mini-batch-size",
+                                         "64",
+                                         "--nepochs=2",
+                                         "--learning-rate",
+                                         "0.5",
+                                         "--optimizer=rwsadagrad",
+                                         "--print-precision",
+                                         "3",
+                                         "--numpy-rand-seed=7",
+                                         "--sync-dense-params",
+                                         "False",
+                                         "--lr-num-warmup-steps=2",
+                                         "--lr-decay-start-step",
+                                         "4",
+                                         "--lr-num-decay-steps=6",
+                                         "--print-freq",
+                                         "10",
+                                         "--test-freq=-1",
+                                         "--test-mini-batch-size",
+                                         "128",
+                                         "--test-num-workers=2",
+                                         "--save-model",
+                                         "out.ckpt",
+                                         "--scale-rows=0.5",
+                                         "--fast-budget",
+                                         "64M",
+                                         "--slow-dir=/tmp",
+                                         "--emb-policy",
+                                         "dynamic",
+                                         "--cache-fraction=0.1",
+                                         "--slow-tier-model",
+                                         "5,2,300",
+                                         "--threads=2",
+                                         "--zipf-alpha",
+                                         "1.2",
+                                         "--reuse=0.25",
+                                         "--emb-dtype",
+                                         "bf16",
+                                         "--json=x.json"};
   const DLRMConfig c = parse(args);
   EXPECT_EQ(c.arch_sparse_feature_size, 8);
   EXPECT_EQ(c.arch_embedding_size, (std::vector<int64_t>{100, 200}));
@@ -167,9 +232,9 @@ TEST(DLRMConfig, EveryValueFlagInBothForms) {
 }
 
 TEST(DLRMConfig, StoreTrueFlags) {
-  const DLRMConfig c = parse({"--arch-interaction-itself", "--memory-map", "--dataset-multiprocessing",
-                              "--inference-only", "--print-time", "--print-wall-time", "--debug-mode",
-                              "--enable-profiling"});
+  const DLRMConfig c =
+      parse({"--arch-interaction-itself", "--memory-map", "--dataset-multiprocessing", "--inference-only",
+             "--print-time", "--print-wall-time", "--debug-mode", "--enable-profiling"});
   EXPECT_TRUE(c.arch_interaction_itself);
   EXPECT_TRUE(c.memory_map);
   EXPECT_TRUE(c.dataset_multiprocessing);
@@ -226,7 +291,7 @@ TEST(DLRMConfig, PresetsMatchTheReferenceConfigurations) {
   ASSERT_EQ(mlperf.arch_embedding_size.size(), 26u);
   rows = 0;
   for (int64_t r : mlperf.arch_embedding_size) rows += r;
-  EXPECT_EQ(rows, 204184588);  // 204.18M rows
+  EXPECT_EQ(rows, 204184588);                               // 204.18M rows
   EXPECT_EQ(mlperf.table_bytes(), 204184588ull * 128 * 4);  // 104.5 GB
   EXPECT_EQ(mlperf.arch_mlp_top, (std::vector<int64_t>{1024, 1024, 512, 256, 1}));
   EXPECT_EQ(mlperf.mini_batch_size, 2048);
@@ -248,7 +313,8 @@ TEST(DLRMConfig, PresetsApplyFirstAndFlagsOverrideThem) {
 TEST(DLRMConfig, MalformedArchStringsNameTheFlag) {
   EXPECT_THAT(parse_error({"--arch-embedding-size", "4-x-2"}),
               HasSubstr("--arch-embedding-size: '4-x-2' is not a dash-separated list of positive integers"));
-  EXPECT_THAT(parse_error({"--arch-mlp-bot", "4--2"}), HasSubstr("--arch-mlp-bot: '4--2' is not a dash-separated list"));
+  EXPECT_THAT(parse_error({"--arch-mlp-bot", "4--2"}),
+              HasSubstr("--arch-mlp-bot: '4--2' is not a dash-separated list"));
   EXPECT_THAT(parse_error({"--arch-mlp-top", ""}), HasSubstr("--arch-mlp-top: empty list"));
   EXPECT_THAT(parse_error({"--arch-embedding-size", "0-3"}), HasSubstr("bad element '0'"));
   EXPECT_THAT(parse_error({"--arch-embedding-size=-4"}), HasSubstr("--arch-embedding-size"));
@@ -294,7 +360,8 @@ TEST(DLRMConfig, BadValuesNameTheFlag) {
   EXPECT_THAT(parse_error({"--optimizer", "adam"}),
               HasSubstr("--optimizer: expected one of sgd, adagrad, rwsadagrad, got 'adam'"));
   EXPECT_THAT(parse_error({"--loss-function", "hinge"}), HasSubstr("--loss-function: expected one of mse, bce, wbce"));
-  EXPECT_THAT(parse_error({"--arch-interaction-op", "sum"}), HasSubstr("--arch-interaction-op: expected one of dot, cat"));
+  EXPECT_THAT(parse_error({"--arch-interaction-op", "sum"}),
+              HasSubstr("--arch-interaction-op: expected one of dot, cat"));
   EXPECT_THAT(parse_error({"--data-generation", "magic"}), HasSubstr("--data-generation: expected one of random"));
   EXPECT_THAT(parse_error({"--round-targets", "maybe"}),
               HasSubstr("--round-targets: expected True or False (or 1/0), got 'maybe'"));
@@ -306,13 +373,15 @@ TEST(DLRMConfig, BadValuesNameTheFlag) {
               HasSubstr("--rand-data-min (2) must not exceed --rand-data-max (1)"));
   EXPECT_THAT(parse_error({"--rand-data-dist", "gaussian", "--rand-data-sigma", "0"}),
               HasSubstr("--rand-data-sigma: must be positive"));
-  EXPECT_THAT(parse_error({"--rand-data-dist", "poisson"}), HasSubstr("--rand-data-dist: expected one of uniform, gaussian"));
+  EXPECT_THAT(parse_error({"--rand-data-dist", "poisson"}),
+              HasSubstr("--rand-data-dist: expected one of uniform, gaussian"));
   EXPECT_THAT(parse_error({"--weighted-pooling", "heavy"}), HasSubstr("--weighted-pooling: expected one of fixed"));
   EXPECT_THAT(parse_error({"--activation-function", "tanh"}), HasSubstr("--activation-function: expected one of relu"));
   EXPECT_THAT(parse_error({"--lr-num-warmup-steps", "10", "--lr-decay-start-step", "5", "--lr-num-decay-steps", "3"}),
               HasSubstr("--lr-decay-start-step (5): learning rate warmup (--lr-num-warmup-steps 10) must finish"));
   EXPECT_THAT(parse_error({"--test-freq", "-2"}), HasSubstr("--test-freq"));
-  EXPECT_THAT(parse_error({"--mlperf-auc-threshold", "high"}), HasSubstr("--mlperf-auc-threshold: expected a number, got 'high'"));
+  EXPECT_THAT(parse_error({"--mlperf-auc-threshold", "high"}),
+              HasSubstr("--mlperf-auc-threshold: expected a number, got 'high'"));
   EXPECT_EQ(parse({"--data-sub-sample-rate", "0.5"}).data_sub_sample_rate, 0.5);
   EXPECT_THAT(parse_error({"--data-sub-sample-rate", "1.5"}), HasSubstr("--data-sub-sample-rate: expected a fraction"));
   EXPECT_THAT(parse_error({"--data-set", "imagenet"}), HasSubstr("--data-set: expected one of kaggle, terabyte"));
@@ -336,7 +405,8 @@ TEST(DLRMConfig, BadStrataFlags) {
   EXPECT_THAT(parse_error({"--reuse", "1"}), HasSubstr("--reuse: expected a fraction in [0, 1)"));
   EXPECT_THAT(parse_error({"--emb-dtype", "f16"}), HasSubstr("--emb-dtype: expected f32 or bf16, got 'f16'"));
   EXPECT_THAT(parse_error({"--threads", "-1"}), HasSubstr("--threads: expected a thread count in [1, 4096], got '-1'"));
-  EXPECT_THAT(parse_error({"--threads", "4097"}), HasSubstr("--threads: expected a thread count in [1, 4096], got '4097'"));
+  EXPECT_THAT(parse_error({"--threads", "4097"}),
+              HasSubstr("--threads: expected a thread count in [1, 4096], got '4097'"));
   EXPECT_THAT(parse_error({"--threads=1000000000"}),
               HasSubstr("--threads: expected a thread count in [1, 4096], got '1000000000'"));
   EXPECT_EQ(parse({"--threads", "4096"}).threads, 4096);
@@ -350,8 +420,9 @@ TEST(DLRMConfig, BadStrataFlags) {
               HasSubstr("--optimizer: expected one of sgd, adagrad, rwsadagrad, got 'sg\\x00d'"));
   EXPECT_THAT(parse_error({"--no-such\nflag"}), HasSubstr("unknown flag '--no-such\\nflag'"));
   EXPECT_THAT(parse_error({"--slow-dir", "/no/such/dir"}), HasSubstr("--slow-dir: '/no/such/dir' is not a directory"));
-  EXPECT_THAT(parse_error({"--preset", "huge"}),
-              HasSubstr("--preset: unknown preset 'huge' (expected one of tiny, random-bench, kaggle, mlperf40M, default)"));
+  EXPECT_THAT(
+      parse_error({"--preset", "huge"}),
+      HasSubstr("--preset: unknown preset 'huge' (expected one of tiny, random-bench, kaggle, mlperf40M, default)"));
   EXPECT_THAT(parse_error({"--preset"}), HasSubstr("--preset: missing value"));
 }
 
@@ -366,9 +437,9 @@ TEST(DLRMConfig, MissingFilesNameTheFlag) {
               HasSubstr("--processed-data-file: cannot open '/tmp' (is a directory)"));
   EXPECT_THAT(parse_error({"--data-generation", "dataset", "--arch-mlp-bot", "13-2"}),
               HasSubstr("--data-generation dataset: give --raw-data-file"));
-  EXPECT_THAT(parse_error({"--data-generation", "dataset", "--arch-mlp-bot", "13-2", "--processed-data-file",
-                           "/no/such.bin"}),
-              HasSubstr("--processed-data-file: cannot open '/no/such.bin' (no such file)"));
+  EXPECT_THAT(
+      parse_error({"--data-generation", "dataset", "--arch-mlp-bot", "13-2", "--processed-data-file", "/no/such.bin"}),
+      HasSubstr("--processed-data-file: cannot open '/no/such.bin' (no such file)"));
 }
 
 TEST(DLRMConfig, TraceFilesPerTable) {
@@ -438,17 +509,18 @@ TEST(DLRMConfig, ConcatNeedsATwiceAsWideBottomMLPAndOnlyQuotientRemainderTables)
 TEST(DLRMConfig, MixedDimensionsFollowTheReferencesSolver) {
   // lambda = d0 · n_min^alpha = 16 · 100^0.5 = 160; the 1600-row table gets 160 / 40 = 4, the
   // 10000-row one 160 / 100 = 1.6 -> 2; the smallest gets d0. Below the threshold: d.
-  const DLRMConfig c = parse({"--md-flag", "--md-temperature", "0.5", "--md-threshold", "50", "--arch-sparse-feature-size",
-                              "16", "--arch-mlp-bot", "4-16", "--arch-embedding-size", "1600-100-10000"});
+  const DLRMConfig c =
+      parse({"--md-flag", "--md-temperature", "0.5", "--md-threshold", "50", "--arch-sparse-feature-size", "16",
+             "--arch-mlp-bot", "4-16", "--arch-embedding-size", "1600-100-10000"});
   EXPECT_EQ(c.table_dims(), (std::vector<int64_t>{4, 16, 2}));
-  const DLRMConfig t = parse({"--md-flag", "--md-temperature", "0.5", "--md-threshold", "2000",
-                              "--arch-sparse-feature-size", "16", "--arch-mlp-bot", "4-16", "--arch-embedding-size",
-                              "1600-100-10000"});
+  const DLRMConfig t =
+      parse({"--md-flag", "--md-temperature", "0.5", "--md-threshold", "2000", "--arch-sparse-feature-size", "16",
+             "--arch-mlp-bot", "4-16", "--arch-embedding-size", "1600-100-10000"});
   EXPECT_EQ(t.table_dims(), (std::vector<int64_t>{16, 16, 2}));
   // 160 / 10000^0.25 ... with alpha 0.25: lambda = 16 · 100^0.25 ≈ 50.6; 1600 rows: 50.6 / 6.32 ≈ 8.
-  const DLRMConfig r = parse({"--md-flag", "--md-temperature", "0.25", "--md-threshold", "50", "--md-round-dims",
-                              "--arch-sparse-feature-size", "16", "--arch-mlp-bot", "4-16", "--arch-embedding-size",
-                              "1600-100-10000"});
+  const DLRMConfig r =
+      parse({"--md-flag", "--md-temperature", "0.25", "--md-threshold", "50", "--md-round-dims",
+             "--arch-sparse-feature-size", "16", "--arch-mlp-bot", "4-16", "--arch-embedding-size", "1600-100-10000"});
   EXPECT_EQ(r.table_dims(), (std::vector<int64_t>{8, 16, 4}));  // 10000 rows: 50.6 / 10 = 5.06 -> 5 -> 2^2
 }
 
@@ -457,7 +529,8 @@ TEST(DLRMConfig, BadTableTrickFlagsNameTheFlag) {
   EXPECT_THAT(parse_error({"--qr-collisions", "0"}), HasSubstr("--qr-collisions"));
   EXPECT_THAT(parse_error({"--qr-threshold", "-1"}), HasSubstr("--qr-threshold"));
   EXPECT_THAT(parse_error({"--md-threshold", "x"}), HasSubstr("--md-threshold"));
-  EXPECT_THAT(parse_error({"--md-flag", "--md-temperature", "-1"}), HasSubstr("--md-temperature: must be a non-negative"));
+  EXPECT_THAT(parse_error({"--md-flag", "--md-temperature", "-1"}),
+              HasSubstr("--md-temperature: must be a non-negative"));
   EXPECT_THAT(parse_error({"--md-temperature", "warm"}), HasSubstr("--md-temperature"));
   EXPECT_THAT(parse_error({"--qr-flag", "--md-flag"}), HasSubstr("--qr-flag and --md-flag: choose one"));
   EXPECT_THAT(parse_error({"--qr-flag", "--weighted-pooling", "learned"}),

@@ -31,11 +31,30 @@ namespace {
 
 // Skewed batches with repeats over 3 tables of 4096 rows × 16 f32 (768 KiB): 3x a 256K budget.
 DLRMConfig config(const std::vector<std::string>& extra) {
-  std::vector<std::string> args = {"--arch-sparse-feature-size", "16", "--arch-mlp-bot", "5-16",
-                                   "--arch-embedding-size", "4096-4096-4096", "--arch-mlp-top", "8-1",
-                                   "--mini-batch-size", "64", "--num-batches", "8", "--data-generation", "zipf",
-                                   "--zipf-alpha", "1.1", "--num-indices-per-lookup", "8", "--learning-rate", "0.05",
-                                   "--slow-tier-model", "off", "--fast-budget", "2M"};
+  std::vector<std::string> args = {"--arch-sparse-feature-size",
+                                   "16",
+                                   "--arch-mlp-bot",
+                                   "5-16",
+                                   "--arch-embedding-size",
+                                   "4096-4096-4096",
+                                   "--arch-mlp-top",
+                                   "8-1",
+                                   "--mini-batch-size",
+                                   "64",
+                                   "--num-batches",
+                                   "8",
+                                   "--data-generation",
+                                   "zipf",
+                                   "--zipf-alpha",
+                                   "1.1",
+                                   "--num-indices-per-lookup",
+                                   "8",
+                                   "--learning-rate",
+                                   "0.05",
+                                   "--slow-tier-model",
+                                   "off",
+                                   "--fast-budget",
+                                   "2M"};
   args.insert(args.end(), extra.begin(), extra.end());
   return parse_dlrm_args(args);
 }
@@ -43,9 +62,8 @@ DLRMConfig config(const std::vector<std::string>& extra) {
 class DLRMResume : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("strata_dlrm_resume_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = std::filesystem::temp_directory_path() / ("strata_dlrm_resume_" + std::to_string(::getpid()) + "_" +
+                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
   }
@@ -161,8 +179,14 @@ TEST_F(DLRMResume, ElementwiseAdagradResumesExactly) {
 }
 
 TEST_F(DLRMResume, TrainStateRoundTripsExactly) {
-  DLRMTrainState s{.epoch = 2, .iter = 17, .nbatches = 40, .total_loss = 0.1 + 0.2, .total_iter = 5,
-                   .total_samp = 320, .best_acc_test = 1.0 / 3.0, .best_auc_test = 0.7853981633974483};
+  DLRMTrainState s{.epoch = 2,
+                   .iter = 17,
+                   .nbatches = 40,
+                   .total_loss = 0.1 + 0.2,
+                   .total_iter = 5,
+                   .total_samp = 320,
+                   .best_acc_test = 1.0 / 3.0,
+                   .best_auc_test = 0.7853981633974483};
   const DLRMConfig c = config({});
   TieredDLRM m(c);
   const std::string path = file("state.ckpt");
@@ -186,8 +210,9 @@ TEST_F(DLRMResume, TrainStateRoundTripsExactly) {
   EXPECT_FALSE(DLRMTrainState::from_metadata(m.load(path), path).has_value());
   CheckpointMetadata bad = s.to_metadata();
   bad[1].second = "seventeen";
-  EXPECT_THAT(error_of([&] { DLRMTrainState::from_metadata(bad, path); }),
-              AllOf(HasSubstr(path), HasSubstr("the train state's iter is 'seventeen', expected a non-negative integer")));
+  EXPECT_THAT(
+      error_of([&] { DLRMTrainState::from_metadata(bad, path); }),
+      AllOf(HasSubstr(path), HasSubstr("the train state's iter is 'seventeen', expected a non-negative integer")));
   bad = s.to_metadata();
   bad[3].second = "0.3x";
   EXPECT_THAT(error_of([&] { DLRMTrainState::from_metadata(bad, path); }),
@@ -233,23 +258,27 @@ TEST_F(DLRMResume, ABadSectionLeavesTheModelBitwiseUnchanged) {
     std::string error;
   };
   const std::vector<Case> cases = {
-      {"misshapen dense optimizer state", [](Checkpoint& ck) { set_entry(ck.optimizer, "dense.state.0.sum", zeros({3})); },
+      {"misshapen dense optimizer state",
+       [](Checkpoint& ck) { set_entry(ck.optimizer, "dense.state.0.sum", zeros({3})); },
        "the dense optimizer's state ('dense.*'): Adagrad load_state_dict: key 'state.0.sum' has shape [3]"},
       {"missing dense optimizer state", [](Checkpoint& ck) { erase_entry(ck.optimizer, "dense.state.2.sum"); },
        "missing key 'state.2.sum'"},
-      {"bad dense optimizer option", [](Checkpoint& ck) { set_entry(ck.optimizer, "dense.param_groups.0.lr", full({}, -1.0)); },
+      {"bad dense optimizer option",
+       [](Checkpoint& ck) { set_entry(ck.optimizer, "dense.param_groups.0.lr", full({}, -1.0)); },
        "Invalid learning rate"},
       {"misshapen sparse state", [](Checkpoint& ck) { set_entry(ck.optimizer, "sparse.1.sum", zeros({4095})); },
        "sparse.1.sum is f32 [4095], expected f32 [4096]"},
       {"missing table", [](Checkpoint& ck) { erase_entry(ck.model, "emb_l.2.weight"); },
        "the checkpoint lacks the entry 'emb_l.2.weight'"},
-      {"table of another dtype", [](Checkpoint& ck) { set_entry(ck.model, "emb_l.0.weight", zeros({4096, 16}, {DType::f64})); },
+      {"table of another dtype",
+       [](Checkpoint& ck) { set_entry(ck.model, "emb_l.0.weight", zeros({4096, 16}, {DType::f64})); },
        "emb_l.0.weight is f64 [4096, 16], expected f32 [4096, 16]"},
       {"misshapen dense parameter", [](Checkpoint& ck) { set_entry(ck.model, "top_l.0.weight", zeros({8, 3})); },
        "size mismatch for top_l.0.weight"},
       {"unexpected optimizer entry", [](Checkpoint& ck) { ck.optimizer.emplace_back("sparse.9.sum", zeros({1})); },
        "unexpected optimizer entry 'sparse.9.sum'"},
-      {"malformed step count", [](Checkpoint& ck) {
+      {"malformed step count",
+       [](Checkpoint& ck) {
          for (auto& [k, v] : ck.metadata)
            if (k == "steps") v = "3 steps";
        },
@@ -285,7 +314,8 @@ TEST_F(DLRMResume, TruncatedAndFlippedFilesAreRefusedNamingThePath) {
   for (std::size_t cut : {std::size_t{0}, std::size_t{5}, std::size_t{31}, std::size_t{32}, std::size_t{300},
                           bytes.size() / 3, bytes.size() - 4}) {
     write(bytes.substr(0, cut));
-    EXPECT_THAT(error_of([&] { m.load(bad); }), AllOf(HasSubstr("load_checkpoint('" + bad + "')"), HasSubstr("truncated")))
+    EXPECT_THAT(error_of([&] { m.load(bad); }),
+                AllOf(HasSubstr("load_checkpoint('" + bad + "')"), HasSubstr("truncated")))
         << "cut at " << cut;
   }
   for (std::size_t at : {std::size_t{0}, std::size_t{9}, std::size_t{17}, std::size_t{25}, std::size_t{40},

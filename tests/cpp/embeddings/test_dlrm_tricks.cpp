@@ -9,15 +9,13 @@
 #include <unistd.h>
 
 #include <cmath>
-#include <filesystem>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <random>
 #include <string>
 #include <vector>
 
-#include "tests/cpp/bitwise.h"
-#include "tests/cpp/error_text.h"
 #include "autograd/grad_mode.h"
 #include "core/factories.h"
 #include "core/pin_set.h"
@@ -28,6 +26,8 @@
 #include "memory/heap.h"
 #include "ops/binary.h"
 #include "ops/reduction.h"
+#include "tests/cpp/bitwise.h"
+#include "tests/cpp/error_text.h"
 
 using namespace strata;
 using namespace strata::emb;
@@ -132,7 +132,7 @@ TEST(EmbeddingStage, NoGraphWithoutGradModeAndNoStaleBackward) {
   Tensor loss = sum(first[0]);
   stage.forward(bags);  // another forward: the first graph's bags are gone
   EXPECT_THAT(message_of([&] { loss.backward(); }), HasSubstr("EmbeddingStageBackward: the embedding stage ran another "
-                                                             "forward since this graph was recorded"));
+                                                              "forward since this graph was recorded"));
 }
 
 TEST(EmbeddingStage, EveryTableIsValidatedBeforeAnyRowIsRead) {
@@ -149,9 +149,22 @@ TEST(EmbeddingStage, EveryTableIsValidatedBeforeAnyRowIsRead) {
 namespace {
 
 DLRMConfig tiny(std::vector<std::string> extra) {
-  std::vector<std::string> args = {"--arch-sparse-feature-size", "3", "--arch-embedding-size", "11-6-9",
-                                   "--arch-mlp-bot", "4-5-3", "--arch-mlp-top", "4-1", "--fast-budget", "1M",
-                                   "--slow-tier-model", "off", "--learning-rate", "1", "--numpy-rand-seed", "3"};
+  std::vector<std::string> args = {"--arch-sparse-feature-size",
+                                   "3",
+                                   "--arch-embedding-size",
+                                   "11-6-9",
+                                   "--arch-mlp-bot",
+                                   "4-5-3",
+                                   "--arch-mlp-top",
+                                   "4-1",
+                                   "--fast-budget",
+                                   "1M",
+                                   "--slow-tier-model",
+                                   "off",
+                                   "--learning-rate",
+                                   "1",
+                                   "--numpy-rand-seed",
+                                   "3"};
   args.insert(args.end(), extra.begin(), extra.end());
   return parse_dlrm_args(args);
 }
@@ -378,7 +391,8 @@ TEST(DLRMTricks, CheckpointsResumeBitwiseWithEveryKind) {
       EXPECT_EQ(a.train_step(batch.dense, batch.bags(), batch.targets),
                 b.train_step(batch.dense, batch.bags(), batch.targets));
     for (int64_t p = 0; p < a.num_stored_tables(); ++p)
-      EXPECT_TRUE(bitwise_equal(table_values(a.stored_table(p)), table_values(b.stored_table(p)))) << a.stored_table_key(p);
+      EXPECT_TRUE(bitwise_equal(table_values(a.stored_table(p)), table_values(b.stored_table(p))))
+          << a.stored_table_key(p);
     const StateDict sa = a.state_dict(), sb = b.state_dict();
     ASSERT_EQ(sa.size(), sb.size());
     for (std::size_t i = 0; i < sa.size(); ++i) {

@@ -8,9 +8,9 @@
 #include <limits>
 #include <vector>
 
-#include "tests/cpp/error_text.h"
 #include "core/error.h"
 #include "embeddings/hit_rate.h"
+#include "tests/cpp/error_text.h"
 
 using namespace strata;
 using namespace strata::emb;
@@ -68,7 +68,7 @@ TEST(HitRate, EmpiricalOptimumOfATrace) {
   EXPECT_DOUBLE_EQ(empirical_static_optimum(trace, 5, 2), 6.0 / 8.0);
   EXPECT_DOUBLE_EQ(empirical_static_optimum(trace, 5, 3), 7.0 / 8.0);
   EXPECT_DOUBLE_EQ(empirical_static_optimum(trace, 5, 99), 1.0);
-  EXPECT_EQ(hottest_rows(trace, 5, 3), (std::vector<int64_t>{3, 1, 0}));  // tie 0/2: lower row first
+  EXPECT_EQ(hottest_rows(trace, 5, 3), (std::vector<int64_t>{3, 1, 0}));      // tie 0/2: lower row first
   EXPECT_EQ(hottest_rows(trace, 5, 10), (std::vector<int64_t>{3, 1, 0, 2}));  // row 4 never accessed
   EXPECT_EQ(access_counts(trace, 5), (std::vector<uint64_t>{1, 2, 1, 4, 0}));
   EXPECT_DOUBLE_EQ(empirical_static_optimum({}, 5, 2), 0.0);

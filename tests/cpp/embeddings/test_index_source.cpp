@@ -12,9 +12,9 @@
 #include <set>
 #include <vector>
 
-#include "tests/cpp/error_text.h"
 #include "core/error.h"
 #include "embeddings/index_source.h"
+#include "tests/cpp/error_text.h"
 
 using namespace strata;
 using namespace strata::emb;
@@ -143,10 +143,10 @@ TEST(RandomSource, UniformReplaysTheReferenceBatchForBatch) {
   ASSERT_TRUE(src.next(b));
   expect_well_formed(b, src.rows());
   EXPECT_EQ(b.batch, 3);
-  EXPECT_THAT(b.dense, ElementsAre(0.6964691877365112f, 0.2861393392086029f, 0.2268514484167099f,
-                                   0.5513147711753845f, 0.7194689512252808f, 0.42310646176338196f,
-                                   0.9807642102241516f, 0.6848297119140625f, 0.4809319078922272f,
-                                   0.39211753010749817f, 0.34317800402641296f, 0.7290496826171875f));
+  EXPECT_THAT(b.dense,
+              ElementsAre(0.6964691877365112f, 0.2861393392086029f, 0.2268514484167099f, 0.5513147711753845f,
+                          0.7194689512252808f, 0.42310646176338196f, 0.9807642102241516f, 0.6848297119140625f,
+                          0.4809319078922272f, 0.39211753010749817f, 0.34317800402641296f, 0.7290496826171875f));
   EXPECT_EQ(b.tables[0].offsets, vec({0, 2, 4, 6}));
   EXPECT_EQ(b.tables[0].indices, vec({0, 1, 1, 2, 2, 3}));
   EXPECT_EQ(b.tables[1].offsets, vec({0, 1, 2, 3}));
@@ -168,7 +168,7 @@ TEST(RandomSource, UniformReplaysTheReferenceBatchForBatch) {
 
   EXPECT_FALSE(src.next(b));
   EXPECT_EQ(b.batch, 2);  // untouched
-  src.reset();  // the reference reseeds at batch 0 of every epoch
+  src.reset();            // the reference reseeds at batch 0 of every epoch
   ASSERT_TRUE(src.next(b));
   EXPECT_EQ(b.tables[0].indices, vec({0, 1, 1, 2, 2, 3}));
   EXPECT_EQ(b.dense[0], 0.6964691877365112f);
@@ -314,8 +314,8 @@ std::vector<int64_t> naive_lru(const TraceProfile& p, int64_t length, bool paddi
   for (int64_t s = 0; s < length; ++s) {
     double u = rng.uniform();
     if (i < p.stack_distances.back()) {
-      const auto j = std::upper_bound(p.stack_distances.begin(), p.stack_distances.end(), i) -
-                     p.stack_distances.begin() - 1;
+      const auto j =
+          std::upper_bound(p.stack_distances.begin(), p.stack_distances.end(), i) - p.stack_distances.begin() - 1;
       u *= j >= 0 ? p.cumulative[static_cast<std::size_t>(j)] : p.cumulative.back();
     } else if (padding) {
       u = (1.0 - p.cumulative[0]) * u + p.cumulative[0];
@@ -467,8 +467,9 @@ TEST(SyntheticTraceSource, MissingOrMalformedFilesNameFlagTableAndFile) {
   c.rows = {5, 100, 7};
   c.trace_file = (dir.path / "dist_emb_j.log").string();
   const std::string bad = (dir.path / "dist_emb_1.log").string();
-  EXPECT_THAT(message_of([&] { SyntheticTraceSource s(c); }),
-              HasSubstr("--data-trace-file (table 1): trace file '" + bad + "' line 3, entry 2: 'nope' is not a number"));
+  EXPECT_THAT(
+      message_of([&] { SyntheticTraceSource s(c); }),
+      HasSubstr("--data-trace-file (table 1): trace file '" + bad + "' line 3, entry 2: 'nope' is not a number"));
   dir.write("dist_emb_1.log", kProfile1);
   const std::string missing = (dir.path / "dist_emb_2.log").string();
   EXPECT_THAT(message_of([&] { SyntheticTraceSource s(c); }),

@@ -34,9 +34,8 @@ Ensemble make_ensemble(memory::Heap& heap, const std::vector<std::pair<int64_t, 
                        const SparseOptimizer& opt, uint32_t seed) {
   Ensemble e;
   for (std::size_t i = 0; i < shapes.size(); ++i) {
-    e.tables.push_back(std::make_unique<SimpleTable>(shapes[i].first, shapes[i].second,
-                                                     i % 2 ? ElemType::BF16 : ElemType::F32,
-                                                     TableMemory{&heap, nullptr}));
+    e.tables.push_back(std::make_unique<SimpleTable>(
+        shapes[i].first, shapes[i].second, i % 2 ? ElemType::BF16 : ElemType::F32, TableMemory{&heap, nullptr}));
     e.dense.push_back(ref::fill_random(*e.tables.back(), seed + static_cast<uint32_t>(i)));
     e.states.push_back(std::make_unique<SparseOptimizerState>(*e.tables.back(), opt));
     e.workspaces.push_back(std::make_unique<UpdateWorkspace>());

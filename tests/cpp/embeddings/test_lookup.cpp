@@ -11,14 +11,14 @@
 #include <random>
 #include <vector>
 
-#include "tests/cpp/bitwise.h"
-#include "tests/cpp/error_text.h"
 #include "core/error.h"
 #include "core/threading.h"
-#include "embeddings/kernels.h"
 #include "embeddings/detail/kernels.h"
+#include "embeddings/kernels.h"
 #include "embeddings/reference.h"
 #include "memory/heap.h"
+#include "tests/cpp/bitwise.h"
+#include "tests/cpp/error_text.h"
 
 using namespace strata;
 using namespace strata::emb;

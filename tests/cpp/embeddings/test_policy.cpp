@@ -12,8 +12,6 @@
 #include <random>
 #include <vector>
 
-#include "tests/cpp/embeddings/heaps.h"
-#include "tests/cpp/error_text.h"
 #include "core/error.h"
 #include "embeddings/hit_rate.h"
 #include "embeddings/kernels.h"
@@ -21,6 +19,8 @@
 #include "embeddings/reference.h"
 #include "memory/heap.h"
 #include "memory/slow_tier_model.h"
+#include "tests/cpp/embeddings/heaps.h"
+#include "tests/cpp/error_text.h"
 
 using namespace strata;
 using namespace strata::emb;
@@ -76,7 +76,7 @@ struct PolicyRun {
 // A training loop's embedding phase on one thread: hooks, Forward lookups of every index, an
 // Update of every distinct row of the batch (row[0] += 1), hooks.
 PolicyRun run_policy(EmbeddingPolicy policy, const Batches& batches, int64_t n, int64_t d, double fraction,
-               const PolicyOptions& options = {}) {
+                     const PolicyOptions& options = {}) {
   Heaps h;
   auto m = make_table(policy, n, d, ElemType::F32, h.fast_mem(), h.slow_mem(), fraction, options);
   m->reset_stats();
@@ -136,8 +136,7 @@ TEST(EmbeddingPolicy, FactoryBuildsTheTableEachPolicyNeeds) {
   EXPECT_TRUE(s->table().in_slow(s->table().rowpointer(3, AccessContext::Forward)));
 
   // static: the whole cache filled with random rows at the start, dynamic caching off.
-  auto st = make_table(EmbeddingPolicy::Static, n, d, ElemType::F32, h.fast_mem(), h.slow_mem(), 0.1,
-                       {.pages = 4});
+  auto st = make_table(EmbeddingPolicy::Static, n, d, ElemType::F32, h.fast_mem(), h.slow_mem(), 0.1, {.pages = 4});
   ASSERT_NE(st->cached_table(), nullptr);
   CachedTable& ct = *st->cached_table();
   EXPECT_EQ(st->cache_rows(), 100);
@@ -278,7 +277,8 @@ TEST(EmbeddingPolicy, AutoCountsLargeBatchesExactly) {
       ++expect[static_cast<std::size_t>(r)];
       ++in_batch[static_cast<std::size_t>(r)];
     }
-    for (int64_t r = 0; r < n; ++r) ASSERT_EQ(m->access_count(r), std::min(expect[static_cast<std::size_t>(r)], 255)) << r;
+    for (int64_t r = 0; r < n; ++r)
+      ASSERT_EQ(m->access_count(r), std::min(expect[static_cast<std::size_t>(r)], 255)) << r;
     // A repeating row that is not cached is cached by its first lookup (while there is room).
     CachedTable& t = *m->cached_table();
     int64_t admitted = 0, refused = 0;
@@ -334,11 +334,12 @@ TEST(EmbeddingPolicy, AutoHitRateIsAtLeastTheBestOfTheOthers) {
     for (const auto& b : in.batches) all.insert(all.end(), b.begin(), b.end());
     const double optimum = empirical_static_optimum(all, n, aut.stats.cache_rows);
     const double best = std::max({simple.hit_rate, stat.hit_rate, dyn.hit_rate});
-    std::printf("[ %s ] hit rates: simple %.4f static %.4f dynamic %.4f auto %.4f (static optimum with hindsight "
-                "%.4f); auto swapped in %llu batches, evicted %llu rows\n",
-                in.name, simple.hit_rate, stat.hit_rate, dyn.hit_rate, aut.hit_rate, optimum,
-                static_cast<unsigned long long>(aut.stats.swap_batches),
-                static_cast<unsigned long long>(aut.stats.rows_evicted));
+    std::printf(
+        "[ %s ] hit rates: simple %.4f static %.4f dynamic %.4f auto %.4f (static optimum with hindsight "
+        "%.4f); auto swapped in %llu batches, evicted %llu rows\n",
+        in.name, simple.hit_rate, stat.hit_rate, dyn.hit_rate, aut.hit_rate, optimum,
+        static_cast<unsigned long long>(aut.stats.swap_batches),
+        static_cast<unsigned long long>(aut.stats.rows_evicted));
     EXPECT_EQ(simple.hit_rate, 0.0);
     EXPECT_GE(aut.hit_rate, best) << in.name;
     if (std::string(in.name) == "uniform") {
@@ -348,7 +349,7 @@ TEST(EmbeddingPolicy, AutoHitRateIsAtLeastTheBestOfTheOthers) {
     } else {
       EXPECT_TRUE(aut.stats.skewed);
       EXPECT_GT(aut.hit_rate, dyn.hit_rate + 0.03);  // frequency beats FIFO pages
-      EXPECT_GT(aut.hit_rate, optimum - 0.06);      // including the warm-up from a random fill
+      EXPECT_GT(aut.hit_rate, optimum - 0.06);       // including the warm-up from a random fill
     }
   }
 }
@@ -361,7 +362,8 @@ TEST(EmbeddingPolicy, AutoDoesNotEvictForRepeatsWhenWritesAreDearer) {
   const Batches batches = uniform_batches(n, 60, 2048, 11);
   struct DearWrites {
     memory::DramHeap fast{std::size_t{4} << 20};
-    memory::PmHeap slow{{.capacity = std::size_t{8} << 20, .dir = std::filesystem::temp_directory_path().string(),
+    memory::PmHeap slow{{.capacity = std::size_t{8} << 20,
+                         .dir = std::filesystem::temp_directory_path().string(),
                          .backend = memory::PmBackend::Mmap}};
     memory::SlowTierThrottle throttle{memory::SlowTierModel::custom(1000.0, 500.0, 0.0)};
   } h;
@@ -416,7 +418,8 @@ TEST(EmbeddingPolicy, KernelsOnEveryPolicyMatchTheReferenceExactly) {
   const Mode modes[] = {{Pooling::Sum, false, SparseOptimizer::Kind::SGD},
                         {Pooling::Mean, false, SparseOptimizer::Kind::RowWiseAdagrad},
                         {Pooling::Sum, true, SparseOptimizer::Kind::RowWiseAdagrad}};
-  for (auto policy : {EmbeddingPolicy::Simple, EmbeddingPolicy::Static, EmbeddingPolicy::Dynamic, EmbeddingPolicy::Auto}) {
+  for (auto policy :
+       {EmbeddingPolicy::Simple, EmbeddingPolicy::Static, EmbeddingPolicy::Dynamic, EmbeddingPolicy::Auto}) {
     for (ElemType type : {ElemType::F32, ElemType::BF16}) {
       for (int64_t d : {16, 5}) {
         for (const Mode& mode : modes) {

@@ -5,10 +5,10 @@
 #include <filesystem>
 #include <vector>
 
-#include "tests/cpp/error_text.h"
 #include "core/error.h"
 #include "embeddings/table.h"
 #include "memory/heap.h"
+#include "tests/cpp/error_text.h"
 
 using namespace strata;
 using namespace strata::emb;
@@ -91,7 +91,8 @@ TEST(SimpleTable, BadInputGetsClearErrors) {
   SimpleTable t(4, 4, ElemType::F32, {&heap, nullptr});
   t.set_name("table 3");
   std::vector<float> row(4);
-  EXPECT_THAT(message_of([&] { t.read_row(4, row.data()); }), HasSubstr("embedding table 3: row 4 is out of range [0, 4)"));
+  EXPECT_THAT(message_of([&] { t.read_row(4, row.data()); }),
+              HasSubstr("embedding table 3: row 4 is out of range [0, 4)"));
   EXPECT_THAT(message_of([&] { t.write_row(-1, row.data()); }), HasSubstr("row -1 is out of range"));
   EXPECT_THAT(message_of([] { parse_elem_type("f16"); }), HasSubstr("'f16' is not supported; expected f32 or bf16"));
   EXPECT_EQ(parse_elem_type("bfloat16"), ElemType::BF16);

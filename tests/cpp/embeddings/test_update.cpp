@@ -15,17 +15,17 @@
 #include <set>
 #include <vector>
 
-#include "tests/cpp/bitwise.h"
-#include "tests/cpp/error_text.h"
 #include "core/error.h"
 #include "core/factories.h"
 #include "core/tensor.h"
-#include "embeddings/kernels.h"
 #include "embeddings/detail/kernels.h"
+#include "embeddings/kernels.h"
 #include "embeddings/reference.h"
 #include "memory/heap.h"
 #include "models/optim/adagrad.h"
 #include "models/optim/rowwise_adagrad.h"
+#include "tests/cpp/bitwise.h"
+#include "tests/cpp/error_text.h"
 
 using namespace strata;
 using namespace strata::emb;
@@ -97,8 +97,8 @@ const SparseOptimizer kElementwise{SparseOptimizer::Kind::Adagrad, 0.1f, 1e-8f, 
 
 /// `steps` updates of `t` and of the reference with fresh random bags and gradients each step;
 /// requires exact equality of the rows and accumulators after every step.
-void check_steps(Table& t, ref::DenseTable& dense, Mode mode, const SparseOptimizer& opt, uint32_t seed,
-                 int steps = 3, int64_t batch = 41, int64_t max_bag = 9, int64_t hot = 4) {
+void check_steps(Table& t, ref::DenseTable& dense, Mode mode, const SparseOptimizer& opt, uint32_t seed, int steps = 3,
+                 int64_t batch = 41, int64_t max_bag = 9, int64_t hot = 4) {
   std::mt19937 rng(seed);
   SparseOptimizerState state(t, opt);
   UpdateWorkspace ws;
@@ -145,7 +145,8 @@ TEST(EmbeddingUpdate, HandComputedSgdWithDuplicatesInAndAcrossBags) {
   t.copy_from(w.data());
   update(t, bags.view(), Pooling::Mean, {const_cast<float*>(grad.data()), 2}, sgd, state, ws);
   const float third = 1.0f / 3.0f;
-  const float r1a = std::fma(third, 1.0f, std::fma(third, 1.0f, 0.0f)), r1b = std::fma(third, 2.0f, std::fma(third, 2.0f, 0.0f));
+  const float r1a = std::fma(third, 1.0f, std::fma(third, 1.0f, 0.0f)),
+              r1b = std::fma(third, 2.0f, std::fma(third, 2.0f, 0.0f));
   const float r3a = std::fma(1.0f, 10.0f, third * 1.0f), r3b = std::fma(1.0f, 20.0f, third * 2.0f);
   EXPECT_EQ(contents(t), (std::vector<float>{1, 1, std::fma(-0.5f, r1a, 2.0f), std::fma(-0.5f, r1b, 2.0f), 3, 3,
                                              std::fma(-0.5f, r3a, 4.0f), std::fma(-0.5f, r3b, 4.0f)}));
@@ -195,8 +196,8 @@ TEST(EmbeddingUpdate, RadixPassesForEveryTableSize) {
   // passes), above 2^22 rows (three passes). Big batches with many duplicates.
   memory::DramHeap heap(64 << 20);
   uint32_t seed = 70;
-  for (int64_t rows : {int64_t{1}, int64_t{2}, int64_t{2048}, int64_t{2049}, int64_t{70000}, int64_t{4194304},
-                       int64_t{4194305}}) {
+  for (int64_t rows :
+       {int64_t{1}, int64_t{2}, int64_t{2048}, int64_t{2049}, int64_t{70000}, int64_t{4194304}, int64_t{4194305}}) {
     SimpleTable t(rows, 1, ElemType::F32, {&heap, nullptr});
     ref::DenseTable dense = ref::fill_random(t, seed);
     check_steps(t, dense, Mode::Weighted, kAdagrad, seed++, 2, 3000, 30, 100);
@@ -516,8 +517,9 @@ TEST(EmbeddingUpdateErrors, OptimizerAndStateMismatches) {
   auto run = [&](const SparseOptimizer& opt, SparseOptimizerState& st) {
     return message_of([&] { update(t, bags.view(), Pooling::Sum, {grad.data(), 4}, opt, st, ws); });
   };
-  EXPECT_THAT(run(kAdagrad, sgd_state),
-              HasSubstr("embedding emb_geo: the optimizer state was built for sgd, but the update uses rowwise_adagrad"));
+  EXPECT_THAT(
+      run(kAdagrad, sgd_state),
+      HasSubstr("embedding emb_geo: the optimizer state was built for sgd, but the update uses rowwise_adagrad"));
   EXPECT_THAT(run(kAdagrad, other_state),
               HasSubstr("embedding emb_geo: the optimizer state holds 12 rows, but the table has 10"));
   SparseOptimizer bad = kSgd;
@@ -610,8 +612,7 @@ TEST(EmbeddingUpdateErrors, EnsembleChecksEveryEntryFirst) {
   EXPECT_THAT(run(), HasSubstr("update_ensemble: entries 0 and 1 share one optimizer state"));
   wss[1] = nullptr;
   EXPECT_THAT(run(), HasSubstr("update_ensemble: entry 1 has a null table, optimizer state or workspace"));
-  EXPECT_THAT(message_of([&] {
-                update_ensemble(tables, std::span(bags).first(1), Pooling::Sum, grads, kSgd, states, wss);
-              }),
-              HasSubstr("update_ensemble: got 2 tables, 1 bag sets, 2 gradients, 2 optimizer states and 2 workspaces"));
+  EXPECT_THAT(
+      message_of([&] { update_ensemble(tables, std::span(bags).first(1), Pooling::Sum, grads, kSgd, states, wss); }),
+      HasSubstr("update_ensemble: got 2 tables, 1 bag sets, 2 gradients, 2 optimizer states and 2 workspaces"));
 }

@@ -11,10 +11,10 @@
 #include <set>
 #include <vector>
 
-#include "tests/cpp/error_text.h"
 #include "core/error.h"
 #include "embeddings/index_source.h"
 #include "embeddings/zipf.h"
+#include "tests/cpp/error_text.h"
 
 using namespace strata;
 using namespace strata::emb;

@@ -94,8 +94,10 @@ bool Tmpfs::available(std::string* why) {
 std::string ChildResult::describe() const {
   std::ostringstream os;
   if (timed_out) os << "timed out; ";
-  if (exited) os << "exited with " << exit_code;
-  else os << "killed by signal " << signal << " (" << strsignal(signal) << ")";
+  if (exited)
+    os << "exited with " << exit_code;
+  else
+    os << "killed by signal " << signal << " (" << strsignal(signal) << ")";
   os << "; output:\n" << output;
   return os.str();
 }
@@ -124,7 +126,8 @@ int start_child(const std::string& name, const ChildOptions& o) {
   STRATA_CHECK(out_fd >= 0, "start_child: mkstemp failed: ", std::strerror(errno));
   std::vector<std::string> argv_s = {"/proc/self/exe", "--gtest_filter=FaultChild.Run", "--gtest_brief=1"};
   std::vector<std::string> env_s = {"STRATA_FAULT_SCENARIO=" + name};
-  for (std::size_t i = 0; i < o.args.size(); ++i) env_s.push_back("STRATA_FAULT_ARG" + std::to_string(i) + "=" + o.args[i]);
+  for (std::size_t i = 0; i < o.args.size(); ++i)
+    env_s.push_back("STRATA_FAULT_ARG" + std::to_string(i) + "=" + o.args[i]);
   for (const auto& [k, v] : o.env) env_s.push_back(k + "=" + v);
   for (char** e = environ; *e != nullptr; ++e) {
     if (std::strncmp(*e, "STRATA_FAULT_", 13) != 0) env_s.emplace_back(*e);
@@ -142,7 +145,7 @@ int start_child(const std::string& name, const ChildOptions& o) {
     dup2(out_fd, STDOUT_FILENO);
     dup2(out_fd, STDERR_FILENO);
     if (o.address_space_limit > 0) {
-      struct rlimit lim {static_cast<rlim_t>(o.address_space_limit), static_cast<rlim_t>(o.address_space_limit)};
+      struct rlimit lim{static_cast<rlim_t>(o.address_space_limit), static_cast<rlim_t>(o.address_space_limit)};
       setrlimit(RLIMIT_AS, &lim);
     }
     execve(exe.c_str(), argv.data(), envp.data());

@@ -41,9 +41,9 @@ class Tmpfs {
 };
 
 /// Skips the test unless a tmpfs can be mounted.
-#define STRATA_REQUIRE_TMPFS()                                   \
-  do {                                                           \
-    std::string why_;                                            \
+#define STRATA_REQUIRE_TMPFS()                                           \
+  do {                                                                   \
+    std::string why_;                                                    \
     if (!::strata::fault::Tmpfs::available(&why_)) GTEST_SKIP() << why_; \
   } while (0)
 
@@ -70,7 +70,7 @@ bool register_scenario(const std::string& name, Scenario scenario);
 struct ChildOptions {
   std::vector<std::string> args;
   double timeout_s = 120;
-  long address_space_limit = 0;  // RLIMIT_AS in bytes for the child; 0: none
+  long address_space_limit = 0;                          // RLIMIT_AS in bytes for the child; 0: none
   std::vector<std::pair<std::string, std::string>> env;  // set in the child
 };
 

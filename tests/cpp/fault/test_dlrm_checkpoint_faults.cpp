@@ -63,10 +63,28 @@ std::vector<std::string> temporaries(const std::string& dir, const std::string& 
 // 4 tables of 32768 rows x 64 f32 (32 MiB) behind an 8 MiB fast budget: cached tables, and a save
 // that takes long enough to be killed in the middle.
 std::vector<std::string> job(const std::string& seed) {
-  return {"--arch-embedding-size", "32768-32768-32768-32768", "--arch-sparse-feature-size", "64", "--arch-mlp-bot",
-          "13-64", "--arch-mlp-top", "64-1", "--fast-budget", "8M", "--mini-batch-size", "64", "--num-batches", "4",
-          "--optimizer", "rwsadagrad", "--slow-tier-model", "off", "--slow-dir", ::testing::TempDir(),
-          "--numpy-rand-seed", seed};
+  return {"--arch-embedding-size",
+          "32768-32768-32768-32768",
+          "--arch-sparse-feature-size",
+          "64",
+          "--arch-mlp-bot",
+          "13-64",
+          "--arch-mlp-top",
+          "64-1",
+          "--fast-budget",
+          "8M",
+          "--mini-batch-size",
+          "64",
+          "--num-batches",
+          "4",
+          "--optimizer",
+          "rwsadagrad",
+          "--slow-tier-model",
+          "off",
+          "--slow-dir",
+          ::testing::TempDir(),
+          "--numpy-rand-seed",
+          seed};
 }
 
 // Saves the untrained model of job(seed) to a path again and again until killed.
@@ -132,15 +150,16 @@ TEST(DlrmCheckpointFaults, SavingOntoAFullDiskFailsAndKeepsThePreviousCheckpoint
   // 3 tables of 16384 rows x 16 f32 (3 MiB) in DRAM: one checkpoint fits the disk, two do not.
   const emb::DLRMConfig c = emb::parse_dlrm_args(
       {"--arch-embedding-size", "16384-16384-16384", "--arch-sparse-feature-size", "16", "--arch-mlp-bot", "13-16",
-       "--arch-mlp-top", "16-1", "--fast-budget", "16M", "--mini-batch-size", "64", "--num-batches", "4",
-       "--optimizer", "rwsadagrad", "--slow-tier-model", "off"});
+       "--arch-mlp-top", "16-1", "--fast-budget", "16M", "--mini-batch-size", "64", "--num-batches", "4", "--optimizer",
+       "rwsadagrad", "--slow-tier-model", "off"});
   emb::TieredDLRM m(c);
   train_steps(m, c, 1);
   m.save(path);
   const auto first = parameters(m);
   train_steps(m, c, 2);
   EXPECT_THAT(testing_util::error_of([&] { m.save(path); }),
-              AllOf(HasSubstr(path), HasSubstr("No space left on device"), HasSubstr("the previous file, if any, is untouched")));
+              AllOf(HasSubstr(path), HasSubstr("No space left on device"),
+                    HasSubstr("the previous file, if any, is untouched")));
   int files = 0;
   for (const auto& e : std::filesystem::directory_iterator(fs.path())) files += e.is_regular_file();
   EXPECT_EQ(files, 1);  // no temporary left to fill the disk further

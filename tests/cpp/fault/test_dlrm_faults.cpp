@@ -38,9 +38,24 @@ const bool kTrain = register_scenario("dlrm-train", [](const std::vector<std::st
 
 // 8 tables of 20000 rows x 64 floats: 41 MiB of rows, behind a 4 MiB fast budget.
 std::vector<std::string> job(const std::string& slow_dir) {
-  return {"--arch-embedding-size", "20000-20000-20000-20000-20000-20000-20000-20000", "--arch-sparse-feature-size", "64",
-          "--arch-mlp-bot", "13-64", "--arch-mlp-top", "64-1", "--fast-budget", "4M", "--slow-dir", slow_dir,
-          "--mini-batch-size", "64", "--num-batches", "4", "--slow-tier-model", "off"};
+  return {"--arch-embedding-size",
+          "20000-20000-20000-20000-20000-20000-20000-20000",
+          "--arch-sparse-feature-size",
+          "64",
+          "--arch-mlp-bot",
+          "13-64",
+          "--arch-mlp-top",
+          "64-1",
+          "--fast-budget",
+          "4M",
+          "--slow-dir",
+          slow_dir,
+          "--mini-batch-size",
+          "64",
+          "--num-batches",
+          "4",
+          "--slow-tier-model",
+          "off"};
 }
 
 TEST(DlrmFaults, AFullSlowDirIsAnErrorNamingTheFlag) {

@@ -3,9 +3,9 @@
 // one, a fault nobody guarded, and an address-space limit. Each must end in a strata::Error that
 // names the directory and the bytes (or in success), never in SIGBUS.
 
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -17,13 +17,13 @@
 #include "core/allocator.h"
 #include "core/factories.h"
 #include "core/pin_set.h"
-#include "tests/cpp/error_text.h"
 #include "fault_env.h"
 #include "memory/detail/fault_guard.h"
 #include "memory/heap.h"
 #include "memory/tiered_memory.h"
 #include "ops/linalg.h"
 #include "ops/reduction.h"
+#include "tests/cpp/error_text.h"
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
@@ -78,7 +78,8 @@ TEST(SlowTierFaults, FullBeforeStartFailsAtCreationNamingTheDirectory) {
   STRATA_REQUIRE_TMPFS();
   Tmpfs fs(8 * kMiB);
   fs.fill("ballast", kMiB);
-  const std::string msg = testing_util::message_of([&] { memory::TieredMemory mem(small_tiers(fs.path(), 2 * kMiB, 64 * kMiB)); });
+  const std::string msg =
+      testing_util::message_of([&] { memory::TieredMemory mem(small_tiers(fs.path(), 2 * kMiB, 64 * kMiB)); });
   EXPECT_THAT(msg, AllOf(HasSubstr(fs.path()), HasSubstr("No space left on device"), HasSubstr("free there"),
                          HasSubstr("cannot reserve 2.0 MiB")));
 }

@@ -32,7 +32,8 @@ void Mutator::mutate_once(std::string& s, const std::string& other, std::string&
       history += " truncate";
       break;
     case 1:  // flip bits
-      for (std::size_t n = 1 + below(4); n > 0 && !s.empty(); --n) s[below(s.size())] ^= static_cast<char>(1u << below(8));
+      for (std::size_t n = 1 + below(4); n > 0 && !s.empty(); --n)
+        s[below(s.size())] ^= static_cast<char>(1u << below(8));
       history += " flip";
       break;
     case 2:  // a boundary byte
@@ -76,10 +77,9 @@ std::string Mutator::mutate(const std::string& input, const std::string& other, 
 ScratchDir::ScratchDir() {
   static std::atomic<int> counter{0};
   // Memory-backed when the machine has it: thousands of small files per reader.
-  const std::filesystem::path base =
-      std::filesystem::is_directory("/dev/shm") ? std::filesystem::path("/dev/shm") : std::filesystem::temp_directory_path();
-  path = base /
-         ("strata_fuzz_" + std::to_string(::getpid()) + "_" + std::to_string(counter.fetch_add(1)));
+  const std::filesystem::path base = std::filesystem::is_directory("/dev/shm") ? std::filesystem::path("/dev/shm")
+                                                                               : std::filesystem::temp_directory_path();
+  path = base / ("strata_fuzz_" + std::to_string(::getpid()) + "_" + std::to_string(counter.fetch_add(1)));
   std::filesystem::create_directories(path);
 }
 
@@ -106,8 +106,7 @@ int fuzz_reader(const std::vector<std::string>& seeds, const Reader& reader, con
       ++accepted;
     } catch (const Error& e) {
       const std::string what = e.what();
-      if (what.find(options.file_name) == std::string::npos)
-        problem = "the error does not name the file: " + what;
+      if (what.find(options.file_name) == std::string::npos) problem = "the error does not name the file: " + what;
     } catch (const std::bad_alloc&) {
       problem = "std::bad_alloc (a size from the input was trusted)";
     } catch (const std::exception& e) {
@@ -117,8 +116,8 @@ int fuzz_reader(const std::vector<std::string>& seeds, const Reader& reader, con
     ++failures;
     ADD_FAILURE() << "case " << i << " (seed " << options.seed << ", mutations:" << history << ", " << input.size()
                   << " bytes): " << problem;
-    if (std::getenv("STRATA_FUZZ_KEEP") != nullptr) write_file(std::filesystem::temp_directory_path() /
-                                                                   ("strata_fuzz_case_" + std::to_string(i)), input);
+    if (std::getenv("STRATA_FUZZ_KEEP") != nullptr)
+      write_file(std::filesystem::temp_directory_path() / ("strata_fuzz_case_" + std::to_string(i)), input);
   }
   return accepted;
 }

@@ -58,24 +58,22 @@ std::vector<std::string> tsv_seeds() {
 void drain(IndexSource& source) {
   Batch b;
   for (int epoch = 0; epoch < 2; ++epoch) {
-    while (source.next(b)) {
-    }
+    while (source.next(b)) {}
     source.reset();
   }
 }
 
 TEST(ReaderFuzz, CriteoTsv) {
-  const int accepted = fuzz_reader(
-      tsv_seeds(),
-      [](const std::string& path) {
-        CriteoConfig c;
-        c.path = path;
-        c.rows.assign(kCriteoSparse, 1000);
-        c.batch_size = 4;
-        CriteoTsvSource source(c);
-        drain(source);
-      },
-      {.cases = 2000, .seed = 11, .file_name = "train.txt"});
+  const int accepted = fuzz_reader(tsv_seeds(),
+                                   [](const std::string& path) {
+                                     CriteoConfig c;
+                                     c.path = path;
+                                     c.rows.assign(kCriteoSparse, 1000);
+                                     c.batch_size = 4;
+                                     CriteoTsvSource source(c);
+                                     drain(source);
+                                   },
+                                   {.cases = 2000, .seed = 11, .file_name = "train.txt"});
   EXPECT_GT(accepted, 30);  // some mutants stay valid text, so the readers' later stages are reached
 }
 
@@ -93,37 +91,36 @@ TEST(ReaderFuzz, CriteoBinary) {
     CriteoBinarySource::write(path, records);
     seeds.push_back(read_bytes(path));
   }
-  const int accepted = fuzz_reader(
-      seeds,
-      [](const std::string& path) {
-        CriteoConfig c;
-        c.path = path;
-        c.rows.assign(kCriteoSparse, 1000);
-        c.batch_size = 3;
-        c.wrap = false;
-        CriteoBinarySource source(c);
-        drain(source);
-      },
-      {.cases = 2000, .seed = 12, .file_name = "train_data.bin"});
+  const int accepted = fuzz_reader(seeds,
+                                   [](const std::string& path) {
+                                     CriteoConfig c;
+                                     c.path = path;
+                                     c.rows.assign(kCriteoSparse, 1000);
+                                     c.batch_size = 3;
+                                     c.wrap = false;
+                                     CriteoBinarySource source(c);
+                                     drain(source);
+                                   },
+                                   {.cases = 2000, .seed = 12, .file_name = "train_data.bin"});
   EXPECT_GT(accepted, 50);
 }
 
 TEST(ReaderFuzz, SyntheticTraceFiles) {
   const std::vector<std::string> seeds = {"1, 2, 3, 4, 5, 6\n0, 1, 3, 4, 5\n0.55, 0.64, 0.82, 0.91, 1.0\n",
                                           "7, 9\n0, 1\n0.5, 1.0\n", "3\n0\n1.0"};
-  const int accepted = fuzz_reader(
-      seeds,
-      [](const std::string& path) {
-        SyntheticConfig c;
-        c.rows = {100};
-        c.batch_size = 4;
-        c.num_batches = 2;
-        c.num_indices_per_lookup = 5;
-        c.trace_file = path.substr(0, path.size() - std::string("0.log").size()) + "{j}.log";
-        SyntheticTraceSource source(c);
-        drain(source);
-      },
-      {.cases = 2000, .seed = 13, .file_name = "dist_emb_0.log"});
+  const int accepted = fuzz_reader(seeds,
+                                   [](const std::string& path) {
+                                     SyntheticConfig c;
+                                     c.rows = {100};
+                                     c.batch_size = 4;
+                                     c.num_batches = 2;
+                                     c.num_indices_per_lookup = 5;
+                                     c.trace_file =
+                                         path.substr(0, path.size() - std::string("0.log").size()) + "{j}.log";
+                                     SyntheticTraceSource source(c);
+                                     drain(source);
+                                   },
+                                   {.cases = 2000, .seed = 13, .file_name = "dist_emb_0.log"});
   EXPECT_GT(accepted, 50);
 }
 
@@ -175,36 +172,34 @@ TEST(ReaderFuzz, NpzFiles) {
 TEST(ReaderFuzz, ProcessedCriteoFiles) {
   ProcessedSeeds seeds;
   for (bool memory_map : {false, true}) {
-    fuzz_reader(
-        seeds.processed,
-        [&](const std::string& path) {
-          const auto data = CriteoData::load(path, seeds.day_count, 7, memory_map);
-          std::vector<int64_t> order(static_cast<std::size_t>(data->rows()));
-          std::iota(order.begin(), order.end(), 0);
-          CriteoSourceConfig c;
-          for (int64_t n : data->counts()) c.rows.push_back(std::max<int64_t>(n, 1));
-          c.batch_size = 7;
-          if (order.empty()) return;
-          CriteoDatasetSource source(data, order, c, "fuzz");
-          drain(source);
-        },
-        {.cases = 1000, .seed = memory_map ? 17u : 18u, .file_name = "kaggleAdDisplayChallenge_processed.npz"});
+    fuzz_reader(seeds.processed,
+                [&](const std::string& path) {
+                  const auto data = CriteoData::load(path, seeds.day_count, 7, memory_map);
+                  std::vector<int64_t> order(static_cast<std::size_t>(data->rows()));
+                  std::iota(order.begin(), order.end(), 0);
+                  CriteoSourceConfig c;
+                  for (int64_t n : data->counts()) c.rows.push_back(std::max<int64_t>(n, 1));
+                  c.batch_size = 7;
+                  if (order.empty()) return;
+                  CriteoDatasetSource source(data, order, c, "fuzz");
+                  drain(source);
+                },
+                {.cases = 1000, .seed = memory_map ? 17u : 18u, .file_name = "kaggleAdDisplayChallenge_processed.npz"});
   }
 }
 
 TEST(ReaderFuzz, RawCriteoPreprocessing) {
   ScratchDir out;
-  const int accepted = fuzz_reader(
-      tsv_seeds(),
-      [&](const std::string& path) {
-        CriteoPreprocessConfig c;
-        c.raw_data_file = path;
-        c.processed_data_file = (out.path / "p.npz").string();
-        c.chunk_bytes = 97;  // several chunks even for small files
-        RandomStream rng(123);
-        preprocess_criteo(c, rng);
-      },
-      {.cases = 1500, .seed = 19, .file_name = "train.txt"});
+  const int accepted = fuzz_reader(tsv_seeds(),
+                                   [&](const std::string& path) {
+                                     CriteoPreprocessConfig c;
+                                     c.raw_data_file = path;
+                                     c.processed_data_file = (out.path / "p.npz").string();
+                                     c.chunk_bytes = 97;  // several chunks even for small files
+                                     RandomStream rng(123);
+                                     preprocess_criteo(c, rng);
+                                   },
+                                   {.cases = 1500, .seed = 19, .file_name = "train.txt"});
   EXPECT_GT(accepted, 30);
 }
 
@@ -220,9 +215,8 @@ TEST(ReaderFuzz, Checkpoints) {
     save_checkpoint(path, {{"only", zeros({2})}});
     seeds.push_back(read_bytes(path));
   }
-  fuzz_reader(
-      seeds, [](const std::string& path) { load_checkpoint(path); },
-      {.cases = 2000, .seed = 14, .file_name = "model.ckpt"});
+  fuzz_reader(seeds, [](const std::string& path) { load_checkpoint(path); },
+              {.cases = 2000, .seed = 14, .file_name = "model.ckpt"});
 }
 
 TEST(ReaderFuzz, DlrmCheckpoints) {
@@ -235,9 +229,8 @@ TEST(ReaderFuzz, DlrmCheckpoints) {
   const std::string path = (dir.path / "seed.ckpt").string();
   model.save(path, {{"epoch", "0"}, {"iter", "5"}});
   const std::vector<std::string> seeds = {read_bytes(path)};
-  fuzz_reader(
-      seeds, [&model](const std::string& p) { model.load(p); },
-      {.cases = 1000, .seed = 15, .file_name = "dlrm.ckpt"});
+  fuzz_reader(seeds, [&model](const std::string& p) { model.load(p); },
+              {.cases = 1000, .seed = 15, .file_name = "dlrm.ckpt"});
 }
 
 }  // namespace

@@ -63,8 +63,9 @@ TEST(Arena, BestFitPrefersTheSmallestHole) {
   Arena a(64 * 10, 64);
   std::vector<std::size_t> b;
   for (int i = 0; i < 10; ++i) b.push_back(*a.allocate(64, nullptr));
-  a.free(b[1]);                  // hole of 1 unit
-  a.free(b[4]); a.free(b[5]);    // hole of 2 units
+  a.free(b[1]);  // hole of 1 unit
+  a.free(b[4]);
+  a.free(b[5]);  // hole of 2 units
   EXPECT_EQ(*a.allocate(64, nullptr), b[1]);
   EXPECT_EQ(*a.allocate(128, nullptr), b[4]);
 }

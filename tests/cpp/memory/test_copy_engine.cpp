@@ -58,9 +58,7 @@ struct ThreadCountGuard {
   ~ThreadCountGuard() { set_num_threads(saved); }
 };
 
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // ---- copy_bytes: byte-exactness ------------------------------------------------------------------
 
@@ -95,9 +93,8 @@ TEST(CopyBytes, ExactForEverySmallSizeAndAlignment) {
                           std::memcmp(d + n, canary.data(), 64) == 0;
           if (!ok) {
             FAIL() << (variant < 3 ? copy_kind_name(kAllKinds[variant]) : isas[(variant - 3) / 2])
-                   << (variant >= 3 && (variant - 3) % 2 == 0 ? " streaming" : "")
-                   << " dst offset " << doff << " src offset " << soff
-                   << " n " << n;
+                   << (variant >= 3 && (variant - 3) % 2 == 0 ? " streaming" : "") << " dst offset " << doff
+                   << " src offset " << soff << " n " << n;
           }
           std::memset(d, kCanary, n);
         }
@@ -124,12 +121,11 @@ TEST(CopyBytes, EveryKernelIsExactAroundPageBlocks) {
             unsigned char* d = dst.base + doff;
             const unsigned char* s = src.base + soff;
             detail::copy_with(isa, streaming, d, s, n);
-            const bool ok = std::memcmp(d, s, n) == 0 &&
-                            std::memcmp(dst.base, canary.data(), doff) == 0 &&
+            const bool ok = std::memcmp(d, s, n) == 0 && std::memcmp(dst.base, canary.data(), doff) == 0 &&
                             std::memcmp(d + n, canary.data(), 64) == 0;
             if (!ok)
-              FAIL() << isa << (streaming ? " streaming" : " ordinary") << " n " << n
-                     << " dst offset " << doff << " src offset " << soff;
+              FAIL() << isa << (streaming ? " streaming" : " ordinary") << " n " << n << " dst offset " << doff
+                     << " src offset " << soff;
             std::memset(d, kCanary, n);
           }
         }
@@ -150,14 +146,13 @@ void check_large_copies(std::size_t n, std::initializer_list<int> thread_counts)
     for (auto [doff, soff] : offsets) {
       std::memcpy(src.base + soff, bytes.data(), n);
       for (CopyKind kind : kAllKinds) {
-        SCOPED_TRACE(::testing::Message() << "n=" << n << " threads=" << threads << " dst+" << doff
-                                          << " src+" << soff << " " << copy_kind_name(kind));
+        SCOPED_TRACE(::testing::Message() << "n=" << n << " threads=" << threads << " dst+" << doff << " src+" << soff
+                                          << " " << copy_kind_name(kind));
         std::memset(dst.base, kCanary, n + 128);
         copy_bytes(dst.base + doff, src.base + soff, n, kind);
         ASSERT_EQ(std::memcmp(dst.base + doff, bytes.data(), n), 0);
         for (std::size_t i = 0; i < doff; ++i) ASSERT_EQ(dst.base[i], kCanary) << "before, at " << i;
-        for (std::size_t i = 0; i < 64; ++i)
-          ASSERT_EQ(dst.base[doff + n + i], kCanary) << "after, at " << i;
+        for (std::size_t i = 0; i < 64; ++i) ASSERT_EQ(dst.base[doff + n + i], kCanary) << "after, at " << i;
       }
     }
   }
@@ -214,8 +209,7 @@ TEST(CopyBytes, OverlappingRangesRaise) {
 }
 
 TEST(CopyBytes, ReportsItsStoreIsa) {
-  EXPECT_THAT(std::string(detail::stream_store_isa()),
-              ::testing::AnyOf("avx512", "avx", "sse2", "none"));
+  EXPECT_THAT(std::string(detail::stream_store_isa()), ::testing::AnyOf("avx512", "avx", "sse2", "none"));
   EXPECT_EQ(detail::available_copy_isas().front(), detail::stream_store_isa());  // widest is used
   char a[8] = {}, b[8] = {};
   try {
@@ -369,8 +363,8 @@ TEST(MoverStress, ManyThreadsSubmitAndChargeConcurrently) {
       for (int j = 0; j < kJobs; ++j) {
         handles.push_back(mover.submit([&, t, j] {
           ran[t].push_back(j);
-          copy_bytes_modeled(dst[j].data(), src.data(), kBytes,
-                             j % 2 ? CopyKind::ToSlow : CopyKind::FromSlow, &throttle);
+          copy_bytes_modeled(dst[j].data(), src.data(), kBytes, j % 2 ? CopyKind::ToSlow : CopyKind::FromSlow,
+                             &throttle);
           total.fetch_add(1, std::memory_order_relaxed);
         }));
         throttle.charge_read(100 + j);  // direct slow-tier accesses from this thread
@@ -417,8 +411,7 @@ TEST(SlowTierModel, DefaultsApplyTheOptaneRatiosToTheMeasuredBandwidth) {
             "measured DRAM 22 GB/s)");
   EXPECT_EQ(SlowTierModel::off().describe(), "real device / model off");
   EXPECT_FALSE(SlowTierModel::off().enabled);
-  EXPECT_THAT(SlowTierModel::custom(3, 1, 50).describe(),
-              HasSubstr("read 3 GB/s, write 1 GB/s, latency 50 ns"));
+  EXPECT_THAT(SlowTierModel::custom(3, 1, 50).describe(), HasSubstr("read 3 GB/s, write 1 GB/s, latency 50 ns"));
 }
 
 // Note [Slow-tier model]: random rows get Table 5.3's read ratio and the write ratio of the
@@ -612,7 +605,8 @@ TEST(SlowTierThrottle, SetModelRacesWithCharges) {
       }
     });
   for (int i = 0; i < 200; ++i) {
-    while (throttle.counters().reads < static_cast<std::uint64_t>(5 * i)) std::this_thread::yield();  // charges in between
+    while (throttle.counters().reads < static_cast<std::uint64_t>(5 * i))
+      std::this_thread::yield();  // charges in between
     throttle.set_model(i % 2 == 0 ? SlowTierModel::off() : SlowTierModel::custom(500.0 + i, 400.0, 0.0));
   }
   stop = true;

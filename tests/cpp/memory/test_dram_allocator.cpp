@@ -10,7 +10,6 @@
 
 namespace strata::memory {
 
-
 TEST(DramAllocator, AlignsEveryBlockToACacheLine) {
   DramAllocator alloc;
   for (std::size_t n : {1u, 3u, 63u, 64u, 65u, 1000u, 1u << 20}) {

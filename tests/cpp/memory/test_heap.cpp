@@ -34,7 +34,8 @@ TEST(DramHeap, EnforcesItsBudget) {
 
 TEST(DramHeap, RejectsZeroAndMoreThanTheMachine) {
   EXPECT_THAT(message_of([] { DramHeap h(0); }), HasSubstr("capacity must be positive"));
-  EXPECT_THAT(message_of([] { DramHeap h(std::size_t{1} << 60); }), HasSubstr("larger than this machine's physical memory"));
+  EXPECT_THAT(message_of([] { DramHeap h(std::size_t{1} << 60); }),
+              HasSubstr("larger than this machine's physical memory"));
 }
 
 class PmHeapBackends : public ::testing::TestWithParam<PmBackend> {};
@@ -58,8 +59,8 @@ TEST_P(PmHeapBackends, AllocatesWritableMemoryInTheDirectory) {
   h.free(b);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, PmHeapBackends, ::testing::Values(PmBackend::Auto, PmBackend::Mmap, PmBackend::Memkind),
-                         [](const auto& info) {
+INSTANTIATE_TEST_SUITE_P(Backends, PmHeapBackends,
+                         ::testing::Values(PmBackend::Auto, PmBackend::Mmap, PmBackend::Memkind), [](const auto& info) {
                            switch (info.param) {
                              case PmBackend::Auto: return std::string("Auto");
                              case PmBackend::Mmap: return std::string("Mmap");
@@ -85,8 +86,7 @@ TEST(PmHeap, BadConfigurationNamesTheProblem) {
               HasSubstr("capacity must be positive"));
   EXPECT_THAT(message_of([] { PmHeap h(PmHeapOptions{1 << 20, "/no/such/dir", PmBackend::Mmap, -1}); }),
               AllOf(HasSubstr("/no/such/dir"), HasSubstr("does not exist")));
-  EXPECT_THAT(message_of([] { PmHeap h(PmHeapOptions{1 << 20, "/proc", PmBackend::Mmap, -1}); }),
-              HasSubstr("/proc"));
+  EXPECT_THAT(message_of([] { PmHeap h(PmHeapOptions{1 << 20, "/proc", PmBackend::Mmap, -1}); }), HasSubstr("/proc"));
   EXPECT_THAT(message_of([] { PmHeap h(PmHeapOptions{1 << 20, "/tmp", PmBackend::Numa, 4096}); }),
               AnyOf(HasSubstr("NUMA node 4096 does not exist"), HasSubstr("NUMA is not available"),
                     HasSubstr("no NUMA support")));
@@ -103,7 +103,8 @@ TEST(Heap, EvictfromCoalescesASpanThroughTheCallback) {
   const bool ok = h.evictfrom(
       [&](Region* r) {
         evicted.insert(r);
-        for (auto& x : rs) if (x == r) x = nullptr;
+        for (auto& x : rs)
+          if (x == r) x = nullptr;
         h.free(r);
         return true;
       },
@@ -176,7 +177,8 @@ TEST(PmHeap, GrowsOnDemandAndReservesTheFileSpace) {
   }
   EXPECT_GE(h.mapped(), 12 * kMiB);
   EXPECT_LE(h.mapped(), 32 * kMiB);  // doubling, not the whole limit
-  for (int i = 0; i < 12; ++i) EXPECT_EQ(static_cast<unsigned char*>(rs[static_cast<std::size_t>(i)]->data())[kMiB - 1], i);
+  for (int i = 0; i < 12; ++i)
+    EXPECT_EQ(static_cast<unsigned char*>(rs[static_cast<std::size_t>(i)]->data())[kMiB - 1], i);
   for (Region* r : rs) h.free(r);
 }
 
@@ -201,8 +203,8 @@ TEST(PmHeap, ReserveGrowsByExactlyTheRequestInOneSegment) {
 
 TEST(Heap, EvictfromNeverMakesASpanAcrossSegments) {
   DramHeap h(std::size_t{4} << 20, std::size_t{2} << 20);
-  Region* a = h.allocate(std::size_t{2} << 20, nullptr);   // fills segment 1
-  Region* b = h.allocate(std::size_t{2} << 20, nullptr);   // maps and fills segment 2
+  Region* a = h.allocate(std::size_t{2} << 20, nullptr);  // fills segment 1
+  Region* b = h.allocate(std::size_t{2} << 20, nullptr);  // maps and fills segment 2
   ASSERT_TRUE(a && b);
   EXPECT_EQ(h.mapped(), std::size_t{4} << 20);
   int evicted = 0;

@@ -1,8 +1,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "memory/policy.h"
 #include "core/error.h"
+#include "memory/policy.h"
 #include "memory_test_util.h"
 
 namespace strata::memory {
@@ -100,7 +100,7 @@ TEST_F(LruPolicyTest, ForcedAllocationEvictsLeastRecentlyUsedAndStaysWithinBudge
   std::vector<Object*> objs;
   for (uint32_t i = 0; i < 4; ++i) objs.push_back(fast_object(10 + i));
   EXPECT_EQ(dm_->fast().used(), dm_->fast().capacity());
-  policy_->read_use(objs[0]);  // objs[1] is now the least recently used
+  policy_->read_use(objs[0]);                            // objs[1] is now the least recently used
   EXPECT_EQ(policy_->alloc_fast(kObj, false), nullptr);  // unforced: no room, no eviction
   Object* extra = policy_->alloc_fast(kObj, true);
   ASSERT_NE(extra, nullptr);

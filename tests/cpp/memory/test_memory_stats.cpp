@@ -9,8 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <iterator>
 #include <fstream>
+#include <iterator>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -411,12 +411,11 @@ TEST(MemoryStats, ToJsonIsTheDocumentedObject) {
   stats.on_writeback_avoided(256);
   stats.on_direct_slow_read(7);
   stats.on_direct_slow_write(9);
-  EXPECT_EQ(stats.to_json(),
-            R"({"moved_to_slow":{"count":1,"bytes":3000},"moved_to_fast":{"count":2,"bytes":2001},)"
-            R"("copies_elided":{"count":1,"bytes":512},"writebacks_avoided":{"count":1,"bytes":256},)"
-            R"("direct_slow_read_bytes":7,"direct_slow_write_bytes":9,)"
-            R"("heaps":{"fast":{"current_bytes":3072,"peak_bytes":4096,"allocations":1,"frees":1},)"
-            R"("slow":{"current_bytes":8192,"peak_bytes":8192,"allocations":1,"frees":0}}})");
+  EXPECT_EQ(stats.to_json(), R"({"moved_to_slow":{"count":1,"bytes":3000},"moved_to_fast":{"count":2,"bytes":2001},)"
+                             R"("copies_elided":{"count":1,"bytes":512},"writebacks_avoided":{"count":1,"bytes":256},)"
+                             R"("direct_slow_read_bytes":7,"direct_slow_write_bytes":9,)"
+                             R"("heaps":{"fast":{"current_bytes":3072,"peak_bytes":4096,"allocations":1,"frees":1},)"
+                             R"("slow":{"current_bytes":8192,"peak_bytes":8192,"allocations":1,"frees":0}}})");
   stats.set_slow_tier_mode("modeled: \"optane\" read 2.0 GB/s");
   const Json j = JsonReader::parse(stats.to_json());
   EXPECT_EQ(j["slow_tier_mode"].raw, "modeled: \"optane\" read 2.0 GB/s");
@@ -425,8 +424,8 @@ TEST(MemoryStats, ToJsonIsTheDocumentedObject) {
 
 TEST(MemoryStats, DescribeReportsMiBWithOneDecimalAndCounts) {
   MemoryStats stats;
-  stats.on_alloc(Tier::Fast, 3 * kMiB / 2);   // 1.5 MiB
-  stats.on_alloc(Tier::Fast, kMiB / 2);       // peak 2.0 MiB
+  stats.on_alloc(Tier::Fast, 3 * kMiB / 2);  // 1.5 MiB
+  stats.on_alloc(Tier::Fast, kMiB / 2);      // peak 2.0 MiB
   stats.on_free(Tier::Fast, kMiB / 2);
   stats.on_alloc(Tier::Slow, 10 * kMiB);
   stats.on_move(Tier::Fast, Tier::Slow, 5 * kMiB);
@@ -641,9 +640,8 @@ TEST(OccupancyTimeline, ToJsonFollowsTheSchemaAndEscapesLabels) {
 
 TEST(OccupancyTimeline, EmptyTimelineIsValidJson) {
   OccupancyTimeline tl;
-  EXPECT_EQ(tl.to_json(),
-            R"({"version":1,"unit":"bytes","time_unit":"s","fast_capacity":null,"slow_capacity":null,)"
-            R"("min_interval":0.0001,"dropped_samples":0,"dropped_marks":0,"samples":[],"marks":[]})");
+  EXPECT_EQ(tl.to_json(), R"({"version":1,"unit":"bytes","time_unit":"s","fast_capacity":null,"slow_capacity":null,)"
+                          R"("min_interval":0.0001,"dropped_samples":0,"dropped_marks":0,"samples":[],"marks":[]})");
 }
 
 TEST(OccupancyTimeline, SaveJsonWritesTheFileAtomically) {
@@ -664,8 +662,8 @@ TEST(OccupancyTimeline, SaveJsonToAMissingDirectoryRaisesAndLeavesNothing) {
   OccupancyTimeline tl;
   const std::string path = dir / "no/such/dir/timeline.json";
   EXPECT_THAT([&] { tl.save_json(path); },
-              ::testing::ThrowsMessage<Error>(::testing::AllOf(
-                  HasSubstr("cannot write '" + path + "'"), HasSubstr("No such file or directory"))));
+              ::testing::ThrowsMessage<Error>(
+                  ::testing::AllOf(HasSubstr("cannot write '" + path + "'"), HasSubstr("No such file or directory"))));
   EXPECT_TRUE(fs::is_empty(dir.path()));
 }
 
@@ -675,9 +673,8 @@ TEST(OccupancyTimeline, SaveJsonOverADirectoryRaisesAndLeavesNoPartialFile) {
   fs::create_directory(path);
   fs::create_directory(dir / "taken/sub");  // a non-empty directory cannot be replaced by rename
   OccupancyTimeline tl;
-  EXPECT_THAT([&] { tl.save_json(path); },
-              ::testing::ThrowsMessage<Error>(::testing::AllOf(HasSubstr("cannot write '" + path + "'"),
-                                                               HasSubstr("renaming"))));
+  EXPECT_THAT([&] { tl.save_json(path); }, ::testing::ThrowsMessage<Error>(::testing::AllOf(
+                                               HasSubstr("cannot write '" + path + "'"), HasSubstr("renaming"))));
   EXPECT_EQ(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()), 1);  // taken/ only
   EXPECT_TRUE(fs::is_directory(dir / "taken/sub"));
 }
@@ -707,8 +704,8 @@ TEST(MemoryStats, SampleRecordsTheCurrentOccupancyWithALabel) {
   stats.sample("before");  // disabled: nothing
   stats.timeline().enable();
   stats.on_alloc(Tier::Slow, 5);
-  stats.on_alloc(Tier::Fast, 9);  // rate-limited
-  stats.sample("backward");       // labeled: stored regardless
+  stats.on_alloc(Tier::Fast, 9);            // rate-limited
+  stats.sample("backward");                 // labeled: stored regardless
   stats.timeline().record(123456, 654321);  // a MemoryStats' timeline shows its own counters
   const auto s = stats.timeline().samples();
   // Stored: (0, 5) and the labeled (9, 5); the last, rate-limited record adds a tail at its time.

@@ -75,8 +75,14 @@ TEST(PolicyStress, KernelsMigrationsAndAllocationsRace) {
           ++writes;
           break;
         }
-        case 3: policy.prefetch(s.object, rng() % 2 == 0); ++moves; break;
-        case 4: policy.evict(s.object); ++moves; break;
+        case 3:
+          policy.prefetch(s.object, rng() % 2 == 0);
+          ++moves;
+          break;
+        case 4:
+          policy.evict(s.object);
+          ++moves;
+          break;
         case 5: policy.softevict(s.object); break;
         case 6: {  // private allocation, written, later checked and freed
           if (Object* o = policy.alloc_fast(kObj / 2, true)) {

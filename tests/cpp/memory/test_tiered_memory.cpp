@@ -164,7 +164,8 @@ TEST(TieredMemory, ConfigFromEnvironment) {
               HasSubstr("STRATA_SLOW_BACKEND: expected auto, memkind, mmap or numa, got 'floppy'"));
   setenv("STRATA_FAST_BYTES", "lots", 1);
   EXPECT_THAT(message_of([] { TieredConfig::from_env(); }), HasSubstr("STRATA_FAST_BYTES"));
-  for (const char* v : {"STRATA_FAST_BYTES", "STRATA_SLOW_BYTES", "STRATA_SLOW_DIR", "STRATA_SLOW_BACKEND"}) unsetenv(v);
+  for (const char* v : {"STRATA_FAST_BYTES", "STRATA_SLOW_BYTES", "STRATA_SLOW_DIR", "STRATA_SLOW_BACKEND"})
+    unsetenv(v);
 }
 
 TEST(TieredMemory, DefaultHeapsGrowFromASmallFirstSegment) {
@@ -185,7 +186,7 @@ TEST(TieredMemory, SlowTierModelChargesMigrationsAndDirectAccess) {
   c.model = SlowTierModelSpec::custom(50, 20, 100, "test");
   TieredMemory mem(c);
   EXPECT_THAT(mem.slow_tier_mode(), AllOf(HasSubstr("modeled slow tier: read 50"), HasSubstr("DRAM-backed")));
-  Tensor big = full({1 << 19}, 3.0, {DType::f32, &mem});  // 2 MiB: lives in the slow tier
+  Tensor big = full({1 << 19}, 3.0, {DType::f32, &mem});                          // 2 MiB: lives in the slow tier
   EXPECT_EQ(mem.manager().stats().snapshot().direct_slow_write_bytes, 2u << 20);  // full() wrote it in place
   EXPECT_EQ(big.at({12345}), 3.0);  // a direct read of one slow element is charged as 4 bytes
   EXPECT_EQ(mem.manager().stats().snapshot().direct_slow_read_bytes, 4u);

@@ -1,8 +1,8 @@
 #include "models/checkpoint.h"
 
 #include <gtest/gtest.h>
-#include <sys/resource.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,11 +13,11 @@
 #include <functional>
 
 #include "core/error.h"
-#include "tests/cpp/error_text.h"
 #include "core/factories.h"
 #include "models/container.h"
 #include "models/linear.h"
 #include "models/normalization.h"
+#include "tests/cpp/error_text.h"
 
 namespace strata {
 namespace {
@@ -29,9 +29,8 @@ using testing_util::error_of;
 class CheckpointTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("strata_ckpt_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() / ("strata_ckpt_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -161,8 +160,9 @@ TEST_F(CheckpointTest, NewerVersionIsRefused) {
   bytes[8] = static_cast<char>(kCheckpointVersion + 1);  // the u32 version after the magic
   const std::string p = file("newer.ckpt");
   write(p, bytes);
-  EXPECT_ERROR_HAS(load_checkpoint(p), "load_checkpoint('" + p + "'): unsupported format version 2 (this build of "
-                                       "Strata reads version 1; the file was written by a newer Strata)");
+  EXPECT_ERROR_HAS(load_checkpoint(p), "load_checkpoint('" + p +
+                                           "'): unsupported format version 2 (this build of "
+                                           "Strata reads version 1; the file was written by a newer Strata)");
 }
 
 TEST_F(CheckpointTest, TruncationAtAnyOffsetIsDetected) {
@@ -293,8 +293,8 @@ TEST_F(CheckpointTest, StaleTemporariesOfDeadProcessesAreRemovedByTheNextSave) {
   save_checkpoint(p, {{"a", ones({2})}});
   const std::string said = ::testing::internal::GetCapturedStderr();
   EXPECT_FALSE(fs::exists(stale));
-  EXPECT_NE(said.find("save_checkpoint('" + p + "'): removed the stale temporary file '" + stale +
-                      "' (its process " + std::to_string(dead) + " no longer runs)\n"),
+  EXPECT_NE(said.find("save_checkpoint('" + p + "'): removed the stale temporary file '" + stale + "' (its process " +
+                      std::to_string(dead) + " no longer runs)\n"),
             std::string::npos)
       << said;
   EXPECT_EQ(std::count(said.begin(), said.end(), '\n'), 1);

@@ -191,8 +191,10 @@ TEST(MultiheadAttention, BadInputs) {
   const Tensor x = randn({2, 5, 8});
   EXPECT_ERROR_HAS(m.forward(randn({2, 5, 6})), "expected query, key and value widths 8, 8 and 8");
   EXPECT_ERROR_HAS(m.forward(x, x, x, Tensor(), false, zeros({4, 5})), "the shape of the 2D attn_mask is [4, 5]");
-  EXPECT_ERROR_HAS(m.forward(x, x, x, Tensor(), false, zeros({3, 5, 5})), "attn_mask must be 2-D (5, 5) or 3-D (4, 5, 5)");
-  EXPECT_ERROR_HAS(m.forward(x, x, x, zeros({2, 4}, {DType::boolean, nullptr})), "expected key_padding_mask of shape (2, 5)");
+  EXPECT_ERROR_HAS(m.forward(x, x, x, Tensor(), false, zeros({3, 5, 5})),
+                   "attn_mask must be 2-D (5, 5) or 3-D (4, 5, 5)");
+  EXPECT_ERROR_HAS(m.forward(x, x, x, zeros({2, 4}, {DType::boolean, nullptr})),
+                   "expected key_padding_mask of shape (2, 5)");
   EXPECT_ERROR_HAS(m.forward(x, x, x, zeros({2, 5}, {DType::i64, nullptr})), "key_padding_mask must be bool");
   EXPECT_ERROR_HAS(m.forward(x, randn({3, 5, 8}), randn({3, 5, 8})), "must have the query's batch size");
   nn::TransformerEncoderLayerOptions o;

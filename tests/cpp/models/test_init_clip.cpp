@@ -101,7 +101,7 @@ TEST(Init, DistributionsHaveTheirMomentsAndBounds) {
   moments(w, mean, sd, lo, hi);
   EXPECT_GE(lo, 0.0);
   EXPECT_LE(hi, 1.0);
-  EXPECT_NEAR(mean, 0.5, 0.01);  // symmetric truncation keeps the mean
+  EXPECT_NEAR(mean, 0.5, 0.01);    // symmetric truncation keeps the mean
   EXPECT_NEAR(sd, 0.2822, 0.005);  // sd of N(0.5, 1) on [0, 1]: sqrt(1 - 2·φ(.5)/(Φ(.5) - Φ(-.5)) · .5)
 }
 

@@ -6,7 +6,6 @@
 #include <functional>
 
 #include "core/error.h"
-#include "tests/cpp/error_text.h"
 #include "core/factories.h"
 #include "models/activation.h"
 #include "models/container.h"
@@ -23,6 +22,7 @@
 #include "ops/pooling.h"
 #include "ops/reduction.h"
 #include "ops/unary.h"
+#include "tests/cpp/error_text.h"
 
 namespace strata::nn {
 namespace {
@@ -83,7 +83,8 @@ TEST(Linear, ForwardMatchesTheOpAndInitIsUniformInOneOverSqrtFanIn) {
   Tensor y = nobias.forward(ones({3, 4}));
   EXPECT_EQ(y.sizes(), (Dims{3, 2}));
   EXPECT_EQ(nobias.to_string(), "Linear(in_features=4, out_features=2, bias=False)");
-  EXPECT_ERROR_HAS(nobias.forward(ones({3, 5})), "Linear: expected an input [..., 4] (last dimension = in_features), got [3, 5]");
+  EXPECT_ERROR_HAS(nobias.forward(ones({3, 5})),
+                   "Linear: expected an input [..., 4] (last dimension = in_features), got [3, 5]");
   EXPECT_ERROR_HAS(nobias.forward(Tensor()), "Linear: the input is undefined");
   EXPECT_ERROR_HAS(Linear(-1, 2), "Linear: in_features and out_features must be non-negative");
 }
@@ -133,7 +134,8 @@ TEST(Conv2d, ForwardMatchesTheOpAndValidates) {
 
 TEST(BatchNorm, TrainingUpdatesRunningStatsAndCountsBatches) {
   BatchNorm2d bn(3);
-  EXPECT_EQ(bn.to_string(), "BatchNorm2d(3, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)");
+  EXPECT_EQ(bn.to_string(),
+            "BatchNorm2d(3, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)");
   EXPECT_EQ(bn.parameter("weight").at({1}), 1.0);
   EXPECT_EQ(bn.parameter("bias").at({1}), 0.0);
   EXPECT_EQ(bn.buffer("num_batches_tracked").dtype(), DType::i64);
@@ -154,7 +156,8 @@ TEST(BatchNorm, TrainingUpdatesRunningStatsAndCountsBatches) {
   EXPECT_LT(max_diff(bn.buffer("running_mean"), rm), 1e-7);
   EXPECT_EQ(bn.buffer("num_batches_tracked").item<int64_t>(), 1);
 
-  EXPECT_ERROR_HAS(bn.forward(randn({4, 3, 5})), "BatchNorm2d: expected a 4-D input [N, C, H, W] with C = 3, got [4, 3, 5]");
+  EXPECT_ERROR_HAS(bn.forward(randn({4, 3, 5})),
+                   "BatchNorm2d: expected a 4-D input [N, C, H, W] with C = 3, got [4, 3, 5]");
   EXPECT_ERROR_HAS(bn.forward(randn({4, 2, 5, 5})), "with C = 3, got [4, 2, 5, 5]");
   EXPECT_ERROR_HAS(BatchNorm2d(0), "BatchNorm2d: num_features must be positive");
   EXPECT_ERROR_HAS(BatchNorm2d(2, 1e-5, 1.5), "BatchNorm2d: momentum must lie in [0, 1]");
@@ -162,7 +165,8 @@ TEST(BatchNorm, TrainingUpdatesRunningStatsAndCountsBatches) {
 
 TEST(BatchNorm, CumulativeAverageWithoutMomentumAndUntrackedStats) {
   BatchNorm1d bn(2, 1e-5, std::nullopt);
-  EXPECT_EQ(bn.to_string(), "BatchNorm1d(2, eps=1e-05, momentum=None, affine=True, bias=True, track_running_stats=True)");
+  EXPECT_EQ(bn.to_string(),
+            "BatchNorm1d(2, eps=1e-05, momentum=None, affine=True, bias=True, track_running_stats=True)");
   Tensor a = tensor<float>({1, 10, 3, 20}, IntArrayRef{2, 2});  // channel means 2 and 15
   Tensor b = tensor<float>({5, 0, 7, 4}, IntArrayRef{2, 2});    // channel means 6 and 2
   bn.forward(a);
@@ -172,7 +176,8 @@ TEST(BatchNorm, CumulativeAverageWithoutMomentumAndUntrackedStats) {
   EXPECT_NEAR(bn.buffer("running_mean").at({1}), 8.5, 1e-6);
   EXPECT_EQ(bn.buffer("num_batches_tracked").item<int64_t>(), 2);
   EXPECT_EQ(bn.forward(randn({4, 2, 7})).sizes(), (Dims{4, 2, 7}));
-  EXPECT_ERROR_HAS(bn.forward(randn({4, 2, 7, 1})), "BatchNorm1d: expected a 2-D input [N, C] or 3-D input [N, C, L] with C = 2");
+  EXPECT_ERROR_HAS(bn.forward(randn({4, 2, 7, 1})),
+                   "BatchNorm1d: expected a 2-D input [N, C] or 3-D input [N, C, L] with C = 2");
 
   BatchNorm1d plain(2, 1e-5, 0.1, /*affine=*/false, /*track_running_stats=*/false);
   EXPECT_TRUE(plain.state_dict().empty());
@@ -249,7 +254,8 @@ TEST(Pooling, MatchTheOps) {
   EXPECT_EQ(aap.to_string(), "AdaptiveAvgPool2d(output_size=1)");
   EXPECT_EQ(max_diff(aap.forward(x), adaptive_avg_pool2d(x, {1, 1})), 0.0);
   EXPECT_EQ(aap.forward(x).sizes(), (Dims{2, 3, 1, 1}));
-  EXPECT_ERROR_HAS(mp.forward(randn({2, 3})), "MaxPool2d: expected a 4-D input [N, C, H, W] (or 3-D [C, H, W]), got [2, 3]");
+  EXPECT_ERROR_HAS(mp.forward(randn({2, 3})),
+                   "MaxPool2d: expected a 4-D input [N, C, H, W] (or 3-D [C, H, W]), got [2, 3]");
   EXPECT_ERROR_HAS(AvgPool2d(0), "AvgPool2d: kernel_size must be positive, got 0");
   EXPECT_ERROR_HAS(MaxPool2d(2, 2, 3), "MaxPool2d: padding must be non-negative and at most half the kernel size");
 }
@@ -295,20 +301,20 @@ TEST(EmbeddingBag, ForwardMatchesTheOpAndInitIsStandardNormal) {
   EXPECT_EQ(max_diff(bag.forward(idx, off), embedding_bag(bag.weight(), idx, off, EmbeddingBagMode::Mean)), 0.0);
   // 2-D input: each row is a bag.
   Tensor idx2 = tensor<int64_t>({1, 5, 7, 7, 399, 0}, IntArrayRef{3, 2});
-  EXPECT_EQ(max_diff(bag.forward(idx2),
-                     embedding_bag(bag.weight(), idx, tensor<int64_t>({0, 2, 4}), EmbeddingBagMode::Mean)),
-            0.0);
+  EXPECT_EQ(
+      max_diff(bag.forward(idx2), embedding_bag(bag.weight(), idx, tensor<int64_t>({0, 2, 4}), EmbeddingBagMode::Mean)),
+      0.0);
   EmbeddingBag sum_bag(10, 3, "sum");
   Tensor psw = tensor<float>({0.5, 2.0, 1.0});
   Tensor i3 = tensor<int64_t>({1, 2, 3});
   Tensor o3 = tensor<int64_t>({0, 1});
-  EXPECT_EQ(max_diff(sum_bag.forward(i3, o3, psw),
-                     embedding_bag(sum_bag.weight(), i3, o3, EmbeddingBagMode::Sum, psw)),
+  EXPECT_EQ(max_diff(sum_bag.forward(i3, o3, psw), embedding_bag(sum_bag.weight(), i3, o3, EmbeddingBagMode::Sum, psw)),
             0.0);
   EXPECT_ERROR_HAS(bag.forward(i3, o3, psw), "EmbeddingBag: per_sample_weights are only supported with mode 'sum'");
   EXPECT_ERROR_HAS(bag.forward(i3), "EmbeddingBag: offsets are required when the input is 1-D");
   EXPECT_ERROR_HAS(bag.forward(idx2, off), "EmbeddingBag: offsets must be omitted when the input is 2-D");
-  EXPECT_ERROR_HAS(bag.forward(tensor<float>({1, 2}), off), "EmbeddingBag: input must hold i64 or i32 indices, got f32");
+  EXPECT_ERROR_HAS(bag.forward(tensor<float>({1, 2}), off),
+                   "EmbeddingBag: input must hold i64 or i32 indices, got f32");
   EXPECT_ERROR_HAS(EmbeddingBag(10, 3, "max"), "EmbeddingBag: mode 'max' is not supported");
 }
 

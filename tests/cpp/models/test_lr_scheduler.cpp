@@ -162,7 +162,7 @@ TEST(LRScheduler, PlateauReducesAfterPatienceThenCoolsDown) {
   auto opt = make_sgd();
   ReduceLROnPlateau s(*opt, {.factor = 0.5, .patience = 1, .cooldown = 1, .min_lr = {0.04, 0.0}});
   const Vec metrics = {1.0, 0.9, 0.95, 0.95, 0.95, 0.95, 0.95};
-  const std::vector<Vec> want = {{0.1, 0.03}, {0.1, 0.03}, {0.1, 0.03}, {0.05, 0.015},
+  const std::vector<Vec> want = {{0.1, 0.03},   {0.1, 0.03},   {0.1, 0.03},   {0.05, 0.015},
                                  {0.05, 0.015}, {0.05, 0.015}, {0.04, 0.0075}};
   for (std::size_t i = 0; i < metrics.size(); ++i) {
     s.step(metrics[i]);

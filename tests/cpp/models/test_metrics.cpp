@@ -55,13 +55,15 @@ TEST(Metrics, AucOrdersEveryFloatLikeComparisons) {
   // infinities, subnormals and neighbouring floats must order as the float comparisons do, and a
   // batch as large as a test pass must agree with the definition too.
   const float sub = std::numeric_limits<float>::denorm_min(), inf = std::numeric_limits<float>::infinity();
-  const std::vector<float> levels{-inf, -3.5f, -1.0f, -sub, -0.0f, 0.0f, sub, std::nextafter(1.0f, 0.0f), 1.0f, 7e30f, inf};
+  const std::vector<float> levels{-inf, -3.5f, -1.0f, -sub, -0.0f, 0.0f, sub, std::nextafter(1.0f, 0.0f),
+                                  1.0f, 7e30f, inf};
   std::mt19937 gen(8);
   for (int trial = 0; trial < 12; ++trial) {
     const int n = trial < 10 ? 40 + trial * 31 : 3000;
     std::vector<float> s(n), t(n);
     for (int i = 0; i < n; ++i) {
-      s[i] = trial < 10 ? levels[gen() % levels.size()] : std::ldexp(static_cast<float>(gen() % 100000) - 50000.0f, -20);
+      s[i] =
+          trial < 10 ? levels[gen() % levels.size()] : std::ldexp(static_cast<float>(gen() % 100000) - 50000.0f, -20);
       t[i] = static_cast<float>(gen() % 3 == 0);
     }
     t[0] = 0, t[1] = 1;
@@ -80,7 +82,8 @@ TEST(Metrics, AucIsNaNWithOneClass) {
 TEST(Metrics, BadInputNamesTheArgument) {
   EXPECT_ERROR_HAS(roc_auc(std::vector<float>{0.1f, 0.2f}, std::vector<float>{0, 2}), "targets[1] is 2");
   EXPECT_ERROR_HAS(roc_auc(std::vector<float>{0.1f, NAN}, std::vector<float>{0, 1}), "scores[1] is NaN");
-  EXPECT_ERROR_HAS(roc_auc(std::vector<float>{0.1f}, std::vector<float>{0, 1}), "scores has 1 elements but targets has 2");
+  EXPECT_ERROR_HAS(roc_auc(std::vector<float>{0.1f}, std::vector<float>{0, 1}),
+                   "scores has 1 elements but targets has 2");
   EXPECT_ERROR_HAS(roc_auc(std::vector<float>{}, std::vector<float>{}), "no samples");
   BinaryMetricsAccumulator acc;
   EXPECT_ERROR_HAS(acc.add(std::vector<float>{0.5f}, std::vector<float>{0.5f, 1.0f}, 0.1),

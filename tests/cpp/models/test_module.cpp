@@ -5,7 +5,6 @@
 #include <functional>
 
 #include "core/error.h"
-#include "tests/cpp/error_text.h"
 #include "core/factories.h"
 #include "models/activation.h"
 #include "models/container.h"
@@ -15,6 +14,7 @@
 #include "ops/linalg.h"
 #include "ops/reduction.h"
 #include "ops/shape_ops.h"
+#include "tests/cpp/error_text.h"
 
 namespace strata::nn {
 namespace {
@@ -61,11 +61,11 @@ TEST(Module, StateDictOrderAndNamesArePyTorchs) {
   auto model = nested_model();
   // torch: the same structure built with torch.nn (Block as a torch.nn.Module subclass).
   const std::vector<std::string> expected = {
-      "0.weight", "0.bias", "1.weight", "1.bias", "1.running_mean", "1.running_var", "1.num_batches_tracked",
-      "3.0.weight", "3.0.bias", "4.scale", "4.steps", "4.fc.weight", "4.fc.bias", "5.weight"};
+      "0.weight",   "0.bias",   "1.weight", "1.bias",  "1.running_mean", "1.running_var", "1.num_batches_tracked",
+      "3.0.weight", "3.0.bias", "4.scale",  "4.steps", "4.fc.weight",    "4.fc.bias",     "5.weight"};
   EXPECT_EQ(keys_of(model->state_dict()), expected);
-  const std::vector<std::string> params = {"0.weight", "0.bias",    "1.weight",    "1.bias",  "3.0.weight",
-                                           "3.0.bias", "4.scale",   "4.fc.weight", "4.fc.bias", "5.weight"};
+  const std::vector<std::string> params = {"0.weight", "0.bias",  "1.weight",    "1.bias",    "3.0.weight",
+                                           "3.0.bias", "4.scale", "4.fc.weight", "4.fc.bias", "5.weight"};
   EXPECT_EQ(names_of(model->named_parameters()), params);
   EXPECT_EQ(model->parameters().size(), params.size());
   const std::vector<std::string> buffers = {"1.running_mean", "1.running_var", "1.num_batches_tracked", "4.steps",

@@ -35,7 +35,8 @@ class Double : public Module {
 
 TEST(ModuleHooks, ForwardHooksRunThroughSequentialInOrderAndAreRemovable) {
   auto first = std::make_shared<Double>();
-  auto seq = std::make_shared<Sequential>(std::initializer_list<std::shared_ptr<Module>>{first, std::make_shared<Double>()});
+  auto seq =
+      std::make_shared<Sequential>(std::initializer_list<std::shared_ptr<Module>>{first, std::make_shared<Double>()});
   std::vector<std::string> calls;
   const uint64_t pre = first->register_forward_pre_hook([&](Module& m, const Tensor& x) {
     calls.push_back("pre " + m.type_name());
@@ -47,10 +48,12 @@ TEST(ModuleHooks, ForwardHooksRunThroughSequentialInOrderAndAreRemovable) {
     inputs.push_back(values(in)[0]);
     return Tensor();  // keeps the output
   });
-  first->register_forward_hook([&](Module&, const Tensor&, const Tensor&) {
-    calls.push_back("first");
-    return Tensor();
-  }, /*prepend=*/true);
+  first->register_forward_hook(
+      [&](Module&, const Tensor&, const Tensor&) {
+        calls.push_back("first");
+        return Tensor();
+      },
+      /*prepend=*/true);
   EXPECT_THAT(values((*seq)(full({1}, 1.0, {DType::f64, nullptr}))), ElementsAre(8));  // 2 * 2 * (1 + 1)
   EXPECT_THAT(calls, ElementsAre("pre Double", "first", "fwd"));
   EXPECT_THAT(values(first->forward(full({1}, 1.0, {DType::f64, nullptr}))), ElementsAre(2));  // forward(): no hooks

@@ -76,10 +76,10 @@ std::string error_of(Fn&& fn) {
   return "<no error>";
 }
 
-#define EXPECT_ERROR(stmt, substring)                                                      \
-  do {                                                                                     \
-    const std::string _msg = error_of([&] { stmt; });                                      \
-    EXPECT_NE(_msg.find(substring), std::string::npos) << "message: " << _msg;             \
+#define EXPECT_ERROR(stmt, substring)                                          \
+  do {                                                                         \
+    const std::string _msg = error_of([&] { stmt; });                          \
+    EXPECT_NE(_msg.find(substring), std::string::npos) << "message: " << _msg; \
   } while (0)
 
 // A reference optimizer: updates `p` in place from `g` given per-parameter state, step t (1-based).
@@ -149,8 +149,8 @@ TEST(OptimSGD, MatchesReferenceForEachOptionCombination) {
   cases.push_back({"all", {.lr = 0.03, .momentum = 0.7, .weight_decay = 0.1, .nesterov = true, .maximize = true}});
   for (const auto& [name, o] : cases) {
     for (DType dt : {DType::f32, DType::f64}) {
-      run_against_reference([&](std::vector<Tensor>& ps) { return std::make_unique<SGD>(ps, o); }, sgd_ref(o),
-                            kShapes, dt, 6, "SGD " + name);
+      run_against_reference([&](std::vector<Tensor>& ps) { return std::make_unique<SGD>(ps, o); }, sgd_ref(o), kShapes,
+                            dt, 6, "SGD " + name);
     }
   }
 }
@@ -185,14 +185,14 @@ TEST(OptimAdam, MatchesReferenceForEachOptionCombination) {
   cases.push_back({"amsgrad", {.lr = 0.02, .amsgrad = true}});
   cases.push_back({"maximize", {.lr = 0.01, .maximize = true}});
   cases.push_back({"small_beta1", {.lr = 0.01, .beta1 = 0.3, .beta2 = 0.9, .eps = 1e-6}});  // lerp's other branch
-  cases.push_back({"all", {.lr = 0.01, .beta1 = 0.8, .beta2 = 0.99, .weight_decay = 0.05, .amsgrad = true,
-                           .maximize = true}});
+  cases.push_back(
+      {"all", {.lr = 0.01, .beta1 = 0.8, .beta2 = 0.99, .weight_decay = 0.05, .amsgrad = true, .maximize = true}});
   for (const auto& [name, o] : cases) {
     for (DType dt : {DType::f32, DType::f64}) {
-      run_against_reference([&](std::vector<Tensor>& ps) { return std::make_unique<Adam>(ps, o); },
-                            adam_ref(o, false), kShapes, dt, 8, "Adam " + name);
-      run_against_reference([&](std::vector<Tensor>& ps) { return std::make_unique<AdamW>(ps, o); },
-                            adam_ref(o, true), kShapes, dt, 8, "AdamW " + name);
+      run_against_reference([&](std::vector<Tensor>& ps) { return std::make_unique<Adam>(ps, o); }, adam_ref(o, false),
+                            kShapes, dt, 8, "Adam " + name);
+      run_against_reference([&](std::vector<Tensor>& ps) { return std::make_unique<AdamW>(ps, o); }, adam_ref(o, true),
+                            kShapes, dt, 8, "AdamW " + name);
     }
   }
 }
@@ -233,8 +233,8 @@ TEST(OptimAdagrad, MatchesReferenceForEachOptionCombination) {
   cases.push_back({"maximize", {.lr = 0.1, .eps = 1e-6, .maximize = true}});
   for (const auto& [name, o] : cases) {
     for (DType dt : {DType::f32, DType::f64}) {
-      run_against_reference([&](std::vector<Tensor>& ps) { return std::make_unique<Adagrad>(ps, o); },
-                            adagrad_ref(o), kShapes, dt, 6, "Adagrad " + name);
+      run_against_reference([&](std::vector<Tensor>& ps) { return std::make_unique<Adagrad>(ps, o); }, adagrad_ref(o),
+                            kShapes, dt, 6, "Adagrad " + name);
     }
   }
 }
@@ -274,8 +274,8 @@ TEST(OptimRMSprop, MatchesReferenceForEachOptionCombination) {
   cases.push_back({"maximize", {.lr = 0.01, .maximize = true}});
   for (const auto& [name, o] : cases) {
     for (DType dt : {DType::f32, DType::f64}) {
-      run_against_reference([&](std::vector<Tensor>& ps) { return std::make_unique<RMSprop>(ps, o); },
-                            rmsprop_ref(o), kShapes, dt, 20, "RMSprop " + name);
+      run_against_reference([&](std::vector<Tensor>& ps) { return std::make_unique<RMSprop>(ps, o); }, rmsprop_ref(o),
+                            kShapes, dt, 20, "RMSprop " + name);
     }
   }
 }
@@ -377,8 +377,8 @@ TEST(OptimKernels, LargeParametersSplitAcrossThreadsMatchReference) {
   const int threads = get_num_threads();
   set_num_threads(2);
   const AdamOptions o{.lr = 0.01, .weight_decay = 0.01, .amsgrad = true};
-  run_against_reference([&](std::vector<Tensor>& ps) { return std::make_unique<AdamW>(ps, o); },
-                        adam_ref(o, true), {Dims{300000}}, DType::f32, 3, "AdamW large");
+  run_against_reference([&](std::vector<Tensor>& ps) { return std::make_unique<AdamW>(ps, o); }, adam_ref(o, true),
+                        {Dims{300000}}, DType::f32, 3, "AdamW large");
   const RowWiseAdagradOptions r{.lr = 0.1};
   run_against_reference([&](std::vector<Tensor>& ps) { return std::make_unique<RowWiseAdagrad>(ps, r); },
                         rowwise_ref(r, 64), {Dims{4096, 64}}, DType::f32, 3, "RowWiseAdagrad large");
@@ -617,9 +617,10 @@ TEST(OptimStateDict, LoadErrorsNameTheKey) {
                "Adam load_state_dict: missing key 'state.0.max_exp_avg_sq'");
   EXPECT_ERROR(dst.load_state_dict(edited([&](StateDict& d) { erase(d, "state.0.step"); })),
                "missing key 'state.0.step'");
-  EXPECT_ERROR(dst.load_state_dict(edited([&](StateDict& d) { d.emplace_back("state.0.momentum_buffer", ones({2, 3})); })),
-               "unexpected key 'state.0.momentum_buffer' (Adam state for these options: step, exp_avg, exp_avg_sq, "
-               "max_exp_avg_sq)");
+  EXPECT_ERROR(
+      dst.load_state_dict(edited([&](StateDict& d) { d.emplace_back("state.0.momentum_buffer", ones({2, 3})); })),
+      "unexpected key 'state.0.momentum_buffer' (Adam state for these options: step, exp_avg, exp_avg_sq, "
+      "max_exp_avg_sq)");
   EXPECT_ERROR(dst.load_state_dict(edited([&](StateDict& d) { d.emplace_back("state.7.exp_avg", ones({4})); })),
                "key 'state.7.exp_avg': no parameter has index 7");
   EXPECT_ERROR(dst.load_state_dict(edited([&](StateDict& d) { d.emplace_back("lr", ones({})); })),
@@ -628,9 +629,8 @@ TEST(OptimStateDict, LoadErrorsNameTheKey) {
                "unknown option 'param_groups.0.momentum'");
   EXPECT_ERROR(dst.load_state_dict(edited([&](StateDict& d) { erase(d, "param_groups.1.params"); })),
                "missing key 'param_groups.1.params'");
-  EXPECT_ERROR(dst.load_state_dict(edited([&](StateDict& d) {
-                 replace(d, "param_groups.0.beta1", scalar_tensor(1.5, DType::f64));
-               })),
+  EXPECT_ERROR(dst.load_state_dict(
+                   edited([&](StateDict& d) { replace(d, "param_groups.0.beta1", scalar_tensor(1.5, DType::f64)); })),
                "Adam load_state_dict: param_groups.0: Invalid beta parameter at index 0: 1.5");
   EXPECT_ERROR(dst.load_state_dict(edited([&](StateDict& d) { replace(d, "state.0.step", scalar_tensor(-1.0)); })),
                "key 'state.0.step' must be a non-negative whole number, got -1.0");

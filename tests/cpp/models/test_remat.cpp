@@ -9,7 +9,6 @@
 #include <cstring>
 #include <functional>
 
-#include "tests/cpp/bitwise.h"
 #include "autograd/remat/peak.h"
 #include "autograd/remat/revolve.h"
 #include "core/factories.h"
@@ -26,6 +25,7 @@
 #include "models/zoo/vgg.h"
 #include "ops/reduction.h"
 #include "ops/softmax_loss.h"
+#include "tests/cpp/bitwise.h"
 #include "tests/cpp/core/test_util.h"
 
 namespace strata_test {
@@ -71,7 +71,7 @@ StepResult train_step(Module& model, const StateDict& initial, const Tensor& x, 
 
 std::vector<ChainPolicy> policies() {
   return {ChainPolicy::store_all(), ChainPolicy::recompute_all(), ChainPolicy::every_k(2), ChainPolicy::sqrt_n(),
-          ChainPolicy::revolve(1), ChainPolicy::revolve(2), ChainPolicy::revolve(3)};
+          ChainPolicy::revolve(1),  ChainPolicy::revolve(2),      ChainPolicy::revolve(3)};
 }
 
 void expect_same(const StepResult& got, const StepResult& ref) {
@@ -148,8 +148,8 @@ TEST(RematModels, CifarResNet) {
   nn::zoo::ResNetOptions o = nn::zoo::cifar_resnet_options(8, 4);
   o.widths = {4, 8, 8};
   auto net = std::make_shared<nn::zoo::ResNet>(o);
-  ModuleList chain{std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<Module>>{
-      net->child("conv1"), net->child("bn1"), net->child("relu")})};
+  ModuleList chain{std::make_shared<nn::Sequential>(
+      std::initializer_list<std::shared_ptr<Module>>{net->child("conv1"), net->child("bn1"), net->child("relu")})};
   for (const char* stage : {"layer1", "layer2", "layer3"})
     for (auto& block : children_of(net->child(stage))) chain.push_back(block);
   chain.push_back(net->child("avgpool"));
@@ -243,9 +243,10 @@ TEST(RematPeak, RecomputingPoliciesLowerTheFastTierPeakOfADeepMlp) {
     seq.zero_grad();
     const remat::PeakMeasurement m = remat::measure_fast_peak([&] { sum(seq.forward(x)).backward(); });
     seq.zero_grad();
-    std::printf("[ remat peak ] depth %d, width %lld, batch %lld: %-14s step peak %8.2f MiB (baseline %.2f MiB)\n", depth,
-                static_cast<long long>(width), static_cast<long long>(batch), p.to_string().c_str(),
-                static_cast<double>(m.step_peak_bytes()) / (1 << 20), static_cast<double>(m.baseline_bytes) / (1 << 20));
+    std::printf("[ remat peak ] depth %d, width %lld, batch %lld: %-14s step peak %8.2f MiB (baseline %.2f MiB)\n",
+                depth, static_cast<long long>(width), static_cast<long long>(batch), p.to_string().c_str(),
+                static_cast<double>(m.step_peak_bytes()) / (1 << 20),
+                static_cast<double>(m.baseline_bytes) / (1 << 20));
     return m.step_peak_bytes();
   };
   const std::size_t store_all = measure(ChainPolicy::store_all());

@@ -11,19 +11,19 @@
 #include "autograd/grad_mode.h"
 #include "core/error.h"
 #include "core/factories.h"
+#include "models/linear.h"
 #include "models/zoo/densenet.h"
 #include "models/zoo/dlrm.h"
 #include "models/zoo/mlp.h"
-#include "tests/cpp/error_text.h"
 #include "models/zoo/resnet.h"
 #include "models/zoo/vgg.h"
-#include "models/linear.h"
 #include "ops/binary.h"
 #include "ops/embedding.h"
 #include "ops/linalg.h"
 #include "ops/reduction.h"
 #include "ops/softmax_loss.h"
 #include "ops/unary.h"
+#include "tests/cpp/error_text.h"
 
 namespace strata::nn::zoo {
 namespace {
@@ -58,7 +58,8 @@ void expect_error(Fn&& fn, const std::string& needle) {
 double max_abs_diff(const Tensor& a, const Tensor& b) {
   const Tensor ac = a.to(DType::f64).contiguous(), bc = b.to(DType::f64).contiguous();
   double worst = 0;
-  for (int64_t i = 0; i < ac.numel(); ++i) worst = std::max(worst, std::abs(ac.data<double>()[i] - bc.data<double>()[i]));
+  for (int64_t i = 0; i < ac.numel(); ++i)
+    worst = std::max(worst, std::abs(ac.data<double>()[i] - bc.data<double>()[i]));
   return worst;
 }
 
@@ -86,7 +87,9 @@ TEST(ZooMLP, NamesLikeSequentialAndValidates) {
 }
 
 TEST(ZooVGG, ConfigurationsAndDeepVariants) {
-  auto convs = [](const std::vector<int64_t>& cfg) { return std::count_if(cfg.begin(), cfg.end(), [](int64_t v) { return v > 0; }); };
+  auto convs = [](const std::vector<int64_t>& cfg) {
+    return std::count_if(cfg.begin(), cfg.end(), [](int64_t v) { return v > 0; });
+  };
   EXPECT_EQ(convs(vgg_config(11)), 8);
   EXPECT_EQ(convs(vgg_config(16)), 13);
   EXPECT_EQ(convs(vgg_config(19)), 16);
@@ -118,12 +121,13 @@ TEST(ZooVGG, TorchvisionNamesAndACifarForward) {
 TEST(ZooResNet, TorchvisionParameterCountsAndNames) {
   ResNet r18(resnet_options(18));
   EXPECT_EQ(count_parameters(r18), 11689512);  // torchvision.models.resnet18
-  for (const char* k : {"conv1.weight", "bn1.num_batches_tracked", "layer1.0.conv1.weight", "layer2.0.downsample.0.weight",
-                        "layer2.0.downsample.1.running_var", "layer4.1.bn2.bias", "fc.weight", "fc.bias"})
+  for (const char* k :
+       {"conv1.weight", "bn1.num_batches_tracked", "layer1.0.conv1.weight", "layer2.0.downsample.0.weight",
+        "layer2.0.downsample.1.running_var", "layer4.1.bn2.bias", "fc.weight", "fc.bias"})
     EXPECT_TRUE(has_key(r18, k)) << k;
   EXPECT_FALSE(has_key(r18, "layer1.0.downsample.0.weight"));
   ResNet r50(resnet_options(50));
-  EXPECT_EQ(count_parameters(r50), 25557032);  // torchvision.models.resnet50
+  EXPECT_EQ(count_parameters(r50), 25557032);                 // torchvision.models.resnet50
   EXPECT_TRUE(has_key(r50, "layer1.0.downsample.0.weight"));  // 64 -> 256 channels
   EXPECT_TRUE(has_key(r50, "layer3.5.conv3.weight"));
   EXPECT_EQ(resnet_options(200).layers, (std::vector<int64_t>{3, 24, 36, 3}));
@@ -150,9 +154,10 @@ TEST(ZooResNet, CifarAndBottleneckForwardAndGradients) {
 TEST(ZooDenseNet, TorchvisionParameterCountAndNames) {
   DenseNet d121(densenet_options(121));
   EXPECT_EQ(count_parameters(d121), 7978856);  // torchvision.models.densenet121
-  for (const char* k : {"features.conv0.weight", "features.norm0.running_mean", "features.denseblock1.denselayer1.norm1.weight",
-                        "features.denseblock1.denselayer6.conv2.weight", "features.transition1.conv.weight",
-                        "features.denseblock4.denselayer16.norm2.bias", "features.norm5.weight", "classifier.bias"})
+  for (const char* k :
+       {"features.conv0.weight", "features.norm0.running_mean", "features.denseblock1.denselayer1.norm1.weight",
+        "features.denseblock1.denselayer6.conv2.weight", "features.transition1.conv.weight",
+        "features.denseblock4.denselayer16.norm2.bias", "features.norm5.weight", "classifier.bias"})
     EXPECT_TRUE(has_key(d121, k)) << k;
   EXPECT_EQ(densenet_options(264).block_config, (std::vector<int64_t>{6, 12, 64, 48}));
   expect_error([] { densenet_options(100); }, "depth 100 is not one of");
@@ -233,12 +238,15 @@ TEST(ZooDLRM, ForwardIsTheReferenceWiringOfPlainOps) {
       if (name == k) return t;
     return Tensor();
   };
-  Tensor x = relu(linear(relu(linear(dense, P("bot_l.0.weight"), P("bot_l.0.bias"))), P("bot_l.2.weight"), P("bot_l.2.bias")));
+  Tensor x =
+      relu(linear(relu(linear(dense, P("bot_l.0.weight"), P("bot_l.0.bias"))), P("bot_l.2.weight"), P("bot_l.2.bias")));
   std::vector<Tensor> feats{x, embedding_bag(P("emb_l.0.weight"), idx[0], off[0]),
                             embedding_bag(P("emb_l.1.weight"), idx[1], off[1])};
   Tensor z = dot_interaction(feats);
-  Tensor ref = sigmoid(linear(relu(linear(z, P("top_l.0.weight"), P("top_l.0.bias"))), P("top_l.2.weight"), P("top_l.2.bias")));
-  for (int64_t i = 0; i < 3; ++i) EXPECT_FLOAT_EQ(out.select(0, i).select(0, 0).item<float>(), ref.select(0, i).select(0, 0).item<float>());
+  Tensor ref =
+      sigmoid(linear(relu(linear(z, P("top_l.0.weight"), P("top_l.0.bias"))), P("top_l.2.weight"), P("top_l.2.bias")));
+  for (int64_t i = 0; i < 3; ++i)
+    EXPECT_FLOAT_EQ(out.select(0, i).select(0, 0).item<float>(), ref.select(0, i).select(0, 0).item<float>());
   mse_loss(out, full({3, 1}, 0.5)).backward();
   for (const auto& [name, p] : m.named_parameters()) EXPECT_TRUE(p.grad().defined()) << name;
 }

@@ -37,8 +37,10 @@ TEST(Dropout, MaskFractionIsAboutP) {
     const auto v = vals(y);
     int64_t zeros_n = 0;
     for (double e : v) {
-      if (e == 0) ++zeros_n;
-      else EXPECT_NEAR(e, 1.0 / (1.0 - p), 1e-6);
+      if (e == 0)
+        ++zeros_n;
+      else
+        EXPECT_NEAR(e, 1.0 / (1.0 - p), 1e-6);
     }
     EXPECT_NEAR(static_cast<double>(zeros_n) / static_cast<double>(v.size()), p, 0.01) << "p = " << p;
   }

@@ -55,8 +55,8 @@ TEST(Embedding, NoBagsAndAllEmptyBags) {
   w.set_requires_grad(true);
   Tensor none = embedding_bag(w, from_indices({1, 2}, {2}), zeros({0}, {DType::i64, nullptr}));
   EXPECT_EQ(none.sizes(), Dims({0, 3}));
-  Tensor empty_bags = embedding_bag(w, zeros({0}, {DType::i64, nullptr}), from_indices({0, 0, 0}, {3}),
-                                    EmbeddingBagMode::Mean);
+  Tensor empty_bags =
+      embedding_bag(w, zeros({0}, {DType::i64, nullptr}), from_indices({0, 0, 0}, {3}), EmbeddingBagMode::Mean);
   EXPECT_EQ(empty_bags.sizes(), Dims({3, 3}));
   for (double v : values_of(empty_bags)) EXPECT_EQ(v, 0.0);
   empty_bags.backward(ones({3, 3}, {DType::f64, nullptr}));
@@ -70,8 +70,8 @@ TEST(Embedding, IncludeLastOffsetIgnoresTrailingIndices) {
   Tensor psw = testing::uniform64({4}, g);
   psw.set_requires_grad(true);
   // One bag [0, 2); indices 2 and 3 lie past the last offset and are not used.
-  Tensor out = embedding_bag(w, from_indices({1, 3, 4, 4}, {4}), from_indices({0, 2}, {2}), EmbeddingBagMode::Sum, psw,
-                             true);
+  Tensor out =
+      embedding_bag(w, from_indices({1, 3, 4, 4}, {4}), from_indices({0, 2}, {2}), EmbeddingBagMode::Sum, psw, true);
   ASSERT_EQ(out.sizes(), Dims({1, 2}));
   out.backward(ones({1, 2}, {DType::f64, nullptr}));
   const auto gw = values_of(w.grad());

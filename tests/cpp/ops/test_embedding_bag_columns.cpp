@@ -56,9 +56,9 @@ void check_dims(DType dt) {
       const std::vector<int64_t> off = {0, 5, 5, 12, 30};  // an empty bag too
       const Tensor psw = randn64({n}, gen).to(dt);
       autograd::NoGradGuard ng;
-      const Tensor y = embedding_bag(w, idx, from_indices(off, {static_cast<int64_t>(off.size())}),
-                                     mode == 1 ? EmbeddingBagMode::Mean : EmbeddingBagMode::Sum,
-                                     mode == 2 ? psw : Tensor());
+      const Tensor y =
+          embedding_bag(w, idx, from_indices(off, {static_cast<int64_t>(off.size())}),
+                        mode == 1 ? EmbeddingBagMode::Mean : EmbeddingBagMode::Sum, mode == 2 ? psw : Tensor());
       std::vector<int64_t> bounds = off;
       bounds.push_back(n);
       const std::vector<double> wv = values_of(w), pv = values_of(psw);

@@ -8,8 +8,8 @@
 #include "autograd/grad_mode.h"
 #include "core/factories.h"
 #include "ops/indexing.h"
-#include "ops/scatter.h"
 #include "ops/reduction.h"
+#include "ops/scatter.h"
 #include "tests/cpp/ops/harness/op_harness.h"
 
 namespace strata {

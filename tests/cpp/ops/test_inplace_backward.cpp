@@ -148,9 +148,9 @@ TEST(InPlaceBackward, ConvInputGradientOverwritesTheOutputGradientWithTheBatched
       auto run = [&](bool hand_over, Tensor* held, const void** seed_data) {
         Tensor x = x0.detach().set_requires_grad(), w = w0.detach().set_requires_grad(),
                b = b0.detach().set_requires_grad();
-        Tensor y = split ? conv2d_weight_step(conv2d_data_step(x, w, b, {sh.stride}, {sh.pad}), x, w, b,
-                                              {sh.stride}, {sh.pad})
-                         : conv2d(x, w, b, {sh.stride}, {sh.pad});
+        Tensor y =
+            split ? conv2d_weight_step(conv2d_data_step(x, w, b, {sh.stride}, {sh.pad}), x, w, b, {sh.stride}, {sh.pad})
+                  : conv2d(x, w, b, {sh.stride}, {sh.pad});
         Generator gen(5);
         TensorList seeds{randn(y.sizes(), {}, &gen)};
         *seed_data = seeds[0].data_ptr();
@@ -164,8 +164,10 @@ TEST(InPlaceBackward, ConvInputGradientOverwritesTheOutputGradientWithTheBatched
       const void* data = nullptr;
       const TensorList in_place = run(true, &held, &data);
       const bool same_shape = sh.stride == 1;
-      if (same_shape) EXPECT_EQ(in_place[0].data_ptr(), data) << "the input gradient is not the seed's buffer";
-      else EXPECT_NE(in_place[0].data_ptr(), data);
+      if (same_shape)
+        EXPECT_EQ(in_place[0].data_ptr(), data) << "the input gradient is not the seed's buffer";
+      else
+        EXPECT_NE(in_place[0].data_ptr(), data);
       const TensorList out_of_place = run(false, &held, &data);
       EXPECT_NE(out_of_place[0].data_ptr(), data) << "a seed the caller holds was written over";
       Generator gen(5);

@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
-#include <cstdio>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <type_traits>
 #include <vector>
@@ -201,8 +201,10 @@ double max_rel_diff_or_inf(const Tensor& a, const Tensor& b) {
   const auto av = values(a), bv = values(b);
   double worst = 0;
   for (std::size_t i = 0; i < av.size(); ++i) {
-    if (std::isfinite(av[i]) && std::isfinite(bv[i])) worst = std::max(worst, std::abs(av[i] - bv[i]) / (1 + std::abs(bv[i])));
-    else if (!(std::isnan(av[i]) && std::isnan(bv[i])) && av[i] != bv[i]) return std::numeric_limits<double>::infinity();
+    if (std::isfinite(av[i]) && std::isfinite(bv[i]))
+      worst = std::max(worst, std::abs(av[i] - bv[i]) / (1 + std::abs(bv[i])));
+    else if (!(std::isnan(av[i]) && std::isnan(bv[i])) && av[i] != bv[i])
+      return std::numeric_limits<double>::infinity();
   }
   return worst;
 }
@@ -218,10 +220,10 @@ TEST(LinearStack, RowBlocksMatchTheChainOfLinears) {
   for (int n : {1, 2}) {
     set_num_threads(n);
     for (DType dt : {DType::f32, DType::f64}) {
-      const auto layers = stack_layers({37, 1024, 64, 17, 9, 1},
-                                       {Activation::ReLU, Activation::GELU, Activation::Tanh, Activation::None,
-                                        Activation::Sigmoid},
-                                       dt, gen, /*no_bias=*/2);
+      const auto layers =
+          stack_layers({37, 1024, 64, 17, 9, 1},
+                       {Activation::ReLU, Activation::GELU, Activation::Tanh, Activation::None, Activation::Sigmoid},
+                       dt, gen, /*no_bias=*/2);
       const int64_t rows = n == 1 ? 600 : 1031;
       const Tensor x = randn({rows, 37}, {dt, nullptr}, &gen);
       EXPECT_GE(linear_stack_blocks(x, layers), 2 * n) << rows << " rows, " << dt;
@@ -332,8 +334,10 @@ void check_gemm_against_naive(int64_t M, int64_t N, int64_t K, bool accumulate, 
   // C starts as NaN: with accumulate=false (beta = 0) it must never be read.
   Tensor c = full({M, N}, accumulate ? 1.0 : std::numeric_limits<double>::quiet_NaN(), {dt, nullptr});
   const ops::cpu::MatRef<T> am{a.data<T>(), M, K, K, 1}, bm{b.data<T>(), K, N, N, 1};
-  if (blocked) ops::cpu::gemm_blocked<T>(am, bm, c.data<T>(), N, accumulate, true);
-  else ops::cpu::gemm(am, bm, c.data<T>(), N, accumulate);
+  if (blocked)
+    ops::cpu::gemm_blocked<T>(am, bm, c.data<T>(), N, accumulate, true);
+  else
+    ops::cpu::gemm(am, bm, c.data<T>(), N, accumulate);
   const auto av = values(a), bv = values(b), cv = values(c);
   double worst = 0;
   for (int64_t i = 0; i < M; ++i)
@@ -343,14 +347,13 @@ void check_gemm_against_naive(int64_t M, int64_t N, int64_t K, bool accumulate, 
       worst = std::max(worst, std::abs(s - cv[i * N + j]) / (1 + std::abs(s)));
     }
   const double tol = std::is_same_v<T, float> ? 2e-5 : 1e-13;
-  EXPECT_LT(worst, tol)
-      << M << "x" << N << "x" << K << " accumulate " << accumulate << " blocked " << blocked;
+  EXPECT_LT(worst, tol) << M << "x" << N << "x" << K << " accumulate " << accumulate << " blocked " << blocked;
 }
 
 TEST(Gemm, KernelsMatchNaiveOnOddShapes) {
   // Edges of every register tile and cache block: MR 6, NR 16/8, KC 256, MC 96/72, NC 1024/512.
-  for (auto [M, N, K] : std::vector<std::array<int64_t, 3>>{{1, 1, 1}, {5, 7, 3}, {37, 53, 71}, {97, 17, 300},
-                                                            {130, 530, 260}, {7, 1100, 40}, {200, 3, 513}}) {
+  for (auto [M, N, K] : std::vector<std::array<int64_t, 3>>{
+           {1, 1, 1}, {5, 7, 3}, {37, 53, 71}, {97, 17, 300}, {130, 530, 260}, {7, 1100, 40}, {200, 3, 513}}) {
     for (bool acc : {false, true}) {
       check_gemm_against_naive<double>(M, N, K, acc, true);
       check_gemm_against_naive<float>(M, N, K, acc, true);
@@ -406,7 +409,8 @@ NaiveProduct naive_product(const StoredOperand& a, const StoredOperand& b) {
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j)
       for (int64_t p = 0; p < K; ++p) {
-        const double t = double(a.ref.data[i * a.ref.rs + p * a.ref.cs]) * double(b.ref.data[p * b.ref.rs + j * b.ref.cs]);
+        const double t =
+            double(a.ref.data[i * a.ref.rs + p * a.ref.cs]) * double(b.ref.data[p * b.ref.rs + j * b.ref.cs]);
         r.sum[i * N + j] += t;
         r.magnitude[i * N + j] += std::abs(t);
       }
@@ -424,7 +428,8 @@ void check_gemm_call(const StoredOperand& a, const StoredOperand& b, const Naive
   std::vector<float> c(static_cast<std::size_t>(M * ldc), kSentinel);
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j)  // beta = 0 must not read C: NaN; beta = 1 adds to a known value
-      c[i * ldc + j] = accumulate ? static_cast<float>(0.25 * ((i + 2 * j) % 7)) : std::numeric_limits<float>::quiet_NaN();
+      c[i * ldc + j] =
+          accumulate ? static_cast<float>(0.25 * ((i + 2 * j) % 7)) : std::numeric_limits<float>::quiet_NaN();
   const std::vector<float> c0 = c;
   ops::cpu::gemm(a.ref, b.ref, c.data(), ldc, accumulate, parallel);
   double worst = 0;
@@ -446,7 +451,8 @@ void check_gemm_call(const StoredOperand& a, const StoredOperand& b, const Naive
 TEST(Gemm, EveryPathMatchesNaiveOverTransposesAndOddShapes) {
   // Tiny products take the own kernel, the rest dnnl_sgemm (the own kernel everywhere under TSan);
   // parallel = false is how batched callers run them.
-  for (auto [M, N, K] : std::vector<std::array<int64_t, 3>>{{5, 7, 3}, {37, 53, 71}, {1, 700, 9}, {130, 29, 260}, {33, 1030, 1025}}) {
+  for (auto [M, N, K] :
+       std::vector<std::array<int64_t, 3>>{{5, 7, 3}, {37, 53, 71}, {1, 700, 9}, {130, 29, 260}, {33, 1030, 1025}}) {
     for (char ta : {'N', 'T'})
       for (char tb : {'N', 'T'}) {
         SCOPED_TRACE(::testing::Message() << ta << tb);

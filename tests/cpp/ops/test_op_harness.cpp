@@ -29,8 +29,10 @@ TensorList prepare(const TensorList& inputs, DType dtype, bool noncontig, const 
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     Tensor t = inputs[i];
     if (t.defined()) {
-      if (is_floating(t.dtype())) t = t.to(dtype, /*copy=*/true);
-      else t = t.clone();
+      if (is_floating(t.dtype()))
+        t = t.to(dtype, /*copy=*/true);
+      else
+        t = t.clone();
       if (noncontig) t = noncontiguous(t);
       bool wants = false;
       for (int g : grad_inputs) wants = wants || g == static_cast<int>(i);
@@ -63,8 +65,8 @@ double weighted_sum(const TensorList& outs, const TensorList& weights) {
 
 void expect_close(const Tensor& actual, const Tensor& expected, double rtol, double atol, const std::string& what) {
   ASSERT_TRUE(actual.defined()) << what << ": undefined";
-  ASSERT_EQ(actual.sizes(), expected.sizes()) << what << ": shape " << actual.describe() << " vs expected "
-                                              << expected.describe();
+  ASSERT_EQ(actual.sizes(), expected.sizes())
+      << what << ": shape " << actual.describe() << " vs expected " << expected.describe();
   const auto a = values_of(actual);
   const auto e = values_of(expected);
   int reported = 0;
@@ -85,8 +87,7 @@ class OpHarness : public ::testing::TestWithParam<std::size_t> {
   TensorList make_weights(const TensorList& outs) const {
     Generator gen(999);
     TensorList w;
-    for (const Tensor& o : outs)
-      w.push_back(is_floating(o.dtype()) ? uniform64(o.sizes(), gen, -1.0, 1.0) : Tensor());
+    for (const Tensor& o : outs) w.push_back(is_floating(o.dtype()) ? uniform64(o.sizes(), gen, -1.0, 1.0) : Tensor());
     return w;
   }
   /// Random cotangents for the case's outputs (from a no-grad forward on contiguous f64 inputs).
@@ -100,7 +101,8 @@ class OpHarness : public ::testing::TestWithParam<std::size_t> {
   }
   TensorList contiguous_f64(const TensorList& in) const {
     TensorList out;
-    for (const Tensor& t : in) out.push_back(!t.defined() ? t : is_floating(t.dtype()) ? t.to(DType::f64, true) : t.clone());
+    for (const Tensor& t : in)
+      out.push_back(!t.defined() ? t : is_floating(t.dtype()) ? t.to(DType::f64, true) : t.clone());
     return out;
   }
   /// Runs forward and backward(weights) on prepared inputs; returns the gradients of grad_inputs.
@@ -133,8 +135,10 @@ TEST_P(OpHarness, ForwardMatchesReference) {
       if (is_floating(outs[k].dtype())) {
         EXPECT_EQ(outs[k].dtype(), dtype) << what.str();
       }
-      if (dtype == DType::f64) expect_close(outs[k], expected[k], c().f64_rtol, c().f64_atol, what.str());
-      else expect_close(outs[k], expected[k], c().f32_rtol, c().f32_atol, what.str());
+      if (dtype == DType::f64)
+        expect_close(outs[k], expected[k], c().f64_rtol, c().f64_atol, what.str());
+      else
+        expect_close(outs[k], expected[k], c().f32_rtol, c().f32_atol, what.str());
     }
   }
 }
@@ -150,15 +154,16 @@ TEST_P(OpHarnessStrided, NonContiguousInputs) {
   TensorList outs = c().run(prepare(inputs, DType::f64, true, {}));
   ASSERT_EQ(outs.size(), expected.size());
   for (std::size_t k = 0; k < outs.size(); ++k)
-    expect_close(outs[k], expected[k], c().f64_rtol, c().f64_atol, c().name + " non-contiguous output " + std::to_string(k));
+    expect_close(outs[k], expected[k], c().f64_rtol, c().f64_atol,
+                 c().name + " non-contiguous output " + std::to_string(k));
   if (c().grad_inputs.empty()) return;
   const TensorList weights = make_weights(outs);
   const TensorList g_contig = analytic_grads(inputs, DType::f64, false, weights);
   const TensorList g_strided = analytic_grads(inputs, DType::f64, true, weights);
   ASSERT_EQ(g_contig.size(), g_strided.size());
   for (std::size_t i = 0; i < g_contig.size(); ++i)
-    expect_close(g_strided[i], g_contig[i], 1e-10, 1e-12, c().name + " non-contiguous gradient of input " +
-                                                              std::to_string(c().grad_inputs[i]));
+    expect_close(g_strided[i], g_contig[i], 1e-10, 1e-12,
+                 c().name + " non-contiguous gradient of input " + std::to_string(c().grad_inputs[i]));
 }
 
 TEST_P(OpHarnessGrad, FiniteDifferenceGradients) {
@@ -186,7 +191,8 @@ TEST_P(OpHarnessGrad, FiniteDifferenceGradients) {
       const double numeric = (l[0] - l[1]) / (2 * c().fd_eps);
       const double tol = c().fd_atol + c().fd_rtol * std::max(std::abs(numeric), std::abs(a[j]));
       if (std::abs(numeric - a[j]) > tol && reported++ < 5)
-        ADD_FAILURE() << c().name << ": d/d input" << idx << "[" << j << "] analytic " << a[j] << ", numeric " << numeric;
+        ADD_FAILURE() << c().name << ": d/d input" << idx << "[" << j << "] analytic " << a[j] << ", numeric "
+                      << numeric;
     }
   }
 }
@@ -218,8 +224,10 @@ TEST_P(OpHarnessGradReference, GradientsMatchReference) {
     for (std::size_t i = 0; i < got.size(); ++i) {
       std::ostringstream what;
       what << c().name << " " << dtype << " gradient of input " << c().grad_inputs[i];
-      if (dtype == DType::f64) expect_close(got[i], expected[i], c().f64_rtol, c().f64_atol, what.str());
-      else expect_close(got[i], expected[i], c().f32_rtol * 10, c().f32_atol * 10, what.str());
+      if (dtype == DType::f64)
+        expect_close(got[i], expected[i], c().f64_rtol, c().f64_atol, what.str());
+      else
+        expect_close(got[i], expected[i], c().f32_rtol * 10, c().f32_atol * 10, what.str());
     }
   }
 }
@@ -247,7 +255,8 @@ TEST_P(OpHarnessMixed, MixedDtypesAreRefused) {
   } catch (const Error& e) {
     const std::string msg = e.what();
     EXPECT_NE(msg.find(std::string(op_name(c().op))), std::string::npos) << msg;
-    EXPECT_NE(msg.find(in[floats[0]].describe()), std::string::npos) << "message should name " << in[floats[0]].describe() << ": " << msg;
+    EXPECT_NE(msg.find(in[floats[0]].describe()), std::string::npos)
+        << "message should name " << in[floats[0]].describe() << ": " << msg;
     EXPECT_NE(msg.find(" f64"), std::string::npos) << "message should name the f64 tensor: " << msg;
   }
 }
@@ -276,7 +285,8 @@ TEST_P(OpHarnessPromotes, MixedDtypesPromote) {
   ASSERT_EQ(outs.size(), expected.size());
   for (std::size_t k = 0; k < outs.size(); ++k) {
     if (is_floating(outs[k].dtype())) EXPECT_EQ(outs[k].dtype(), want) << c().name << " output " << k;
-    const double rtol = want == DType::f64 ? c().f64_rtol * 100 : c().f32_rtol, atol = want == DType::f64 ? c().f64_atol * 100 : c().f32_atol;
+    const double rtol = want == DType::f64 ? c().f64_rtol * 100 : c().f32_rtol,
+                 atol = want == DType::f64 ? c().f64_atol * 100 : c().f32_atol;
     expect_close(outs[k], expected[k], rtol, atol, c().name + " mixed output " + std::to_string(k));
   }
   if (!grads || !outs[0].requires_grad()) return;
@@ -343,7 +353,8 @@ TEST_P(OpHarness, OperandsGoThroughTheMemoryPolicy) {
     RecordingAllocation* a = rec(in);
     ASSERT_NE(a, nullptr);
     if (aliased && a->read_pins.load() == 0) continue;
-    EXPECT_GT(a->read_uses.load() + a->write_uses.load(), 0) << c().name << ": input " << i << " never reported to the policy";
+    EXPECT_GT(a->read_uses.load() + a->write_uses.load(), 0)
+        << c().name << ": input " << i << " never reported to the policy";
     EXPECT_GT(a->read_pins.load() + a->write_pins.load(), 0) << c().name << ": input " << i << " read without a pin";
   }
   for (std::size_t k = 0; k < outs.size(); ++k) {
@@ -378,9 +389,9 @@ INSTANTIATE_TEST_SUITE_P(Cases, OpHarnessGrad, ::testing::ValuesIn(cases_where([
                            return !c.grad_inputs.empty() && !c.grad_reference;
                          })),
                          param_name);
-INSTANTIATE_TEST_SUITE_P(Cases, OpHarnessGradReference,
-                         ::testing::ValuesIn(cases_where([](const OpCase& c, std::size_t) { return bool(c.grad_reference); })),
-                         param_name);
+INSTANTIATE_TEST_SUITE_P(
+    Cases, OpHarnessGradReference,
+    ::testing::ValuesIn(cases_where([](const OpCase& c, std::size_t) { return bool(c.grad_reference); })), param_name);
 INSTANTIATE_TEST_SUITE_P(Cases, OpHarnessMixed, ::testing::ValuesIn(cases_where([](const OpCase& c, std::size_t i) {
                            Generator gen(1234 + i);
                            int floats = 0;
@@ -388,9 +399,8 @@ INSTANTIATE_TEST_SUITE_P(Cases, OpHarnessMixed, ::testing::ValuesIn(cases_where(
                            return floats >= 2 && !c.promotes;
                          })),
                          param_name);
-INSTANTIATE_TEST_SUITE_P(Cases, OpHarnessPromotes, ::testing::ValuesIn(cases_where([](const OpCase& c, std::size_t) {
-                           return c.promotes;
-                         })),
+INSTANTIATE_TEST_SUITE_P(Cases, OpHarnessPromotes,
+                         ::testing::ValuesIn(cases_where([](const OpCase& c, std::size_t) { return c.promotes; })),
                          param_name);
 
 class BadInput : public ::testing::TestWithParam<std::size_t> {};
@@ -403,7 +413,8 @@ TEST_P(BadInput, RaisesClearError) {
   } catch (const Error& e) {
     const std::string msg = e.what();
     EXPECT_NE(msg.find(std::string(op_name(b.op))), std::string::npos) << b.name << ": " << msg;
-    for (const auto& s : b.expect) EXPECT_NE(msg.find(s), std::string::npos) << b.name << ": expected '" << s << "' in: " << msg;
+    for (const auto& s : b.expect)
+      EXPECT_NE(msg.find(s), std::string::npos) << b.name << ": expected '" << s << "' in: " << msg;
   }
 }
 

@@ -69,8 +69,10 @@ void expect_matches_reference(int64_t planes, int64_t H, int64_t W, int64_t k, i
   const auto yv = values_of(y);
   ASSERT_EQ(yv.size(), ry.size());
   for (std::size_t i = 0; i < ry.size(); ++i) {
-    if (std::isnan(ry[i])) EXPECT_TRUE(std::isnan(yv[i])) << "output " << i;
-    else EXPECT_EQ(yv[i], ry[i]) << "output " << i;
+    if (std::isnan(ry[i]))
+      EXPECT_TRUE(std::isnan(yv[i])) << "output " << i;
+    else
+      EXPECT_EQ(yv[i], ry[i]) << "output " << i;
   }
   // The backward routes output o's gradient (o + 1) to the saved argmax: checks every index.
   std::vector<double> go(ry.size());

@@ -15,10 +15,10 @@
 namespace strata::testing {
 namespace {
 
+using ops::cpu::cached_primitive;
 using ops::cpu::DnnlPrimitives;
 using ops::cpu::primitive_cache_stats;
 using ops::cpu::PrimitiveKey;
-using ops::cpu::cached_primitive;
 
 using ModeGuard = ops::cpu::DnnlPrimitivesGuard;
 
@@ -95,8 +95,10 @@ TEST(PrimitiveCacheStress, ConcurrentLookupsBuildEachKeyOnce) {
             return k * 10;
           });
           ASSERT_EQ(*e, k * 10);
-          if (r == 0) seen[t][k] = e.get();
-          else ASSERT_EQ(seen[t][k], e.get());
+          if (r == 0)
+            seen[t][k] = e.get();
+          else
+            ASSERT_EQ(seen[t][k], e.get());
         }
     });
   for (auto& th : threads) th.join();

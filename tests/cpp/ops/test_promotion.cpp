@@ -82,7 +82,8 @@ TEST(IntegerArithmetic, WrapsAroundLikePyTorch) {
 }
 
 TEST(IntegerArithmetic, FloorDivisionAndRemainderFollowPython) {
-  EXPECT_EQ(values<int64_t>(floor_divide(i64({-7, 7, -7, 7}), i64({2, 2, -2, -2}))), (std::vector<int64_t>{-4, 3, 3, -4}));
+  EXPECT_EQ(values<int64_t>(floor_divide(i64({-7, 7, -7, 7}), i64({2, 2, -2, -2}))),
+            (std::vector<int64_t>{-4, 3, 3, -4}));
   EXPECT_EQ(values<int64_t>(remainder(i64({-7, 7, -7, 7}), i64({2, 2, -2, -2}))), (std::vector<int64_t>{1, 1, -1, -1}));
   EXPECT_EQ(values<int64_t>(floor_divide(i64({std::numeric_limits<int64_t>::min()}), -1)),
             (std::vector<int64_t>{std::numeric_limits<int64_t>::min()}));

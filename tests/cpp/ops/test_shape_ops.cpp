@@ -25,7 +25,8 @@ Tensor leaf(IntArrayRef sizes, uint64_t seed = 1) {
 
 TEST(ShapeOps, ViewOpsShareStorageAndRecord) {
   Tensor x = leaf({4, 6});
-  for (const Tensor& y : {reshape(x, {6, 4}), flatten(x), transpose(x, 0, 1), permute(x, {1, 0}), slice(x, 1, 1, 5, 2)}) {
+  for (const Tensor& y :
+       {reshape(x, {6, 4}), flatten(x), transpose(x, 0, 1), permute(x, {1, 0}), slice(x, 1, 1, 5, 2)}) {
     EXPECT_TRUE(y.shares_storage(x));
     EXPECT_TRUE(y.requires_grad());
     EXPECT_NE(y.grad_fn(), nullptr);

@@ -11,8 +11,8 @@
 #include "autograd/grad_mode.h"
 #include "core/factories.h"
 #include "core/threading.h"
-#include "tests/cpp/ops/harness/op_harness.h"
 #include "ops/softmax_loss.h"
+#include "tests/cpp/ops/harness/op_harness.h"
 
 namespace strata {
 namespace {

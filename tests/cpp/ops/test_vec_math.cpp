@@ -285,8 +285,10 @@ TEST(VecMath, RowReductionsMatchF64) {
 
 TEST(VecMath, DispatchPicksTheBestAvailableTable) {
   const Kernels& k = ops::cpu::vec::kernels();
-  if (ops::cpu::vec::avx512_kernels() != nullptr) EXPECT_EQ(std::string(k.isa), "avx512");
-  else EXPECT_EQ(std::string(k.isa), "generic");
+  if (ops::cpu::vec::avx512_kernels() != nullptr)
+    EXPECT_EQ(std::string(k.isa), "avx512");
+  else
+    EXPECT_EQ(std::string(k.isa), "generic");
 }
 
 }  // namespace

@@ -59,8 +59,7 @@ TEST(SimActive, ElementaryFunctionsMatchHandDerivedPartials) {
   }
   const double th = std::tanh(b);
   const double d0 = std::exp(a) * std::sin(b) / c + 0.5 / std::sqrt(a) - b * std::sin(a * b);
-  const double d1 = std::exp(a) * std::cos(b) / c - (1 - th * th) * std::log(c) -
-                    a * std::sin(a * b);
+  const double d1 = std::exp(a) * std::cos(b) / c - (1 - th * th) * std::log(c) - a * std::sin(a * b);
   const double d2 = -std::exp(a) * std::sin(b) / (c * c) - th / c + 1.0;
   ReplayResult r = replay(p);
   EXPECT_EQ(r.invalid_reads, 0u);
@@ -78,8 +77,7 @@ TEST(SimActive, MaxMinSelectRouteTheAdjointToTheChosenOperand) {
     Array out = tr.output("out", 1);
     Active x0 = x.load(0), x1 = x.load(1), x2 = x.load(2);
     // max -> x1, min -> x2, less(x1, x2) = 0 -> select picks x2 * 3; relu(x0 - 2) = 0.
-    Active f = max(x0, x1) + 10.0 * min(x0, x2) + select(less(x1, x2), x1 * 2.0, x2 * 3.0) +
-               100.0 * max(0.0, x0 - 2.0);
+    Active f = max(x0, x1) + 10.0 * min(x0, x2) + select(less(x1, x2), x1 * 2.0, x2 * 3.0) + 100.0 * max(0.0, x0 - 2.0);
     out.store(0, f);
     EXPECT_DOUBLE_EQ(f.value(), 3.0 - 20.0 - 6.0);
     p = tr.finish();
@@ -155,8 +153,7 @@ TEST(SimActive, EnzymeTapeIsOneArrayPerSiteIndexedByIteration) {
   ReplayResult r = replay(p);
   double s = 0;
   for (size_t i = 0; i < n; ++i) s += std::exp(2 * (0.1 * double(i) - 0.2));
-  for (size_t i = 0; i < n; ++i)
-    EXPECT_NEAR(r.grad(p, "x")[i], 2 * std::exp(2 * (0.1 * double(i) - 0.2)) / s, 1e-12);
+  for (size_t i = 0; i < n; ++i) EXPECT_NEAR(r.grad(p, "x")[i], 2 * std::exp(2 * (0.1 * double(i) - 0.2)) / s, 1e-12);
   // Origins: every REV instruction points at the FWD instruction it differentiates.
   for (size_t i = 0; i < p.trace.instrs.size(); ++i) {
     const uint32_t o = p.origin[i];
@@ -172,9 +169,8 @@ TEST(SimActive, NestedLoopIterationsAreNumberedAcrossTheWholeProgram) {
   Tracer tr("nested");
   Array x = tr.input("x", std::vector<double>(6, 1.0));
   Array y = tr.output("y", 6);
-  for_range("i", 2, [&](size_t i) {
-    for_range("j", 3, [&](size_t j) { y.store(3 * i + j, exp(x.load(3 * i + j))); });
-  });
+  for_range("i", 2,
+            [&](size_t i) { for_range("j", 3, [&](size_t j) { y.store(3 * i + j, exp(x.load(3 * i + j))); }); });
   Program p = tr.finish();
   ASSERT_EQ(p.trace.loop_names.size(), 2u);
   EXPECT_EQ(p.loop_iterations[0], 2u);
@@ -206,8 +202,9 @@ TEST(SimActive, BadInputIsReportedWithNames) {
     Array c = tr.constant("c", {1.0});
     EXPECT_ERROR_HAS(x.load(2), "sim::Array 'x': load index 2 out of range (size 2)");
     EXPECT_ERROR_HAS(x.store(5, 1.0), "sim::Array 'x': store index 5 out of range (size 2)");
-    EXPECT_ERROR_HAS(c.store(0, x.load(0)), "store of an active (differentiable) value into a"
-                                            " constant array");
+    EXPECT_ERROR_HAS(c.store(0, x.load(0)),
+                     "store of an active (differentiable) value into a"
+                     " constant array");
     EXPECT_ERROR_HAS(tr.input("x", {1.0}), "array name 'x' is already used");
     EXPECT_ERROR_HAS(tr.input("e", {}), "input array 'e' has no elements");
     EXPECT_ERROR_HAS(tr.output("o", 0), "output array 'o' has no elements");

@@ -10,16 +10,16 @@
 #include "core/factories.h"
 #include "core/rng.h"
 #include "ops/backend.h"
-#include "tests/cpp/sim/compare.h"
 #include "ops/binary.h"
 #include "ops/conv.h"
 #include "ops/linalg.h"
 #include "ops/pooling.h"
 #include "ops/shape_ops.h"
+#include "ops/sim/backend_sim.h"
 #include "ops/softmax_loss.h"
 #include "ops/unary.h"
-#include "ops/sim/backend_sim.h"
 #include "tests/cpp/error_text.h"
+#include "tests/cpp/sim/compare.h"
 
 using namespace strata;
 using namespace strata::sim;
@@ -231,8 +231,9 @@ TEST(SimBackend, BadInput) {
   {
     SimStep step("bad");
     SimTensor sx = step.data("x", x), sw = step.param("w", w);
-    EXPECT_ERROR_HAS(step.linear(sx, sw), "sim::SimStep(bad)::linear: input [2, 3] and weight [4, 5] disagree on "
-                                          "in_features (expected weight [out, 3])");
+    EXPECT_ERROR_HAS(step.linear(sx, sw),
+                     "sim::SimStep(bad)::linear: input [2, 3] and weight [4, 5] disagree on "
+                     "in_features (expected weight [out, 3])");
     EXPECT_ERROR_HAS(step.param("w", w), "sim::SimStep(bad)::param: an input named 'w' already exists");
     EXPECT_ERROR_HAS(step.data("i", zeros({2}, TensorOptions{DType::i64})),
                      "expected a floating tensor (f32 or f64), got i64");
@@ -261,7 +262,8 @@ TEST(SimBackend, BadInput) {
     SimStep step("conv");
     SimTensor sx = step.data("x", zeros({1, 2, 4, 4}));
     SimTensor sw = step.param("w", zeros({3, 1, 3, 3}));
-    EXPECT_ERROR_HAS(step.conv2d(sx, sw), "conv2d: input [1, 2, 4, 4] has 2 channels but weight [3, 1, 3, 3] expects 1");
+    EXPECT_ERROR_HAS(step.conv2d(sx, sw),
+                     "conv2d: input [1, 2, 4, 4] has 2 channels but weight [3, 1, 3, 3] expects 1");
     SimTensor sw2 = step.param("w2", zeros({3, 2, 5, 5}));
     EXPECT_ERROR_HAS(step.conv2d(sx, sw2), "conv2d: kernel 5x5 does not fit input 4x4 with padding 0");
   }

@@ -42,8 +42,8 @@ void expect_gradients_match_finite_differences(const std::string& name, const Pr
       const double fd = (up - down) / (2 * h);
       const double g = grads[a][i];
       const double loss = std::max(std::abs(up), std::abs(down));
-      EXPECT_NEAR(g, fd, 1e-5 * std::abs(g) + 1e-9 + 4 * 2.2e-16 * loss / h) << name << ": d loss / d " << info.name << "["
-                                                    << i << "]";
+      EXPECT_NEAR(g, fd, 1e-5 * std::abs(g) + 1e-9 + 4 * 2.2e-16 * loss / h)
+          << name << ": d loss / d " << info.name << "[" << i << "]";
     }
   }
 }
@@ -90,8 +90,7 @@ TEST_P(SimBenchmark, GradientsOfEnzymeAndTapeflowTracesMatchFiniteDifferences) {
       if (enz.arrays[a].kind != ArrayKind::Input) continue;
       for (size_t i = 0; i < r.grads[a].size(); ++i) {
         // Same instructions in the same order: bit-identical gradients.
-        ASSERT_EQ(rt.grads[a][i], r.grads[a][i]) << name << " " << enz.arrays[a].name << "[" << i
-                                                 << "] spad " << spad;
+        ASSERT_EQ(rt.grads[a][i], r.grads[a][i]) << name << " " << enz.arrays[a].name << "[" << i << "] spad " << spad;
         ASSERT_EQ(ra.grads[a][i], r.grads[a][i]) << name << " (AoS) " << enz.arrays[a].name;
       }
     }
@@ -141,6 +140,7 @@ TEST(SimBenchmarks, BadParametersAreRejected) {
   EXPECT_ERROR_HAS(build_benchmark("logsum", bp), "no input array named 'nope' to perturb");
   bp.perturb_array = "x";
   bp.perturb_index = 1000;
-  EXPECT_ERROR_HAS(build_benchmark("logsum", bp), "perturb_index 1000 out of range for input 'x'"
-                                                  " (size 16)");
+  EXPECT_ERROR_HAS(build_benchmark("logsum", bp),
+                   "perturb_index 1000 out of range for input 'x'"
+                   " (size 16)");
 }

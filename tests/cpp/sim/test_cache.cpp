@@ -2,9 +2,9 @@
 // access patterns: sequential, strided, conflicting, LRU order, fully associative.
 #include <gtest/gtest.h>
 
-#include "tests/cpp/error_text.h"
 #include "sim/detail/cache.h"
 #include "sim/energy.h"
+#include "tests/cpp/error_text.h"
 
 using namespace strata::sim;
 using namespace strata::sim::detail;  // the component models are internal
@@ -29,7 +29,7 @@ TEST(SimCache, GeometryOfTable3Caches) {
   Cache c1(cfg(1024, 2));
   EXPECT_EQ(c1.num_sets(), 8u);  // 16 lines / 2 ways
   EXPECT_EQ(c1.ways(), 2u);
-  Cache c64(cfg(65536, 0));      // fully associative
+  Cache c64(cfg(65536, 0));  // fully associative
   EXPECT_EQ(c64.num_sets(), 1u);
   EXPECT_EQ(c64.ways(), 1024u);
   Cache c128(cfg(131072, 8));
@@ -116,7 +116,7 @@ TEST(SimCache, WriteBackWriteAllocateCountsWritebacksOfDirtyVictimsPerClass) {
   EXPECT_FALSE(w.hit);
   EXPECT_EQ(w.line, 0u);
   EXPECT_TRUE(c.contains(0));
-  c.access(512, false, AccessClass::Program);                    // clean
+  c.access(512, false, AccessClass::Program);                           // clean
   const CacheOutcome e1 = c.access(1024, false, AccessClass::Program);  // evicts the dirty tape line
   EXPECT_TRUE(e1.writeback);
   EXPECT_EQ(e1.victim_line, 0u);

@@ -3,8 +3,8 @@
 
 #include <cmath>
 
-#include "tests/cpp/error_text.h"
 #include "sim/detail/dram.h"
+#include "tests/cpp/error_text.h"
 
 using namespace strata::sim;
 using namespace strata::sim::detail;  // the component models are internal
@@ -16,7 +16,7 @@ TEST(SimDram, Table3BandwidthAtTheTwoGigahertzClockIs9Point6BytesPerCycle) {
 
 TEST(SimDram, AnIsolatedReadTakesItsTransferPlusLatency) {
   Dram d(DramConfig{});
-  EXPECT_EQ(d.read(0, 64), 7u + 100u);    // ceil(64 / 9.6) + 100
+  EXPECT_EQ(d.read(0, 64), 7u + 100u);  // ceil(64 / 9.6) + 100
   EXPECT_EQ(d.read(1000, 96), 1000u + 10u + 100u);
   EXPECT_EQ(d.write(5000, 64), 5000u + 7u);  // posted: no latency
   EXPECT_EQ(d.bytes_read(), 160u);

@@ -9,10 +9,10 @@
 #include <map>
 #include <vector>
 
-#include "tests/cpp/error_text.h"
 #include "sim/bench_registry.h"
 #include "sim/machine.h"
 #include "sim/systems.h"
+#include "tests/cpp/error_text.h"
 
 using namespace strata::sim;
 using strata::sim::registry::benchmark_names;
@@ -141,25 +141,25 @@ TEST(SimMachine, StoresLeaveTheWindowWhenIssued) {
 TEST(SimMachine, BarrierWaitsForTheLayersTapeAccessesAndHoldsBackTheNextLayer) {
   Builder b;
   const uint32_t x = b.input();
-  b.salloc(0);                              // 0..1
-  const uint32_t a = b.emit(Op::Exp, x);    // 0..20
-  const uint32_t c1 = b.emit(Op::Exp, x);   // 0..20  (not tape)
-  b.emit(Op::Exp, c1);                      // 20..40 (not tape)
-  b.store(a, 0, Op::SpadStore);             // 20..21
-  b.barrier();                              // tape done at 21: 21..23
-  b.emit(Op::Add, x, x);                    // fetched at 23: 23..27
+  b.salloc(0);                             // 0..1
+  const uint32_t a = b.emit(Op::Exp, x);   // 0..20
+  const uint32_t c1 = b.emit(Op::Exp, x);  // 0..20  (not tape)
+  b.emit(Op::Exp, c1);                     // 20..40 (not tape)
+  b.store(a, 0, Op::SpadStore);            // 20..21
+  b.barrier();                             // tape done at 21: 21..23
+  b.emit(Op::Add, x, x);                   // fetched at 23: 23..27
   const MachineReport r = simulate(b.t, tflow_like());
-  EXPECT_EQ(r.fwd.cycles, 40u);             // the non-tape Exp stays in flight across the barrier
+  EXPECT_EQ(r.fwd.cycles, 40u);  // the non-tape Exp stays in flight across the barrier
   EXPECT_EQ(r.fwd.layers, 1u);
   EXPECT_DOUBLE_EQ(r.fwd.ops_per_layer(), 4.0);
   // The next layer's op waited for the barrier: make it the long pole.
   Builder d = b;
-  d.emit(Op::Exp, d.t.num_values - 1);      // Exp(Add): 27..47
+  d.emit(Op::Exp, d.t.num_values - 1);  // Exp(Add): 27..47
   EXPECT_EQ(simulate(d.t, tflow_like()).fwd.cycles, 47u);
-  Builder nob = d;                          // without the barrier: Add 0..4, Exp 4..24
+  Builder nob = d;  // without the barrier: Add 0..4, Exp 4..24
   nob.t.instrs.erase(nob.t.instrs.begin() + 6);
   EXPECT_EQ(simulate(nob.t, tflow_like()).fwd.cycles, 40u);
-  MachineConfig drain = tflow_like();       // a draining barrier waits for the Exp chain: 40..42
+  MachineConfig drain = tflow_like();  // a draining barrier waits for the Exp chain: 40..42
   drain.barrier_drains = true;
   EXPECT_EQ(simulate(d.t, drain).fwd.cycles, 42u + 4u + 20u);
 }
@@ -186,10 +186,10 @@ TEST(SimMachine, LoadsWaitForEarlierStoresToTheSameWord) {
   Builder b;
   const uint32_t x = b.input();
   const uint32_t e = b.emit(Op::Exp, x);
-  b.load(0);                 // warms the line: 107
-  b.store(e, 0);             // after Exp (20) and the line: hit at >= 107 ... 109
+  b.load(0);                     // warms the line: 107
+  b.store(e, 0);                 // after Exp (20) and the line: hit at >= 107 ... 109
   const uint32_t v = b.load(0);  // must follow the store: 109 + 2
-  b.emit(Op::Add, v, v);     // +4
+  b.emit(Op::Add, v, v);         // +4
   const uint32_t w = b.load(8);  // independent word of the same line: 107 + 0
   (void)w;
   const MachineReport r = simulate(b.t, enzyme_like());
@@ -290,7 +290,7 @@ TEST(SimMachine, RevStreamRunAheadHidesDramLatencyWhenBandwidthAllows) {
   const MachineReport rs = simulate(single, tflow_like(2048));
   // With the data on chip the layers pipeline behind the Div chain: 16 cycles per layer, after the
   // first tile's trip (108), its load (1) and Add tree (12).
-  EXPECT_LE(ra.rev.cycles, 108 + 1 + 12 + layers * 16 + 4);       // one exposed tile latency
+  EXPECT_LE(ra.rev.cycles, 108 + 1 + 12 + layers * 16 + 4);  // one exposed tile latency
   EXPECT_GE(ra.rev.cycles, 108 + 1 + 12 + layers * 16);
   // Single region: tile k+1 can only start once layer k's SpadLoads have read the slots, so a
   // tile's 108-cycle trip is exposed per layer (the layer's Adds overlap it).
@@ -299,7 +299,7 @@ TEST(SimMachine, RevStreamRunAheadHidesDramLatencyWhenBandwidthAllows) {
   // Early layers' loads are fetched before their tiles arrive (the datapath races ahead of the
   // channel until the Div chain fills the window), but they wait far less than with one region.
   EXPECT_LT(4 * ra.rev.spad_empty_wait_cycles, rs.rev.spad_empty_wait_cycles);
-  EXPECT_GE(rs.rev.spad_empty_waits, (layers - 1) * 8);           // every layer waits
+  EXPECT_GE(rs.rev.spad_empty_waits, (layers - 1) * 8);  // every layer waits
   EXPECT_EQ(ra.rev.layers, layers);
   EXPECT_EQ(ra.dram_read_bytes(), rs.dram_read_bytes());
   // When bandwidth does not allow, run-ahead cannot beat the channel.
@@ -314,12 +314,12 @@ TEST(SimMachine, FwdStreamWaitsForFullSlotsAndNextWritersWaitForTheStream) {
   const uint32_t x = b.input();
   const uint32_t e = b.emit(Op::Exp, x);  // 20
   b.salloc(0);
-  b.store(e, 0, Op::SpadStore);   // 20..21
-  b.store(x, 8, Op::SpadStore);   // 0..1
-  b.barrier();                    // 21..23
+  b.store(e, 0, Op::SpadStore);             // 20..21
+  b.store(x, 8, Op::SpadStore);             // 0..1
+  b.barrier();                              // 21..23
   b.stream(Op::StreamOut, 0, 1 << 20, 16);  // starts at 21 (slots full), bank read 22, 2 cycles
   b.salloc(0);
-  b.store(x, 0, Op::SpadStore);   // waits for the stream's read of slot 0: 24..25
+  b.store(x, 0, Op::SpadStore);  // waits for the stream's read of slot 0: 24..25
   const MachineReport r = simulate(b.t, tflow_like());
   EXPECT_EQ(r.fwd.cycles, 25u);
   EXPECT_EQ(r.dram_write_bytes(), 16u);
@@ -330,14 +330,14 @@ TEST(SimMachine, FwdStreamWaitsForFullSlotsAndNextWritersWaitForTheStream) {
 TEST(SimMachine, EnergyTotalIsTheSumOfPerAccessCharges) {
   Builder b;
   const uint32_t x = b.input();
-  for (int i = 0; i < 4; ++i) b.load(8 * i);            // 4 demand, 1 fill
-  b.store(x, 1 << 16, Op::TapeStore);                    // 1 demand, 1 fill
-  b.store(x, 0, Op::SpadStore);                          // 1 spad
-  b.store(x, 8, Op::SpadStore);                          // 1 spad
-  b.stream(Op::StreamOut, 0, 1 << 20, 16);               // 2 words
+  for (int i = 0; i < 4; ++i) b.load(8 * i);  // 4 demand, 1 fill
+  b.store(x, 1 << 16, Op::TapeStore);         // 1 demand, 1 fill
+  b.store(x, 0, Op::SpadStore);               // 1 spad
+  b.store(x, 8, Op::SpadStore);               // 1 spad
+  b.stream(Op::StreamOut, 0, 1 << 20, 16);    // 2 words
   b.phase = Phase::Reverse;
-  b.stream(Op::StreamIn, 16, 1 << 20, 16);               // 2 words
-  b.emit(Op::Neg, b.load(16, Op::SpadLoad));             // 1 spad
+  b.stream(Op::StreamIn, 16, 1 << 20, 16);    // 2 words
+  b.emit(Op::Neg, b.load(16, Op::SpadLoad));  // 1 spad
   MachineConfig c = tflow_like();
   c.energy.cache_access_pj = 440;
   c.energy.spad_access_pj = 100;
@@ -376,7 +376,8 @@ TEST(SimMachine, MalformedTracesAreRejectedNamingTheInstruction) {
     Builder b;
     b.emit(Op::Add, 5, kNone);
     b.t.num_values = 6;
-    EXPECT_ERROR_HAS(simulate(b.t, enzyme_like()), "instr 0 (Add) reads value 5, which no earlier instruction produces");
+    EXPECT_ERROR_HAS(simulate(b.t, enzyme_like()),
+                     "instr 0 (Add) reads value 5, which no earlier instruction produces");
   }
   {
     Builder b;
@@ -394,13 +395,15 @@ TEST(SimMachine, MalformedTracesAreRejectedNamingTheInstruction) {
   {
     Builder b;
     b.store(b.input(), 512, Op::SpadStore);
-    EXPECT_ERROR_HAS(simulate(b.t, tflow_like()), "instr 1 (SpadStore): scratchpad bytes [512, 520) exceed the 512-byte");
+    EXPECT_ERROR_HAS(simulate(b.t, tflow_like()),
+                     "instr 1 (SpadStore): scratchpad bytes [512, 520) exceed the 512-byte");
   }
   {
     Builder b;
     b.emit(Op::Neg, b.load(8, Op::SpadLoad));
-    EXPECT_ERROR_HAS(simulate(b.t, tflow_like()),
-                     "instr 0 (SpadLoad) reads scratchpad slot at offset 8, which no earlier SpadStore or StreamIn wrote");
+    EXPECT_ERROR_HAS(
+        simulate(b.t, tflow_like()),
+        "instr 0 (SpadLoad) reads scratchpad slot at offset 8, which no earlier SpadStore or StreamIn wrote");
   }
   {
     Builder b;
@@ -476,7 +479,8 @@ TEST(SimSystems, ScratchpadSweepSystems) {
 }
 
 TEST(SimSystems, UnknownNamesAreRejectedWithTheAcceptedOnes) {
-  EXPECT_ERROR_HAS(system_by_name("Tflow_3k"), "unknown system 'Tflow_3k'; expected Enzyme_<size>, AoS_<size> or Tflow_<size>");
+  EXPECT_ERROR_HAS(system_by_name("Tflow_3k"),
+                   "unknown system 'Tflow_3k'; expected Enzyme_<size>, AoS_<size> or Tflow_<size>");
   EXPECT_ERROR_HAS(system_by_name("enzyme_32k"), "the paper's: Enzyme_32k, Enzyme_1k, Tflow_32k, Tflow_2k, Tflow_1k");
   EXPECT_ERROR_HAS(make_system(TraceMode::Enzyme, 3000), "no Table III cache of 3000 bytes");
 }
@@ -566,7 +570,8 @@ TEST(SimRegistry, UnknownBenchmarkAndTooSmallScratchpadAreRejected) {
                    "lenet, pathfinder, mass_spring, stream, strided");
   TraceOptions o;
   o.spad_bytes = 16;
-  EXPECT_ERROR_HAS(trace_benchmark("stream", TraceMode::TapeFlow, o), "a 16-byte scratchpad cannot hold two 16-byte layers");
+  EXPECT_ERROR_HAS(trace_benchmark("stream", TraceMode::TapeFlow, o),
+                   "a 16-byte scratchpad cannot hold two 16-byte layers");
 }
 
 TEST(SimRegistry, TableTwoBenchmarksRunInEveryModeOnTheirSystems) {
@@ -591,6 +596,7 @@ TEST(SimRegistry, TableTwoBenchmarksRunInEveryModeOnTheirSystems) {
     EXPECT_GT(re.cycles(), 0u);
   }
   o.unroll = 4;
-  const MachineReport r4 = simulate(trace_benchmark("pathfinder", TraceMode::TapeFlow, o), system_by_name("Tflow_32k").machine);
+  const MachineReport r4 =
+      simulate(trace_benchmark("pathfinder", TraceMode::TapeFlow, o), system_by_name("Tflow_32k").machine);
   EXPECT_GT(r4.rev.cycles, 0u);
 }

@@ -60,13 +60,13 @@ Program program_with(std::vector<Instr> instrs, uint32_t num_values) {
 
 TEST(SimReplay, ArithmeticAndMemoryFollowTheTraceSemantics) {
   std::vector<Instr> t = {
-      mem(Op::Load, Space::Dram, 4096, 0),          // v0 = x[0] = 2
-      mem(Op::Load, Space::Dram, 4104, 1),          // v1 = x[1] = -3
-      make(Op::Max, 2, 0, 1),                       // 2
-      make(Op::Min, 3, 0, 1),                       // -3
-      make(Op::Cmp, 4, 1, 0),                       // -3 < 2 -> 1
-      make(Op::Select, 5, 4, 2, 3),                 // 2
-      make(Op::Div, 6, 5, 1),                       // -2/3
+      mem(Op::Load, Space::Dram, 4096, 0),  // v0 = x[0] = 2
+      mem(Op::Load, Space::Dram, 4104, 1),  // v1 = x[1] = -3
+      make(Op::Max, 2, 0, 1),               // 2
+      make(Op::Min, 3, 0, 1),               // -3
+      make(Op::Cmp, 4, 1, 0),               // -3 < 2 -> 1
+      make(Op::Select, 5, 4, 2, 3),         // 2
+      make(Op::Div, 6, 5, 1),               // -2/3
       make(Op::Tanh, 7, 6),
       konst(8, 0.5),
       make(Op::Mul, 9, 7, 8),
@@ -83,7 +83,8 @@ TEST(SimReplay, ArithmeticAndMemoryFollowTheTraceSemantics) {
 
 TEST(SimReplay, StreamsMoveTilesBetweenScratchpadAndDram) {
   std::vector<Instr> t = {
-      konst(0, 1.5), konst(1, 2.5),
+      konst(0, 1.5),
+      konst(1, 2.5),
       mem(Op::SpadStore, Space::Spad, 0, kNone, 0),
       mem(Op::SpadStore, Space::Spad, 8, kNone, 1),
   };

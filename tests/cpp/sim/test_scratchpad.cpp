@@ -1,8 +1,8 @@
 // The scratchpad (sim/detail/scratchpad.h): banks, bounds, full/empty bits, stream engine timing.
 #include <gtest/gtest.h>
 
-#include "tests/cpp/error_text.h"
 #include "sim/detail/scratchpad.h"
+#include "tests/cpp/error_text.h"
 
 using namespace strata::sim;
 using namespace strata::sim::detail;  // the component models are internal

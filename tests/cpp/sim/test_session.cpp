@@ -22,7 +22,6 @@
 #include "models/optim/sgd.h"
 #include "models/pooling.h"
 #include "ops/backend.h"
-#include "tests/cpp/sim/compare.h"
 #include "ops/binary.h"
 #include "ops/conv.h"
 #include "ops/linalg.h"
@@ -32,6 +31,7 @@
 #include "ops/softmax_loss.h"
 #include "ops/unary.h"
 #include "tests/cpp/error_text.h"
+#include "tests/cpp/sim/compare.h"
 
 using namespace strata;
 using namespace strata::sim;
@@ -174,10 +174,10 @@ TEST(SimSession, OpFunctionsTiedWeightsViewsAndAccumulation) {
   for (Tensor* t : {&w, &b, &m}) t->requires_grad_(true);
   const Tensor target = tensor(std::vector<int64_t>{4, 0, 2});
   auto forward = [&]() {
-    const Tensor h0 = flatten(x, 1);                                        // [3, 4]
-    const Tensor h1 = relu(linear(h0, w, b));                               // first use of w
-    const Tensor h2 = add(linear(h1, w, Tensor(), Activation::Tanh), h1);   // second use, residual
-    const Tensor cut = add(h2.view({3, 4}), h2.detach());                   // no gradient through these
+    const Tensor h0 = flatten(x, 1);                                       // [3, 4]
+    const Tensor h1 = relu(linear(h0, w, b));                              // first use of w
+    const Tensor h2 = add(linear(h1, w, Tensor(), Activation::Tanh), h1);  // second use, residual
+    const Tensor cut = add(h2.view({3, 4}), h2.detach());                  // no gradient through these
     return cross_entropy(add(matmul(h2, m), matmul(cut, m)), target);
   };
   Tensor ref = forward();
@@ -240,8 +240,9 @@ TEST(SimSession, UnsupportedOpsAndAttributes) {
            [&] { cross_entropy(logits, target, Tensor(), Reduction::Sum); },
            [&] { cross_entropy(logits, target, Tensor(), Reduction::Mean, -100, 0.1); }}) {
     SimSession s;
-    EXPECT_ERROR_HAS(bad(), "cross_entropy: the 'sim' backend lowers the mean over class-index targets without "
-                            "class weights or label smoothing");
+    EXPECT_ERROR_HAS(bad(),
+                     "cross_entropy: the 'sim' backend lowers the mean over class-index targets without "
+                     "class weights or label smoothing");
   }
   {
     SimSession s;
@@ -262,21 +263,25 @@ TEST(SimSession, BadUse) {
   {
     SimSession s;
     Tensor logits = linear(x, w);
-    EXPECT_ERROR_HAS(SimSession(), "sim::SimSession(session)::SimSession: another sim session (an op recorder) is "
-                                   "active on this thread; sessions do not nest");
+    EXPECT_ERROR_HAS(SimSession(),
+                     "sim::SimSession(session)::SimSession: another sim session (an op recorder) is "
+                     "active on this thread; sessions do not nest");
     EXPECT_EQ(&current_backend(), &sim_backend()) << "the refused nested session changed nothing";
     Tensor loss = cross_entropy(logits, target);
     EXPECT_ERROR_HAS(s.backward(logits), "sim::SimSession(session)::backward: Tensor[4, 3] f32 is not the loss");
     EXPECT_ERROR_HAS(s.backward(logits), "is not the loss this session recorded (the output of its cross_entropy");
     EXPECT_ERROR_HAS(s.backward(loss.detach()), "is not the loss this session recorded");
-    EXPECT_ERROR_HAS(relu(logits), "relu: the 'sim' session 'session' already recorded its loss (cross_entropy must "
-                                   "be the last op of the step)");
+    EXPECT_ERROR_HAS(relu(logits),
+                     "relu: the 'sim' session 'session' already recorded its loss (cross_entropy must "
+                     "be the last op of the step)");
     EXPECT_ERROR_HAS(s.backward(Tensor()), "backward: the loss is undefined");
     const SimStepReport r = s.backward(loss);
     EXPECT_NEAR(r.loss, loss.item<float>(), 1e-6);
-    EXPECT_ERROR_HAS(s.backward(loss), "backward() already ran for this session; record the next step in a new session");
-    EXPECT_ERROR_HAS(relu(logits), "relu: the 'sim' session 'session' already ran backward(); ops after it are not "
-                                   "recorded (start a new session)");
+    EXPECT_ERROR_HAS(s.backward(loss),
+                     "backward() already ran for this session; record the next step in a new session");
+    EXPECT_ERROR_HAS(relu(logits),
+                     "relu: the 'sim' session 'session' already ran backward(); ops after it are not "
+                     "recorded (start a new session)");
   }
   {
     // A session records into its own SimStep: it cannot start while another SimStep records.
@@ -289,8 +294,9 @@ TEST(SimSession, BadUse) {
     SimSession s;
     Tensor a = linear(x, w);
     w.bump_version();  // as an in-place update would
-    EXPECT_ERROR_HAS(linear(x, w), "linear: input Tensor[3, 2] f32 (a parameter of the 'sim' session) was modified in place "
-                                   "after the session first used it");
+    EXPECT_ERROR_HAS(linear(x, w),
+                     "linear: input Tensor[3, 2] f32 (a parameter of the 'sim' session) was modified in place "
+                     "after the session first used it");
   }
   {
     SimSession s;
@@ -308,8 +314,9 @@ TEST(SimSession, BadUse) {
     EXPECT_ERROR_HAS(SimSession{o}, "unknown system 'Tflow_3k'");
     o.tapeflow_system = "Tflow_2k";
     o.enzyme_system = "Tflow_1k";
-    EXPECT_ERROR_HAS(SimSession{o}, "sim::SimSession(session)::SimSession: enzyme_system 'Tflow_1k' is not an "
-                                    "Enzyme_<size> system");
+    EXPECT_ERROR_HAS(SimSession{o},
+                     "sim::SimSession(session)::SimSession: enzyme_system 'Tflow_1k' is not an "
+                     "Enzyme_<size> system");
     EXPECT_EQ(ops::detail::op_recorder(), nullptr);
   }
   {

@@ -158,8 +158,7 @@ TEST(SimTapeflow, PoisonedReplayCatchesASpadLoadOfTheWrongSlot) {
   EXPECT_TRUE(std::isnan(r.grad(bad, "x")[0]));
   // A load pointed at another slot of its own (streamed-in) region reads a wrong value.
   Program swapped = tf;
-  std::swap(swapped.trace.instrs[swapped.tape[0].load].addr,
-            swapped.trace.instrs[swapped.tape[1].load].addr);
+  std::swap(swapped.trace.instrs[swapped.tape[0].load].addr, swapped.trace.instrs[swapped.tape[1].load].addr);
   ReplayResult good = replay(tf, {.poison_spad = true});
   ReplayResult w = replay(swapped, {.poison_spad = true});
   EXPECT_EQ(w.invalid_reads, 0u);
@@ -182,8 +181,9 @@ TEST(SimTapeflow, BadScratchpadSizesAndProgramsAreRejected) {
     t.store(1, 0.0);
     out.store(0, a * b);  // both operands taped right after the Mul
     const Program p = tr.finish();
-    EXPECT_ERROR_HAS(tapeflow(p, 8), "scratchpad of 8 bytes is smaller than the 16 tape bytes one"
-                                     " instruction stores");
+    EXPECT_ERROR_HAS(tapeflow(p, 8),
+                     "scratchpad of 8 bytes is smaller than the 16 tape bytes one"
+                     " instruction stores");
     const Program ok = tapeflow(p, 16);
     EXPECT_DOUBLE_EQ(replay(ok, {.poison_spad = true}).grad(ok, "x")[0], 2.0 * 6.0);
   }

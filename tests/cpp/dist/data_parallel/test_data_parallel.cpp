@@ -345,9 +345,9 @@ TEST(DataParallelBadInput, BatchSmallerThanRanksOrWrongShare) {
   if (n == 2 || n == 4) {
     // Rank 0 passes 3 rows, the others 1: B = 4 (2 ranks) or 6 (4 ranks); rank 0's share is 2 rows.
     const int64_t b = 3 + (n - 1);
-    EXPECT_ERROR_HAS(ddp(randn({comm().rank() == 0 ? 3 : 1, 6})),
-                     "rank 0 passed 3 rows but its share of the global batch of " + std::to_string(b) +
-                         " rows is rows [0, 2)");
+    EXPECT_ERROR_HAS(
+        ddp(randn({comm().rank() == 0 ? 3 : 1, 6})),
+        "rank 0 passed 3 rows but its share of the global batch of " + std::to_string(b) + " rows is rows [0, 2)");
   }
   // The last rank's bad input: it sees its own error, the others which rank it was.
   const std::string who = "rank " + std::to_string(n - 1) + " passed ";

@@ -177,7 +177,10 @@ STRATA_REGISTER_CASE(BadInputCase{
 STRATA_REGISTER_CASE(BadInputCase{
     .name = "scaled_dot_product_attention/integer_mask",
     .op = OpKind::scaled_dot_product_attention,
-    .call = [] { scaled_dot_product_attention(f32({3, 4}), f32({5, 4}), f32({5, 4}), zeros({3, 5}, {DType::i64, nullptr})); },
+    .call =
+        [] {
+          scaled_dot_product_attention(f32({3, 4}), f32({5, 4}), f32({5, 4}), zeros({3, 5}, {DType::i64, nullptr}));
+        },
     .expect = {"attn_mask must be bool or of query's dtype", "Tensor[3, 5] i64"},
 });
 STRATA_REGISTER_CASE(BadInputCase{

@@ -79,11 +79,9 @@ OpCase conv_case(std::string name, Dims xs, Dims ws, ConvAttrs a, bool bias,
   return c;
 }
 
-STRATA_REGISTER_CASE(conv_case("conv2d/basic", {2, 4, 5, 5}, {3, 4, 3, 3}, {.padding = {1, 1}}, true,
-                               [](Generator& g) {
-                                 return TensorList{randn32({64, 64, 32, 32}, g), randn32({64, 64, 3, 3}, g),
-                                                   randn32({64}, g)};
-                               }));
+STRATA_REGISTER_CASE(conv_case("conv2d/basic", {2, 4, 5, 5}, {3, 4, 3, 3}, {.padding = {1, 1}}, true, [](Generator& g) {
+  return TensorList{randn32({64, 64, 32, 32}, g), randn32({64, 64, 3, 3}, g), randn32({64}, g)};
+}));
 STRATA_REGISTER_CASE(conv_case("conv2d/first_layer", {2, 3, 6, 6}, {4, 3, 3, 3}, {.padding = {1, 1}}, true,
                                [](Generator& g) {
                                  return TensorList{randn32({128, 3, 32, 32}, g), randn32({64, 3, 3, 3}, g),
@@ -99,8 +97,7 @@ STRATA_REGISTER_CASE(conv_case("conv2d/padding_asym", {1, 3, 5, 6}, {4, 3, 3, 3}
 STRATA_REGISTER_CASE(conv_case("conv2d/dilation2", {2, 2, 7, 7}, {3, 2, 3, 3}, {.padding = {1, 1}, .dilation = {2, 2}},
                                true));
 STRATA_REGISTER_CASE(conv_case("conv2d/groups2", {2, 4, 5, 5}, {6, 2, 3, 3}, {.padding = {1, 1}, .groups = 2}, true));
-STRATA_REGISTER_CASE(conv_case("conv2d/depthwise", {2, 4, 5, 5}, {4, 1, 3, 3}, {.padding = {1, 1}, .groups = 4},
-                               true));
+STRATA_REGISTER_CASE(conv_case("conv2d/depthwise", {2, 4, 5, 5}, {4, 1, 3, 3}, {.padding = {1, 1}, .groups = 4}, true));
 STRATA_REGISTER_CASE(conv_case("conv2d/pointwise", {2, 4, 5, 5}, {6, 4, 1, 1}, {}, true));
 STRATA_REGISTER_CASE(conv_case("conv2d/pointwise_stride2", {2, 4, 5, 5}, {3, 4, 1, 1}, {.stride = {2, 2}}, false));
 STRATA_REGISTER_CASE(conv_case("conv2d/unbatched", {3, 5, 5}, {4, 3, 3, 3}, {.padding = {1, 1}}, true));
@@ -119,7 +116,8 @@ STRATA_REGISTER_CASE(OpCase{
     .run = [](const TensorList& in) { return TensorList{conv2d(in[0], in[1], Tensor(), {2}, {1}, {2})}; },
     .reference =
         [](const TensorList& in) {
-          return TensorList{conv_reference(in[0], in[1], Tensor(), {.stride = {2, 2}, .padding = {1, 1}, .dilation = {2, 2}})};
+          return TensorList{
+              conv_reference(in[0], in[1], Tensor(), {.stride = {2, 2}, .padding = {1, 1}, .dilation = {2, 2}})};
         },
     .grad_inputs = {0, 1},
 });

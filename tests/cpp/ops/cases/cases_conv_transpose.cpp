@@ -55,14 +55,17 @@ OpCase conv1d_case(std::string name, Dims xs, Dims ws, Conv1dAttrs a, bool bias)
             return TensorList{conv1d(in[0], in[1], b, {a.stride}, {a.padding}, {a.dilation}, a.groups)};
           },
       .reference =
-          [a](const TensorList& in) { return TensorList{conv1d_reference(in[0], in[1], in.size() > 2 ? in[2] : Tensor(), a)}; },
+          [a](const TensorList& in) {
+            return TensorList{conv1d_reference(in[0], in[1], in.size() > 2 ? in[2] : Tensor(), a)};
+          },
       .grad_inputs = bias ? std::vector<int>{0, 1, 2} : std::vector<int>{0, 1},
   };
 }
 
 const bool conv1d_registered = [] {
   op_cases().push_back(conv1d_case("basic", {2, 3, 9}, {4, 3, 3}, {}, true));
-  op_cases().push_back(conv1d_case("stride_pad_dilation", {2, 2, 11}, {3, 2, 3}, {.stride = 2, .padding = 2, .dilation = 2}, true));
+  op_cases().push_back(
+      conv1d_case("stride_pad_dilation", {2, 2, 11}, {3, 2, 3}, {.stride = 2, .padding = 2, .dilation = 2}, true));
   op_cases().push_back(conv1d_case("groups_no_bias", {2, 4, 7}, {6, 2, 2}, {.groups = 2}, false));
   op_cases().push_back(conv1d_case("unbatched", {3, 8}, {2, 3, 3}, {.padding = 1}, true));
   op_cases().push_back(conv1d_case("same_even_kernel", {2, 3, 6}, {2, 3, 4}, {.same = true}, true));
@@ -145,7 +148,9 @@ OpCase conv_t_case(std::string name, Dims xs, Dims ws, ConvTAttrs a, bool bias) 
                                                {a.dilation[0], a.dilation[1]})};
           },
       .reference =
-          [a](const TensorList& in) { return TensorList{conv_t_reference(in[0], in[1], in.size() > 2 ? in[2] : Tensor(), a)}; },
+          [a](const TensorList& in) {
+            return TensorList{conv_t_reference(in[0], in[1], in.size() > 2 ? in[2] : Tensor(), a)};
+          },
       .grad_inputs = bias ? std::vector<int>{0, 1, 2} : std::vector<int>{0, 1},
   };
 }

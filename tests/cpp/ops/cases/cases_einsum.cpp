@@ -76,24 +76,30 @@ STRATA_REGISTER_CASE(einsum_case("einsum/three_operands", "ab,bc, cd->da", {{2, 
 STRATA_REGISTER_CASE(einsum_case("einsum/sum_before_contract", "abc,cd->ad", {{2, 3, 4}, {4, 3}}, {"abc", "cd"}, "ad"));
 
 // ---- bad inputs ---------------------------------------------------------------------------------
-STRATA_REGISTER_CASE(BadInputCase{"einsum/no_operands", OpKind::einsum, [] { einsum("ij->ij", {}); },
-                                  {"einsum", "at least one operand"}});
-STRATA_REGISTER_CASE(BadInputCase{"einsum/operand_count", OpKind::einsum, [] { einsum("ij,jk->ik", {ones({2, 2})}); },
+STRATA_REGISTER_CASE(BadInputCase{
+    "einsum/no_operands", OpKind::einsum, [] { einsum("ij->ij", {}); }, {"einsum", "at least one operand"}});
+STRATA_REGISTER_CASE(BadInputCase{"einsum/operand_count",
+                                  OpKind::einsum,
+                                  [] { einsum("ij,jk->ik", {ones({2, 2})}); },
                                   {"ij,jk->ik", "names 2 operands", "1 were given"}});
-STRATA_REGISTER_CASE(BadInputCase{"einsum/rank_mismatch", OpKind::einsum, [] { einsum("ij->i", {ones({2})}); },
-                                  {"operand 0 has 1 dims", "\"ij\""}});
-STRATA_REGISTER_CASE(BadInputCase{"einsum/size_mismatch", OpKind::einsum,
+STRATA_REGISTER_CASE(BadInputCase{
+    "einsum/rank_mismatch", OpKind::einsum, [] { einsum("ij->i", {ones({2})}); }, {"operand 0 has 1 dims", "\"ij\""}});
+STRATA_REGISTER_CASE(BadInputCase{"einsum/size_mismatch",
+                                  OpKind::einsum,
                                   [] { einsum("ij,jk->ik", {ones({2, 3}), ones({4, 2})}); },
                                   {"subscript 'j' has size 4", "operand 1", "size 3"}});
-STRATA_REGISTER_CASE(BadInputCase{"einsum/ellipsis", OpKind::einsum, [] { einsum("...ij->...ji", {ones({2, 2})}); },
-                                  {"ellipsis"}});
-STRATA_REGISTER_CASE(BadInputCase{"einsum/diagonal", OpKind::einsum, [] { einsum("ii->i", {ones({2, 2})}); },
-                                  {"'i' repeats within one operand"}});
-STRATA_REGISTER_CASE(BadInputCase{"einsum/unknown_output", OpKind::einsum, [] { einsum("ij->k", {ones({2, 2})}); },
+STRATA_REGISTER_CASE(BadInputCase{
+    "einsum/ellipsis", OpKind::einsum, [] { einsum("...ij->...ji", {ones({2, 2})}); }, {"ellipsis"}});
+STRATA_REGISTER_CASE(BadInputCase{
+    "einsum/diagonal", OpKind::einsum, [] { einsum("ii->i", {ones({2, 2})}); }, {"'i' repeats within one operand"}});
+STRATA_REGISTER_CASE(BadInputCase{"einsum/unknown_output",
+                                  OpKind::einsum,
+                                  [] { einsum("ij->k", {ones({2, 2})}); },
                                   {"output subscript 'k' does not appear"}});
-STRATA_REGISTER_CASE(BadInputCase{"einsum/invalid_character", OpKind::einsum, [] { einsum("i1->i", {ones({2, 2})}); },
-                                  {"invalid subscript '1'"}});
-STRATA_REGISTER_CASE(BadInputCase{"einsum/dtype_mismatch", OpKind::einsum,
+STRATA_REGISTER_CASE(BadInputCase{
+    "einsum/invalid_character", OpKind::einsum, [] { einsum("i1->i", {ones({2, 2})}); }, {"invalid subscript '1'"}});
+STRATA_REGISTER_CASE(BadInputCase{"einsum/dtype_mismatch",
+                                  OpKind::einsum,
                                   [] { einsum("ij,jk->ik", {ones({2, 2}), ones({2, 2}, {DType::f64, nullptr})}); },
                                   {"f32", "f64"}});
 

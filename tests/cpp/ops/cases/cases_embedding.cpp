@@ -45,7 +45,10 @@ TensorList bag_bench(Generator& g) {
 STRATA_REGISTER_CASE(OpCase{
     .name = "embedding_bag/sum",
     .op = OpKind::embedding_bag,
-    .inputs = [](Generator& g) { return TensorList{uniform64({6, 3}, g), from_indices(kIndices, {7}), from_indices(kOffsets, {4})}; },
+    .inputs =
+        [](Generator& g) {
+          return TensorList{uniform64({6, 3}, g), from_indices(kIndices, {7}), from_indices(kOffsets, {4})};
+        },
     .run = [](const TensorList& in) { return TensorList{embedding_bag(in[0], in[1], in[2])}; },
     .reference = [](const TensorList& in) { return TensorList{ref_bag(in, false, false)}; },
     .grad_inputs = {0},
@@ -55,7 +58,10 @@ STRATA_REGISTER_CASE(OpCase{
 STRATA_REGISTER_CASE(OpCase{
     .name = "embedding_bag/mean",
     .op = OpKind::embedding_bag,
-    .inputs = [](Generator& g) { return TensorList{uniform64({6, 3}, g), from_indices(kIndices, {7}), from_indices(kOffsets, {4})}; },
+    .inputs =
+        [](Generator& g) {
+          return TensorList{uniform64({6, 3}, g), from_indices(kIndices, {7}), from_indices(kOffsets, {4})};
+        },
     .run = [](const TensorList& in) { return TensorList{embedding_bag(in[0], in[1], in[2], EmbeddingBagMode::Mean)}; },
     .reference = [](const TensorList& in) { return TensorList{ref_bag(in, true, false)}; },
     .grad_inputs = {0},
@@ -66,7 +72,8 @@ STRATA_REGISTER_CASE(OpCase{
     .op = OpKind::embedding_bag,
     .inputs =
         [](Generator& g) {
-          return TensorList{uniform64({6, 3}, g), from_indices(kIndices, {7}), from_indices(kOffsets, {4}), uniform64({7}, g)};
+          return TensorList{uniform64({6, 3}, g), from_indices(kIndices, {7}), from_indices(kOffsets, {4}),
+                            uniform64({7}, g)};
         },
     .run =
         [](const TensorList& in) {
@@ -127,8 +134,7 @@ STRATA_REGISTER_CASE(OpCase{
     .run = [](const TensorList& in) { return TensorList{embedding(in[0], in[1])}; },
     .reference = [](const TensorList& in) { return TensorList{ref_embedding(in)}; },
     .grad_inputs = {0},
-    .bench_inputs =
-        [](Generator& g) { return TensorList{randn32({50304, 384}, g), randint64(0, 50304, {8, 256}, g)}; },
+    .bench_inputs = [](Generator& g) { return TensorList{randn32({50304, 384}, g), randint64(0, 50304, {8, 256}, g)}; },
 });
 
 STRATA_REGISTER_CASE(OpCase{
@@ -207,7 +213,9 @@ STRATA_REGISTER_CASE(OpCase{
     .op = OpKind::dot_interaction,
     .inputs = dot_inputs,
     .run =
-        [](const TensorList& in) { return TensorList{dot_interaction(std::vector<Tensor>(in.begin(), in.end()), true)}; },
+        [](const TensorList& in) {
+          return TensorList{dot_interaction(std::vector<Tensor>(in.begin(), in.end()), true)};
+        },
     .reference = [](const TensorList& in) { return TensorList{ref_dot(in, true)}; },
     .grad_inputs = {0, 1, 2, 3},
     .bench_inputs = dot_bench,
@@ -244,7 +252,8 @@ TensorList dot_grad_ref(const TensorList& in, const TensorList& w, bool self) {
 }
 
 TensorList dot_nonfinite_inputs(Generator& g) {
-  return TensorList{with_nonfinite({3, 5}, g), uniform64({3, 5}, g), uniform64({3, 5}, g), with_nonfinite({3, 5}, g, 9)};
+  return TensorList{with_nonfinite({3, 5}, g), uniform64({3, 5}, g), uniform64({3, 5}, g),
+                    with_nonfinite({3, 5}, g, 9)};
 }
 
 const bool dot_nonfinite_registered = [] {
@@ -253,9 +262,10 @@ const bool dot_nonfinite_registered = [] {
         .name = std::string("dot_interaction/nonfinite") + (self ? "_self" : ""),
         .op = OpKind::dot_interaction,
         .inputs = dot_nonfinite_inputs,
-        .run = [self](const TensorList& in) {
-          return TensorList{dot_interaction(std::vector<Tensor>(in.begin(), in.end()), self)};
-        },
+        .run =
+            [self](const TensorList& in) {
+              return TensorList{dot_interaction(std::vector<Tensor>(in.begin(), in.end()), self)};
+            },
         .reference = [self](const TensorList& in) { return TensorList{ref_dot(in, self)}; },
         .grad_inputs = {0, 1, 2, 3},
         .grad_reference = [self](const TensorList& in, const TensorList& w) { return dot_grad_ref(in, w, self); },
@@ -275,7 +285,10 @@ STRATA_REGISTER_CASE(OpCase{
           psw.data<double>()[6] = kInf;
           return TensorList{with_nonfinite({6, 3}, g), from_indices(kIndices, {7}), from_indices(kOffsets, {4}), psw};
         },
-    .run = [](const TensorList& in) { return TensorList{embedding_bag(in[0], in[1], in[2], EmbeddingBagMode::Sum, in[3])}; },
+    .run =
+        [](const TensorList& in) {
+          return TensorList{embedding_bag(in[0], in[1], in[2], EmbeddingBagMode::Sum, in[3])};
+        },
     .reference = [](const TensorList& in) { return TensorList{ref_bag(in, false, false)}; },
     .grad_inputs = {0, 3},
     .grad_reference =

@@ -47,7 +47,8 @@ OpCase group_norm_case(std::string name, Dims shape, int64_t G, bool affine, dou
           },
       .run =
           [G, eps](const TensorList& in) {
-            return TensorList{group_norm(in[0], G, in.size() > 1 ? in[1] : Tensor(), in.size() > 2 ? in[2] : Tensor(), eps)};
+            return TensorList{
+                group_norm(in[0], G, in.size() > 1 ? in[1] : Tensor(), in.size() > 2 ? in[2] : Tensor(), eps)};
           },
       .reference = [G, eps](const TensorList& in) { return TensorList{group_norm_reference(in, G, eps)}; },
       .grad_inputs = affine ? std::vector<int>{0, 1, 2} : std::vector<int>{0},

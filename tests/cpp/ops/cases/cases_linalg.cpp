@@ -168,9 +168,10 @@ OpCase linear_case(std::string name, Dims x, int64_t out, bool bias, Activation 
       .name = "linear/" + name,
       .op = OpKind::linear,
       .inputs = [x, out, bias, gap](Generator& g) { return linear_inputs(g, x, out, bias, gap); },
-      .run = [act](const TensorList& in) {
-        return TensorList{linear(in[0], in[1], in.size() > 2 ? in[2] : Tensor(), act)};
-      },
+      .run =
+          [act](const TensorList& in) {
+            return TensorList{linear(in[0], in[1], in.size() > 2 ? in[2] : Tensor(), act)};
+          },
       .reference = [act](const TensorList& in) { return TensorList{ref_linear(in, act)}; },
       .grad_inputs = bias ? std::vector<int>{0, 1, 2} : std::vector<int>{0, 1},
       .bench_inputs = {},
@@ -200,8 +201,10 @@ OpCase linear_nonfinite_case(std::string name, Activation act) {
     const int64_t rows = 4, k = 6, out = 5;
     std::vector<double> gz(gy.size()), gx(x.size(), 0.0), gw(w.size(), 0.0), gb(out, 0.0);
     for (std::size_t i = 0; i < gy.size(); ++i) {
-      if (act == Activation::ReLU) gz[i] = !(y[i] <= 0) ? gy[i] : 0.0;   // threshold_backward
-      else gz[i] = gy[i] * y[i] * (1 - y[i]);                            // sigmoid
+      if (act == Activation::ReLU)
+        gz[i] = !(y[i] <= 0) ? gy[i] : 0.0;  // threshold_backward
+      else
+        gz[i] = gy[i] * y[i] * (1 - y[i]);  // sigmoid
     }
     for (int64_t i = 0; i < rows; ++i)
       for (int64_t j = 0; j < out; ++j) {
@@ -293,8 +296,7 @@ STRATA_REGISTER_CASE(OpCase{
     .run = [](const TensorList& in) { return TensorList{bmm(in[0], in[1])}; },
     .reference = [](const TensorList& in) { return TensorList{ref_matmul(in[0], in[1])}; },
     .grad_inputs = {0, 1},
-    .bench_inputs =
-        [](Generator& g) { return TensorList{randn32({64, 128, 64}, g), randn32({64, 64, 128}, g)}; },
+    .bench_inputs = [](Generator& g) { return TensorList{randn32({64, 128, 64}, g), randn32({64, 64, 128}, g)}; },
 });
 
 STRATA_REGISTER_CASE(BadInputCase{

@@ -101,8 +101,7 @@ const bool bn_registered = [] {
         .reference = [training](const TensorList& in) { return TensorList{bn_reference(in, training, 0.1, 1e-5)[0]}; },
         .grad_inputs = sp.affine ? std::vector<int>{0, 3, 4} : std::vector<int>{0},
     };
-    if (!sp.bench.empty())
-      c.bench_inputs = [sp](Generator& g) { return bn_inputs(g, sp.bench, true, true, true); };
+    if (!sp.bench.empty()) c.bench_inputs = [sp](Generator& g) { return bn_inputs(g, sp.bench, true, true, true); };
     op_cases().push_back(std::move(c));
   }
   // The running-statistics update, checked as outputs (no gradients: forward runs once per prepared
@@ -111,7 +110,8 @@ const bool bn_registered = [] {
     op_cases().push_back(OpCase{
         .name = std::string("batch_norm/running_stats_update") + (two_d ? "_2d" : "_4d"),
         .op = OpKind::batch_norm,
-        .inputs = [two_d](Generator& g) { return bn_inputs(g, two_d ? Dims{7, 5} : Dims{3, 4, 2, 3}, true, true, false); },
+        .inputs =
+            [two_d](Generator& g) { return bn_inputs(g, two_d ? Dims{7, 5} : Dims{3, 4, 2, 3}, true, true, false); },
         .run =
             [](const TensorList& in) {
               Tensor y = batch_norm(in[0], in[1], in[2], in[3], in[4], true, 0.3, 1e-3);

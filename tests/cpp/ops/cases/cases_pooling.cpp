@@ -86,9 +86,10 @@ OpCase avg_case(std::string name, Dims xs, PoolAttrs a, std::function<TensorList
       .name = std::move(name),
       .op = OpKind::avg_pool2d,
       .inputs = [xs](Generator& g) { return TensorList{uniform64(xs, g)}; },
-      .run = [a](const TensorList& in) {
-        return TensorList{avg_pool2d(in[0], a.k, a.s, a.p, a.ceil_mode, a.count_include_pad)};
-      },
+      .run =
+          [a](const TensorList& in) {
+            return TensorList{avg_pool2d(in[0], a.k, a.s, a.p, a.ceil_mode, a.count_include_pad)};
+          },
       .reference = [a](const TensorList& in) { return TensorList{pool_reference(in[0], a, 1)}; },
       .grad_inputs = {0},
       .bench_inputs = std::move(bench),
@@ -133,14 +134,15 @@ OpCase max_nonfinite_case(std::string name, Dims xs, PoolAttrs a) {
       .run = [a](const TensorList& in) { return TensorList{max_pool2d(in[0], a.k, a.s, a.p, a.d, a.ceil_mode)}; },
       .reference = [a](const TensorList& in) { return TensorList{max_pool_torch(in[0], a, nullptr)}; },
       .grad_inputs = {0},
-      .grad_reference = [a](const TensorList& in, const TensorList& w) {
-        std::vector<int64_t> arg;
-        max_pool_torch(in[0], a, &arg);
-        const auto wv = values_of(w[0]);
-        std::vector<double> g(static_cast<std::size_t>(in[0].numel()), 0.0);
-        for (std::size_t o = 0; o < arg.size(); ++o) g[static_cast<std::size_t>(arg[o])] += wv[o];
-        return TensorList{from_values(g, in[0].sizes())};
-      },
+      .grad_reference =
+          [a](const TensorList& in, const TensorList& w) {
+            std::vector<int64_t> arg;
+            max_pool_torch(in[0], a, &arg);
+            const auto wv = values_of(w[0]);
+            std::vector<double> g(static_cast<std::size_t>(in[0].numel()), 0.0);
+            for (std::size_t o = 0; o < arg.size(); ++o) g[static_cast<std::size_t>(arg[o])] += wv[o];
+            return TensorList{from_values(g, in[0].sizes())};
+          },
   };
 }
 
@@ -158,14 +160,15 @@ STRATA_REGISTER_CASE(OpCase{
     .run = [](const TensorList& in) { return TensorList{max_pool2d(in[0], {2, 2})}; },
     .reference = [](const TensorList& in) { return TensorList{max_pool_torch(in[0], PoolAttrs{}, nullptr)}; },
     .grad_inputs = {0},
-    .grad_reference = [](const TensorList& in, const TensorList& w) {
-      std::vector<int64_t> arg;
-      max_pool_torch(in[0], PoolAttrs{}, &arg);
-      const auto wv = values_of(w[0]);
-      std::vector<double> g(32, 0.0);
-      for (std::size_t o = 0; o < arg.size(); ++o) g[static_cast<std::size_t>(arg[o])] += wv[o];
-      return TensorList{from_values(g, in[0].sizes())};
-    },
+    .grad_reference =
+        [](const TensorList& in, const TensorList& w) {
+          std::vector<int64_t> arg;
+          max_pool_torch(in[0], PoolAttrs{}, &arg);
+          const auto wv = values_of(w[0]);
+          std::vector<double> g(32, 0.0);
+          for (std::size_t o = 0; o < arg.size(); ++o) g[static_cast<std::size_t>(arg[o])] += wv[o];
+          return TensorList{from_values(g, in[0].sizes())};
+        },
 });
 // Average pooling only sums: NaN and +-inf propagate (inf + -inf = NaN); the gradient does not read x.
 STRATA_REGISTER_CASE([] {
@@ -189,9 +192,8 @@ STRATA_REGISTER_CASE([] {
   return c;
 }());
 
-STRATA_REGISTER_CASE(max_case("max_pool2d/basic", {2, 3, 6, 6}, {}, [](Generator& g) {
-  return TensorList{randn32({64, 64, 32, 32}, g)};
-}));
+STRATA_REGISTER_CASE(max_case("max_pool2d/basic", {2, 3, 6, 6}, {},
+                              [](Generator& g) { return TensorList{randn32({64, 64, 32, 32}, g)}; }));
 STRATA_REGISTER_CASE(max_case("max_pool2d/padding", {2, 2, 7, 7}, {.k = {3, 3}, .s = {2, 2}, .p = {1, 1}}));
 STRATA_REGISTER_CASE(max_case("max_pool2d/ceil_mode", {1, 3, 7, 7}, {.k = {2, 2}, .s = {2, 2}, .ceil_mode = true}));
 STRATA_REGISTER_CASE(max_case("max_pool2d/ceil_mode_padding", {1, 2, 8, 8},
@@ -209,9 +211,8 @@ STRATA_REGISTER_CASE(OpCase{
     .grad_inputs = {0},
 });
 
-STRATA_REGISTER_CASE(avg_case("avg_pool2d/basic", {2, 3, 6, 6}, {}, [](Generator& g) {
-  return TensorList{randn32({64, 64, 32, 32}, g)};
-}));
+STRATA_REGISTER_CASE(avg_case("avg_pool2d/basic", {2, 3, 6, 6}, {},
+                              [](Generator& g) { return TensorList{randn32({64, 64, 32, 32}, g)}; }));
 STRATA_REGISTER_CASE(avg_case("avg_pool2d/padding", {2, 2, 7, 7}, {.k = {3, 3}, .s = {2, 2}, .p = {1, 1}}));
 STRATA_REGISTER_CASE(avg_case("avg_pool2d/no_count_pad", {2, 2, 7, 7},
                               {.k = {3, 3}, .s = {2, 2}, .p = {1, 1}, .count_include_pad = false}));
@@ -261,9 +262,8 @@ OpCase adaptive_case(std::string name, Dims xs, std::vector<int64_t> out,
   };
 }
 
-STRATA_REGISTER_CASE(adaptive_case("adaptive_avg_pool2d/global", {2, 5, 4, 4}, {1}, [](Generator& g) {
-  return TensorList{randn32({64, 512, 4, 4}, g)};
-}));
+STRATA_REGISTER_CASE(adaptive_case("adaptive_avg_pool2d/global", {2, 5, 4, 4}, {1},
+                                   [](Generator& g) { return TensorList{randn32({64, 512, 4, 4}, g)}; }));
 STRATA_REGISTER_CASE(adaptive_case("adaptive_avg_pool2d/non_divisible", {2, 3, 7, 5}, {3, 2}));
 STRATA_REGISTER_CASE(adaptive_case("adaptive_avg_pool2d/upsampling", {1, 2, 3, 2}, {5, 4}));
 STRATA_REGISTER_CASE(adaptive_case("adaptive_avg_pool2d/unbatched", {3, 6, 6}, {4, 3}));

@@ -22,8 +22,10 @@ Tensor reduce_ref(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Kind
   Dims keep, out_sizes;
   for (int64_t d = 0; d < rank; ++d) {
     keep.push_back(red[static_cast<std::size_t>(d)] ? 1 : x.size(d));
-    if (!red[static_cast<std::size_t>(d)]) out_sizes.push_back(x.size(d));
-    else if (keepdim) out_sizes.push_back(1);
+    if (!red[static_cast<std::size_t>(d)])
+      out_sizes.push_back(x.size(d));
+    else if (keepdim)
+      out_sizes.push_back(1);
   }
   int64_t n_out = 1;
   for (int64_t s : keep) n_out *= s;
@@ -81,34 +83,39 @@ OpCase reduction_case(std::string name, OpKind op, Kind kind, Dims sizes, std::v
 STRATA_REGISTER_CASE(OpCase{
     .name = "amax/nonfinite",
     .op = OpKind::amax,
-    .inputs = [](Generator&) {
-      return TensorList{from_values({0.5, kNaN, 2.0, -1.0,       //
-                                     kInf, 1.0, kInf, -kInf,     //
-                                     -kInf, -kInf, -kInf, -kInf, //
-                                     0.25, -0.5, 0.75, 0.0,      //
-                                     -kInf, kNaN, kInf, kNaN},
-                                    {5, 4})};
-    },
+    .inputs =
+        [](Generator&) {
+          return TensorList{from_values({0.5,   kNaN,  2.0,   -1.0,   //
+                                         kInf,  1.0,   kInf,  -kInf,  //
+                                         -kInf, -kInf, -kInf, -kInf,  //
+                                         0.25,  -0.5,  0.75,  0.0,    //
+                                         -kInf, kNaN,  kInf,  kNaN},
+                                        {5, 4})};
+        },
     .run = [](const TensorList& in) { return TensorList{amax(in[0], {1})}; },
-    .reference = [](const TensorList& in) {
-      const auto v = values_of(in[0]);
-      std::vector<double> y(5, -kInf);
-      for (std::size_t i = 0; i < v.size(); ++i) y[i / 4] = std::isnan(y[i / 4]) || std::isnan(v[i]) ? kNaN : std::max(y[i / 4], v[i]);
-      return TensorList{from_values(y, {5})};
-    },
+    .reference =
+        [](const TensorList& in) {
+          const auto v = values_of(in[0]);
+          std::vector<double> y(5, -kInf);
+          for (std::size_t i = 0; i < v.size(); ++i)
+            y[i / 4] = std::isnan(y[i / 4]) || std::isnan(v[i]) ? kNaN : std::max(y[i / 4], v[i]);
+          return TensorList{from_values(y, {5})};
+        },
     .grad_inputs = {0},
-    .grad_reference = [](const TensorList& in, const TensorList& w) {
-      const auto v = values_of(in[0]), wv = values_of(w[0]);
-      std::vector<double> g(v.size());
-      for (std::size_t r = 0; r < 5; ++r) {
-        double m = -kInf;
-        for (std::size_t j = 0; j < 4; ++j) m = std::isnan(m) || std::isnan(v[r * 4 + j]) ? kNaN : std::max(m, v[r * 4 + j]);
-        double count = 0;
-        for (std::size_t j = 0; j < 4; ++j) count += v[r * 4 + j] == m;
-        for (std::size_t j = 0; j < 4; ++j) g[r * 4 + j] = (wv[r] / count) * (v[r * 4 + j] == m ? 1.0 : 0.0);
-      }
-      return TensorList{from_values(g, in[0].sizes())};
-    },
+    .grad_reference =
+        [](const TensorList& in, const TensorList& w) {
+          const auto v = values_of(in[0]), wv = values_of(w[0]);
+          std::vector<double> g(v.size());
+          for (std::size_t r = 0; r < 5; ++r) {
+            double m = -kInf;
+            for (std::size_t j = 0; j < 4; ++j)
+              m = std::isnan(m) || std::isnan(v[r * 4 + j]) ? kNaN : std::max(m, v[r * 4 + j]);
+            double count = 0;
+            for (std::size_t j = 0; j < 4; ++j) count += v[r * 4 + j] == m;
+            for (std::size_t j = 0; j < 4; ++j) g[r * 4 + j] = (wv[r] / count) * (v[r * 4 + j] == m ? 1.0 : 0.0);
+          }
+          return TensorList{from_values(g, in[0].sizes())};
+        },
 });
 
 // sum
@@ -120,7 +127,8 @@ STRATA_REGISTER_CASE(reduction_case("sum/keepdim", OpKind::sum, Kind::Sum, {3, 4
 STRATA_REGISTER_CASE(reduction_case("sum/dims_0_2", OpKind::sum, Kind::Sum, {3, 4, 5}, {0, 2}, false));
 STRATA_REGISTER_CASE(reduction_case("sum/dims_2_0_keepdim", OpKind::sum, Kind::Sum, {3, 4, 5}, {2, 0}, true));
 STRATA_REGISTER_CASE(reduction_case("sum/adjacent_dims", OpKind::sum, Kind::Sum, {2, 3, 4, 5}, {1, 2}, false));
-STRATA_REGISTER_CASE(with_bench(reduction_case("sum/all", OpKind::sum, Kind::Sum, {6, 7}, {}, false, true), {4096, 1024}));
+STRATA_REGISTER_CASE(with_bench(reduction_case("sum/all", OpKind::sum, Kind::Sum, {6, 7}, {}, false, true),
+                                {4096, 1024}));
 STRATA_REGISTER_CASE(reduction_case("sum/all_dims_listed", OpKind::sum, Kind::Sum, {2, 3, 4}, {0, 1, 2}, false));
 STRATA_REGISTER_CASE(reduction_case("sum/0d", OpKind::sum, Kind::Sum, {}, {}, false, true));
 STRATA_REGISTER_CASE(reduction_case("sum/long_row", OpKind::sum, Kind::Sum, {2, 150}, {1}, false));
@@ -128,9 +136,11 @@ STRATA_REGISTER_CASE(reduction_case("sum/long_row", OpKind::sum, Kind::Sum, {2, 
 STRATA_REGISTER_CASE(reduction_case("mean/dim0", OpKind::mean, Kind::Mean, {5, 7}, {0}, false));
 STRATA_REGISTER_CASE(reduction_case("mean/negative_dim_keepdim", OpKind::mean, Kind::Mean, {3, 4, 5}, {-2}, true));
 STRATA_REGISTER_CASE(reduction_case("mean/dims_0_2", OpKind::mean, Kind::Mean, {3, 4, 5}, {0, -1}, false));
-STRATA_REGISTER_CASE(with_bench(reduction_case("mean/all", OpKind::mean, Kind::Mean, {6, 7}, {}, false, true), {4096, 1024}));
+STRATA_REGISTER_CASE(with_bench(reduction_case("mean/all", OpKind::mean, Kind::Mean, {6, 7}, {}, false, true),
+                                {4096, 1024}));
 // amax (random values: no ties)
-STRATA_REGISTER_CASE(with_bench(reduction_case("amax/dim1", OpKind::amax, Kind::Max, {5, 7}, {1}, false), {4096, 1024}));
+STRATA_REGISTER_CASE(with_bench(reduction_case("amax/dim1", OpKind::amax, Kind::Max, {5, 7}, {1}, false),
+                                {4096, 1024}));
 STRATA_REGISTER_CASE(reduction_case("amax/dim0_keepdim", OpKind::amax, Kind::Max, {5, 7}, {0}, true));
 STRATA_REGISTER_CASE(reduction_case("amax/dims_0_2", OpKind::amax, Kind::Max, {3, 4, 5}, {0, 2}, false));
 STRATA_REGISTER_CASE(reduction_case("amax/negative_dim", OpKind::amax, Kind::Max, {3, 4, 5}, {-1}, false));
@@ -140,9 +150,11 @@ STRATA_REGISTER_CASE(reduction_case("amax/max_all", OpKind::amax, Kind::Max, {4,
 STRATA_REGISTER_CASE(OpCase{
     .name = "amax/ties",
     .op = OpKind::amax,
-    .inputs = [](Generator&) {
-      return TensorList{from_values({0.5, 0.9, 0.9, -0.1, /**/ 0.3, -0.2, 0.3, 0.1, /**/ 1.0, 2.0, 0.0, -3.0}, {3, 4})};
-    },
+    .inputs =
+        [](Generator&) {
+          return TensorList{
+              from_values({0.5, 0.9, 0.9, -0.1, /**/ 0.3, -0.2, 0.3, 0.1, /**/ 1.0, 2.0, 0.0, -3.0}, {3, 4})};
+        },
     .run = [](const TensorList& in) { return TensorList{amax(in[0], {1})}; },
     .reference = [](const TensorList& in) { return TensorList{reduce_ref(in[0], {1}, false, Kind::Max)}; },
     .grad_inputs = {0},
@@ -155,9 +167,10 @@ STRATA_REGISTER_CASE(OpCase{
     .op = OpKind::amin,
     .inputs = [](Generator& g) { return TensorList{uniform64({5, 7}, g)}; },
     .run = [](const TensorList& in) { return TensorList{amin(in[0], {1})}; },
-    .reference = [](const TensorList& in) {
-      return TensorList{neg_values(reduce_ref(neg_values(in[0]), {1}, false, Kind::Max))};
-    },
+    .reference =
+        [](const TensorList& in) {
+          return TensorList{neg_values(reduce_ref(neg_values(in[0]), {1}, false, Kind::Max))};
+        },
     .grad_inputs = {0},
 });
 STRATA_REGISTER_CASE(OpCase{
@@ -165,9 +178,10 @@ STRATA_REGISTER_CASE(OpCase{
     .op = OpKind::amin,
     .inputs = [](Generator& g) { return TensorList{uniform64({3, 4}, g)}; },
     .run = [](const TensorList& in) { return TensorList{min(in[0])}; },
-    .reference = [](const TensorList& in) {
-      return TensorList{neg_values(reduce_ref(neg_values(in[0]), {}, false, Kind::Max))};
-    },
+    .reference =
+        [](const TensorList& in) {
+          return TensorList{neg_values(reduce_ref(neg_values(in[0]), {}, false, Kind::Max))};
+        },
     .grad_inputs = {0},
 });
 
@@ -179,10 +193,13 @@ Tensor prod_ref(const Tensor& x, int64_t dim, bool keepdim) {
   std::vector<double> out(static_cast<std::size_t>(outer * inner), 1.0);
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t j = 0; j < r; ++j)
-      for (int64_t i = 0; i < inner; ++i) out[static_cast<std::size_t>(o * inner + i)] *= v[static_cast<std::size_t>((o * r + j) * inner + i)];
+      for (int64_t i = 0; i < inner; ++i)
+        out[static_cast<std::size_t>(o * inner + i)] *= v[static_cast<std::size_t>((o * r + j) * inner + i)];
   Dims sizes = x.sizes();
-  if (keepdim) sizes[static_cast<std::size_t>(dim)] = 1;
-  else sizes.erase(static_cast<std::size_t>(dim));
+  if (keepdim)
+    sizes[static_cast<std::size_t>(dim)] = 1;
+  else
+    sizes.erase(static_cast<std::size_t>(dim));
   return from_values(out, sizes);
 }
 OpCase prod_case(std::string name, std::vector<double> zeros_at, Dims sizes, int64_t dim, bool keepdim, bool all) {
@@ -220,13 +237,16 @@ OpCase any_all_case(std::string name, OpKind op, std::vector<int64_t> dims, bool
     return TensorList{t};
   };
   const bool is_any = op == OpKind::any;
-  c.run = [=](const TensorList& in) { return TensorList{is_any ? any(in[0], dims, keepdim) : all(in[0], dims, keepdim)}; };
+  c.run = [=](const TensorList& in) {
+    return TensorList{is_any ? any(in[0], dims, keepdim) : all(in[0], dims, keepdim)};
+  };
   c.reference = [=](const TensorList& in) {
     Tensor nz = from_values(values_of(in[0]), in[0].sizes());
     double* p = nz.data<double>();
     for (int64_t i = 0; i < nz.numel(); ++i) p[i] = p[i] != 0.0 ? 1.0 : 0.0;
     // any = max of the 0/1 values, all = min = -max(-v).
-    return TensorList{is_any ? reduce_ref(nz, dims, keepdim, Kind::Max) : neg_values(reduce_ref(neg_values(nz), dims, keepdim, Kind::Max))};
+    return TensorList{is_any ? reduce_ref(nz, dims, keepdim, Kind::Max)
+                             : neg_values(reduce_ref(neg_values(nz), dims, keepdim, Kind::Max))};
   };
   return c;
 }
@@ -239,31 +259,37 @@ STRATA_REGISTER_CASE(any_all_case("all/all_dims", OpKind::all, {}, false));
 // ---- bad inputs ---------------------------------------------------------------------------------
 Tensor ints() { return zeros({2, 3}, {DType::i64, nullptr}); }
 
-STRATA_REGISTER_CASE(BadInputCase{"sum/dim_out_of_range", OpKind::sum, [] { sum(ones({2, 3}), {2}); },
+STRATA_REGISTER_CASE(BadInputCase{"sum/dim_out_of_range",
+                                  OpKind::sum,
+                                  [] { sum(ones({2, 3}), {2}); },
                                   {"dim 2", "out of range", "Tensor[2, 3] f32"}});
-STRATA_REGISTER_CASE(BadInputCase{"sum/negative_dim_out_of_range", OpKind::sum, [] { sum(ones({2, 3}), {-3}); },
-                                  {"dim -3", "Tensor[2, 3] f32"}});
-STRATA_REGISTER_CASE(BadInputCase{"sum/duplicate_dims", OpKind::sum, [] { sum(ones({2, 3}), {1, -1}); },
-                                  {"more than once", "Tensor[2, 3] f32"}});
+STRATA_REGISTER_CASE(BadInputCase{
+    "sum/negative_dim_out_of_range", OpKind::sum, [] { sum(ones({2, 3}), {-3}); }, {"dim -3", "Tensor[2, 3] f32"}});
+STRATA_REGISTER_CASE(BadInputCase{
+    "sum/duplicate_dims", OpKind::sum, [] { sum(ones({2, 3}), {1, -1}); }, {"more than once", "Tensor[2, 3] f32"}});
 STRATA_REGISTER_CASE(BadInputCase{"sum/undefined", OpKind::sum, [] { sum(Tensor()); }, {"input is undefined"}});
-STRATA_REGISTER_CASE(BadInputCase{"mean/dim_out_of_range", OpKind::mean, [] { mean(ones({4}), {1}); },
-                                  {"dim 1", "Tensor[4] f32"}});
-STRATA_REGISTER_CASE(BadInputCase{"mean/integer_input", OpKind::mean, [] { mean(ints(), {0}); },
+STRATA_REGISTER_CASE(BadInputCase{
+    "mean/dim_out_of_range", OpKind::mean, [] { mean(ones({4}), {1}); }, {"dim 1", "Tensor[4] f32"}});
+STRATA_REGISTER_CASE(BadInputCase{"mean/integer_input",
+                                  OpKind::mean,
+                                  [] { mean(ints(), {0}); },
                                   {"could not infer output dtype", "Tensor[2, 3] i64"}});
-STRATA_REGISTER_CASE(BadInputCase{"amax/duplicate_dims", OpKind::amax, [] { amax(ones({2, 3, 4}), {0, 2, -3}); },
+STRATA_REGISTER_CASE(BadInputCase{"amax/duplicate_dims",
+                                  OpKind::amax,
+                                  [] { amax(ones({2, 3, 4}), {0, 2, -3}); },
                                   {"more than once", "Tensor[2, 3, 4] f32"}});
-STRATA_REGISTER_CASE(BadInputCase{"amax/empty_dim", OpKind::amax, [] { amax(ones({0, 3}), {0}); },
-                                  {"size 0", "Tensor[0, 3] f32"}});
-STRATA_REGISTER_CASE(BadInputCase{"amax/dim_out_of_range", OpKind::amax, [] { amax(ints(), {2}); },
-                                  {"dim 2", "Tensor[2, 3] i64"}});
-STRATA_REGISTER_CASE(BadInputCase{"amin/empty_dim", OpKind::amin, [] { amin(ones({0, 3}), {0}); },
-                                  {"size 0", "a minimum of nothing"}});
-STRATA_REGISTER_CASE(BadInputCase{"prod/dim_out_of_range", OpKind::prod, [] { prod(ones({2, 3}), 2); },
-                                  {"out of range"}});
+STRATA_REGISTER_CASE(BadInputCase{
+    "amax/empty_dim", OpKind::amax, [] { amax(ones({0, 3}), {0}); }, {"size 0", "Tensor[0, 3] f32"}});
+STRATA_REGISTER_CASE(BadInputCase{
+    "amax/dim_out_of_range", OpKind::amax, [] { amax(ints(), {2}); }, {"dim 2", "Tensor[2, 3] i64"}});
+STRATA_REGISTER_CASE(BadInputCase{
+    "amin/empty_dim", OpKind::amin, [] { amin(ones({0, 3}), {0}); }, {"size 0", "a minimum of nothing"}});
+STRATA_REGISTER_CASE(BadInputCase{
+    "prod/dim_out_of_range", OpKind::prod, [] { prod(ones({2, 3}), 2); }, {"out of range"}});
 STRATA_REGISTER_CASE(BadInputCase{"prod/undefined", OpKind::prod, [] { prod(Tensor()); }, {"input is undefined"}});
-STRATA_REGISTER_CASE(BadInputCase{"any/dim_out_of_range", OpKind::any, [] { any(ints(), {3}); }, {"dim 3", "Tensor[2, 3] i64"}});
-STRATA_REGISTER_CASE(BadInputCase{"all/duplicate_dims", OpKind::all, [] { all(ints(), {0, -2}); },
-                                  {"more than once"}});
+STRATA_REGISTER_CASE(BadInputCase{
+    "any/dim_out_of_range", OpKind::any, [] { any(ints(), {3}); }, {"dim 3", "Tensor[2, 3] i64"}});
+STRATA_REGISTER_CASE(BadInputCase{"all/duplicate_dims", OpKind::all, [] { all(ints(), {0, -2}); }, {"more than once"}});
 
 }  // namespace
 }  // namespace strata::testing

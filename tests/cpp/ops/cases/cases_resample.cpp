@@ -59,7 +59,8 @@ OpCase pad_case(std::string name, Dims shape, Dims pads, std::string mode, doubl
       .op = OpKind::pad,
       .inputs = [shape](Generator& g) { return TensorList{uniform64(shape, g)}; },
       .run = [pads, mode, value](const TensorList& in) { return TensorList{pad(in[0], pads, mode, value)}; },
-      .reference = [pads, mode, value](const TensorList& in) { return TensorList{pad_reference(in[0], pads, mode, value)}; },
+      .reference = [pads, mode,
+                    value](const TensorList& in) { return TensorList{pad_reference(in[0], pads, mode, value)}; },
       .grad_inputs = {0},
   };
 }
@@ -158,8 +159,8 @@ Tensor interp_reference(const Tensor& x, const InterpSpec& s) {
         if (two_d) taps(oh, H, OH, factor(0), h0, h1, lh);
         taps(ow, W, OW, factor(two_d ? 1 : 0), w0, w1, lw);
         auto at = [&](int64_t h, int64_t w) { return xv[(nc * H + h) * W + w]; };
-        y[(nc * OH + oh) * OW + ow] = (1 - lh) * ((1 - lw) * at(h0, w0) + lw * at(h0, w1)) +
-                                      lh * ((1 - lw) * at(h1, w0) + lw * at(h1, w1));
+        y[(nc * OH + oh) * OW + ow] =
+            (1 - lh) * ((1 - lw) * at(h0, w0) + lw * at(h0, w1)) + lh * ((1 - lw) * at(h1, w0) + lw * at(h1, w1));
       }
   return from_values(y, two_d ? Dims{N, C, OH, OW} : Dims{N, C, OW});
 }
@@ -169,7 +170,10 @@ OpCase interp_case(std::string name, Dims shape, InterpSpec s) {
       .name = "interpolate/" + std::move(name),
       .op = OpKind::interpolate,
       .inputs = [shape](Generator& g) { return TensorList{uniform64(shape, g)}; },
-      .run = [s](const TensorList& in) { return TensorList{interpolate(in[0], s.size, s.scale, s.mode, s.align_corners)}; },
+      .run =
+          [s](const TensorList& in) {
+            return TensorList{interpolate(in[0], s.size, s.scale, s.mode, s.align_corners)};
+          },
       .reference = [s](const TensorList& in) { return TensorList{interp_reference(in[0], s)}; },
       .grad_inputs = {0},
   };
@@ -181,9 +185,11 @@ const bool interp_registered = [] {
   op_cases().push_back(interp_case("nearest_downsample", {1, 2, 6, 4}, {.size = {3, 2}}));
   op_cases().push_back(interp_case("nearest_exact", {2, 2, 5}, {.mode = "nearest-exact", .size = {8}}));
   op_cases().push_back(interp_case("linear_scale", {2, 3, 4}, {.mode = "linear", .scale = {2.5}}));
-  op_cases().push_back(interp_case("linear_align_corners", {2, 2, 5}, {.mode = "linear", .size = {9}, .align_corners = true}));
+  op_cases().push_back(
+      interp_case("linear_align_corners", {2, 2, 5}, {.mode = "linear", .size = {9}, .align_corners = true}));
   op_cases().push_back(interp_case("bilinear_size", {1, 2, 3, 4}, {.mode = "bilinear", .size = {5, 7}}));
-  op_cases().push_back(interp_case("bilinear_align_corners", {2, 1, 3, 3}, {.mode = "bilinear", .scale = {2.0, 1.5}, .align_corners = true}));
+  op_cases().push_back(interp_case("bilinear_align_corners", {2, 1, 3, 3},
+                                   {.mode = "bilinear", .scale = {2.0, 1.5}, .align_corners = true}));
   return true;
 }();
 

@@ -136,7 +136,10 @@ std::vector<Tensor> as_vector(const TensorList& in) { return std::vector<Tensor>
 STRATA_REGISTER_CASE(OpCase{
     .name = "cat/three_dim1",
     .op = OpKind::cat,
-    .inputs = [](Generator& g) { return TensorList{uniform64({2, 2, 3}, g), uniform64({2, 3, 3}, g), uniform64({2, 1, 3}, g)}; },
+    .inputs =
+        [](Generator& g) {
+          return TensorList{uniform64({2, 2, 3}, g), uniform64({2, 3, 3}, g), uniform64({2, 1, 3}, g)};
+        },
     .run = [](const TensorList& in) { return TensorList{cat(as_vector(in), 1)}; },
     .reference = [](const TensorList& in) { return TensorList{ref_cat(in, 1)}; },
     .grad_inputs = {0, 1, 2},
@@ -145,12 +148,18 @@ STRATA_REGISTER_CASE(OpCase{
 STRATA_REGISTER_CASE(OpCase{
     .name = "cat/four_dim1",
     .op = OpKind::cat,
-    .inputs = [](Generator& g) { return TensorList{uniform64({3, 2}, g), uniform64({3, 4}, g), uniform64({3, 1}, g), uniform64({3, 3}, g)}; },
+    .inputs =
+        [](Generator& g) {
+          return TensorList{uniform64({3, 2}, g), uniform64({3, 4}, g), uniform64({3, 1}, g), uniform64({3, 3}, g)};
+        },
     .run = [](const TensorList& in) { return TensorList{cat(as_vector(in), 1)}; },
     .reference = [](const TensorList& in) { return TensorList{ref_cat(in, 1)}; },
     .grad_inputs = {0, 1, 2, 3},
     .bench_inputs =
-        [](Generator& g) { return TensorList{randn32({256, 512}, g), randn32({256, 512}, g), randn32({256, 512}, g), randn32({256, 512}, g)}; },
+        [](Generator& g) {
+          return TensorList{randn32({256, 512}, g), randn32({256, 512}, g), randn32({256, 512}, g),
+                            randn32({256, 512}, g)};
+        },
 });
 
 STRATA_REGISTER_CASE(OpCase{
@@ -292,7 +301,8 @@ STRATA_REGISTER_CASE(OpCase{
     .run = [](const TensorList& in) { return TensorList{gather(in[0], 0, in[1])}; },
     .reference = [](const TensorList& in) { return TensorList{ref_gather(in[0], 0, in[1])}; },
     .grad_inputs = {0},
-    .bench_inputs = [](Generator& g) { return TensorList{randn32({4096, 256}, g), randint64(0, 4096, {4096, 256}, g)}; },
+    .bench_inputs =
+        [](Generator& g) { return TensorList{randn32({4096, 256}, g), randint64(0, 4096, {4096, 256}, g)}; },
 });
 
 STRATA_REGISTER_CASE(OpCase{

@@ -56,8 +56,11 @@ const bool softmax_registered = [] {
     bool bench;
   };
   const std::vector<Spec> specs = {
-      {"3d_dim0", {3, 4, 5}, 0, false}, {"3d_dim1", {3, 4, 5}, 1, false}, {"3d_dim_last", {3, 4, 5}, -1, false},
-      {"2d_dim1", {256, 1000}, 1, true}, {"1d", {7}, 0, false},
+      {"3d_dim0", {3, 4, 5}, 0, false},
+      {"3d_dim1", {3, 4, 5}, 1, false},
+      {"3d_dim_last", {3, 4, 5}, -1, false},
+      {"2d_dim1", {256, 1000}, 1, true},
+      {"1d", {7}, 0, false},
   };
   for (bool log : {false, true}) {
     for (const Spec& sp : specs) {
@@ -73,7 +76,10 @@ const bool softmax_registered = [] {
                 for (int64_t i = 0; i < t.numel(); ++i) p[i] *= 3.0;
                 return TensorList{t};
               },
-          .run = [sp, log](const TensorList& in) { return TensorList{log ? log_softmax(in[0], sp.dim) : softmax(in[0], sp.dim)}; },
+          .run =
+              [sp, log](const TensorList& in) {
+                return TensorList{log ? log_softmax(in[0], sp.dim) : softmax(in[0], sp.dim)};
+              },
           .reference = [sp, log](const TensorList& in) { return TensorList{softmax_ref(in[0], sp.dim, log)}; },
           .grad_inputs = {0},
       };
@@ -107,12 +113,12 @@ const bool softmax_registered = [] {
 // dim 0 (the strided kernel). Gradients by PyTorch's formulas: softmax y (g - Σ g y), log_softmax
 // g - e^y Σ g.
 Tensor nonfinite_rows() {
-  return from_values({0.5, -1.0, 2.0, 0.25,    //
-                      -kInf, 1.0, 2.0, -0.5,   //
-                      -kInf, -kInf, -kInf, -kInf, //
-                      kInf, 1.0, 2.0, 3.0,     //
-                      kInf, kInf, 0.0, 0.0,    //
-                      kNaN, 1.0, 2.0, 3.0},
+  return from_values({0.5,   -1.0,  2.0,   0.25,   //
+                      -kInf, 1.0,   2.0,   -0.5,   //
+                      -kInf, -kInf, -kInf, -kInf,  //
+                      kInf,  1.0,   2.0,   3.0,    //
+                      kInf,  kInf,  0.0,   0.0,    //
+                      kNaN,  1.0,   2.0,   3.0},
                      {6, 4});
 }
 
@@ -141,13 +147,14 @@ const bool softmax_nonfinite_registered = [] {
       op_cases().push_back(OpCase{
           .name = std::string(log ? "log_softmax" : "softmax") + "/nonfinite_dim" + std::to_string(dim),
           .op = log ? OpKind::log_softmax : OpKind::softmax,
-          .inputs = [dim](Generator&) { return TensorList{dim == 1 ? nonfinite_rows() : nonfinite_rows().t().contiguous()}; },
-          .run = [dim, log](const TensorList& in) { return TensorList{log ? log_softmax(in[0], dim) : softmax(in[0], dim)}; },
+          .inputs =
+              [dim](Generator&) { return TensorList{dim == 1 ? nonfinite_rows() : nonfinite_rows().t().contiguous()}; },
+          .run = [dim, log](
+                     const TensorList& in) { return TensorList{log ? log_softmax(in[0], dim) : softmax(in[0], dim)}; },
           .reference = [dim, log](const TensorList& in) { return TensorList{softmax_ref(in[0], dim, log)}; },
           .grad_inputs = {0},
-          .grad_reference = [dim, log](const TensorList& in, const TensorList& w) {
-            return softmax_grad_ref(in[0], w[0], dim, log);
-          },
+          .grad_reference = [dim, log](const TensorList& in,
+                                       const TensorList& w) { return softmax_grad_ref(in[0], w[0], dim, log); },
       });
     }
   return true;
@@ -263,9 +270,12 @@ const bool bce_registered = [] {
     bool has_weight;
   };
   const std::vector<Spec> specs = {
-      {"none", Reduction::None, {}, false},       {"mean", Reduction::Mean, {}, false},
-      {"sum", Reduction::Sum, {}, false},         {"weight_full", Reduction::Mean, {4, 5}, true},
-      {"weight_broadcast", Reduction::Sum, {5}, true}, {"weight_none", Reduction::None, {4, 1}, true},
+      {"none", Reduction::None, {}, false},
+      {"mean", Reduction::Mean, {}, false},
+      {"sum", Reduction::Sum, {}, false},
+      {"weight_full", Reduction::Mean, {4, 5}, true},
+      {"weight_broadcast", Reduction::Sum, {5}, true},
+      {"weight_none", Reduction::None, {4, 1}, true},
   };
   for (const Spec& sp : specs) {
     OpCase c{
@@ -283,15 +293,16 @@ const bool bce_registered = [] {
               const auto w = broadcast_ref(in[2], in[0].sizes());
               std::vector<double> l(x.size());
               for (std::size_t i = 0; i < x.size(); ++i)
-                l[i] = -w[i] * (t[i] * std::max(std::log(x[i]), -100.0) + (1 - t[i]) * std::max(std::log(1 - x[i]), -100.0));
+                l[i] = -w[i] *
+                       (t[i] * std::max(std::log(x[i]), -100.0) + (1 - t[i]) * std::max(std::log(1 - x[i]), -100.0));
               return TensorList{reduce_ref(l, in[0].sizes(), sp.r)};
             },
         .grad_inputs = {0, 1},
     };
     if (sp.name == "mean")
       c.bench_inputs = [](Generator& g) {
-        return TensorList{uniform64({2048, 1}, g, 0.05, 0.95).to(DType::f32), uniform64({2048, 1}, g, 0, 1).to(DType::f32),
-                          Tensor()};
+        return TensorList{uniform64({2048, 1}, g, 0.05, 0.95).to(DType::f32),
+                          uniform64({2048, 1}, g, 0, 1).to(DType::f32), Tensor()};
       };
     op_cases().push_back(std::move(c));
   }
@@ -299,9 +310,16 @@ const bool bce_registered = [] {
   op_cases().push_back(OpCase{
       .name = "binary_cross_entropy/clamped_log",
       .op = OpKind::binary_cross_entropy,
-      .inputs = [](Generator&) { return TensorList{from_values({0.0, 1.0, 0.5}, {3}), from_values({1.0, 0.0, 0.25}, {3})}; },
-      .run = [](const TensorList& in) { return TensorList{binary_cross_entropy(in[0], in[1], Tensor(), Reduction::None)}; },
-      .reference = [](const TensorList&) { return TensorList{from_values({100.0, 100.0, -0.25 * std::log(0.5) - 0.75 * std::log(0.5)}, {3})}; },
+      .inputs =
+          [](Generator&) { return TensorList{from_values({0.0, 1.0, 0.5}, {3}), from_values({1.0, 0.0, 0.25}, {3})}; },
+      .run =
+          [](const TensorList& in) {
+            return TensorList{binary_cross_entropy(in[0], in[1], Tensor(), Reduction::None)};
+          },
+      .reference =
+          [](const TensorList&) {
+            return TensorList{from_values({100.0, 100.0, -0.25 * std::log(0.5) - 0.75 * std::log(0.5)}, {3})};
+          },
   });
   return true;
 }();
@@ -362,12 +380,18 @@ const bool bce_logits_registered = [] {
   op_cases().push_back(OpCase{
       .name = "binary_cross_entropy_with_logits/large_logits",
       .op = OpKind::binary_cross_entropy_with_logits,
-      .inputs = [](Generator&) { return TensorList{from_values({200.0, -200.0, 30.0}, {3}), from_values({0.0, 1.0, 0.5}, {3})}; },
+      .inputs =
+          [](Generator&) {
+            return TensorList{from_values({200.0, -200.0, 30.0}, {3}), from_values({0.0, 1.0, 0.5}, {3})};
+          },
       .run =
           [](const TensorList& in) {
             return TensorList{binary_cross_entropy_with_logits(in[0], in[1], Tensor(), Tensor(), Reduction::None)};
           },
-      .reference = [](const TensorList&) { return TensorList{from_values({200.0, 200.0, 15.0 + std::log1p(std::exp(-30.0))}, {3})}; },
+      .reference =
+          [](const TensorList&) {
+            return TensorList{from_values({200.0, 200.0, 15.0 + std::log1p(std::exp(-30.0))}, {3})};
+          },
       .grad_inputs = {0, 1},
   });
   return true;
@@ -531,9 +555,10 @@ const bool class_registered = [] {
                 return TensorList{ce ? cross_entropy(in[0], in[1], in[2], sp.r, sp.ignore_index, sp.smoothing)
                                      : nll_loss(in[0], in[1], in[2], sp.r, sp.ignore_index)};
               },
-          .reference = [sp, ce](const TensorList& in) {
-            return TensorList{class_loss_ref(in, sp.r, sp.ignore_index, sp.smoothing, ce)};
-          },
+          .reference =
+              [sp, ce](const TensorList& in) {
+                return TensorList{class_loss_ref(in, sp.r, sp.ignore_index, sp.smoothing, ce)};
+              },
           .grad_inputs = {0},
       };
       if (!sp.bench.empty()) c.bench_inputs = [sp](Generator& g) { return class_inputs(g, sp, sp.bench, true); };
@@ -551,30 +576,32 @@ const bool class_nonfinite_registered = [] {
     op_cases().push_back(OpCase{
         .name = std::string("cross_entropy/nonfinite_") + (r == Reduction::None ? "none" : "mean"),
         .op = OpKind::cross_entropy,
-        .inputs = [](Generator&) {
-          return TensorList{from_values({0.5, -1.0, 2.0, 0.25,      //
-                                         -kInf, 1.0, 2.0, -0.5,     //
-                                         -kInf, 1.0, 2.0, -0.5,     //
-                                         -kInf, -kInf, -kInf, -kInf, //
-                                         kInf, 1.0, 2.0, 3.0,       //
-                                         kNaN, 1.0, 2.0, 3.0},
-                                        {6, 4}),
-                            from_indices({1, 2, 0, 3, 1, 2}, {6}), Tensor()};
-        },
+        .inputs =
+            [](Generator&) {
+              return TensorList{from_values({0.5,   -1.0,  2.0,   0.25,   //
+                                             -kInf, 1.0,   2.0,   -0.5,   //
+                                             -kInf, 1.0,   2.0,   -0.5,   //
+                                             -kInf, -kInf, -kInf, -kInf,  //
+                                             kInf,  1.0,   2.0,   3.0,    //
+                                             kNaN,  1.0,   2.0,   3.0},
+                                            {6, 4}),
+                                from_indices({1, 2, 0, 3, 1, 2}, {6}), Tensor()};
+            },
         .run = [r](const TensorList& in) { return TensorList{cross_entropy(in[0], in[1], in[2], r)}; },
         .reference = [r](const TensorList& in) { return TensorList{class_loss_ref(in, r, -100, 0.0, true)}; },
         .grad_inputs = {0},
-        .grad_reference = [r](const TensorList& in, const TensorList& w) {
-          auto g = values_of(softmax_ref(in[0], 1, false));
-          const auto t = indices_of(in[1]);
-          const auto wv = values_of(w[0]);
-          for (int64_t n = 0; n < 6; ++n)
-            for (int64_t c = 0; c < 4; ++c) {
-              const double gn = r == Reduction::None ? wv[n] : wv[0] / 6.0;
-              g[n * 4 + c] = (g[n * 4 + c] - (c == t[n] ? 1.0 : 0.0)) * gn;
-            }
-          return TensorList{from_values(g, in[0].sizes())};
-        },
+        .grad_reference =
+            [r](const TensorList& in, const TensorList& w) {
+              auto g = values_of(softmax_ref(in[0], 1, false));
+              const auto t = indices_of(in[1]);
+              const auto wv = values_of(w[0]);
+              for (int64_t n = 0; n < 6; ++n)
+                for (int64_t c = 0; c < 4; ++c) {
+                  const double gn = r == Reduction::None ? wv[n] : wv[0] / 6.0;
+                  g[n * 4 + c] = (g[n * 4 + c] - (c == t[n] ? 1.0 : 0.0)) * gn;
+                }
+              return TensorList{from_values(g, in[0].sizes())};
+            },
     });
   }
   // mse_loss: (x - t)^2 with inf - inf = NaN; d/dx 2 (x - t).
@@ -583,19 +610,21 @@ const bool class_nonfinite_registered = [] {
       .op = OpKind::mse_loss,
       .inputs = [](Generator& g) { return TensorList{with_nonfinite({4, 9}, g), with_nonfinite({4, 9}, g, 2)}; },
       .run = [](const TensorList& in) { return TensorList{mse_loss(in[0], in[1], Reduction::None)}; },
-      .reference = [](const TensorList& in) {
-        auto x = values_of(in[0]);
-        const auto t = values_of(in[1]);
-        for (std::size_t i = 0; i < x.size(); ++i) x[i] = (x[i] - t[i]) * (x[i] - t[i]);
-        return TensorList{from_values(x, in[0].sizes())};
-      },
+      .reference =
+          [](const TensorList& in) {
+            auto x = values_of(in[0]);
+            const auto t = values_of(in[1]);
+            for (std::size_t i = 0; i < x.size(); ++i) x[i] = (x[i] - t[i]) * (x[i] - t[i]);
+            return TensorList{from_values(x, in[0].sizes())};
+          },
       .grad_inputs = {0},
-      .grad_reference = [](const TensorList& in, const TensorList& w) {
-        auto x = values_of(in[0]);
-        const auto t = values_of(in[1]), wv = values_of(w[0]);
-        for (std::size_t i = 0; i < x.size(); ++i) x[i] = 2 * (x[i] - t[i]) * wv[i];
-        return TensorList{from_values(x, in[0].sizes())};
-      },
+      .grad_reference =
+          [](const TensorList& in, const TensorList& w) {
+            auto x = values_of(in[0]);
+            const auto t = values_of(in[1]), wv = values_of(w[0]);
+            for (std::size_t i = 0; i < x.size(); ++i) x[i] = 2 * (x[i] - t[i]) * wv[i];
+            return TensorList{from_values(x, in[0].sizes())};
+          },
   });
   // binary_cross_entropy_with_logits: PyTorch's (1 - t) x - lw log_sigmoid(x), lw = 1 + (p - 1) t:
   // NaN at (+inf, t = 1) and (-inf, t = 0) (0 · inf), +inf at (+inf, t = 0); d/dx lw sigmoid(x) - p t,
@@ -604,36 +633,40 @@ const bool class_nonfinite_registered = [] {
     op_cases().push_back(OpCase{
         .name = std::string("binary_cross_entropy_with_logits/nonfinite") + (pw ? "_pos_weight" : ""),
         .op = OpKind::binary_cross_entropy_with_logits,
-        .inputs = [pw](Generator& g) {
-          Tensor t = uniform64({4, 9}, g, 0.0, 1.0);
-          double* p = t.data<double>();
-          for (int64_t i = 0; i < t.numel(); ++i) p[i] = i % 3 == 0 ? 0.0 : i % 3 == 1 ? 1.0 : p[i];
-          return TensorList{with_nonfinite({4, 9}, g), t, pw ? uniform64({9}, g, 0.25, 3.0) : Tensor()};
-        },
-        .run = [](const TensorList& in) {
-          return TensorList{binary_cross_entropy_with_logits(in[0], in[1], {}, in[2], Reduction::None)};
-        },
-        .reference = [](const TensorList& in) {
-          auto x = values_of(in[0]);
-          const auto t = values_of(in[1]), p = broadcast_ref(in[2], in[0].sizes());
-          for (std::size_t i = 0; i < x.size(); ++i) {
-            const double log_sigmoid = -(std::log1p(std::exp(-std::abs(x[i]))) + (x[i] < 0 ? -x[i] : 0.0));
-            x[i] = (1 - t[i]) * x[i] - (1 + (p[i] - 1) * t[i]) * log_sigmoid;
-          }
-          return TensorList{from_values(x, in[0].sizes())};
-        },
+        .inputs =
+            [pw](Generator& g) {
+              Tensor t = uniform64({4, 9}, g, 0.0, 1.0);
+              double* p = t.data<double>();
+              for (int64_t i = 0; i < t.numel(); ++i) p[i] = i % 3 == 0 ? 0.0 : i % 3 == 1 ? 1.0 : p[i];
+              return TensorList{with_nonfinite({4, 9}, g), t, pw ? uniform64({9}, g, 0.25, 3.0) : Tensor()};
+            },
+        .run =
+            [](const TensorList& in) {
+              return TensorList{binary_cross_entropy_with_logits(in[0], in[1], {}, in[2], Reduction::None)};
+            },
+        .reference =
+            [](const TensorList& in) {
+              auto x = values_of(in[0]);
+              const auto t = values_of(in[1]), p = broadcast_ref(in[2], in[0].sizes());
+              for (std::size_t i = 0; i < x.size(); ++i) {
+                const double log_sigmoid = -(std::log1p(std::exp(-std::abs(x[i]))) + (x[i] < 0 ? -x[i] : 0.0));
+                x[i] = (1 - t[i]) * x[i] - (1 + (p[i] - 1) * t[i]) * log_sigmoid;
+              }
+              return TensorList{from_values(x, in[0].sizes())};
+            },
         .grad_inputs = {0, 1},
-        .grad_reference = [pw](const TensorList& in, const TensorList& w) {
-          auto gx = values_of(in[0]), gt = values_of(in[0]);
-          const auto x = values_of(in[0]), t = values_of(in[1]), wv = values_of(w[0]);
-          const auto p = broadcast_ref(in[2], in[0].sizes());
-          auto log_sigmoid = [](double v) { return -(std::log1p(std::exp(-std::abs(v))) + (v < 0 ? -v : 0.0)); };
-          for (std::size_t i = 0; i < x.size(); ++i) {
-            gx[i] = ((1 + (p[i] - 1) * t[i]) / (1 + std::exp(-x[i])) - p[i] * t[i]) * wv[i];
-            gt[i] = (pw ? log_sigmoid(-x[i]) - p[i] * log_sigmoid(x[i]) : -x[i]) * wv[i];
-          }
-          return TensorList{from_values(gx, in[0].sizes()), from_values(gt, in[1].sizes())};
-        },
+        .grad_reference =
+            [pw](const TensorList& in, const TensorList& w) {
+              auto gx = values_of(in[0]), gt = values_of(in[0]);
+              const auto x = values_of(in[0]), t = values_of(in[1]), wv = values_of(w[0]);
+              const auto p = broadcast_ref(in[2], in[0].sizes());
+              auto log_sigmoid = [](double v) { return -(std::log1p(std::exp(-std::abs(v))) + (v < 0 ? -v : 0.0)); };
+              for (std::size_t i = 0; i < x.size(); ++i) {
+                gx[i] = ((1 + (p[i] - 1) * t[i]) / (1 + std::exp(-x[i])) - p[i] * t[i]) * wv[i];
+                gt[i] = (pw ? log_sigmoid(-x[i]) - p[i] * log_sigmoid(x[i]) : -x[i]) * wv[i];
+              }
+              return TensorList{from_values(gx, in[0].sizes()), from_values(gt, in[1].sizes())};
+            },
     });
   }
   return true;

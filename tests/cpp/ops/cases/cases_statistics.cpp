@@ -28,8 +28,10 @@ Groups group_by_output(const Tensor& x, const std::vector<int64_t>& dims, bool k
   Groups g;
   int64_t outputs = 1;
   for (int64_t d = 0; d < rank; ++d) {
-    if (!reduced[static_cast<std::size_t>(d)]) outputs *= x.size(d), g.sizes.push_back(x.size(d));
-    else if (keepdim) g.sizes.push_back(1);
+    if (!reduced[static_cast<std::size_t>(d)])
+      outputs *= x.size(d), g.sizes.push_back(x.size(d));
+    else if (keepdim)
+      g.sizes.push_back(1);
   }
   g.values.resize(static_cast<std::size_t>(outputs));
   const auto v = values_of(x);
@@ -100,41 +102,59 @@ double log_sum_exp(const std::vector<double>& v) {
   return std::log(s);
 }
 
-STRATA_REGISTER_CASE(reduce_case("var/all", OpKind::var, [](const Tensor& x) { return var(x); }, variance(1), {4, 5}, {},
-                                 false));
-STRATA_REGISTER_CASE(with_bench(reduce_case("var/dim1_keepdim", OpKind::var, [](const Tensor& x) { return var(x, {1}, 1.0, true); },
-                                 variance(1), {3, 6, 2}, {1}, true), Dims{256, 4096}));
-STRATA_REGISTER_CASE(reduce_case("var/two_dims_correction0", OpKind::var,
-                                 [](const Tensor& x) { return var(x, {0, -1}, 0.0); }, variance(0), {3, 4, 5}, {0, -1},
-                                 false));
-STRATA_REGISTER_CASE(with_bench(reduce_case("std/all", OpKind::std, [](const Tensor& x) { return std(x); },
-                                 [](const std::vector<double>& v) { return std::sqrt(variance(1)(v)); }, {4, 5}, {}, false), Dims{256, 4096}));
-STRATA_REGISTER_CASE(reduce_case("std/dim0_correction2", OpKind::std, [](const Tensor& x) { return std(x, {0}, 2.0); },
-                                 [](const std::vector<double>& v) { return std::sqrt(variance(2)(v)); }, {6, 3}, {0}, false));
-STRATA_REGISTER_CASE(reduce_case("norm/p2_all", OpKind::norm, [](const Tensor& x) { return norm(x); }, p_norm(2), {3, 5},
-                                 {}, false));
-STRATA_REGISTER_CASE(with_bench(reduce_case("norm/p2_dim1_keepdim", OpKind::norm, [](const Tensor& x) { return norm(x, 2, {1}, true); },
-                                 p_norm(2), {4, 6}, {1}, true), Dims{256, 4096}));
-STRATA_REGISTER_CASE(reduce_case("norm/p1_dim0", OpKind::norm, [](const Tensor& x) { return norm(x, 1, {0}); }, p_norm(1),
-                                 {5, 3}, {0}, false, 0.1, 1.0));
-STRATA_REGISTER_CASE(reduce_case("norm/p3_dim-1", OpKind::norm, [](const Tensor& x) { return norm(x, 3, {-1}); }, p_norm(3),
-                                 {4, 5}, {-1}, false));
-STRATA_REGISTER_CASE(reduce_case("norm/p0.5", OpKind::norm, [](const Tensor& x) { return norm(x, 0.5, {1}); }, p_norm(0.5),
-                                 {3, 4}, {1}, false, 0.2, 1.0));
-STRATA_REGISTER_CASE(reduce_case("norm/inf_dim1", OpKind::norm,
-                                 [](const Tensor& x) { return norm(x, std::numeric_limits<double>::infinity(), {1}); },
-                                 max_abs, {4, 5}, {1}, false));
-STRATA_REGISTER_CASE(with_bench(reduce_case("logsumexp/dim1", OpKind::logsumexp, [](const Tensor& x) { return logsumexp(x, {1}); },
-                                 log_sum_exp, {4, 6}, {1}, false, -3, 3), Dims{256, 4096}, -3, 3));
-STRATA_REGISTER_CASE(reduce_case("logsumexp/all_keepdim", OpKind::logsumexp,
-                                 [](const Tensor& x) { return logsumexp(x, {0, 1}, true); }, log_sum_exp, {3, 5}, {}, true,
-                                 -3, 3));
+STRATA_REGISTER_CASE(
+    reduce_case("var/all", OpKind::var, [](const Tensor& x) { return var(x); }, variance(1), {4, 5}, {}, false));
+STRATA_REGISTER_CASE(with_bench(reduce_case(
+                                    "var/dim1_keepdim", OpKind::var,
+                                    [](const Tensor& x) { return var(x, {1}, 1.0, true); }, variance(1), {3, 6, 2}, {1},
+                                    true),
+                                Dims{256, 4096}));
+STRATA_REGISTER_CASE(reduce_case(
+    "var/two_dims_correction0", OpKind::var, [](const Tensor& x) { return var(x, {0, -1}, 0.0); }, variance(0),
+    {3, 4, 5}, {0, -1}, false));
+STRATA_REGISTER_CASE(with_bench(reduce_case(
+                                    "std/all", OpKind::std, [](const Tensor& x) { return std(x); },
+                                    [](const std::vector<double>& v) { return std::sqrt(variance(1)(v)); }, {4, 5}, {},
+                                    false),
+                                Dims{256, 4096}));
+STRATA_REGISTER_CASE(reduce_case(
+    "std/dim0_correction2", OpKind::std, [](const Tensor& x) { return std(x, {0}, 2.0); },
+    [](const std::vector<double>& v) { return std::sqrt(variance(2)(v)); }, {6, 3}, {0}, false));
+STRATA_REGISTER_CASE(
+    reduce_case("norm/p2_all", OpKind::norm, [](const Tensor& x) { return norm(x); }, p_norm(2), {3, 5}, {}, false));
+STRATA_REGISTER_CASE(with_bench(reduce_case(
+                                    "norm/p2_dim1_keepdim", OpKind::norm,
+                                    [](const Tensor& x) { return norm(x, 2, {1}, true); }, p_norm(2), {4, 6}, {1},
+                                    true),
+                                Dims{256, 4096}));
+STRATA_REGISTER_CASE(reduce_case(
+    "norm/p1_dim0", OpKind::norm, [](const Tensor& x) { return norm(x, 1, {0}); }, p_norm(1), {5, 3}, {0}, false, 0.1,
+    1.0));
+STRATA_REGISTER_CASE(reduce_case(
+    "norm/p3_dim-1", OpKind::norm, [](const Tensor& x) { return norm(x, 3, {-1}); }, p_norm(3), {4, 5}, {-1}, false));
+STRATA_REGISTER_CASE(reduce_case(
+    "norm/p0.5", OpKind::norm, [](const Tensor& x) { return norm(x, 0.5, {1}); }, p_norm(0.5), {3, 4}, {1}, false, 0.2,
+    1.0));
+STRATA_REGISTER_CASE(reduce_case(
+    "norm/inf_dim1", OpKind::norm,
+    [](const Tensor& x) { return norm(x, std::numeric_limits<double>::infinity(), {1}); }, max_abs, {4, 5}, {1},
+    false));
+STRATA_REGISTER_CASE(with_bench(reduce_case(
+                                    "logsumexp/dim1", OpKind::logsumexp,
+                                    [](const Tensor& x) { return logsumexp(x, {1}); }, log_sum_exp, {4, 6}, {1}, false,
+                                    -3, 3),
+                                Dims{256, 4096}, -3, 3));
+STRATA_REGISTER_CASE(reduce_case(
+    "logsumexp/all_keepdim", OpKind::logsumexp, [](const Tensor& x) { return logsumexp(x, {0, 1}, true); }, log_sum_exp,
+    {3, 5}, {}, true, -3, 3));
 
 /// A norm over p = 0 counts non-zeros: zero gradient, checked by finite differences away from 0.
 OpCase norm_p0_case() {
   OpCase c = reduce_case(
       "norm/p0", OpKind::norm, [](const Tensor& x) { return norm(x, 0, {1}); },
-      [](const std::vector<double>& v) { return static_cast<double>(std::count_if(v.begin(), v.end(), [](double e) { return e != 0; })); },
+      [](const std::vector<double>& v) {
+        return static_cast<double>(std::count_if(v.begin(), v.end(), [](double e) { return e != 0; }));
+      },
       {3, 4}, {1}, false, 0.1, 1.0);
   c.inputs = [](Generator& g) {
     Tensor t = uniform64({3, 4}, g, 0.1, 1.0);
@@ -176,26 +196,35 @@ STRATA_REGISTER_CASE(cumsum_case("cumsum/middle", {2, 4, 3}, 1));
 // ---- bad inputs ---------------------------------------------------------------------------------
 Tensor ints() { return zeros({2, 3}, {DType::i64, nullptr}); }
 
-STRATA_REGISTER_CASE(BadInputCase{"var/integer_input", OpKind::var, [] { var(ints()); },
-                                  {"var", "floating point", "Tensor[2, 3] i64"}});
+STRATA_REGISTER_CASE(BadInputCase{
+    "var/integer_input", OpKind::var, [] { var(ints()); }, {"var", "floating point", "Tensor[2, 3] i64"}});
 STRATA_REGISTER_CASE(BadInputCase{"std/integer_input", OpKind::std, [] { std(ints()); }, {"std", "floating point"}});
-STRATA_REGISTER_CASE(BadInputCase{"var/dim_out_of_range", OpKind::var, [] { var(ones({2, 3}), {2}); },
+STRATA_REGISTER_CASE(BadInputCase{"var/dim_out_of_range",
+                                  OpKind::var,
+                                  [] { var(ones({2, 3}), {2}); },
                                   {"var", "dim 2 is out of range", "Tensor[2, 3] f32"}});
-STRATA_REGISTER_CASE(BadInputCase{"std/repeated_dim", OpKind::std, [] { std(ones({2, 3}), {1, -1}); },
-                                  {"std", "more than once"}});
-STRATA_REGISTER_CASE(BadInputCase{"norm/integer_input", OpKind::norm, [] { norm(ints()); },
-                                  {"norm", "floating point", "Tensor[2, 3] i64"}});
-STRATA_REGISTER_CASE(BadInputCase{"norm/nan_order", OpKind::norm,
-                                  [] { norm(ones({2}), std::numeric_limits<double>::quiet_NaN()); }, {"norm", "NaN"}});
-STRATA_REGISTER_CASE(BadInputCase{"norm/inf_of_empty", OpKind::norm,
+STRATA_REGISTER_CASE(BadInputCase{
+    "std/repeated_dim", OpKind::std, [] { std(ones({2, 3}), {1, -1}); }, {"std", "more than once"}});
+STRATA_REGISTER_CASE(BadInputCase{
+    "norm/integer_input", OpKind::norm, [] { norm(ints()); }, {"norm", "floating point", "Tensor[2, 3] i64"}});
+STRATA_REGISTER_CASE(BadInputCase{"norm/nan_order",
+                                  OpKind::norm,
+                                  [] { norm(ones({2}), std::numeric_limits<double>::quiet_NaN()); },
+                                  {"norm", "NaN"}});
+STRATA_REGISTER_CASE(BadInputCase{"norm/inf_of_empty",
+                                  OpKind::norm,
                                   [] { norm(ones({2, 0}), std::numeric_limits<double>::infinity(), {1}); },
                                   {"norm", "empty"}});
-STRATA_REGISTER_CASE(BadInputCase{"logsumexp/dim_out_of_range", OpKind::logsumexp, [] { logsumexp(ones({2}), {-2}); },
+STRATA_REGISTER_CASE(BadInputCase{"logsumexp/dim_out_of_range",
+                                  OpKind::logsumexp,
+                                  [] { logsumexp(ones({2}), {-2}); },
                                   {"logsumexp", "dim -2 is out of range"}});
-STRATA_REGISTER_CASE(BadInputCase{"cumsum/dim_out_of_range", OpKind::cumsum, [] { cumsum(ones({2, 3}), 2); },
+STRATA_REGISTER_CASE(BadInputCase{"cumsum/dim_out_of_range",
+                                  OpKind::cumsum,
+                                  [] { cumsum(ones({2, 3}), 2); },
                                   {"cumsum", "dim 2 is out of range", "Tensor[2, 3] f32"}});
-STRATA_REGISTER_CASE(BadInputCase{"cumsum/undefined", OpKind::cumsum, [] { cumsum(Tensor(), 0); },
-                                  {"cumsum", "input is undefined"}});
+STRATA_REGISTER_CASE(BadInputCase{
+    "cumsum/undefined", OpKind::cumsum, [] { cumsum(Tensor(), 0); }, {"cumsum", "input is undefined"}});
 
 }  // namespace
 }  // namespace strata::testing

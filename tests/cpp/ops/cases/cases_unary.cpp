@@ -52,7 +52,6 @@ STRATA_REGISTER_CASE(BadInputCase{
     .expect = {"Tensor[2, 3] i64", "f32 or f64"},
 });
 
-
 // ---- generic element-wise cases --------------------------------------------------------------------
 
 using InputFn = std::function<Tensor(Generator&)>;
@@ -62,8 +61,8 @@ Tensor bench_f32(Generator& g) { return randn32({256, 4096}, g); }
 Tensor bench_positive_f32(Generator& g) { return uniform({256, 4096}, 0.5, 2.0, {DType::f32, nullptr}, &g); }
 
 /// A case for y = op(x) with a scalar reference function, benchmarked on [256, 4096].
-OpCase pointwise_case(std::string name, OpKind op, std::function<Tensor(const Tensor&)> fn, std::function<double(double)> ref,
-                      InputFn in, bool positive_bench = false) {
+OpCase pointwise_case(std::string name, OpKind op, std::function<Tensor(const Tensor&)> fn,
+                      std::function<double(double)> ref, InputFn in, bool positive_bench = false) {
   OpCase c = unary_case(std::move(name), op, std::move(fn), std::move(ref), std::move(in));
   c.bench_inputs = [positive_bench](Generator& g) {
     return TensorList{positive_bench ? bench_positive_f32(g) : bench_f32(g)};
@@ -89,8 +88,8 @@ OpCase nonfinite_pointwise(std::string name, OpKind op, std::function<Tensor(con
 }
 
 STRATA_REGISTER_CASE(nonfinite_pointwise(
-    "relu/nonfinite", OpKind::relu, [](const Tensor& x) { return relu(x); },
-    [](double v) { return v < 0 ? 0.0 : v; }, [](double v) { return !((v < 0 ? 0.0 : v) <= 0) ? 1.0 : 0.0; }));
+    "relu/nonfinite", OpKind::relu, [](const Tensor& x) { return relu(x); }, [](double v) { return v < 0 ? 0.0 : v; },
+    [](double v) { return !((v < 0 ? 0.0 : v) <= 0) ? 1.0 : 0.0; }));
 STRATA_REGISTER_CASE(nonfinite_pointwise(
     "leaky_relu/nonfinite", OpKind::leaky_relu, [](const Tensor& x) { return leaky_relu(x, 0.1); },
     [](double v) { return v > 0 ? v : v * 0.1; }, [](double v) { return v > 0 ? 1.0 : 0.1; }));
@@ -99,11 +98,8 @@ STRATA_REGISTER_CASE(nonfinite_pointwise(
     [](double v) { return std::isnan(v) ? v : std::min(std::max(v, -0.5), 0.5); },
     [](double v) { return v >= -0.5 && v <= 0.5 ? 1.0 : 0.0; }));
 
-
 double gelu_ref(double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }
-double gelu_tanh_ref(double x) {
-  return 0.5 * x * (1 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
-}
+double gelu_tanh_ref(double x) { return 0.5 * x * (1 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x))); }
 
 STRATA_REGISTER_CASE(pointwise_case(
     "leaky_relu/default_slope", OpKind::leaky_relu, [](const Tensor& x) { return leaky_relu(x); },
@@ -205,7 +201,9 @@ STRATA_REGISTER_CASE(pointwise_case(
 // and at NaN (torch 2.13).
 STRATA_REGISTER_CASE(nonfinite_pointwise(
     "abs/nonfinite", OpKind::abs, [](const Tensor& x) { return abs(x); }, [](double v) { return std::abs(v); },
-    [](double v) { return v > 0 ? 1.0 : v < 0 ? -1.0 : 0.0; }));
+    [](double v) { return v > 0   ? 1.0
+                          : v < 0 ? -1.0
+                                  : 0.0; }));
 STRATA_REGISTER_CASE(nonfinite_pointwise(
     "neg/nonfinite", OpKind::neg, [](const Tensor& x) { return neg(x); }, [](double v) { return -v; },
     [](double) { return -1.0; }));
@@ -237,8 +235,10 @@ OpCase dropout_case(std::string name, double p, bool training) {
   };
   c.reference = [p, training](const TensorList& in) {
     auto v = values_of(in[0]);
-    if (training && p == 1.0) v.assign(v.size(), 0.0);
-    else if (training && p > 0) v = dropout_reference(v, p);
+    if (training && p == 1.0)
+      v.assign(v.size(), 0.0);
+    else if (training && p > 0)
+      v = dropout_reference(v, p);
     return TensorList{from_values(v, in[0].sizes())};
   };
   c.grad_inputs = {0};
@@ -254,42 +254,52 @@ STRATA_REGISTER_CASE(dropout_case("dropout/p1", 1.0, true));
 // ---- bad inputs ---------------------------------------------------------------------------------
 Tensor ints() { return zeros({2, 3}, {DType::i64, nullptr}); }
 
-STRATA_REGISTER_CASE(BadInputCase{"leaky_relu/integer_input", OpKind::leaky_relu, [] { leaky_relu(ints()); },
-                                  {"Tensor[2, 3] i64", "f32 or f64"}});
-STRATA_REGISTER_CASE(BadInputCase{"sigmoid/integer_input", OpKind::sigmoid, [] { sigmoid(ints()); },
-                                  {"Tensor[2, 3] i64", "f32 or f64"}});
+STRATA_REGISTER_CASE(BadInputCase{
+    "leaky_relu/integer_input", OpKind::leaky_relu, [] { leaky_relu(ints()); }, {"Tensor[2, 3] i64", "f32 or f64"}});
+STRATA_REGISTER_CASE(BadInputCase{
+    "sigmoid/integer_input", OpKind::sigmoid, [] { sigmoid(ints()); }, {"Tensor[2, 3] i64", "f32 or f64"}});
 STRATA_REGISTER_CASE(BadInputCase{"tanh/integer_input", OpKind::tanh, [] { tanh(ints()); }, {"Tensor[2, 3] i64"}});
 STRATA_REGISTER_CASE(BadInputCase{"gelu/integer_input", OpKind::gelu, [] { gelu(ints()); }, {"Tensor[2, 3] i64"}});
-STRATA_REGISTER_CASE(BadInputCase{"silu/integer_input", OpKind::silu, [] { silu(ints()); }, {"silu", "Tensor[2, 3] i64"}});
+STRATA_REGISTER_CASE(BadInputCase{
+    "silu/integer_input", OpKind::silu, [] { silu(ints()); }, {"silu", "Tensor[2, 3] i64"}});
 STRATA_REGISTER_CASE(BadInputCase{"exp/integer_input", OpKind::exp, [] { exp(ints()); }, {"Tensor[2, 3] i64"}});
 STRATA_REGISTER_CASE(BadInputCase{"log/integer_input", OpKind::log, [] { log(ints()); }, {"Tensor[2, 3] i64"}});
-STRATA_REGISTER_CASE(BadInputCase{"sqrt/bool_input", OpKind::sqrt,
-                                  [] { sqrt(zeros({4}, {DType::boolean, nullptr})); }, {"Tensor[4] bool"}});
-STRATA_REGISTER_CASE(BadInputCase{"pow/negative_integer_power", OpKind::pow, [] { pow(ints(), -1); },
+STRATA_REGISTER_CASE(BadInputCase{
+    "sqrt/bool_input", OpKind::sqrt, [] { sqrt(zeros({4}, {DType::boolean, nullptr})); }, {"Tensor[4] bool"}});
+STRATA_REGISTER_CASE(BadInputCase{"pow/negative_integer_power",
+                                  OpKind::pow,
+                                  [] { pow(ints(), -1); },
                                   {"negative integer powers", "Tensor[2, 3] i64"}});
-STRATA_REGISTER_CASE(BadInputCase{"pow/bool", OpKind::pow,
-                                  [] { pow(zeros({4}, {DType::boolean, nullptr}), zeros({4}, {DType::boolean, nullptr})); },
-                                  {"bool"}});
-STRATA_REGISTER_CASE(BadInputCase{"pow/undefined_exponent", OpKind::pow, [] { pow(ones({2}), Tensor()); },
-                                  {"exponent is undefined"}});
-STRATA_REGISTER_CASE(BadInputCase{"neg/bool_input", OpKind::neg, [] { neg(zeros({4}, {DType::boolean, nullptr})); },
-                                  {"bool", "logical_not"}});
+STRATA_REGISTER_CASE(BadInputCase{
+    "pow/bool",
+    OpKind::pow,
+    [] { pow(zeros({4}, {DType::boolean, nullptr}), zeros({4}, {DType::boolean, nullptr})); },
+    {"bool"}});
+STRATA_REGISTER_CASE(BadInputCase{
+    "pow/undefined_exponent", OpKind::pow, [] { pow(ones({2}), Tensor()); }, {"exponent is undefined"}});
+STRATA_REGISTER_CASE(BadInputCase{
+    "neg/bool_input", OpKind::neg, [] { neg(zeros({4}, {DType::boolean, nullptr})); }, {"bool", "logical_not"}});
 STRATA_REGISTER_CASE(BadInputCase{"neg/undefined", OpKind::neg, [] { neg(Tensor()); }, {"input is undefined"}});
-STRATA_REGISTER_CASE(BadInputCase{"abs/bool_input", OpKind::abs, [] { abs(zeros({4}, {DType::boolean, nullptr})); },
-                                  {"bool"}});
-STRATA_REGISTER_CASE(BadInputCase{"pow/not_broadcastable", OpKind::pow,
+STRATA_REGISTER_CASE(BadInputCase{
+    "abs/bool_input", OpKind::abs, [] { abs(zeros({4}, {DType::boolean, nullptr})); }, {"bool"}});
+STRATA_REGISTER_CASE(BadInputCase{"pow/not_broadcastable",
+                                  OpKind::pow,
                                   [] { pow(ones({2, 3}), ones({4})); },
                                   {"cannot broadcast", "Tensor[2, 3] f32", "Tensor[4] f32"}});
-STRATA_REGISTER_CASE(BadInputCase{"clamp/no_bounds", OpKind::clamp,
-                                  [] { clamp(ones({2}), std::nullopt, std::nullopt); }, {"at least one of min and max"}});
-STRATA_REGISTER_CASE(BadInputCase{"clamp/integer_input", OpKind::clamp, [] { clamp(ints(), 0.0, 1.0); },
-                                  {"Tensor[2, 3] i64"}});
-STRATA_REGISTER_CASE(BadInputCase{"dropout/p_above_1", OpKind::dropout, [] { dropout(ones({2, 3}), 1.5, true); },
+STRATA_REGISTER_CASE(BadInputCase{"clamp/no_bounds",
+                                  OpKind::clamp,
+                                  [] { clamp(ones({2}), std::nullopt, std::nullopt); },
+                                  {"at least one of min and max"}});
+STRATA_REGISTER_CASE(BadInputCase{
+    "clamp/integer_input", OpKind::clamp, [] { clamp(ints(), 0.0, 1.0); }, {"Tensor[2, 3] i64"}});
+STRATA_REGISTER_CASE(BadInputCase{"dropout/p_above_1",
+                                  OpKind::dropout,
+                                  [] { dropout(ones({2, 3}), 1.5, true); },
                                   {"[0, 1]", "1.5", "Tensor[2, 3] f32"}});
-STRATA_REGISTER_CASE(BadInputCase{"dropout/p_negative", OpKind::dropout, [] { dropout(ones({2, 3}), -0.1, true); },
-                                  {"[0, 1]", "-0.1"}});
-STRATA_REGISTER_CASE(BadInputCase{"dropout/integer_input", OpKind::dropout, [] { dropout(ints(), 0.5, true); },
-                                  {"Tensor[2, 3] i64"}});
+STRATA_REGISTER_CASE(BadInputCase{
+    "dropout/p_negative", OpKind::dropout, [] { dropout(ones({2, 3}), -0.1, true); }, {"[0, 1]", "-0.1"}});
+STRATA_REGISTER_CASE(BadInputCase{
+    "dropout/integer_input", OpKind::dropout, [] { dropout(ints(), 0.5, true); }, {"Tensor[2, 3] i64"}});
 
 }  // namespace
 }  // namespace strata::testing

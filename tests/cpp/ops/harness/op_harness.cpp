@@ -61,8 +61,8 @@ std::vector<double> values_of(const Tensor& t) {
   return std::vector<double>(p, p + c.numel());
 }
 
-OpCase unary_case(std::string name, OpKind op, std::function<Tensor(const Tensor&)> fn, std::function<double(double)> ref,
-                  std::function<Tensor(Generator&)> input) {
+OpCase unary_case(std::string name, OpKind op, std::function<Tensor(const Tensor&)> fn,
+                  std::function<double(double)> ref, std::function<Tensor(Generator&)> input) {
   OpCase c;
   c.name = std::move(name);
   c.op = op;
@@ -118,11 +118,16 @@ Tensor with_nonfinite(IntArrayRef sizes, Generator& gen, int64_t shift) {
   double* p = t.data<double>();
   for (int64_t i = 0; i < t.numel(); ++i) {
     const int64_t k = i + shift;
-    if (k % 5 == 1) p[i] = kNaN;
-    else if (k % 7 == 2) p[i] = kInf;
-    else if (k % 11 == 3) p[i] = -kInf;
-    else if (k % 13 == 4) p[i] = 0.0;
-    else if (k % 17 == 5) p[i] = -0.0;
+    if (k % 5 == 1)
+      p[i] = kNaN;
+    else if (k % 7 == 2)
+      p[i] = kInf;
+    else if (k % 11 == 3)
+      p[i] = -kInf;
+    else if (k % 13 == 4)
+      p[i] = 0.0;
+    else if (k % 17 == 5)
+      p[i] = -0.0;
   }
   return t;
 }

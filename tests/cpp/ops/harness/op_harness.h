@@ -43,8 +43,8 @@ struct OpCase {
   std::function<TensorList(const TensorList&)> reference;
   /// Indices of the inputs whose gradients are checked by finite differences (floating only).
   std::vector<int> grad_inputs;
-  double f32_rtol = 1e-4, f32_atol = 1e-5;   // f32 forward vs the f64 reference
-  double f64_rtol = 1e-10, f64_atol = 1e-12; // f64 forward vs the f64 reference
+  double f32_rtol = 1e-4, f32_atol = 1e-5;    // f32 forward vs the f64 reference
+  double f64_rtol = 1e-10, f64_atol = 1e-12;  // f64 forward vs the f64 reference
   double fd_eps = 1e-6, fd_rtol = 1e-5, fd_atol = 1e-7;
   /// Cases whose inputs hold NaN or ±inf (Note [Non-finite cases]): the f64 gradients of
   /// Σ_k out_k · weights_k w.r.t. each of grad_inputs, by PyTorch 2.13's rules. When set, the
@@ -61,8 +61,8 @@ struct OpCase {
 struct BadInputCase {
   std::string name;  // "<op>/<what is wrong>"
   OpKind op;
-  std::function<void()> call;          // must throw strata::Error
-  std::vector<std::string> expect;     // substrings the message must contain
+  std::function<void()> call;       // must throw strata::Error
+  std::vector<std::string> expect;  // substrings the message must contain
 };
 
 std::vector<OpCase>& op_cases();
@@ -98,8 +98,8 @@ std::vector<double> values_of(const Tensor& t);
 std::vector<int64_t> indices_of(const Tensor& t);
 /// A case "name" for y = fn(x), x made by `input`, against the f64 reference `ref` applied to each
 /// element; the gradient of x is checked by finite differences.
-OpCase unary_case(std::string name, OpKind op, std::function<Tensor(const Tensor&)> fn, std::function<double(double)> ref,
-                  std::function<Tensor(Generator&)> input);
+OpCase unary_case(std::string name, OpKind op, std::function<Tensor(const Tensor&)> fn,
+                  std::function<double(double)> ref, std::function<Tensor(Generator&)> input);
 /// The f64 reference of a broadcasting binary op: f(a, b) over the broadcast shape of in[0], in[1].
 Tensor broadcast_reference(const TensorList& in, const std::function<double(double, double)>& f);
 /// A non-contiguous view holding the same values (rank >= 1; rank-0 tensors are returned as is).
@@ -123,5 +123,4 @@ Tensor with_nonfinite(IntArrayRef sizes, Generator& gen, int64_t shift = 0);
 #define STRATA_CONCAT(a, b) STRATA_CONCAT_INNER(a, b)
 /// Registers an OpCase or BadInputCase at static-initialization time:
 ///   STRATA_REGISTER_CASE(OpCase{...});
-#define STRATA_REGISTER_CASE(...) \
-  static ::strata::testing::Register STRATA_CONCAT(strata_case_, __LINE__)(__VA_ARGS__)
+#define STRATA_REGISTER_CASE(...) static ::strata::testing::Register STRATA_CONCAT(strata_case_, __LINE__)(__VA_ARGS__)
