@@ -24,6 +24,7 @@
 #include "ops/shape_ops.h"
 #include "ops/softmax_loss.h"
 #include "ops/unary.h"
+#include "ops_support.h"
 
 namespace strata::python {
 
@@ -81,10 +82,9 @@ Tensor clone_diff(const Tensor& t, bool contiguous_only) {
   if (contiguous_only && t.is_contiguous()) return t;
   Tensor out = contiguous_only ? t.contiguous() : t.clone();
   if (!records_grad(t)) return out;
-  auto node = autograd::make_node("CloneBackward", {&t},
-                                  [](autograd::Node&, const autograd::TensorList& g) -> autograd::TensorList {
-                                    return {g[0]};
-                                  });
+  auto node = autograd::make_node(
+      "CloneBackward", {&t},
+      [](autograd::Node&, const autograd::TensorList& g) -> autograd::TensorList { return {g[0]}; });
   autograd::set_history({&out}, node);
   return out;
 }
@@ -94,19 +94,14 @@ Tensor to_diff(const Tensor& t, DType dtype, bool copy) {
   // Like PyTorch, a conversion to a non-floating dtype gives a tensor outside the graph.
   if (!records_grad(t) || (out.dtype() == t.dtype() && !copy) || !is_floating(dtype)) return out;
   const DType from = t.dtype();
-  auto node = autograd::make_node("ToCopyBackward", {&t},
-                                  [from](autograd::Node&, const autograd::TensorList& g) -> autograd::TensorList {
-                                    return {g[0].to(from)};
-                                  });
+  auto node = autograd::make_node(
+      "ToCopyBackward", {&t},
+      [from](autograd::Node&, const autograd::TensorList& g) -> autograd::TensorList { return {g[0].to(from)}; });
   autograd::set_history({&out}, node);
   return out;
 }
 
-namespace {
-
-// ---- binary ops with numbers ------------------------------------------------------------------------
-
-enum class Bin { Add, Sub, Mul, Div, Pow, Maximum, FloorDiv, Mod };
+// ---- binary ops with numbers (declared in ops_support.h) ----------------------------------------------
 
 const char* bin_name(Bin b) {
   switch (b) {
@@ -181,7 +176,7 @@ Tensor bin_st(Bin op, Scalar s, const Tensor& b) {
 }
 
 // The functional form: input and other are tensors or numbers (at least one tensor).
-Tensor binary(Bin op, py::handle a, py::handle b, Scalar alpha = 1) {
+Tensor binary(Bin op, py::handle a, py::handle b, Scalar alpha) {
   const char* name = bin_name(op);
   const bool at = py::isinstance<Tensor>(a), bt = py::isinstance<Tensor>(b);
   const bool unit_alpha = !alpha.is_floating() && alpha.to_double() == 1.0;
@@ -202,8 +197,8 @@ Tensor binary(Bin op, py::handle a, py::handle b, Scalar alpha = 1) {
   if (!at && !bt && is_number(a) && is_number(b))
     throw BindingTypeError(msg(name, "(): at least one of 'input' and 'other' must be a Tensor, got two numbers"));
   py::handle bad = (at || is_number(a)) ? b : a;
-  throw BindingTypeError(msg(name, "(): argument '", (bad.is(a) ? "input" : "other"), "' must be Tensor or a number, not ",
-                             type_name(bad)));
+  throw BindingTypeError(msg(name, "(): argument '", (bad.is(a) ? "input" : "other"),
+                             "' must be Tensor or a number, not ", type_name(bad)));
 }
 
 // div's rounding_mode: None (true division) or "floor" (floor_divide); "trunc" is not supported.
@@ -214,7 +209,8 @@ Bin div_kind(py::handle rounding_mode) {
   const std::string mode = rounding_mode.cast<std::string>();
   if (mode == "floor") return Bin::FloorDiv;
   if (mode == "trunc") raise_not_implemented("div(): rounding_mode='trunc' is not supported by Strata (use 'floor')");
-  throw BindingValueError(msg("div expected rounding_mode to be one of None, 'trunc', or 'floor' but found ", quote_field(mode)));
+  throw BindingValueError(
+      msg("div expected rounding_mode to be one of None, 'trunc', or 'floor' but found ", quote_field(mode)));
 }
 
 // The operator form: returns NotImplemented for operands it does not know (so Python tries the
@@ -227,6 +223,7 @@ py::object operator_impl(Bin op, py::handle self, py::handle other, bool reflect
 
 // ---- in-place -----------------------------------------------------------------------------------------
 
+namespace {
 // Note [In-place ops] in ops/inplace.h; `compute` runs without the GIL.
 py::object inplace(py::object self_obj, const char* op, bool saves_self, bool other_requires_grad,
                    const std::function<Tensor(const Tensor&)>& compute) {
@@ -237,12 +234,14 @@ py::object inplace(py::object self_obj, const char* op, bool saves_self, bool ot
   }
   return self_obj;
 }
+}  // namespace
 
 py::object inplace_binary(py::object self, Bin bop, const char* op, py::handle other, Scalar alpha) {
   const bool saves = bop == Bin::Mul || bop == Bin::Div || bop == Bin::Pow;
   if (py::isinstance<Tensor>(other)) {
     const Tensor b = other.cast<Tensor>();
-    return inplace(self, op, saves, b.requires_grad(), [bop, b, alpha](const Tensor& a) { return apply_bin(bop, a, b, alpha); });
+    return inplace(self, op, saves, b.requires_grad(),
+                   [bop, b, alpha](const Tensor& a) { return apply_bin(bop, a, b, alpha); });
   }
   const Scalar s = scalar_arg(other, op, "other");
   const bool unit_alpha = !alpha.is_floating() && alpha.to_double() == 1.0;
@@ -297,11 +296,10 @@ py::object max_impl(const Tensor& t, py::handle dim, py::handle keepdim) {
 
 // ---- shapes -------------------------------------------------------------------------------------------
 
-}  // namespace
-
 std::vector<Tensor> tensor_list(py::handle seq, const char* op, const char* name) {
   if (py::isinstance<Tensor>(seq) || !PySequence_Check(seq.ptr()) || py::isinstance<py::str>(seq))
-    throw BindingTypeError(msg(op, "(): argument '", name, "' must be a tuple or list of Tensors, not ", type_name(seq)));
+    throw BindingTypeError(
+        msg(op, "(): argument '", name, "' must be a tuple or list of Tensors, not ", type_name(seq)));
   std::vector<Tensor> out;
   std::size_t i = 0;
   for (py::handle item : py::reinterpret_borrow<py::sequence>(seq)) {
@@ -318,8 +316,6 @@ py::tuple tensors_tuple(const std::vector<Tensor>& ts) {
   for (std::size_t i = 0; i < ts.size(); ++i) out[i] = py::cast(ts[i]);
   return out;
 }
-
-namespace {
 
 py::tuple split_impl(const Tensor& t, py::handle split_size, int64_t dim) {
   wrap_dim_py(dim, t.dim(), "split");
@@ -362,7 +358,8 @@ std::optional<double> opt_number(py::handle h, const char* op, const char* name)
   if (py::isinstance<Tensor>(h)) {
     const Tensor& t = h.cast<const Tensor&>();
     if (t.numel() != 1)
-      raise_not_implemented(msg(op, "(): a tensor '", name, "' bound is not supported (only numbers), got ", t.describe()));
+      raise_not_implemented(
+          msg(op, "(): a tensor '", name, "' bound is not supported (only numbers), got ", t.describe()));
     return t.item<double>();
   }
   return number_arg(h, op, name);
@@ -376,42 +373,50 @@ Tensor clamp_impl(const Tensor& t, py::handle min, py::handle max) {
   return clamp(t, lo, hi);
 }
 
-
-
+namespace {
 
 void def_linalg(py::module_& m) {
   using py::arg;
   const auto none = py::none();
-  m.def("matmul", [](py::handle a, py::handle b) {
-    Tensor x = tensor_arg(a, "matmul", "input"), y = tensor_arg(b, "matmul", "other");
-    py::gil_scoped_release r;
-    return matmul(x, y);
-  }, arg("input"), arg("other"), "Matrix product with broadcasting (torch.matmul).");
-  m.def("linear", [](py::handle input, py::handle weight, py::handle bias) {
-    Tensor x = tensor_arg(input, "linear", "input"), w = tensor_arg(weight, "linear", "weight");
-    Tensor b = opt_tensor(bias, "linear", "bias");
-    py::gil_scoped_release r;
-    return linear(x, w, b, no_act());
-  }, arg("input"), arg("weight"), arg("bias") = none, "input @ weight.T + bias (torch.nn.functional.linear).");
-  m.def("bmm", [](py::handle a, py::handle b) {
-    Tensor x = tensor_arg(a, "bmm", "input"), y = tensor_arg(b, "bmm", "mat2");
-    py::gil_scoped_release r;
-    return bmm(x, y);
-  }, arg("input"), arg("mat2"), "Batched matrix product of 3-D tensors (torch.bmm).");
+  m.def(
+      "matmul",
+      [](py::handle a, py::handle b) {
+        Tensor x = tensor_arg(a, "matmul", "input"), y = tensor_arg(b, "matmul", "other");
+        py::gil_scoped_release r;
+        return matmul(x, y);
+      },
+      arg("input"), arg("other"), "Matrix product with broadcasting (torch.matmul).");
+  m.def(
+      "linear",
+      [](py::handle input, py::handle weight, py::handle bias) {
+        Tensor x = tensor_arg(input, "linear", "input"), w = tensor_arg(weight, "linear", "weight");
+        Tensor b = opt_tensor(bias, "linear", "bias");
+        py::gil_scoped_release r;
+        return linear(x, w, b, no_act());
+      },
+      arg("input"), arg("weight"), arg("bias") = none, "input @ weight.T + bias (torch.nn.functional.linear).");
+  m.def(
+      "bmm",
+      [](py::handle a, py::handle b) {
+        Tensor x = tensor_arg(a, "bmm", "input"), y = tensor_arg(b, "bmm", "mat2");
+        py::gil_scoped_release r;
+        return bmm(x, y);
+      },
+      arg("input"), arg("mat2"), "Batched matrix product of 3-D tensors (torch.bmm).");
 }
-
-
-
 
 void def_unary(py::module_& m) {
   using py::arg;
   const auto none = py::none();
-#define STRATA_DEF_UNARY(NAME, DOC)                                   \
-  m.def(#NAME, [](py::handle input) {                                 \
-    Tensor x = tensor_arg(input, #NAME, "input");                     \
-    py::gil_scoped_release r;                                         \
-    return NAME(x);                                                   \
-  }, arg("input"), DOC);
+#define STRATA_DEF_UNARY(NAME, DOC)                   \
+  m.def(                                              \
+      #NAME,                                          \
+      [](py::handle input) {                          \
+        Tensor x = tensor_arg(input, #NAME, "input"); \
+        py::gil_scoped_release r;                     \
+        return NAME(x);                               \
+      },                                              \
+      arg("input"), DOC);
   STRATA_DEF_UNARY(relu, "max(x, 0) element-wise (NaN stays NaN, as in PyTorch).")
   STRATA_DEF_UNARY(sigmoid, "1 / (1 + exp(-x)) element-wise.")
   STRATA_DEF_UNARY(tanh, "tanh(x) element-wise.")
@@ -419,157 +424,231 @@ void def_unary(py::module_& m) {
   STRATA_DEF_UNARY(log, "Natural logarithm element-wise.")
   STRATA_DEF_UNARY(sqrt, "Square root element-wise.")
 #undef STRATA_DEF_UNARY
-  m.def("leaky_relu", [](py::handle input, py::handle negative_slope) {
-    Tensor x = tensor_arg(input, "leaky_relu", "input");
-    const double s = number_arg(negative_slope, "leaky_relu", "negative_slope");
-    py::gil_scoped_release r;
-    return leaky_relu(x, s);
-  }, arg("input"), arg("negative_slope") = 0.01, "x if x > 0 else negative_slope * x.");
-  m.def("gelu", [](py::handle input, py::handle approximate) {
-    Tensor x = tensor_arg(input, "gelu", "input");
-    const bool t = gelu_tanh(approximate);
-    py::gil_scoped_release r;
-    return gelu(x, t);
-  }, arg("input"), py::kw_only(), arg("approximate") = "none", "GELU, exact ('none') or the tanh approximation.");
-  m.def("pow", [](py::handle input, py::handle exponent) { return binary(Bin::Pow, input, exponent); },
-        arg("input"), arg("exponent"), "input ** exponent (tensor or number on either side).");
-  m.def("clamp", [](py::handle input, py::handle min, py::handle max) {
-    return clamp_impl(tensor_arg(input, "clamp", "input"), min, max);
-  }, arg("input"), arg("min") = none, arg("max") = none, "Clamps into [min, max] (either bound may be None).");
-  m.def("dropout", [](py::handle input, py::handle p, bool train) {
-    Tensor x = tensor_arg(input, "dropout", "input");
-    const double prob = number_arg(p, "dropout", "p");
-    if (!(prob >= 0.0 && prob <= 1.0))
-      throw BindingValueError(msg("dropout probability has to be between 0 and 1, but got ", prob));
-    py::gil_scoped_release r;
-    return dropout(x, prob, train);
-  }, arg("input"), arg("p") = 0.5, arg("train") = true, "Dropout (torch.dropout(input, p, train)).");
+  m.def(
+      "leaky_relu",
+      [](py::handle input, py::handle negative_slope) {
+        Tensor x = tensor_arg(input, "leaky_relu", "input");
+        const double s = number_arg(negative_slope, "leaky_relu", "negative_slope");
+        py::gil_scoped_release r;
+        return leaky_relu(x, s);
+      },
+      arg("input"), arg("negative_slope") = 0.01, "x if x > 0 else negative_slope * x.");
+  m.def(
+      "gelu",
+      [](py::handle input, py::handle approximate) {
+        Tensor x = tensor_arg(input, "gelu", "input");
+        const bool t = gelu_tanh(approximate);
+        py::gil_scoped_release r;
+        return gelu(x, t);
+      },
+      arg("input"), py::kw_only(), arg("approximate") = "none", "GELU, exact ('none') or the tanh approximation.");
+  m.def(
+      "pow", [](py::handle input, py::handle exponent) { return binary(Bin::Pow, input, exponent); }, arg("input"),
+      arg("exponent"), "input ** exponent (tensor or number on either side).");
+  m.def(
+      "clamp",
+      [](py::handle input, py::handle min, py::handle max) {
+        return clamp_impl(tensor_arg(input, "clamp", "input"), min, max);
+      },
+      arg("input"), arg("min") = none, arg("max") = none, "Clamps into [min, max] (either bound may be None).");
+  m.def(
+      "dropout",
+      [](py::handle input, py::handle p, bool train) {
+        Tensor x = tensor_arg(input, "dropout", "input");
+        const double prob = number_arg(p, "dropout", "p");
+        if (!(prob >= 0.0 && prob <= 1.0))
+          throw BindingValueError(msg("dropout probability has to be between 0 and 1, but got ", prob));
+        py::gil_scoped_release r;
+        return dropout(x, prob, train);
+      },
+      arg("input"), arg("p") = 0.5, arg("train") = true, "Dropout (torch.dropout(input, p, train)).");
 }
 
 void def_binary(py::module_& m) {
   using py::arg;
   const auto none = py::none();
-  m.def("add", [](py::handle input, py::handle other, py::handle alpha) {
-    return binary(Bin::Add, input, other, scalar_arg(alpha, "add", "alpha"));
-  }, arg("input"), arg("other"), py::kw_only(), arg("alpha") = 1, "input + alpha * other.");
-  m.def("sub", [](py::handle input, py::handle other, py::handle alpha) {
-    return binary(Bin::Sub, input, other, scalar_arg(alpha, "sub", "alpha"));
-  }, arg("input"), arg("other"), py::kw_only(), arg("alpha") = 1, "input - alpha * other.");
-  m.def("mul", [](py::handle input, py::handle other) { return binary(Bin::Mul, input, other); },
-        arg("input"), arg("other"), "input * other.");
-  m.def("div", [](py::handle input, py::handle other, py::handle rounding_mode) {
-    return binary(div_kind(rounding_mode), input, other);
-  }, arg("input"), arg("other"), py::kw_only(), arg("rounding_mode") = none, "input / other (true division).");
-  m.def("floor_divide", [](py::handle input, py::handle other) { return binary(Bin::FloorDiv, input, other); },
-        arg("input"), arg("other"), "floor(input / other), Python's // (integer inputs stay integer).");
-  m.def("remainder", [](py::handle input, py::handle other) { return binary(Bin::Mod, input, other); },
-        arg("input"), arg("other"), "Python's %: the remainder with the sign of the divisor.");
-  m.def("maximum", [](py::handle input, py::handle other) {
-    return bin_tt(Bin::Maximum, tensor_arg(input, "maximum", "input"), tensor_arg(other, "maximum", "other"), 1);
-  }, arg("input"), arg("other"), "Element-wise maximum (NaN propagates).");
-  m.def("where", [](py::handle condition, py::handle input, py::handle other) {
-    Tensor c = tensor_arg(condition, "where", "condition");
-    if (c.dtype() != DType::boolean && c.dtype() != DType::u8)
-      throw BindingTypeError(msg("where(): expected condition to be a bool tensor, got ", dtype_py_name(c.dtype())));
-    const TensorOrScalar a = tensor_or_scalar(input, "where", "input"), b = tensor_or_scalar(other, "where", "other");
-    py::gil_scoped_release r;
-    return std::visit([&](const auto& x, const auto& y) { return where(c, x, y); }, a, b);
-  }, arg("condition"), arg("input"), arg("other"), "condition ? input : other element-wise, broadcasting.");
+  m.def(
+      "add",
+      [](py::handle input, py::handle other, py::handle alpha) {
+        return binary(Bin::Add, input, other, scalar_arg(alpha, "add", "alpha"));
+      },
+      arg("input"), arg("other"), py::kw_only(), arg("alpha") = 1, "input + alpha * other.");
+  m.def(
+      "sub",
+      [](py::handle input, py::handle other, py::handle alpha) {
+        return binary(Bin::Sub, input, other, scalar_arg(alpha, "sub", "alpha"));
+      },
+      arg("input"), arg("other"), py::kw_only(), arg("alpha") = 1, "input - alpha * other.");
+  m.def(
+      "mul", [](py::handle input, py::handle other) { return binary(Bin::Mul, input, other); }, arg("input"),
+      arg("other"), "input * other.");
+  m.def(
+      "div",
+      [](py::handle input, py::handle other, py::handle rounding_mode) {
+        return binary(div_kind(rounding_mode), input, other);
+      },
+      arg("input"), arg("other"), py::kw_only(), arg("rounding_mode") = none, "input / other (true division).");
+  m.def(
+      "floor_divide", [](py::handle input, py::handle other) { return binary(Bin::FloorDiv, input, other); },
+      arg("input"), arg("other"), "floor(input / other), Python's // (integer inputs stay integer).");
+  m.def(
+      "remainder", [](py::handle input, py::handle other) { return binary(Bin::Mod, input, other); }, arg("input"),
+      arg("other"), "Python's %: the remainder with the sign of the divisor.");
+  m.def(
+      "maximum",
+      [](py::handle input, py::handle other) {
+        return bin_tt(Bin::Maximum, tensor_arg(input, "maximum", "input"), tensor_arg(other, "maximum", "other"), 1);
+      },
+      arg("input"), arg("other"), "Element-wise maximum (NaN propagates).");
+  m.def(
+      "where",
+      [](py::handle condition, py::handle input, py::handle other) {
+        Tensor c = tensor_arg(condition, "where", "condition");
+        if (c.dtype() != DType::boolean && c.dtype() != DType::u8)
+          throw BindingTypeError(
+              msg("where(): expected condition to be a bool tensor, got ", dtype_py_name(c.dtype())));
+        const TensorOrScalar a = tensor_or_scalar(input, "where", "input"),
+                             b = tensor_or_scalar(other, "where", "other");
+        py::gil_scoped_release r;
+        return std::visit([&](const auto& x, const auto& y) { return where(c, x, y); }, a, b);
+      },
+      arg("condition"), arg("input"), arg("other"), "condition ? input : other element-wise, broadcasting.");
 }
 
 void def_reductions(py::module_& m) {
   using py::arg;
   const auto none = py::none();
-  m.def("sum", [](py::handle input, py::handle dim, bool keepdim, py::handle dtype) {
-    return sum_impl(tensor_arg(input, "sum", "input"), dim, keepdim, dtype, false);
-  }, arg("input"), arg("dim") = none, arg("keepdim") = false, py::kw_only(), arg("dtype") = none,
-     "Sum over dims (all when dim is None).");
-  m.def("mean", [](py::handle input, py::handle dim, bool keepdim, py::handle dtype) {
-    return sum_impl(tensor_arg(input, "mean", "input"), dim, keepdim, dtype, true);
-  }, arg("input"), arg("dim") = none, arg("keepdim") = false, py::kw_only(), arg("dtype") = none,
-     "Mean over dims (all when dim is None).");
-  m.def("amax", [](py::handle input, py::handle dim, bool keepdim) {
-    return amax_impl(tensor_arg(input, "amax", "input"), dim, keepdim);
-  }, arg("input"), arg("dim") = py::tuple(), arg("keepdim") = false, "Maximum over dims (all when dim=()).");
-  m.def("max", [](py::handle input, py::handle dim, py::handle keepdim) {
-    return max_impl(tensor_arg(input, "max", "input"), dim, keepdim);
-  }, arg("input"), arg("dim") = none, arg("keepdim") = none,
-     "max(input): the maximum of all elements; max(input, other): element-wise maximum.");
+  m.def(
+      "sum",
+      [](py::handle input, py::handle dim, bool keepdim, py::handle dtype) {
+        return sum_impl(tensor_arg(input, "sum", "input"), dim, keepdim, dtype, false);
+      },
+      arg("input"), arg("dim") = none, arg("keepdim") = false, py::kw_only(), arg("dtype") = none,
+      "Sum over dims (all when dim is None).");
+  m.def(
+      "mean",
+      [](py::handle input, py::handle dim, bool keepdim, py::handle dtype) {
+        return sum_impl(tensor_arg(input, "mean", "input"), dim, keepdim, dtype, true);
+      },
+      arg("input"), arg("dim") = none, arg("keepdim") = false, py::kw_only(), arg("dtype") = none,
+      "Mean over dims (all when dim is None).");
+  m.def(
+      "amax",
+      [](py::handle input, py::handle dim, bool keepdim) {
+        return amax_impl(tensor_arg(input, "amax", "input"), dim, keepdim);
+      },
+      arg("input"), arg("dim") = py::tuple(), arg("keepdim") = false, "Maximum over dims (all when dim=()).");
+  m.def(
+      "max",
+      [](py::handle input, py::handle dim, py::handle keepdim) {
+        return max_impl(tensor_arg(input, "max", "input"), dim, keepdim);
+      },
+      arg("input"), arg("dim") = none, arg("keepdim") = none,
+      "max(input): the maximum of all elements; max(input, other): element-wise maximum.");
 }
 
 void def_shape_functions(py::module_& m) {
   using py::arg;
   const auto none = py::none();
-  m.def("reshape", [](py::handle input, py::handle shape) {
-    Tensor x = tensor_arg(input, "reshape", "input");
-    const Dims s = int_list_from_sequence(shape, "reshape", "shape");
-    py::gil_scoped_release r;
-    return reshape(x, s);
-  }, arg("input"), arg("shape"));
-  m.def("flatten", [](py::handle input, int64_t start_dim, int64_t end_dim) {
-    Tensor x = tensor_arg(input, "flatten", "input");
-    wrap_dim_py(start_dim, x.dim(), "flatten", true);
-    wrap_dim_py(end_dim, x.dim(), "flatten", true);
-    py::gil_scoped_release r;
-    return flatten(x, start_dim, end_dim);
-  }, arg("input"), arg("start_dim") = 0, arg("end_dim") = -1);
-  m.def("transpose", [](py::handle input, int64_t dim0, int64_t dim1) {
-    Tensor x = tensor_arg(input, "transpose", "input");
-    wrap_dim_py(dim0, x.dim(), "transpose", true);
-    wrap_dim_py(dim1, x.dim(), "transpose", true);
-    py::gil_scoped_release r;
-    if (x.dim() == 0) return reshape(x, x.sizes());
-    return transpose(x, dim0, dim1);
-  }, arg("input"), arg("dim0"), arg("dim1"));
-  m.def("permute", [](py::handle input, py::handle dims) {
-    Tensor x = tensor_arg(input, "permute", "input");
-    const Dims d = int_list_from_sequence(dims, "permute", "dims");
-    if (static_cast<int64_t>(d.size()) == x.dim())
-      for (int64_t v : d) wrap_dim_py(v, x.dim(), "permute");
-    return permute(x, d);
-  }, arg("input"), arg("dims"));
-  m.def("cat", [](py::handle tensors, int64_t dim) {
-    const std::vector<Tensor> ts = tensor_list(tensors, "cat", "tensors");
-    if (ts.empty()) throw BindingValueError("cat(): expected a non-empty list of Tensors");
-    py::gil_scoped_release r;
-    return cat(ts, dim);
-  }, arg("tensors"), arg("dim") = 0, "Concatenates along dim.");
-  m.def("concat", [](py::handle tensors, int64_t dim) {
-    const std::vector<Tensor> ts = tensor_list(tensors, "concat", "tensors");
-    if (ts.empty()) throw BindingValueError("concat(): expected a non-empty list of Tensors");
-    py::gil_scoped_release r;
-    return cat(ts, dim);
-  }, arg("tensors"), arg("dim") = 0, "Alias of cat.");
-  m.def("split", [](py::handle tensor, py::handle split_size_or_sections, int64_t dim) {
-    return split_impl(tensor_arg(tensor, "split", "tensor"), split_size_or_sections, dim);
-  }, arg("tensor"), arg("split_size_or_sections"), arg("dim") = 0, "Splits into views along dim.");
-  m.def("narrow", [](py::handle input, int64_t dim, int64_t start, int64_t length) {
-    Tensor x = tensor_arg(input, "narrow", "input");
-    const int64_t d = wrap_dim_py(dim, x.dim(), "narrow");
-    const int64_t n = x.size(d);
-    if (start < 0) start += n;
-    if (start < 0 || length < 0 || start + length > n)
-      throw BindingIndexError(msg("narrow(): start (", start, ") + length (", length, ") exceeds dimension size (", n, ")"));
-    return slice(x, d, start, start + length, 1);
-  }, arg("input"), arg("dim"), arg("start"), arg("length"));
-  m.def("index_select", [](py::handle input, py::handle dim, py::handle index) {
-    Tensor x = tensor_arg(input, "index_select", "input");
-    const int64_t d = wrap_dim_py(dim_arg(dim, "index_select"), x.dim(), "index_select", true);
-    Tensor idx = index_arg(index, "index_select");
-    py::gil_scoped_release r;
-    return index_select(x, d, idx);
-  }, arg("input"), arg("dim"), arg("index"));
-  m.def("gather", [](py::handle input, py::handle dim, py::handle index, bool sparse_grad) {
-    if (sparse_grad) raise_not_implemented("gather(): sparse_grad=True is not supported by Strata");
-    Tensor x = tensor_arg(input, "gather", "input");
-    const int64_t d = wrap_dim_py(dim_arg(dim, "gather"), x.dim(), "gather", true);
-    Tensor idx = index_arg(index, "gather");
-    py::gil_scoped_release r;
-    return gather(x, d, idx);
-  }, arg("input"), arg("dim"), arg("index"), py::kw_only(), arg("sparse_grad") = false);
+  m.def(
+      "reshape",
+      [](py::handle input, py::handle shape) {
+        Tensor x = tensor_arg(input, "reshape", "input");
+        const Dims s = int_list_from_sequence(shape, "reshape", "shape");
+        py::gil_scoped_release r;
+        return reshape(x, s);
+      },
+      arg("input"), arg("shape"));
+  m.def(
+      "flatten",
+      [](py::handle input, int64_t start_dim, int64_t end_dim) {
+        Tensor x = tensor_arg(input, "flatten", "input");
+        wrap_dim_py(start_dim, x.dim(), "flatten", true);
+        wrap_dim_py(end_dim, x.dim(), "flatten", true);
+        py::gil_scoped_release r;
+        return flatten(x, start_dim, end_dim);
+      },
+      arg("input"), arg("start_dim") = 0, arg("end_dim") = -1);
+  m.def(
+      "transpose",
+      [](py::handle input, int64_t dim0, int64_t dim1) {
+        Tensor x = tensor_arg(input, "transpose", "input");
+        wrap_dim_py(dim0, x.dim(), "transpose", true);
+        wrap_dim_py(dim1, x.dim(), "transpose", true);
+        py::gil_scoped_release r;
+        if (x.dim() == 0) return reshape(x, x.sizes());
+        return transpose(x, dim0, dim1);
+      },
+      arg("input"), arg("dim0"), arg("dim1"));
+  m.def(
+      "permute",
+      [](py::handle input, py::handle dims) {
+        Tensor x = tensor_arg(input, "permute", "input");
+        const Dims d = int_list_from_sequence(dims, "permute", "dims");
+        if (static_cast<int64_t>(d.size()) == x.dim())
+          for (int64_t v : d) wrap_dim_py(v, x.dim(), "permute");
+        return permute(x, d);
+      },
+      arg("input"), arg("dims"));
+  m.def(
+      "cat",
+      [](py::handle tensors, int64_t dim) {
+        const std::vector<Tensor> ts = tensor_list(tensors, "cat", "tensors");
+        if (ts.empty()) throw BindingValueError("cat(): expected a non-empty list of Tensors");
+        py::gil_scoped_release r;
+        return cat(ts, dim);
+      },
+      arg("tensors"), arg("dim") = 0, "Concatenates along dim.");
+  m.def(
+      "concat",
+      [](py::handle tensors, int64_t dim) {
+        const std::vector<Tensor> ts = tensor_list(tensors, "concat", "tensors");
+        if (ts.empty()) throw BindingValueError("concat(): expected a non-empty list of Tensors");
+        py::gil_scoped_release r;
+        return cat(ts, dim);
+      },
+      arg("tensors"), arg("dim") = 0, "Alias of cat.");
+  m.def(
+      "split",
+      [](py::handle tensor, py::handle split_size_or_sections, int64_t dim) {
+        return split_impl(tensor_arg(tensor, "split", "tensor"), split_size_or_sections, dim);
+      },
+      arg("tensor"), arg("split_size_or_sections"), arg("dim") = 0, "Splits into views along dim.");
+  m.def(
+      "narrow",
+      [](py::handle input, int64_t dim, int64_t start, int64_t length) {
+        Tensor x = tensor_arg(input, "narrow", "input");
+        const int64_t d = wrap_dim_py(dim, x.dim(), "narrow");
+        const int64_t n = x.size(d);
+        if (start < 0) start += n;
+        if (start < 0 || length < 0 || start + length > n)
+          throw BindingIndexError(
+              msg("narrow(): start (", start, ") + length (", length, ") exceeds dimension size (", n, ")"));
+        return slice(x, d, start, start + length, 1);
+      },
+      arg("input"), arg("dim"), arg("start"), arg("length"));
+  m.def(
+      "index_select",
+      [](py::handle input, py::handle dim, py::handle index) {
+        Tensor x = tensor_arg(input, "index_select", "input");
+        const int64_t d = wrap_dim_py(dim_arg(dim, "index_select"), x.dim(), "index_select", true);
+        Tensor idx = index_arg(index, "index_select");
+        py::gil_scoped_release r;
+        return index_select(x, d, idx);
+      },
+      arg("input"), arg("dim"), arg("index"));
+  m.def(
+      "gather",
+      [](py::handle input, py::handle dim, py::handle index, bool sparse_grad) {
+        if (sparse_grad) raise_not_implemented("gather(): sparse_grad=True is not supported by Strata");
+        Tensor x = tensor_arg(input, "gather", "input");
+        const int64_t d = wrap_dim_py(dim_arg(dim, "gather"), x.dim(), "gather", true);
+        Tensor idx = index_arg(index, "gather");
+        py::gil_scoped_release r;
+        return gather(x, d, idx);
+      },
+      arg("input"), arg("dim"), arg("index"), py::kw_only(), arg("sparse_grad") = false);
 }
-
-
 
 void def_functions(py::module_& m) {
   def_linalg(m);
@@ -582,217 +661,6 @@ void def_functions(py::module_& m) {
 
 // ---- issue 26 parts 7-8: silu, l1_loss, embedding, scaled_dot_product_attention ---------------------
 
-
-// ---- Tensor methods and operators -----------------------------------------------------------------
-
-py::class_<Tensor> tensor_class() { return py::reinterpret_borrow<py::class_<Tensor>>(py::type::of<Tensor>()); }
-
-// relu, sigmoid, ... as methods, and their in-place forms (relu_, ...).
-void def_unary_methods() {
-  auto cls = tensor_class();
-#define STRATA_METHOD_UNARY(NAME)                                    \
-  cls.def(#NAME, [](const Tensor& t) {                               \
-    py::gil_scoped_release r;                                        \
-    return NAME(t);                                                  \
-  });
-  STRATA_METHOD_UNARY(relu)
-  STRATA_METHOD_UNARY(sigmoid)
-  STRATA_METHOD_UNARY(tanh)
-  STRATA_METHOD_UNARY(exp)
-  STRATA_METHOD_UNARY(log)
-  STRATA_METHOD_UNARY(sqrt)
-#undef STRATA_METHOD_UNARY
-#define STRATA_METHOD_UNARY_INPLACE(NAME, SAVES)                                                       \
-  cls.def(#NAME "_", [](py::object self) {                                                            \
-    return inplace(self, #NAME "_", SAVES, false, [](const Tensor& a) { return NAME(a); });          \
-  });
-  STRATA_METHOD_UNARY_INPLACE(relu, false)
-  STRATA_METHOD_UNARY_INPLACE(sigmoid, false)
-  STRATA_METHOD_UNARY_INPLACE(tanh, false)
-  STRATA_METHOD_UNARY_INPLACE(exp, false)
-  STRATA_METHOD_UNARY_INPLACE(log, true)
-  STRATA_METHOD_UNARY_INPLACE(sqrt, false)
-#undef STRATA_METHOD_UNARY_INPLACE
-}
-
-// The ops of def_functions as Tensor methods (t.matmul(o), t.sum(dim), ...) and the in-place binary ops.
-void def_op_methods() {
-  using py::arg;
-  const auto none = py::none();
-  auto cls = tensor_class();
-  cls.def("matmul", [](const Tensor& t, py::handle other) {
-    Tensor o = tensor_arg(other, "matmul", "other");
-    py::gil_scoped_release r;
-    return matmul(t, o);
-  }, arg("other"))
-      .def("bmm", [](const Tensor& t, py::handle mat2) {
-        Tensor o = tensor_arg(mat2, "bmm", "mat2");
-        py::gil_scoped_release r;
-        return bmm(t, o);
-      }, arg("mat2"))
-      .def("leaky_relu", [](const Tensor& t, py::handle s) {
-        const double v = number_arg(s, "leaky_relu", "negative_slope");
-        py::gil_scoped_release r;
-        return leaky_relu(t, v);
-      }, arg("negative_slope") = 0.01)
-      .def("pow", [](py::handle self, py::handle exponent) { return binary(Bin::Pow, self, exponent); }, arg("exponent"))
-      .def("pow_", [](py::object self, py::handle exponent) {
-        return inplace_binary(self, Bin::Pow, "pow_", exponent, 1);
-      }, arg("exponent"))
-      .def("clamp", [](const Tensor& t, py::handle min, py::handle max) { return clamp_impl(t, min, max); },
-           arg("min") = none, arg("max") = none)
-      .def("clip", [](const Tensor& t, py::handle min, py::handle max) { return clamp_impl(t, min, max); },
-           arg("min") = none, arg("max") = none)
-      .def("clamp_", [](py::object self, py::handle min, py::handle max) {
-        const auto lo = opt_number(min, "clamp_", "min");
-        const auto hi = opt_number(max, "clamp_", "max");
-        if (!lo && !hi) throw BindingValueError("clamp_(): at least one of 'min' or 'max' must not be None");
-        return inplace(self, "clamp_", true, false, [lo, hi](const Tensor& a) { return clamp(a, lo, hi); });
-      }, arg("min") = none, arg("max") = none)
-      .def("add", [](py::handle self, py::handle other, py::handle alpha) {
-        return binary(Bin::Add, self, other, scalar_arg(alpha, "add", "alpha"));
-      }, arg("other"), py::kw_only(), arg("alpha") = 1)
-      .def("sub", [](py::handle self, py::handle other, py::handle alpha) {
-        return binary(Bin::Sub, self, other, scalar_arg(alpha, "sub", "alpha"));
-      }, arg("other"), py::kw_only(), arg("alpha") = 1)
-      .def("mul", [](py::handle self, py::handle other) { return binary(Bin::Mul, self, other); }, arg("other"))
-      .def("div", [](py::handle self, py::handle other, py::handle rounding_mode) {
-        return binary(div_kind(rounding_mode), self, other);
-      }, arg("other"), py::kw_only(), arg("rounding_mode") = none)
-      .def("add_", [](py::object self, py::handle other, py::handle alpha) {
-        return inplace_binary(self, Bin::Add, "add_", other, scalar_arg(alpha, "add_", "alpha"));
-      }, arg("other"), py::kw_only(), arg("alpha") = 1)
-      .def("sub_", [](py::object self, py::handle other, py::handle alpha) {
-        return inplace_binary(self, Bin::Sub, "sub_", other, scalar_arg(alpha, "sub_", "alpha"));
-      }, arg("other"), py::kw_only(), arg("alpha") = 1)
-      .def("mul_", [](py::object self, py::handle other) { return inplace_binary(self, Bin::Mul, "mul_", other, 1); },
-           arg("other"))
-      .def("div_", [](py::object self, py::handle other) { return inplace_binary(self, Bin::Div, "div_", other, 1); },
-           arg("other"))
-      .def("maximum", [](const Tensor& t, py::handle other) {
-        return bin_tt(Bin::Maximum, t, tensor_arg(other, "maximum", "other"), 1);
-      }, arg("other"))
-      .def("where", [](const Tensor& t, py::handle condition, py::handle other) {
-        return py::module_::import("strata._C").attr("where")(condition, py::cast(t), other);
-      }, arg("condition"), arg("other"))
-      .def("neg", [](const Tensor& t) { py::gil_scoped_release r; return neg(t); })
-      .def("sum", [](const Tensor& t, py::handle dim, bool keepdim, py::handle dtype) {
-        return sum_impl(t, dim, keepdim, dtype, false);
-      }, arg("dim") = none, arg("keepdim") = false, py::kw_only(), arg("dtype") = none)
-      .def("mean", [](const Tensor& t, py::handle dim, bool keepdim, py::handle dtype) {
-        return sum_impl(t, dim, keepdim, dtype, true);
-      }, arg("dim") = none, arg("keepdim") = false, py::kw_only(), arg("dtype") = none)
-      .def("amax", [](const Tensor& t, py::handle dim, bool keepdim) { return amax_impl(t, dim, keepdim); },
-           arg("dim") = py::tuple(), arg("keepdim") = false)
-      .def("max", [](const Tensor& t, py::handle dim, py::handle keepdim) { return max_impl(t, dim, keepdim); },
-           arg("dim") = none, arg("keepdim") = none)
-      .def("softmax", [](const Tensor& t, py::handle dim, py::handle dtype) {
-        check_no_dtype(dtype, "softmax");
-        const int64_t d = wrap_dim_py(dim_arg(dim, "softmax"), t.dim(), "softmax", true);
-        py::gil_scoped_release r;
-        return softmax(t, d);
-      }, arg("dim"), arg("dtype") = none)
-      .def("log_softmax", [](const Tensor& t, py::handle dim, py::handle dtype) {
-        check_no_dtype(dtype, "log_softmax");
-        const int64_t d = wrap_dim_py(dim_arg(dim, "log_softmax"), t.dim(), "log_softmax", true);
-        py::gil_scoped_release r;
-        return log_softmax(t, d);
-      }, arg("dim"), arg("dtype") = none)
-      .def("split", [](const Tensor& t, py::handle split_size, int64_t dim) { return split_impl(t, split_size, dim); },
-           arg("split_size"), arg("dim") = 0)
-      .def("index_select", [](const Tensor& t, py::handle dim, py::handle index) {
-        const int64_t d = wrap_dim_py(dim_arg(dim, "index_select"), t.dim(), "index_select", true);
-        Tensor idx = index_arg(index, "index_select");
-        py::gil_scoped_release r;
-        return index_select(t, d, idx);
-      }, arg("dim"), arg("index"))
-      .def("gather", [](const Tensor& t, py::handle dim, py::handle index) {
-        const int64_t d = wrap_dim_py(dim_arg(dim, "gather"), t.dim(), "gather", true);
-        Tensor idx = index_arg(index, "gather");
-        py::gil_scoped_release r;
-        return gather(t, d, idx);
-      }, arg("dim"), arg("index"));
-}
-
-// copy_, fill_, zero_.
-void def_fill_methods() {
-  using py::arg;
-  auto cls = tensor_class();
-  cls.def("copy_", [](py::object self, py::handle src) {
-    const Tensor s = py::isinstance<Tensor>(src) ? src.cast<Tensor>() : tensor_from_data(src, std::nullopt, "copy_");
-    {
-      py::gil_scoped_release release;
-      copy_(self.cast<Tensor&>(), s);
-    }
-    return self;
-  }, arg("src"), "Copies src into self (broadcasting and converting); returns self.")
-      .def("fill_", [](py::object self, py::handle value) {
-        const Scalar v = py::isinstance<Tensor>(value) ? Scalar(value.cast<const Tensor&>().item<double>())
-                                                       : scalar_arg(value, "fill_", "value");
-        {
-          py::gil_scoped_release release;
-          fill_(self.cast<Tensor&>(), v);
-        }
-        return self;
-      },
-           arg("value"))
-      .def("zero_", [](py::object self) {
-        {
-          py::gil_scoped_release release;
-          zero_(self.cast<Tensor&>());
-        }
-        return self;
-      });
-}
-
-// Python's arithmetic operators, reflected and augmented (+=, ...).
-void def_operators() {
-  auto cls = tensor_class();
-  cls.def("__add__", [](py::handle s, py::handle o) { return operator_impl(Bin::Add, s, o, false); }, py::is_operator())
-      .def("__radd__", [](py::handle s, py::handle o) { return operator_impl(Bin::Add, s, o, true); }, py::is_operator())
-      .def("__sub__", [](py::handle s, py::handle o) { return operator_impl(Bin::Sub, s, o, false); }, py::is_operator())
-      .def("__rsub__", [](py::handle s, py::handle o) { return operator_impl(Bin::Sub, s, o, true); }, py::is_operator())
-      .def("__mul__", [](py::handle s, py::handle o) { return operator_impl(Bin::Mul, s, o, false); }, py::is_operator())
-      .def("__rmul__", [](py::handle s, py::handle o) { return operator_impl(Bin::Mul, s, o, true); }, py::is_operator())
-      .def("__truediv__", [](py::handle s, py::handle o) { return operator_impl(Bin::Div, s, o, false); }, py::is_operator())
-      .def("__rtruediv__", [](py::handle s, py::handle o) { return operator_impl(Bin::Div, s, o, true); }, py::is_operator())
-      .def("__pow__", [](py::handle s, py::handle o) { return operator_impl(Bin::Pow, s, o, false); }, py::is_operator())
-      .def("__rpow__", [](py::handle s, py::handle o) { return operator_impl(Bin::Pow, s, o, true); }, py::is_operator())
-      .def("__matmul__", [](py::handle s, py::handle o) -> py::object {
-        if (!py::isinstance<Tensor>(o)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
-        Tensor a = s.cast<Tensor>(), b = o.cast<Tensor>();
-        py::gil_scoped_release r;
-        Tensor out = matmul(a, b);
-        py::gil_scoped_acquire g;
-        return py::cast(std::move(out));
-      }, py::is_operator())
-      .def("__floordiv__", [](py::handle s, py::handle o) { return operator_impl(Bin::FloorDiv, s, o, false); }, py::is_operator())
-      .def("__rfloordiv__", [](py::handle s, py::handle o) { return operator_impl(Bin::FloorDiv, s, o, true); }, py::is_operator())
-      .def("__mod__", [](py::handle s, py::handle o) { return operator_impl(Bin::Mod, s, o, false); }, py::is_operator())
-      .def("__rmod__", [](py::handle s, py::handle o) { return operator_impl(Bin::Mod, s, o, true); }, py::is_operator())
-      .def("floor_divide", [](py::handle s, py::handle o) { return binary(Bin::FloorDiv, s, o); }, py::arg("other"))
-      .def("remainder", [](py::handle s, py::handle o) { return binary(Bin::Mod, s, o); }, py::arg("other"))
-      .def("__neg__", [](const Tensor& t) { py::gil_scoped_release r; return neg(t); })
-      .def("__pos__", [](py::object self) { return self; })
-      .def("__iadd__", [](py::object self, py::handle o) -> py::object {
-        if (!py::isinstance<Tensor>(o) && !is_number(o)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
-        return inplace_binary(self, Bin::Add, "__iadd__", o, 1);
-      }, py::is_operator())
-      .def("__isub__", [](py::object self, py::handle o) -> py::object {
-        if (!py::isinstance<Tensor>(o) && !is_number(o)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
-        return inplace_binary(self, Bin::Sub, "__isub__", o, 1);
-      }, py::is_operator())
-      .def("__imul__", [](py::object self, py::handle o) -> py::object {
-        if (!py::isinstance<Tensor>(o) && !is_number(o)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
-        return inplace_binary(self, Bin::Mul, "__imul__", o, 1);
-      }, py::is_operator())
-      .def("__itruediv__", [](py::object self, py::handle o) -> py::object {
-        if (!py::isinstance<Tensor>(o) && !is_number(o)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
-        return inplace_binary(self, Bin::Div, "__itruediv__", o, 1);
-      }, py::is_operator());
-}
-
-
 }  // namespace
 
 py::object inplace_op(py::object self, const char* op, bool saves_self, bool other_requires_grad,
@@ -804,6 +672,8 @@ void init_ops(py::module_& m) {
   def_functions(m);
   def_unary_methods();
   def_op_methods();
+  def_arithmetic_methods();
+  def_reduction_and_index_methods();
   def_fill_methods();
   def_operators();
 }
