@@ -8,6 +8,9 @@ root=$(pwd)
 bash scripts/bootstrap.sh
 mkdir -p build
 jobs=$(nproc)
+# One compiler spelling and one cache base for every tree, `pip install .`'s included (scikit-build-core
+# configures with g++): the Python package's library objects are then the Release tree's cache hits.
+export CXX="${CXX:-g++}" CCACHE_BASEDIR="$root"
 
 # The sanitizer trees run each GoogleTest binary as a few processes (gtest shards), $(nproc) at a
 # time: ctest starts one process per test case, and with ~2000 cases process start-up (oneDNN's
