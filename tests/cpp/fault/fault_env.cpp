@@ -129,8 +129,10 @@ int start_child(const std::string& name, const ChildOptions& o) {
   for (std::size_t i = 0; i < o.args.size(); ++i)
     env_s.push_back("STRATA_FAULT_ARG" + std::to_string(i) + "=" + o.args[i]);
   for (const auto& [k, v] : o.env) env_s.push_back(k + "=" + v);
+  // Not the parent's scenario variables, nor its gtest sharding (scripts/test.sh runs suites as
+  // shards): the child runs FaultChild.Run alone, which another shard index would filter out.
   for (char** e = environ; *e != nullptr; ++e) {
-    if (std::strncmp(*e, "STRATA_FAULT_", 13) != 0) env_s.emplace_back(*e);
+    if (std::strncmp(*e, "STRATA_FAULT_", 13) != 0 && std::strncmp(*e, "GTEST_", 6) != 0) env_s.emplace_back(*e);
   }
   std::vector<char*> argv, envp;
   for (auto& s : argv_s) argv.push_back(s.data());
