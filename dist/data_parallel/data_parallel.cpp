@@ -261,9 +261,18 @@ RowRange DataParallel::local_chunks(int64_t global_batch) const {
 }
 
 RowRange DataParallel::local_rows(int64_t global_batch) const {
-  const RowRange mine = local_chunks(global_batch);
+  const std::vector<int64_t> at = row_boundaries(global_batch);
+  return {at[comm_.rank()], at[comm_.rank() + 1]};
+}
+
+std::vector<int64_t> DataParallel::row_boundaries(int64_t global_batch) const {
+  STRATA_CHECK(global_batch >= comm_.size(), "DataParallel: a global batch of ", global_batch,
+               " rows is smaller than the ", comm_.size(), " ranks (every rank needs at least one row)");
   const std::vector<RowRange> chunks = split_rows(global_batch, options_.chunks);
-  return {chunks[mine.begin].begin, chunks[mine.end - 1].end};
+  const std::vector<RowRange> shares = split_rows(static_cast<int64_t>(chunks.size()), comm_.size());
+  std::vector<int64_t> at{0};
+  for (const RowRange& share : shares) at.push_back(chunks[share.end - 1].end);
+  return at;
 }
 
 int64_t DataParallel::buckets_reduced() const {
@@ -318,12 +327,11 @@ Tensor DataParallel::forward(const Tensor& local_input) {
   const std::vector<RowRange> chunks = split_rows(std::max<int64_t>(batch, 1), options_.chunks);
   STRATA_CHECK(batch >= comm_.size(), "DataParallel: a global batch of ", batch, " rows is smaller than the ",
                comm_.size(), " ranks (every rank needs at least one row)");
+  const std::vector<int64_t> at = row_boundaries(batch);
   for (int r = 0; r < comm_.size(); ++r) {
-    const RowRange share = split_rows(static_cast<int64_t>(chunks.size()), comm_.size())[r];
-    const RowRange expected{chunks[share.begin].begin, chunks[share.end - 1].end};
-    STRATA_CHECK(rows[r] == expected.size(), "DataParallel: rank ", r, " passed ", rows[r],
-                 " rows but its share of the global batch of ", batch, " rows is rows [", expected.begin, ", ",
-                 expected.end, ") (", expected.size(), " rows; see local_rows)");
+    STRATA_CHECK(rows[r] == at[r + 1] - at[r], "DataParallel: rank ", r, " passed ", rows[r],
+                 " rows but its share of the global batch of ", batch, " rows is rows [", at[r], ", ", at[r + 1], ") (",
+                 at[r + 1] - at[r], " rows; see local_rows)");
   }
   const RowRange mine = local_chunks(batch);
   std::vector<Tensor> outputs;

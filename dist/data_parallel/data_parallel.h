@@ -77,6 +77,10 @@ class DataParallel {
   RowRange local_rows(int64_t global_batch) const;
   /// The chunks this rank runs for a global batch of `global_batch` rows (indices into split_rows).
   RowRange local_chunks(int64_t global_batch) const;
+  /// Every rank's local_rows at once: size() + 1 boundaries, rank r's rows being [b[r], b[r + 1])
+  /// (for a caller that splits other per-sample work the same way, as DistributedDLRM its
+  /// embeddings). Throws as local_rows.
+  std::vector<int64_t> row_boundaries(int64_t global_batch) const;
 
   /// Collective. Runs the module on this rank's chunks of the global batch (`local_input`: the
   /// rows local_rows(B) of it, B being the sum over ranks) and returns the output rows of the

@@ -83,7 +83,8 @@ void ShardedEmbeddingBags::read_row(int table, int64_t row, float* dst) const {
   s->table->read_row(row - s->lo, dst);
 }
 
-void ShardedEmbeddingBags::check_bags(std::span<const Bags> bags) const {
+std::vector<int64_t> ShardedEmbeddingBags::check_bags(std::span<const Bags> bags,
+                                                      std::span<const int64_t> boundaries) const {
   STRATA_CHECK(bags.size() == plan_.tables.size(), "ShardedEmbeddingBags: ", bags.size(), " tables of bags for ",
                plan_.tables.size(), " tables");
   for (std::size_t t = 0; t < bags.size(); ++t) {
@@ -94,7 +95,8 @@ void ShardedEmbeddingBags::check_bags(std::span<const Bags> bags) const {
     STRATA_CHECK(bags[t].batch() == bags[0].batch(), "ShardedEmbeddingBags: table ", t, " ", quote_field(spec.name),
                  " has ", bags[t].batch(), " bags but table 0 has ", bags[0].batch());
   }
-  sample_split(bags[0].batch(), plan_.ranks);  // throws for a batch smaller than the rank count
+  // Throws for a batch smaller than the rank count, or bad boundaries.
+  return sample_slices(bags[0].batch(), plan_.ranks, boundaries);
 }
 
 // ---- forward ----------------------------------------------------------------------------------------
@@ -216,12 +218,17 @@ void ShardedEmbeddingBags::finish_pooling(std::span<const Bags> bags, const std:
   }
 }
 
-Tensor ShardedEmbeddingBags::forward(std::span<const Bags> bags) {
-  check_bags(bags);
-  const std::vector<int64_t> at = sample_split(bags[0].batch(), plan_.ranks);
+Tensor ShardedEmbeddingBags::forward(std::span<const Bags> bags, std::span<const int64_t> boundaries) {
+  return finish_forward(bags, start_forward(bags, boundaries));
+}
+
+ShardedEmbeddingBags::PendingForward ShardedEmbeddingBags::start_forward(std::span<const Bags> bags,
+                                                                         std::span<const int64_t> boundaries) {
+  PendingForward pending;
+  pending.at = check_bags(bags, boundaries);
+  const std::vector<int64_t>& at = pending.at;
   std::vector<int64_t> send;
-  const Tensor payload = forward_payload(bags, at, send);
-  Tensor received = payload;  // one rank: nothing sent or received
+  pending.payload = forward_payload(bags, at, send);
   if (plan_.ranks > 1) {
     std::vector<int64_t> recv(static_cast<std::size_t>(plan_.ranks), 0);
     for (int i = 0; i < plan_.ranks; ++i) {
@@ -229,8 +236,16 @@ Tensor ShardedEmbeddingBags::forward(std::span<const Bags> bags) {
         recv[i] += (at[rank_ + 1] - at[rank_]) * forward_nodes(plan_, i, t) * plan_.tables[t].dim;
       }
     }
-    received = comm_->alltoallv(payload, send, recv);
+    pending.work = comm_->ialltoallv(pending.payload, send, recv);
   }
+  return pending;
+}
+
+Tensor ShardedEmbeddingBags::finish_forward(std::span<const Bags> bags, const PendingForward& pending) const {
+  STRATA_CHECK(pending.payload.defined(), "ShardedEmbeddingBags::finish_forward: no forward was started");
+  // One rank: nothing sent or received.
+  const Tensor received = pending.work.defined() ? pending.work.wait() : pending.payload;
+  const std::vector<int64_t>& at = pending.at;
   Tensor out = empty({at[rank_ + 1] - at[rank_], width_}, {DType::f32});
   finish_pooling(bags, at, received, out.data<float>());
   return out;
@@ -283,10 +298,10 @@ Tensor ShardedEmbeddingBags::gather_gradients(const Tensor& grad, const std::vec
   return comm_->alltoallv(payload, send, recv);
 }
 
-void ShardedEmbeddingBags::backward_sgd(std::span<const Bags> bags, const Tensor& grad, float lr) {
-  check_bags(bags);
+void ShardedEmbeddingBags::backward_sgd(std::span<const Bags> bags, const Tensor& grad, float lr,
+                                        std::span<const int64_t> boundaries) {
+  const std::vector<int64_t> at = check_bags(bags, boundaries);
   const int64_t batch = bags[0].batch();
-  const std::vector<int64_t> at = sample_split(batch, plan_.ranks);
   const int64_t mine = at[rank_ + 1] - at[rank_];
   STRATA_CHECK(
       grad.defined() && grad.dtype() == DType::f32 && grad.dim() == 2 && grad.size(0) == mine && grad.size(1) == width_,
