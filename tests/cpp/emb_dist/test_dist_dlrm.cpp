@@ -7,7 +7,9 @@
 // tree_sum, the tables as one 1-rank ShardedEmbeddingBags. Bad inputs are named on every rank.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -21,6 +23,8 @@
 #include "dist/reduction.h"
 #include "embeddings/dist/dist_dlrm.h"
 #include "embeddings/dist/shard_volume.h"
+#include "embeddings/dlrm.h"
+#include "embeddings/dlrm_config.h"
 #include "memory/heap.h"
 #include "ops/shape_ops.h"
 #include "ops/softmax_loss.h"
@@ -223,6 +227,68 @@ INSTANTIATE_TEST_SUITE_P(Plans, DistDLRM,
                                            Case{Kind::mixed, false}, Case{Kind::table_wise, true},
                                            Case{Kind::row_wise, true}, Case{Kind::mixed, true}),
                          [](const auto& info) { return case_name(info.param); });
+
+// The one-process TieredDLRM (embeddings/dlrm.h) of the same architecture, loaded with DistributedDLRM's
+// initial weights: the same model, but one GEMM over the whole batch instead of fixed chunks, a plain
+// sum per bag instead of the row-block tree, so equal only to float rounding.
+DLRMConfig tiered_config() {
+  std::string rows;
+  for (const TableSpec& t : tables()) rows += (rows.empty() ? "" : "-") + std::to_string(t.rows);
+  return parse_dlrm_args({"--arch-sparse-feature-size", "4", "--arch-mlp-bot", "5-8-4", "--arch-mlp-top", "6-1",
+                          "--arch-embedding-size", rows, "--loss-function", "bce", "--learning-rate", "0.2",
+                          "--slow-tier-model", "off", "--fast-budget", "1M"});
+}
+
+// |a - b| <= kAbs + kRel·|b| elementwise; the largest |a - b| into `worst`.
+constexpr float kAbs = 2e-6f, kRel = 2e-5f;
+bool close(const float* a, const float* b, int64_t n, float& worst) {
+  bool ok = true;
+  for (int64_t i = 0; i < n; ++i) {
+    const float diff = std::fabs(a[i] - b[i]);
+    worst = std::max(worst, diff);
+    ok = ok && diff <= kAbs + kRel * std::fabs(b[i]);
+  }
+  return ok;
+}
+
+TEST(DistDLRMTiered, EqualToTheOneProcessDLRMToFloatRounding) {
+  const int n = comm().size();
+  memory::DramHeap heap(std::size_t{4} << 20);
+  DistributedDLRM model(config(), plan(Kind::mixed, n), {&heap, nullptr}, comm());
+  TieredDLRM tiered(tiered_config());
+  tiered.load_state_dict(model.dense_module().state_dict());
+  std::vector<float> row(4);
+  for (int t = 0; t < static_cast<int>(tables().size()); ++t) {
+    for (int64_t r = 0; r < tables()[t].rows; ++r) {
+      for (int64_t c = 0; c < 4; ++c) row[c] = initial_value(config().seed, t, tables()[t].rows, r, c);
+      tiered.table(t).write_row(r, row.data());
+    }
+  }
+  float worst = 0;
+  for (int s = 0; s < kSteps; ++s) {
+    const Batch b(37, s);
+    const float got = model.train_step(b.dense, b.bags, b.targets);
+    const float want = tiered.train_step(b.dense, b.bags, b.targets);
+    EXPECT_TRUE(close(&got, &want, 1, worst)) << "loss of step " << s << ": " << got << " vs " << want;
+  }
+  const StateDict want = tiered.state_dict(), got = model.dense_module().state_dict();
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t p = 0; p < got.size(); ++p) {
+    const Tensor a = got[p].second.contiguous(), b = want[p].second.contiguous();
+    ASSERT_EQ(got[p].first, want[p].first);
+    EXPECT_TRUE(close(a.data<float>(), b.data<float>(), a.numel(), worst)) << got[p].first;
+  }
+  std::vector<float> other(4);
+  for (int t = 0; t < static_cast<int>(tables().size()); ++t) {
+    for (int64_t r = model.tables().row_begin(t); r < model.tables().row_end(t); ++r) {
+      model.tables().read_row(t, r, row.data());
+      tiered.table(t).read_row(r, other.data());
+      ASSERT_TRUE(close(row.data(), other.data(), 4, worst)) << "table " << t << " row " << r;
+    }
+  }
+  RecordProperty("largest_difference", std::to_string(worst));
+  if (comm().rank() == 0) std::printf("[ DistributedDLRM vs TieredDLRM ] largest |difference| %.3g\n", worst);
+}
 
 TEST(DistDLRMPlan, MixedPlanHasEveryKind) {
   const int n = comm().size();
