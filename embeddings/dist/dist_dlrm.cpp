@@ -31,10 +31,15 @@ namespace strata::emb {
 // 4. Dense part, data-parallel: the MLPs are one nn::zoo::DLRM (external tables) wrapped in a
 //    DataParallel (Note [Data-parallel chunks]): for each local chunk, on the chunk's own parameter
 //    leaves, bottom MLP on the chunk's dense rows; then the chunk's pooled rows (the first chunk
-//    waits for the exchange to finish it), each chunk's rows a fresh leaf requiring grad; the
-//    interaction and the top MLP (sigmoid last). DataParallel returns the probabilities of the
-//    whole batch [B, 1] on every rank; the loss is the mean binary cross-entropy over the global
-//    batch, computed identically on every rank.
+//    finishes the exchange: it pools the tables whole on this rank, then waits, then finishes the
+//    others), each chunk's rows a fresh leaf requiring grad; the interaction and the top MLP
+//    (sigmoid last). DataParallel returns the probabilities of the whole batch [B, 1] on every
+//    rank; the loss is the mean binary cross-entropy over the global batch, computed identically
+//    on every rank. Overlap: DataParallel::forward_agreed(x, B) takes the B agreed in step 1, so no
+//    collective is queued behind the alltoallv before the chunks run (the communicator's worker
+//    runs collectives in call order); what overlaps the exchange is the first local chunk's bottom
+//    MLP and the pooling of the tables whole here. The other chunks' bottom MLPs cannot: each
+//    chunk runs on its own parameter leaves, swapped in for its whole forward.
 // 5. Backward: loss.backward() gives each chunk its rows of dL/dz; DataParallel sums each
 //    parameter's per-chunk gradients in the deterministic allreduce over the global chunk list,
 //    bucket by bucket as backward produces them: the first bucket holds exactly the top MLP's
@@ -224,7 +229,8 @@ float DistributedDLRM::train_step(std::span<const float> dense, std::span<const 
   const std::vector<int64_t> at = ddp_->row_boundaries(batch);
   const dist::RowRange rows{at[comm_.rank()], at[comm_.rank() + 1]};
   feed_->start(*tables_, bags, tables_->start_forward(bags, at));
-  const Tensor z = (*ddp_)(local_dense(dense, rows));
+  const Tensor z =
+      ddp_->forward_agreed(local_dense(dense, rows), batch);  // B was agreed: no exchange before the chunks
   const Tensor loss = binary_cross_entropy(z, tensor_of(targets, 0, batch, {batch, 1}));
   loss.backward();
   const Tensor grad = feed_->gradient();

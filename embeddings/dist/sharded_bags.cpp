@@ -160,10 +160,11 @@ Tensor ShardedEmbeddingBags::forward_payload(std::span<const Bags> bags, const s
   return payload;
 }
 
-// The pooled rows of this rank's samples: local whole tables directly, received roots copied, and
-// row-wise trees finished over every holder's nodes (rank order is block order).
+// The pooled rows of this rank's samples: with `received` null, the tables whole here (pooled locally,
+// while the exchange runs); otherwise the others: received roots copied, and row-wise trees finished
+// over every holder's nodes (rank order is block order).
 void ShardedEmbeddingBags::finish_pooling(std::span<const Bags> bags, const std::vector<int64_t>& at,
-                                          const Tensor& received, float* out) const {
+                                          const Tensor* received, float* out) const {
   const int64_t mine = at[rank_ + 1] - at[rank_];
   // Where rank i's floats for table t start in `received` (i != rank_).
   std::vector<std::vector<int64_t>> base(static_cast<std::size_t>(plan_.ranks));
@@ -174,7 +175,7 @@ void ShardedEmbeddingBags::finish_pooling(std::span<const Bags> bags, const std:
       if (i != rank_) offset += mine * forward_nodes(plan_, i, t) * plan_.tables[t].dim;
     }
   }
-  const float* in = received.data<float>();
+  const float* in = received != nullptr ? received->data<float>() : nullptr;
   std::vector<float> local;
   for (int t = 0; t < static_cast<int>(plan_.tables.size()); ++t) {
     const int64_t d = plan_.tables[t].dim;
@@ -185,6 +186,7 @@ void ShardedEmbeddingBags::finish_pooling(std::span<const Bags> bags, const std:
       return h;
     }();
     const bool whole_here = plan_.shards[t].kind == ShardKind::data_parallel || holders == std::vector<int>{rank_};
+    if (whole_here != (received == nullptr)) continue;
     std::vector<std::vector<dist::TreeNode>> nodes_of;  // each holder's nodes
     for (int i : holders) {
       nodes_of.push_back(dist::tree_cover(plan_.row_blocks, plan_.block_begin(i, t), plan_.block_end(i, t)));
@@ -243,11 +245,12 @@ ShardedEmbeddingBags::PendingForward ShardedEmbeddingBags::start_forward(std::sp
 
 Tensor ShardedEmbeddingBags::finish_forward(std::span<const Bags> bags, const PendingForward& pending) const {
   STRATA_CHECK(pending.payload.defined(), "ShardedEmbeddingBags::finish_forward: no forward was started");
-  // One rank: nothing sent or received.
-  const Tensor received = pending.work.defined() ? pending.work.wait() : pending.payload;
   const std::vector<int64_t>& at = pending.at;
   Tensor out = empty({at[rank_ + 1] - at[rank_], width_}, {DType::f32});
-  finish_pooling(bags, at, received, out.data<float>());
+  finish_pooling(bags, at, nullptr, out.data<float>());  // the tables whole here, before waiting
+  // One rank: nothing sent or received.
+  const Tensor received = pending.work.defined() ? pending.work.wait() : pending.payload;
+  finish_pooling(bags, at, &received, out.data<float>());
   return out;
 }
 

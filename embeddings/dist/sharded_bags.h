@@ -117,7 +117,7 @@ class ShardedEmbeddingBags {
 
   void compute_nodes(int table, const Bags& bags, int64_t s, float* out) const;
   Tensor forward_payload(std::span<const Bags> bags, const std::vector<int64_t>& at, std::vector<int64_t>& send) const;
-  void finish_pooling(std::span<const Bags> bags, const std::vector<int64_t>& at, const Tensor& received,
+  void finish_pooling(std::span<const Bags> bags, const std::vector<int64_t>& at, const Tensor* received,
                       float* out) const;
   Tensor gather_gradients(const Tensor& grad, const std::vector<int64_t>& at);
 
