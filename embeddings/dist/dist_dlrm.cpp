@@ -10,6 +10,7 @@
 #include "core/pin_set.h"
 #include "core/rng.h"
 #include "core/text.h"
+#include "embeddings/dlrm.h"
 #include "ops/shape_ops.h"
 #include "ops/softmax_loss.h"
 
@@ -45,8 +46,9 @@ namespace strata::emb {
 //    bucket by bucket as backward produces them: the first bucket holds exactly the top MLP's
 //    parameters (bucket_bytes = their bytes), so it is reduced while the bottom MLP's backward runs.
 //    The chunks' pooled-row leaves get dL/d(pooled) of this rank's samples.
-// 6. Update: ShardedEmbeddingBags::backward_sgd sends each sample's pooled gradient to the rows'
-//    holders and steps the held rows; optim::SGD steps the MLPs (the same sums on every rank, so
+// 6. Update: ShardedEmbeddingBags::backward sends each sample's pooled gradient to the rows'
+//    holders and steps the held rows (SGD or an Adagrad, each row's state beside it); the dense
+//    optimizer (SGD or element-wise Adagrad) steps the MLPs (the same sums on every rank, so
 //    the replicas stay identical without a broadcast).
 // Why it is bitwise the same at 1, 2, 4 ranks: the pooled rows are (Note [Rank-count-independent
 // pooling]); every chunk's forward and backward have the same shapes wherever it runs (one thread
@@ -171,7 +173,8 @@ DistributedDLRM::DistributedDLRM(const DistributedDLRMConfig& config, ShardPlan 
   o.top_mlp = config_.top_mlp;
   o.interaction = config_.interaction;
   o.external_tables = true;
-  tables_ = std::make_unique<ShardedEmbeddingBags>(std::move(plan), comm_.rank(), memory, config_.seed, &comm_);
+  tables_ = std::make_unique<ShardedEmbeddingBags>(std::move(plan), comm_.rank(), memory, config_.seed, &comm_,
+                                                   sparse_optimizer(config_.optimizer, 0.0f).kind);
   Generator gen(config_.seed);
   dense_ = std::make_shared<ChunkedDLRM>(o, &gen, feed_.get());
   // Every rank drew the same MLPs from the seed: no broadcast (DataParallel still checks shapes).
@@ -179,7 +182,7 @@ DistributedDLRM::DistributedDLRM(const DistributedDLRMConfig& config, ShardPlan 
       dense_, comm_,
       dist::DataParallelOptions{
           .chunks = config_.chunks, .bucket_bytes = top_mlp_bytes(*dense_), .broadcast_state = false});
-  opt_ = std::make_unique<optim::SGD>(dense_->parameters(), optim::SGDOptions{.lr = config_.learning_rate});
+  opt_ = dense_optimizer(config_.optimizer, dense_->parameters(), config_.learning_rate);
 }
 
 DistributedDLRM::~DistributedDLRM() = default;
@@ -235,7 +238,7 @@ float DistributedDLRM::train_step(std::span<const float> dense, std::span<const 
   loss.backward();
   const Tensor grad = feed_->gradient();
   feed_->finish();
-  tables_->backward_sgd(bags, grad, config_.learning_rate, at);
+  tables_->backward(bags, grad, config_.learning_rate, at);
   opt_->step();
   opt_->zero_grad();
   return loss.item<float>();

@@ -21,8 +21,9 @@
 #include "dist/data_parallel/data_parallel.h"
 #include "embeddings/dist/shard_plan.h"
 #include "embeddings/dist/sharded_bags.h"
+#include "embeddings/dlrm_config.h"
 #include "embeddings/kernels.h"
-#include "models/optim/sgd.h"
+#include "models/optim/optimizer.h"
 #include "models/zoo/dlrm.h"
 
 namespace strata::emb {
@@ -37,7 +38,11 @@ struct DistributedDLRMConfig {
   std::vector<int64_t> top_mlp;
   /// "dot" or "cat" (--arch-interaction-op); the dot interaction without the diagonal.
   std::string interaction = "dot";
-  /// SGD's learning rate for the MLPs and the tables (--learning-rate).
+  /// The optimizers, as TieredDLRM's (--optimizer; sparse_optimizer and dense_optimizer in
+  /// embeddings/dlrm.h): sgd (SGD on both), rwsadagrad (row-wise Adagrad on the tables, element-wise
+  /// on the MLPs), adagrad (element-wise Adagrad on both).
+  OptimizerKind optimizer = OptimizerKind::SGD;
+  /// The learning rate of the MLPs and the tables (--learning-rate; constant).
   float learning_rate = 0.01f;
   /// Seeds the MLPs (nn::zoo::DLRM with external tables, drawn from Generator(seed)) and the tables
   /// (initial_value(seed, ...)): the same on every rank, never by rank.
@@ -59,12 +64,12 @@ class DistributedDLRM {
   DistributedDLRM(const DistributedDLRM&) = delete;
   DistributedDLRM& operator=(const DistributedDLRM&) = delete;
 
-  /// One SGD step on a global batch of B samples, every rank passing the same: `dense` [B,
-  /// bottom_mlp[0]] row-major, one Bags per table (B bags each, no per-sample weights), `targets`
-  /// [B]. Returns the mean binary cross-entropy over the global batch (bitwise the same on every
-  /// rank). Collective. A bad batch on any rank (sizes that disagree, B < ranks, a bad index,
-  /// weights, or a B that differs from another rank's) throws strata::Error on every rank, naming
-  /// the rank and the input, before anything is updated.
+  /// One training step (forward, backward, the optimizers) on a global batch of B samples, every
+  /// rank passing the same: `dense` [B, bottom_mlp[0]] row-major, one Bags per table (B bags each,
+  /// no per-sample weights), `targets` [B]. Returns the mean binary cross-entropy over the global
+  /// batch (bitwise the same on every rank). Collective. A bad batch on any rank (sizes that
+  /// disagree, B < ranks, a bad index, weights, or a B that differs from another rank's) throws
+  /// strata::Error on every rank, naming the rank and the input, before anything is updated.
   float train_step(std::span<const float> dense, std::span<const Bags> bags, std::span<const float> targets);
 
   /// The click probabilities of this rank's samples of the global batch (rows local_rows(B)): [B_r,
@@ -98,7 +103,7 @@ class DistributedDLRM {
   std::unique_ptr<ShardedEmbeddingBags> tables_;
   std::shared_ptr<ChunkedDLRM> dense_;
   std::unique_ptr<dist::DataParallel> ddp_;
-  std::unique_ptr<optim::SGD> opt_;
+  std::unique_ptr<optim::Optimizer> opt_;
   std::unique_ptr<Feed> feed_;
 };
 

@@ -52,7 +52,7 @@ int64_t forward_nodes(const ShardPlan& plan, int rank, int table);
 /// The forward pooled-embedding alltoallv of ShardedEmbeddingBags::forward for a global batch
 /// (split by sample_split, or at `boundaries` as sample_slices checks them).
 CollectiveVolume forward_volume(const ShardPlan& plan, int64_t batch, std::span<const int64_t> boundaries = {});
-/// The backward alltoallv of ShardedEmbeddingBags::backward_sgd.
+/// The backward alltoallv of ShardedEmbeddingBags::backward.
 CollectiveVolume backward_volume(const ShardPlan& plan, int64_t batch, std::span<const int64_t> boundaries = {});
 /// Communicator::allreduce(contributions) of `numel` elements of `elem_bytes` bytes with
 /// contributions_per_rank[r] contributions on rank r (at least one in all).

@@ -34,8 +34,8 @@ struct ShardedEmbeddingBags::Shard {
 };
 
 ShardedEmbeddingBags::ShardedEmbeddingBags(ShardPlan plan, int rank, TableMemory memory, uint64_t seed,
-                                           dist::Communicator* comm)
-    : plan_(std::move(plan)), rank_(rank), comm_(comm) {
+                                           dist::Communicator* comm, SparseOptimizer::Kind optimizer)
+    : plan_(std::move(plan)), rank_(rank), comm_(comm), optimizer_{optimizer, 0.0f, 1e-10f, 0.0f} {
   STRATA_CHECK(rank >= 0 && rank < plan_.ranks, "ShardedEmbeddingBags: rank ", rank, " is outside the plan's ",
                plan_.ranks, " ranks");
   STRATA_CHECK(plan_.ranks == 1 || comm != nullptr, "ShardedEmbeddingBags: a plan over ", plan_.ranks,
@@ -45,7 +45,6 @@ ShardedEmbeddingBags::ShardedEmbeddingBags(ShardPlan plan, int rank, TableMemory
                  plan_.ranks, " ranks (this is rank ", rank, ") but the communicator has ", comm->size(),
                  " ranks and this process is rank ", comm->rank());
   }
-  const SparseOptimizer sgd{SparseOptimizer::Kind::SGD};
   std::vector<float> row;
   for (int t = 0; t < static_cast<int>(plan_.tables.size()); ++t) {
     const TableSpec& spec = plan_.tables[static_cast<std::size_t>(t)];
@@ -62,7 +61,7 @@ ShardedEmbeddingBags::ShardedEmbeddingBags(ShardPlan plan, int rank, TableMemory
     if (shard->hi > shard->lo) {
       shard->table = std::make_unique<SimpleTable>(shard->hi - shard->lo, spec.dim, ElemType::F32, memory);
       shard->table->set_name(spec.name);
-      shard->state = std::make_unique<SparseOptimizerState>(*shard->table, sgd);
+      shard->state = std::make_unique<SparseOptimizerState>(*shard->table, optimizer_);
       row.resize(static_cast<std::size_t>(spec.dim));
       for (int64_t r = shard->lo; r < shard->hi; ++r) {
         for (int64_t c = 0; c < spec.dim; ++c)
@@ -301,17 +300,17 @@ Tensor ShardedEmbeddingBags::gather_gradients(const Tensor& grad, const std::vec
   return comm_->alltoallv(payload, send, recv);
 }
 
-void ShardedEmbeddingBags::backward_sgd(std::span<const Bags> bags, const Tensor& grad, float lr,
-                                        std::span<const int64_t> boundaries) {
+void ShardedEmbeddingBags::backward(std::span<const Bags> bags, const Tensor& grad, float lr,
+                                    std::span<const int64_t> boundaries) {
   const std::vector<int64_t> at = check_bags(bags, boundaries);
   const int64_t batch = bags[0].batch();
   const int64_t mine = at[rank_ + 1] - at[rank_];
   STRATA_CHECK(
       grad.defined() && grad.dtype() == DType::f32 && grad.dim() == 2 && grad.size(0) == mine && grad.size(1) == width_,
-      "ShardedEmbeddingBags::backward_sgd: rank ", rank_, " expects an f32 gradient of [", mine, ", ", width_,
+      "ShardedEmbeddingBags::backward: rank ", rank_, " expects an f32 gradient of [", mine, ", ", width_,
       "] (its samples x the tables' dims), got ", grad.defined() ? grad.dtype() : DType::f32, " ",
       grad.defined() ? grad.sizes() : Dims{});
-  STRATA_CHECK(lr >= 0, "ShardedEmbeddingBags::backward_sgd: negative learning rate ", lr);
+  STRATA_CHECK(lr >= 0, "ShardedEmbeddingBags::backward: negative learning rate ", lr);
   const Tensor g = grad.contiguous();
   const Tensor received = plan_.ranks > 1 ? gather_gradients(g, at) : Tensor();
   // Where rank j's gradients of table t start in `received` (rank-major, then table order).
@@ -339,8 +338,9 @@ void ShardedEmbeddingBags::backward_sgd(std::span<const Bags> bags, const Tensor
     Shard& shard = *shards_[static_cast<std::size_t>(t)];
     if (shard.table == nullptr) continue;
     const ShardBags local(bags[t], shard.lo, shard.hi);
-    update(*shard.table, local.view(), Pooling::Sum, {full.data(), d}, SparseOptimizer{SparseOptimizer::Kind::SGD, lr},
-           *shard.state, shard.workspace);
+    SparseOptimizer step = optimizer_;
+    step.lr = lr;
+    update(*shard.table, local.view(), Pooling::Sum, {full.data(), d}, step, *shard.state, shard.workspace);
   }
 }
 

@@ -4,8 +4,9 @@
 /// the ranks of a strata::dist::Communicator (issue 28 item 2). Every rank passes the same global
 /// batch; rank r computes the pooled embeddings of its sample slice (contiguous slices in rank order:
 /// sample_split's, the first ranks one sample more, or the caller's boundaries, as DistributedDLRM
-/// passes its chunk-aligned ones) and, given their gradients, updates the rows it holds (SGD). Which
-/// rank owns a sample changes who computes what, never the order of a sum (the Note below).
+/// passes its chunk-aligned ones) and, given their gradients, updates the rows it holds (SGD, row-wise
+/// or element-wise Adagrad). Which rank owns a sample changes who computes what, never the order of
+/// a sum (the Note below).
 ///
 /// Note [Rank-count-independent pooling]
 /// The pooled embeddings and the tables after an update are bitwise the same at any rank count and
@@ -27,9 +28,11 @@
 ///   the table (the owner; each row-wise holder; every rank for data-parallel tables). Each holder
 ///   then has the whole batch's gradients in global sample order and applies the update kernel's
 ///   rule (Note [Embedding summation order]: a row's gradient is the sum of its occurrences in
-///   (sample, position) order from +0.0f, then w = fma(-lr, g, w)) to the rows it holds, with the
-///   batch's bags restricted to those rows — the same occurrences in the same order at any rank
-///   count. Data-parallel replicas thus stay identical without an allreduce.
+///   (sample, position) order from +0.0f, then w = fma(-lr, g, w) for SGD, or the Adagrads' step
+///   from that gradient and the row's own accumulators) to the rows it holds, with the batch's bags
+///   restricted to those rows — the same occurrences in the same order at any rank count, and
+///   each row's optimizer state lives with the row. Data-parallel replicas (and their states) thus
+///   stay identical without an allreduce.
 /// - Initialization is by global (table, row, column) from the seed (Philox), never by rank.
 /// Cost (shard_volume.h has the exact bytes): a row-wise table sends |tree_cover| ≥ 1 nodes per
 /// holder and sample instead of the one partial sum of a reduce-scatter of pooled partial sums —
@@ -62,14 +65,18 @@ class ShardedEmbeddingBags {
  public:
   /// The shards of `plan` that `rank` holds, allocated from `memory` (f32 rows) and initialized by
   /// initial_value(seed, ...). `comm` must have plan.ranks ranks with this process as `rank`; it
-  /// may be null when plan.ranks == 1. Throws strata::Error for a plan of another rank count, a
-  /// rank outside the plan, a table with elem_bytes != 4, or a heap without room.
-  ShardedEmbeddingBags(ShardPlan plan, int rank, TableMemory memory, uint64_t seed, dist::Communicator* comm);
+  /// may be null when plan.ranks == 1. backward() steps the rows with `optimizer` (SGD, row-wise
+  /// or element-wise Adagrad, eps 1e-10, accumulators from 0: their state lives beside the held
+  /// rows). Throws strata::Error for a plan of another rank count, a rank outside the plan, a table
+  /// with elem_bytes != 4, or a heap without room.
+  ShardedEmbeddingBags(ShardPlan plan, int rank, TableMemory memory, uint64_t seed, dist::Communicator* comm,
+                       SparseOptimizer::Kind optimizer = SparseOptimizer::Kind::SGD);
   ~ShardedEmbeddingBags();
   ShardedEmbeddingBags(const ShardedEmbeddingBags&) = delete;
   ShardedEmbeddingBags& operator=(const ShardedEmbeddingBags&) = delete;
 
   const ShardPlan& plan() const { return plan_; }
+  SparseOptimizer::Kind optimizer() const { return optimizer_.kind; }
   int rank() const { return rank_; }
   /// Sum of the tables' dims: the width of forward()'s output.
   int64_t width() const { return width_; }
@@ -96,11 +103,12 @@ class ShardedEmbeddingBags {
   PendingForward start_forward(std::span<const Bags> bags, std::span<const int64_t> boundaries = {});
   Tensor finish_forward(std::span<const Bags> bags, const PendingForward& pending) const;
 
-  /// Backward and SGD step: `grad` [B_rank, width()] f32 is the gradient of this rank's forward()
-  /// output for the same `bags` and `boundaries`; every row held here is stepped by Note
-  /// [Rank-count-independent pooling]'s rule. Collective. Throws strata::Error for a grad of the
-  /// wrong shape or dtype, a negative lr, or bad bags or boundaries (as forward()).
-  void backward_sgd(std::span<const Bags> bags, const Tensor& grad, float lr, std::span<const int64_t> boundaries = {});
+  /// Backward and optimizer step: `grad` [B_rank, width()] f32 is the gradient of this rank's
+  /// forward() output for the same `bags` and `boundaries`; every row held here is stepped at `lr`
+  /// by the constructor's optimizer, by Note [Rank-count-independent pooling]'s rule. Collective.
+  /// Throws strata::Error for a grad of the wrong shape or dtype, a negative lr, or bad bags or
+  /// boundaries (as forward()).
+  void backward(std::span<const Bags> bags, const Tensor& grad, float lr, std::span<const int64_t> boundaries = {});
 
   /// The checks forward() makes before communicating, alone (throwing as forward() does); returns
   /// the sample slices (sample_slices). Local: no communication.
@@ -125,6 +133,7 @@ class ShardedEmbeddingBags {
   int rank_ = 0;
   dist::Communicator* comm_ = nullptr;
   int64_t width_ = 0;
+  SparseOptimizer optimizer_;                   // its lr is backward()'s
   std::vector<int64_t> column_;                 // table t's first output column
   std::vector<std::unique_ptr<Shard>> shards_;  // per table; null where this rank holds no rows
 };

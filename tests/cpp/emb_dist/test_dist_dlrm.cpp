@@ -47,8 +47,13 @@ std::vector<TableSpec> tables() {
           {"g", 80, 4, 4},  {"h", 70, 4, 4},  {"e", 10, 4, 4},  {"f", 6, 4, 4}};
 }
 
-DistributedDLRMConfig config() {
-  return {.bottom_mlp = {kDense, 8, 4}, .top_mlp = {6, 1}, .learning_rate = 0.2f, .seed = 77, .chunks = 5};
+DistributedDLRMConfig config(OptimizerKind optimizer = OptimizerKind::SGD) {
+  return {.bottom_mlp = {kDense, 8, 4},
+          .top_mlp = {6, 1},
+          .optimizer = optimizer,
+          .learning_rate = optimizer == OptimizerKind::SGD ? 0.2f : 0.02f,
+          .seed = 77,
+          .chunks = 5};
 }
 
 enum class Kind { table_wise, row_wise, mixed };
@@ -98,15 +103,17 @@ Tensor rows_of(const std::vector<float>& values, int64_t first, int64_t rows, in
 // One process, no communicator: the step of Note [Distributed DLRM step] restated.
 class Reference {
  public:
-  explicit Reference(memory::Heap& heap)
-      : tables_(plan(Kind::table_wise, 1), 0, {&heap, nullptr}, config().seed, nullptr) {
+  Reference(memory::Heap& heap, OptimizerKind optimizer)
+      : config_(config(optimizer)),
+        tables_(plan(Kind::table_wise, 1), 0, {&heap, nullptr}, config_.seed, nullptr,
+                sparse_optimizer(optimizer, config_.learning_rate).kind) {
     nn::zoo::DLRMOptions o{.sparse_feature_size = 4, .bottom_mlp = config().bottom_mlp, .top_mlp = config().top_mlp};
     o.embedding_sizes.clear();
     for (const TableSpec& t : tables()) o.embedding_sizes.push_back(t.rows);
     o.external_tables = true;
-    Generator gen(config().seed);
+    Generator gen(config_.seed);
     mlp_ = std::make_shared<nn::zoo::DLRM>(o, &gen);
-    opt_ = std::make_unique<optim::SGD>(mlp_->parameters(), optim::SGDOptions{.lr = config().learning_rate});
+    opt_ = dense_optimizer(optimizer, mlp_->parameters(), config_.learning_rate);
   }
 
   // Chunk c's probabilities from its dense rows and pooled rows.
@@ -117,7 +124,7 @@ class Reference {
   float step(const Batch& b) {
     const int64_t batch = b.bags[0].batch();
     const Tensor pooled = tables_.forward(b.bags);
-    const std::vector<dist::RowRange> split = dist::split_rows(batch, config().chunks);
+    const std::vector<dist::RowRange> split = dist::split_rows(batch, config_.chunks);
     std::vector<Tensor> leaves, outs;
     for (const dist::RowRange& r : split) {
       leaves.push_back(pooled.narrow(0, r.begin, r.size()).detach());
@@ -141,7 +148,7 @@ class Reference {
     for (std::size_t p = 0; p < params.size(); ++p) params[p].set_grad(dist::tree_sum(per_param[p]));
     opt_->step();
     opt_->zero_grad();
-    tables_.backward_sgd(b.bags, cat(pooled_grad, 0).contiguous(), config().learning_rate);
+    tables_.backward(b.bags, cat(pooled_grad, 0).contiguous(), config_.learning_rate);
     return loss.item<float>();
   }
 
@@ -149,7 +156,7 @@ class Reference {
     autograd::NoGradGuard no_grad;
     const Tensor pooled = tables_.forward(b.bags);
     std::vector<Tensor> outs;
-    for (const dist::RowRange& r : dist::split_rows(b.bags[0].batch(), config().chunks))
+    for (const dist::RowRange& r : dist::split_rows(b.bags[0].batch(), config_.chunks))
       outs.push_back(chunk(rows_of(b.dense, r.begin, r.size(), kDense), pooled.narrow(0, r.begin, r.size())));
     return cat(outs, 0);
   }
@@ -158,19 +165,32 @@ class Reference {
   const ShardedEmbeddingBags& embeddings() const { return tables_; }
 
  private:
+  DistributedDLRMConfig config_;
   ShardedEmbeddingBags tables_;
   std::shared_ptr<nn::zoo::DLRM> mlp_;
-  std::unique_ptr<optim::SGD> opt_;
+  std::unique_ptr<optim::Optimizer> opt_;
 };
 
 struct Case {
   Kind kind;
   bool one_per_rank;  // B == ranks; else B = 37
+  OptimizerKind optimizer;
 };
 
 std::string case_name(const Case& c) {
   const std::string kind = c.kind == Kind::table_wise ? "table_wise" : c.kind == Kind::row_wise ? "row_wise" : "mixed";
-  return kind + (c.one_per_rank ? "_one_sample_per_rank" : "_37_samples");
+  return kind + (c.one_per_rank ? "_one_sample_per_rank_" : "_37_samples_") + to_string(c.optimizer);
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  for (OptimizerKind o : {OptimizerKind::SGD, OptimizerKind::RowWiseAdagrad, OptimizerKind::Adagrad}) {
+    for (Kind k : {Kind::table_wise, Kind::row_wise, Kind::mixed}) {
+      out.push_back({k, false, o});
+      out.push_back({k, true, o});
+    }
+  }
+  return out;
 }
 
 class DistDLRM : public ::testing::TestWithParam<Case> {
@@ -182,8 +202,8 @@ class DistDLRM : public ::testing::TestWithParam<Case> {
 TEST_P(DistDLRM, BitwiseEqualToOneProcess) {
   const int n = comm().size();
   const int64_t batch = GetParam().one_per_rank ? n : 37;
-  DistributedDLRM model(config(), plan(GetParam().kind, n), {&heap_, nullptr}, comm());
-  Reference ref(reference_heap_);
+  DistributedDLRM model(config(GetParam().optimizer), plan(GetParam().kind, n), {&heap_, nullptr}, comm());
+  Reference ref(reference_heap_, GetParam().optimizer);
   for (int s = 0; s < kSteps; ++s) {
     const Batch b(batch, s);
     const float got = model.train_step(b.dense, b.bags, b.targets);
@@ -222,21 +242,19 @@ TEST_P(DistDLRM, BitwiseEqualToOneProcess) {
   EXPECT_TRUE(same_bits(model.score(test.dense, test.bags), ref.score(test)));
 }
 
-INSTANTIATE_TEST_SUITE_P(Plans, DistDLRM,
-                         ::testing::Values(Case{Kind::table_wise, false}, Case{Kind::row_wise, false},
-                                           Case{Kind::mixed, false}, Case{Kind::table_wise, true},
-                                           Case{Kind::row_wise, true}, Case{Kind::mixed, true}),
+INSTANTIATE_TEST_SUITE_P(PlansAndOptimizers, DistDLRM, ::testing::ValuesIn(cases()),
                          [](const auto& info) { return case_name(info.param); });
 
 // The one-process TieredDLRM (embeddings/dlrm.h) of the same architecture, loaded with DistributedDLRM's
 // initial weights: the same model, but one GEMM over the whole batch instead of fixed chunks, a plain
 // sum per bag instead of the row-block tree, so equal only to float rounding.
-DLRMConfig tiered_config() {
+DLRMConfig tiered_config(OptimizerKind optimizer) {
   std::string rows;
   for (const TableSpec& t : tables()) rows += (rows.empty() ? "" : "-") + std::to_string(t.rows);
   return parse_dlrm_args({"--arch-sparse-feature-size", "4", "--arch-mlp-bot", "5-8-4", "--arch-mlp-top", "6-1",
-                          "--arch-embedding-size", rows, "--loss-function", "bce", "--learning-rate", "0.2",
-                          "--slow-tier-model", "off", "--fast-budget", "1M"});
+                          "--arch-embedding-size", rows, "--loss-function", "bce", "--optimizer", to_string(optimizer),
+                          "--learning-rate", std::to_string(config(optimizer).learning_rate), "--slow-tier-model",
+                          "off", "--fast-budget", "1M"});
 }
 
 // |a - b| <= kAbs + kRel·|b| elementwise; the largest |a - b| into `worst`.
@@ -251,11 +269,14 @@ bool close(const float* a, const float* b, int64_t n, float& worst) {
   return ok;
 }
 
-TEST(DistDLRMTiered, EqualToTheOneProcessDLRMToFloatRounding) {
+class DistDLRMTiered : public ::testing::TestWithParam<OptimizerKind> {};
+
+TEST_P(DistDLRMTiered, EqualToTheOneProcessDLRMToFloatRounding) {
   const int n = comm().size();
   memory::DramHeap heap(std::size_t{4} << 20);
-  DistributedDLRM model(config(), plan(Kind::mixed, n), {&heap, nullptr}, comm());
-  TieredDLRM tiered(tiered_config());
+  DistributedDLRM model(config(GetParam()), plan(Kind::mixed, n), {&heap, nullptr}, comm());
+  TieredDLRM tiered(tiered_config(GetParam()));
+  ASSERT_EQ(static_cast<float>(tiered.next_learning_rate()), model.config().learning_rate);
   tiered.load_state_dict(model.dense_module().state_dict());
   std::vector<float> row(4);
   for (int t = 0; t < static_cast<int>(tables().size()); ++t) {
@@ -287,8 +308,14 @@ TEST(DistDLRMTiered, EqualToTheOneProcessDLRMToFloatRounding) {
     }
   }
   RecordProperty("largest_difference", std::to_string(worst));
-  if (comm().rank() == 0) std::printf("[ DistributedDLRM vs TieredDLRM ] largest |difference| %.3g\n", worst);
+  if (comm().rank() == 0) {
+    std::printf("[ DistributedDLRM vs TieredDLRM, %s ] largest |difference| %.3g\n", to_string(GetParam()), worst);
+  }
 }
+
+INSTANTIATE_TEST_SUITE_P(Optimizers, DistDLRMTiered,
+                         ::testing::Values(OptimizerKind::SGD, OptimizerKind::RowWiseAdagrad, OptimizerKind::Adagrad),
+                         [](const auto& info) { return std::string(to_string(info.param)); });
 
 TEST(DistDLRMPlan, MixedPlanHasEveryKind) {
   const int n = comm().size();
