@@ -143,7 +143,7 @@ void check_config(const DistributedDLRMConfig& c, const ShardPlan& plan) {
   }
 }
 
-// The MLPs' bytes in the top MLP: DataParallel's first gradient bucket (Note [Distributed DLRM step]).
+// The top MLP's parameter bytes: DataParallel's first gradient bucket (Note [Distributed DLRM step]).
 int64_t top_mlp_bytes(nn::zoo::DLRM& model) {
   int64_t bytes = 0;
   for (const Tensor& p : model.top_mlp().parameters()) bytes += p.nbytes();

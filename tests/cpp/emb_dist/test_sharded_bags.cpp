@@ -300,6 +300,10 @@ TEST(ShardedBagsBadInput, NamedBeforeAnyCommunication) {
   std::vector<Bags> weighted = batch.bags;
   weighted[2].weights = weights;
   EXPECT_ERROR_HAS(mine.forward(weighted), "table 2 't2' has per-sample weights");
+  const std::vector<int64_t> too_many(static_cast<std::size_t>(n) + 2, 0);
+  EXPECT_ERROR_HAS(mine.forward(batch.bags, too_many), std::to_string(n + 2) + " boundaries for " + std::to_string(n));
+  EXPECT_ERROR_HAS(mine.backward(batch.bags, grad, 0.1f, too_many), "boundaries for");
+  EXPECT_ERROR_HAS(mine.finish_forward(batch.bags, {}), "no forward was started");
   EXPECT_ERROR_HAS(ShardedEmbeddingBags(plan, n, {&heap, nullptr}, kSeed, &comm()), "outside the plan");
   EXPECT_ERROR_HAS(
       ShardedEmbeddingBags(plan_shards(tables(), options(Kind::mixed, n + 1)), me, {&heap, nullptr}, kSeed, &comm()),
