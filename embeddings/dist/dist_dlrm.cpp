@@ -44,7 +44,8 @@ namespace strata::emb {
 // 5. Backward: loss.backward() gives each chunk its rows of dL/dz; DataParallel sums each
 //    parameter's per-chunk gradients in the deterministic allreduce over the global chunk list,
 //    bucket by bucket as backward produces them: the first bucket holds exactly the top MLP's
-//    parameters (bucket_bytes = their bytes), so it is reduced while the bottom MLP's backward runs.
+//    parameters (bucket_bytes = their bytes), so it is reduced while the bottom MLP's backward runs
+//    — that of the rank's first chunk, which the engine runs last (Note [Data-parallel chunks]).
 //    The chunks' pooled-row leaves get dL/d(pooled) of this rank's samples.
 // 6. Update: ShardedEmbeddingBags::backward sends each sample's pooled gradient to the rows'
 //    holders and steps the held rows (SGD or an Adagrad, each row's state beside it); the dense
