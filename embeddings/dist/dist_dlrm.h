@@ -86,6 +86,8 @@ class DistributedDLRM {
 
   /// The MLPs under the reference's names ("bot_l.0.weight", "top_l.2.bias").
   nn::zoo::DLRM& dense_module();
+  /// The MLPs' DataParallel (its buckets: the first is the top MLP's parameters).
+  const dist::DataParallel& data_parallel() const { return *ddp_; }
   /// This rank's shards (read_row, row_begin, row_end).
   const ShardedEmbeddingBags& tables() const { return *tables_; }
   const DistributedDLRMConfig& config() const { return config_; }

@@ -317,6 +317,21 @@ INSTANTIATE_TEST_SUITE_P(Optimizers, DistDLRMTiered,
                          ::testing::Values(OptimizerKind::SGD, OptimizerKind::RowWiseAdagrad, OptimizerKind::Adagrad),
                          [](const auto& info) { return std::string(to_string(info.param)); });
 
+TEST(DistDLRMBuckets, TheFirstBucketIsTheTopMLP) {
+  // Reduced first, while the bottom MLP's backward runs (Note [Distributed DLRM step]).
+  memory::DramHeap heap(std::size_t{4} << 20);
+  DistributedDLRM model(config(), plan(Kind::mixed, comm().size()), {&heap, nullptr}, comm());
+  const std::vector<std::vector<int64_t>>& buckets = model.data_parallel().buckets();
+  ASSERT_GE(buckets.size(), 2u);
+  std::vector<int64_t> first = buckets.front();
+  std::sort(first.begin(), first.end());
+  const auto all = static_cast<int64_t>(model.dense_module().parameters().size());
+  const auto top = static_cast<int64_t>(model.dense_module().top_mlp().parameters().size());
+  std::vector<int64_t> want;
+  for (int64_t p = all - top; p < all; ++p) want.push_back(p);
+  EXPECT_EQ(first, want);
+}
+
 TEST(DistDLRMPlan, MixedPlanHasEveryKind) {
   const int n = comm().size();
   const ShardPlan p = plan(Kind::mixed, n);
