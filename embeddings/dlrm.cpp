@@ -134,10 +134,10 @@ std::vector<StageFeature> stage_features(const DLRMConfig& c) {
   return out;
 }
 
-/// The fused sparse optimizer of --optimizer (Note [DLRM training step]).
-SparseOptimizer sparse_optimizer(const DLRMConfig& c) {
-  const auto lr = static_cast<float>(c.learning_rate);
-  switch (c.optimizer) {
+}  // namespace
+
+SparseOptimizer sparse_optimizer(OptimizerKind kind, float lr) {
+  switch (kind) {
     case OptimizerKind::SGD: return {SparseOptimizer::Kind::SGD, lr, 1e-10f, 0.0f};
     case OptimizerKind::RowWiseAdagrad: return {SparseOptimizer::Kind::RowWiseAdagrad, lr, 1e-10f, 0.0f};
     case OptimizerKind::Adagrad: return {SparseOptimizer::Kind::Adagrad, lr, 1e-10f, 0.0f};
@@ -145,14 +145,26 @@ SparseOptimizer sparse_optimizer(const DLRMConfig& c) {
   return {};
 }
 
-}  // namespace
+std::unique_ptr<optim::Optimizer> dense_optimizer(OptimizerKind kind, const std::vector<Tensor>& params, double lr) {
+  if (kind == OptimizerKind::SGD) {
+    optim::SGDOptions o;
+    o.lr = lr;
+    return std::make_unique<optim::SGD>(params, o);
+  }
+  optim::AdagradOptions o;
+  o.lr = lr;
+  o.eps = 1e-10;
+  return std::make_unique<optim::Adagrad>(params, o);
+}
 
 TieredDLRM::TieredDLRM(const DLRMConfig& config) : config_(config), impl_(std::make_unique<Impl>()) {
   validate(config_);
   place_tables();
   std::vector<ManagedTable*> policies;
   for (auto& m : managed_) policies.push_back(m.get());
-  stage_ = std::make_unique<EmbeddingStage>(stage_features(config_), tables_, policies, sparse_optimizer(config_));
+  stage_ =
+      std::make_unique<EmbeddingStage>(stage_features(config_), tables_, policies,
+                                       sparse_optimizer(config_.optimizer, static_cast<float>(config_.learning_rate)));
   if (uses_slow_) memory_->throttle().reset_counters();
 }
 
@@ -337,23 +349,7 @@ void TieredDLRM::build_dense(Generator& gen) {
     projections_[k] = lin;
   }
 
-  const auto params = dense_->parameters();
-  switch (config_.optimizer) {
-    case OptimizerKind::SGD: {
-      optim::SGDOptions o;
-      o.lr = config_.learning_rate;
-      dense_opt_ = std::make_unique<optim::SGD>(params, o);
-      break;
-    }
-    case OptimizerKind::RowWiseAdagrad:
-    case OptimizerKind::Adagrad: {
-      optim::AdagradOptions o;
-      o.lr = config_.learning_rate;
-      o.eps = 1e-10;
-      dense_opt_ = std::make_unique<optim::Adagrad>(params, o);
-      break;
-    }
-  }
+  dense_opt_ = dense_optimizer(config_.optimizer, dense_->parameters(), config_.learning_rate);
 }
 
 TieredDLRM::~TieredDLRM() = default;

@@ -230,6 +230,12 @@ struct DLRMTrainState {
   static std::optional<DLRMTrainState> from_metadata(const CheckpointMetadata& meta, const std::string& path);
 };
 
+/// The optimizers of --optimizer (Note [DLRM training step]): the tables' fused sparse optimizer
+/// (sgd: SGD; rwsadagrad: row-wise Adagrad; adagrad: element-wise Adagrad; eps 1e-10) and the dense
+/// parameters' (SGD with sgd, element-wise Adagrad with eps 1e-10 otherwise), at `lr`.
+SparseOptimizer sparse_optimizer(OptimizerKind kind, float lr);
+std::unique_ptr<optim::Optimizer> dense_optimizer(OptimizerKind kind, const std::vector<Tensor>& params, double lr);
+
 class TieredDLRM {
  public:
   /// Builds the model of `config` (validated first): MLPs initialized like the reference from

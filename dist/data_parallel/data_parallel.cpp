@@ -261,9 +261,18 @@ RowRange DataParallel::local_chunks(int64_t global_batch) const {
 }
 
 RowRange DataParallel::local_rows(int64_t global_batch) const {
-  const RowRange mine = local_chunks(global_batch);
+  const std::vector<int64_t> at = row_boundaries(global_batch);
+  return {at[comm_.rank()], at[comm_.rank() + 1]};
+}
+
+std::vector<int64_t> DataParallel::row_boundaries(int64_t global_batch) const {
+  STRATA_CHECK(global_batch >= comm_.size(), "DataParallel: a global batch of ", global_batch,
+               " rows is smaller than the ", comm_.size(), " ranks (every rank needs at least one row)");
   const std::vector<RowRange> chunks = split_rows(global_batch, options_.chunks);
-  return {chunks[mine.begin].begin, chunks[mine.end - 1].end};
+  const std::vector<RowRange> shares = split_rows(static_cast<int64_t>(chunks.size()), comm_.size());
+  std::vector<int64_t> at{0};
+  for (const RowRange& share : shares) at.push_back(chunks[share.end - 1].end);
+  return at;
 }
 
 int64_t DataParallel::buckets_reduced() const {
@@ -315,16 +324,33 @@ Tensor DataParallel::forward(const Tensor& local_input) {
   }
   int64_t batch = 0;
   for (int64_t n : rows) batch += n;
-  const std::vector<RowRange> chunks = split_rows(std::max<int64_t>(batch, 1), options_.chunks);
   STRATA_CHECK(batch >= comm_.size(), "DataParallel: a global batch of ", batch, " rows is smaller than the ",
                comm_.size(), " ranks (every rank needs at least one row)");
+  const std::vector<int64_t> at = row_boundaries(batch);
   for (int r = 0; r < comm_.size(); ++r) {
-    const RowRange share = split_rows(static_cast<int64_t>(chunks.size()), comm_.size())[r];
-    const RowRange expected{chunks[share.begin].begin, chunks[share.end - 1].end};
-    STRATA_CHECK(rows[r] == expected.size(), "DataParallel: rank ", r, " passed ", rows[r],
-                 " rows but its share of the global batch of ", batch, " rows is rows [", expected.begin, ", ",
-                 expected.end, ") (", expected.size(), " rows; see local_rows)");
+    STRATA_CHECK(rows[r] == at[r + 1] - at[r], "DataParallel: rank ", r, " passed ", rows[r],
+                 " rows but its share of the global batch of ", batch, " rows is rows [", at[r], ", ", at[r + 1], ") (",
+                 at[r + 1] - at[r], " rows; see local_rows)");
   }
+  return run_step(local_input, batch);
+}
+
+Tensor DataParallel::forward_agreed(const Tensor& local_input, int64_t global_batch) {
+  std::shared_ptr<Step> previous = std::exchange(step_, nullptr);
+  if (previous != nullptr && !previous->finished) check_previous_step(*previous);
+  STRATA_CHECK(local_input.defined() && local_input.dim() >= 1, "DataParallel: rank ", comm_.rank(), " passed ",
+               local_input.defined() ? "a 0-dim input" : "an undefined input",
+               " (forward takes the rank's rows of the global batch along dim 0)");
+  const RowRange rows = local_rows(global_batch);
+  STRATA_CHECK(local_input.size(0) == rows.size(), "DataParallel: rank ", comm_.rank(), " passed ", local_input.size(0),
+               " rows but its share of the global batch of ", global_batch, " rows is rows [", rows.begin, ", ",
+               rows.end, ") (", rows.size(), " rows; see local_rows)");
+  return run_step(local_input, global_batch);
+}
+
+// Runs this rank's chunks of a global batch of `batch` rows (checked) and gathers the outputs.
+Tensor DataParallel::run_step(const Tensor& local_input, int64_t batch) {
+  const std::vector<RowRange> chunks = split_rows(batch, options_.chunks);
   const RowRange mine = local_chunks(batch);
   std::vector<Tensor> outputs;
   step_ = autograd::GradMode::is_enabled() && !reduced_.empty() ? new_step(mine.size()) : nullptr;

@@ -77,6 +77,10 @@ class DataParallel {
   RowRange local_rows(int64_t global_batch) const;
   /// The chunks this rank runs for a global batch of `global_batch` rows (indices into split_rows).
   RowRange local_chunks(int64_t global_batch) const;
+  /// Every rank's local_rows at once: size() + 1 boundaries, rank r's rows being [b[r], b[r + 1])
+  /// (for a caller that splits other per-sample work the same way, as DistributedDLRM its
+  /// embeddings). Throws as local_rows.
+  std::vector<int64_t> row_boundaries(int64_t global_batch) const;
 
   /// Collective. Runs the module on this rank's chunks of the global batch (`local_input`: the
   /// rows local_rows(B) of it, B being the sum over ranks) and returns the output rows of the
@@ -88,6 +92,13 @@ class DataParallel {
   /// not run, or left a parameter without a gradient).
   Tensor forward(const Tensor& local_input);
   Tensor operator()(const Tensor& local_input) { return forward(local_input); }
+  /// forward() for a caller that already agreed the global batch `global_batch` with every rank
+  /// (DistributedDLRM exchanges it with its own checks): no collective runs before the chunks, so a
+  /// non-blocking collective started before overlaps them (the worker runs collectives in call
+  /// order, and forward()'s row exchange would wait behind it). Checks this rank's input only
+  /// (defined, its share of the batch) and throws on this rank alone; a rank whose rows disagree
+  /// with the others' then fails the output gather instead (Note [Communicator faults]).
+  Tensor forward_agreed(const Tensor& local_input, int64_t global_batch);
 
   /// Collective: every rank's `local` rows (e.g. its targets) concatenated in rank order.
   Tensor gather(const Tensor& local);
@@ -111,6 +122,7 @@ class DataParallel {
   void make_buckets();
   [[noreturn]] void check_previous_step(Step& step) const;
   std::vector<int64_t> exchange_rows(int64_t local);
+  Tensor run_step(const Tensor& local_input, int64_t batch);
   Tensor run_chunks(const Tensor& local_input, const std::vector<RowRange>& chunks, RowRange mine, int64_t begin,
                     std::vector<Tensor>& outputs);
 

@@ -20,14 +20,27 @@ std::vector<int64_t> sample_split(int64_t batch, int ranks) {
   return at;
 }
 
+std::vector<int64_t> sample_slices(int64_t batch, int ranks, std::span<const int64_t> boundaries) {
+  if (boundaries.empty()) return sample_split(batch, ranks);
+  STRATA_CHECK(static_cast<int64_t>(boundaries.size()) == int64_t{ranks} + 1, "sample slices: ", boundaries.size(),
+               " boundaries for ", ranks, " ranks (expected ranks + 1 = ", ranks + 1, ")");
+  STRATA_CHECK(boundaries.front() == 0 && boundaries.back() == batch, "sample slices: the boundaries run from ",
+               boundaries.front(), " to ", boundaries.back(), " but must run from 0 to the global batch of ", batch);
+  for (int r = 0; r < ranks; ++r) {
+    STRATA_CHECK(boundaries[r + 1] > boundaries[r], "sample slices: rank ", r, "'s slice [", boundaries[r], ", ",
+                 boundaries[r + 1], ") is empty or reversed (each rank needs at least one sample)");
+  }
+  return {boundaries.begin(), boundaries.end()};
+}
+
 int64_t forward_nodes(const ShardPlan& plan, int rank, int table) {
   if (plan.shards[static_cast<std::size_t>(table)].kind == ShardKind::data_parallel) return 0;
   return static_cast<int64_t>(
       dist::tree_cover(plan.row_blocks, plan.block_begin(rank, table), plan.block_end(rank, table)).size());
 }
 
-CollectiveVolume forward_volume(const ShardPlan& plan, int64_t batch) {
-  const std::vector<int64_t> at = sample_split(batch, plan.ranks);
+CollectiveVolume forward_volume(const ShardPlan& plan, int64_t batch, std::span<const int64_t> boundaries) {
+  const std::vector<int64_t> at = sample_slices(batch, plan.ranks, boundaries);
   CollectiveVolume v{zeros(plan.ranks), zeros(plan.ranks)};
   for (int r = 0; r < plan.ranks; ++r) {
     for (int j = 0; j < plan.ranks; ++j) {
@@ -44,8 +57,8 @@ CollectiveVolume forward_volume(const ShardPlan& plan, int64_t batch) {
   return v;
 }
 
-CollectiveVolume backward_volume(const ShardPlan& plan, int64_t batch) {
-  const std::vector<int64_t> at = sample_split(batch, plan.ranks);
+CollectiveVolume backward_volume(const ShardPlan& plan, int64_t batch, std::span<const int64_t> boundaries) {
+  const std::vector<int64_t> at = sample_slices(batch, plan.ranks, boundaries);
   CollectiveVolume v{zeros(plan.ranks), zeros(plan.ranks)};
   for (int j = 0; j < plan.ranks; ++j) {    // the sample owner
     for (int i = 0; i < plan.ranks; ++i) {  // a rank holding rows

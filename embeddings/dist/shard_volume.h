@@ -5,7 +5,8 @@
 /// (bytes_sent, bytes_received; rows a rank keeps are not counted, nor the headers of Note
 /// [Collective headers], (N - 1)(16 + 2N)·8 bytes sent per call and rank).
 ///
-/// With N ranks, the global batch B split by sample_split (B_r samples on rank r), d_t the dim of
+/// With N ranks, the global batch B split into contiguous sample slices in rank order (B_r samples on
+/// rank r: sample_split's, or the caller's boundaries, e.g. DistributedDLRM's chunk-aligned ones), d_t the dim of
 /// table t, 4 bytes per f32 element, G = plan.row_blocks and c(r, t) = |tree_cover(G, blocks of t on
 /// rank r)| (1 for a table-wise owner, 0 where r holds none of t):
 /// - forward alltoallv (pooled embeddings, or their row-block partial sums, to the sample owners):
@@ -22,6 +23,7 @@
 ///   which is REFERENCE.md §5's ring volume 2(N - 1)/N · P · s when k_r = 1 and N divides P.
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "embeddings/dist/shard_plan.h"
@@ -38,14 +40,20 @@ struct CollectiveVolume {
 /// sample more; returns ranks + 1 boundaries. Throws strata::Error when batch < ranks or ranks < 1.
 std::vector<int64_t> sample_split(int64_t batch, int ranks);
 
+/// The sample slices of a global batch of `batch`: `boundaries` when given (ranks + 1 entries, the
+/// first 0, the last `batch`, each rank at least one sample: a caller's contiguous slices in rank
+/// order), else sample_split(batch, ranks). Throws strata::Error naming the bad boundary.
+std::vector<int64_t> sample_slices(int64_t batch, int ranks, std::span<const int64_t> boundaries);
+
 /// Row-block tree nodes rank `rank` sends per sample of table `table` in the forward exchange:
 /// c(rank, table) of the formulas above (0 for data-parallel tables).
 int64_t forward_nodes(const ShardPlan& plan, int rank, int table);
 
-/// The forward pooled-embedding alltoallv of ShardedEmbeddingBags::forward for a global batch.
-CollectiveVolume forward_volume(const ShardPlan& plan, int64_t batch);
-/// The backward alltoallv of ShardedEmbeddingBags::backward_sgd.
-CollectiveVolume backward_volume(const ShardPlan& plan, int64_t batch);
+/// The forward pooled-embedding alltoallv of ShardedEmbeddingBags::forward for a global batch
+/// (split by sample_split, or at `boundaries` as sample_slices checks them).
+CollectiveVolume forward_volume(const ShardPlan& plan, int64_t batch, std::span<const int64_t> boundaries = {});
+/// The backward alltoallv of ShardedEmbeddingBags::backward.
+CollectiveVolume backward_volume(const ShardPlan& plan, int64_t batch, std::span<const int64_t> boundaries = {});
 /// Communicator::allreduce(contributions) of `numel` elements of `elem_bytes` bytes with
 /// contributions_per_rank[r] contributions on rank r (at least one in all).
 CollectiveVolume allreduce_volume(int64_t numel, int64_t elem_bytes,

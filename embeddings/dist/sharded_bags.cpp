@@ -34,8 +34,8 @@ struct ShardedEmbeddingBags::Shard {
 };
 
 ShardedEmbeddingBags::ShardedEmbeddingBags(ShardPlan plan, int rank, TableMemory memory, uint64_t seed,
-                                           dist::Communicator* comm)
-    : plan_(std::move(plan)), rank_(rank), comm_(comm) {
+                                           dist::Communicator* comm, SparseOptimizer::Kind optimizer)
+    : plan_(std::move(plan)), rank_(rank), comm_(comm), optimizer_{optimizer, 0.0f, 1e-10f, 0.0f} {
   STRATA_CHECK(rank >= 0 && rank < plan_.ranks, "ShardedEmbeddingBags: rank ", rank, " is outside the plan's ",
                plan_.ranks, " ranks");
   STRATA_CHECK(plan_.ranks == 1 || comm != nullptr, "ShardedEmbeddingBags: a plan over ", plan_.ranks,
@@ -45,7 +45,6 @@ ShardedEmbeddingBags::ShardedEmbeddingBags(ShardPlan plan, int rank, TableMemory
                  plan_.ranks, " ranks (this is rank ", rank, ") but the communicator has ", comm->size(),
                  " ranks and this process is rank ", comm->rank());
   }
-  const SparseOptimizer sgd{SparseOptimizer::Kind::SGD};
   std::vector<float> row;
   for (int t = 0; t < static_cast<int>(plan_.tables.size()); ++t) {
     const TableSpec& spec = plan_.tables[static_cast<std::size_t>(t)];
@@ -62,7 +61,7 @@ ShardedEmbeddingBags::ShardedEmbeddingBags(ShardPlan plan, int rank, TableMemory
     if (shard->hi > shard->lo) {
       shard->table = std::make_unique<SimpleTable>(shard->hi - shard->lo, spec.dim, ElemType::F32, memory);
       shard->table->set_name(spec.name);
-      shard->state = std::make_unique<SparseOptimizerState>(*shard->table, sgd);
+      shard->state = std::make_unique<SparseOptimizerState>(*shard->table, optimizer_);
       row.resize(static_cast<std::size_t>(spec.dim));
       for (int64_t r = shard->lo; r < shard->hi; ++r) {
         for (int64_t c = 0; c < spec.dim; ++c)
@@ -83,7 +82,8 @@ void ShardedEmbeddingBags::read_row(int table, int64_t row, float* dst) const {
   s->table->read_row(row - s->lo, dst);
 }
 
-void ShardedEmbeddingBags::check_bags(std::span<const Bags> bags) const {
+std::vector<int64_t> ShardedEmbeddingBags::check_bags(std::span<const Bags> bags,
+                                                      std::span<const int64_t> boundaries) const {
   STRATA_CHECK(bags.size() == plan_.tables.size(), "ShardedEmbeddingBags: ", bags.size(), " tables of bags for ",
                plan_.tables.size(), " tables");
   for (std::size_t t = 0; t < bags.size(); ++t) {
@@ -94,7 +94,8 @@ void ShardedEmbeddingBags::check_bags(std::span<const Bags> bags) const {
     STRATA_CHECK(bags[t].batch() == bags[0].batch(), "ShardedEmbeddingBags: table ", t, " ", quote_field(spec.name),
                  " has ", bags[t].batch(), " bags but table 0 has ", bags[0].batch());
   }
-  sample_split(bags[0].batch(), plan_.ranks);  // throws for a batch smaller than the rank count
+  // Throws for a batch smaller than the rank count, or bad boundaries.
+  return sample_slices(bags[0].batch(), plan_.ranks, boundaries);
 }
 
 // ---- forward ----------------------------------------------------------------------------------------
@@ -158,10 +159,11 @@ Tensor ShardedEmbeddingBags::forward_payload(std::span<const Bags> bags, const s
   return payload;
 }
 
-// The pooled rows of this rank's samples: local whole tables directly, received roots copied, and
-// row-wise trees finished over every holder's nodes (rank order is block order).
+// The pooled rows of this rank's samples: with `received` null, the tables whole here (pooled locally,
+// while the exchange runs); otherwise the others: received roots copied, and row-wise trees finished
+// over every holder's nodes (rank order is block order).
 void ShardedEmbeddingBags::finish_pooling(std::span<const Bags> bags, const std::vector<int64_t>& at,
-                                          const Tensor& received, float* out) const {
+                                          const Tensor* received, float* out) const {
   const int64_t mine = at[rank_ + 1] - at[rank_];
   // Where rank i's floats for table t start in `received` (i != rank_).
   std::vector<std::vector<int64_t>> base(static_cast<std::size_t>(plan_.ranks));
@@ -172,7 +174,7 @@ void ShardedEmbeddingBags::finish_pooling(std::span<const Bags> bags, const std:
       if (i != rank_) offset += mine * forward_nodes(plan_, i, t) * plan_.tables[t].dim;
     }
   }
-  const float* in = received.data<float>();
+  const float* in = received != nullptr ? received->data<float>() : nullptr;
   std::vector<float> local;
   for (int t = 0; t < static_cast<int>(plan_.tables.size()); ++t) {
     const int64_t d = plan_.tables[t].dim;
@@ -183,6 +185,7 @@ void ShardedEmbeddingBags::finish_pooling(std::span<const Bags> bags, const std:
       return h;
     }();
     const bool whole_here = plan_.shards[t].kind == ShardKind::data_parallel || holders == std::vector<int>{rank_};
+    if (whole_here != (received == nullptr)) continue;
     std::vector<std::vector<dist::TreeNode>> nodes_of;  // each holder's nodes
     for (int i : holders) {
       nodes_of.push_back(dist::tree_cover(plan_.row_blocks, plan_.block_begin(i, t), plan_.block_end(i, t)));
@@ -216,12 +219,17 @@ void ShardedEmbeddingBags::finish_pooling(std::span<const Bags> bags, const std:
   }
 }
 
-Tensor ShardedEmbeddingBags::forward(std::span<const Bags> bags) {
-  check_bags(bags);
-  const std::vector<int64_t> at = sample_split(bags[0].batch(), plan_.ranks);
+Tensor ShardedEmbeddingBags::forward(std::span<const Bags> bags, std::span<const int64_t> boundaries) {
+  return finish_forward(bags, start_forward(bags, boundaries));
+}
+
+ShardedEmbeddingBags::PendingForward ShardedEmbeddingBags::start_forward(std::span<const Bags> bags,
+                                                                         std::span<const int64_t> boundaries) {
+  PendingForward pending;
+  pending.at = check_bags(bags, boundaries);
+  const std::vector<int64_t>& at = pending.at;
   std::vector<int64_t> send;
-  const Tensor payload = forward_payload(bags, at, send);
-  Tensor received = payload;  // one rank: nothing sent or received
+  pending.payload = forward_payload(bags, at, send);
   if (plan_.ranks > 1) {
     std::vector<int64_t> recv(static_cast<std::size_t>(plan_.ranks), 0);
     for (int i = 0; i < plan_.ranks; ++i) {
@@ -229,10 +237,19 @@ Tensor ShardedEmbeddingBags::forward(std::span<const Bags> bags) {
         recv[i] += (at[rank_ + 1] - at[rank_]) * forward_nodes(plan_, i, t) * plan_.tables[t].dim;
       }
     }
-    received = comm_->alltoallv(payload, send, recv);
+    pending.work = comm_->ialltoallv(pending.payload, send, recv);
   }
+  return pending;
+}
+
+Tensor ShardedEmbeddingBags::finish_forward(std::span<const Bags> bags, const PendingForward& pending) const {
+  STRATA_CHECK(pending.payload.defined(), "ShardedEmbeddingBags::finish_forward: no forward was started");
+  const std::vector<int64_t>& at = pending.at;
   Tensor out = empty({at[rank_ + 1] - at[rank_], width_}, {DType::f32});
-  finish_pooling(bags, at, received, out.data<float>());
+  finish_pooling(bags, at, nullptr, out.data<float>());  // the tables whole here, before waiting
+  // One rank: nothing sent or received.
+  const Tensor received = pending.work.defined() ? pending.work.wait() : pending.payload;
+  finish_pooling(bags, at, &received, out.data<float>());
   return out;
 }
 
@@ -283,17 +300,17 @@ Tensor ShardedEmbeddingBags::gather_gradients(const Tensor& grad, const std::vec
   return comm_->alltoallv(payload, send, recv);
 }
 
-void ShardedEmbeddingBags::backward_sgd(std::span<const Bags> bags, const Tensor& grad, float lr) {
-  check_bags(bags);
+void ShardedEmbeddingBags::backward(std::span<const Bags> bags, const Tensor& grad, float lr,
+                                    std::span<const int64_t> boundaries) {
+  const std::vector<int64_t> at = check_bags(bags, boundaries);
   const int64_t batch = bags[0].batch();
-  const std::vector<int64_t> at = sample_split(batch, plan_.ranks);
   const int64_t mine = at[rank_ + 1] - at[rank_];
   STRATA_CHECK(
       grad.defined() && grad.dtype() == DType::f32 && grad.dim() == 2 && grad.size(0) == mine && grad.size(1) == width_,
-      "ShardedEmbeddingBags::backward_sgd: rank ", rank_, " expects an f32 gradient of [", mine, ", ", width_,
+      "ShardedEmbeddingBags::backward: rank ", rank_, " expects an f32 gradient of [", mine, ", ", width_,
       "] (its samples x the tables' dims), got ", grad.defined() ? grad.dtype() : DType::f32, " ",
       grad.defined() ? grad.sizes() : Dims{});
-  STRATA_CHECK(lr >= 0, "ShardedEmbeddingBags::backward_sgd: negative learning rate ", lr);
+  STRATA_CHECK(lr >= 0, "ShardedEmbeddingBags::backward: negative learning rate ", lr);
   const Tensor g = grad.contiguous();
   const Tensor received = plan_.ranks > 1 ? gather_gradients(g, at) : Tensor();
   // Where rank j's gradients of table t start in `received` (rank-major, then table order).
@@ -321,8 +338,9 @@ void ShardedEmbeddingBags::backward_sgd(std::span<const Bags> bags, const Tensor
     Shard& shard = *shards_[static_cast<std::size_t>(t)];
     if (shard.table == nullptr) continue;
     const ShardBags local(bags[t], shard.lo, shard.hi);
-    update(*shard.table, local.view(), Pooling::Sum, {full.data(), d}, SparseOptimizer{SparseOptimizer::Kind::SGD, lr},
-           *shard.state, shard.workspace);
+    SparseOptimizer step = optimizer_;
+    step.lr = lr;
+    update(*shard.table, local.view(), Pooling::Sum, {full.data(), d}, step, *shard.state, shard.workspace);
   }
 }
 

@@ -2,8 +2,11 @@
 /// @file
 /// ShardedEmbeddingBags: the embedding tables of hybrid-parallel DLRM sharded by a ShardPlan over
 /// the ranks of a strata::dist::Communicator (issue 28 item 2). Every rank passes the same global
-/// batch; rank r computes the pooled embeddings of its sample slice (sample_split: contiguous, the
-/// first ranks one sample more) and, given their gradients, updates the rows it holds (SGD).
+/// batch; rank r computes the pooled embeddings of its sample slice (contiguous slices in rank order:
+/// sample_split's, the first ranks one sample more, or the caller's boundaries, as DistributedDLRM
+/// passes its chunk-aligned ones) and, given their gradients, updates the rows it holds (SGD, row-wise
+/// or element-wise Adagrad). Which rank owns a sample changes who computes what, never the order of
+/// a sum (the Note below).
 ///
 /// Note [Rank-count-independent pooling]
 /// The pooled embeddings and the tables after an update are bitwise the same at any rank count and
@@ -25,9 +28,11 @@
 ///   the table (the owner; each row-wise holder; every rank for data-parallel tables). Each holder
 ///   then has the whole batch's gradients in global sample order and applies the update kernel's
 ///   rule (Note [Embedding summation order]: a row's gradient is the sum of its occurrences in
-///   (sample, position) order from +0.0f, then w = fma(-lr, g, w)) to the rows it holds, with the
-///   batch's bags restricted to those rows — the same occurrences in the same order at any rank
-///   count. Data-parallel replicas thus stay identical without an allreduce.
+///   (sample, position) order from +0.0f, then w = fma(-lr, g, w) for SGD, or the Adagrads' step
+///   from that gradient and the row's own accumulators) to the rows it holds, with the batch's bags
+///   restricted to those rows — the same occurrences in the same order at any rank count, and
+///   each row's optimizer state lives with the row. Data-parallel replicas (and their states) thus
+///   stay identical without an allreduce.
 /// - Initialization is by global (table, row, column) from the seed (Philox), never by rank.
 /// Cost (shard_volume.h has the exact bytes): a row-wise table sends |tree_cover| ≥ 1 nodes per
 /// holder and sample instead of the one partial sum of a reduce-scatter of pooled partial sums —
@@ -60,31 +65,54 @@ class ShardedEmbeddingBags {
  public:
   /// The shards of `plan` that `rank` holds, allocated from `memory` (f32 rows) and initialized by
   /// initial_value(seed, ...). `comm` must have plan.ranks ranks with this process as `rank`; it
-  /// may be null when plan.ranks == 1. Throws strata::Error for a plan of another rank count, a
-  /// rank outside the plan, a table with elem_bytes != 4, or a heap without room.
-  ShardedEmbeddingBags(ShardPlan plan, int rank, TableMemory memory, uint64_t seed, dist::Communicator* comm);
+  /// may be null when plan.ranks == 1. backward() steps the rows with `optimizer` (SGD, row-wise
+  /// or element-wise Adagrad, eps 1e-10, accumulators from 0: their state lives beside the held
+  /// rows). Throws strata::Error for a plan of another rank count, a rank outside the plan, a table
+  /// with elem_bytes != 4, or a heap without room.
+  ShardedEmbeddingBags(ShardPlan plan, int rank, TableMemory memory, uint64_t seed, dist::Communicator* comm,
+                       SparseOptimizer::Kind optimizer = SparseOptimizer::Kind::SGD);
   ~ShardedEmbeddingBags();
   ShardedEmbeddingBags(const ShardedEmbeddingBags&) = delete;
   ShardedEmbeddingBags& operator=(const ShardedEmbeddingBags&) = delete;
 
   const ShardPlan& plan() const { return plan_; }
+  SparseOptimizer::Kind optimizer() const { return optimizer_.kind; }
   int rank() const { return rank_; }
   /// Sum of the tables' dims: the width of forward()'s output.
   int64_t width() const { return width_; }
 
   /// The pooled (Sum) embeddings of this rank's sample slice of the global batch: [B_rank, width()]
   /// f32, table t in columns [Σ_{u<t} d_u, +d_t). `bags[t]` are table t's bags for the whole global
-  /// batch (every rank passes the same), without per-sample weights. Collective: every rank must
-  /// call it. Throws strata::Error (before any communication) for a wrong number of tables, tables
-  /// with different batch sizes, a batch smaller than the rank count, weights, or bad indices or
-  /// offsets (validate(), naming the table).
-  Tensor forward(std::span<const Bags> bags);
+  /// batch (every rank passes the same), without per-sample weights. The slices are sample_split's,
+  /// or `boundaries` (ranks + 1 entries as sample_slices checks them; every rank passes the same).
+  /// Collective: every rank must call it. Throws strata::Error (before any communication) for a
+  /// wrong number of tables, tables with different batch sizes, a batch smaller than the rank
+  /// count, bad boundaries, weights, or bad indices or offsets (validate(), naming the table).
+  Tensor forward(std::span<const Bags> bags, std::span<const int64_t> boundaries = {});
 
-  /// Backward and SGD step: `grad` [B_rank, width()] f32 is the gradient of this rank's forward()
-  /// output for the same `bags`; every row held here is stepped by Note [Rank-count-independent
-  /// pooling]'s rule. Collective. Throws strata::Error for a grad of the wrong shape or dtype, a
-  /// negative lr, or bad bags (as forward()).
-  void backward_sgd(std::span<const Bags> bags, const Tensor& grad, float lr);
+  /// forward() in two halves, so that the caller computes while the pooled rows travel:
+  /// start_forward checks the bags (throwing as forward() does), computes the nodes this rank sends
+  /// and starts the non-blocking alltoallv; finish_forward waits for it and finishes the pooling.
+  /// The `bags` of both calls must be the same, unchanged in between. Collective, in this order on
+  /// every rank (other collectives may be issued in between).
+  struct PendingForward {
+    std::vector<int64_t> at;  // the sample slices (ranks + 1 boundaries)
+    Tensor payload;           // what this rank sends (alive while the exchange runs)
+    dist::Work work;          // the alltoallv; undefined at one rank
+  };
+  PendingForward start_forward(std::span<const Bags> bags, std::span<const int64_t> boundaries = {});
+  Tensor finish_forward(std::span<const Bags> bags, const PendingForward& pending) const;
+
+  /// Backward and optimizer step: `grad` [B_rank, width()] f32 is the gradient of this rank's
+  /// forward() output for the same `bags` and `boundaries`; every row held here is stepped at `lr`
+  /// by the constructor's optimizer, by Note [Rank-count-independent pooling]'s rule. Collective.
+  /// Throws strata::Error for a grad of the wrong shape or dtype, a negative lr, or bad bags or
+  /// boundaries (as forward()).
+  void backward(std::span<const Bags> bags, const Tensor& grad, float lr, std::span<const int64_t> boundaries = {});
+
+  /// The checks forward() makes before communicating, alone (throwing as forward() does); returns
+  /// the sample slices (sample_slices). Local: no communication.
+  std::vector<int64_t> check_bags(std::span<const Bags> bags, std::span<const int64_t> boundaries = {}) const;
 
   /// The rows of table t held here: [row_begin(t), row_end(t)) of the global table (empty when none).
   int64_t row_begin(int table) const { return plan_.row_begin(rank_, table); }
@@ -94,10 +122,10 @@ class ShardedEmbeddingBags {
 
  private:
   struct Shard;
-  void check_bags(std::span<const Bags> bags) const;
+
   void compute_nodes(int table, const Bags& bags, int64_t s, float* out) const;
   Tensor forward_payload(std::span<const Bags> bags, const std::vector<int64_t>& at, std::vector<int64_t>& send) const;
-  void finish_pooling(std::span<const Bags> bags, const std::vector<int64_t>& at, const Tensor& received,
+  void finish_pooling(std::span<const Bags> bags, const std::vector<int64_t>& at, const Tensor* received,
                       float* out) const;
   Tensor gather_gradients(const Tensor& grad, const std::vector<int64_t>& at);
 
@@ -105,6 +133,7 @@ class ShardedEmbeddingBags {
   int rank_ = 0;
   dist::Communicator* comm_ = nullptr;
   int64_t width_ = 0;
+  SparseOptimizer optimizer_;                   // its lr is backward()'s
   std::vector<int64_t> column_;                 // table t's first output column
   std::vector<std::unique_ptr<Shard>> shards_;  // per table; null where this rank holds no rows
 };

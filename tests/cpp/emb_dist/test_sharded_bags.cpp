@@ -108,7 +108,7 @@ TrainRun train(ShardedEmbeddingBags& bags, int64_t first, int64_t count) {
   for (int step = 0; step < 2; ++step) {
     const Batch batch(bags.plan().tables, step);
     run.pooled.push_back(bags.forward(batch.bags));
-    bags.backward_sgd(batch.bags, grad_rows(step, first, count, bags.width()), 0.5f);
+    bags.backward(batch.bags, grad_rows(step, first, count, bags.width()), 0.5f);
   }
   return run;
 }
@@ -159,7 +159,7 @@ TEST_P(ShardedBags, BytesEqualTheFormulas) {
   EXPECT_EQ(fwd.calls, n > 1 ? 1 : 0);
   EXPECT_EQ(fwd.header_bytes_sent, n > 1 ? (n - 1) * (16 + 2 * n) * 8 : 0);  // shard_volume.h's header line
   comm().reset_stats();
-  mine.backward_sgd(batch.bags, grad_rows(0, at[me], at[me + 1] - at[me], mine.width()), 0.1f);
+  mine.backward(batch.bags, grad_rows(0, at[me], at[me + 1] - at[me], mine.width()), 0.1f);
   const dist::OpStats bwd = comm().stats()[dist::Op::alltoallv];
   const CollectiveVolume bv = backward_volume(plan, kBatch);
   EXPECT_EQ(bwd.bytes_sent, bv.sent[me]);
@@ -291,15 +291,19 @@ TEST(ShardedBagsBadInput, NamedBeforeAnyCommunication) {
   std::vector<int64_t> short_offsets{0};  // a batch of 0 samples
   std::vector<Bags> empty_batch(8, Bags{{}, short_offsets});
   EXPECT_ERROR_HAS(mine.forward(empty_batch), "cannot give each of");
-  EXPECT_ERROR_HAS(mine.backward_sgd(batch.bags, zeros({1, 3}, {DType::f32}), 0.1f), "expects an f32 gradient");
-  EXPECT_ERROR_HAS(mine.backward_sgd(batch.bags, zeros({1, 3}, {DType::f64}), 0.1f), "expects an f32 gradient");
+  EXPECT_ERROR_HAS(mine.backward(batch.bags, zeros({1, 3}, {DType::f32}), 0.1f), "expects an f32 gradient");
+  EXPECT_ERROR_HAS(mine.backward(batch.bags, zeros({1, 3}, {DType::f64}), 0.1f), "expects an f32 gradient");
   const std::vector<int64_t> at = sample_split(kBatch, n);
   const Tensor grad = zeros({at[me + 1] - at[me], mine.width()}, {DType::f32});
-  EXPECT_ERROR_HAS(mine.backward_sgd(batch.bags, grad, -0.1f), "negative learning rate");
+  EXPECT_ERROR_HAS(mine.backward(batch.bags, grad, -0.1f), "negative learning rate");
   std::vector<float> weights(batch.indices[2].size(), 1.0f);
   std::vector<Bags> weighted = batch.bags;
   weighted[2].weights = weights;
   EXPECT_ERROR_HAS(mine.forward(weighted), "table 2 't2' has per-sample weights");
+  const std::vector<int64_t> too_many(static_cast<std::size_t>(n) + 2, 0);
+  EXPECT_ERROR_HAS(mine.forward(batch.bags, too_many), std::to_string(n + 2) + " boundaries for " + std::to_string(n));
+  EXPECT_ERROR_HAS(mine.backward(batch.bags, grad, 0.1f, too_many), "boundaries for");
+  EXPECT_ERROR_HAS(mine.finish_forward(batch.bags, {}), "no forward was started");
   EXPECT_ERROR_HAS(ShardedEmbeddingBags(plan, n, {&heap, nullptr}, kSeed, &comm()), "outside the plan");
   EXPECT_ERROR_HAS(
       ShardedEmbeddingBags(plan_shards(tables(), options(Kind::mixed, n + 1)), me, {&heap, nullptr}, kSeed, &comm()),

@@ -145,6 +145,7 @@ struct DpSettings {
   int64_t chunks = 4;
   int64_t bucket_bytes = 1 << 20;
   bool stream = false;
+  bool agreed_batch = false;  // forward_agreed(x, B): no row exchange
 };
 
 TrainRun data_parallel(const ModelFn& make, int64_t b, bool images, int steps, DpSettings settings = {}) {
@@ -167,6 +168,8 @@ TrainRun data_parallel(const ModelFn& make, int64_t b, bool images, int steps, D
       const tape::StreamReport report = scope.streamer()->report();
       EXPECT_GT(report.values_streamed, 0u);
       EXPECT_GT(report.spills, 0u);
+    } else if (settings.agreed_batch) {
+      out = ddp.forward_agreed(batch.x.narrow(0, rows.begin, rows.size()), b);
     } else {
       out = ddp(batch.x.narrow(0, rows.begin, rows.size()));
     }
@@ -210,6 +213,12 @@ TEST(DataParallelSplit, LocalRowsCoverTheBatchInRankOrder) {
       EXPECT_GT(all.at({r, 1}), all.at({r, 0})) << "B=" << b;
     }
     EXPECT_EQ(all.at({comm().size() - 1, 1}), b);
+    const std::vector<int64_t> at = ddp.row_boundaries(b);
+    ASSERT_EQ(at.size(), static_cast<std::size_t>(comm().size()) + 1);
+    for (int r = 0; r < comm().size(); ++r) {
+      EXPECT_EQ(at[r], all.at({r, 0})) << "B=" << b;
+      EXPECT_EQ(at[r + 1], all.at({r, 1})) << "B=" << b;
+    }
   }
 }
 
@@ -224,6 +233,10 @@ TEST(DataParallel, ConvNetWithBatchNormMatchesTheReferenceBitwise) {
   expect_same(data_parallel(conv_net, 7, true, 3), reference(conv_net, 7, true, 4, 3));
   // Fewer rows than chunks: one chunk per row.
   expect_same(data_parallel(conv_net, 5, true, 2, {.chunks = 8}), reference(conv_net, 5, true, 8, 2));
+}
+
+TEST(DataParallel, ForwardWithAgreedBatchGivesTheSameBits) {
+  expect_same(data_parallel(mlp, 13, false, 3, {.agreed_batch = true}), reference(mlp, 13, false, 4, 3));
 }
 
 TEST(DataParallel, TheChunkCountChangesTheBits) {
@@ -353,6 +366,24 @@ TEST(DataParallelBadInput, BatchSmallerThanRanksOrWrongShare) {
   const std::string who = "rank " + std::to_string(n - 1) + " passed ";
   EXPECT_ERROR_HAS(ddp(last ? Tensor() : randn({1, 6})), who + "an undefined input");
   EXPECT_ERROR_HAS(ddp(last ? scalar_tensor(1.0) : randn({1, 6})), who + "a 0-dim input");
+}
+
+TEST(DataParallelBadInput, AgreedBatchChecksThisRanksInput) {
+  // Every rank passes the same kind of bad input: each throws on its own, before any collective.
+  DataParallel ddp(mlp(), comm(), {.chunks = 4});
+  const int n = comm().size();
+  const std::string me = "rank " + std::to_string(comm().rank()) + " passed ";
+  const RowRange rows = ddp.local_rows(9);
+  EXPECT_ERROR_HAS(ddp.forward_agreed(randn({rows.size() + 1, 6}), 9),
+                   me + std::to_string(rows.size() + 1) + " rows but its share of the global batch of 9 rows");
+  EXPECT_ERROR_HAS(ddp.forward_agreed(Tensor(), 9), me + "an undefined input");
+  EXPECT_ERROR_HAS(ddp.forward_agreed(scalar_tensor(1.0), 9), me + "a 0-dim input");
+  if (n > 1) {
+    EXPECT_ERROR_HAS(ddp.forward_agreed(randn({1, 6}), 1), "smaller than the");
+  }
+  // Nothing was issued: a good forward still runs.
+  autograd::NoGradGuard no_grad;
+  EXPECT_EQ(ddp.forward_agreed(randn({rows.size(), 6}), 9).size(0), 9);
 }
 
 TEST(DataParallelBadInput, ForwardWithoutBackwardIsNamedAtTheNextForward) {

@@ -1,0 +1,272 @@
+#include "embeddings/dist/dist_dlrm.h"
+
+#include <cstring>
+#include <exception>
+#include <utility>
+
+#include "autograd/grad_mode.h"
+#include "core/error.h"
+#include "core/factories.h"
+#include "core/pin_set.h"
+#include "core/rng.h"
+#include "core/text.h"
+#include "embeddings/dlrm.h"
+#include "ops/shape_ops.h"
+#include "ops/softmax_loss.h"
+
+namespace strata::emb {
+
+// Note [Distributed DLRM step]
+// DistributedDLRM::train_step on a global batch of B samples (every rank passes the same):
+// 1. Check. Every rank checks the batch locally (sizes, B >= ranks, the bags as
+//    ShardedEmbeddingBags::check_bags) and the ranks exchange B, or -1 for a bad batch (one
+//    allgatherv of one i64), so a batch that is bad on one rank, or a B that differs between ranks,
+//    raises an error on every rank naming the rank before any other collective or update.
+// 2. Slices. The batch splits into C fixed chunks (dist::split_rows; C = config.chunks, never the
+//    rank count) and rank r runs a contiguous run of them (DataParallel::row_boundaries). The rank's
+//    sample slice of the embeddings is the same rows: ShardedEmbeddingBags takes the boundaries
+//    from the caller (its Note [Rank-count-independent pooling] holds for any contiguous slices in
+//    rank order; shard_volume.h's formulas take them too).
+// 3. Embedding exchange, started first: start_forward computes this rank's pooled nodes for every
+//    other rank's samples and starts the non-blocking alltoallv.
+// 4. Dense part, data-parallel: the MLPs are one nn::zoo::DLRM (external tables) wrapped in a
+//    DataParallel (Note [Data-parallel chunks]): for each local chunk, on the chunk's own parameter
+//    leaves, bottom MLP on the chunk's dense rows; then the chunk's pooled rows (the first chunk
+//    finishes the exchange: it pools the tables whole on this rank, then waits, then finishes the
+//    others), each chunk's rows a fresh leaf requiring grad; the interaction and the top MLP
+//    (sigmoid last). DataParallel returns the probabilities of the whole batch [B, 1] on every
+//    rank; the loss is the mean binary cross-entropy over the global batch, computed identically
+//    on every rank. Overlap: DataParallel::forward_agreed(x, B) takes the B agreed in step 1, so no
+//    collective is queued behind the alltoallv before the chunks run (the communicator's worker
+//    runs collectives in call order); what overlaps the exchange is the first local chunk's bottom
+//    MLP and the pooling of the tables whole here. The other chunks' bottom MLPs cannot: each
+//    chunk runs on its own parameter leaves, swapped in for its whole forward.
+// 5. Backward: loss.backward() gives each chunk its rows of dL/dz; DataParallel sums each
+//    parameter's per-chunk gradients in the deterministic allreduce over the global chunk list,
+//    bucket by bucket as backward produces them: the first bucket holds exactly the top MLP's
+//    parameters (bucket_bytes = their bytes), so it is reduced while the bottom MLP's backward runs
+//    — that of the rank's first chunk, which the engine runs last (Note [Data-parallel chunks]).
+//    The chunks' pooled-row leaves get dL/d(pooled) of this rank's samples.
+// 6. Update: ShardedEmbeddingBags::backward sends each sample's pooled gradient to the rows'
+//    holders and steps the held rows (SGD or an Adagrad, each row's state beside it); the dense
+//    optimizer (SGD or element-wise Adagrad) steps the MLPs (the same sums on every rank, so
+//    the replicas stay identical without a broadcast).
+// Why it is bitwise the same at 1, 2, 4 ranks: the pooled rows are (Note [Rank-count-independent
+// pooling]); every chunk's forward and backward have the same shapes wherever it runs (one thread
+// per rank, or the same thread count everywhere); the MLP gradients are one tree over the C chunk
+// gradients (Note [Deterministic reduction order]); the loss and dL/dz are computed from the same
+// [B, 1] on every rank; each table row's gradient is summed in global (sample, position) order.
+// The MLPs are drawn from Generator(seed) and the tables from initial_value(seed, table, row, col),
+// never by rank. What the split costs: C small GEMM passes per step instead of one per rank, the
+// gather of B probabilities, the loss on every rank (see Note [Data-parallel chunks]).
+
+/// The pooled rows of the current forward, handed to the chunks in order.
+struct DistributedDLRM::Feed {
+  const ShardedEmbeddingBags* tables = nullptr;
+  std::span<const Bags> bags;
+  ShardedEmbeddingBags::PendingForward pending;
+  Tensor pooled;               // [B_r, width] once the exchange finished
+  int64_t next_row = 0;        // the next chunk's first row in `pooled`
+  std::vector<Tensor> leaves;  // with grad mode: each chunk's rows, a leaf
+
+  void start(const ShardedEmbeddingBags& t, std::span<const Bags> b, ShardedEmbeddingBags::PendingForward p) {
+    tables = &t;
+    bags = b;
+    pending = std::move(p);
+    pooled = Tensor();
+    next_row = 0;
+    leaves.clear();
+  }
+
+  // The next chunk's `rows` pooled rows (waiting for the exchange on the first call).
+  Tensor next(int64_t rows) {
+    STRATA_CHECK(tables != nullptr, "DistributedDLRM: the dense module ran outside a step (no pooled rows)");
+    if (!pooled.defined()) pooled = tables->finish_forward(bags, pending);
+    STRATA_ASSERT(next_row + rows <= pooled.size(0), "DistributedDLRM: the chunks ask more rows than the rank has");
+    Tensor e = pooled.narrow(0, next_row, rows);
+    next_row += rows;
+    if (!autograd::GradMode::is_enabled()) return e;
+    e = e.detach();
+    e.set_requires_grad(true);
+    leaves.push_back(e);
+    return e;
+  }
+
+  // dL/d(pooled) of this rank's samples, [B_r, width], after backward.
+  Tensor gradient() const {
+    std::vector<Tensor> parts;
+    for (const Tensor& leaf : leaves)
+      parts.push_back(leaf.grad().defined() ? leaf.grad() : zeros(leaf.sizes(), {DType::f32}));
+    autograd::NoGradGuard no_grad;
+    return (parts.size() == 1 ? parts[0] : cat(parts, 0)).contiguous();
+  }
+
+  // Ends the step: the pooled rows and leaves are released; the module refuses to run until start.
+  void finish() {
+    tables = nullptr;
+    bags = {};
+    pending = {};
+    pooled = Tensor();
+    leaves.clear();
+  }
+};
+
+/// The MLPs and the interaction on one chunk: dense rows in, probabilities out; the chunk's pooled
+/// rows come from the feed (DataParallel runs a rank's chunks one after the other, in order).
+class DistributedDLRM::ChunkedDLRM : public nn::zoo::DLRM {
+ public:
+  ChunkedDLRM(const nn::zoo::DLRMOptions& options, Generator* gen, Feed* feed)
+      : nn::zoo::DLRM(options, gen), feed_(feed) {}
+
+  Tensor forward(const Tensor& dense) override {
+    const Tensor x = bottom_mlp()(dense);
+    const Tensor e = feed_->next(dense.size(0));
+    return top_mlp()(interact(x, split(e, options().sparse_feature_size, 1)));
+  }
+
+ private:
+  Feed* feed_;
+};
+
+namespace {
+
+void check_config(const DistributedDLRMConfig& c, const ShardPlan& plan) {
+  STRATA_CHECK(c.bottom_mlp.size() >= 2, "DistributedDLRM: bottom_mlp needs at least 2 widths (input and d), got ",
+               c.bottom_mlp.size());
+  STRATA_CHECK(!c.top_mlp.empty() && c.top_mlp.back() == 1,
+               "DistributedDLRM: top_mlp must end in width 1 (the click probability)");
+  STRATA_CHECK(c.learning_rate >= 0, "DistributedDLRM: negative learning_rate ", c.learning_rate);
+  STRATA_CHECK(!plan.tables.empty(), "DistributedDLRM: the plan has no tables");
+  for (std::size_t t = 0; t < plan.tables.size(); ++t) {
+    STRATA_CHECK(plan.tables[t].dim == c.bottom_mlp.back(), "DistributedDLRM: table ", t, " ",
+                 quote_field(plan.tables[t].name), " has dim ", plan.tables[t].dim,
+                 " but the bottom MLP's last width (the interaction's d) is ", c.bottom_mlp.back());
+  }
+}
+
+// The top MLP's parameter bytes: DataParallel's first gradient bucket (Note [Distributed DLRM step]).
+int64_t top_mlp_bytes(nn::zoo::DLRM& model) {
+  int64_t bytes = 0;
+  for (const Tensor& p : model.top_mlp().parameters()) bytes += p.nbytes();
+  return bytes;
+}
+
+// `count` floats of `values` from `first` as an f32 tensor of `sizes`.
+Tensor tensor_of(std::span<const float> values, int64_t first, int64_t count, Dims sizes) {
+  Tensor t = empty(std::move(sizes), {DType::f32});
+  PinSet pins;
+  pins.add(t, AccessMode::Write).acquire();
+  std::memcpy(t.data_ptr(), values.data() + first, static_cast<std::size_t>(count) * sizeof(float));
+  return t;
+}
+
+}  // namespace
+
+DistributedDLRM::DistributedDLRM(const DistributedDLRMConfig& config, ShardPlan plan, TableMemory memory,
+                                 dist::Communicator& comm)
+    : config_(config), comm_(comm), feed_(std::make_unique<Feed>()) {
+  check_config(config_, plan);
+  nn::zoo::DLRMOptions o;
+  o.sparse_feature_size = config_.bottom_mlp.back();
+  o.embedding_sizes.clear();
+  for (const TableSpec& t : plan.tables) o.embedding_sizes.push_back(t.rows);
+  o.bottom_mlp = config_.bottom_mlp;
+  o.top_mlp = config_.top_mlp;
+  o.interaction = config_.interaction;
+  o.external_tables = true;
+  tables_ = std::make_unique<ShardedEmbeddingBags>(std::move(plan), comm_.rank(), memory, config_.seed, &comm_,
+                                                   sparse_optimizer(config_.optimizer, 0.0f).kind);
+  Generator gen(config_.seed);
+  dense_ = std::make_shared<ChunkedDLRM>(o, &gen, feed_.get());
+  // Every rank drew the same MLPs from the seed: no broadcast (DataParallel still checks shapes).
+  ddp_ = std::make_unique<dist::DataParallel>(
+      dense_, comm_,
+      dist::DataParallelOptions{
+          .chunks = config_.chunks, .bucket_bytes = top_mlp_bytes(*dense_), .broadcast_state = false});
+  opt_ = dense_optimizer(config_.optimizer, dense_->parameters(), config_.learning_rate);
+}
+
+DistributedDLRM::~DistributedDLRM() = default;
+
+nn::zoo::DLRM& DistributedDLRM::dense_module() { return *dense_; }
+
+// Note [Distributed DLRM step] 1: the local checks, then B (or -1) from every rank.
+int64_t DistributedDLRM::check_batch(std::span<const float> dense, std::span<const Bags> bags,
+                                     const std::span<const float>* targets) {
+  std::exception_ptr problem;
+  int64_t batch = -1;
+  try {
+    tables_->check_bags(bags);
+    batch = bags[0].batch();
+    const int64_t width = config_.bottom_mlp.front();
+    STRATA_CHECK(static_cast<int64_t>(dense.size()) == batch * width, "DistributedDLRM: expected dense features [",
+                 batch, ", ", width, "] (", batch * width, " floats) for the ", batch, " bags, got ", dense.size(),
+                 " floats");
+    STRATA_CHECK(targets == nullptr || static_cast<int64_t>(targets->size()) == batch, "DistributedDLRM: expected ",
+                 batch, " targets (one per bag), got ", targets == nullptr ? 0 : targets->size());
+  } catch (const Error&) {
+    problem = std::current_exception();
+    batch = -1;
+  }
+  const Tensor all = comm_.allgatherv(full({1}, static_cast<double>(batch), {DType::i64}));
+  const int64_t* b = all.data<int64_t>();
+  if (problem) std::rethrow_exception(problem);
+  for (int r = 0; r < comm_.size(); ++r) {
+    STRATA_CHECK(b[r] >= 0, "DistributedDLRM: rank ", r, " passed an invalid batch (rank ", r,
+                 "'s error names the input)");
+  }
+  for (int r = 1; r < comm_.size(); ++r) {
+    STRATA_CHECK(b[r] == b[0], "DistributedDLRM: rank 0 passed a global batch of ", b[0], " samples but rank ", r,
+                 " passed ", b[r], " (every rank passes the same global batch)");
+  }
+  return batch;
+}
+
+Tensor DistributedDLRM::local_dense(std::span<const float> dense, dist::RowRange rows) const {
+  const int64_t width = config_.bottom_mlp.front();
+  return tensor_of(dense, rows.begin * width, rows.size() * width, {rows.size(), width});
+}
+
+float DistributedDLRM::train_step(std::span<const float> dense, std::span<const Bags> bags,
+                                  std::span<const float> targets) {
+  const int64_t batch = check_batch(dense, bags, &targets);
+  const std::vector<int64_t> at = ddp_->row_boundaries(batch);
+  const dist::RowRange rows{at[comm_.rank()], at[comm_.rank() + 1]};
+  feed_->start(*tables_, bags, tables_->start_forward(bags, at));
+  const Tensor z =
+      ddp_->forward_agreed(local_dense(dense, rows), batch);  // B was agreed: no exchange before the chunks
+  const Tensor loss = binary_cross_entropy(z, tensor_of(targets, 0, batch, {batch, 1}));
+  loss.backward();
+  const Tensor grad = feed_->gradient();
+  feed_->finish();
+  tables_->backward(bags, grad, config_.learning_rate, at);
+  opt_->step();
+  opt_->zero_grad();
+  return loss.item<float>();
+}
+
+Tensor DistributedDLRM::run_local(std::span<const float> dense, std::span<const Bags> bags, int64_t batch) {
+  autograd::NoGradGuard no_grad;
+  const std::vector<int64_t> at = ddp_->row_boundaries(batch);
+  const dist::RowRange rows{at[comm_.rank()], at[comm_.rank() + 1]};
+  feed_->start(*tables_, bags, tables_->start_forward(bags, at));
+  const Tensor x = local_dense(dense, rows);
+  // The training forward's chunks (the same shapes at any rank count), without DataParallel's gather.
+  const std::vector<dist::RowRange> chunks = dist::split_rows(batch, config_.chunks);
+  const dist::RowRange mine = ddp_->local_chunks(batch);
+  std::vector<Tensor> out;
+  for (int64_t c = mine.begin; c < mine.end; ++c)
+    out.push_back((*dense_)(x.narrow(0, chunks[c].begin - rows.begin, chunks[c].size())));
+  feed_->finish();
+  return out.size() == 1 ? out[0].contiguous() : cat(out, 0);
+}
+
+Tensor DistributedDLRM::forward(std::span<const float> dense, std::span<const Bags> bags) {
+  return run_local(dense, bags, check_batch(dense, bags, nullptr));
+}
+
+Tensor DistributedDLRM::score(std::span<const float> dense, std::span<const Bags> bags) {
+  return comm_.allgatherv(forward(dense, bags));
+}
+
+}  // namespace strata::emb

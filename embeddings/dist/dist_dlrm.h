@@ -1,0 +1,112 @@
+#pragma once
+/// @file
+/// DistributedDLRM: hybrid-parallel DLRM training over a strata::dist::Communicator (issue 28 item
+/// 2): the embedding tables sharded by a ShardPlan (ShardedEmbeddingBags), the bottom MLP, the
+/// interaction and the top MLP replicated on every rank and run data-parallel (DataParallel), with
+/// losses and parameters bitwise the same at any rank count for one global batch (Note
+/// [Distributed DLRM step] in dist_dlrm.cpp).
+///
+///     DistributedDLRM model(config, plan, {&heap, nullptr}, comm);   // every rank, same arguments
+///     float loss = model.train_step(dense, bags, targets);          // every rank, the global batch
+///     Tensor p = model.score(dense, bags);                           // [B, 1] on every rank
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "dist/communicator.h"
+#include "dist/data_parallel/data_parallel.h"
+#include "embeddings/dist/shard_plan.h"
+#include "embeddings/dist/sharded_bags.h"
+#include "embeddings/dlrm_config.h"
+#include "embeddings/kernels.h"
+#include "models/optim/optimizer.h"
+#include "models/zoo/dlrm.h"
+
+namespace strata::emb {
+
+/// The model besides its tables (the tables are the plan's).
+struct DistributedDLRMConfig {
+  /// Bottom MLP widths including its input (the reference's --arch-mlp-bot); the last is the
+  /// tables' dim d (every table of the plan must have it).
+  std::vector<int64_t> bottom_mlp;
+  /// Top MLP widths after the interaction (--arch-mlp-top); the last must be 1 (the click
+  /// probability, after a sigmoid).
+  std::vector<int64_t> top_mlp;
+  /// "dot" or "cat" (--arch-interaction-op); the dot interaction without the diagonal.
+  std::string interaction = "dot";
+  /// The optimizers, as TieredDLRM's (--optimizer; sparse_optimizer and dense_optimizer in
+  /// embeddings/dlrm.h): sgd (SGD on both), rwsadagrad (row-wise Adagrad on the tables, element-wise
+  /// on the MLPs), adagrad (element-wise Adagrad on both).
+  OptimizerKind optimizer = OptimizerKind::SGD;
+  /// The learning rate of the MLPs and the tables (--learning-rate; constant).
+  float learning_rate = 0.01f;
+  /// Seeds the MLPs (nn::zoo::DLRM with external tables, drawn from Generator(seed)) and the tables
+  /// (initial_value(seed, ...)): the same on every rank, never by rank.
+  uint64_t seed = 0;
+  /// The fixed chunks C of the global batch (DataParallelOptions::chunks): at least the rank count;
+  /// results depend on C (the GEMM shapes and the gradient tree), never on the rank count.
+  int64_t chunks = 8;
+};
+
+class DistributedDLRM {
+ public:
+  /// Collective. The MLPs from config.seed, the shards of `plan` this rank holds (comm.rank()) in
+  /// `memory`. Throws strata::Error naming the field for bad MLP widths, an interaction other than
+  /// dot or cat, a top MLP not ending in 1, a table whose dim is not the bottom MLP's last width, a
+  /// plan for another rank count, chunks below the rank count, or a negative learning rate.
+  DistributedDLRM(const DistributedDLRMConfig& config, ShardPlan plan, TableMemory memory,
+                  dist::Communicator& comm = dist::Communicator::world());
+  ~DistributedDLRM();
+  DistributedDLRM(const DistributedDLRM&) = delete;
+  DistributedDLRM& operator=(const DistributedDLRM&) = delete;
+
+  /// One training step (forward, backward, the optimizers) on a global batch of B samples, every
+  /// rank passing the same: `dense` [B, bottom_mlp[0]] row-major, one Bags per table (B bags each,
+  /// no per-sample weights), `targets` [B]. Returns the mean binary cross-entropy over the global
+  /// batch (bitwise the same on every rank). Collective. A bad batch on any rank (sizes that
+  /// disagree, B < ranks, a bad index, weights, or a B that differs from another rank's) throws
+  /// strata::Error on every rank, naming the rank and the input, before anything is updated.
+  float train_step(std::span<const float> dense, std::span<const Bags> bags, std::span<const float> targets);
+
+  /// The click probabilities of this rank's samples of the global batch (rows local_rows(B)): [B_r,
+  /// 1], no update. Collective; bad input as train_step.
+  Tensor forward(std::span<const float> dense, std::span<const Bags> bags);
+  /// The click probabilities of the whole global batch on every rank: [B, 1], forward()'s rows
+  /// gathered in rank order (allgatherv), e.g. for rank 0 to compute accuracy and AUC. Collective.
+  Tensor score(std::span<const float> dense, std::span<const Bags> bags);
+
+  /// This rank's samples of a global batch of B: DataParallel's chunk-aligned rows, which are also
+  /// the sample slice of its embeddings. row_boundaries gives every rank's (ranks + 1 entries).
+  dist::RowRange local_rows(int64_t batch) const { return ddp_->local_rows(batch); }
+  std::vector<int64_t> row_boundaries(int64_t batch) const { return ddp_->row_boundaries(batch); }
+
+  /// The MLPs under the reference's names ("bot_l.0.weight", "top_l.2.bias").
+  nn::zoo::DLRM& dense_module();
+  /// The MLPs' DataParallel (its buckets: the first is the top MLP's parameters).
+  const dist::DataParallel& data_parallel() const { return *ddp_; }
+  /// This rank's shards (read_row, row_begin, row_end).
+  const ShardedEmbeddingBags& tables() const { return *tables_; }
+  const DistributedDLRMConfig& config() const { return config_; }
+  dist::Communicator& communicator() const { return comm_; }
+
+ private:
+  class ChunkedDLRM;
+  struct Feed;
+  int64_t check_batch(std::span<const float> dense, std::span<const Bags> bags, const std::span<const float>* targets);
+  Tensor local_dense(std::span<const float> dense, dist::RowRange rows) const;
+  Tensor run_local(std::span<const float> dense, std::span<const Bags> bags, int64_t batch);
+
+  DistributedDLRMConfig config_;
+  dist::Communicator& comm_;
+  std::unique_ptr<ShardedEmbeddingBags> tables_;
+  std::shared_ptr<ChunkedDLRM> dense_;
+  std::unique_ptr<dist::DataParallel> ddp_;
+  std::unique_ptr<optim::Optimizer> opt_;
+  std::unique_ptr<Feed> feed_;
+};
+
+}  // namespace strata::emb
