@@ -1,14 +1,17 @@
 // strata-bench-comm: calibrates the network model (embeddings/dist/step_model.h) on this machine and
 // checks it. Run under the MPI launcher, one thread per rank:
 //   mpirun --oversubscribe --allow-run-as-root -np 2 strata-bench-comm --threads 1 --json FILE
-// 1. Sweep: alltoallv with n bytes to every other rank, n from 64 B to 4 MiB; the line through
-//    (n, time) gives β (slope) and the rounds' fixed cost (intercept) of Note [Collective time model]:
-//    at N ranks, T(n) = 2·latency + 2(N−1)·o + (N−1)(header + n)/β. With one rank count the
-//    fixed cost is split as latency = o (α = 2o).
-// 2. Check: the DLRM exchanges of a table-wise plan (random-bench's 8 tables), a row-wise plan (one
-//    8M-row table) and a mixed plan (the MLPerf tables), forward and backward alltoallv at a global
-//    batch of 2048, and the deterministic allreduce of the bottom and top MLPs' gradients: measured
-//    (median over --reps calls) against the model with the fitted figures.
+// 1. Sweep: alltoallv with n bytes to every other rank, n from 64 B to 16 MiB; the line through
+//    (bytes per rank, time), fitted in relative error, gives β (slope) and the rounds' fixed cost
+//    (intercept) of Note [Collective time model]: at N ranks, T(n) = 2·latency + 2(N−1)·o +
+//    (N−1)(header + n)/β. One rank count cannot tell latency from o: the fit splits it evenly.
+//    Then allreduces of 16K to 4M floats: their time beyond the fitted rounds, against their local
+//    bytes (Schedule::local_bytes), gives the host rate.
+// 2. Check, on exchanges the sweeps did not time: the DLRM exchanges of a table-wise plan
+//    (random-bench's 8 tables), a row-wise plan (one 8M-row table) and a mixed plan (the MLPerf
+//    tables), forward and backward alltoallv at a global batch of 2048, and the deterministic
+//    allreduce of random-bench's bottom and top MLP gradients: measured (the minimum over --reps
+//    calls, and the median) against the model with the fitted figures.
 // Rank 0 prints a Markdown table and writes the JSON (bench/bench_common.h conventions).
 #include <algorithm>
 #include <chrono>
@@ -72,7 +75,7 @@ struct Timing {
 
 template <class F>
 Timing time_calls(strata::dist::Communicator& comm, int reps, F&& call) {
-  call();
+  for (int k = 0; k < 3; ++k) call();  // warm-up: buffers, caches, MPI's connections
   std::vector<double> t;
   for (int k = 0; k < reps; ++k) {
     const double start = now();

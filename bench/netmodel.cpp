@@ -217,6 +217,7 @@ int main(int argc, char** argv) try {
   for (const auto& [preset, m] : o.phases) configs.push_back(config_of(preset, m));
   strata::bench::Json json;
   json.begin_object().kv("binary", "strata-netmodel").kv("threads", 1).kv("dtype", "f32").kv("library", "model");
+  json.kv("strong_batch_factor", static_cast<long long>(o.strong_factor));
   json.key("fabrics").begin_array();
   for (const std::string& name : fabric_names()) {
     const Fabric f = fabric_named(name);

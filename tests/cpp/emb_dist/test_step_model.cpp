@@ -55,6 +55,18 @@ TEST(StepModel, ARoundSerializesARanksMessagesAndPaysTheLatencyOnce) {
   EXPECT_DOUBLE_EQ(round_seconds(Round(4), f), 0.0);  // no messages, no time
 }
 
+TEST(StepModel, TheHostRateAddsTheAllreducesLocalWork) {
+  // 2 ranks, 1000 f32, one contribution each: rank r receives 1 node of its 500-element chunk
+  // (zero-filled), reads 2 nodes and writes its chunk: (500 + 2·500 + 500)·4 bytes.
+  const Schedule s = allreduce_schedule("ar", 1000, 4, {1, 1});
+  EXPECT_EQ(s.local_bytes, 2000 * 4);
+  Fabric f = toy();
+  const double rounds = schedule_seconds(s, f);
+  f.host_bytes_per_second = 4e9;
+  EXPECT_DOUBLE_EQ(schedule_seconds(s, f), rounds + 8000 / 4e9);
+  EXPECT_EQ(forward_schedule(plan_shards(mixed_tables(), roomy(2)), 64).local_bytes, 0);
+}
+
 TEST(StepModel, AllreduceIsHeaderReduceScatterAndAllgather) {
   const Fabric f = toy();
   // 2 ranks, 1000 f32: header, 500 elements each way, 500 elements each way.
@@ -174,6 +186,25 @@ TEST(StepModel, MlpParamsCountWeightsAndBiases) {
   EXPECT_ERROR_HAS(mlp_params({4, 0, 2}), "layer width 0 at layer 0");
 }
 
+TEST(StepModel, DlrmShapeOfThePresets) {
+  DLRMConfig c;
+  apply_dlrm_preset(c, "random-bench");
+  DlrmShape s = dlrm_shape(c);
+  ASSERT_EQ(s.tables.size(), 8u);
+  EXPECT_EQ(s.tables[7].name, "C8");
+  EXPECT_EQ(s.tables[0].bytes(), int64_t{1000000} * 64 * 4);
+  EXPECT_EQ(s.dense.bottom, mlp_params({512, 512, 64}));
+  EXPECT_EQ(s.dense.top, mlp_params({100, 1024, 1024, 1024, 1}));  // 9·8/2 + 64 = 100, as strata-dlrm prints
+  EXPECT_EQ(s.batch, 2048);
+  apply_dlrm_preset(c, "kaggle");
+  EXPECT_EQ(dlrm_shape(c).dense.top, mlp_params({367, 512, 256, 1}));
+  c.arch_interaction_op = InteractionOp::Cat;
+  EXPECT_EQ(dlrm_shape(c).dense.top, mlp_params({27 * 16, 512, 256, 1}));
+  c.arch_interaction_op = InteractionOp::Dot;
+  c.arch_interaction_itself = true;
+  EXPECT_EQ(dlrm_shape(c).dense.top, mlp_params({367 + 27, 512, 256, 1}));
+}
+
 TEST(StepModel, FabricsAreNamedAndChecked) {
   EXPECT_EQ(fabric_named("ib100").name, "ib100");
   EXPECT_GT(fabric_named("25gbe").alpha(), fabric_named("ib100").alpha());
@@ -182,6 +213,7 @@ TEST(StepModel, FabricsAreNamedAndChecked) {
   EXPECT_ERROR_HAS(check_fabric({"bad", 1e-6, 0, 0}), "fabric 'bad': bytes_per_second = 0");
   EXPECT_ERROR_HAS(check_fabric({"bad", -1, 0, 1e9}), "fabric 'bad': latency_seconds = -1");
   EXPECT_ERROR_HAS(check_fabric({"bad", 0, -2, 1e9}), "per_message_seconds = -2");
+  EXPECT_ERROR_HAS(check_fabric({"bad", 0, 0, 1e9, -1}), "host_bytes_per_second = -1");
 }
 
 TEST(StepModel, BadInputsAreNamed) {
