@@ -5,7 +5,7 @@
 #   bash bench/netmodel/run_smpi.sh MODEL_JSON SCHED_DIR OUT_DIR
 # MODEL_JSON and SCHED_DIR come from `strata-netmodel --schedules SCHED_DIR --json MODEL_JSON`
 # (bench/netmodel/run.sh). Environment: CONFIGS (random-bench kaggle mlperf40M), NODES (8 16 32 64),
-# TOPOLOGIES (star fattree), FABRICS (25gbe ib100). Outputs that exist are kept (the 64-host runs
+# TOPOLOGIES (star fattree; taper2 also exists), FABRICS (25gbe ib100). Outputs that exist are kept (the 64-host runs
 # take minutes each: SimGrid solves the bandwidth sharing of ~4000 concurrent flows per round).
 # Writes OUT_DIR/<config>_<nodes>_<fabric>_<topology>.out and OUT_DIR/smpi.json (bench/netmodel/smpi_compare.py).
 #

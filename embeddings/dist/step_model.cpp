@@ -2,10 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "core/error.h"
-#include "dist/reduction.h"
 #include "embeddings/dist/shard_volume.h"
 
 namespace strata::emb {
@@ -134,34 +132,21 @@ Schedule backward_schedule(const ShardPlan& plan, int64_t batch) {
 
 Schedule allreduce_schedule(std::string name, int64_t numel, int64_t elem_bytes,
                             const std::vector<int64_t>& contributions_per_rank) {
+  const AllreduceLayout l = allreduce_layout("allreduce_schedule", numel, elem_bytes, contributions_per_rank);
   const int n = static_cast<int>(contributions_per_rank.size());
-  STRATA_CHECK(n >= 1, "allreduce_schedule: no ranks");
-  STRATA_CHECK(numel >= 0 && elem_bytes >= 1, "allreduce_schedule: ", numel, " elements of ", elem_bytes, " bytes");
-  std::vector<int64_t> first(static_cast<std::size_t>(n) + 1, 0), chunk(static_cast<std::size_t>(n));
-  for (int r = 0; r < n; ++r) {
-    STRATA_CHECK(contributions_per_rank[r] >= 0, "allreduce_schedule: rank ", r, " has ", contributions_per_rank[r],
-                 " contributions");
-    first[r + 1] = first[r] + contributions_per_rank[r];
-    chunk[r] = numel / n + (r < numel % n ? 1 : 0);  // dist's even split of the elements
-  }
-  STRATA_CHECK(first[n] >= 1, "allreduce_schedule: no contributions (the job must pass at least one)");
-  Round scatter(n), gather(n);
-  std::vector<int64_t> nodes(static_cast<std::size_t>(n));
   int64_t all_nodes = 0;
-  for (int r = 0; r < n; ++r) {
-    nodes[r] = static_cast<int64_t>(dist::tree_cover(first[n], first[r], first[r + 1]).size());
-    all_nodes += nodes[r];
-  }
+  for (int64_t k : l.nodes) all_nodes += k;
+  Round scatter(n), gather(n);
   int64_t local = 0;
   for (int r = 0; r < n; ++r) {
     for (int j = 0; j < n; ++j) {
       if (j == r) continue;
-      scatter.set(r, j, nodes[r] * chunk[j] * elem_bytes, nodes[r]);  // one message per tree node
-      gather.set(r, j, chunk[r] * elem_bytes);
+      scatter.set(r, j, l.nodes[r] * l.chunk[j] * elem_bytes, l.nodes[r]);  // one message per tree node
+      gather.set(r, j, l.chunk[r] * elem_bytes);
     }
     // Receive buffers zero-filled, every node of the chunk read, the chunk written.
-    const int64_t received = (all_nodes - nodes[r]) * chunk[r];
-    local = std::max(local, (received + all_nodes * chunk[r] + chunk[r]) * elem_bytes);
+    const int64_t received = (all_nodes - l.nodes[r]) * l.chunk[r];
+    local = std::max(local, (received + all_nodes * l.chunk[r] + l.chunk[r]) * elem_bytes);
   }
   return {std::move(name), {header_round(n), std::move(scatter), std::move(gather)}, local};
 }
