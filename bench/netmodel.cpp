@@ -8,7 +8,8 @@
 // The backward phase is split between the MLPs by their weight counts (multiply-adds per sample).
 // Weak scaling: each node keeps the preset's batch (global batch N·b); efficiency T(1)/T(N).
 // Strong scaling: a global batch of --strong-batch-factor × the preset's batch on every node count;
-// efficiency T(1)/(N·T(N)).
+// efficiency T(1)/(N·T(N)). --compute-speedup S divides every measured compute time by S: a node S
+// times this machine's measured throughput (S = 1, the default, is what was measured).
 // --schedules DIR writes, for every configuration and --schedule-nodes count, the message schedule
 // of the step's four collectives (weak scaling) for the SMPI program (bench/netmodel/smpi_collectives.cpp)
 // with the model's time of each on each fabric in DIR/model.json.
@@ -29,7 +30,7 @@ using namespace strata::emb;
 
 constexpr const char* kUsage =
     "strata-netmodel --phases PRESET=BATCH:BOT,LOOKUP,INTER,TOP,BWD,UPDATE [--phases ...] [--nodes 1,2,...] "
-    "[--strong-batch-factor F] [--schedules DIR] [--schedule-nodes 8,16,32,64] [--json FILE]";
+    "[--strong-batch-factor F] [--compute-speedup S] [--schedules DIR] [--schedule-nodes 8,16,32,64] [--json FILE]";
 
 struct Measured {
   int64_t batch = 0;
@@ -41,6 +42,7 @@ struct Options {
   std::vector<int> nodes{1, 2, 4, 8, 16, 32, 64};
   std::vector<int> schedule_nodes{8, 16, 32, 64};
   int64_t strong_factor = 16;
+  double compute_speedup = 1;
   std::string schedules;
   std::string json;
 };
@@ -91,6 +93,8 @@ Options parse(int argc, char** argv) {
       o.schedule_nodes = int_list(cli, a, cli.value(argc, argv, i));
     } else if (a == "--strong-batch-factor") {
       o.strong_factor = cli.integer(a, cli.value(argc, argv, i), 1, 1 << 20);
+    } else if (a == "--compute-speedup") {
+      o.compute_speedup = cli.real(a, cli.value(argc, argv, i), 1e-3, 1e6);
     } else if (a == "--schedules") {
       o.schedules = cli.value(argc, argv, i);
     } else if (a == "--json") {
@@ -112,7 +116,7 @@ struct Config {
   PhaseSeconds per_sample;
 };
 
-Config config_of(const std::string& preset, const Measured& m) {
+Config config_of(const std::string& preset, const Measured& m, double speedup) {
   DLRMConfig c;
   apply_dlrm_preset(c, preset);
   const DlrmShape shape = dlrm_shape(c);
@@ -120,7 +124,7 @@ Config config_of(const std::string& preset, const Measured& m) {
   const auto b = static_cast<double>(m.batch);
   const double bottom_share =
       static_cast<double>(out.dense.bottom) / static_cast<double>(out.dense.bottom + out.dense.top);
-  const double s = 1e-3 / b;
+  const double s = 1e-3 / b / speedup;
   out.per_sample = {m.ms[1] * s, m.ms[0] * s, (m.ms[2] + m.ms[3] + m.ms[4] * (1 - bottom_share)) * s,
                     m.ms[4] * bottom_share * s, m.ms[5] * s};
   return out;
@@ -214,10 +218,10 @@ void schedules(strata::bench::Json& json, const Config& c, int n, const std::str
 int main(int argc, char** argv) try {
   const Options o = parse(argc, argv);
   std::vector<Config> configs;
-  for (const auto& [preset, m] : o.phases) configs.push_back(config_of(preset, m));
+  for (const auto& [preset, m] : o.phases) configs.push_back(config_of(preset, m, o.compute_speedup));
   strata::bench::Json json;
   json.begin_object().kv("binary", "strata-netmodel").kv("threads", 1).kv("dtype", "f32").kv("library", "model");
-  json.kv("strong_batch_factor", static_cast<long long>(o.strong_factor));
+  json.kv("strong_batch_factor", static_cast<long long>(o.strong_factor)).kv("compute_speedup", o.compute_speedup);
   json.key("fabrics").begin_array();
   for (const std::string& name : fabric_names()) {
     const Fabric f = fabric_named(name);

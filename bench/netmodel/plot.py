@@ -39,8 +39,10 @@ def main():
         ax.set_ylim(0, 105)
     axes[0].set_ylabel("projected scaling efficiency (%)")
     axes[1].legend(fontsize=8, loc="lower left")
-    fig.suptitle("Hybrid-parallel DLRM, network model (embeddings/dist/step_model.h), compute measured on one core",
-                 fontsize=10)
+    speedup = model.get("compute_speedup", 1)
+    compute = ("compute as measured on one core of this machine" if speedup == 1
+               else f"compute {speedup:g}x faster than measured on one core")
+    fig.suptitle(f"Hybrid-parallel DLRM, network model (embeddings/dist/step_model.h), {compute}", fontsize=10)
     fig.tight_layout()
     fig.savefig(sys.argv[2], dpi=110)
 
