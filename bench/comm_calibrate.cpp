@@ -275,6 +275,11 @@ int main(int argc, char** argv) try {
   const Options o = parse(argc, argv);
   strata::set_num_threads(o.threads);
   auto& comm = strata::dist::Communicator::world();
+  if (comm.size() < 2) {
+    strata::bench::Cli("strata-bench-comm", kUsage)
+        .fail("needs at least 2 ranks, got " + std::to_string(comm.size()) +
+              " (run it under mpirun -np 2 or more; the model's rounds have no messages on one rank)");
+  }
   strata::bench::Json json;
   json.begin_object()
       .kv("binary", "strata-bench-comm")

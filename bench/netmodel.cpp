@@ -14,7 +14,6 @@
 // of the step's four collectives (weak scaling) for the SMPI program (bench/netmodel/smpi_collectives.cpp)
 // with the model's time of each on each fabric in DIR/model.json.
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
@@ -104,6 +103,12 @@ Options parse(int argc, char** argv) {
     }
   }
   if (o.phases.empty()) cli.fail("no --phases given (the measured compute times of at least one preset)");
+  try {  // refuse unwritable outputs before projecting
+    if (!o.json.empty()) strata::check_writable_file_path(o.json, "--json");
+    if (!o.schedules.empty()) strata::check_writable_file_path(o.schedules + "/kaggle_8.sched", "--schedules");
+  } catch (const strata::Error& e) {
+    cli.fail(e.what());
+  }
   return o;
 }
 
