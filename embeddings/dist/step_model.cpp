@@ -18,15 +18,17 @@ int64_t samples_of(const std::vector<int64_t>& at, int r) { return at[r + 1] - a
 
 // ---- fabrics --------------------------------------------------------------------------------------
 
-// Published figures (reported, not measured here; the per-message cost o is LogP's overhead):
-// - 25gbe: 25GBASE-R (IEEE 802.3by) carries 25 Gb/s = 3.125 GB/s; TCP/IPv4 at a 1500-byte MTU
-//   delivers 1448 payload bytes per 1538 on the wire (94 %), so β = 2.94 GB/s. Open MPI's TCP BTL
-//   over kernel sockets: one-way latency of ~10 µs on 10/25 GbE NICs (kernel-bypass stacks reach
-//   ~2 µs: Cisco usNIC, Open MPI 1.8.1, 1.93 µs half round trip, blogs.cisco.com "MPI over 40Gb
-//   Ethernet"); a socket send/recv pair costs ~1 µs of CPU per message.
-// - ib100: InfiniBand EDR, 4 lanes × 25.78125 Gb/s with 64b/66b coding = 100 Gb/s = 12.5 GB/s;
-//   osu_bw on ConnectX-4/5 EDR reaches ~12.1 GB/s, β = 12.1 GB/s; osu_latency ~1 µs for small
-//   messages through one switch (0.9 µs latency, 0.1 µs MPI overhead per message at the host).
+// The fabrics' figures (reported or derived, not measured here; o is LogP's per-message overhead):
+// - β from the line rates, which the standards fix: 25GBASE-R (IEEE 802.3by) carries 25 Gb/s =
+//   3.125 GB/s, and TCP/IPv4 at a 1500-byte MTU delivers 1448 payload bytes per 1538 on the wire
+//   (94 %): 2.94 GB/s. InfiniBand EDR: 4 lanes × 25.78125 Gb/s with 64b/66b coding = 100 Gb/s =
+//   12.5 GB/s, of which osu_bw reports reach about 97 %: 12.1 GB/s.
+// - latency and o are the usual orders of magnitude of published MPI ping-pong figures, not a
+//   measured pair: EDR through one switch about 1 µs one-way (0.9 µs wire + 0.1 µs per message);
+//   Open MPI's TCP transport over kernel sockets on 10/25 GbE about 10 µs (9 + 1 µs per message).
+//   For scale, the one figure looked up here: a kernel-bypass Ethernet stack (Cisco usNIC, Open MPI
+//   1.8.1, 40 GbE) measured 1.93 µs half round trip (blogs.cisco.com, "MPI over 40Gb Ethernet").
+// The projections are most sensitive to β (bench/RESULTS.md "Network model").
 Fabric fabric_named(std::string_view name) {
   if (name == "25gbe") return {"25gbe", 9.0e-6, 1.0e-6, 2.94e9};
   if (name == "ib100") return {"ib100", 0.9e-6, 0.1e-6, 12.1e9};
