@@ -75,27 +75,37 @@ CollectiveVolume backward_volume(const ShardPlan& plan, int64_t batch, std::span
   return v;
 }
 
-CollectiveVolume allreduce_volume(int64_t numel, int64_t elem_bytes,
-                                  const std::vector<int64_t>& contributions_per_rank) {
+AllreduceLayout allreduce_layout(const char* who, int64_t numel, int64_t elem_bytes,
+                                 const std::vector<int64_t>& contributions_per_rank) {
   const int n = static_cast<int>(contributions_per_rank.size());
-  STRATA_CHECK(n >= 1, "allreduce_volume: no ranks");
-  STRATA_CHECK(numel >= 0 && elem_bytes >= 1, "allreduce_volume: ", numel, " elements of ", elem_bytes, " bytes");
-  std::vector<int64_t> first(static_cast<std::size_t>(n) + 1, 0), chunk(static_cast<std::size_t>(n));
+  STRATA_CHECK(n >= 1, who, ": no ranks");
+  STRATA_CHECK(numel >= 0 && elem_bytes >= 1, who, ": ", numel, " elements of ", elem_bytes, " bytes");
+  std::vector<int64_t> first(static_cast<std::size_t>(n) + 1, 0);
+  AllreduceLayout l{zeros(n), zeros(n)};
   for (int r = 0; r < n; ++r) {
-    STRATA_CHECK(contributions_per_rank[r] >= 0, "allreduce_volume: rank ", r, " has ", contributions_per_rank[r],
+    STRATA_CHECK(contributions_per_rank[r] >= 0, who, ": rank ", r, " has ", contributions_per_rank[r],
                  " contributions");
     first[r + 1] = first[r] + contributions_per_rank[r];
-    chunk[r] = numel / n + (r < numel % n ? 1 : 0);  // dist's even split of the elements
+    l.chunk[r] = numel / n + (r < numel % n ? 1 : 0);  // dist's even split of the elements
   }
-  STRATA_CHECK(first[n] >= 1, "allreduce_volume: no contributions (the job must pass at least one)");
+  STRATA_CHECK(first[n] >= 1, who, ": no contributions (the job must pass at least one)");
+  for (int r = 0; r < n; ++r) {
+    l.nodes[r] = static_cast<int64_t>(dist::tree_cover(first[n], first[r], first[r + 1]).size());
+  }
+  return l;
+}
+
+CollectiveVolume allreduce_volume(int64_t numel, int64_t elem_bytes,
+                                  const std::vector<int64_t>& contributions_per_rank) {
+  const AllreduceLayout l = allreduce_layout("allreduce_volume", numel, elem_bytes, contributions_per_rank);
+  const int n = static_cast<int>(contributions_per_rank.size());
   CollectiveVolume v{zeros(n), zeros(n)};
   for (int r = 0; r < n; ++r) {
-    const auto nodes = static_cast<int64_t>(dist::tree_cover(first[n], first[r], first[r + 1]).size());
     for (int j = 0; j < n; ++j) {
       if (j == r) continue;
-      v.sent[r] += (nodes * chunk[j] + chunk[r]) * elem_bytes;  // reduce-scatter nodes, then the allgather
-      v.received[j] += nodes * chunk[j] * elem_bytes;
-      v.received[r] += chunk[j] * elem_bytes;
+      v.sent[r] += (l.nodes[r] * l.chunk[j] + l.chunk[r]) * elem_bytes;  // reduce-scatter nodes, then the allgather
+      v.received[j] += l.nodes[r] * l.chunk[j] * elem_bytes;
+      v.received[r] += l.chunk[j] * elem_bytes;
     }
   }
   return v;

@@ -54,6 +54,16 @@ int64_t forward_nodes(const ShardPlan& plan, int rank, int table);
 CollectiveVolume forward_volume(const ShardPlan& plan, int64_t batch, std::span<const int64_t> boundaries = {});
 /// The backward alltoallv of ShardedEmbeddingBags::backward.
 CollectiveVolume backward_volume(const ShardPlan& plan, int64_t batch, std::span<const int64_t> boundaries = {});
+/// The layout of Communicator::allreduce(contributions): per rank r, its tree nodes |tree_cover(K,
+/// rank r's)| and its element chunk (dist's even split of `numel`); K = Σ contributions. Throws
+/// strata::Error, prefixed with `who`, for no ranks, numel < 0, elem_bytes < 1, a negative count or
+/// no contribution in all.
+struct AllreduceLayout {
+  std::vector<int64_t> nodes;
+  std::vector<int64_t> chunk;
+};
+AllreduceLayout allreduce_layout(const char* who, int64_t numel, int64_t elem_bytes,
+                                 const std::vector<int64_t>& contributions_per_rank);
 /// Communicator::allreduce(contributions) of `numel` elements of `elem_bytes` bytes with
 /// contributions_per_rank[r] contributions on rank r (at least one in all).
 CollectiveVolume allreduce_volume(int64_t numel, int64_t elem_bytes,
