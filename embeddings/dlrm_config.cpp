@@ -688,6 +688,8 @@ void validate(const DLRMConfig& c) {
   STRATA_CHECK(c.scale_rows > 0 && c.scale_rows <= 1, "--scale-rows: expected a fraction in (0, 1], got ",
                c.scale_rows);
   STRATA_CHECK(c.fast_budget > 0, "--fast-budget: must be positive");
+  STRATA_CHECK(!c.dist_backend.empty() || c.dist_chunks == DLRMConfig{}.dist_chunks,
+               "--dist-chunks: applies only to a distributed run (--dist-backend=mpi)");
   STRATA_CHECK(c.cache_fraction < 0 || (c.cache_fraction > 0 && c.cache_fraction <= 1),
                "--cache-fraction: expected a fraction in (0, 1], got ", c.cache_fraction);
   STRATA_CHECK(c.zipf_alpha > 0, "--zipf-alpha: must be positive, got ", c.zipf_alpha);
