@@ -37,6 +37,9 @@
 ///   worker thread did while the caller computed. busy_seconds, the worker's time in collectives, is
 ///   the communication time it is compared with. Both are summed over the training steps only
 ///   (DistributedTrainable snapshots the counters around each step; test passes are excluded).
+///   Collective time is not all network time: the deterministic allreduce adds the C chunk
+///   gradients in its fixed tree on the worker thread even at one rank (0 bytes sent), and the
+///   wait may exceed the busy time when the caller waits for a rank that has not arrived.
 /// - Not supported yet, refused naming the flag (check_distributed_flags): checkpoints
 ///   (--save-model, --load-model), --inference-only, mixed dimensions and quotient-remainder
 ///   tables, weighted pooling, --arch-interaction-itself, loss functions but bce and

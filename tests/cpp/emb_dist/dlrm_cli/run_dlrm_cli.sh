@@ -43,8 +43,9 @@ case $mode in
   bitwise)
     for np in 1 2 4; do
       run "$np" "$work/np$np.log" "$bin" "${small[@]}" --dist-backend=mpi --json "$work/np$np.json" \
-        || { cat "$work/np$np.log"; fail "the run at $np ranks failed"; }
+        --slow-dir "$work/slow$np" || { cat "$work/np$np.log"; fail "the run at $np ranks failed"; }
       log=$work/np$np.log
+      [ -d "$work/slow$np/rank-$((np - 1))" ] || fail "no --slow-dir/rank-$((np - 1))/ at $np ranks"
       grep -q "^Running on $np ranks using mpi backend" "$log" || fail "no 'Running on $np ranks' line"
       [ "$(grep -c '^Finished training it 1/5 of epoch 0' "$log")" -eq 1 ] || fail "not only rank 0 printed"
       [ "$(grep -c '^comm: rank 0 sent per step: alltoallv' "$log")" -eq 5 ] || fail "not one comm: line per progress line"
