@@ -42,6 +42,7 @@ expect_error() {
 case $mode in
   bitwise)
     for np in 1 2 4; do
+      mkdir -p "$work/slow$np"
       run "$np" "$work/np$np.log" "$bin" "${small[@]}" --dist-backend=mpi --json "$work/np$np.json" \
         --slow-dir "$work/slow$np" || { cat "$work/np$np.log"; fail "the run at $np ranks failed"; }
       log=$work/np$np.log
