@@ -13,6 +13,11 @@
 // conventions, atomically). Exit status: 0 on success, 2 for bad flags, 1 for errors while
 // running (bad indices in the data, unreadable files), each with a message naming the flag or the
 // table and row.
+//
+// `mpirun -np N strata-dlrm ... --dist-backend=mpi` trains DistributedDLRM on every rank with the
+// same loop (Note [Distributed strata-dlrm] in embeddings/dist/dlrm_dist_run.h): rank 0 prints the
+// plan, the progress and test lines and a `comm:` line after each progress line; --json adds every
+// rank's figures; errors are printed by each rank that has them, prefixed with its rank.
 
 #include <algorithm>
 #include <cstdio>
@@ -272,10 +277,10 @@ void json_ranks(bench::Json& j, const Tensor& all) {
 }
 
 // A double written with 17 digits, so that equal files mean bitwise equal values.
-void exact(bench::Json& j, std::string_view key, double x) {
+void exact(bench::Json& j, double x) {
   char buf[40];
   std::snprintf(buf, sizeof buf, "%.17g", x);
-  j.key(key).raw(buf);
+  j.raw(buf);
 }
 
 bool write_dist_json(const DLRMConfig& c, const dist::Communicator& comm, const ShardPlan& plan,
@@ -292,19 +297,15 @@ bool write_dist_json(const DLRMConfig& c, const dist::Communicator& comm, const 
   j.kv("samples_per_s", st.seconds > 0 ? static_cast<double>(st.samples) / st.seconds : 0.0);
   j.kv("loss_first", st.first_loss).kv("loss_last", st.last_loss);
   j.key("train_loss").begin_array();  // at every progress line, exact
-  for (double x : trainer.history().train_loss) {
-    char buf[40];
-    std::snprintf(buf, sizeof buf, "%.17g", x);
-    j.raw(buf);
-  }
+  for (double x : trainer.history().train_loss) exact(j, x);
   j.end_array();
   json_test(j, trainer);
   if (!trainer.history().tests.empty()) {
     const metrics::BinaryMetrics& m = trainer.history().tests.back().metrics;
     j.key("test_exact").begin_object();
-    exact(j, "loss", m.loss);
-    exact(j, "accuracy", m.accuracy);
-    exact(j, "auc", m.auc);
+    exact(j.key("loss"), m.loss);
+    exact(j.key("accuracy"), m.accuracy);
+    exact(j.key("auc"), m.auc);
     j.end_object();
   }
   json_ranks(j, ranks);
