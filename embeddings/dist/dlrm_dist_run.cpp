@@ -56,6 +56,16 @@ void check_distributed_flags(const DLRMConfig& c, int ranks) {
   STRATA_CHECK(c.test_mini_batch_size <= 0 || c.test_mini_batch_size >= ranks,
                "--test-mini-batch-size: ", c.test_mini_batch_size, " samples for ", ranks,
                " ranks; a batch needs at least one sample per rank");
+  // A generator's last batch holds the rest of --data-size (without --num-batches); each batch of a
+  // distributed step needs a sample per rank. (The Criteo and click splits are checked per batch.)
+  const bool generated = c.data_generation == DataGeneration::Random || c.data_generation == DataGeneration::Zipf;
+  for (const int64_t batch :
+       {c.mini_batch_size, c.test_mini_batch_size > 0 ? c.test_mini_batch_size : c.mini_batch_size}) {
+    const int64_t last = c.data_size % batch;
+    STRATA_CHECK(!generated || c.num_batches > 0 || last == 0 || last >= ranks, "--data-size: ", c.data_size,
+                 " samples in batches of ", batch, " leave a last batch of ", last, ", fewer than the ", ranks,
+                 " ranks (a batch needs at least one sample per rank); change --data-size or give --num-batches");
+  }
   if (c.data_generation == DataGeneration::Dataset) {
     std::error_code ec;
     STRATA_CHECK(!c.processed_data_file.empty() && std::filesystem::exists(c.processed_data_file, ec),

@@ -49,6 +49,8 @@ DLRMConfig dist_config(std::vector<std::string> extra = {}) {
 
 TEST(DlrmDistRun, AcceptsTheSupportedFlags) {
   EXPECT_NO_THROW(check_distributed_flags(dist_config({"--optimizer", "rwsadagrad", "--test-freq", "1"}), 4));
+  // Uneven last batches of at least one sample per rank.
+  EXPECT_NO_THROW(check_distributed_flags(dist_config({"--num-batches", "0", "--data-size", "28"}), 4));
 }
 
 TEST(DlrmDistRun, RefusesWhatItDoesNotSupportNamingTheFlag) {
@@ -72,6 +74,9 @@ TEST(DlrmDistRun, RefusesWhatItDoesNotSupportNamingTheFlag) {
       {{"--dist-chunks", "2"}, "--dist-chunks: 2 chunks for 4 ranks"},
       {{"--mini-batch-size", "3"}, "--mini-batch-size: 3 samples for 4 ranks"},
       {{"--test-mini-batch-size", "2"}, "--test-mini-batch-size: 2 samples for 4 ranks"},
+      {{"--num-batches", "0", "--data-size", "26"}, "--data-size: 26 samples in batches of 12 leave a last batch of 2"},
+      {{"--num-batches", "0", "--data-size", "24", "--test-mini-batch-size", "7"},
+       "--data-size: 24 samples in batches of 7 leave a last batch of 3, fewer than the 4 ranks"},
   };
   for (const auto& [flags, expected] : cases)
     EXPECT_THAT(error_of([&] { check_distributed_flags(dist_config(flags), 4); }), HasSubstr(expected)) << flags[0];

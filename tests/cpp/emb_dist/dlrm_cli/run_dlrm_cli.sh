@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # strata-dlrm --dist-backend=mpi end to end under the MPI launcher (Note [Distributed strata-dlrm] in
 # embeddings/dist/dlrm_dist_run.h). Modes:
-#   bitwise   one small random-data run at 1, 2 and 4 ranks: the --json train losses, test metrics and
-#             iterations equal bit for bit (compare_runs.py); rank 0 alone prints, with comm: lines.
+#   bitwise   one small random-data run at 1, 2 and 4 ranks (5 batches, the last of 32 samples): the
+#             --json train losses, test metrics and iterations equal bit for bit (compare_runs.py);
+#             rank 0 alone prints, with comm: lines; --slow-dir/rank-R/ is created.
 #   refused   gloo/ccl/nccl and an unknown backend exit 2 naming --dist-backend; flags the distributed
 #             run does not support exit non-zero naming the flag.
 #   mismatch  one rank given another flag value (by OMPI_COMM_WORLD_RANK / PMI_RANK), or another data
@@ -17,7 +18,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export STRATA_NUM_THREADS=1 STRATA_DIST_TIMEOUT=30
 small=(--arch-embedding-size 300-120-50-7 --arch-sparse-feature-size 4 --arch-mlp-bot 5-8-4 --arch-mlp-top 8-1
-       --mini-batch-size 37 --num-batches 5 --loss-function bce --round-targets True --test-freq 3 --print-freq 1
+       --mini-batch-size 37 --data-size 180 --loss-function bce --round-targets True --test-freq 3 --print-freq 1
        --mlperf-logging --learning-rate 0.1 --num-indices-per-lookup 3 --optimizer rwsadagrad --dist-chunks 6)
 fail() { echo "run_dlrm_cli: FAIL: $*"; exit 1; }
 
