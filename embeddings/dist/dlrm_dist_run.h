@@ -65,8 +65,10 @@ using RankFields = std::vector<std::pair<std::string, std::string>>;
 
 /// Throws strata::Error naming the flag for what a --dist-backend run over `ranks` ranks does not
 /// support (Note [Distributed strata-dlrm]), for --dist-chunks below `ranks`, a --mini-batch-size or
-/// --test-mini-batch-size below `ranks`, and Criteo data without an existing --processed-data-file
-/// (ranks do not preprocess concurrently).
+/// --test-mini-batch-size below `ranks`, a random or zipf last batch (the rest of --data-size) below
+/// `ranks`, and Criteo data without an existing --processed-data-file (ranks do not preprocess
+/// concurrently). The Criteo and click splits' last batches are checked when they are trained
+/// (DistributedDLRM names the batch; nothing is updated).
 void check_distributed_flags(const DLRMConfig& config, int ranks);
 
 /// The DistributedDLRM of `config`: its MLPs, interaction, optimizer, learning rate, seed and chunks.
