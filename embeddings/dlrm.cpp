@@ -159,6 +159,8 @@ std::unique_ptr<optim::Optimizer> dense_optimizer(OptimizerKind kind, const std:
 
 TieredDLRM::TieredDLRM(const DLRMConfig& config) : config_(config), impl_(std::make_unique<Impl>()) {
   validate(config_);
+  STRATA_CHECK(config_.dist_backend.empty(), "--dist-backend: TieredDLRM trains in one process; the distributed run ",
+               "is `mpirun -np N strata-dlrm ... --dist-backend=mpi` (embeddings/dist/dlrm_dist_run.h)");
   place_tables();
   std::vector<ManagedTable*> policies;
   for (auto& m : managed_) policies.push_back(m.get());

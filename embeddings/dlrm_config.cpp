@@ -252,8 +252,18 @@ void add_refused_flags(FlagTable& t) {
     t[f] = refused(no + " (MLPerf shuffling and gradient accumulation)");
   t["--save-onnx"] = refused(no + " (ONNX export)");
   t["--plot-compute-graph"] = refused(no + " (graph plotting)");
-  t["--dist-backend"] = refused(no + " (distributed training)");
-  t["--local_rank"] = refused(no + " (distributed training)");
+  t["--local_rank"] = refused(no + ": mpirun sets the ranks (launch with mpirun -np N ... --dist-backend=mpi)");
+}
+
+// Distributed flags (Note [Distributed strata-dlrm] in embeddings/dist/dlrm_dist_run.h).
+void add_distributed_flags(FlagTable& t) {
+  t["--dist-backend"] = value([](DLRMConfig& c, const std::string& f, const std::string& v) {
+    STRATA_CHECK(v != "gloo" && v != "ccl" && v != "nccl", f, ": backend ", quote_field(v),
+                 " is not supported: Strata's only backend is mpi (launch with mpirun -np N strata-dlrm ... ", f,
+                 "=mpi)");
+    c.dist_backend = parse_choice(f, v, {"mpi"});
+  });
+  t["--dist-chunks"] = STRATA_INT_FLAG(dist_chunks, 1, int64_t{1} << 20);
 }
 
 // Strata flags.
@@ -300,6 +310,7 @@ const FlagTable& flag_table() {
     add_training_flags(t);
     add_reporting_flags(t);
     add_refused_flags(t);
+    add_distributed_flags(t);
     add_strata_flags(t);
     return t;
   }();
@@ -677,6 +688,8 @@ void validate(const DLRMConfig& c) {
   STRATA_CHECK(c.scale_rows > 0 && c.scale_rows <= 1, "--scale-rows: expected a fraction in (0, 1], got ",
                c.scale_rows);
   STRATA_CHECK(c.fast_budget > 0, "--fast-budget: must be positive");
+  STRATA_CHECK(!c.dist_backend.empty() || c.dist_chunks == DLRMConfig{}.dist_chunks,
+               "--dist-chunks: applies only to a distributed run (--dist-backend=mpi)");
   STRATA_CHECK(c.cache_fraction < 0 || (c.cache_fraction > 0 && c.cache_fraction <= 1),
                "--cache-fraction: expected a fraction in (0, 1], got ", c.cache_fraction);
   STRATA_CHECK(c.zipf_alpha > 0, "--zipf-alpha: must be positive, got ", c.zipf_alpha);
@@ -766,7 +779,20 @@ Reporting:
   --save-model FILE     save when the test accuracy (AUC with --mlperf-logging) improves, and at
                         the end of a run without testing   --load-model FILE  resume from FILE
 Refused: --use-gpu, --quantize-*, --mlperf-bin-shuffle, --mlperf-grad-accum-iter,
-  --save-onnx, --plot-compute-graph, --dist-backend, --local_rank.
+  --save-onnx, --plot-compute-graph, --local_rank (mpirun sets the ranks).
+
+Distributed (mpirun -np N strata-dlrm ... --dist-backend=mpi; README "Distributed training"):
+  --dist-backend mpi    hybrid-parallel training over every rank: tables sharded by the planner
+                        (each rank holds at most --fast-budget of rows, all in DRAM), MLPs data-
+                        parallel; every rank reads the same global batches; rank 0 prints. Losses
+                        and metrics are bitwise the same at any rank count. gloo/ccl/nccl refused.
+                        Not supported yet (refused): --save-model, --load-model, --inference-only,
+                        --md-flag, --qr-flag, --weighted-pooling, --arch-interaction-itself, loss
+                        functions but bce, --loss-threshold, learning-rate schedules, --emb-dtype
+                        bf16, --emb-policy (but auto), --cache-fraction, --check-finite,
+                        --enable-profiling. --slow-dir DIR gives rank R the slow tier DIR/rank-R/
+                        (created) for evicted tensors; the tables never go there.
+  --dist-chunks C  (8)  the global batch's fixed chunks (at least the rank count)
 
 Strata:
   --preset tiny|random-bench|kaggle|mlperf40M|default

@@ -184,6 +184,12 @@ struct DLRMConfig {
   bool check_finite = false;
   /// Write the run's figures as JSON here ("" for none), atomically.
   std::string json;
+  /// --dist-backend (the reference's flag): "" for one process, "mpi" for a DistributedDLRM run over
+  /// every rank of `mpirun` (Note [Distributed strata-dlrm] in embeddings/dist/dlrm_dist_run.h).
+  std::string dist_backend;
+  /// The fixed chunks the global batch splits into with --dist-backend (DistributedDLRMConfig::chunks):
+  /// at least the rank count; the results depend on it, never on the rank count.
+  int64_t dist_chunks = 8;
   /// Draw the train loss and the test metrics over iterations into this PNG ("" for none).
   std::string plot;
   /// --help was given.

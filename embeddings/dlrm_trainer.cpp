@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <ctime>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -25,9 +27,56 @@ std::string wall_clock() {
   return buf;
 }
 
+/// TieredDLRM as the trainer sees it; with --enable-profiling its phases since the last progress line.
+class TieredTrainable final : public DLRMTrainable {
+ public:
+  explicit TieredTrainable(TieredDLRM& model) : model_(model) {}
+  int64_t num_tables() const override { return model_.num_tables(); }
+  float train_step(std::span<const float> dense, std::span<const Bags> bags, std::span<const float> targets) override {
+    return model_.train_step(dense, bags, targets);
+  }
+  float score(std::span<const float> dense, std::span<const Bags> bags, std::span<const float> targets,
+              std::vector<float>& scores) override {
+    return model_.score(dense, bags, targets, scores);
+  }
+  void reset_stats() override {
+    model_.reset_stats();
+    at_last_line_ = model_.times();
+  }
+  std::string progress_detail() override;
+  void save(const std::string& path, const CheckpointMetadata& extra) override { model_.save(path, extra); }
+  CheckpointMetadata load(const std::string& path) override { return model_.load(path); }
+  int64_t steps() const override { return model_.steps(); }
+
+ private:
+  TieredDLRM& model_;
+  DLRMPhaseTimes at_last_line_;
+};
+
+std::string TieredTrainable::progress_detail() {
+  if (!model_.config().enable_profiling) return "";
+  const DLRMPhaseTimes& p = model_.times();
+  const DLRMPhaseTimes& q = at_last_line_;
+  const double n = static_cast<double>(std::max<int64_t>(1, p.steps - q.steps));
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "  phases (ms/it): bottom MLP %.3f, lookup %.3f, interaction %.3f, top MLP %.3f, "
+                "backward %.3f, update %.3f\n",
+                1e3 * (p.bottom_mlp - q.bottom_mlp) / n, 1e3 * (p.lookup - q.lookup) / n,
+                1e3 * (p.interaction - q.interaction) / n, 1e3 * (p.top_mlp - q.top_mlp) / n,
+                1e3 * (p.backward - q.backward) / n, 1e3 * (p.update - q.update) / n);
+  at_last_line_ = p;
+  return line;
+}
+
 }  // namespace
 
 metrics::BinaryMetrics evaluate_source(TieredDLRM& model, IndexSource& source, int64_t max_batches) {
+  TieredTrainable m(model);
+  return evaluate_source(m, source, max_batches);
+}
+
+metrics::BinaryMetrics evaluate_source(DLRMTrainable& model, IndexSource& source, int64_t max_batches) {
   metrics::BinaryMetricsAccumulator acc;
   source.reset();
   Batch b;
@@ -54,14 +103,25 @@ std::unique_ptr<IndexSource> make_test_index_source(const DLRMConfig& config) {
 
 DLRMTrainer::DLRMTrainer(TieredDLRM& model, const DLRMConfig& config, IndexSource& train, IndexSource* test,
                          std::FILE* out)
-    : model_(model),
+    : DLRMTrainer(std::make_unique<TieredTrainable>(model), nullptr, config, train, test, out) {}
+
+DLRMTrainer::DLRMTrainer(DLRMTrainable& model, const DLRMConfig& config, IndexSource& train, IndexSource* test,
+                         std::FILE* out)
+    : DLRMTrainer(nullptr, &model, config, train, test, out) {}
+
+DLRMTrainer::~DLRMTrainer() = default;
+
+DLRMTrainer::DLRMTrainer(std::unique_ptr<DLRMTrainable> owned, DLRMTrainable* model, const DLRMConfig& config,
+                         IndexSource& train, IndexSource* test, std::FILE* out)
+    : owned_(std::move(owned)),
+      model_(model != nullptr ? *model : *owned_),
       config_(config),
       train_(train),
       test_(test),
       out_(out),
       nb_(train.num_batches()),
       test_each_epoch_(test != nullptr && has_test_split(config)),
-      bags_(static_cast<std::size_t>(model.num_tables())) {}
+      bags_(static_cast<std::size_t>(model_.num_tables())) {}
 
 void DLRMTrainer::load(const std::string& path) {
   const std::optional<DLRMTrainState> st = DLRMTrainState::from_metadata(model_.load(path), path);
@@ -176,18 +236,7 @@ void DLRMTrainer::print_progress(int64_t k, int64_t j) {
   std::fprintf(out_, "Finished training it %lld/%lld of epoch %lld, %.2f ms/it, loss %.6f%s\n",
                static_cast<long long>(j + 1), static_cast<long long>(nb_), static_cast<long long>(k), ms, loss,
                config_.print_wall_time ? (" (" + wall_clock() + ")").c_str() : "");
-  if (config_.enable_profiling) {  // the phases since the previous progress line
-    const DLRMPhaseTimes& p = model_.times();
-    const DLRMPhaseTimes& q = phases_at_last_line_;
-    const double n = static_cast<double>(std::max<int64_t>(1, p.steps - q.steps));
-    std::fprintf(out_,
-                 "  phases (ms/it): bottom MLP %.3f, lookup %.3f, interaction %.3f, top MLP %.3f, "
-                 "backward %.3f, update %.3f\n",
-                 1e3 * (p.bottom_mlp - q.bottom_mlp) / n, 1e3 * (p.lookup - q.lookup) / n,
-                 1e3 * (p.interaction - q.interaction) / n, 1e3 * (p.top_mlp - q.top_mlp) / n,
-                 1e3 * (p.backward - q.backward) / n, 1e3 * (p.update - q.update) / n);
-    phases_at_last_line_ = p;
-  }
+  std::fputs(model_.progress_detail().c_str(), out_);
   std::fflush(out_);
   history_.train_iter.push_back(static_cast<double>(k * nb_ + j + 1));
   history_.train_loss.push_back(loss);

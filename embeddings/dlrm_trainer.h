@@ -32,6 +32,7 @@
 #include <cstdio>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -70,12 +71,43 @@ struct DLRMTrainStats {
   double first_loss = -1, last_loss = -1;  ///< -1: no step taken
 };
 
+/// What DLRMTrainer trains: TieredDLRM (one process; the trainer wraps it itself) or
+/// DistributedDLRM (embeddings/dist/dlrm_dist_run.h: every rank runs the same trainer on the same
+/// global batches). Only the trainer's view of a model: steps, test scores, checkpoints.
+class DLRMTrainable {
+ public:
+  virtual ~DLRMTrainable() = default;
+  /// Logical tables (one Bags each per batch).
+  virtual int64_t num_tables() const = 0;
+  /// One training step on a batch (TieredDLRM::train_step's contract); returns its loss.
+  virtual float train_step(std::span<const float> dense, std::span<const Bags> bags,
+                           std::span<const float> targets) = 0;
+  /// A test batch: every sample's click probability into `scores` (resized to B) and the batch's
+  /// mean loss; updates nothing (TieredDLRM::score's contract).
+  virtual float score(std::span<const float> dense, std::span<const Bags> bags, std::span<const float> targets,
+                      std::vector<float>& scores) = 0;
+  /// Clears the model's figures at the start of training.
+  virtual void reset_stats() = 0;
+  /// Lines printed after each progress line about the steps since the previous one (each ending
+  /// in a newline; "" for none): TieredDLRM's phases with --enable-profiling, the distributed
+  /// run's `comm:` line.
+  virtual std::string progress_detail() = 0;
+  /// Checkpoints (Note [DLRM checkpoints]); optimizer steps taken.
+  virtual void save(const std::string& path, const CheckpointMetadata& extra) = 0;
+  virtual CheckpointMetadata load(const std::string& path) = 0;
+  virtual int64_t steps() const = 0;
+};
+
 class DLRMTrainer {
  public:
   /// `test` may be null (no testing). Output goes to `out` (stdout in strata-dlrm). The sources and
   /// the model must outlive the trainer.
   DLRMTrainer(TieredDLRM& model, const DLRMConfig& config, IndexSource& train, IndexSource* test,
               std::FILE* out = stdout);
+  /// The same for any DLRMTrainable.
+  DLRMTrainer(DLRMTrainable& model, const DLRMConfig& config, IndexSource& train, IndexSource* test,
+              std::FILE* out = stdout);
+  ~DLRMTrainer();
 
   /// Loads a checkpoint written by a run (TieredDLRM::load) and the position to resume from.
   void load(const std::string& path);
@@ -100,6 +132,9 @@ class DLRMTrainer {
   bool stopped_at_threshold() const { return stopped_; }
 
  private:
+  /// `model`, or `*owned` when `model` is null.
+  DLRMTrainer(std::unique_ptr<DLRMTrainable> owned, DLRMTrainable* model, const DLRMConfig& config, IndexSource& train,
+              IndexSource* test, std::FILE* out);
   bool train_epoch(int64_t k);
   void skip_batches(int64_t k, int64_t n);
   std::optional<float> train_batch(int64_t k, int64_t j);
@@ -108,7 +143,8 @@ class DLRMTrainer {
   bool threshold_reached() const;
   DLRMTrainState position(int64_t epoch, int64_t iter) const;
 
-  TieredDLRM& model_;
+  std::unique_ptr<DLRMTrainable> owned_;  // the wrapper of a TieredDLRM
+  DLRMTrainable& model_;
   const DLRMConfig& config_;
   IndexSource& train_;
   IndexSource* test_;
@@ -125,7 +161,6 @@ class DLRMTrainer {
   double best_acc_ = 0, best_auc_ = 0;
   bool stopped_ = false;
   bool saved_ = false;
-  DLRMPhaseTimes phases_at_last_line_;  // --enable-profiling
   DLRMTrainStats stats_;
   DLRMHistory history_;
 };
@@ -133,6 +168,7 @@ class DLRMTrainer {
 /// One pass over `source` (from its start; at most `max_batches` batches when > 0) scoring every
 /// batch with no gradient (TieredDLRM::score): loss, log loss, accuracy and AUC.
 metrics::BinaryMetrics evaluate_source(TieredDLRM& model, IndexSource& source, int64_t max_batches = 0);
+metrics::BinaryMetrics evaluate_source(DLRMTrainable& model, IndexSource& source, int64_t max_batches = 0);
 
 /// The test split of the run's data: the dataset's or click generator's test split; for the other
 /// generators the training data again (the reference tests random data on its training batches).

@@ -13,21 +13,34 @@
 // conventions, atomically). Exit status: 0 on success, 2 for bad flags, 1 for errors while
 // running (bad indices in the data, unreadable files), each with a message naming the flag or the
 // table and row.
+//
+// `mpirun -np N strata-dlrm ... --dist-backend=mpi` trains DistributedDLRM on every rank with the
+// same loop (Note [Distributed strata-dlrm] in embeddings/dist/dlrm_dist_run.h): rank 0 prints the
+// plan, the progress and test lines and a `comm:` line after each progress line; --json adds every
+// rank's figures; errors are printed by each rank that has them, prefixed with its rank.
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <exception>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "bench/bench_common.h"
 #include "core/error.h"
+#include "core/factories.h"
 #include "core/line_plot.h"
+#include "core/pin_set.h"
 #include "core/threading.h"
+#include "dist/communicator.h"
+#include "embeddings/dist/dist_dlrm.h"
+#include "embeddings/dist/dlrm_dist_run.h"
 #include "embeddings/dlrm.h"
 #include "embeddings/dlrm_config.h"
 #include "embeddings/dlrm_trainer.h"
+#include "memory/tiered_memory.h"
 
 namespace {
 
@@ -101,9 +114,10 @@ void print_summary(const DLRMConfig& c, TieredDLRM& model, const DLRMTrainer& tr
   std::fflush(stdout);
 }
 
-void json_architecture(bench::Json& j, const DLRMConfig& c, TieredDLRM& model) {
+void json_architecture(bench::Json& j, const DLRMConfig& c) {
   j.kv("preset", c.preset).kv("policy", c.emb_policy).kv("batch", c.mini_batch_size);
-  j.kv("tables", model.num_tables()).kv("table_bytes", static_cast<long long>(c.table_bytes()));
+  j.kv("tables", static_cast<long long>(c.arch_embedding_size.size()))
+      .kv("table_bytes", static_cast<long long>(c.table_bytes()));
   j.kv("fast_budget", static_cast<long long>(c.fast_budget));
   // The architecture as run (after presets, --scale-rows), so a peer can build the same model.
   j.key("rows").begin_array();
@@ -144,7 +158,7 @@ bool write_json(const DLRMConfig& c, TieredDLRM& model, const DLRMTrainer& train
   bench::Json j;
   j.begin_object();
   j.kv("binary", kProg).kv("threads", get_num_threads()).kv("dtype", "f32").kv("library", "strata");
-  json_architecture(j, c, model);
+  json_architecture(j, c);
   j.kv("iterations", st.iterations);
   j.timed("step_ms", "ms", st.step_ms);
   j.kv("samples_per_s", st.seconds > 0 ? static_cast<double>(st.samples) / st.seconds : 0.0);
@@ -173,6 +187,22 @@ bool write_json(const DLRMConfig& c, TieredDLRM& model, const DLRMTrainer& train
   return bench::write_file_atomically(c.json, j.str(), kProg);
 }
 
+// The run's training and test data; `print`: the data line.
+struct Sources {
+  std::unique_ptr<IndexSource> train, test;
+  Sources(const DLRMConfig& c, bool print) : train(make_index_source(c)) {
+    const bool testing = c.inference_only || c.test_freq > 0 || has_test_split(c);
+    if (testing) test = make_test_index_source(c);
+    if (!print) return;
+    std::printf("data: %s, %lld batches per epoch", train->describe().c_str(),
+                static_cast<long long>(train->num_batches()));
+    if (test)
+      std::printf("; test: %lld batches of %lld", static_cast<long long>(test->num_batches()),
+                  static_cast<long long>(test->batch_size()));
+    std::printf("\n");
+  }
+};
+
 int run(const DLRMConfig& flags) {
   if (flags.threads > 0) set_num_threads(static_cast<int>(flags.threads));
   check_output_paths(flags);                      // before hours of training, not after
@@ -182,16 +212,8 @@ int run(const DLRMConfig& flags) {
   TieredDLRM model(c);
   std::printf("%s\n%s", model.describe_memory().c_str(),
               c.debug_mode || model.num_tables() <= 8 ? model.describe_tables().c_str() : "");
-  std::unique_ptr<IndexSource> source = make_index_source(c);
-  const bool testing = c.inference_only || c.test_freq > 0 || has_test_split(c);
-  std::unique_ptr<IndexSource> test_source = testing ? make_test_index_source(c) : nullptr;
-  std::printf("data: %s, %lld batches per epoch", source->describe().c_str(),
-              static_cast<long long>(source->num_batches()));
-  if (test_source)
-    std::printf("; test: %lld batches of %lld", static_cast<long long>(test_source->num_batches()),
-                static_cast<long long>(test_source->batch_size()));
-  std::printf("\n");
-  DLRMTrainer trainer(model, c, *source, test_source.get());
+  const Sources data(c, true);
+  DLRMTrainer trainer(model, c, *data.train, data.test.get());
   if (!c.load_model.empty()) trainer.load(c.load_model);
   std::printf("time/loss/accuracy (if enabled):\n");
   std::fflush(stdout);
@@ -210,6 +232,157 @@ int run(const DLRMConfig& flags) {
   return 0;
 }
 
+// ---- the distributed run (Note [Distributed strata-dlrm] in embeddings/dist/dlrm_dist_run.h) ------
+
+constexpr int64_t kOpFields = 5;  // per collective: calls, bytes sent, bytes received, busy s, exposed s
+constexpr int64_t kStepsAt = dist::kNumOps * kOpFields + 2;  // then train s, data wait s, step ms...
+
+// This rank's figures of the training steps as one f64 row (the same length on every rank: every
+// rank ran the same steps).
+Tensor rank_figures(const DistributedTrainable& model, const DLRMTrainStats& st) {
+  std::vector<double> v;
+  for (const dist::OpStats& o : model.step_comm().ops)
+    v.insert(v.end(), {static_cast<double>(o.calls), static_cast<double>(o.bytes_sent),
+                       static_cast<double>(o.bytes_received), o.busy_seconds, o.wait_seconds});
+  v.push_back(st.seconds);
+  v.push_back(st.data_seconds);
+  v.insert(v.end(), st.step_ms.begin(), st.step_ms.end());
+  Tensor t = empty({1, static_cast<int64_t>(v.size())}, {DType::f64});
+  PinSet pins;
+  pins.add(t, AccessMode::Write).acquire();
+  std::memcpy(t.data_ptr(), v.data(), v.size() * sizeof(double));
+  return t;
+}
+
+// Every rank's figures (rank_figures rows, gathered) under "ranks".
+void json_ranks(bench::Json& j, const Tensor& all) {
+  PinSet pins;
+  pins.add(all, AccessMode::Read).acquire();
+  const int64_t width = all.size(1);
+  j.key("ranks").begin_array();
+  for (int64_t r = 0; r < all.size(0); ++r) {
+    const double* row = all.data<double>() + r * width;
+    j.begin_object().kv("rank", static_cast<long long>(r)).key("collectives").begin_object();
+    for (int op = 0; op < dist::kNumOps; ++op) {
+      const double* o = row + op * kOpFields;
+      j.key(dist::op_name(static_cast<dist::Op>(op))).begin_object();
+      j.kv("calls", static_cast<long long>(o[0])).kv("bytes_sent", static_cast<long long>(o[1]));
+      j.kv("bytes_received", static_cast<long long>(o[2])).kv("busy_s", o[3]).kv("exposed_s", o[4]).end_object();
+    }
+    j.end_object().kv("train_s", row[kStepsAt - 2]).kv("data_wait_s", row[kStepsAt - 1]);
+    j.timed("step_ms", "ms", std::vector<double>(row + kStepsAt, row + width));
+    j.end_object();
+  }
+  j.end_array();
+}
+
+// A double written with 17 digits, so that equal files mean bitwise equal values.
+void exact(bench::Json& j, double x) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", x);
+  j.raw(buf);
+}
+
+bool write_dist_json(const DLRMConfig& c, const dist::Communicator& comm, const ShardPlan& plan,
+                     const DLRMTrainer& trainer, const Tensor& ranks) {
+  const DLRMTrainStats& st = trainer.stats();
+  bench::Json j;
+  j.begin_object();
+  j.kv("binary", kProg).kv("threads", get_num_threads()).kv("dtype", "f32").kv("library", "strata");
+  j.kv("dist_backend", c.dist_backend).kv("world_size", comm.size()).kv("mpi", comm.implementation());
+  j.kv("chunks", static_cast<long long>(c.dist_chunks)).key("plan").raw(plan.to_json());
+  json_architecture(j, c);
+  j.kv("iterations", st.iterations);
+  j.timed("step_ms", "ms", st.step_ms);
+  j.kv("samples_per_s", st.seconds > 0 ? static_cast<double>(st.samples) / st.seconds : 0.0);
+  j.kv("loss_first", st.first_loss).kv("loss_last", st.last_loss);
+  j.key("train_loss").begin_array();  // at every progress line, exact
+  for (double x : trainer.history().train_loss) exact(j, x);
+  j.end_array();
+  json_test(j, trainer);
+  if (!trainer.history().tests.empty()) {
+    const metrics::BinaryMetrics& m = trainer.history().tests.back().metrics;
+    j.key("test_exact").begin_object();
+    exact(j.key("loss"), m.loss);
+    exact(j.key("accuracy"), m.accuracy);
+    exact(j.key("auc"), m.auc);
+    j.end_object();
+  }
+  json_ranks(j, ranks);
+  j.end_object();
+  return bench::write_file_atomically(c.json, j.str(), kProg);
+}
+
+// Collective start-up checks (item 7), then this rank's memory: the slow tier in --slow-dir/rank-R/.
+DLRMConfig start_distributed(const DLRMConfig& flags, const std::vector<std::string>& args, dist::Communicator& comm) {
+  if (flags.threads > 0) set_num_threads(static_cast<int>(flags.threads));
+  RankFields fields = canonical_dlrm_args(args);
+  fields.emplace_back("threads (effective)", std::to_string(get_num_threads()));
+  check_same_on_every_rank(comm, fields, "flag");
+  check_distributed_flags(flags, comm.size());
+  if (comm.rank() == 0) check_output_paths(flags);
+  const DLRMConfig c = with_dataset_rows(flags);
+  check_same_on_every_rank(comm, dlrm_data_fingerprint(c), "data file");
+  DLRMConfig mine = c;
+  if (!c.slow_dir.empty()) {
+    mine.slow_dir = (std::filesystem::path(c.slow_dir) / ("rank-" + std::to_string(comm.rank()))).string();
+    std::error_code ec;
+    std::filesystem::create_directories(mine.slow_dir, ec);
+    STRATA_CHECK(!ec, "--slow-dir: cannot create ", quote_path(mine.slow_dir), ": ", ec.message());
+  }
+  configure_process_memory(mine);
+  return c;
+}
+
+void print_dist_summary(const DLRMTrainer& trainer, const DistributedTrainable& model, const dist::Communicator& comm) {
+  const DLRMTrainStats& st = trainer.stats();
+  std::printf("\nSummary: %lld iterations, %lld samples in %.2f s: %.1f samples/s (%d ranks x %d threads)\n",
+              static_cast<long long>(st.iterations), static_cast<long long>(st.samples), st.seconds,
+              st.seconds > 0 ? static_cast<double>(st.samples) / st.seconds : 0.0, comm.size(), get_num_threads());
+  std::printf("  %s", comm_line(model.step_comm(), st.iterations, comm.rank()).c_str());
+  print_test_summary(trainer);
+  std::fflush(stdout);
+}
+
+int train_distributed(const DLRMConfig& flags, const std::vector<std::string>& args, dist::Communicator& comm) {
+  const DLRMConfig c = start_distributed(flags, args, comm);
+  const bool root = comm.rank() == 0;
+  const ShardPlan plan = plan_dlrm_shards(c, comm.size());
+  if (root)
+    std::printf("Running on %d ranks using %s backend (%s)\n%s\n%s", comm.size(), c.dist_backend.c_str(),
+                comm.implementation().c_str(), describe(c).c_str(), plan.to_string().c_str());
+  DistributedDLRM model(distributed_model_config(c), plan, {&memory::tiered_memory().fast_heap(), nullptr}, comm);
+  DistributedTrainable trainable(model, static_cast<int64_t>(c.arch_embedding_size.size()));
+  const Sources data(c, root);
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> quiet(root ? nullptr : std::fopen("/dev/null", "w"), &std::fclose);
+  STRATA_CHECK(root || quiet != nullptr, "cannot open /dev/null for rank ", comm.rank(), "'s progress lines");
+  DLRMTrainer trainer(trainable, c, *data.train, data.test.get(), root ? stdout : quiet.get());
+  if (root) std::printf("time/loss/accuracy (if enabled):\n");
+  std::fflush(stdout);
+  trainer.train();
+  const Tensor ranks = comm.allgatherv(rank_figures(trainable, trainer.stats()));
+  if (!root) return 0;
+  print_dist_summary(trainer, trainable, comm);
+  if (!c.json.empty() && !write_dist_json(c, comm, plan, trainer, ranks)) return 1;
+  if (!c.plot.empty()) {
+    write_line_plot_png(c.plot, "strata-dlrm --dist-backend " + c.dist_backend, training_plot_panels(trainer.curves()));
+    std::printf("Plot written to %s\n", c.plot.c_str());
+  }
+  return 0;
+}
+
+// Errors name the rank: a rank's own problem (a file it cannot read) reaches only its stderr.
+int run_distributed(const DLRMConfig& flags, const std::vector<std::string>& args) {
+  dist::Communicator& comm = dist::Communicator::world();
+  try {
+    return train_distributed(flags, args, comm);
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "%s: rank %d: error: %s\n", kProg, comm.rank(), e.what());
+    return 1;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -226,6 +399,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   try {
+    if (!config.dist_backend.empty()) return run_distributed(config, args);
     return run(config);
   } catch (const std::exception& e) {
     std::fflush(stdout);

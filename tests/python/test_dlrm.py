@@ -247,6 +247,13 @@ def test_bad_options_name_the_flag():
         strata.dlrm.DLRM(arch_interaction_itself="yes")
     with pytest.raises(KeyError, match="emb_l.9.weight"):
         strata.dlrm.DLRM().load_state_dict({"emb_l.9.weight": np.zeros((2, 2), np.float32)})
+    # The distributed run is strata-dlrm's under mpirun; the Python model never silently ignores it.
+    with pytest.raises(strata.StrataError, match="--dist-backend: TieredDLRM trains in one process"):
+        strata.dlrm.DLRM(dist_backend="mpi")
+    with pytest.raises(strata.StrataError, match="--dist-backend: backend 'gloo' is not supported: Strata's only"):
+        strata.dlrm.DLRM(dist_backend="gloo")
+    with pytest.raises(strata.StrataError, match="--dist-chunks: applies only to a distributed run"):
+        strata.dlrm.DLRM(dist_chunks=4)
 
 
 def test_defaults_are_the_references_and_presets_work():

@@ -330,6 +330,9 @@ TEST(TieredDLRM, PlacesTablesPerPolicyAndBudget) {
               HasSubstr("--cache-fraction 0.9: the caches would need"));
   EXPECT_THAT(testing_util::error_of([&] { TieredDLRM m(with({"--fast-budget", "16K"})); }),
               HasSubstr("--fast-budget: 16.00 KiB cannot hold the cached tables' pointer tables"));
+  // A distributed config is DistributedDLRM's (Note [Distributed strata-dlrm]), never silently one process.
+  EXPECT_THAT(testing_util::error_of([&] { TieredDLRM m(with({"--dist-backend=mpi"})); }),
+              HasSubstr("--dist-backend: TieredDLRM trains in one process"));
 }
 
 TEST(TieredDLRM, EveryPolicyTrainsToTheSameValues) {

@@ -463,8 +463,24 @@ TEST(DLRMConfig, UnknownMissingAndRefusedFlags) {
   EXPECT_THAT(parse_error({"--mini-batch-size"}), HasSubstr("--mini-batch-size: missing value"));
   for (const char* f : {"--use-gpu", "--save-onnx", "--mlperf-bin-shuffle", "--plot-compute-graph"})
     EXPECT_THAT(parse_error({f}), HasSubstr(std::string(f) + " is not supported by strata-dlrm")) << f;
-  for (const char* f : {"--quantize-emb-with-bit", "--mlperf-grad-accum-iter", "--dist-backend"})
+  for (const char* f : {"--quantize-emb-with-bit", "--mlperf-grad-accum-iter", "--local_rank"})
     EXPECT_THAT(parse_error({f, "4"}), HasSubstr(std::string(f) + " is not supported by strata-dlrm")) << f;
+}
+
+// Note [Distributed strata-dlrm]: mpi is the only backend; the reference's others are named.
+TEST(DLRMConfig, DistBackendIsMpiOnly) {
+  EXPECT_EQ(parse({"--dist-backend=mpi"}).dist_backend, "mpi");
+  EXPECT_EQ(parse({"--dist-backend", "mpi", "--dist-chunks", "16"}).dist_chunks, 16);
+  EXPECT_EQ(parse({}).dist_backend, "");
+  for (const char* b : {"gloo", "ccl", "nccl"})
+    EXPECT_THAT(parse_error({"--dist-backend", b}), HasSubstr(std::string("--dist-backend: backend '") + b +
+                                                              "' is not supported: Strata's only backend is mpi"))
+        << b;
+  EXPECT_THAT(parse_error({"--dist-backend=tcp"}), HasSubstr("--dist-backend: expected one of mpi, got 'tcp'"));
+  EXPECT_THAT(parse_error({"--dist-backend="}), HasSubstr("--dist-backend: expected one of mpi, got ''"));
+  EXPECT_THAT(parse_error({"--dist-chunks", "4"}), HasSubstr("--dist-chunks: applies only to a distributed run"));
+  EXPECT_THAT(parse_error({"--dist-backend=mpi", "--dist-chunks", "0"}),
+              HasSubstr("--dist-chunks: expected an integer"));
 }
 
 // ---- the reference's table tricks (Note [DLRM table kinds]) ------------------------------------------

@@ -1,0 +1,305 @@
+#include "embeddings/dist/dlrm_dist_run.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <string_view>
+
+#include "autograd/grad_mode.h"
+#include "core/error.h"
+#include "core/factories.h"
+#include "core/file.h"
+#include "core/pin_set.h"
+#include "core/text.h"
+#include "core/threading.h"
+#include "embeddings/index_source.h"
+#include "ops/softmax_loss.h"
+
+namespace strata::emb {
+
+namespace {
+
+// One flag the distributed run refuses when `given`, with what to do instead.
+void refuse_if(bool given, std::string_view flag, std::string_view why) {
+  if (given) STRATA_FAIL(flag, ": not supported with --dist-backend yet (", why, ")");
+}
+
+}  // namespace
+
+void check_distributed_flags(const DLRMConfig& c, int ranks) {
+  refuse_if(!c.save_model.empty(), "--save-model", "distributed checkpoints are not wired into strata-dlrm");
+  refuse_if(!c.load_model.empty(), "--load-model", "distributed checkpoints are not wired into strata-dlrm");
+  refuse_if(c.inference_only, "--inference-only", "it needs --load-model");
+  refuse_if(c.md_flag, "--md-flag", "DistributedDLRM's tables all have dim --arch-sparse-feature-size");
+  refuse_if(c.qr_flag, "--qr-flag", "DistributedDLRM has plain tables only");
+  refuse_if(c.weighted_pooling != WeightedPooling::None, "--weighted-pooling", "the sharded bags have no weights");
+  refuse_if(c.arch_interaction_itself, "--arch-interaction-itself",
+            "DistributedDLRM's dot interaction has no diagonal");
+  refuse_if(c.loss_function != LossFunction::BCE, "--loss-function",
+            std::string("DistributedDLRM trains with bce; got ") + to_string(c.loss_function) +
+                " (mse is the reference's default): pass --loss-function bce");
+  refuse_if(c.loss_threshold > 0, "--loss-threshold", "DistributedDLRM does not clamp its outputs");
+  refuse_if(c.lr_num_warmup_steps > 0, "--lr-num-warmup-steps", "DistributedDLRM's learning rate is constant");
+  refuse_if(c.lr_num_decay_steps > 0, "--lr-num-decay-steps", "DistributedDLRM's learning rate is constant");
+  refuse_if(c.emb_dtype != ElemType::F32, "--emb-dtype", "the sharded tables are f32");
+  refuse_if(c.emb_policy != "auto", "--emb-policy", "every shard lives in DRAM, no policy places it");
+  refuse_if(c.cache_fraction >= 0, "--cache-fraction", "every shard lives in DRAM, nothing is cached");
+  refuse_if(c.check_finite, "--check-finite", "DistributedDLRM has no finite check");
+  refuse_if(c.enable_profiling, "--enable-profiling", "DistributedDLRM has no phase times; see the comm: line");
+  STRATA_CHECK(c.dist_chunks >= ranks, "--dist-chunks: ", c.dist_chunks, " chunks for ", ranks,
+               " ranks; every rank needs a chunk (give at least ", ranks, ")");
+  STRATA_CHECK(c.mini_batch_size >= ranks, "--mini-batch-size: ", c.mini_batch_size, " samples for ", ranks,
+               " ranks; a batch needs at least one sample per rank");
+  STRATA_CHECK(c.test_mini_batch_size <= 0 || c.test_mini_batch_size >= ranks,
+               "--test-mini-batch-size: ", c.test_mini_batch_size, " samples for ", ranks,
+               " ranks; a batch needs at least one sample per rank");
+  // A generator's last batch holds the rest of --data-size (without --num-batches); each batch of a
+  // distributed step needs a sample per rank. (The Criteo and click splits are checked per batch.)
+  const bool generated = c.data_generation == DataGeneration::Random || c.data_generation == DataGeneration::Zipf;
+  for (const int64_t batch :
+       {c.mini_batch_size, c.test_mini_batch_size > 0 ? c.test_mini_batch_size : c.mini_batch_size}) {
+    const int64_t last = c.data_size % batch;
+    STRATA_CHECK(!generated || c.num_batches > 0 || last == 0 || last >= ranks, "--data-size: ", c.data_size,
+                 " samples in batches of ", batch, " leave a last batch of ", last, ", fewer than the ", ranks,
+                 " ranks (a batch needs at least one sample per rank); change --data-size or give --num-batches");
+  }
+  if (c.data_generation == DataGeneration::Dataset) {
+    std::error_code ec;
+    STRATA_CHECK(!c.processed_data_file.empty() && std::filesystem::exists(c.processed_data_file, ec),
+                 "--processed-data-file: --dist-backend reads an existing processed file (every rank would "
+                 "preprocess at once); preprocess first with one process (strata-dlrm --raw-data-file ... "
+                 "--processed-data-file ... --num-batches 1)");
+  }
+}
+
+DistributedDLRMConfig distributed_model_config(const DLRMConfig& c) {
+  return {.bottom_mlp = c.arch_mlp_bot,
+          .top_mlp = c.arch_mlp_top,
+          .interaction = to_string(c.arch_interaction_op),
+          .optimizer = c.optimizer,
+          .learning_rate = static_cast<float>(c.learning_rate),
+          .seed = static_cast<uint64_t>(c.numpy_rand_seed),
+          .chunks = c.dist_chunks};
+}
+
+ShardPlan plan_dlrm_shards(const DLRMConfig& c, int ranks) {
+  std::vector<TableSpec> tables;
+  const std::vector<int64_t> rows = c.table_rows();
+  for (std::size_t k = 0; k < rows.size(); ++k)
+    tables.push_back({"emb_l." + std::to_string(k), rows[k], c.arch_sparse_feature_size, 4});
+  ShardPlanOptions o{.ranks = ranks, .fast_budget_bytes = static_cast<int64_t>(c.fast_budget)};
+  try {
+    return plan_shards(tables, o);
+  } catch (const Error& e) {
+    STRATA_FAIL("--fast-budget ", format_bytes(static_cast<double>(c.fast_budget)), " per rank (", ranks,
+                " ranks; DistributedDLRM keeps every shard in DRAM): ", e.what());
+  }
+}
+
+RankFields canonical_dlrm_args(const std::vector<std::string>& args) {
+  std::map<std::string, std::string> last;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    const std::size_t eq = a.rfind("--", 0) == 0 ? a.find('=') : std::string::npos;
+    if (eq != std::string::npos)
+      last[a.substr(0, eq)] = a.substr(eq + 1);
+    else if (dlrm_flag_is_store_true(a))
+      last[a] = "true";
+    else
+      last[a] = i + 1 < args.size() ? args[++i] : "";
+  }
+  return {last.begin(), last.end()};
+}
+
+namespace {
+
+// Size and a hash of the first and last MiB of `path` (Note [Distributed strata-dlrm]).
+std::string file_fingerprint(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return "missing";
+  const auto size = static_cast<std::size_t>(std::filesystem::file_size(path, ec));
+  constexpr std::size_t kSample = std::size_t{1} << 20;
+  std::FILE* f = open_file_for_reading(path, "data file");
+  std::string sample(std::min(size, kSample), '\0');
+  std::size_t got = std::fread(sample.data(), 1, sample.size(), f);
+  if (size > kSample) {
+    const std::size_t tail = std::min(size - kSample, kSample);
+    sample.resize(kSample + tail);
+    std::fseek(f, static_cast<long>(size - tail), SEEK_SET);
+    got += std::fread(sample.data() + kSample, 1, tail, f);
+  }
+  std::fclose(f);
+  STRATA_CHECK(got == sample.size(), "data file ", quote_path(path), ": could not read its first and last MiB");
+  char hash[32];
+  std::snprintf(hash, sizeof hash, "%016zx", std::hash<std::string_view>{}(sample));
+  return std::to_string(size) + " bytes, hash " + hash;
+}
+
+}  // namespace
+
+RankFields dlrm_data_fingerprint(const DLRMConfig& c) {
+  RankFields out;
+  if (c.data_generation == DataGeneration::Dataset) {
+    if (!c.raw_data_file.empty())
+      out.emplace_back("--raw-data-file " + c.raw_data_file, file_fingerprint(c.raw_data_file));
+    if (!c.processed_data_file.empty())
+      out.emplace_back("--processed-data-file " + c.processed_data_file, file_fingerprint(c.processed_data_file));
+  }
+  if (c.data_generation == DataGeneration::Synthetic)
+    for (std::size_t k = 0; k < c.arch_embedding_size.size(); ++k) {
+      const std::string path = trace_file_for_table(c.data_trace_file, static_cast<int64_t>(k));
+      out.emplace_back("--data-trace-file " + path, file_fingerprint(path));
+    }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+namespace {
+
+// `fields` as bytes: name, NUL, value, NUL, ...; one i64 row per byte (the communicator moves rows).
+Tensor encode_fields(const RankFields& fields) {
+  std::string bytes;
+  for (const auto& [name, value] : fields) {
+    bytes += name;
+    bytes += '\0';
+    bytes += value;
+    bytes += '\0';
+  }
+  Tensor t = empty({static_cast<int64_t>(bytes.size()), 1}, {DType::i64});
+  PinSet pins;
+  pins.add(t, AccessMode::Write).acquire();
+  for (std::size_t i = 0; i < bytes.size(); ++i) t.data<int64_t>()[i] = static_cast<unsigned char>(bytes[i]);
+  return t;
+}
+
+std::map<std::string, std::string> decode_fields(const int64_t* bytes, int64_t n) {
+  std::vector<std::string> parts(1);
+  for (int64_t i = 0; i < n; ++i) {
+    if (bytes[i] == 0)
+      parts.emplace_back();
+    else
+      parts.back() += static_cast<char>(bytes[i]);
+  }
+  std::map<std::string, std::string> out;
+  for (std::size_t i = 0; i + 1 < parts.size(); i += 2) out[parts[i]] = parts[i + 1];
+  return out;
+}
+
+std::string shown(const std::map<std::string, std::string>& m, const std::string& key) {
+  const auto it = m.find(key);
+  return it == m.end() ? "(not given)" : quote_field(it->second);
+}
+
+}  // namespace
+
+void check_same_on_every_rank(dist::Communicator& comm, const RankFields& fields, std::string_view what) {
+  const Tensor mine = encode_fields(fields);
+  const Tensor sizes = comm.allgatherv(full({1, 1}, static_cast<double>(mine.size(0)), {DType::i64}));
+  const Tensor all = comm.allgatherv(mine);
+  PinSet pins;
+  pins.add(sizes, AccessMode::Read).add(all, AccessMode::Read).acquire();
+  std::vector<std::map<std::string, std::string>> per_rank;
+  int64_t at = 0;
+  for (int r = 0; r < comm.size(); ++r) {
+    const int64_t n = sizes.data<int64_t>()[r];
+    per_rank.push_back(decode_fields(all.data<int64_t>() + at, n));
+    at += n;
+  }
+  for (int r = 1; r < comm.size(); ++r) {
+    std::map<std::string, std::string> keys = per_rank[0];
+    keys.insert(per_rank[r].begin(), per_rank[r].end());
+    for (const auto& [key, unused] : keys) {
+      if (shown(per_rank[0], key) == shown(per_rank[r], key)) continue;
+      STRATA_FAIL(what, " ", key, " differs across ranks: rank 0 has ", shown(per_rank[0], key), ", rank ", r, " has ",
+                  shown(per_rank[r], key), " (every rank must run the same command on the same data)");
+    }
+  }
+}
+
+// ---- DistributedTrainable ------------------------------------------------------------------------
+
+void add_comm_delta(dist::CommStats& a, const dist::CommStats& before, const dist::CommStats& after) {
+  for (std::size_t i = 0; i < a.ops.size(); ++i) {
+    dist::OpStats& o = a.ops[i];
+    const dist::OpStats& b = before.ops[i];
+    const dist::OpStats& e = after.ops[i];
+    o.calls += e.calls - b.calls;
+    o.bytes_sent += e.bytes_sent - b.bytes_sent;
+    o.bytes_received += e.bytes_received - b.bytes_received;
+    o.header_bytes_sent += e.header_bytes_sent - b.header_bytes_sent;
+    o.busy_seconds += e.busy_seconds - b.busy_seconds;
+    o.wait_seconds += e.wait_seconds - b.wait_seconds;
+  }
+}
+
+std::string comm_line(const dist::CommStats& s, int64_t steps, int rank) {
+  const double n = static_cast<double>(std::max<int64_t>(1, steps));
+  const auto mb = [&](dist::Op op) { return static_cast<double>(s[op].bytes_sent) * 1e-6 / n; };
+  const dist::OpStats t = s.total();
+  char line[320];
+  std::snprintf(line, sizeof line,
+                "comm: rank %d sent per step: alltoallv (forward + backward) %.4g MB, allreduce %.4g MB, "
+                "allgatherv %.4g MB, reduce_scatter %.4g MB; in collectives %.3f ms/it, exposed %.3f ms/it "
+                "(%.1f %%)\n",
+                rank, mb(dist::Op::alltoallv), mb(dist::Op::allreduce), mb(dist::Op::allgatherv),
+                mb(dist::Op::reduce_scatter), 1e3 * t.busy_seconds / n, 1e3 * t.wait_seconds / n,
+                t.busy_seconds > 0 ? 100.0 * t.wait_seconds / t.busy_seconds : 0.0);
+  return line;
+}
+
+DistributedTrainable::DistributedTrainable(DistributedDLRM& model, int64_t num_tables)
+    : model_(model), num_tables_(num_tables) {}
+
+float DistributedTrainable::train_step(std::span<const float> dense, std::span<const Bags> bags,
+                                       std::span<const float> targets) {
+  const dist::CommStats before = model_.communicator().stats();
+  const float loss = model_.train_step(dense, bags, targets);
+  const dist::CommStats after = model_.communicator().stats();
+  add_comm_delta(total_, before, after);
+  add_comm_delta(since_line_, before, after);
+  ++steps_;
+  ++steps_since_line_;
+  return loss;
+}
+
+float DistributedTrainable::score(std::span<const float> dense, std::span<const Bags> bags,
+                                  std::span<const float> targets, std::vector<float>& scores) {
+  autograd::NoGradGuard no_grad;
+  const Tensor z = model_.score(dense, bags).contiguous();
+  const auto batch = static_cast<int64_t>(targets.size());
+  STRATA_CHECK(z.size(0) == batch, "DistributedDLRM: expected ", batch, " targets, got ", z.size(0), " samples");
+  Tensor t = empty({batch, 1});
+  {
+    PinSet pins;
+    pins.add(z, AccessMode::Read).add(t, AccessMode::Write).acquire();
+    std::memcpy(t.data_ptr(), targets.data(), targets.size_bytes());
+    scores.assign(z.data<float>(), z.data<float>() + z.numel());
+  }
+  return binary_cross_entropy(z, t).item<float>();
+}
+
+void DistributedTrainable::reset_stats() {
+  total_ = {};
+  since_line_ = {};
+  steps_since_line_ = 0;
+}
+
+std::string DistributedTrainable::progress_detail() {
+  std::string line = comm_line(since_line_, steps_since_line_, model_.communicator().rank());
+  since_line_ = {};
+  steps_since_line_ = 0;
+  return line;
+}
+
+void DistributedTrainable::save(const std::string&, const CheckpointMetadata&) {
+  STRATA_FAIL("--save-model: not supported with --dist-backend yet");
+}
+
+CheckpointMetadata DistributedTrainable::load(const std::string&) {
+  STRATA_FAIL("--load-model: not supported with --dist-backend yet");
+}
+
+}  // namespace strata::emb

@@ -1,0 +1,133 @@
+#pragma once
+/// @file
+/// The pieces of `mpirun -np N strata-dlrm ... --dist-backend=mpi` (issue 28 items 6 and 7): which
+/// flags a distributed run supports, the DistributedDLRM and shard plan of a DLRMConfig, the start-up
+/// check that every rank was given the same flags and data, and DistributedDLRM behind the trainer's
+/// interface (DLRMTrainable) with the communication figures of its steps.
+///
+/// Note [Distributed strata-dlrm]
+/// - Launch: every rank runs the same command line under mpirun; ranks and size come from the
+///   Communicator (dist/communicator.h). Rank 0 prints "Running on N ranks using mpi backend" (as
+///   the reference's extend_distributed.init_distributed), the shard plan, the reference's progress
+///   and test lines and the summary; the other ranks print only errors, prefixed with their rank.
+/// - Start-up checks (item 7), collective, before any table is built: every rank's canonical flags
+///   (canonical_dlrm_args: name → value after the parse, the last occurrence winning, plus the
+///   effective thread count) and then its data fingerprint (dlrm_data_fingerprint) are gathered on
+///   every rank and compared with rank 0's; the first field that differs (in name order, at the
+///   lowest differing rank) is named on every rank with both values and both ranks, and every rank
+///   exits 1. Flags spelt differently but meaning the same (0.1 and 0.10) count as different: the
+///   check compares what was typed.
+/// - Model: DistributedDLRM (embeddings/dist/dist_dlrm.h) from the config's MLPs, --optimizer,
+///   --learning-rate, --numpy-rand-seed and --dist-chunks; the tables planned by plan_shards over
+///   the ranks with --fast-budget per rank and no slow budget: DistributedDLRM keeps every shard in
+///   DRAM (the process's fast heap), so a rank's shards must fit --fast-budget (the plan fails
+///   naming the table otherwise). --slow-dir DIR gives rank R the process slow tier DIR/rank-R/
+///   (created), which holds only evicted tensors; table placement flags (--emb-policy but auto,
+///   --cache-fraction) are refused rather than ignored.
+/// - Data: every rank builds the same IndexSource from the same flags and reads the same global
+///   batches (generators from --numpy-rand-seed; the Criteo files read whole by every rank).
+///   DistributedDLRM takes its rank's slice itself.
+/// - Loop: DLRMTrainer's, unchanged, on every rank (train_step and score are collective, so every
+///   rank runs every step and test pass); score() gathers every probability of the batch to every
+///   rank, so the metrics (and a --mlperf-*-threshold stop) are the same everywhere.
+/// - Exposed communication: dist::OpStats::wait_seconds, the time the calling thread was blocked in
+///   Work::wait() or in a blocking collective. It counts only what the step could not hide: an
+///   alltoallv that finished while the bottom MLP ran costs no wait. It includes waiting for a
+///   slower rank to reach the collective (imbalance), which is exposed time too, and nothing the
+///   worker thread did while the caller computed. busy_seconds, the worker's time in collectives, is
+///   the communication time it is compared with. Both are summed over the training steps only
+///   (DistributedTrainable snapshots the counters around each step; test passes are excluded).
+///   Collective time is not all network time: the deterministic allreduce adds the C chunk
+///   gradients in its fixed tree on the worker thread even at one rank (0 bytes sent), and the
+///   wait may exceed the busy time when the caller waits for a rank that has not arrived.
+/// - Not supported yet, refused naming the flag (check_distributed_flags): checkpoints
+///   (--save-model, --load-model), --inference-only, mixed dimensions and quotient-remainder
+///   tables, weighted pooling, --arch-interaction-itself, loss functions but bce and
+///   --loss-threshold, learning-rate schedules, bf16 tables, --check-finite, --enable-profiling.
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "dist/communicator.h"
+#include "embeddings/dist/dist_dlrm.h"
+#include "embeddings/dist/shard_plan.h"
+#include "embeddings/dlrm_config.h"
+#include "embeddings/dlrm_trainer.h"
+
+namespace strata::emb {
+
+/// Named values compared across ranks: (flag or file, value).
+using RankFields = std::vector<std::pair<std::string, std::string>>;
+
+/// Throws strata::Error naming the flag for what a --dist-backend run over `ranks` ranks does not
+/// support (Note [Distributed strata-dlrm]), for --dist-chunks below `ranks`, a --mini-batch-size or
+/// --test-mini-batch-size below `ranks`, a random or zipf last batch (the rest of --data-size) below
+/// `ranks`, and Criteo data without an existing --processed-data-file (ranks do not preprocess
+/// concurrently). The Criteo and click splits' last batches are checked when they are trained
+/// (DistributedDLRM names the batch; nothing is updated).
+void check_distributed_flags(const DLRMConfig& config, int ranks);
+
+/// The DistributedDLRM of `config`: its MLPs, interaction, optimizer, learning rate, seed and chunks.
+DistributedDLRMConfig distributed_model_config(const DLRMConfig& config);
+
+/// The tables of `config` ("emb_l.<k>", f32) planned over `ranks` ranks, each holding at most
+/// --fast-budget bytes of rows (plan_shards; throws naming --fast-budget when they do not fit).
+ShardPlan plan_dlrm_shards(const DLRMConfig& config, int ranks);
+
+/// The command line `args` (already accepted by parse_dlrm_args) as sorted (flag, value) pairs:
+/// "--x=v" and "--x v" alike, store-true flags "true", the last occurrence of a flag winning.
+RankFields canonical_dlrm_args(const std::vector<std::string>& args);
+
+/// The files the run reads (the Criteo raw and processed files, the trace files) as ("<flag>
+/// <path>", "<bytes> bytes, hash <h>") pairs, the hash over the first and last MiB and the size
+/// (a sample: cheap on large files; a change elsewhere in the middle of the file goes unnoticed).
+/// Empty for generated data. A missing file is "missing".
+RankFields dlrm_data_fingerprint(const DLRMConfig& config);
+
+/// Collective: gathers every rank's `fields` and throws strata::Error on every rank when a rank's
+/// differ from rank 0's, naming `what`, the first differing field in name order, both values and
+/// both ranks ("(not given)" for a field one rank lacks).
+void check_same_on_every_rank(dist::Communicator& comm, const RankFields& fields, std::string_view what);
+
+/// DistributedDLRM as DLRMTrainer sees it. train_step counts the communicator's figures of each
+/// step; score gathers the batch's probabilities (every rank gets them all) and computes the mean
+/// binary cross-entropy, as TieredDLRM's bce; progress_detail is the `comm:` line of the steps since
+/// the previous one. Checkpoints throw (check_distributed_flags refuses them first).
+class DistributedTrainable final : public DLRMTrainable {
+ public:
+  DistributedTrainable(DistributedDLRM& model, int64_t num_tables);
+
+  int64_t num_tables() const override { return num_tables_; }
+  float train_step(std::span<const float> dense, std::span<const Bags> bags, std::span<const float> targets) override;
+  float score(std::span<const float> dense, std::span<const Bags> bags, std::span<const float> targets,
+              std::vector<float>& scores) override;
+  void reset_stats() override;
+  std::string progress_detail() override;
+  void save(const std::string& path, const CheckpointMetadata& extra) override;
+  CheckpointMetadata load(const std::string& path) override;
+  int64_t steps() const override { return steps_; }
+
+  /// This rank's communication in the training steps since reset_stats().
+  const dist::CommStats& step_comm() const { return total_; }
+
+ private:
+  DistributedDLRM& model_;
+  int64_t num_tables_;
+  int64_t steps_ = 0;
+  dist::CommStats total_;       // every training step since reset_stats()
+  dist::CommStats since_line_;  // since the last progress line
+  int64_t steps_since_line_ = 0;
+};
+
+/// `a` plus the difference `after` − `before` of the communicator's counters.
+void add_comm_delta(dist::CommStats& a, const dist::CommStats& before, const dist::CommStats& after);
+
+/// The `comm:` line of `steps` steps whose counters are `stats`: this rank's MB (10^6 bytes) sent
+/// per step per collective, the milliseconds per step in collectives (busy) and exposed (waited).
+std::string comm_line(const dist::CommStats& stats, int64_t steps, int rank);
+
+}  // namespace strata::emb

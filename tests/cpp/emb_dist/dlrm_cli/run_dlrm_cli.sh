@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# strata-dlrm --dist-backend=mpi end to end under the MPI launcher (Note [Distributed strata-dlrm] in
+# embeddings/dist/dlrm_dist_run.h). Modes:
+#   bitwise   one small random-data run at 1, 2 and 4 ranks (5 batches, the last of 32 samples): the
+#             --json train losses, test metrics and iterations equal bit for bit (compare_runs.py);
+#             rank 0 alone prints, with comm: lines; --slow-dir/rank-R/ is created.
+#   refused   gloo/ccl/nccl and an unknown backend exit 2 naming --dist-backend; flags the distributed
+#             run does not support exit non-zero naming the flag.
+#   mismatch  one rank given another flag value (by OMPI_COMM_WORLD_RANK / PMI_RANK), or another data
+#             file under the same path: every rank exits non-zero naming the flag or file and both ranks.
+# Usage: run_dlrm_cli.sh MODE STRATA_DLRM MPIEXEC [MPIEXEC FLAGS...] NUMPROC_FLAG
+set -uo pipefail
+mode=$1 bin=$(realpath "$2")  # absolute: the data mismatch test runs each rank in its own directory
+shift 2
+launcher=("$@")
+here=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export STRATA_NUM_THREADS=1 STRATA_DIST_TIMEOUT=30
+small=(--arch-embedding-size 300-120-50-7 --arch-sparse-feature-size 4 --arch-mlp-bot 5-8-4 --arch-mlp-top 8-1
+       --mini-batch-size 37 --data-size 180 --loss-function bce --round-targets True --test-freq 3 --print-freq 1
+       --mlperf-logging --learning-rate 0.1 --num-indices-per-lookup 3 --optimizer rwsadagrad --dist-chunks 6)
+fail() { echo "run_dlrm_cli: FAIL: $*"; exit 1; }
+
+# run NP OUT ARGS...: the launcher with NP ranks, output in OUT; the exit status.
+run() {
+  local np=$1 out=$2
+  shift 2
+  timeout --kill-after=5 60 "${launcher[@]}" "$np" "$@" >"$out" 2>&1
+}
+
+# expect_error NP PATTERN ARGS...: the run fails and its output matches PATTERN (grep -E).
+expect_error() {
+  local np=$1 pattern=$2
+  shift 2
+  run "$np" "$work/err.log" "$@"
+  local status=$?
+  [ "$status" -ne 0 ] || { cat "$work/err.log"; fail "exit 0 for: $*"; }
+  [ "$status" -ne 124 ] || fail "the run hung: $*"
+  grep -Eq -- "$pattern" "$work/err.log" || { cat "$work/err.log"; fail "no '$pattern' for: $*"; }
+}
+
+case $mode in
+  bitwise)
+    for np in 1 2 4; do
+      mkdir -p "$work/slow$np"
+      run "$np" "$work/np$np.log" "$bin" "${small[@]}" --dist-backend=mpi --json "$work/np$np.json" \
+        --slow-dir "$work/slow$np" || { cat "$work/np$np.log"; fail "the run at $np ranks failed"; }
+      log=$work/np$np.log
+      [ -d "$work/slow$np/rank-$((np - 1))" ] || fail "no --slow-dir/rank-$((np - 1))/ at $np ranks"
+      grep -q "^Running on $np ranks using mpi backend" "$log" || fail "no 'Running on $np ranks' line"
+      [ "$(grep -c '^Finished training it 1/5 of epoch 0' "$log")" -eq 1 ] || fail "not only rank 0 printed"
+      [ "$(grep -c '^comm: rank 0 sent per step: alltoallv' "$log")" -eq 5 ] || fail "not one comm: line per progress line"
+      grep -q "^Testing at - 5/5 of epoch 0, loss .*, auc " "$log" || fail "no test line"
+    done
+    cat "$work/np4.log"
+    python3 "$here/compare_runs.py" "$work/np1.json" "$work/np2.json" "$work/np4.json" || fail "the runs differ"
+    ;;
+  refused)
+    for b in gloo ccl nccl; do
+      "$bin" "${small[@]}" --dist-backend="$b" >"$work/err.log" 2>&1
+      [ $? -eq 2 ] || fail "--dist-backend=$b did not exit 2"
+      grep -q -- "--dist-backend: backend '$b' is not supported: Strata's only backend is mpi" "$work/err.log" \
+        || { cat "$work/err.log"; fail "--dist-backend=$b: no message"; }
+    done
+    "$bin" "${small[@]}" --dist-backend=tcp >"$work/err.log" 2>&1
+    [ $? -eq 2 ] && grep -q -- "--dist-backend: expected one of mpi, got 'tcp'" "$work/err.log" || fail "tcp accepted"
+    expect_error 2 "rank [01]: error: --save-model: not supported with --dist-backend yet" \
+      "$bin" "${small[@]}" --dist-backend=mpi --save-model "$work/m.ckpt"
+    expect_error 2 "--loss-function: not supported with --dist-backend yet .*got mse" \
+      "$bin" "${small[@]}" --loss-function mse --dist-backend=mpi
+    expect_error 4 "--dist-chunks: 2 chunks for 4 ranks" "$bin" "${small[@]}" --dist-chunks 2 --dist-backend=mpi
+    ;;
+  mismatch)
+    # Rank 1 gets another learning rate.
+    expect_error 2 "rank 0: error: flag --learning-rate differs across ranks: rank 0 has '0.1', rank 1 has '0.2'" \
+      bash "$here/rank_flag.sh" 1 "$bin" "${small[@]}" --dist-backend=mpi -- --learning-rate 0.2
+    # Rank 2 of 4 lacks a flag the others have.
+    expect_error 4 "flag --print-time differs across ranks: rank 0 has 'true', rank 2 has \(not given\)" \
+      bash "$here/rank_flag.sh" 0,1,3 "$bin" "${small[@]}" --dist-backend=mpi -- --print-time
+    # The same relative trace path names another file in rank 1's directory.
+    for r in 0 1; do
+      mkdir -p "$work/r$r"
+      printf '1 2 3\n' >"$work/r$r/trace_0.log"
+    done
+    printf '1 2 4\n' >"$work/r1/trace_0.log"
+    expect_error 2 "data file --data-trace-file trace_0.log differs across ranks: rank 0 has '6 bytes, hash [0-9a-f]+', rank 1 has '6 bytes, hash [0-9a-f]+'" \
+      bash "$here/rank_flag.sh" cd:"$work" "$bin" --arch-embedding-size 10 --arch-sparse-feature-size 4 \
+      --arch-mlp-bot 5-4 --arch-mlp-top 4-1 --loss-function bce --mini-batch-size 4 --num-batches 1 \
+      --data-generation synthetic --data-trace-file trace_j.log --dist-backend=mpi --
+    ;;
+  *) fail "unknown mode $mode" ;;
+esac
+echo "run_dlrm_cli: $mode: PASS"

@@ -1,0 +1,214 @@
+// The pieces of the distributed strata-dlrm (embeddings/dist/dlrm_dist_run.h) at whatever rank count
+// the suite runs: the refused flags, the canonical flags, the data fingerprint, the cross-rank check
+// (a rank given another value is named on every rank), the plan's budget error, the comm: line, and
+// DistributedTrainable's scores against DistributedDLRM's. strata-dlrm itself runs under mpirun in
+// tests/cpp/emb_dist/dlrm_cli/run_dlrm_cli.sh.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "core/pin_set.h"
+#include "dist/communicator.h"
+#include "embeddings/dist/dlrm_dist_run.h"
+#include "embeddings/dlrm_config.h"
+#include "memory/heap.h"
+#include "tests/cpp/error_text.h"
+
+namespace strata::emb {
+namespace {
+
+using ::testing::HasSubstr;
+using testing_util::error_of;
+
+dist::Communicator& comm() { return dist::Communicator::world(); }
+
+// A small valid distributed config plus `extra` flags.
+DLRMConfig dist_config(std::vector<std::string> extra = {}) {
+  std::vector<std::string> args = {"--arch-embedding-size",
+                                   "60-40-9",
+                                   "--arch-sparse-feature-size",
+                                   "4",
+                                   "--arch-mlp-bot",
+                                   "3-6-4",
+                                   "--arch-mlp-top",
+                                   "5-1",
+                                   "--loss-function",
+                                   "bce",
+                                   "--mini-batch-size",
+                                   "12",
+                                   "--num-batches",
+                                   "2",
+                                   "--dist-backend=mpi"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return parse_dlrm_args(args);
+}
+
+TEST(DlrmDistRun, AcceptsTheSupportedFlags) {
+  EXPECT_NO_THROW(check_distributed_flags(dist_config({"--optimizer", "rwsadagrad", "--test-freq", "1"}), 4));
+  // Uneven last batches of at least one sample per rank.
+  EXPECT_NO_THROW(check_distributed_flags(dist_config({"--num-batches", "0", "--data-size", "28"}), 4));
+}
+
+TEST(DlrmDistRun, RefusesWhatItDoesNotSupportNamingTheFlag) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--save-model", "/tmp/x.ckpt"}, "--save-model: not supported with --dist-backend yet"},
+      {{"--inference-only"}, "--inference-only: not supported with --dist-backend yet"},
+      {{"--md-flag", "--md-threshold", "10"}, "--md-flag: not supported"},
+      {{"--qr-flag", "--qr-threshold", "10"}, "--qr-flag: not supported"},
+      {{"--weighted-pooling", "fixed"}, "--weighted-pooling: not supported"},
+      {{"--arch-interaction-itself", "--arch-mlp-top", "6-1"}, "--arch-interaction-itself: not supported"},
+      {{"--loss-function", "mse"},
+       "--loss-function: not supported with --dist-backend yet (DistributedDLRM trains "
+       "with bce; got mse"},
+      {{"--loss-threshold", "0.01"}, "--loss-threshold: not supported"},
+      {{"--lr-num-warmup-steps", "3"}, "--lr-num-warmup-steps: not supported"},
+      {{"--emb-dtype", "bf16"}, "--emb-dtype: not supported"},
+      {{"--emb-policy", "static"}, "--emb-policy: not supported"},
+      {{"--cache-fraction", "0.5"}, "--cache-fraction: not supported"},
+      {{"--check-finite"}, "--check-finite: not supported"},
+      {{"--enable-profiling"}, "--enable-profiling: not supported"},
+      {{"--dist-chunks", "2"}, "--dist-chunks: 2 chunks for 4 ranks"},
+      {{"--mini-batch-size", "3"}, "--mini-batch-size: 3 samples for 4 ranks"},
+      {{"--test-mini-batch-size", "2"}, "--test-mini-batch-size: 2 samples for 4 ranks"},
+      {{"--num-batches", "0", "--data-size", "26"}, "--data-size: 26 samples in batches of 12 leave a last batch of 2"},
+      {{"--num-batches", "0", "--data-size", "24", "--test-mini-batch-size", "7"},
+       "--data-size: 24 samples in batches of 7 leave a last batch of 3, fewer than the 4 ranks"},
+  };
+  for (const auto& [flags, expected] : cases)
+    EXPECT_THAT(error_of([&] { check_distributed_flags(dist_config(flags), 4); }), HasSubstr(expected)) << flags[0];
+}
+
+TEST(DlrmDistRun, RefusesCriteoDataWithoutAProcessedFile) {
+  const std::string raw = ::testing::TempDir() + "dlrm_dist_raw_" + std::to_string(::getpid()) + ".txt";
+  std::ofstream(raw) << "0\t1\n";
+  DLRMConfig c = dist_config();
+  c.data_generation = DataGeneration::Dataset;
+  c.raw_data_file = raw;
+  EXPECT_THAT(error_of([&] { check_distributed_flags(c, 1); }),
+              HasSubstr("--processed-data-file: --dist-backend reads an existing processed file"));
+  std::filesystem::remove(raw);
+}
+
+TEST(DlrmDistRun, ModelConfigAndPlanFollowTheFlags) {
+  const DLRMConfig c = dist_config({"--arch-interaction-op", "cat", "--arch-mlp-top", "16-1", "--learning-rate", "0.25",
+                                    "--numpy-rand-seed", "9", "--dist-chunks", "6"});
+  const DistributedDLRMConfig m = distributed_model_config(c);
+  EXPECT_EQ(m.bottom_mlp, (std::vector<int64_t>{3, 6, 4}));
+  EXPECT_EQ(m.top_mlp, (std::vector<int64_t>{16, 1}));
+  EXPECT_EQ(m.interaction, "cat");
+  EXPECT_EQ(m.learning_rate, 0.25f);
+  EXPECT_EQ(m.seed, 9u);
+  EXPECT_EQ(m.chunks, 6);
+  const ShardPlan plan = plan_dlrm_shards(c, 2);
+  ASSERT_EQ(plan.tables.size(), 3u);
+  EXPECT_EQ(plan.tables[1].name, "emb_l.1");
+  EXPECT_EQ(plan.tables[1].rows, 40);
+  EXPECT_EQ(plan.ranks, 2);
+  // 60 x 4 x 4 = 960 bytes cannot fit one rank's 512 bytes whole, and 1000 bytes not on two ranks.
+  EXPECT_THAT(error_of([&] { plan_dlrm_shards(dist_config({"--fast-budget", "256"}), 2); }),
+              HasSubstr("--fast-budget 256 B per rank (2 ranks; DistributedDLRM keeps every shard in DRAM)"));
+}
+
+TEST(DlrmDistRun, CanonicalArgsAreSortedWithTheLastOccurrenceWinning) {
+  const RankFields f = canonical_dlrm_args({"--mini-batch-size=8", "--print-time", "--learning-rate", "0.5",
+                                            "--mini-batch-size", "16", "--dist-backend=mpi"});
+  const RankFields expected = {
+      {"--dist-backend", "mpi"}, {"--learning-rate", "0.5"}, {"--mini-batch-size", "16"}, {"--print-time", "true"}};
+  EXPECT_EQ(f, expected);
+  EXPECT_EQ(canonical_dlrm_args({"--learning-rate", "0.5"}), canonical_dlrm_args({"--learning-rate=0.5"}));
+}
+
+TEST(DlrmDistRun, DataFingerprintSeesSizeAndBothEnds) {
+  const std::string dir =
+      ::testing::TempDir() + "dlrm_dist_fp_" + std::to_string(::getpid()) + "_" + std::to_string(comm().rank());
+  std::filesystem::create_directories(dir);
+  const std::string trace = dir + "/t_j.log";
+  DLRMConfig c = dist_config();
+  c.arch_embedding_size = {5, 5};
+  c.data_generation = DataGeneration::Synthetic;
+  c.data_trace_file = trace;
+  const std::string big(std::size_t{3} << 20, 'x');  // more than the two sampled MiB
+  std::ofstream(dir + "/t_0.log") << big;
+  const RankFields before = dlrm_data_fingerprint(c);
+  ASSERT_EQ(before.size(), 2u);
+  EXPECT_EQ(before[0].first, "--data-trace-file " + dir + "/t_0.log");
+  EXPECT_THAT(before[0].second, HasSubstr(std::to_string(big.size()) + " bytes, hash "));
+  EXPECT_EQ(before[1].second, "missing");
+  std::string changed = big;
+  changed.back() = 'y';  // the last byte
+  std::ofstream(dir + "/t_0.log") << changed;
+  const RankFields after = dlrm_data_fingerprint(c);
+  EXPECT_NE(before[0].second, after[0].second);
+  EXPECT_TRUE(dlrm_data_fingerprint(dist_config()).empty());  // generated data: nothing to compare
+  std::filesystem::remove_all(dir);
+}
+
+TEST(DlrmDistRun, SameFieldsOnEveryRankPass) {
+  EXPECT_NO_THROW(check_same_on_every_rank(comm(), {{"--a", "1"}, {"--b", "two words"}}, "flag"));
+  EXPECT_NO_THROW(check_same_on_every_rank(comm(), {}, "data file"));
+}
+
+TEST(DlrmDistRun, ADifferentValueIsNamedOnEveryRankWithBothRanks) {
+  if (comm().size() < 2) GTEST_SKIP() << "needs 2 ranks";
+  const int last = comm().size() - 1;
+  const RankFields mine = {{"--a", "1"}, {"--lr", comm().rank() == last ? "0.2" : "0.1"}};
+  EXPECT_THAT(
+      error_of([&] { check_same_on_every_rank(comm(), mine, "flag"); }),
+      HasSubstr("flag --lr differs across ranks: rank 0 has '0.1', rank " + std::to_string(last) + " has '0.2'"));
+  // A field only one rank has.
+  RankFields extra = {{"--a", "1"}};
+  if (comm().rank() == 1) extra.emplace_back("--print-time", "true");
+  EXPECT_THAT(error_of([&] { check_same_on_every_rank(comm(), extra, "flag"); }),
+              HasSubstr("flag --print-time differs across ranks: rank 0 has (not given), rank 1 has 'true'"));
+}
+
+TEST(DlrmDistRun, CommLineIsPerStepFromCounterDeltas) {
+  dist::CommStats before, after, sum;
+  after.ops[static_cast<int>(dist::Op::alltoallv)].bytes_sent = 3'000'000;
+  after.ops[static_cast<int>(dist::Op::allreduce)].bytes_sent = 1'000'000;
+  after.ops[static_cast<int>(dist::Op::alltoallv)].busy_seconds = 0.004;
+  after.ops[static_cast<int>(dist::Op::alltoallv)].wait_seconds = 0.001;
+  add_comm_delta(sum, before, after);
+  add_comm_delta(sum, before, after);
+  EXPECT_EQ(sum[dist::Op::alltoallv].bytes_sent, 6'000'000);
+  EXPECT_EQ(comm_line(sum, 2, 0),
+            "comm: rank 0 sent per step: alltoallv (forward + backward) 3 MB, allreduce 1 MB, allgatherv 0 MB, "
+            "reduce_scatter 0 MB; in collectives 4.000 ms/it, exposed 1.000 ms/it (25.0 %)\n");
+}
+
+TEST(DlrmDistRun, TrainableScoresAreTheModelsAndTrainingStepsAreCounted) {
+  const DLRMConfig c = dist_config({"--learning-rate", "0.1"});
+  memory::DramHeap heap(std::size_t{1} << 20);
+  DistributedDLRM model(distributed_model_config(c), plan_dlrm_shards(c, comm().size()), {&heap, nullptr}, comm());
+  DistributedTrainable t(model, 3);
+  const int64_t batch = 12;
+  std::vector<float> dense(batch * 3, 0.5f), targets(batch, 1.0f);
+  std::vector<std::vector<int64_t>> idx(3), off(3);
+  std::vector<Bags> bags;
+  for (int k = 0; k < 3; ++k) {
+    for (int64_t s = 0; s <= batch; ++s) off[k].push_back(s);
+    for (int64_t s = 0; s < batch; ++s) idx[k].push_back((s * 7 + k) % 9);
+    bags.push_back(Bags{idx[k], off[k]});
+  }
+  std::vector<float> scores;
+  const float loss = t.score(dense, bags, targets, scores);
+  const Tensor z = model.score(dense, bags);
+  PinSet pins;
+  pins.add(z, AccessMode::Read).acquire();
+  ASSERT_EQ(scores.size(), static_cast<std::size_t>(batch));
+  for (int64_t s = 0; s < batch; ++s) EXPECT_EQ(scores[s], z.data<float>()[s]) << s;
+  EXPECT_GT(loss, 0.0f);  // -log p of targets 1
+  EXPECT_EQ(t.steps(), 0);
+  t.train_step(dense, bags, targets);
+  EXPECT_EQ(t.steps(), 1);
+  if (comm().size() > 1) EXPECT_GT(t.step_comm()[dist::Op::alltoallv].bytes_sent, 0);
+  EXPECT_THAT(t.progress_detail(), HasSubstr("comm: rank " + std::to_string(comm().rank()) + " sent per step"));
+  EXPECT_THAT(error_of([&] { t.save("/tmp/x", {}); }), HasSubstr("--save-model: not supported with --dist-backend"));
+}
+
+}  // namespace
+}  // namespace strata::emb
