@@ -151,29 +151,26 @@ void def_normalization(py::module_& m) {
       "Layer normalization over the trailing normalized_shape dims.");
 }
 
+// softmax / log_softmax(input, dim, dtype=None): the op over one dim; a dtype is refused.
+template <Tensor (*Op)(const Tensor&, int64_t)>
+void def_softmax_over_dim(py::module_& m, const char* name) {
+  m.def(
+      name,
+      [name](py::handle input, py::handle dim, py::handle dtype) {
+        check_no_dtype(dtype, name);
+        Tensor x = tensor_arg(input, name, "input");
+        const int64_t d = wrap_dim_py(dim_arg(dim, name), x.dim(), name, true);
+        py::gil_scoped_release r;
+        return Op(x, d);
+      },
+      py::arg("input"), py::arg("dim"), py::arg("dtype") = py::none());
+}
+
 void def_losses(py::module_& m) {
   using py::arg;
   const auto none = py::none();
-  m.def(
-      "softmax",
-      [](py::handle input, py::handle dim, py::handle dtype) {
-        check_no_dtype(dtype, "softmax");
-        Tensor x = tensor_arg(input, "softmax", "input");
-        const int64_t d = wrap_dim_py(dim_arg(dim, "softmax"), x.dim(), "softmax", true);
-        py::gil_scoped_release r;
-        return softmax(x, d);
-      },
-      arg("input"), arg("dim"), arg("dtype") = none);
-  m.def(
-      "log_softmax",
-      [](py::handle input, py::handle dim, py::handle dtype) {
-        check_no_dtype(dtype, "log_softmax");
-        Tensor x = tensor_arg(input, "log_softmax", "input");
-        const int64_t d = wrap_dim_py(dim_arg(dim, "log_softmax"), x.dim(), "log_softmax", true);
-        py::gil_scoped_release r;
-        return log_softmax(x, d);
-      },
-      arg("input"), arg("dim"), arg("dtype") = none);
+  def_softmax_over_dim<softmax>(m, "softmax");
+  def_softmax_over_dim<log_softmax>(m, "log_softmax");
   m.def(
       "mse_loss",
       [](py::handle input, py::handle target, py::handle reduction) {

@@ -37,6 +37,7 @@
 #include "ops/softmax_loss.h"
 #include "ops/unary.h"
 #include "tests/cpp/core/test_util.h"
+#include "tests/cpp/remat_steps.h"
 #include "tests/cpp/sanitizers.h"
 
 namespace strata_test {
@@ -46,67 +47,12 @@ using namespace strata;
 using nn::Module;
 using remat::ChainPolicy;
 using ::testing::HasSubstr;
-using ModuleList = std::vector<std::shared_ptr<Module>>;
-
-std::vector<unsigned char> bytes_of(const Tensor& t) {
-  Tensor c = t.contiguous();
-  std::vector<unsigned char> out(c.nbytes());
-  PinSet pins;
-  pins.add(c, AccessMode::Read).acquire();
-  if (!out.empty()) std::memcpy(out.data(), c.data_ptr(), out.size());
-  return out;
-}
-
-::testing::AssertionResult same_bits(const Tensor& a, const Tensor& b) {
-  if (a.defined() != b.defined()) return ::testing::AssertionFailure() << "one tensor is undefined";
-  if (!a.defined()) return ::testing::AssertionSuccess();
-  if (a.sizes() != b.sizes() || a.dtype() != b.dtype())
-    return ::testing::AssertionFailure() << a.describe() << " vs " << b.describe();
-  if (bytes_of(a) != bytes_of(b)) return ::testing::AssertionFailure() << "values differ: " << a.describe();
-  return ::testing::AssertionSuccess();
-}
-
-ModuleList children_of(const std::shared_ptr<Module>& m) {
-  ModuleList out;
-  for (auto& [name, child] : m->named_children()) out.push_back(child);
-  return out;
-}
-
-struct StepResult {
-  std::vector<Tensor> grads;
-  std::vector<Tensor> buffers;
-  Tensor input_grad, logits;
-};
-
-StepResult train_step(Module& model, const StateDict& initial, const Tensor& x, const Tensor& target,
-                      const std::function<Tensor(const Tensor&)>& forward) {
-  model.load_state_dict(initial);
-  model.zero_grad();
-  Tensor input = x.detach().set_requires_grad();
-  manual_seed(2024);
-  StepResult r;
-  Tensor logits = forward(input);
-  cross_entropy(logits, target).backward();
-  // Detached: holding the output would keep the graph's AccumulateGrad nodes alive, and a later
-  // backward reusing them (with their old sequence numbers) would run them last, holding every
-  // weight gradient until the end (Note [Engine order]) — a different peak.
-  r.logits = logits.detach();
-  // Copies: a later step accumulating into the same .grad tensors must not change the reference.
-  for (auto& p : model.parameters()) r.grads.push_back(p.grad().defined() ? p.grad().clone() : Tensor());
-  for (auto& b : model.buffers()) r.buffers.push_back(b.clone());
-  r.input_grad = input.grad();
-  return r;
-}
-
-void expect_same(const StepResult& got, const StepResult& ref) {
-  EXPECT_TRUE(same_bits(got.logits, ref.logits)) << "logits";
-  EXPECT_TRUE(same_bits(got.input_grad, ref.input_grad)) << "input gradient";
-  ASSERT_EQ(got.grads.size(), ref.grads.size());
-  for (std::size_t i = 0; i < ref.grads.size(); ++i) EXPECT_TRUE(same_bits(got.grads[i], ref.grads[i])) << "grad " << i;
-  ASSERT_EQ(got.buffers.size(), ref.buffers.size());
-  for (std::size_t i = 0; i < ref.buffers.size(); ++i)
-    EXPECT_TRUE(same_bits(got.buffers[i], ref.buffers[i])) << "buffer " << i;
-}
+using testing_util::children_of;
+using testing_util::expect_same;
+using testing_util::ModuleList;
+using testing_util::same_bits;
+using testing_util::StepResult;
+using testing_util::train_step;
 
 // The step's fast-tier peak with the parameters' gradients already allocated (they are not
 // activations; Note [Auto chain execution]).

@@ -27,6 +27,7 @@
 #include "ops/softmax_loss.h"
 #include "tests/cpp/bitwise.h"
 #include "tests/cpp/core/test_util.h"
+#include "tests/cpp/remat_steps.h"
 
 namespace strata_test {
 namespace {
@@ -35,56 +36,17 @@ using namespace strata;
 using nn::Module;
 using remat::ChainPolicy;
 using ::testing::HasSubstr;
-using ModuleList = std::vector<std::shared_ptr<Module>>;
+using testing_util::children_of;
+using testing_util::expect_same;
+using testing_util::ModuleList;
+using testing_util::StepResult;
+using testing_util::train_step;
 
-using testing_util::bytes_of;
 using testing_util::same_bits;
-
-ModuleList children_of(const std::shared_ptr<Module>& m) {
-  ModuleList out;
-  for (auto& [name, child] : m->named_children()) out.push_back(child);
-  return out;
-}
-
-struct StepResult {
-  std::vector<std::pair<std::string, Tensor>> grads;    // per parameter
-  std::vector<std::pair<std::string, Tensor>> buffers;  // after the step
-  Tensor input_grad;
-  Tensor logits;
-};
-
-// One training step of `model` from `initial` state with `forward`; returns what it produced.
-StepResult train_step(Module& model, const StateDict& initial, const Tensor& x, const Tensor& target,
-                      const std::function<Tensor(const Tensor&)>& forward) {
-  model.load_state_dict(initial);
-  model.zero_grad();
-  Tensor input = x.detach().set_requires_grad();
-  manual_seed(2024);
-  StepResult r;
-  r.logits = forward(input);
-  cross_entropy(r.logits, target).backward();
-  for (auto& [name, p] : model.named_parameters()) r.grads.emplace_back(name, p.grad());
-  for (auto& [name, b] : model.named_buffers()) r.buffers.emplace_back(name, b.clone());
-  r.input_grad = input.grad();
-  return r;
-}
 
 std::vector<ChainPolicy> policies() {
   return {ChainPolicy::store_all(), ChainPolicy::recompute_all(), ChainPolicy::every_k(2), ChainPolicy::sqrt_n(),
           ChainPolicy::revolve(1),  ChainPolicy::revolve(2),      ChainPolicy::revolve(3)};
-}
-
-void expect_same(const StepResult& got, const StepResult& ref) {
-  EXPECT_TRUE(same_bits(got.logits, ref.logits)) << "logits";
-  EXPECT_TRUE(same_bits(got.input_grad, ref.input_grad)) << "input gradient";
-  ASSERT_EQ(got.grads.size(), ref.grads.size());
-  for (std::size_t i = 0; i < ref.grads.size(); ++i) {
-    EXPECT_TRUE(ref.grads[i].second.defined()) << ref.grads[i].first;
-    EXPECT_TRUE(same_bits(got.grads[i].second, ref.grads[i].second)) << ref.grads[i].first;
-  }
-  ASSERT_EQ(got.buffers.size(), ref.buffers.size());
-  for (std::size_t i = 0; i < ref.buffers.size(); ++i)
-    EXPECT_TRUE(same_bits(got.buffers[i].second, ref.buffers[i].second)) << ref.buffers[i].first;
 }
 
 // Runs `model` plainly and as a RematSequential over `chain` under every policy.
