@@ -171,7 +171,7 @@ CheckpointMetadata model_metadata(const DistributedDLRMConfig& c, const ShardPla
 /// The manifest's metadata: format, generation, rank count, steps, the model, the settings, the
 /// files and `extra` (a key the manifest uses itself is refused).
 CheckpointMetadata manifest_metadata(const DistributedDLRM& model, const Layout& layout, int64_t generation,
-                                     const CheckpointMetadata& extra, const std::string& where) {
+                                     const CheckpointMetadata& extra) {
   const DistributedDLRMConfig& c = model.config();
   const ShardPlan& plan = model.tables().plan();
   char lr[32];
@@ -192,8 +192,8 @@ CheckpointMetadata manifest_metadata(const DistributedDLRM& model, const Layout&
   for (std::size_t i = 0; i < layout.files.size(); ++i) m.emplace_back("file." + std::to_string(i), layout.files[i]);
   for (const auto& [k, v] : extra) {
     const bool reserved = find_key(m, k) != nullptr || k.starts_with("file.") || k.starts_with("table.");
-    STRATA_CHECK(!reserved, where, ": the extra metadata key ", quote_field(k),
-                 " is reserved (the checkpoint stores its own ", k, ")");
+    STRATA_CHECK(!reserved, "the extra metadata key ", quote_field(k), " is reserved (the checkpoint stores its own ",
+                 k, ")");
     m.emplace_back(k, v);
   }
   return m;
@@ -355,7 +355,7 @@ void DistributedDLRM::save(const std::string& path, const CheckpointMetadata& ex
   const ShardPlan& plan = tables_->plan();
   int64_t generation = 0;
   agree(comm_, where, [&] {
-    manifest_metadata(*this, layout_of(plan, 0), 0, extra, where);  // refuses reserved extra keys early
+    manifest_metadata(*this, layout_of(plan, 0), 0, extra);  // refuses reserved extra keys early
     if (comm_.rank() == 0) generation = prepare_directory(path, where);
   });
   generation = from_rank0(comm_, generation);
@@ -367,8 +367,8 @@ void DistributedDLRM::save(const std::string& path, const CheckpointMetadata& ex
   });
   agree(comm_, where, [&] {
     if (comm_.rank() != 0) return;
-    write_manifest(path, manifest_metadata(*this, layout, generation, extra, where), layout,
-                   dense_module().state_dict(), opt_->state_dict());
+    write_manifest(path, manifest_metadata(*this, layout, generation, extra), layout, dense_module().state_dict(),
+                   opt_->state_dict());
   });
   if (comm_.rank() == 0) remove_other_generations(path, generation);
 }

@@ -85,8 +85,9 @@ class DistributedDLRM {
   /// rank 0 the manifest, the MLPs and the dense optimizer's state (Note [Resharding checkpoints]
   /// in embeddings/dist/dist_checkpoint.h): `extra` metadata (e.g. DLRMTrainState::to_metadata())
   /// is stored too (a key the manifest uses itself is refused, naming it). Atomic: the previous
-  /// checkpoint in `path` stays loadable until the new manifest replaces it. A failure on any rank
-  /// throws strata::Error on every rank, naming the rank and the file.
+  /// checkpoint in `path` stays loadable until the new manifest replaces it. Rows are streamed
+  /// through a buffer of at most `chunk_bytes` (one row at least). A failure on any rank throws
+  /// strata::Error on every rank, naming the rank and the file.
   void save(const std::string& path, const CheckpointMetadata& extra = {},
             std::size_t chunk_bytes = kCheckpointChunkBytes);
   /// Collective. Loads a checkpoint directory written by save() at any rank count: each rank reads
@@ -94,7 +95,8 @@ class DistributedDLRM {
   /// the model (table rows and dims, MLP widths, interaction, optimizer kind: the field is named),
   /// every file and entry this rank needs, the MLPs and the dense optimizer's state are checked on
   /// every rank before anything changes; a failure on any rank throws strata::Error on every rank
-  /// naming the rank and the file. Returns the manifest's metadata (extra keys included).
+  /// naming the rank and the file. Rows stream in through a buffer of at most `chunk_bytes`.
+  /// Returns the manifest's metadata (extra keys included).
   CheckpointMetadata load(const std::string& path, std::size_t chunk_bytes = kCheckpointChunkBytes);
   /// Training steps taken (restored by load()).
   int64_t steps() const { return steps_; }

@@ -126,9 +126,9 @@ TEST_P(DistCheckpoint, LoadedModelContinuesBitwise) {
   memory::DramHeap heap(std::size_t{4} << 20), fresh_heap(std::size_t{4} << 20);
   const auto model = make_model(heap, c.optimizer, c.saved);
   const std::vector<float> before = train(*model, 0, kHalf);
-  model->save(dir.path(), {{"epoch", "3"}});
+  model->save(dir.path(), {{"epoch", "3"}}, 40);  // chunks of 2 rows (the last of 1 where odd)
   const auto fresh = make_model(fresh_heap, c.optimizer, c.loaded, 1234);
-  const CheckpointMetadata meta = fresh->load(dir.path());
+  const CheckpointMetadata meta = fresh->load(dir.path(), 24);  // chunks of 1 row
   const auto epoch = std::find_if(meta.begin(), meta.end(), [](const auto& kv) { return kv.first == "epoch"; });
   ASSERT_NE(epoch, meta.end());
   EXPECT_EQ(epoch->second, "3");
