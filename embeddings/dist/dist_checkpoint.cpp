@@ -203,17 +203,17 @@ CheckpointMetadata manifest_metadata(const DistributedDLRM& model, const Layout&
 
 /// Rank 0: creates the directory and returns the next generation (1 + the largest of the regular
 /// files there).
-int64_t prepare_directory(const std::string& dir, const std::string& where) {
+int64_t prepare_directory(const std::string& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);
-  STRATA_CHECK(fs::is_directory(dir), where, ": cannot create the checkpoint directory ", quote_path(dir),
+  STRATA_CHECK(fs::is_directory(dir), "cannot create the checkpoint directory ", quote_path(dir),
                ec ? " (" + ec.message() + ")" : std::string(" (a file of that name is in the way)"));
   int64_t last = 0;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     std::error_code type_ec;
     if (it->is_regular_file(type_ec)) last = std::max(last, generation_of(it->path().filename().string()).value_or(0));
   }
-  STRATA_CHECK(!ec, where, ": cannot list the checkpoint directory ", quote_path(dir), " (", ec.message(), ")");
+  STRATA_CHECK(!ec, "cannot list the checkpoint directory ", quote_path(dir), " (", ec.message(), ")");
   return last + 1;
 }
 
@@ -356,7 +356,7 @@ void DistributedDLRM::save(const std::string& path, const CheckpointMetadata& ex
   int64_t generation = 0;
   agree(comm_, where, [&] {
     manifest_metadata(*this, layout_of(plan, 0), 0, extra);  // refuses reserved extra keys early
-    if (comm_.rank() == 0) generation = prepare_directory(path, where);
+    if (comm_.rank() == 0) generation = prepare_directory(path);
   });
   generation = from_rank0(comm_, generation);
   const Layout layout = layout_of(plan, generation);

@@ -317,34 +317,46 @@ TEST_F(DistCheckpointBadInput, AnotherModel) {
   EXPECT_ERROR_HAS(seven.load(dir_.path()), "the checkpoint's tables is '8' but this model's is '7'");
 }
 
-TEST_F(DistCheckpointBadInput, ReservedExtraKey) {
-  EXPECT_ERROR_HAS(model_->save(dir_.path(), {{"steps", "9"}}), "the extra metadata key 'steps' is reserved");
+TEST_F(DistCheckpointBadInput, BadSaveArguments) {
+  EXPECT_ERROR_HAS(model_->save(dir_.path(), {{"steps", "9"}}),
+                   "save(" + quote_path(dir_.path()) + "): the extra metadata key 'steps' is reserved");
   EXPECT_ERROR_HAS(model_->save(dir_.path(), {{"file.0", "x"}}), "the extra metadata key 'file.0' is reserved");
   EXPECT_EQ(read_dist_manifest(dir_.path()).generation, 1);  // nothing was written
+  const std::string file = dir_.file("a_file");
+  on_rank0([&] { std::ofstream(file) << "x"; });
+  const std::string message = testing_util::error_of([&] { model_->save(file); });
+  EXPECT_NE(message.find("cannot create the checkpoint directory " + quote_path(file)), std::string::npos) << message;
+  if (comm().rank() != 0) {
+    EXPECT_NE(message.find("rank 0 failed"), std::string::npos) << message;
+  }
 }
 
-TEST(DistCheckpointManifestCheck, RangesMustCoverEachTable) {
+TEST(DistCheckpointManifestCheck, FieldsAndRanges) {
   const SharedDir dir("ranges");
   if (comm().rank() != 0) return;  // local: the manifest reader alone
   fs::create_directories(dir.path());
-  const auto write = [&](std::vector<int64_t> ranges) {
+  const auto write = [&](std::vector<int64_t> ranges, const std::string& steps = "0") {
     Tensor t = empty({static_cast<int64_t>(ranges.size() / 4), 4}, {DType::i64});
     std::memcpy(t.data<int64_t>(), ranges.data(), ranges.size() * 8);
-    save_checkpoint(dist_manifest_path(dir.path()), {{"manifest.ranges", t}}, {},
-                    {{"format", "strata-dist-dlrm"},
-                     {"format_version", "1"},
-                     {"generation", "1"},
-                     {"ranks", "2"},
-                     {"steps", "0"},
-                     {"tables", "1"},
-                     {"table.0.rows", "10"},
-                     {"table.0.dim", "4"},
-                     {"files", "2"},
-                     {"file.0", "a.ckpt"},
-                     {"file.1", "b.ckpt"}});
+    CheckpointMetadata meta{{"format", "strata-dist-dlrm"},
+                            {"format_version", "1"},
+                            {"generation", "1"},
+                            {"ranks", "2"},
+                            {"tables", "1"},
+                            {"table.0.rows", "10"},
+                            {"table.0.dim", "4"},
+                            {"files", "2"},
+                            {"file.0", "a.ckpt"},
+                            {"file.1", "b.ckpt"}};
+    if (!steps.empty()) meta.emplace_back("steps", steps);
+    save_checkpoint(dist_manifest_path(dir.path()), {{"manifest.ranges", t}}, {}, meta);
   };
   write({0, 0, 6, 0, 0, 6, 10, 1});
   EXPECT_EQ(read_dist_manifest(dir.path()).ranges.size(), 2u);
+  write({0, 0, 10, 0}, "");
+  EXPECT_ERROR_HAS(read_dist_manifest(dir.path()), "manifest': the key 'steps' is missing");
+  write({0, 0, 10, 0}, "-1");
+  EXPECT_ERROR_HAS(read_dist_manifest(dir.path()), "steps is '-1', expected an integer in [0, ");
   write({0, 0, 6, 0, 0, 7, 10, 1});
   EXPECT_ERROR_HAS(read_dist_manifest(dir.path()), "range 1 (table 0, rows [7, 10), file 1) does not continue");
   write({0, 0, 6, 0});
