@@ -48,8 +48,10 @@
 /// a row; the checkpoint stores the first four exactly (f32 bits) and the plan only decides who
 /// reads which bytes back.
 /// Cost: opening a file checks its checksum over the whole file (CheckpointReader), so a rank
-/// reads each file it needs once in full (chunked); at M < N a rank touches about N/M rank files,
-/// at M > N up to two. Memory: one chunk of rows at a time.
+/// reads each file it needs once in full (chunked), besides the rows it copies: the files of
+/// every stored range that overlaps its rows (a row-wise range of M ranks overlaps about N/M
+/// stored ranges, at most two when M > N; a table-wise table one) and the replicated file when
+/// there are data-parallel tables. Memory: one chunk of rows at a time.
 
 #include <cstdint>
 #include <string>
