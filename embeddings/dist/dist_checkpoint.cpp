@@ -506,6 +506,8 @@ CheckpointMetadata DistributedDLRM::load(const std::string& path, std::size_t ch
   agree(comm_, where + " (the model is now partly loaded: load a checkpoint again or rebuild it)", [&] {
     dense_module().load_state_dict(load.dense, true);
     opt_->load_state_dict(load.dense_opt);
+    // This model's learning rate, as the tables': not the one stored with the dense state.
+    for (optim::ParamGroup& g : opt_->param_groups()) g.options["lr"] = static_cast<double>(config_.learning_rate);
     steps_ = load.manifest.steps;
     tables_->set_optimizer_steps(steps_);
     for (const Piece& p : load.pieces) load_piece(p, *tables_, chunk_bytes);

@@ -35,8 +35,9 @@
 /// error (which names the file). Concurrent saves into one directory are not supported.
 /// Loading at M ranks (collective): every rank reads the manifest, checks the model against it
 /// (table count, rows and dims, the MLP widths, the interaction and the optimizer kind, naming
-/// the field; names, the learning rate, seed, chunks and row blocks may differ — chunks and row
-/// blocks must stay the same for the continuation to be bitwise), and finds, for each table its
+/// the field; names, the learning rate, seed, chunks and row blocks may differ — the loading
+/// model's learning rate then applies to the MLPs too, and chunks and row blocks must stay the
+/// same for the continuation to be bitwise), and finds, for each table its
 /// own plan holds rows [lo, hi) of, the ranges that overlap them and their files. It opens those
 /// files (and only those), checks their format, generation and entries (dtype, shape), and the MLP
 /// and dense optimizer state with nn::Module/Optimizer::check_state_dict; the ranks agree; only

@@ -218,6 +218,25 @@ TEST(DistCheckpointFiles, FailedSaveLeavesThePreviousCheckpoint) {
   }
 }
 
+TEST(DistCheckpointFiles, TheLoadingModelsLearningRateApplies) {
+  const SharedDir dir("lr");
+  memory::DramHeap heap(std::size_t{4} << 20), frozen_heap(std::size_t{4} << 20);
+  const auto model = make_model(heap, OptimizerKind::Adagrad, Kind::mixed);
+  train(*model, 0, 1);
+  model->save(dir.path());
+  DistributedDLRMConfig c = config(OptimizerKind::Adagrad);
+  c.learning_rate = 0;  // loaded with lr 0, a step changes nothing (not the MLPs either)
+  DistributedDLRM frozen(c, plan(Kind::row_wise, comm().size()), {&frozen_heap, nullptr}, comm());
+  frozen.load(dir.path());
+  StateDict before = frozen.dense_module().state_dict();
+  for (auto& [key, t] : before) t = t.clone();  // the state dict aliases the parameters
+  train(frozen, 1, 2);
+  const StateDict after = frozen.dense_module().state_dict();
+  ASSERT_EQ(before.size(), after.size());
+  for (std::size_t p = 0; p < before.size(); ++p)
+    EXPECT_TRUE(testing_util::same_bits(before[p].second, after[p].second)) << before[p].first;
+}
+
 // ---- bad checkpoints: the error names the file and the field on every rank -------------------------
 
 class DistCheckpointBadInput : public ::testing::Test {
