@@ -242,6 +242,7 @@ float DistributedDLRM::train_step(std::span<const float> dense, std::span<const 
   tables_->backward(bags, grad, config_.learning_rate, at);
   opt_->step();
   opt_->zero_grad();
+  ++steps_;
   return loss.item<float>();
 }
 

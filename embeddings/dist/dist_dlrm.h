@@ -23,6 +23,7 @@
 #include "embeddings/dist/sharded_bags.h"
 #include "embeddings/dlrm_config.h"
 #include "embeddings/kernels.h"
+#include "models/checkpoint.h"
 #include "models/optim/optimizer.h"
 #include "models/zoo/dlrm.h"
 
@@ -79,6 +80,27 @@ class DistributedDLRM {
   /// gathered in rank order (allgatherv), e.g. for rank 0 to compute accuracy and AUC. Collective.
   Tensor score(std::span<const float> dense, std::span<const Bags> bags);
 
+  /// Collective. Saves everything training depends on into the checkpoint directory `path` (on a
+  /// file system every rank sees), each rank streaming its own rows and their optimizer state,
+  /// rank 0 the manifest, the MLPs and the dense optimizer's state (Note [Resharding checkpoints]
+  /// in embeddings/dist/dist_checkpoint.h): `extra` metadata (e.g. DLRMTrainState::to_metadata())
+  /// is stored too (a key the manifest uses itself is refused, naming it). Atomic: the previous
+  /// checkpoint in `path` stays loadable until the new manifest replaces it. Rows are streamed
+  /// through a buffer of at most `chunk_bytes` (one row at least). A failure on any rank throws
+  /// strata::Error on every rank, naming the rank and the file.
+  void save(const std::string& path, const CheckpointMetadata& extra = {},
+            std::size_t chunk_bytes = kCheckpointChunkBytes);
+  /// Collective. Loads a checkpoint directory written by save() at any rank count: each rank reads
+  /// the rows its own plan holds, from whichever files have them. All or nothing: the manifest,
+  /// the model (table rows and dims, MLP widths, interaction, optimizer kind: the field is named),
+  /// every file and entry this rank needs, the MLPs and the dense optimizer's state are checked on
+  /// every rank before anything changes; a failure on any rank throws strata::Error on every rank
+  /// naming the rank and the file. Rows stream in through a buffer of at most `chunk_bytes`.
+  /// Returns the manifest's metadata (extra keys included).
+  CheckpointMetadata load(const std::string& path, std::size_t chunk_bytes = kCheckpointChunkBytes);
+  /// Training steps taken (restored by load()).
+  int64_t steps() const { return steps_; }
+
   /// This rank's samples of a global batch of B: DataParallel's chunk-aligned rows, which are also
   /// the sample slice of its embeddings. row_boundaries gives every rank's (ranks + 1 entries).
   dist::RowRange local_rows(int64_t batch) const { return ddp_->local_rows(batch); }
@@ -107,6 +129,7 @@ class DistributedDLRM {
   std::unique_ptr<dist::DataParallel> ddp_;
   std::unique_ptr<optim::Optimizer> opt_;
   std::unique_ptr<Feed> feed_;
+  int64_t steps_ = 0;
 };
 
 }  // namespace strata::emb

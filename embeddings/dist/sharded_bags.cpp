@@ -82,6 +82,28 @@ void ShardedEmbeddingBags::read_row(int table, int64_t row, float* dst) const {
   s->table->read_row(row - s->lo, dst);
 }
 
+void ShardedEmbeddingBags::write_row(int table, int64_t row, const float* src) {
+  const Shard* s = shards_.at(static_cast<std::size_t>(table)).get();
+  STRATA_CHECK(s != nullptr && row >= s->lo && row < s->hi, "ShardedEmbeddingBags::write_row: rank ", rank_,
+               " does not hold row ", row, " of table ", table);
+  s->table->write_row(row - s->lo, src);
+}
+
+std::span<float> ShardedEmbeddingBags::accumulators(int table) {
+  Shard* s = shards_.at(static_cast<std::size_t>(table)).get();
+  return s == nullptr || s->state == nullptr ? std::span<float>() : s->state->accumulators();
+}
+
+std::span<const float> ShardedEmbeddingBags::accumulators(int table) const {
+  const Shard* s = shards_.at(static_cast<std::size_t>(table)).get();
+  return s == nullptr || s->state == nullptr ? std::span<const float>() : std::as_const(*s->state).accumulators();
+}
+
+void ShardedEmbeddingBags::set_optimizer_steps(int64_t steps) {
+  for (const auto& s : shards_)
+    if (s != nullptr && s->state != nullptr) s->state->set_steps(steps);
+}
+
 std::vector<int64_t> ShardedEmbeddingBags::check_bags(std::span<const Bags> bags,
                                                       std::span<const int64_t> boundaries) const {
   STRATA_CHECK(bags.size() == plan_.tables.size(), "ShardedEmbeddingBags: ", bags.size(), " tables of bags for ",

@@ -119,6 +119,15 @@ class ShardedEmbeddingBags {
   int64_t row_end(int table) const { return plan_.row_end(rank_, table); }
   /// Global row `row` of table `table` (held here) into `dst` (dim floats).
   void read_row(int table, int64_t row, float* dst) const;
+  /// Overwrites global row `row` of table `table` (held here) with `src` (dim floats): checkpoints.
+  void write_row(int table, int64_t row, const float* src);
+  /// The optimizer state of table t's held rows, row-major from row_begin(t): one float per row
+  /// (row-wise Adagrad), dim per row (Adagrad), none for SGD or a table not held. Checkpoints.
+  std::span<float> accumulators(int table);
+  std::span<const float> accumulators(int table) const;
+  /// The update count of the tables' optimizer states (SparseOptimizerState::steps), restored by
+  /// checkpoints.
+  void set_optimizer_steps(int64_t steps);
 
  private:
   struct Shard;
