@@ -703,10 +703,12 @@ void validate(const DLRMConfig& c) {
                    "; 'j' in the file name stands for the table number)");
     }
   std::error_code ec;
-  if (!c.save_model.empty())
+  // One process's checkpoint is a file; a distributed run's is a directory, which that run checks
+  // (check_distributed_checkpoint_paths, embeddings/dist/dlrm_dist_run.h).
+  if (!c.save_model.empty() && c.dist_backend.empty())
     STRATA_CHECK(!std::filesystem::is_directory(c.save_model, ec), "--save-model: ", quote_path(c.save_model),
                  " is a directory (expected a file name)");
-  if (!c.load_model.empty()) check_readable_file(c.load_model, "--load-model");
+  if (!c.load_model.empty() && c.dist_backend.empty()) check_readable_file(c.load_model, "--load-model");
   STRATA_CHECK(c.slow_dir.empty() || std::filesystem::is_directory(c.slow_dir, ec),
                "--slow-dir: ", quote_path(c.slow_dir), " is not a directory");
 }
@@ -786,8 +788,9 @@ Distributed (mpirun -np N strata-dlrm ... --dist-backend=mpi; README "Distribute
                         (each rank holds at most --fast-budget of rows, all in DRAM), MLPs data-
                         parallel; every rank reads the same global batches; rank 0 prints. Losses
                         and metrics are bitwise the same at any rank count. gloo/ccl/nccl refused.
-                        Not supported yet (refused): --save-model, --load-model, --inference-only,
-                        --md-flag, --qr-flag, --weighted-pooling, --arch-interaction-itself, loss
+                        --save-model/--load-model take a directory that reshards (saved at N
+                        ranks, resumed at any M). Not supported yet (refused): --md-flag,
+                        --qr-flag, --weighted-pooling, --arch-interaction-itself, loss
                         functions but bce, --loss-threshold, learning-rate schedules, --emb-dtype
                         bf16, --emb-policy (but auto), --cache-fraction, --check-finite,
                         --enable-profiling. --slow-dir DIR gives rank R the slow tier DIR/rank-R/

@@ -320,7 +320,13 @@ DLRMConfig start_distributed(const DLRMConfig& flags, const std::vector<std::str
   fields.emplace_back("threads (effective)", std::to_string(get_num_threads()));
   check_same_on_every_rank(comm, fields, "flag");
   check_distributed_flags(flags, comm.size());
-  if (comm.rank() == 0) check_output_paths(flags);
+  if (comm.rank() == 0) {
+    DLRMConfig files = flags;  // a distributed checkpoint is a directory, checked as one
+    files.save_model.clear();
+    files.load_model.clear();
+    check_output_paths(files);
+    check_distributed_checkpoint_paths(flags);
+  }
   const DLRMConfig c = with_dataset_rows(flags);
   check_same_on_every_rank(comm, dlrm_data_fingerprint(c), "data file");
   DLRMConfig mine = c;
@@ -357,8 +363,13 @@ int train_distributed(const DLRMConfig& flags, const std::vector<std::string>& a
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> quiet(root ? nullptr : std::fopen("/dev/null", "w"), &std::fclose);
   STRATA_CHECK(root || quiet != nullptr, "cannot open /dev/null for rank ", comm.rank(), "'s progress lines");
   DLRMTrainer trainer(trainable, c, *data.train, data.test.get(), root ? stdout : quiet.get());
+  if (!c.load_model.empty()) trainer.load(c.load_model);
   if (root) std::printf("time/loss/accuracy (if enabled):\n");
   std::fflush(stdout);
+  if (c.inference_only) {
+    trainer.test(0, 0);
+    return 0;
+  }
   trainer.train();
   const Tensor ranks = comm.allgatherv(rank_figures(trainable, trainer.stats()));
   if (!root) return 0;

@@ -15,6 +15,7 @@
 #include "core/pin_set.h"
 #include "core/text.h"
 #include "core/threading.h"
+#include "embeddings/dist/dist_checkpoint.h"
 #include "embeddings/index_source.h"
 #include "ops/softmax_loss.h"
 
@@ -30,9 +31,6 @@ void refuse_if(bool given, std::string_view flag, std::string_view why) {
 }  // namespace
 
 void check_distributed_flags(const DLRMConfig& c, int ranks) {
-  refuse_if(!c.save_model.empty(), "--save-model", "distributed checkpoints are not wired into strata-dlrm");
-  refuse_if(!c.load_model.empty(), "--load-model", "distributed checkpoints are not wired into strata-dlrm");
-  refuse_if(c.inference_only, "--inference-only", "it needs --load-model");
   refuse_if(c.md_flag, "--md-flag", "DistributedDLRM's tables all have dim --arch-sparse-feature-size");
   refuse_if(c.qr_flag, "--qr-flag", "DistributedDLRM has plain tables only");
   refuse_if(c.weighted_pooling != WeightedPooling::None, "--weighted-pooling", "the sharded bags have no weights");
@@ -260,7 +258,6 @@ float DistributedTrainable::train_step(std::span<const float> dense, std::span<c
   const dist::CommStats after = model_.communicator().stats();
   add_comm_delta(total_, before, after);
   add_comm_delta(since_line_, before, after);
-  ++steps_;
   ++steps_since_line_;
   return loss;
 }
@@ -294,12 +291,21 @@ std::string DistributedTrainable::progress_detail() {
   return line;
 }
 
-void DistributedTrainable::save(const std::string&, const CheckpointMetadata&) {
-  STRATA_FAIL("--save-model: not supported with --dist-backend yet");
-}
+void DistributedTrainable::save(const std::string& path, const CheckpointMetadata& extra) { model_.save(path, extra); }
 
-CheckpointMetadata DistributedTrainable::load(const std::string&) {
-  STRATA_FAIL("--load-model: not supported with --dist-backend yet");
+CheckpointMetadata DistributedTrainable::load(const std::string& path) { return model_.load(path); }
+
+void check_distributed_checkpoint_paths(const DLRMConfig& c) {
+  if (!c.save_model.empty()) {
+    std::error_code ec;
+    const bool is_dir = std::filesystem::is_directory(c.save_model, ec);
+    STRATA_CHECK(is_dir || !std::filesystem::exists(c.save_model, ec), "--save-model: ", quote_path(c.save_model),
+                 " is a file; a distributed checkpoint is a directory (Note [Resharding checkpoints])");
+    // A new directory's parent, or an existing directory, must take new files.
+    check_writable_file_path(is_dir ? (std::filesystem::path(c.save_model) / "manifest").string() : c.save_model,
+                             "--save-model");
+  }
+  if (!c.load_model.empty()) check_readable_file(dist_manifest_path(c.load_model), "--load-model");
 }
 
 }  // namespace strata::emb

@@ -40,8 +40,9 @@
 ///   Collective time is not all network time: the deterministic allreduce adds the C chunk
 ///   gradients in its fixed tree on the worker thread even at one rank (0 bytes sent), and the
 ///   wait may exceed the busy time when the caller waits for a rank that has not arrived.
-/// - Not supported yet, refused naming the flag (check_distributed_flags): checkpoints
-///   (--save-model, --load-model), --inference-only, mixed dimensions and quotient-remainder
+/// - Checkpoints: --save-model DIR and --load-model DIR are DistributedDLRM's directories (Note
+///   [Resharding checkpoints]): a run saved at N ranks resumes, or runs --inference-only, at any M.
+/// - Not supported yet, refused naming the flag (check_distributed_flags): mixed dimensions and quotient-remainder
 ///   tables, weighted pooling, --arch-interaction-itself, loss functions but bce and
 ///   --loss-threshold, learning-rate schedules, bf16 tables, --check-finite, --enable-profiling.
 
@@ -96,7 +97,8 @@ void check_same_on_every_rank(dist::Communicator& comm, const RankFields& fields
 /// DistributedDLRM as DLRMTrainer sees it. train_step counts the communicator's figures of each
 /// step; score gathers the batch's probabilities (every rank gets them all) and computes the mean
 /// binary cross-entropy, as TieredDLRM's bce; progress_detail is the `comm:` line of the steps since
-/// the previous one. Checkpoints throw (check_distributed_flags refuses them first).
+/// the previous one. Checkpoints are DistributedDLRM's (directories that reshard: a run saved at N
+/// ranks resumes at M; Note [Resharding checkpoints]).
 class DistributedTrainable final : public DLRMTrainable {
  public:
   DistributedTrainable(DistributedDLRM& model, int64_t num_tables);
@@ -109,7 +111,7 @@ class DistributedTrainable final : public DLRMTrainable {
   std::string progress_detail() override;
   void save(const std::string& path, const CheckpointMetadata& extra) override;
   CheckpointMetadata load(const std::string& path) override;
-  int64_t steps() const override { return steps_; }
+  int64_t steps() const override { return model_.steps(); }
 
   /// This rank's communication in the training steps since reset_stats().
   const dist::CommStats& step_comm() const { return total_; }
@@ -117,11 +119,15 @@ class DistributedTrainable final : public DLRMTrainable {
  private:
   DistributedDLRM& model_;
   int64_t num_tables_;
-  int64_t steps_ = 0;
   dist::CommStats total_;       // every training step since reset_stats()
   dist::CommStats since_line_;  // since the last progress line
   int64_t steps_since_line_ = 0;
 };
+
+/// --save-model and --load-model of a distributed run, checked before training: a checkpoint is a
+/// directory — --save-model an existing directory or a new one whose parent takes files, never a
+/// file; --load-model a directory with a readable manifest. Throws strata::Error naming the flag.
+void check_distributed_checkpoint_paths(const DLRMConfig& config);
 
 /// `a` plus the difference `after` − `before` of the communicator's counters.
 void add_comm_delta(dist::CommStats& a, const dist::CommStats& before, const dist::CommStats& after);

@@ -35,14 +35,21 @@ constexpr int kHalf = 2;  // steps before and after the checkpoint
 /// Every rank waits for every other.
 void barrier() { comm().allgatherv(full({1}, 0.0, {DType::i64})); }
 
+// Where the test checkpoints (a few KB) go: a tmpfs (/dev/shm) when the machine has one, whose
+// fsync returns at once — on a disk busy with a parallel build, the saves' fsyncs made one run of
+// this suite take minutes. Durability is not what these tests check (tests/cpp/fault does).
+std::string scratch_root() {
+  std::error_code ec;
+  return fs::is_directory("/dev/shm", ec) ? std::string("/dev/shm") : ::testing::TempDir();
+}
+
 /// A directory every rank names the same (rank 0's pid), removed by rank 0 at the end.
 class SharedDir {
  public:
   explicit SharedDir(const std::string& name) {
     const Tensor pid = comm().allgatherv(full({1}, static_cast<double>(::getpid()), {DType::i64}));
-    path_ =
-        (fs::path(::testing::TempDir()) / ("strata_dist_ckpt_" + std::to_string(pid.data<int64_t>()[0]) + "_" + name))
-            .string();
+    path_ = (fs::path(scratch_root()) / ("strata_dist_ckpt_" + std::to_string(pid.data<int64_t>()[0]) + "_" + name))
+                .string();
     if (comm().rank() == 0) fs::remove_all(path_);
     barrier();
   }

@@ -53,10 +53,32 @@ TEST(DlrmDistRun, AcceptsTheSupportedFlags) {
   EXPECT_NO_THROW(check_distributed_flags(dist_config({"--num-batches", "0", "--data-size", "28"}), 4));
 }
 
+TEST(DlrmDistRun, CheckpointsAreDirectories) {
+  namespace fs = std::filesystem;
+  // This rank's own scratch (the checks are local; ranks must not race on one path).
+  const fs::path dir = fs::path(::testing::TempDir()) / ("strata_dist_ckpt_paths_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "old");
+  std::ofstream(dir / "afile") << "x";
+  auto config = [&](const char* flag, const fs::path& p) { return dist_config({flag, p.string()}); };
+  // Savable: a new directory in an existing one, or an existing directory.
+  EXPECT_NO_THROW(check_distributed_checkpoint_paths(config("--save-model", dir / "new")));
+  EXPECT_NO_THROW(check_distributed_checkpoint_paths(config("--save-model", dir / "old")));
+  EXPECT_NO_THROW(check_distributed_flags(config("--save-model", dir / "new"), 4));
+  EXPECT_THAT(error_of([&] { check_distributed_checkpoint_paths(config("--save-model", dir / "afile")); }),
+              HasSubstr("is a file; a distributed checkpoint is a directory"));
+  EXPECT_THAT(error_of([&] { check_distributed_checkpoint_paths(config("--save-model", dir / "no" / "such")); }),
+              HasSubstr("--save-model: cannot write"));
+  // Loadable: a directory with a manifest.
+  EXPECT_THAT(error_of([&] { check_distributed_checkpoint_paths(config("--load-model", dir / "old")); }),
+              HasSubstr("--load-model: cannot open '" + (dir / "old" / "manifest").string() + "'"));
+  std::ofstream(dir / "old" / "manifest") << "x";
+  EXPECT_NO_THROW(check_distributed_checkpoint_paths(config("--load-model", dir / "old")));
+  fs::remove_all(dir);
+}
+
 TEST(DlrmDistRun, RefusesWhatItDoesNotSupportNamingTheFlag) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
-      {{"--save-model", "/tmp/x.ckpt"}, "--save-model: not supported with --dist-backend yet"},
-      {{"--inference-only"}, "--inference-only: not supported with --dist-backend yet"},
       {{"--md-flag", "--md-threshold", "10"}, "--md-flag: not supported"},
       {{"--qr-flag", "--qr-threshold", "10"}, "--qr-flag: not supported"},
       {{"--weighted-pooling", "fixed"}, "--weighted-pooling: not supported"},
@@ -207,7 +229,6 @@ TEST(DlrmDistRun, TrainableScoresAreTheModelsAndTrainingStepsAreCounted) {
   EXPECT_EQ(t.steps(), 1);
   if (comm().size() > 1) EXPECT_GT(t.step_comm()[dist::Op::alltoallv].bytes_sent, 0);
   EXPECT_THAT(t.progress_detail(), HasSubstr("comm: rank " + std::to_string(comm().rank()) + " sent per step"));
-  EXPECT_THAT(error_of([&] { t.save("/tmp/x", {}); }), HasSubstr("--save-model: not supported with --dist-backend"));
 }
 
 }  // namespace

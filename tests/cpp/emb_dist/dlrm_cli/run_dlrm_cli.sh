@@ -6,6 +6,8 @@
 #             rank 0 alone prints, with comm: lines; --slow-dir/rank-R/ is created.
 #   refused   gloo/ccl/nccl and an unknown backend exit 2 naming --dist-backend; flags the distributed
 #             run does not support exit non-zero naming the flag.
+#   resume    saved at 4 ranks, resumed at 2: the losses of the uninterrupted run; --inference-only
+#             from the checkpoint; a file or a directory without a manifest refused.
 #   mismatch  one rank given another flag value (by OMPI_COMM_WORLD_RANK / PMI_RANK), or another data
 #             file under the same path: every rank exits non-zero naming the flag or file and both ranks.
 # Usage: run_dlrm_cli.sh MODE STRATA_DLRM MPIEXEC [MPIEXEC FLAGS...] NUMPROC_FLAG
@@ -65,8 +67,6 @@ case $mode in
     done
     "$bin" "${small[@]}" --dist-backend=tcp >"$work/err.log" 2>&1
     [ $? -eq 2 ] && grep -q -- "--dist-backend: expected one of mpi, got 'tcp'" "$work/err.log" || fail "tcp accepted"
-    expect_error 2 "rank [01]: error: --save-model: not supported with --dist-backend yet" \
-      "$bin" "${small[@]}" --dist-backend=mpi --save-model "$work/m.ckpt"
     expect_error 2 "--loss-function: not supported with --dist-backend yet .*got mse" \
       "$bin" "${small[@]}" --loss-function mse --dist-backend=mpi
     expect_error 4 "--dist-chunks: 2 chunks for 4 ranks" "$bin" "${small[@]}" --dist-chunks 2 --dist-backend=mpi
@@ -88,6 +88,32 @@ case $mode in
       bash "$here/rank_flag.sh" cd:"$work" "$bin" --arch-embedding-size 10 --arch-sparse-feature-size 4 \
       --arch-mlp-bot 5-4 --arch-mlp-top 4-1 --loss-function bce --mini-batch-size 4 --num-batches 1 \
       --data-generation synthetic --data-trace-file trace_j.log --dist-backend=mpi --
+    ;;
+  resume)
+    # Saved at 4 ranks at the end of epoch 0 (no test pass, so the save is at the end), resumed at 2
+    # ranks for epoch 1: its train losses equal the uninterrupted 1-rank run's bit for bit (Note
+    # [Resharding checkpoints]); the checkpoint runs --inference-only at 1 rank; bad paths refused.
+    base=(--arch-embedding-size 300-120-50-7 --arch-sparse-feature-size 4 --arch-mlp-bot 5-8-4 --arch-mlp-top 8-1
+          --mini-batch-size 37 --data-size 180 --loss-function bce --round-targets True --print-freq 1
+          --learning-rate 0.1 --num-indices-per-lookup 3 --optimizer rwsadagrad --dist-chunks 6 --dist-backend=mpi)
+    run 1 "$work/whole.log" "$bin" "${base[@]}" --nepochs 2 --json "$work/whole.json" \
+      || { cat "$work/whole.log"; fail "the uninterrupted run failed"; }
+    run 4 "$work/first.log" "$bin" "${base[@]}" --save-model "$work/ckpt" \
+      || { cat "$work/first.log"; fail "the saving run failed"; }
+    grep -q "^Saving model to $work/ckpt" "$work/first.log" || { cat "$work/first.log"; fail "no save"; }
+    run 2 "$work/rest.log" "$bin" "${base[@]}" --nepochs 2 --load-model "$work/ckpt" --json "$work/rest.json" \
+      || { cat "$work/rest.log"; fail "the resumed run failed"; }
+    grep -q "resuming at epoch 1, batch 0/5" "$work/rest.log" || { cat "$work/rest.log"; fail "not resumed at epoch 1"; }
+    python3 "$here/compare_resumed.py" "$work/whole.json" "$work/rest.json" || fail "the resumed run's losses differ"
+    run 1 "$work/infer.log" "$bin" "${base[@]}" --inference-only --load-model "$work/ckpt" \
+      || { cat "$work/infer.log"; fail "--inference-only failed"; }
+    grep -q "^Testing for inference only: loss" "$work/infer.log" \
+      || { cat "$work/infer.log"; fail "--inference-only: no test line"; }
+    touch "$work/afile"
+    mkdir -p "$work/empty"
+    expect_error 2 "--save-model: '.*afile' is a file; a distributed checkpoint is a directory" \
+      "$bin" "${base[@]}" --save-model "$work/afile"
+    expect_error 2 "--load-model: cannot open '.*empty/manifest'" "$bin" "${base[@]}" --load-model "$work/empty"
     ;;
   *) fail "unknown mode $mode" ;;
 esac
