@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <mutex>
+#include <optional>
 #include <sstream>
+#include <string>
 #include <utility>
 
 #include "autograd/accumulate.h"
@@ -40,7 +42,9 @@ namespace strata::dist {
 // overlaps the rest of the backward, as PyTorch's DDP buckets do. Buckets are launched in bucket
 // order on every rank (a ready bucket waits for the earlier ones), since every rank must issue the
 // collectives in one order. The engine runs the most recent chunk's graph first (Note [Engine
-// order]), so buckets become ready during the first local chunk's backward, the last to run.
+// order]), so buckets become ready during the first local chunk's backward, the last to run;
+// forward_staged changes that order so that a bucket is ready once its stage finished in every
+// chunk (Note [Staged chunks]). bucket_sizes sets the buckets by parameter count (e.g. one layer each).
 // What it costs: C forward/backward passes per step on smaller matrices instead of N (the chunks of
 // one rank run one after the other; GEMMs on B/C rows use the cores less well than on B/N rows),
 // one gradient per local chunk and parameter until its bucket is reduced (C/N gradient copies at
@@ -49,6 +53,24 @@ namespace strata::dist {
 // (chunks=1 at one rank gives the plain full-batch statistics). Its running statistics are updated
 // chunk after chunk by each rank's own chunks only, so they are not bitwise the same across rank
 // counts (PyTorch's DDP copies rank 0's, which does not equal one process either).
+
+// Note [Staged chunks]
+// forward_staged runs the module as a list of stages, stage s for every local chunk before stage
+// s + 1 (each call with the chunk's own leaves swapped in), instead of each chunk's whole forward
+// in turn. Every chunk's values come from the same ops on the same shapes and the same leaves, so
+// outputs and gradients are bitwise forward()'s; only the order of ops across chunks changes. What
+// it buys is overlap (Note [Distributed DLRM step]):
+//  - Backward: the engine runs ready nodes by sequence number, highest first (Note [Engine
+//    order]); the ops of stage s of every chunk were recorded after those of stage s - 1 of every
+//    chunk, so the backward of the last stage runs for all chunks before that of the stage before.
+//    A bucket holding one stage's parameters (DataParallelOptions::bucket_sizes) is complete, and
+//    launched, as soon as that stage's backward finished, and its allreduce overlaps the backward
+//    of every earlier stage of every chunk. Unstaged, a bucket waits for the first local chunk's
+//    backward, which the engine runs last, so only that chunk's earlier layers overlap it.
+//  - Forward: a stage that waits for communication (DistributedDLRM's interaction, which needs the
+//    embedding exchange) runs after the earlier stages of every chunk, which all overlap it.
+// What it costs: every chunk's stage outputs are alive together between stages, as they are
+// anyway until backward (the graph keeps them).
 
 namespace {
 
@@ -167,6 +189,10 @@ DataParallel::DataParallel(std::shared_ptr<nn::Module> module, Communicator& com
   STRATA_CHECK(options_.chunks >= comm_.size(), "DataParallel: chunks=", options_.chunks, " is fewer than the ",
                comm_.size(), " ranks (every rank runs at least one chunk)");
   STRATA_CHECK(options_.bucket_bytes >= 1, "DataParallel: bucket_bytes=", options_.bucket_bytes, " must be at least 1");
+  for (std::size_t b = 0; b < options_.bucket_sizes.size(); ++b) {
+    STRATA_CHECK(options_.bucket_sizes[b] >= 1, "DataParallel: bucket_sizes[", b, "]=", options_.bucket_sizes[b],
+                 " must be at least 1 (a bucket holds at least one parameter)");
+  }
   collect_parameters();
   check_parameters_agree();
   if (options_.broadcast_state) broadcast_state();
@@ -238,6 +264,19 @@ void DataParallel::broadcast_state() {
 }
 
 void DataParallel::make_buckets() {
+  if (!options_.bucket_sizes.empty()) {
+    int64_t total = 0;
+    for (int64_t n : options_.bucket_sizes) total += n;
+    const auto params = static_cast<int64_t>(reduced_.size());
+    STRATA_CHECK(total == params, "DataParallel: bucket_sizes sum to ", total, " parameters but the module has ",
+                 params, " parameters that require grad");
+    int64_t next = params - 1;  // reverse registration order
+    for (int64_t n : options_.bucket_sizes) {
+      buckets_.emplace_back();
+      for (int64_t i = 0; i < n; ++i) buckets_.back().push_back(next--);
+    }
+    return;
+  }
   int64_t bytes = 0;
   for (auto it = reduced_.rbegin(); it != reduced_.rend(); ++it) {
     const int64_t position = it - reduced_.rbegin();
@@ -332,10 +371,11 @@ Tensor DataParallel::forward(const Tensor& local_input) {
                  " rows but its share of the global batch of ", batch, " rows is rows [", at[r], ", ", at[r + 1], ") (",
                  at[r + 1] - at[r], " rows; see local_rows)");
   }
-  return run_step(local_input, batch);
+  return run_step(local_input, batch, {});
 }
 
-Tensor DataParallel::forward_agreed(const Tensor& local_input, int64_t global_batch) {
+// forward_agreed's local checks (this rank's input against its share of `global_batch`).
+void DataParallel::check_local_input(const Tensor& local_input, int64_t global_batch) {
   std::shared_ptr<Step> previous = std::exchange(step_, nullptr);
   if (previous != nullptr && !previous->finished) check_previous_step(*previous);
   STRATA_CHECK(local_input.defined() && local_input.dim() >= 1, "DataParallel: rank ", comm_.rank(), " passed ",
@@ -345,18 +385,29 @@ Tensor DataParallel::forward_agreed(const Tensor& local_input, int64_t global_ba
   STRATA_CHECK(local_input.size(0) == rows.size(), "DataParallel: rank ", comm_.rank(), " passed ", local_input.size(0),
                " rows but its share of the global batch of ", global_batch, " rows is rows [", rows.begin, ", ",
                rows.end, ") (", rows.size(), " rows; see local_rows)");
-  return run_step(local_input, global_batch);
 }
 
-// Runs this rank's chunks of a global batch of `batch` rows (checked) and gathers the outputs.
-Tensor DataParallel::run_step(const Tensor& local_input, int64_t batch) {
+Tensor DataParallel::forward_agreed(const Tensor& local_input, int64_t global_batch) {
+  check_local_input(local_input, global_batch);
+  return run_step(local_input, global_batch, {});
+}
+
+Tensor DataParallel::forward_staged(const Tensor& local_input, int64_t global_batch, const std::vector<Stage>& stages) {
+  STRATA_CHECK(!stages.empty(), "DataParallel: forward_staged needs at least one stage");
+  check_local_input(local_input, global_batch);
+  return run_step(local_input, global_batch, stages);
+}
+
+// Runs this rank's chunks of a global batch of `batch` rows (checked) through `stages` (none: the
+// module's forward) and gathers the outputs.
+Tensor DataParallel::run_step(const Tensor& local_input, int64_t batch, const std::vector<Stage>& stages) {
   const std::vector<RowRange> chunks = split_rows(batch, options_.chunks);
   const RowRange mine = local_chunks(batch);
   std::vector<Tensor> outputs;
   step_ = autograd::GradMode::is_enabled() && !reduced_.empty() ? new_step(mine.size()) : nullptr;
   Tensor local;
   try {
-    local = run_chunks(local_input, chunks, mine, chunks[mine.begin].begin, outputs);
+    local = run_chunks(local_input, chunks, mine, chunks[mine.begin].begin, stages, outputs);
   } catch (...) {
     step_.reset();  // a failed forward leaves nothing to reduce
     throw;
@@ -431,22 +482,33 @@ std::vector<Tensor> DataParallel::chunk_leaves(int64_t chunk) const {
 }
 
 // Runs the local chunks (rows `chunks[mine]` of the batch; `local_input` starts at row `begin`)
-// into `outputs` and returns their concatenation, detached.
+// stage by stage (Note [Staged chunks]; no stages: the module's forward as one stage) into
+// `outputs` and returns their concatenation, detached.
 Tensor DataParallel::run_chunks(const Tensor& local_input, const std::vector<RowRange>& chunks, RowRange mine,
-                                int64_t begin, std::vector<Tensor>& outputs) {
-  for (int64_t c = mine.begin; c < mine.end; ++c) {
-    const RowRange rows = chunks[c];
-    const Tensor x = local_input.narrow(0, rows.begin - begin, rows.size());
-    Tensor y;
-    if (step_ != nullptr) {
-      LeafSwap swap(*this, chunk_leaves(c - mine.begin));
-      y = (*module_)(x);
-    } else {
-      y = (*module_)(x);
+                                int64_t begin, const std::vector<Stage>& stages, std::vector<Tensor>& outputs) {
+  const int64_t n = mine.size();
+  std::vector<Tensor> values;
+  std::vector<std::vector<Tensor>> leaves(n);
+  for (int64_t c = 0; c < n; ++c) {
+    values.push_back(local_input.narrow(0, chunks[mine.begin + c].begin - begin, chunks[mine.begin + c].size()));
+    if (step_ != nullptr) leaves[c] = chunk_leaves(c);
+  }
+  const auto num_stages = static_cast<int64_t>(std::max<std::size_t>(1, stages.size()));
+  for (int64_t s = 0; s < num_stages; ++s) {
+    for (int64_t c = 0; c < n; ++c) {
+      std::optional<LeafSwap> swap;
+      if (step_ != nullptr) swap.emplace(*this, leaves[c]);
+      values[c] = stages.empty() ? (*module_)(values[c]) : stages[s](values[c]);
+      STRATA_CHECK(values[c].defined(),
+                   "DataParallel: ", stages.empty() ? std::string("the module") : "stage " + std::to_string(s),
+                   " returned an undefined tensor for a chunk of ", chunks[mine.begin + c].size(), " rows");
     }
-    STRATA_CHECK(y.defined() && y.dim() >= 1 && y.size(0) == rows.size(), "DataParallel: the module returned ",
-                 y.defined() ? y.describe() : std::string("an undefined tensor"), " for a chunk of ", rows.size(),
-                 " rows (DataParallel needs one output row per input row)");
+  }
+  for (int64_t c = 0; c < n; ++c) {
+    const Tensor& y = values[c];
+    const int64_t rows = chunks[mine.begin + c].size();
+    STRATA_CHECK(y.dim() >= 1 && y.size(0) == rows, "DataParallel: the module returned ", y.describe(),
+                 " for a chunk of ", rows, " rows (DataParallel needs one output row per input row)");
     outputs.push_back(y);
   }
   std::vector<Tensor> detached;

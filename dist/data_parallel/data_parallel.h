@@ -20,6 +20,7 @@
 /// bucket is reduced, each parameter's `.grad` gets the sum (accumulated, as backward does).
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,6 +38,10 @@ struct DataParallelOptions {
   /// Parameter bytes per gradient bucket: buckets take parameters in reverse registration order
   /// (the order backward produces them) until this many bytes; a larger parameter is a bucket alone.
   int64_t bucket_bytes = int64_t{1} << 20;
+  /// When not empty: the number of parameters in each bucket, bucket 0 first, taking parameters in
+  /// the same reverse registration order; overrides bucket_bytes (e.g. one layer per bucket). Every
+  /// entry at least 1, summing to the number of parameters that require grad.
+  std::vector<int64_t> bucket_sizes = {};
   /// Copy rank 0's parameters and buffers to every rank at construction (PyTorch's DDP does), so
   /// ranks that initialized differently start from one model.
   bool broadcast_state = true;
@@ -100,6 +105,17 @@ class DataParallel {
   /// with the others' then fails the output gather instead (Note [Communicator faults]).
   Tensor forward_agreed(const Tensor& local_input, int64_t global_batch);
 
+  /// One stage of a staged forward: a chunk's values in, the chunk's next values out (the last
+  /// stage's: one output row per chunk row). Runs with the chunk's parameter leaves swapped in.
+  using Stage = std::function<Tensor(const Tensor&)>;
+  /// forward_agreed() with the module's forward given as `stages` (their composition must be the
+  /// module's forward): stage s runs for every local chunk, in chunk order, before stage s + 1
+  /// (Note [Staged chunks]). Each chunk's values are bitwise forward_agreed()'s; backward then runs
+  /// the last stage of every chunk before the stage before it, so a bucket holding one stage's
+  /// parameters is reduced while the earlier stages' backward runs. Throws as forward_agreed, and
+  /// when `stages` is empty or a stage returns an undefined tensor.
+  Tensor forward_staged(const Tensor& local_input, int64_t global_batch, const std::vector<Stage>& stages);
+
   /// Collective: every rank's `local` rows (e.g. its targets) concatenated in rank order.
   Tensor gather(const Tensor& local);
 
@@ -122,9 +138,10 @@ class DataParallel {
   void make_buckets();
   [[noreturn]] void check_previous_step(Step& step) const;
   std::vector<int64_t> exchange_rows(int64_t local);
-  Tensor run_step(const Tensor& local_input, int64_t batch);
+  void check_local_input(const Tensor& local_input, int64_t global_batch);
+  Tensor run_step(const Tensor& local_input, int64_t batch, const std::vector<Stage>& stages);
   Tensor run_chunks(const Tensor& local_input, const std::vector<RowRange>& chunks, RowRange mine, int64_t begin,
-                    std::vector<Tensor>& outputs);
+                    const std::vector<Stage>& stages, std::vector<Tensor>& outputs);
 
   std::shared_ptr<nn::Module> module_;
   Communicator& comm_;

@@ -30,23 +30,25 @@ namespace strata::emb {
 // 3. Embedding exchange, started first: start_forward computes this rank's pooled nodes for every
 //    other rank's samples and starts the non-blocking alltoallv.
 // 4. Dense part, data-parallel: the MLPs are one nn::zoo::DLRM (external tables) wrapped in a
-//    DataParallel (Note [Data-parallel chunks]): for each local chunk, on the chunk's own parameter
-//    leaves, bottom MLP on the chunk's dense rows; then the chunk's pooled rows (the first chunk
-//    finishes the exchange: it pools the tables whole on this rank, then waits, then finishes the
-//    others), each chunk's rows a fresh leaf requiring grad; the interaction and the top MLP
-//    (sigmoid last). DataParallel returns the probabilities of the whole batch [B, 1] on every
-//    rank; the loss is the mean binary cross-entropy over the global batch, computed identically
-//    on every rank. Overlap: DataParallel::forward_agreed(x, B) takes the B agreed in step 1, so no
-//    collective is queued behind the alltoallv before the chunks run (the communicator's worker
-//    runs collectives in call order); what overlaps the exchange is the first local chunk's bottom
-//    MLP and the pooling of the tables whole here. The other chunks' bottom MLPs cannot: each
-//    chunk runs on its own parameter leaves, swapped in for its whole forward.
+//    DataParallel (Note [Data-parallel chunks]), run as stages (forward_staged, Note [Staged
+//    chunks]): each bottom-MLP layer, the interaction, each top-MLP layer, every stage for every
+//    local chunk (on the chunk's own parameter leaves) before the next stage. The interaction stage
+//    takes the chunk's pooled rows (the first chunk finishes the exchange: it pools the tables whole
+//    on this rank, then waits, then finishes the others), each chunk's rows a fresh leaf requiring
+//    grad. A stage per layer runs the layer as the whole FusedMLP does with grad mode on (layer by
+//    layer), so the bits are the unstaged forward's. DataParallel returns the probabilities of the
+//    whole batch [B, 1] on every rank; the loss is the mean binary cross-entropy over the global
+//    batch, computed identically on every rank. Overlap: forward_staged(x, B, stages) takes the B
+//    agreed in step 1, so no collective is queued behind the alltoallv before the chunks run (the
+//    communicator's worker runs collectives in call order); the whole bottom MLP of every local
+//    chunk and the pooling of the tables whole here run before the first wait for the exchange.
 // 5. Backward: loss.backward() gives each chunk its rows of dL/dz; DataParallel sums each
 //    parameter's per-chunk gradients in the deterministic allreduce over the global chunk list,
-//    bucket by bucket as backward produces them: the first bucket holds exactly the top MLP's
-//    parameters (bucket_bytes = their bytes), so it is reduced while the bottom MLP's backward runs
-//    — that of the rank's first chunk, which the engine runs last (Note [Data-parallel chunks]).
-//    The chunks' pooled-row leaves get dL/d(pooled) of this rank's samples.
+//    one bucket per layer (bucket_sizes), the top MLP's last layer first. The stages make backward
+//    run each layer for every chunk before the layer below it, so a layer's bucket is reduced on
+//    the worker while the layers below run backward: the top MLP's big layers overlap the rest of
+//    the top MLP, the interaction and the bottom MLP; only the bottom MLP's first layer is left
+//    when backward ends. The chunks' pooled-row leaves get dL/d(pooled) of this rank's samples.
 // 6. Update: ShardedEmbeddingBags::backward sends each sample's pooled gradient to the rows'
 //    holders and steps the held rows (SGD or an Adagrad, each row's state beside it); the dense
 //    optimizer (SGD or element-wise Adagrad) steps the MLPs (the same sums on every rank, so
@@ -112,7 +114,8 @@ struct DistributedDLRM::Feed {
 };
 
 /// The MLPs and the interaction on one chunk: dense rows in, probabilities out; the chunk's pooled
-/// rows come from the feed (DataParallel runs a rank's chunks one after the other, in order).
+/// rows come from the feed (a rank's chunks call it in chunk order). The no-grad forward runs it
+/// whole; training runs the same ops as stages (make_stages).
 class DistributedDLRM::ChunkedDLRM : public nn::zoo::DLRM {
  public:
   ChunkedDLRM(const nn::zoo::DLRMOptions& options, Generator* gen, Feed* feed)
@@ -144,11 +147,32 @@ void check_config(const DistributedDLRMConfig& c, const ShardPlan& plan) {
   }
 }
 
-// The top MLP's parameter bytes: DataParallel's first gradient bucket (Note [Distributed DLRM step]).
-int64_t top_mlp_bytes(nn::zoo::DLRM& model) {
-  int64_t bytes = 0;
-  for (const Tensor& p : model.top_mlp().parameters()) bytes += p.nbytes();
-  return bytes;
+// The layers of `mlp` as FusedMLPs of their own: each child with parameters (a Linear) with the
+// parameterless children after it (its activation). Each runs as the whole MLP runs that layer
+// with grad mode on (linear_stack goes layer by layer then), so a stage per layer gives its bits.
+std::vector<std::shared_ptr<nn::zoo::FusedMLP>> mlp_layers(nn::Sequential& mlp) {
+  std::vector<std::shared_ptr<nn::zoo::FusedMLP>> layers;
+  for (std::size_t i = 0; i < mlp.size(); ++i) {
+    const std::shared_ptr<nn::Module> child = mlp[static_cast<int64_t>(i)];
+    if (layers.empty() || !child->parameters().empty()) layers.push_back(std::make_shared<nn::zoo::FusedMLP>());
+    layers.back()->push_back(child);
+  }
+  return layers;
+}
+
+// One gradient bucket per layer, the last layer's first (DataParallelOptions::bucket_sizes: the
+// parameters in reverse registration order, bottom MLP then top MLP).
+std::vector<int64_t> layer_bucket_sizes(nn::zoo::DLRM& model) {
+  std::vector<int64_t> sizes;
+  for (nn::Sequential* mlp : {&model.top_mlp(), &model.bottom_mlp()}) {
+    const std::vector<std::shared_ptr<nn::zoo::FusedMLP>> layers = mlp_layers(*mlp);
+    for (auto it = layers.rbegin(); it != layers.rend(); ++it) {
+      int64_t n = 0;
+      for (const Tensor& p : (*it)->parameters()) n += p.requires_grad() ? 1 : 0;
+      if (n > 0) sizes.push_back(n);
+    }
+  }
+  return sizes;
 }
 
 // `count` floats of `values` from `first` as an f32 tensor of `sizes`.
@@ -182,8 +206,21 @@ DistributedDLRM::DistributedDLRM(const DistributedDLRMConfig& config, ShardPlan 
   ddp_ = std::make_unique<dist::DataParallel>(
       dense_, comm_,
       dist::DataParallelOptions{
-          .chunks = config_.chunks, .bucket_bytes = top_mlp_bytes(*dense_), .broadcast_state = false});
+          .chunks = config_.chunks, .bucket_sizes = layer_bucket_sizes(*dense_), .broadcast_state = false});
   opt_ = dense_optimizer(config_.optimizer, dense_->parameters(), config_.learning_rate);
+  make_stages();
+}
+
+// Note [Distributed DLRM step] 4: a stage per bottom-MLP layer, the interaction, one per top-MLP layer.
+void DistributedDLRM::make_stages() {
+  for (const auto& layer : mlp_layers(dense_->bottom_mlp()))
+    stages_.push_back([layer](const Tensor& x) { return (*layer)(x); });
+  stages_.push_back([this](const Tensor& x) {
+    const Tensor e = feed_->next(x.size(0));
+    return dense_->interact(x, split(e, dense_->options().sparse_feature_size, 1));
+  });
+  for (const auto& layer : mlp_layers(dense_->top_mlp()))
+    stages_.push_back([layer](const Tensor& x) { return (*layer)(x); });
 }
 
 DistributedDLRM::~DistributedDLRM() = default;
@@ -233,8 +270,9 @@ float DistributedDLRM::train_step(std::span<const float> dense, std::span<const 
   const std::vector<int64_t> at = ddp_->row_boundaries(batch);
   const dist::RowRange rows{at[comm_.rank()], at[comm_.rank() + 1]};
   feed_->start(*tables_, bags, tables_->start_forward(bags, at));
-  const Tensor z =
-      ddp_->forward_agreed(local_dense(dense, rows), batch);  // B was agreed: no exchange before the chunks
+  // B was agreed: no exchange before the chunks; the stages let the bottom MLP of every chunk run
+  // before the first chunk waits for the exchange.
+  const Tensor z = ddp_->forward_staged(local_dense(dense, rows), batch, stages_);
   const Tensor loss = binary_cross_entropy(z, tensor_of(targets, 0, batch, {batch, 1}));
   loss.backward();
   const Tensor grad = feed_->gradient();

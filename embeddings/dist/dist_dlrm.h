@@ -108,7 +108,7 @@ class DistributedDLRM {
 
   /// The MLPs under the reference's names ("bot_l.0.weight", "top_l.2.bias").
   nn::zoo::DLRM& dense_module();
-  /// The MLPs' DataParallel (its buckets: the first is the top MLP's parameters).
+  /// The MLPs' DataParallel (its buckets: one per MLP layer, the top MLP's last layer first).
   const dist::DataParallel& data_parallel() const { return *ddp_; }
   /// This rank's shards (read_row, row_begin, row_end).
   const ShardedEmbeddingBags& tables() const { return *tables_; }
@@ -121,6 +121,7 @@ class DistributedDLRM {
   int64_t check_batch(std::span<const float> dense, std::span<const Bags> bags, const std::span<const float>* targets);
   Tensor local_dense(std::span<const float> dense, dist::RowRange rows) const;
   Tensor run_local(std::span<const float> dense, std::span<const Bags> bags, int64_t batch);
+  void make_stages();
 
   DistributedDLRMConfig config_;
   dist::Communicator& comm_;
@@ -130,6 +131,7 @@ class DistributedDLRM {
   std::unique_ptr<optim::Optimizer> opt_;
   std::unique_ptr<Feed> feed_;
   int64_t steps_ = 0;
+  std::vector<dist::DataParallel::Stage> stages_;  // the training forward's (make_stages)
 };
 
 }  // namespace strata::emb

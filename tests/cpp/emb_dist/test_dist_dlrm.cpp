@@ -188,19 +188,22 @@ INSTANTIATE_TEST_SUITE_P(Optimizers, DistDLRMTiered,
                          ::testing::Values(OptimizerKind::SGD, OptimizerKind::RowWiseAdagrad, OptimizerKind::Adagrad),
                          [](const auto& info) { return std::string(to_string(info.param)); });
 
-TEST(DistDLRMBuckets, TheFirstBucketIsTheTopMLP) {
-  // Reduced first, while the bottom MLP's backward runs (Note [Distributed DLRM step]).
+TEST(DistDLRMBuckets, OneBucketPerLayerTheTopMLPsLastFirst) {
+  // Each layer's bucket is reduced once that layer's backward finished in every local chunk, while
+  // the earlier layers' backward runs (Note [Distributed DLRM step]; the order: Note [Staged chunks]).
   memory::DramHeap heap(std::size_t{4} << 20);
   DistributedDLRM model(config(), plan(Kind::mixed, comm().size()), {&heap, nullptr}, comm());
   const std::vector<std::vector<int64_t>>& buckets = model.data_parallel().buckets();
-  ASSERT_GE(buckets.size(), 2u);
-  std::vector<int64_t> first = buckets.front();
-  std::sort(first.begin(), first.end());
+  // Bottom MLP 5-8-4 and top MLP 6-1: four Linear layers of a weight and a bias each, registered
+  // bottom first; a bucket takes a layer's bias, then its weight.
   const auto all = static_cast<int64_t>(model.dense_module().parameters().size());
-  const auto top = static_cast<int64_t>(model.dense_module().top_mlp().parameters().size());
-  std::vector<int64_t> want;
-  for (int64_t p = all - top; p < all; ++p) want.push_back(p);
-  EXPECT_EQ(first, want);
+  ASSERT_EQ(all, 8);
+  std::vector<std::vector<int64_t>> want;
+  for (int64_t layer = 3; layer >= 0; --layer) want.push_back({2 * layer + 1, 2 * layer});
+  EXPECT_EQ(buckets, want);
+  const Batch b(23, 0);
+  model.train_step(b.dense, b.bags, b.targets);
+  EXPECT_EQ(model.data_parallel().buckets_reduced(), 4);
 }
 
 TEST(DistDLRMPlan, MixedPlanHasEveryKind) {

@@ -10,6 +10,7 @@
 
 #include "autograd/engine.h"
 #include "autograd/grad_mode.h"
+#include "autograd/node.h"
 #include "autograd/remat/checkpoint.h"
 #include "autograd/tape/stream.h"
 #include "core/factories.h"
@@ -146,11 +147,37 @@ struct DpSettings {
   int64_t bucket_bytes = 1 << 20;
   bool stream = false;
   bool agreed_batch = false;  // forward_agreed(x, B): no row exchange
+  bool staged = false;        // forward_staged(x, B, one stage per layer)
+  std::vector<int64_t> bucket_sizes = {};
 };
+
+// A Sequential's layers as stages: each child with parameters and the parameterless children after it.
+std::vector<DataParallel::Stage> layer_stages(nn::Module& model) {
+  auto& seq = dynamic_cast<nn::Sequential&>(model);
+  std::vector<std::vector<std::shared_ptr<nn::Module>>> layers;
+  for (std::size_t i = 0; i < seq.size(); ++i) {
+    std::shared_ptr<nn::Module> child = seq[static_cast<int64_t>(i)];
+    if (layers.empty() || !child->parameters().empty()) layers.emplace_back();
+    layers.back().push_back(child);
+  }
+  std::vector<DataParallel::Stage> stages;
+  for (const auto& layer : layers) {
+    stages.push_back([layer](const Tensor& x) {
+      Tensor y = x;
+      for (const auto& m : layer) y = (*m)(y);
+      return y;
+    });
+  }
+  return stages;
+}
 
 TrainRun data_parallel(const ModelFn& make, int64_t b, bool images, int steps, DpSettings settings = {}) {
   auto model = make();
-  DataParallel ddp(model, comm(), {.chunks = settings.chunks, .bucket_bytes = settings.bucket_bytes});
+  DataParallel ddp(
+      model, comm(),
+      {.chunks = settings.chunks, .bucket_bytes = settings.bucket_bytes, .bucket_sizes = settings.bucket_sizes});
+  const std::vector<DataParallel::Stage> stages =
+      settings.staged ? layer_stages(*model) : std::vector<DataParallel::Stage>{};
   optim::SGD opt(model->parameters(), {.lr = 0.1, .momentum = 0.9});
   std::vector<double> losses;
   const RowRange rows = ddp.local_rows(b);
@@ -168,6 +195,8 @@ TrainRun data_parallel(const ModelFn& make, int64_t b, bool images, int steps, D
       const tape::StreamReport report = scope.streamer()->report();
       EXPECT_GT(report.values_streamed, 0u);
       EXPECT_GT(report.spills, 0u);
+    } else if (settings.staged) {
+      out = ddp.forward_staged(batch.x.narrow(0, rows.begin, rows.size()), b, stages);
     } else if (settings.agreed_batch) {
       out = ddp.forward_agreed(batch.x.narrow(0, rows.begin, rows.size()), b);
     } else {
@@ -237,6 +266,72 @@ TEST(DataParallel, ConvNetWithBatchNormMatchesTheReferenceBitwise) {
 
 TEST(DataParallel, ForwardWithAgreedBatchGivesTheSameBits) {
   expect_same(data_parallel(mlp, 13, false, 3, {.agreed_batch = true}), reference(mlp, 13, false, 4, 3));
+}
+
+TEST(DataParallel, StagedForwardGivesTheSameBits) {
+  // One stage per layer (Note [Staged chunks]), one bucket per layer, two local chunks per rank.
+  const int64_t chunks = 2 * comm().size();
+  for (int64_t b : {2 * chunks + 1, 3 * chunks}) {
+    SCOPED_TRACE("B=" + std::to_string(b));
+    const TrainRun staged =
+        data_parallel(mlp, b, false, 3, {.chunks = chunks, .staged = true, .bucket_sizes = {2, 2, 2}});
+    expect_same(staged, data_parallel(mlp, b, false, 3, {.chunks = chunks}));
+    expect_same(staged, reference(mlp, b, false, chunks, 3));
+  }
+}
+
+// Buckets launched when each stage's backward finished, recorded per (stage, local chunk) by an
+// identity node on each stage's input (its backward runs once the stage's backward finished; the
+// first stage's input needs no gradient, so its probe does not run).
+std::vector<std::vector<int64_t>> buckets_at_stage_ends(bool staged) {
+  auto model = mlp();
+  const int64_t chunks = 2 * comm().size(), b = 3 * chunks;
+  DataParallel ddp(model, comm(), {.chunks = chunks, .bucket_sizes = {2, 2, 2}});
+  const std::vector<DataParallel::Stage> layers = layer_stages(*model);
+  std::vector<std::vector<int64_t>> seen(layers.size());
+  std::vector<DataParallel::Stage> probed;
+  for (std::size_t s = 0; s < layers.size(); ++s) {
+    probed.push_back([&, s](const Tensor& x) {
+      Tensor y = x.detach();
+      if (autograd::needs_grad({&x})) {
+        auto node = autograd::make_node("StageProbe", {&x}, [&, s](autograd::Node&, const autograd::TensorList& g) {
+          seen[s].push_back(ddp.buckets_reduced());
+          return autograd::TensorList{g[0]};
+        });
+        autograd::set_history({&y}, node);
+      }
+      return layers[s](y);
+    });
+  }
+  // Unstaged: the probed layers composed into one stage, i.e. each chunk's whole forward in turn.
+  const std::vector<DataParallel::Stage> whole{[&](const Tensor& x) {
+    Tensor y = x;
+    for (const auto& stage : probed) y = stage(y);
+    return y;
+  }};
+  const Batch batch = batch_of(b, false, 3);
+  const RowRange rows = ddp.local_rows(b);
+  const Tensor x = batch.x.narrow(0, rows.begin, rows.size());
+  cross_entropy(ddp.forward_staged(x, b, staged ? probed : whole), batch.y).backward();
+  EXPECT_EQ(ddp.buckets_reduced(), 3);
+  return seen;
+}
+
+TEST(DataParallel, StagedBucketsCompleteInReverseStageOrder) {
+  // Bucket k holds stage 2 - k's parameters. Staged, stage s's backward starts (for every chunk)
+  // once the buckets of the later stages were launched, and its own bucket is launched as soon as
+  // it finished in the rank's first chunk, the last to run.
+  const std::vector<std::vector<int64_t>> staged = buckets_at_stage_ends(true);
+  for (int64_t s = 1; s < 3; ++s) {
+    EXPECT_EQ(staged[s], (std::vector<int64_t>{2 - s, 3 - s}))
+        << "stage " << s << ": the rank's last, then first chunk";
+  }
+  // Unstaged (the check can fail): the rank's last chunk runs its whole backward before any bucket.
+  const std::vector<std::vector<int64_t>> whole = buckets_at_stage_ends(false);
+  for (int64_t s = 1; s < 3; ++s) {
+    ASSERT_EQ(whole[s].size(), 2u) << "stage " << s;
+    EXPECT_EQ(whole[s][0], 0) << "stage " << s;
+  }
 }
 
 TEST(DataParallel, TheChunkCountChangesTheBits) {
@@ -384,6 +479,28 @@ TEST(DataParallelBadInput, AgreedBatchChecksThisRanksInput) {
   // Nothing was issued: a good forward still runs.
   autograd::NoGradGuard no_grad;
   EXPECT_EQ(ddp.forward_agreed(randn({rows.size(), 6}), 9).size(0), 9);
+}
+
+TEST(DataParallelBadInput, StagesAndBucketSizesAreChecked) {
+  EXPECT_ERROR_HAS(DataParallel(mlp(), comm(), {.bucket_sizes = {2, 2}}),
+                   "bucket_sizes sum to 4 parameters but the module has 6 parameters that require grad");
+  EXPECT_ERROR_HAS(DataParallel(mlp(), comm(), {.bucket_sizes = {2, 0, 4}}), "bucket_sizes[1]=0 must be at least 1");
+  DataParallel ddp(mlp(), comm(), {.chunks = 4});
+  const RowRange rows = ddp.local_rows(8);
+  const Tensor x = randn({rows.size(), 6});
+  EXPECT_ERROR_HAS(ddp.forward_staged(x, 8, {}), "forward_staged needs at least one stage");
+  const std::vector<DataParallel::Stage> undefined{[](const Tensor& v) { return v; },
+                                                   [](const Tensor&) { return Tensor(); }};
+  EXPECT_ERROR_HAS(ddp.forward_staged(x, 8, undefined), "stage 1 returned an undefined tensor");
+  const std::vector<DataParallel::Stage> rowless{[](const Tensor& v) { return sum(v); }};
+  EXPECT_ERROR_HAS(ddp.forward_staged(x, 8, rowless), "DataParallel needs one output row per input row");
+  EXPECT_ERROR_HAS(ddp.forward_staged(randn({rows.size() + 1, 6}), 8, layer_stages(ddp.module())),
+                   "rows but its share of the global batch of 8 rows");
+  // The failed forwards left nothing to reduce: a good staged step runs.
+  const Batch batch = batch_of(8, false, 1);
+  cross_entropy(ddp.forward_staged(batch.x.narrow(0, rows.begin, rows.size()), 8, layer_stages(ddp.module())), batch.y)
+      .backward();
+  EXPECT_EQ(ddp.buckets_reduced(), static_cast<int64_t>(ddp.buckets().size()));
 }
 
 TEST(DataParallelBadInput, ForwardWithoutBackwardIsNamedAtTheNextForward) {
