@@ -175,7 +175,8 @@ void configure_process_memory(const DLRMConfig& config);
 /// Checks, before any training, the paths the run will write at its end or along the way, so a
 /// run does not train for an hour and then fail: --save-model, --json and --plot (when given) must name
 /// files that can be created in existing, writable directories (core/file.h
-/// check_writable_file_path), and --load-model (when given) a readable file. Throws
+/// check_writable_file_path), and --load-model (when given) a readable file — except with
+/// --dist-backend, whose checkpoints are directories (check_distributed_checkpoint_paths). Throws
 /// strata::Error naming the flag, the path and the reason. strata-dlrm calls it after parsing.
 void check_output_paths(const DLRMConfig& config);
 

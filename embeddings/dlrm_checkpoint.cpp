@@ -92,10 +92,12 @@ void for_each_row_chunk(const Table& table, std::size_t chunk_bytes, std::vector
 }  // namespace
 
 void check_output_paths(const DLRMConfig& c) {
-  if (!c.save_model.empty()) check_writable_file_path(c.save_model, "--save-model");
+  // A distributed run's checkpoints are directories (check_distributed_checkpoint_paths).
+  const bool file_checkpoints = c.dist_backend.empty();
+  if (file_checkpoints && !c.save_model.empty()) check_writable_file_path(c.save_model, "--save-model");
   if (!c.json.empty()) check_writable_file_path(c.json, "--json");
   if (!c.plot.empty()) check_writable_file_path(c.plot, "--plot");
-  if (!c.load_model.empty()) check_readable_file(c.load_model, "--load-model");
+  if (file_checkpoints && !c.load_model.empty()) check_readable_file(c.load_model, "--load-model");
 }
 
 // ---- DLRMTrainState -----------------------------------------------------------------------------

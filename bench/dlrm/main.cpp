@@ -321,10 +321,7 @@ DLRMConfig start_distributed(const DLRMConfig& flags, const std::vector<std::str
   check_same_on_every_rank(comm, fields, "flag");
   check_distributed_flags(flags, comm.size());
   if (comm.rank() == 0) {
-    DLRMConfig files = flags;  // a distributed checkpoint is a directory, checked as one
-    files.save_model.clear();
-    files.load_model.clear();
-    check_output_paths(files);
+    check_output_paths(flags);
     check_distributed_checkpoint_paths(flags);
   }
   const DLRMConfig c = with_dataset_rows(flags);
