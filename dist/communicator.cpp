@@ -512,14 +512,14 @@ void Communicator::reduce_chunks(Op op, int64_t seq, const std::vector<Tensor>& 
     return n.hi - n.lo == 1 ? contributions[static_cast<std::size_t>(n.lo - first[rank_])].data_ptr() : nullptr;
   };
   std::map<std::pair<int64_t, int64_t>, const char*> known;  // node -> its values for this rank's chunk
-  std::vector<std::vector<char>> storage;
+  std::vector<std::unique_ptr<char[]>> storage;              // uninitialized: every byte is written before it is read
   std::vector<detail::Message> sends, recvs;
   for (TreeNode node : tree_cover(total, first[rank_], first[rank_ + 1])) {
     const char* values = static_cast<const char*>(leaf(node));
     if (values == nullptr) {
-      storage.emplace_back(static_cast<std::size_t>(numel) * isz);
-      detail::tree_eval(node, leaf, dtype, numel, storage.back().data());
-      values = storage.back().data();
+      storage.emplace_back(new char[static_cast<std::size_t>(numel) * isz]);
+      detail::tree_eval(node, leaf, dtype, numel, storage.back().get());
+      values = storage.back().get();
     }
     for (int j = 0; j < size_; ++j) {
       const char* chunk = values + chunk_begin[j] * isz;
@@ -534,9 +534,9 @@ void Communicator::reduce_chunks(Op op, int64_t seq, const std::vector<Tensor>& 
   for (int i = 0; i < size_; ++i) {
     if (i == rank_) continue;
     for (TreeNode node : tree_cover(total, first[i], first[i + 1])) {
-      storage.emplace_back(static_cast<std::size_t>(mine) * isz);
-      known[{node.lo, node.hi}] = storage.back().data();
-      recvs.push_back({i, storage.back().data(), storage.back().size()});
+      storage.emplace_back(new char[static_cast<std::size_t>(mine) * isz]);
+      known[{node.lo, node.hi}] = storage.back().get();
+      recvs.push_back({i, storage.back().get(), static_cast<std::size_t>(mine) * isz});
     }
   }
   move(op, seq, "reduce-scatter", sends, recvs);

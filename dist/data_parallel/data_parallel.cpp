@@ -123,6 +123,7 @@ struct DataParallel::Step {
   std::vector<int64_t> pending;            // gradients each bucket still waits for
   std::vector<Work> works;
   int64_t launched = 0;
+  bool wait_in_backward = true;
   bool finished = false;
 
   void on_gradient(int64_t chunk, int64_t param, const Tensor& g);
@@ -138,7 +139,7 @@ void DataParallel::Step::on_gradient(int64_t chunk, int64_t param, const Tensor&
   if (--pending[b] > 0) return;
   // Launch in bucket order: every rank must issue the collectives in one order.
   while (launched < static_cast<int64_t>(buckets.size()) && pending[launched] == 0) launch(launched++);
-  if (launched == static_cast<int64_t>(buckets.size())) finish();
+  if (launched == static_cast<int64_t>(buckets.size()) && wait_in_backward) finish();
 }
 
 void DataParallel::Step::launch(int64_t bucket) {
@@ -314,6 +315,17 @@ std::vector<int64_t> DataParallel::row_boundaries(int64_t global_batch) const {
   return at;
 }
 
+void DataParallel::wait_gradients() {
+  if (step_ == nullptr || step_->finished) return;
+  bool all_launched = false;
+  {
+    std::lock_guard<std::mutex> lock(step_->mutex);
+    all_launched = step_->launched == static_cast<int64_t>(step_->buckets.size());
+  }
+  if (!all_launched) check_previous_step(*step_);
+  step_->finish();
+}
+
 int64_t DataParallel::buckets_reduced() const {
   if (step_ == nullptr) return 0;
   std::lock_guard<std::mutex> lock(step_->mutex);
@@ -323,6 +335,9 @@ int64_t DataParallel::buckets_reduced() const {
 // Names the first parameter the unfinished `step` got no gradient for (always throws).
 void DataParallel::check_previous_step(Step& step) const {
   std::lock_guard<std::mutex> lock(step.mutex);
+  STRATA_CHECK(step.launched < static_cast<int64_t>(step.buckets.size()), "DataParallel: the previous backward's ",
+               "reductions were never waited for (wait_in_backward is off: call wait_gradients() before the ",
+               "optimizer step)");
   for (int64_t c = 0; c < step.local_chunks; ++c) {
     for (std::size_t i = 0; i < reduced_.size(); ++i) {
       const bool reduced = step.pending[step.bucket_of[i]] == 0;
@@ -442,6 +457,7 @@ std::shared_ptr<DataParallel::Step> DataParallel::new_step(int64_t local_chunks)
   step->local_chunks = local_chunks;
   step->grads.assign(local_chunks, std::vector<Tensor>(reduced_.size()));
   step->works.resize(buckets_.size());
+  step->wait_in_backward = options_.wait_in_backward;
   return step;
 }
 

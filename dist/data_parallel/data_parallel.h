@@ -45,6 +45,11 @@ struct DataParallelOptions {
   /// Copy rank 0's parameters and buffers to every rank at construction (PyTorch's DDP does), so
   /// ranks that initialized differently start from one model.
   bool broadcast_state = true;
+  /// Whether backward waits for the last bucket's reduction and writes every `.grad` before it
+  /// returns (PyTorch's DDP does). false: backward only launches the reductions, and the caller
+  /// calls wait_gradients() before using the gradients (the optimizer step), so that work placed
+  /// between the two (e.g. DistributedDLRM's sparse update) overlaps the last buckets.
+  bool wait_in_backward = true;
 };
 
 /// Rows [begin, end) of a batch.
@@ -124,6 +129,11 @@ class DataParallel {
   const std::vector<std::vector<int64_t>>& buckets() const { return buckets_; }
   /// Buckets reduced by the last backward so far (all of them once it finished).
   int64_t buckets_reduced() const;
+  /// With options().wait_in_backward false: waits for the reductions the last backward launched and
+  /// accumulates each parameter's sum into its `.grad` (a no-op when that was done, or when the
+  /// last forward ran without grad mode). Throws strata::Error naming a parameter when the last
+  /// backward did not produce every gradient.
+  void wait_gradients();
 
   struct Step;  // one forward's chunks, leaves and pending reductions (data_parallel.cpp)
 

@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <exception>
+#include <optional>
 #include <utility>
 
 #include "autograd/grad_mode.h"
@@ -47,12 +48,18 @@ namespace strata::emb {
 //    one bucket per layer (bucket_sizes), the top MLP's last layer first. The stages make backward
 //    run each layer for every chunk before the layer below it, so a layer's bucket is reduced on
 //    the worker while the layers below run backward: the top MLP's big layers overlap the rest of
-//    the top MLP, the interaction and the bottom MLP; only the bottom MLP's first layer is left
-//    when backward ends. The chunks' pooled-row leaves get dL/d(pooled) of this rank's samples.
-// 6. Update: ShardedEmbeddingBags::backward sends each sample's pooled gradient to the rows'
-//    holders and steps the held rows (SGD or an Adagrad, each row's state beside it); the dense
-//    optimizer (SGD or element-wise Adagrad) steps the MLPs (the same sums on every rank, so
-//    the replicas stay identical without a broadcast).
+//    the top MLP, the interaction and the bottom MLP. The chunks' pooled-row leaves get
+//    dL/d(pooled) of this rank's samples; a hook on each collects them, and the last one starts
+//    the embedding gradients' alltoallv (ShardedEmbeddingBags::start_backward), so it travels
+//    while the bottom MLP runs backward. Its place among the collectives is the same on every
+//    rank: the engine runs a leaf's AccumulateGrad (and so its hook) as soon as it is ready, and
+//    the staged graph makes every chunk's interaction backward run before any bottom-MLP layer's,
+//    so the exchange is issued after the top MLP's buckets and before the bottom MLP's. Backward
+//    returns without waiting for the buckets (DataParallelOptions::wait_in_backward off).
+// 6. Update: ShardedEmbeddingBags::finish_backward waits for the gradients and steps the held rows
+//    (SGD or an Adagrad, each row's state beside it) while the bottom MLP's buckets reduce; then
+//    DataParallel::wait_gradients and the dense optimizer (SGD or element-wise Adagrad) steps the
+//    MLPs (the same sums on every rank, so the replicas stay identical without a broadcast).
 // Why it is bitwise the same at 1, 2, 4 ranks: the pooled rows are (Note [Rank-count-independent
 // pooling]); every chunk's forward and backward have the same shapes wherever it runs (one thread
 // per rank, or the same thread count everywhere); the MLP gradients are one tree over the C chunk
@@ -62,22 +69,32 @@ namespace strata::emb {
 // never by rank. What the split costs: C small GEMM passes per step instead of one per rank, the
 // gather of B probabilities, the loss on every rank (see Note [Data-parallel chunks]).
 
-/// The pooled rows of the current forward, handed to the chunks in order.
+/// The pooled rows of the current forward, handed to the chunks in order; in training, their
+/// gradients collected as backward produces them, and the embedding backward started with the last
+/// (Note [Distributed DLRM step] 5).
 struct DistributedDLRM::Feed {
-  const ShardedEmbeddingBags* tables = nullptr;
+  ShardedEmbeddingBags* tables = nullptr;
   std::span<const Bags> bags;
   ShardedEmbeddingBags::PendingForward pending;
-  Tensor pooled;               // [B_r, width] once the exchange finished
-  int64_t next_row = 0;        // the next chunk's first row in `pooled`
-  std::vector<Tensor> leaves;  // with grad mode: each chunk's rows, a leaf
+  Tensor pooled;                  // [B_r, width] once the exchange finished
+  int64_t next_row = 0;           // the next chunk's first row in `pooled`
+  std::vector<Tensor> leaves;     // with grad mode: each chunk's rows, a leaf
+  std::vector<Tensor> gradients;  // each leaf's gradient, as backward delivers it
+  int64_t arrived = 0;
+  uint64_t generation = 0;                                        // which step's leaves the hooks belong to
+  std::optional<ShardedEmbeddingBags::PendingBackward> backward;  // once started
 
-  void start(const ShardedEmbeddingBags& t, std::span<const Bags> b, ShardedEmbeddingBags::PendingForward p) {
+  void start(ShardedEmbeddingBags& t, std::span<const Bags> b, ShardedEmbeddingBags::PendingForward p) {
     tables = &t;
     bags = b;
     pending = std::move(p);
     pooled = Tensor();
     next_row = 0;
     leaves.clear();
+    gradients.clear();
+    arrived = 0;
+    backward.reset();
+    ++generation;
   }
 
   // The next chunk's `rows` pooled rows (waiting for the exchange on the first call).
@@ -90,17 +107,41 @@ struct DistributedDLRM::Feed {
     if (!autograd::GradMode::is_enabled()) return e;
     e = e.detach();
     e.set_requires_grad(true);
+    const std::size_t index = leaves.size();
+    e.register_hook([this, index, step = generation](const Tensor& g) {
+      if (step == generation && tables != nullptr) on_gradient(index, g);  // not an old step's graph
+      return Tensor();
+    });
     leaves.push_back(e);
+    gradients.emplace_back();
     return e;
   }
 
-  // dL/d(pooled) of this rank's samples, [B_r, width], after backward.
-  Tensor gradient() const {
+  // A leaf's gradient arrived (summed over its uses); with the last, the exchange of dL/d(pooled)
+  // starts, while backward goes on with the bottom MLP.
+  void on_gradient(std::size_t index, const Tensor& g) {
+    STRATA_ASSERT(!gradients[index].defined(), "DistributedDLRM: a chunk's pooled rows got two gradients");
+    gradients[index] = g;
+    if (++arrived == static_cast<int64_t>(leaves.size())) start_backward();
+  }
+
+  // dL/d(pooled) of this rank's samples, [B_r, width] (zeros for rows backward did not reach),
+  // handed to the tables' backward exchange.
+  void start_backward() {
     std::vector<Tensor> parts;
-    for (const Tensor& leaf : leaves)
-      parts.push_back(leaf.grad().defined() ? leaf.grad() : zeros(leaf.sizes(), {DType::f32}));
+    for (std::size_t i = 0; i < leaves.size(); ++i)
+      parts.push_back(gradients[i].defined() ? gradients[i] : zeros(leaves[i].sizes(), {DType::f32}));
     autograd::NoGradGuard no_grad;
-    return (parts.size() == 1 ? parts[0] : cat(parts, 0)).contiguous();
+    const Tensor grad = parts.size() == 1 ? parts[0] : cat(parts, 0);
+    backward = tables->start_backward(bags, grad, pending.at);
+  }
+
+  // After backward: the started embedding backward (started now if some rows got no gradient).
+  ShardedEmbeddingBags::PendingBackward take_backward() {
+    if (!backward) start_backward();
+    ShardedEmbeddingBags::PendingBackward out = std::move(*backward);
+    backward.reset();
+    return out;
   }
 
   // Ends the step: the pooled rows and leaves are released; the module refuses to run until start.
@@ -110,6 +151,9 @@ struct DistributedDLRM::Feed {
     pending = {};
     pooled = Tensor();
     leaves.clear();
+    gradients.clear();
+    backward.reset();
+    ++generation;
   }
 };
 
@@ -203,10 +247,11 @@ DistributedDLRM::DistributedDLRM(const DistributedDLRMConfig& config, ShardPlan 
   Generator gen(config_.seed);
   dense_ = std::make_shared<ChunkedDLRM>(o, &gen, feed_.get());
   // Every rank drew the same MLPs from the seed: no broadcast (DataParallel still checks shapes).
-  ddp_ = std::make_unique<dist::DataParallel>(
-      dense_, comm_,
-      dist::DataParallelOptions{
-          .chunks = config_.chunks, .bucket_sizes = layer_bucket_sizes(*dense_), .broadcast_state = false});
+  ddp_ = std::make_unique<dist::DataParallel>(dense_, comm_,
+                                              dist::DataParallelOptions{.chunks = config_.chunks,
+                                                                        .bucket_sizes = layer_bucket_sizes(*dense_),
+                                                                        .broadcast_state = false,
+                                                                        .wait_in_backward = false});
   opt_ = dense_optimizer(config_.optimizer, dense_->parameters(), config_.learning_rate);
   make_stages();
 }
@@ -274,10 +319,11 @@ float DistributedDLRM::train_step(std::span<const float> dense, std::span<const 
   // before the first chunk waits for the exchange.
   const Tensor z = ddp_->forward_staged(local_dense(dense, rows), batch, stages_);
   const Tensor loss = binary_cross_entropy(z, tensor_of(targets, 0, batch, {batch, 1}));
-  loss.backward();
-  const Tensor grad = feed_->gradient();
+  loss.backward();  // starts the embedding gradients' exchange and launches every bucket
+  const ShardedEmbeddingBags::PendingBackward embedding = feed_->take_backward();
   feed_->finish();
-  tables_->backward(bags, grad, config_.learning_rate, at);
+  tables_->finish_backward(bags, embedding, config_.learning_rate);  // while the last buckets reduce
+  ddp_->wait_gradients();
   opt_->step();
   opt_->zero_grad();
   ++steps_;

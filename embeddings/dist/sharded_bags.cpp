@@ -295,9 +295,10 @@ struct ShardBags {
 
 }  // namespace
 
-// The backward alltoallv: this rank's gradient columns of table t to every other holder of t; returns
-// what every other rank sent here, rank-major then table order.
-Tensor ShardedEmbeddingBags::gather_gradients(const Tensor& grad, const std::vector<int64_t>& at) {
+// The backward alltoallv: this rank's gradient columns of table t to every other holder of t,
+// started; the ranks' parts arrive rank-major, then in table order.
+dist::Work ShardedEmbeddingBags::start_gradient_exchange(const Tensor& grad, const std::vector<int64_t>& at,
+                                                         Tensor& payload) {
   const int64_t mine = at[rank_ + 1] - at[rank_];
   std::vector<int64_t> send(static_cast<std::size_t>(plan_.ranks), 0), recv = send;
   for (int i = 0; i < plan_.ranks; ++i) {
@@ -308,7 +309,7 @@ Tensor ShardedEmbeddingBags::gather_gradients(const Tensor& grad, const std::vec
   }
   int64_t total = 0;
   for (int64_t n : send) total += n;
-  Tensor payload = empty({total}, {DType::f32});
+  payload = empty({total}, {DType::f32});
   float* out = payload.data<float>();
   const float* g = grad.data<float>();
   for (int i = 0; i < plan_.ranks; ++i) {
@@ -319,22 +320,39 @@ Tensor ShardedEmbeddingBags::gather_gradients(const Tensor& grad, const std::vec
         std::memcpy(out, g + k * width_ + column_[t], static_cast<std::size_t>(d) * 4);
     }
   }
-  return comm_->alltoallv(payload, send, recv);
+  return comm_->ialltoallv(payload, send, recv);
 }
 
 void ShardedEmbeddingBags::backward(std::span<const Bags> bags, const Tensor& grad, float lr,
                                     std::span<const int64_t> boundaries) {
-  const std::vector<int64_t> at = check_bags(bags, boundaries);
-  const int64_t batch = bags[0].batch();
+  STRATA_CHECK(lr >= 0, "ShardedEmbeddingBags::backward: negative learning rate ", lr);
+  finish_backward(bags, start_backward(bags, grad, boundaries), lr);
+}
+
+ShardedEmbeddingBags::PendingBackward ShardedEmbeddingBags::start_backward(std::span<const Bags> bags,
+                                                                           const Tensor& grad,
+                                                                           std::span<const int64_t> boundaries) {
+  PendingBackward pending;
+  pending.at = check_bags(bags, boundaries);
+  const std::vector<int64_t>& at = pending.at;
   const int64_t mine = at[rank_ + 1] - at[rank_];
   STRATA_CHECK(
       grad.defined() && grad.dtype() == DType::f32 && grad.dim() == 2 && grad.size(0) == mine && grad.size(1) == width_,
       "ShardedEmbeddingBags::backward: rank ", rank_, " expects an f32 gradient of [", mine, ", ", width_,
       "] (its samples x the tables' dims), got ", grad.defined() ? grad.dtype() : DType::f32, " ",
       grad.defined() ? grad.sizes() : Dims{});
+  pending.grad = grad.contiguous();
+  if (plan_.ranks > 1) pending.work = start_gradient_exchange(pending.grad, at, pending.payload);
+  return pending;
+}
+
+void ShardedEmbeddingBags::finish_backward(std::span<const Bags> bags, const PendingBackward& pending, float lr) {
+  STRATA_CHECK(pending.grad.defined(), "ShardedEmbeddingBags::finish_backward: no backward was started");
   STRATA_CHECK(lr >= 0, "ShardedEmbeddingBags::backward: negative learning rate ", lr);
-  const Tensor g = grad.contiguous();
-  const Tensor received = plan_.ranks > 1 ? gather_gradients(g, at) : Tensor();
+  const std::vector<int64_t>& at = pending.at;
+  const int64_t batch = at.back();
+  const Tensor& g = pending.grad;
+  const Tensor received = pending.work.defined() ? pending.work.wait() : Tensor();
   // Where rank j's gradients of table t start in `received` (rank-major, then table order).
   std::vector<std::vector<int64_t>> base(static_cast<std::size_t>(plan_.ranks));
   int64_t offset = 0;

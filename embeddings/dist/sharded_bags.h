@@ -110,6 +110,22 @@ class ShardedEmbeddingBags {
   /// boundaries (as forward()).
   void backward(std::span<const Bags> bags, const Tensor& grad, float lr, std::span<const int64_t> boundaries = {});
 
+  /// backward() in two halves, so that the caller computes while the gradients travel:
+  /// start_backward checks the bags and `grad` (throwing as backward() does, but for the learning
+  /// rate) and starts the non-blocking alltoallv of the gradients; finish_backward waits for it and
+  /// steps the held rows at `lr` (throwing for a negative lr). The `bags` of both calls must be the
+  /// same, unchanged in between. Collective, in this order on every rank (other collectives may be
+  /// issued in between).
+  struct PendingBackward {
+    std::vector<int64_t> at;  // the sample slices (ranks + 1 boundaries)
+    Tensor grad;              // this rank's gradient, contiguous
+    Tensor payload;           // what this rank sends (alive while the exchange runs)
+    dist::Work work;          // the alltoallv; undefined at one rank
+  };
+  PendingBackward start_backward(std::span<const Bags> bags, const Tensor& grad,
+                                 std::span<const int64_t> boundaries = {});
+  void finish_backward(std::span<const Bags> bags, const PendingBackward& pending, float lr);
+
   /// The checks forward() makes before communicating, alone (throwing as forward() does); returns
   /// the sample slices (sample_slices). Local: no communication.
   std::vector<int64_t> check_bags(std::span<const Bags> bags, std::span<const int64_t> boundaries = {}) const;
@@ -136,7 +152,7 @@ class ShardedEmbeddingBags {
   Tensor forward_payload(std::span<const Bags> bags, const std::vector<int64_t>& at, std::vector<int64_t>& send) const;
   void finish_pooling(std::span<const Bags> bags, const std::vector<int64_t>& at, const Tensor* received,
                       float* out) const;
-  Tensor gather_gradients(const Tensor& grad, const std::vector<int64_t>& at);
+  dist::Work start_gradient_exchange(const Tensor& grad, const std::vector<int64_t>& at, Tensor& payload);
 
   ShardPlan plan_;
   int rank_ = 0;

@@ -103,12 +103,23 @@ struct TrainRun {
   std::vector<Tensor> pooled;
 };
 
-TrainRun train(ShardedEmbeddingBags& bags, int64_t first, int64_t count) {
+// `split`: forward and backward in their halves, each with another collective in between.
+TrainRun train(ShardedEmbeddingBags& bags, int64_t first, int64_t count, bool split = false) {
   TrainRun run;
   for (int step = 0; step < 2; ++step) {
     const Batch batch(bags.plan().tables, step);
-    run.pooled.push_back(bags.forward(batch.bags));
-    bags.backward(batch.bags, grad_rows(step, first, count, bags.width()), 0.5f);
+    const Tensor grad = grad_rows(step, first, count, bags.width());
+    if (!split) {
+      run.pooled.push_back(bags.forward(batch.bags));
+      bags.backward(batch.bags, grad, 0.5f);
+      continue;
+    }
+    const ShardedEmbeddingBags::PendingForward f = bags.start_forward(batch.bags);
+    (void)comm().allgatherv(full({1}, static_cast<double>(step), {DType::i64}));
+    run.pooled.push_back(bags.finish_forward(batch.bags, f));
+    const ShardedEmbeddingBags::PendingBackward b = bags.start_backward(batch.bags, grad);
+    (void)comm().allgatherv(full({1}, static_cast<double>(step), {DType::i64}));
+    bags.finish_backward(batch.bags, b, 0.5f);
   }
   return run;
 }
@@ -140,6 +151,26 @@ TEST_P(ShardedBags, BitwiseEqualToOneRank) {
       mine.read_row(t, r, a.data());
       one.read_row(t, r, b.data());
       ASSERT_TRUE(same_floats(a.data(), b.data(), plan.tables[t].dim)) << "table " << t << " row " << r;
+    }
+  }
+}
+
+TEST_P(ShardedBags, HalvesEqualTheWholeCalls) {
+  const int me = comm().rank(), n = comm().size();
+  const ShardPlan plan = plan_shards(tables(), options(GetParam(), n));
+  const std::vector<int64_t> at = sample_split(kBatch, n);
+  ShardedEmbeddingBags whole(plan, me, {&heap_, nullptr}, kSeed, &comm());
+  ShardedEmbeddingBags halves(plan, me, {&reference_heap_, nullptr}, kSeed, &comm());
+  const TrainRun a = train(whole, at[me], at[me + 1] - at[me]);
+  const TrainRun b = train(halves, at[me], at[me + 1] - at[me], true);
+  for (int step = 0; step < 2; ++step)
+    EXPECT_TRUE(same_floats(a.pooled[step].data<float>(), b.pooled[step].data<float>(), a.pooled[step].numel()));
+  std::vector<float> x(16), y(16);
+  for (int t = 0; t < static_cast<int>(plan.tables.size()); ++t) {
+    for (int64_t r = whole.row_begin(t); r < whole.row_end(t); ++r) {
+      whole.read_row(t, r, x.data());
+      halves.read_row(t, r, y.data());
+      ASSERT_TRUE(same_floats(x.data(), y.data(), plan.tables[t].dim)) << "table " << t << " row " << r;
     }
   }
 }
@@ -304,6 +335,7 @@ TEST(ShardedBagsBadInput, NamedBeforeAnyCommunication) {
   EXPECT_ERROR_HAS(mine.forward(batch.bags, too_many), std::to_string(n + 2) + " boundaries for " + std::to_string(n));
   EXPECT_ERROR_HAS(mine.backward(batch.bags, grad, 0.1f, too_many), "boundaries for");
   EXPECT_ERROR_HAS(mine.finish_forward(batch.bags, {}), "no forward was started");
+  EXPECT_ERROR_HAS(mine.finish_backward(batch.bags, {}, 0.1f), "no backward was started");
   EXPECT_ERROR_HAS(ShardedEmbeddingBags(plan, n, {&heap, nullptr}, kSeed, &comm()), "outside the plan");
   EXPECT_ERROR_HAS(
       ShardedEmbeddingBags(plan_shards(tables(), options(Kind::mixed, n + 1)), me, {&heap, nullptr}, kSeed, &comm()),

@@ -149,6 +149,7 @@ struct DpSettings {
   bool agreed_batch = false;  // forward_agreed(x, B): no row exchange
   bool staged = false;        // forward_staged(x, B, one stage per layer)
   std::vector<int64_t> bucket_sizes = {};
+  bool wait_in_backward = true;  // false: wait_gradients() before the optimizer step
 };
 
 // A Sequential's layers as stages: each child with parameters and the parameterless children after it.
@@ -173,9 +174,11 @@ std::vector<DataParallel::Stage> layer_stages(nn::Module& model) {
 
 TrainRun data_parallel(const ModelFn& make, int64_t b, bool images, int steps, DpSettings settings = {}) {
   auto model = make();
-  DataParallel ddp(
-      model, comm(),
-      {.chunks = settings.chunks, .bucket_bytes = settings.bucket_bytes, .bucket_sizes = settings.bucket_sizes});
+  DataParallel ddp(model, comm(),
+                   {.chunks = settings.chunks,
+                    .bucket_bytes = settings.bucket_bytes,
+                    .bucket_sizes = settings.bucket_sizes,
+                    .wait_in_backward = settings.wait_in_backward});
   const std::vector<DataParallel::Stage> stages =
       settings.staged ? layer_stages(*model) : std::vector<DataParallel::Stage>{};
   optim::SGD opt(model->parameters(), {.lr = 0.1, .momentum = 0.9});
@@ -205,6 +208,10 @@ TrainRun data_parallel(const ModelFn& make, int64_t b, bool images, int steps, D
     Tensor loss = cross_entropy(out, batch.y);
     loss.backward();
     EXPECT_EQ(ddp.buckets_reduced(), static_cast<int64_t>(ddp.buckets().size()));
+    if (!settings.wait_in_backward) {
+      for (const Tensor& p : model->parameters()) EXPECT_FALSE(p.grad().defined()) << "written before the wait";
+      ddp.wait_gradients();
+    }
     opt.step();
     opt.zero_grad();
     losses.push_back(loss.item<double>());
@@ -315,6 +322,15 @@ std::vector<std::vector<int64_t>> buckets_at_stage_ends(bool staged) {
   cross_entropy(ddp.forward_staged(x, b, staged ? probed : whole), batch.y).backward();
   EXPECT_EQ(ddp.buckets_reduced(), 3);
   return seen;
+}
+
+TEST(DataParallel, WaitingAfterBackwardGivesTheSameBits) {
+  // wait_in_backward off: backward launches the reductions, wait_gradients() writes the .grads.
+  const int64_t chunks = std::max<int64_t>(4, comm().size());
+  for (int64_t b : {8L, 11L}) {
+    expect_same(data_parallel(mlp, b, false, 3, {.chunks = chunks}),
+                data_parallel(mlp, b, false, 3, {.chunks = chunks, .staged = true, .wait_in_backward = false}));
+  }
 }
 
 TEST(DataParallel, StagedBucketsCompleteInReverseStageOrder) {
@@ -513,6 +529,25 @@ TEST(DataParallelBadInput, ForwardWithoutBackwardIsNamedAtTheNextForward) {
   // The error ends that step: the next forward and backward work.
   cross_entropy(ddp(x), batch.y).backward();
   EXPECT_EQ(ddp.buckets_reduced(), static_cast<int64_t>(ddp.buckets().size()));
+}
+
+TEST(DataParallelBadInput, AMissingWaitIsNamedAtTheNextForward) {
+  DataParallel ddp(mlp(), comm(), {.chunks = 4, .wait_in_backward = false});
+  const Batch batch = batch_of(8, false, 1);
+  const RowRange rows = ddp.local_rows(8);
+  const Tensor x = batch.x.narrow(0, rows.begin, rows.size());
+  cross_entropy(ddp(x), batch.y).backward();
+  EXPECT_ERROR_HAS(ddp(x), "the previous backward's reductions were never waited for");
+  // A wait before the whole backward ran names the parameter still without a gradient.
+  (void)ddp(x);
+  EXPECT_ERROR_HAS(ddp.wait_gradients(), "parameter '0.weight' got no gradient in local chunk 0");
+  EXPECT_ERROR_HAS(ddp(x), "parameter '0.weight' got no gradient in local chunk 0");
+  // That ends the step: a whole step works again, and a second wait changes nothing.
+  cross_entropy(ddp(x), batch.y).backward();
+  ddp.wait_gradients();
+  const Tensor grad = ddp.module().parameters()[0].grad().clone();
+  ddp.wait_gradients();
+  EXPECT_TRUE(same_bits(grad, ddp.module().parameters()[0].grad()));
 }
 
 TEST(DataParallelBadInput, OutputsMustHaveOneRowPerInputRow) {
