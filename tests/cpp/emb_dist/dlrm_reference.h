@@ -1,9 +1,10 @@
 #pragma once
 // The DistributedDLRM tests' model, batches and one-process reference (tests/cpp/emb_dist): eight
-// tables of dim 4, bottom MLP 5-8-4, top MLP 6-1, seed 77, 5 chunks; table-wise, row-wise and mixed
-// plans; seeded batches; a Reference that trains the same model in one process with neither
-// DistributedDLRM nor DataParallel (per-chunk autograd::grad, tree_sum, a 1-rank
-// ShardedEmbeddingBags).
+// tables of dim 4, bottom MLP 5-8-4, top MLP 6-1, seed 77, 5 chunks (one per rank beyond 5);
+// table-wise, row-wise and mixed plans; seeded batches; a Reference that trains the same model in
+// one process with neither DistributedDLRM nor DataParallel (per-chunk autograd::grad, tree_sum, a
+// 1-rank ShardedEmbeddingBags).
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -39,7 +40,7 @@ inline DistributedDLRMConfig config(OptimizerKind optimizer = OptimizerKind::SGD
           .optimizer = optimizer,
           .learning_rate = optimizer == OptimizerKind::SGD ? 0.2f : 0.02f,
           .seed = 77,
-          .chunks = 5};
+          .chunks = std::max(5, comm().size())};  // 5 up to 5 ranks (uneven shares); one per rank beyond
 }
 
 enum class Kind { table_wise, row_wise, mixed };
