@@ -20,8 +20,9 @@ namespace strata::emb {
 // Note [Distributed DLRM step]
 // DistributedDLRM::train_step on a global batch of B samples (every rank passes the same):
 // 1. Check. Every rank checks the batch locally (sizes, B >= ranks, the bags as
-//    ShardedEmbeddingBags::check_bags) and the ranks exchange B, or -1 for a bad batch (one
-//    allgatherv of one i64), so a batch that is bad on one rank, or a B that differs between ranks,
+//    ShardedEmbeddingBags::check_bags) and the ranks exchange B, or -1 for a bad batch, and a
+//    64-bit fingerprint of the batch's values (one allgatherv of two i64), so a batch that is bad on
+//    one rank, or whose size or contents differ between ranks (ranks reading different data),
 //    raises an error on every rank naming the rank before any other collective or update.
 // 2. Slices. The batch splits into C fixed chunks (dist::split_rows; C = config.chunks, never the
 //    rank count) and rank r runs a contiguous run of them (DataParallel::row_boundaries). The rank's
@@ -273,10 +274,49 @@ DistributedDLRM::~DistributedDLRM() = default;
 nn::zoo::DLRM& DistributedDLRM::dense_module() { return *dense_; }
 
 // Note [Distributed DLRM step] 1: the local checks, then B (or -1) from every rank.
+namespace {
+
+// A 64-bit fingerprint of `bytes` (four multiply-xor lanes over 8-byte words, the tail zero-padded),
+// mixed into `h`: cheap next to a step (about 0.1 ms per MB), and different for different batches
+// but for a 2^-64 chance.
+uint64_t fingerprint(uint64_t h, std::span<const std::byte> bytes) {
+  constexpr uint64_t kMul = 0x9E3779B97F4A7C15ull;
+  uint64_t lane[4] = {h, h ^ 0x1, h ^ 0x2, h ^ 0x3};
+  const std::size_t words = bytes.size() / 8;
+  for (std::size_t i = 0; i < words; ++i) {
+    uint64_t w;
+    std::memcpy(&w, bytes.data() + i * 8, 8);
+    uint64_t& l = lane[i & 3];
+    l = (l ^ w) * kMul;
+    l ^= l >> 29;
+  }
+  uint64_t tail = 0;
+  std::memcpy(&tail, bytes.data() + words * 8, bytes.size() - words * 8);
+  uint64_t out = (bytes.size() ^ tail) * kMul;
+  for (uint64_t l : lane) out = (out ^ l) * kMul, out ^= out >> 31;
+  return out;
+}
+
+template <typename T>
+uint64_t fingerprint(uint64_t h, std::span<const T> values) {
+  return fingerprint(h, std::as_bytes(values));
+}
+
+// The fingerprint of a whole global batch: dense features, every table's offsets and indices, targets.
+int64_t batch_fingerprint(std::span<const float> dense, std::span<const Bags> bags,
+                          const std::span<const float>* targets) {
+  uint64_t h = fingerprint(0, dense);
+  for (const Bags& b : bags) h = fingerprint(fingerprint(h, b.offsets), b.indices);
+  if (targets != nullptr) h = fingerprint(h, *targets);
+  return static_cast<int64_t>(h);
+}
+
+}  // namespace
+
 int64_t DistributedDLRM::check_batch(std::span<const float> dense, std::span<const Bags> bags,
                                      const std::span<const float>* targets) {
   std::exception_ptr problem;
-  int64_t batch = -1;
+  int64_t batch = -1, print = 0;
   try {
     tables_->check_bags(bags);
     batch = bags[0].batch();
@@ -286,20 +326,27 @@ int64_t DistributedDLRM::check_batch(std::span<const float> dense, std::span<con
                  " floats");
     STRATA_CHECK(targets == nullptr || static_cast<int64_t>(targets->size()) == batch, "DistributedDLRM: expected ",
                  batch, " targets (one per bag), got ", targets == nullptr ? 0 : targets->size());
+    if (comm_.size() > 1) print = batch_fingerprint(dense, bags, targets);
   } catch (const Error&) {
     problem = std::current_exception();
     batch = -1;
   }
-  const Tensor all = comm_.allgatherv(full({1}, static_cast<double>(batch), {DType::i64}));
-  const int64_t* b = all.data<int64_t>();
+  Tensor mine = empty({2}, {DType::i64});
+  mine.data<int64_t>()[0] = batch;
+  mine.data<int64_t>()[1] = print;
+  const Tensor all = comm_.allgatherv(mine);
+  const int64_t* b = all.data<int64_t>();  // rank r: b[2r] the batch size, b[2r + 1] its fingerprint
   if (problem) std::rethrow_exception(problem);
   for (int r = 0; r < comm_.size(); ++r) {
-    STRATA_CHECK(b[r] >= 0, "DistributedDLRM: rank ", r, " passed an invalid batch (rank ", r,
+    STRATA_CHECK(b[2 * r] >= 0, "DistributedDLRM: rank ", r, " passed an invalid batch (rank ", r,
                  "'s error names the input)");
   }
   for (int r = 1; r < comm_.size(); ++r) {
-    STRATA_CHECK(b[r] == b[0], "DistributedDLRM: rank 0 passed a global batch of ", b[0], " samples but rank ", r,
-                 " passed ", b[r], " (every rank passes the same global batch)");
+    STRATA_CHECK(b[2 * r] == b[0], "DistributedDLRM: rank 0 passed a global batch of ", b[0], " samples but rank ", r,
+                 " passed ", b[2 * r], " (every rank passes the same global batch)");
+    STRATA_CHECK(b[2 * r + 1] == b[1], "DistributedDLRM: rank ", r, "'s global batch of ", b[0],
+                 " samples differs from rank 0's (the same sizes, other values: the ranks read different data; ",
+                 "every rank passes the same global batch)");
   }
   return batch;
 }

@@ -69,8 +69,9 @@ class DistributedDLRM {
   /// rank passing the same: `dense` [B, bottom_mlp[0]] row-major, one Bags per table (B bags each,
   /// no per-sample weights), `targets` [B]. Returns the mean binary cross-entropy over the global
   /// batch (bitwise the same on every rank). Collective. A bad batch on any rank (sizes that
-  /// disagree, B < ranks, a bad index, weights, or a B that differs from another rank's) throws
-  /// strata::Error on every rank, naming the rank and the input, before anything is updated.
+  /// disagree, B < ranks, a bad index, weights, or a batch whose size or contents differ from another
+  /// rank's) throws strata::Error on every rank, naming the rank and the input, before anything is
+  /// updated.
   float train_step(std::span<const float> dense, std::span<const Bags> bags, std::span<const float> targets);
 
   /// The click probabilities of this rank's samples of the global batch (rows local_rows(B)): [B_r,

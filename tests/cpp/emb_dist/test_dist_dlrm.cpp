@@ -280,6 +280,25 @@ TEST(DistDLRMBadInput, NamedOnEveryRank) {
     const Batch other(me == 0 ? 37 : 36, 0);
     EXPECT_ERROR_HAS(model.train_step(other.dense, other.bags, other.targets),
                      "rank 0 passed a global batch of 37 samples but rank 1 passed 36");
+    // The same sizes, other contents on the last rank: a dense value, an index, a target, a bag split.
+    const std::string differs = "rank " + std::to_string(n - 1) + "'s global batch of 37 samples differs from rank 0's";
+    for (int field = 0; field < 4; ++field) {
+      Batch changed = b;
+      if (me == n - 1 && field == 0) changed.dense[5] += 1.0f;
+      if (me == n - 1 && field == 1) changed.indices[3][0] = (changed.indices[3][0] + 1) % 90;
+      if (me == n - 1 && field == 2) changed.targets[36] = 1.0f - changed.targets[36];
+      if (me == n - 1 && field == 3) {
+        std::vector<int64_t>& o = changed.offsets[1];  // the first row of a bag k >= 1 moves to bag k - 1
+        std::size_t k = 1;
+        while (k + 1 < o.size() && o[k] == o[k + 1]) ++k;
+        ASSERT_LT(k + 1, o.size());
+        o[k] += 1;
+      }
+      for (std::size_t t = 0; t < changed.bags.size(); ++t) changed.bags[t] = {changed.indices[t], changed.offsets[t]};
+      SCOPED_TRACE("field " + std::to_string(field));
+      EXPECT_ERROR_HAS(model.train_step(changed.dense, changed.bags, changed.targets), differs);
+      if (field != 2) EXPECT_ERROR_HAS(model.score(changed.dense, changed.bags), differs);  // no targets there
+    }
   }
   // Nothing was updated and the communicator is in step: a good step still runs.
   EXPECT_TRUE(std::isfinite(model.train_step(b.dense, b.bags, b.targets)));
