@@ -23,6 +23,7 @@
 #include "embeddings/click_source.h"
 #include "embeddings/criteo.h"
 #include "embeddings/criteo_dataset.h"
+#include "embeddings/dlrm_step_rules.h"
 #include "embeddings/prefetch_source.h"
 #include "memory/copy_engine.h"
 #include "memory/tiered_memory.h"
@@ -34,8 +35,6 @@
 #include "ops/embedding.h"
 #include "ops/linalg.h"
 #include "ops/shape_ops.h"
-#include "ops/softmax_loss.h"
-#include "ops/unary.h"
 
 namespace strata::emb {
 
@@ -50,25 +49,6 @@ inline void store_elem(std::byte* row, ElemType t, int64_t j, float v) {
     reinterpret_cast<float*>(row)[j] = v;
   else
     reinterpret_cast<uint16_t*>(row)[j] = BFloat16::round_from_float(v);
-}
-
-/// The reference's LRPolicyScheduler: the learning rate of the optimizer step whose scheduler
-/// step count is `s` (1 for the first step).
-double scheduled_lr(const DLRMConfig& c, int64_t s) {
-  const double base = c.learning_rate;
-  const int64_t w = c.lr_num_warmup_steps, d0 = c.lr_decay_start_step, n = c.lr_num_decay_steps;
-  const auto decay = [&](int64_t step) {
-    const double scale = std::pow(static_cast<double>(n - (step - d0)) / static_cast<double>(n), 2.0);
-    return std::max(1e-7, base * scale);
-  };
-  if (s < w) return base * (1.0 - static_cast<double>(w - s) / static_cast<double>(w));
-  if (d0 <= s && s < d0 + n) return decay(s);
-  if (n > 0) {
-    // Frozen at the last rate the schedule computed (the reference keeps `last_lr`).
-    if (s >= d0 + n && d0 + n - 1 >= 1) return decay(d0 + n - 1);
-    if (w >= 2) return base * (1.0 - 1.0 / static_cast<double>(w));
-  }
-  return base;
 }
 
 /// Fills a table with U(lo, hi) from the Philox stream `range` (row r uses blocks
@@ -375,7 +355,7 @@ std::string TieredDLRM::stored_table_key(int64_t p) const {
   return prefix + "weight";
 }
 
-double TieredDLRM::next_learning_rate() const { return scheduled_lr(config_, steps_ + 1); }
+double TieredDLRM::next_learning_rate() const { return lr_schedule(config_).rate(config_.learning_rate, steps_ + 1); }
 
 void TieredDLRM::check_batch(std::span<const float> dense, std::span<const Bags> bags, int64_t batch) const {
   STRATA_CHECK(batch >= 1, "DLRM: the batch is empty (", bags.empty() ? 0 : bags[0].batch(), " bags)");
@@ -432,8 +412,7 @@ Tensor TieredDLRM::run_forward(std::span<const float> dense, std::span<const Bag
 
   t0 = Clock::now();
   Tensor z = dense_->top_mlp().forward(r);
-  if (config_.loss_threshold > 0.0 && config_.loss_threshold < 1.0)
-    z = clamp(z, config_.loss_threshold, 1.0 - config_.loss_threshold);
+  z = clamp_probabilities(z, config_.loss_threshold);
   times_.top_mlp += seconds_since(t0);
   return z;
 }
@@ -453,47 +432,13 @@ Tensor TieredDLRM::embedding_feature(int64_t k, const std::vector<Tensor>& store
   return e;
 }
 
-Tensor TieredDLRM::compute_loss(const Tensor& z, std::span<const float> targets) {
-  const int64_t batch = z.sizes()[0];
-  STRATA_CHECK(static_cast<int64_t>(targets.size()) == batch, "DLRM: expected ", batch, " targets, got ",
-               targets.size());
-  Tensor t = empty({batch, 1});
-  PinSet pins;
-  pins.add(t, AccessMode::Write);
-  Tensor w;
-  if (config_.loss_function == LossFunction::WBCE) {
-    w = empty({batch, 1});
-    pins.add(w, AccessMode::Write);
-  }
-  pins.acquire();
-  std::memcpy(t.data_ptr(), targets.data(), targets.size_bytes());
-  switch (config_.loss_function) {
-    case LossFunction::MSE: pins.release(); return mse_loss(z, t);
-    case LossFunction::BCE: pins.release(); return binary_cross_entropy(z, t);
-    case LossFunction::WBCE: {
-      // The reference: loss_ws[T.long()] · BCE(z, T), averaged.
-      float* wp = w.data<float>();
-      const auto& lw = config_.loss_weights;
-      for (int64_t b = 0; b < batch; ++b) {
-        const auto cls = static_cast<int64_t>(targets[b]);
-        STRATA_CHECK(cls >= 0 && cls < static_cast<int64_t>(lw.size()), "DLRM: wbce: target ", targets[b],
-                     " of sample ", b, " has no --loss-weights entry (", lw.size(), " weights)");
-        wp[b] = static_cast<float>(lw[static_cast<std::size_t>(cls)]);
-      }
-      pins.release();
-      return binary_cross_entropy(z, t, w);
-    }
-  }
-  return {};
-}
-
 float TieredDLRM::train_step(std::span<const float> dense, std::span<const Bags> bags, std::span<const float> targets) {
   // Note [DLRM training step]: forward, backward (with the fused sparse update), dense step.
   const double lr = next_learning_rate();
   stage_->set_learning_rate(static_cast<float>(lr));
   Tensor z = run_forward(dense, bags);
   auto t0 = Clock::now();
-  Tensor loss = compute_loss(z, targets);
+  Tensor loss = dlrm_loss(z, targets, config_.loss_function, config_.loss_weights);
   times_.top_mlp += seconds_since(t0);
 
   t0 = Clock::now();
@@ -603,7 +548,7 @@ float TieredDLRM::evaluate(std::span<const float> dense, std::span<const Bags> b
   autograd::NoGradGuard no_grad;
   Tensor z = run_forward(dense, bags);
   ++times_.steps;
-  return compute_loss(z, targets).item<float>();
+  return dlrm_loss(z, targets, config_.loss_function, config_.loss_weights).item<float>();
 }
 
 float TieredDLRM::score(std::span<const float> dense, std::span<const Bags> bags, std::span<const float> targets,
@@ -611,7 +556,7 @@ float TieredDLRM::score(std::span<const float> dense, std::span<const Bags> bags
   autograd::NoGradGuard no_grad;
   const DLRMPhaseTimes training_times = times_;
   Tensor z = run_forward(dense, bags).contiguous();
-  const float loss = compute_loss(z, targets).item<float>();
+  const float loss = dlrm_loss(z, targets, config_.loss_function, config_.loss_weights).item<float>();
   times_ = training_times;
   PinSet pins;
   pins.add(z, AccessMode::Read).acquire();

@@ -16,7 +16,8 @@
 ///    and a mixed-dimension table projected (Note [DLRM table kinds]) by ordinary ops.
 /// 3. interaction: dot_interaction({x, E_0, …, E_{T−1}}) (or cat) — the reference's
 ///    `interact_features`; plain tables' features are read in place from the stage's buffer.
-/// 4. top MLP and loss (mse, bce, wbce; outputs clamped with --loss-threshold).
+/// 4. top MLP and loss (mse, bce, wbce; outputs clamped with --loss-threshold: Note [DLRM loss] in
+///    embeddings/dlrm_step_rules.h, shared with DistributedDLRM).
 /// 5. backward: one autograd pass fills the dense parameters' .grad (MLPs, projections) and hands
 ///    each stored table's output gradient to the stage's node, which applies the fused sparse
 ///    optimizer (emb::update_ensemble) at the step's learning rate — inside loss.backward(); the
@@ -319,7 +320,8 @@ class TieredDLRM {
 
   /// Optimizer steps taken (drives the learning-rate schedule; restored by load()).
   int64_t steps() const { return steps_; }
-  /// The learning rate of the next step (the reference's LRPolicyScheduler).
+  /// The learning rate of the next step (the reference's LRPolicyScheduler: LRSchedule in
+  /// embeddings/dlrm_step_rules.h, shared with DistributedDLRM).
   double next_learning_rate() const;
 
   const DLRMPhaseTimes& times() const { return times_; }
@@ -361,7 +363,6 @@ class TieredDLRM {
   void build_dense(Generator& gen);
   Tensor run_forward(std::span<const float> dense, std::span<const Bags> bags);
   Tensor embedding_feature(int64_t k, const std::vector<Tensor>& stored) const;
-  Tensor compute_loss(const Tensor& z, std::span<const float> targets);
   void check_batch(std::span<const float> dense, std::span<const Bags> bags, int64_t batch) const;
   void check_finite(float loss, std::span<const float> dense, std::span<const float> targets) const;
 

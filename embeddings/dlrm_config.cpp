@@ -789,9 +789,9 @@ Distributed (mpirun -np N strata-dlrm ... --dist-backend=mpi; README "Distribute
                         parallel; every rank reads the same global batches; rank 0 prints. Losses
                         and metrics are bitwise the same at any rank count. gloo/ccl/nccl refused.
                         --save-model/--load-model take a directory that reshards (saved at N
-                        ranks, resumed at any M). Not supported yet (refused): --md-flag,
-                        --qr-flag, --weighted-pooling, --arch-interaction-itself, loss
-                        functions but bce, --loss-threshold, learning-rate schedules, --emb-dtype
+                        ranks, resumed at any M). The --loss-* flags and the --lr-* schedule
+                        act as in one process. Not supported yet (refused): --md-flag,
+                        --qr-flag, --weighted-pooling, --arch-interaction-itself, --emb-dtype
                         bf16, --emb-policy (but auto), --cache-fraction, --check-finite,
                         --enable-profiling. --slow-dir DIR gives rank R the slow tier DIR/rank-R/
                         (created) for evicted tensors; the tables never go there.

@@ -13,7 +13,6 @@
 #include "core/text.h"
 #include "embeddings/dlrm.h"
 #include "ops/shape_ops.h"
-#include "ops/softmax_loss.h"
 
 namespace strata::emb {
 
@@ -39,8 +38,9 @@ namespace strata::emb {
 //    on this rank, then waits, then finishes the others), each chunk's rows a fresh leaf requiring
 //    grad. A stage per layer runs the layer as the whole FusedMLP does with grad mode on (layer by
 //    layer), so the bits are the unstaged forward's. DataParallel returns the probabilities of the
-//    whole batch [B, 1] on every rank; the loss is the mean binary cross-entropy over the global
-//    batch, computed identically on every rank. Overlap: forward_staged(x, B, stages) takes the B
+//    whole batch [B, 1] on every rank; the loss (config.loss_function, after the --loss-threshold
+//    clamp: Note [DLRM loss], the one-process run's function) is the mean over the global batch,
+//    computed identically on every rank. Overlap: forward_staged(x, B, stages) takes the B
 //    agreed in step 1, so no collective is queued behind the alltoallv before the chunks run (the
 //    communicator's worker runs collectives in call order); the whole bottom MLP of every local
 //    chunk and the pooling of the tables whole here run before the first wait for the exchange.
@@ -60,7 +60,9 @@ namespace strata::emb {
 // 6. Update: ShardedEmbeddingBags::finish_backward waits for the gradients and steps the held rows
 //    (SGD or an Adagrad, each row's state beside it) while the bottom MLP's buckets reduce; then
 //    DataParallel::wait_gradients and the dense optimizer (SGD or element-wise Adagrad) steps the
-//    MLPs (the same sums on every rank, so the replicas stay identical without a broadcast).
+//    MLPs (the same sums on every rank, so the replicas stay identical without a broadcast), both
+//    at the step's learning rate (config.lr_schedule at the step count, set before the step: the
+//    same number on every rank).
 // Why it is bitwise the same at 1, 2, 4 ranks: the pooled rows are (Note [Rank-count-independent
 // pooling]); every chunk's forward and backward have the same shapes wherever it runs (one thread
 // per rank, or the same thread count everywhere); the MLP gradients are one tree over the C chunk
@@ -178,12 +180,31 @@ class DistributedDLRM::ChunkedDLRM : public nn::zoo::DLRM {
 
 namespace {
 
+// The schedule and the loss (the checks validate() makes of their flags).
+void check_rules(const DistributedDLRMConfig& c) {
+  const LRSchedule& s = c.lr_schedule;
+  STRATA_CHECK(s.warmup_steps >= 0 && s.decay_start_step >= 0 && s.decay_steps >= 0,
+               "DistributedDLRM: negative lr_schedule step count (warmup_steps ", s.warmup_steps, ", decay_start_step ",
+               s.decay_start_step, ", decay_steps ", s.decay_steps, ")");
+  STRATA_CHECK(s.decay_steps == 0 || s.decay_start_step >= s.warmup_steps, "DistributedDLRM: lr_schedule ",
+               "decay_start_step ", s.decay_start_step, " comes before the warm-up's ", s.warmup_steps,
+               " steps end (the warm-up must finish before the decay starts)");
+  STRATA_CHECK(c.loss_threshold >= 0 && c.loss_threshold < 1, "DistributedDLRM: loss_threshold must lie in [0, 1), ",
+               "got ", c.loss_threshold);
+  if (c.loss_function != LossFunction::WBCE) return;
+  STRATA_CHECK(c.loss_weights.size() >= 2, "DistributedDLRM: wbce needs loss_weights for targets 0 and 1, got ",
+               c.loss_weights.size(), " weight(s)");
+  for (const double w : c.loss_weights)
+    STRATA_CHECK(w >= 0, "DistributedDLRM: loss_weights must be non-negative, got ", w);
+}
+
 void check_config(const DistributedDLRMConfig& c, const ShardPlan& plan) {
   STRATA_CHECK(c.bottom_mlp.size() >= 2, "DistributedDLRM: bottom_mlp needs at least 2 widths (input and d), got ",
                c.bottom_mlp.size());
   STRATA_CHECK(!c.top_mlp.empty() && c.top_mlp.back() == 1,
                "DistributedDLRM: top_mlp must end in width 1 (the click probability)");
   STRATA_CHECK(c.learning_rate >= 0, "DistributedDLRM: negative learning_rate ", c.learning_rate);
+  check_rules(c);
   STRATA_CHECK(!plan.tables.empty(), "DistributedDLRM: the plan has no tables");
   for (std::size_t t = 0; t < plan.tables.size(); ++t) {
     STRATA_CHECK(plan.tables[t].dim == c.bottom_mlp.back(), "DistributedDLRM: table ", t, " ",
@@ -233,7 +254,7 @@ Tensor tensor_of(std::span<const float> values, int64_t first, int64_t count, Di
 
 DistributedDLRM::DistributedDLRM(const DistributedDLRMConfig& config, ShardPlan plan, TableMemory memory,
                                  dist::Communicator& comm)
-    : config_(config), comm_(comm), feed_(std::make_unique<Feed>()) {
+    : config_(config), comm_(comm), feed_(std::make_unique<Feed>()), learning_rate_(config.learning_rate) {
   check_config(config_, plan);
   nn::zoo::DLRMOptions o;
   o.sparse_feature_size = config_.bottom_mlp.back();
@@ -270,6 +291,20 @@ void DistributedDLRM::make_stages() {
 }
 
 DistributedDLRM::~DistributedDLRM() = default;
+
+double DistributedDLRM::next_learning_rate() const {
+  return config_.lr_schedule.rate(config_.learning_rate, steps_ + 1);
+}
+
+void DistributedDLRM::set_learning_rate(double lr) {
+  learning_rate_ = lr;
+  for (optim::ParamGroup& g : opt_->param_groups()) g.options["lr"] = lr;
+}
+
+Tensor DistributedDLRM::compute_loss(const Tensor& z, std::span<const float> targets) const {
+  return dlrm_loss(clamp_probabilities(z, config_.loss_threshold), targets, config_.loss_function,
+                   config_.loss_weights);
+}
 
 nn::zoo::DLRM& DistributedDLRM::dense_module() { return *dense_; }
 
@@ -327,6 +362,7 @@ int64_t DistributedDLRM::check_batch(std::span<const float> dense, std::span<con
     STRATA_CHECK(targets == nullptr || static_cast<int64_t>(targets->size()) == batch, "DistributedDLRM: expected ",
                  batch, " targets (one per bag), got ", targets == nullptr ? 0 : targets->size());
     if (comm_.size() > 1) print = batch_fingerprint(dense, bags, targets);
+    if (targets != nullptr) check_loss_targets(*targets, config_.loss_function, config_.loss_weights);
   } catch (const Error&) {
     problem = std::current_exception();
     batch = -1;
@@ -359,17 +395,18 @@ Tensor DistributedDLRM::local_dense(std::span<const float> dense, dist::RowRange
 float DistributedDLRM::train_step(std::span<const float> dense, std::span<const Bags> bags,
                                   std::span<const float> targets) {
   const int64_t batch = check_batch(dense, bags, &targets);
+  set_learning_rate(next_learning_rate());
   const std::vector<int64_t> at = ddp_->row_boundaries(batch);
   const dist::RowRange rows{at[comm_.rank()], at[comm_.rank() + 1]};
   feed_->start(*tables_, bags, tables_->start_forward(bags, at));
   // B was agreed: no exchange before the chunks; the stages let the bottom MLP of every chunk run
   // before the first chunk waits for the exchange.
   const Tensor z = ddp_->forward_staged(local_dense(dense, rows), batch, stages_);
-  const Tensor loss = binary_cross_entropy(z, tensor_of(targets, 0, batch, {batch, 1}));
+  const Tensor loss = compute_loss(z, targets);
   loss.backward();  // starts the embedding gradients' exchange and launches every bucket
   const ShardedEmbeddingBags::PendingBackward embedding = feed_->take_backward();
   feed_->finish();
-  tables_->finish_backward(bags, embedding, config_.learning_rate);  // while the last buckets reduce
+  tables_->finish_backward(bags, embedding, static_cast<float>(learning_rate_));  // while the last buckets reduce
   ddp_->wait_gradients();
   opt_->step();
   opt_->zero_grad();
@@ -390,7 +427,7 @@ Tensor DistributedDLRM::run_local(std::span<const float> dense, std::span<const 
   for (int64_t c = mine.begin; c < mine.end; ++c)
     out.push_back((*dense_)(x.narrow(0, chunks[c].begin - rows.begin, chunks[c].size())));
   feed_->finish();
-  return out.size() == 1 ? out[0].contiguous() : cat(out, 0);
+  return clamp_probabilities(out.size() == 1 ? out[0].contiguous() : cat(out, 0), config_.loss_threshold);
 }
 
 Tensor DistributedDLRM::forward(std::span<const float> dense, std::span<const Bags> bags) {

@@ -22,6 +22,7 @@
 #include "embeddings/dist/shard_plan.h"
 #include "embeddings/dist/sharded_bags.h"
 #include "embeddings/dlrm_config.h"
+#include "embeddings/dlrm_step_rules.h"
 #include "embeddings/kernels.h"
 #include "models/checkpoint.h"
 #include "models/optim/optimizer.h"
@@ -43,8 +44,18 @@ struct DistributedDLRMConfig {
   /// embeddings/dlrm.h): sgd (SGD on both), rwsadagrad (row-wise Adagrad on the tables, element-wise
   /// on the MLPs), adagrad (element-wise Adagrad on both).
   OptimizerKind optimizer = OptimizerKind::SGD;
-  /// The learning rate of the MLPs and the tables (--learning-rate; constant).
-  float learning_rate = 0.01f;
+  /// The base learning rate of the MLPs and the tables (--learning-rate); each step's rate is
+  /// lr_schedule's at the step count (LRSchedule in embeddings/dlrm_step_rules.h, as TieredDLRM's).
+  double learning_rate = 0.01;
+  /// Warm-up and decay (--lr-num-warmup-steps, --lr-decay-start-step, --lr-num-decay-steps); none by default.
+  LRSchedule lr_schedule = {};
+  /// The loss (--loss-function, Note [DLRM loss] in embeddings/dlrm_step_rules.h), computed from the
+  /// gathered [B, 1] on every rank: mse, bce or wbce with `loss_weights` (one per target class,
+  /// --loss-weights); the probabilities clamped into [loss_threshold, 1 − loss_threshold] when
+  /// 0 < loss_threshold < 1 (--loss-threshold; the scores of forward() and score() too).
+  LossFunction loss_function = LossFunction::BCE;
+  std::vector<double> loss_weights = {1.0, 1.0};
+  double loss_threshold = 0.0;
   /// Seeds the MLPs (nn::zoo::DLRM with external tables, drawn from Generator(seed)) and the tables
   /// (initial_value(seed, ...)): the same on every rank, never by rank.
   uint64_t seed = 0;
@@ -58,7 +69,9 @@ class DistributedDLRM {
   /// Collective. The MLPs from config.seed, the shards of `plan` this rank holds (comm.rank()) in
   /// `memory`. Throws strata::Error naming the field for bad MLP widths, an interaction other than
   /// dot or cat, a top MLP not ending in 1, a table whose dim is not the bottom MLP's last width, a
-  /// plan for another rank count, chunks below the rank count, or a negative learning rate.
+  /// plan for another rank count, chunks below the rank count, a negative learning rate or schedule
+  /// step count, a decay that starts before the warm-up ends, a loss_threshold outside [0, 1), or
+  /// wbce without a non-negative weight for targets 0 and 1.
   DistributedDLRM(const DistributedDLRMConfig& config, ShardPlan plan, TableMemory memory,
                   dist::Communicator& comm = dist::Communicator::world());
   ~DistributedDLRM();
@@ -67,11 +80,12 @@ class DistributedDLRM {
 
   /// One training step (forward, backward, the optimizers) on a global batch of B samples, every
   /// rank passing the same: `dense` [B, bottom_mlp[0]] row-major, one Bags per table (B bags each,
-  /// no per-sample weights), `targets` [B]. Returns the mean binary cross-entropy over the global
-  /// batch (bitwise the same on every rank). Collective. A bad batch on any rank (sizes that
-  /// disagree, B < ranks, a bad index, weights, or a batch whose size or contents differ from another
-  /// rank's) throws strata::Error on every rank, naming the rank and the input, before anything is
-  /// updated.
+  /// no per-sample weights), `targets` [B]. Returns the config's loss over the global batch
+  /// (bitwise the same on every rank), after stepping the MLPs and the tables at
+  /// next_learning_rate(). Collective. A bad batch on any rank (sizes that disagree, B < ranks, a
+  /// bad index, weights, a wbce target without a weight, or a batch whose size or contents differ
+  /// from another rank's) throws strata::Error on every rank, naming the rank and the input, before
+  /// anything is updated.
   float train_step(std::span<const float> dense, std::span<const Bags> bags, std::span<const float> targets);
 
   /// The click probabilities of this rank's samples of the global batch (rows local_rows(B)): [B_r,
@@ -99,8 +113,14 @@ class DistributedDLRM {
   /// naming the rank and the file. Rows stream in through a buffer of at most `chunk_bytes`.
   /// Returns the manifest's metadata (extra keys included).
   CheckpointMetadata load(const std::string& path, std::size_t chunk_bytes = kCheckpointChunkBytes);
-  /// Training steps taken (restored by load()).
+  /// Training steps taken (restored by load(); drives the learning-rate schedule).
   int64_t steps() const { return steps_; }
+  /// The learning rate of the next step: config.lr_schedule's at steps() + 1 from
+  /// config.learning_rate (TieredDLRM::next_learning_rate's for the same flags and steps).
+  double next_learning_rate() const;
+  /// The rate this object's last step trained the MLPs and the tables at (config.learning_rate
+  /// before its first step).
+  double learning_rate() const { return learning_rate_; }
 
   /// This rank's samples of a global batch of B: DataParallel's chunk-aligned rows, which are also
   /// the sample slice of its embeddings. row_boundaries gives every rank's (ranks + 1 entries).
@@ -123,6 +143,10 @@ class DistributedDLRM {
   Tensor local_dense(std::span<const float> dense, dist::RowRange rows) const;
   Tensor run_local(std::span<const float> dense, std::span<const Bags> bags, int64_t batch);
   void make_stages();
+  /// The rate of the MLPs' optimizer and the tables' update from here on.
+  void set_learning_rate(double lr);
+  /// The config's loss of the gathered probabilities z [B, 1] (clamped here) against `targets`.
+  Tensor compute_loss(const Tensor& z, std::span<const float> targets) const;
 
   DistributedDLRMConfig config_;
   dist::Communicator& comm_;
@@ -132,6 +156,7 @@ class DistributedDLRM {
   std::unique_ptr<optim::Optimizer> opt_;
   std::unique_ptr<Feed> feed_;
   int64_t steps_ = 0;
+  double learning_rate_ = 0;
   std::vector<dist::DataParallel::Stage> stages_;  // the training forward's (make_stages)
 };
 

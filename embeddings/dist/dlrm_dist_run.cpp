@@ -17,7 +17,6 @@
 #include "core/threading.h"
 #include "embeddings/dist/dist_checkpoint.h"
 #include "embeddings/index_source.h"
-#include "ops/softmax_loss.h"
 
 namespace strata::emb {
 
@@ -36,12 +35,6 @@ void check_distributed_flags(const DLRMConfig& c, int ranks) {
   refuse_if(c.weighted_pooling != WeightedPooling::None, "--weighted-pooling", "the sharded bags have no weights");
   refuse_if(c.arch_interaction_itself, "--arch-interaction-itself",
             "DistributedDLRM's dot interaction has no diagonal");
-  refuse_if(c.loss_function != LossFunction::BCE, "--loss-function",
-            std::string("DistributedDLRM trains with bce; got ") + to_string(c.loss_function) +
-                " (mse is the reference's default): pass --loss-function bce");
-  refuse_if(c.loss_threshold > 0, "--loss-threshold", "DistributedDLRM does not clamp its outputs");
-  refuse_if(c.lr_num_warmup_steps > 0, "--lr-num-warmup-steps", "DistributedDLRM's learning rate is constant");
-  refuse_if(c.lr_num_decay_steps > 0, "--lr-num-decay-steps", "DistributedDLRM's learning rate is constant");
   refuse_if(c.emb_dtype != ElemType::F32, "--emb-dtype", "the sharded tables are f32");
   refuse_if(c.emb_policy != "auto", "--emb-policy", "every shard lives in DRAM, no policy places it");
   refuse_if(c.cache_fraction >= 0, "--cache-fraction", "every shard lives in DRAM, nothing is cached");
@@ -78,7 +71,11 @@ DistributedDLRMConfig distributed_model_config(const DLRMConfig& c) {
           .top_mlp = c.arch_mlp_top,
           .interaction = to_string(c.arch_interaction_op),
           .optimizer = c.optimizer,
-          .learning_rate = static_cast<float>(c.learning_rate),
+          .learning_rate = c.learning_rate,
+          .lr_schedule = lr_schedule(c),
+          .loss_function = c.loss_function,
+          .loss_weights = c.loss_weights,
+          .loss_threshold = c.loss_threshold,
           .seed = static_cast<uint64_t>(c.numpy_rand_seed),
           .chunks = c.dist_chunks};
 }
@@ -265,17 +262,16 @@ float DistributedTrainable::train_step(std::span<const float> dense, std::span<c
 float DistributedTrainable::score(std::span<const float> dense, std::span<const Bags> bags,
                                   std::span<const float> targets, std::vector<float>& scores) {
   autograd::NoGradGuard no_grad;
-  const Tensor z = model_.score(dense, bags).contiguous();
+  const Tensor z = model_.score(dense, bags).contiguous();  // clamped with loss_threshold already
   const auto batch = static_cast<int64_t>(targets.size());
   STRATA_CHECK(z.size(0) == batch, "DistributedDLRM: expected ", batch, " targets, got ", z.size(0), " samples");
-  Tensor t = empty({batch, 1});
   {
     PinSet pins;
-    pins.add(z, AccessMode::Read).add(t, AccessMode::Write).acquire();
-    std::memcpy(t.data_ptr(), targets.data(), targets.size_bytes());
+    pins.add(z, AccessMode::Read).acquire();
     scores.assign(z.data<float>(), z.data<float>() + z.numel());
   }
-  return binary_cross_entropy(z, t).item<float>();
+  const DistributedDLRMConfig& c = model_.config();
+  return dlrm_loss(z, targets, c.loss_function, c.loss_weights).item<float>();
 }
 
 void DistributedTrainable::reset_stats() {

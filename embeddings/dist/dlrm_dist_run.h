@@ -24,6 +24,10 @@
 ///   naming the table otherwise). --slow-dir DIR gives rank R the process slow tier DIR/rank-R/
 ///   (created), which holds only evicted tensors; table placement flags (--emb-policy but auto,
 ///   --cache-fraction) are refused rather than ignored.
+/// - Loss and learning rate: --loss-function, --loss-weights, --loss-threshold and the schedule
+///   (--lr-num-warmup-steps, --lr-decay-start-step, --lr-num-decay-steps) go into
+///   DistributedDLRMConfig; the schedule and the loss are the one-process run's functions
+///   (embeddings/dlrm_step_rules.h), so a 1-rank run trains at the same rate per step.
 /// - Data: every rank builds the same IndexSource from the same flags and reads the same global
 ///   batches (generators from --numpy-rand-seed; the Criteo files read whole by every rank).
 ///   DistributedDLRM takes its rank's slice itself.
@@ -43,8 +47,8 @@
 /// - Checkpoints: --save-model DIR and --load-model DIR are DistributedDLRM's directories (Note
 ///   [Resharding checkpoints]): a run saved at N ranks resumes, or runs --inference-only, at any M.
 /// - Not supported yet, refused naming the flag (check_distributed_flags): mixed dimensions and quotient-remainder
-///   tables, weighted pooling, --arch-interaction-itself, loss functions but bce and
-///   --loss-threshold, learning-rate schedules, bf16 tables, --check-finite, --enable-profiling.
+///   tables, weighted pooling, --arch-interaction-itself, bf16 tables, --check-finite,
+///   --enable-profiling.
 
 #include <cstdint>
 #include <span>
@@ -72,7 +76,8 @@ using RankFields = std::vector<std::pair<std::string, std::string>>;
 /// (DistributedDLRM names the batch; nothing is updated).
 void check_distributed_flags(const DLRMConfig& config, int ranks);
 
-/// The DistributedDLRM of `config`: its MLPs, interaction, optimizer, learning rate, seed and chunks.
+/// The DistributedDLRM of `config`: its MLPs, interaction, optimizer, learning rate and schedule,
+/// loss (function, weights, threshold), seed and chunks.
 DistributedDLRMConfig distributed_model_config(const DLRMConfig& config);
 
 /// The tables of `config` ("emb_l.<k>", f32) planned over `ranks` ranks, each holding at most
@@ -95,10 +100,11 @@ RankFields dlrm_data_fingerprint(const DLRMConfig& config);
 void check_same_on_every_rank(dist::Communicator& comm, const RankFields& fields, std::string_view what);
 
 /// DistributedDLRM as DLRMTrainer sees it. train_step counts the communicator's figures of each
-/// step; score gathers the batch's probabilities (every rank gets them all) and computes the mean
-/// binary cross-entropy, as TieredDLRM's bce; progress_detail is the `comm:` line of the steps since
-/// the previous one. Checkpoints are DistributedDLRM's (directories that reshard: a run saved at N
-/// ranks resumes at M; Note [Resharding checkpoints]).
+/// step; score gathers the batch's probabilities (every rank gets them all, clamped with
+/// --loss-threshold) and computes the run's loss of them (dlrm_loss, as TieredDLRM::score);
+/// progress_detail is the `comm:` line of the steps since the previous one. Checkpoints are
+/// DistributedDLRM's (directories that reshard: a run saved at N ranks resumes at M; Note
+/// [Resharding checkpoints]).
 class DistributedTrainable final : public DLRMTrainable {
  public:
   DistributedTrainable(DistributedDLRM& model, int64_t num_tables);

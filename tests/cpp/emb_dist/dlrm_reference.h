@@ -18,9 +18,9 @@
 #include "dist/reduction.h"
 #include "embeddings/dist/dist_dlrm.h"
 #include "embeddings/dlrm.h"
+#include "embeddings/dlrm_step_rules.h"
 #include "memory/heap.h"
 #include "ops/shape_ops.h"
-#include "ops/softmax_loss.h"
 
 namespace strata::emb::dlrm_test {
 
@@ -38,7 +38,7 @@ inline DistributedDLRMConfig config(OptimizerKind optimizer = OptimizerKind::SGD
   return {.bottom_mlp = {kDense, 8, 4},
           .top_mlp = {6, 1},
           .optimizer = optimizer,
-          .learning_rate = optimizer == OptimizerKind::SGD ? 0.2f : 0.02f,
+          .learning_rate = optimizer == OptimizerKind::SGD ? 0.2 : 0.02,
           .seed = 77,
           .chunks = std::max(5, comm().size())};  // 5 up to 5 ranks (uneven shares); one per rank beyond
 }
@@ -87,20 +87,22 @@ inline Tensor rows_of(const std::vector<float>& values, int64_t first, int64_t r
   return t;
 }
 
-// One process, no communicator: the step of Note [Distributed DLRM step] restated.
+// One process, no communicator: the step of Note [Distributed DLRM step] restated, with the
+// config's learning-rate schedule, clamp and loss (embeddings/dlrm_step_rules.h).
 class Reference {
  public:
-  Reference(memory::Heap& heap, OptimizerKind optimizer)
-      : config_(config(optimizer)),
+  Reference(memory::Heap& heap, OptimizerKind optimizer) : Reference(heap, config(optimizer)) {}
+  explicit Reference(memory::Heap& heap, const DistributedDLRMConfig& c)
+      : config_(c),
         tables_(plan(Kind::table_wise, 1), 0, {&heap, nullptr}, config_.seed, nullptr,
-                sparse_optimizer(optimizer, config_.learning_rate).kind) {
+                sparse_optimizer(c.optimizer, 0.0f).kind) {
     nn::zoo::DLRMOptions o{.sparse_feature_size = 4, .bottom_mlp = config().bottom_mlp, .top_mlp = config().top_mlp};
     o.embedding_sizes.clear();
     for (const TableSpec& t : tables()) o.embedding_sizes.push_back(t.rows);
     o.external_tables = true;
     Generator gen(config_.seed);
     mlp_ = std::make_shared<nn::zoo::DLRM>(o, &gen);
-    opt_ = dense_optimizer(optimizer, mlp_->parameters(), config_.learning_rate);
+    opt_ = dense_optimizer(c.optimizer, mlp_->parameters(), config_.learning_rate);
   }
 
   // Chunk c's probabilities from its dense rows and pooled rows.
@@ -119,7 +121,8 @@ class Reference {
       outs.push_back(chunk(rows_of(b.dense, r.begin, r.size(), kDense), leaves.back()));
     }
     const Tensor z = cat(outs, 0);
-    const Tensor loss = binary_cross_entropy(z, rows_of(b.targets, 0, batch, 1));
+    const Tensor loss = dlrm_loss(clamp_probabilities(z, config_.loss_threshold), b.targets, config_.loss_function,
+                                  config_.loss_weights);
     const Tensor g = autograd::grad({loss}, {z})[0];
     std::vector<Tensor> params = mlp_->parameters();
     std::vector<std::vector<Tensor>> per_param(params.size());
@@ -133,9 +136,11 @@ class Reference {
       pooled_grad.push_back(grads.back());
     }
     for (std::size_t p = 0; p < params.size(); ++p) params[p].set_grad(dist::tree_sum(per_param[p]));
+    const double lr = config_.lr_schedule.rate(config_.learning_rate, ++steps_);
+    for (optim::ParamGroup& group : opt_->param_groups()) group.options["lr"] = lr;
     opt_->step();
     opt_->zero_grad();
-    tables_.backward(b.bags, cat(pooled_grad, 0).contiguous(), config_.learning_rate);
+    tables_.backward(b.bags, cat(pooled_grad, 0).contiguous(), static_cast<float>(lr));
     return loss.item<float>();
   }
 
@@ -145,7 +150,7 @@ class Reference {
     std::vector<Tensor> outs;
     for (const dist::RowRange& r : dist::split_rows(b.bags[0].batch(), config_.chunks))
       outs.push_back(chunk(rows_of(b.dense, r.begin, r.size(), kDense), pooled.narrow(0, r.begin, r.size())));
-    return cat(outs, 0);
+    return clamp_probabilities(cat(outs, 0), config_.loss_threshold);
   }
 
   nn::zoo::DLRM& mlp() { return *mlp_; }
@@ -156,6 +161,7 @@ class Reference {
   ShardedEmbeddingBags tables_;
   std::shared_ptr<nn::zoo::DLRM> mlp_;
   std::unique_ptr<optim::Optimizer> opt_;
+  int64_t steps_ = 0;
 };
 
 }  // namespace strata::emb::dlrm_test

@@ -4,7 +4,10 @@
 // table-wise, row-wise and mixed plans and for a batch that does not divide (37) and one sample per
 // rank; hence bitwise the same at every rank count. The reference uses neither DistributedDLRM nor
 // DataParallel: the same fixed chunks, each chunk's gradients by its own autograd::grad, summed by
-// tree_sum, the tables as one 1-rank ShardedEmbeddingBags. Bad inputs are named on every rank.
+// tree_sum, the tables as one 1-rank ShardedEmbeddingBags. The same with mse, wbce and the output
+// clamp under a learning-rate warm-up and decay (DistDLRMRules), and against the one-process
+// TieredDLRM to float rounding with every step's learning rate equal. Bad inputs are named on every
+// rank.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <ostream>
 #include <random>
 
 #include "autograd/engine.h"
@@ -27,7 +31,6 @@
 #include "embeddings/dlrm_config.h"
 #include "memory/heap.h"
 #include "ops/shape_ops.h"
-#include "ops/softmax_loss.h"
 #include "tests/cpp/bitwise.h"
 #include "tests/cpp/emb_dist/dlrm_reference.h"
 #include "tests/cpp/error_text.h"
@@ -70,12 +73,15 @@ class DistDLRM : public ::testing::TestWithParam<Case> {
   memory::DramHeap reference_heap_{std::size_t{4} << 20};
 };
 
-TEST_P(DistDLRM, BitwiseEqualToOneProcess) {
+// `steps` steps of DistributedDLRM of `c` over `kind`'s plan and of the Reference on batches of
+// `batch`: the losses, the MLP parameters, every held row and the scores bitwise equal. The scores
+// of the test batch into `scores` (every rank's).
+void expect_bitwise_reference(const DistributedDLRMConfig& c, Kind kind, int64_t batch, int steps, memory::Heap& heap,
+                              memory::Heap& reference_heap, Tensor* scores = nullptr) {
   const int n = comm().size();
-  const int64_t batch = GetParam().one_per_rank ? n : 37;
-  DistributedDLRM model(config(GetParam().optimizer), plan(GetParam().kind, n), {&heap_, nullptr}, comm());
-  Reference ref(reference_heap_, GetParam().optimizer);
-  for (int s = 0; s < kSteps; ++s) {
+  DistributedDLRM model(c, plan(kind, n), {&heap, nullptr}, comm());
+  Reference ref(reference_heap, c);
+  for (int s = 0; s < steps; ++s) {
     const Batch b(batch, s);
     const float got = model.train_step(b.dense, b.bags, b.targets);
     const float want = ref.step(b);
@@ -88,7 +94,7 @@ TEST_P(DistDLRM, BitwiseEqualToOneProcess) {
   int64_t rows_compared = 0, rows_trained = 0;
   for (int64_t r = 0; r < tables()[0].rows; ++r) {  // the steps moved rows (the comparison is not of initial values)
     ref.embeddings().read_row(0, r, w.data());
-    rows_trained += w[0] != initial_value(config().seed, 0, tables()[0].rows, r, 0) ? 1 : 0;
+    rows_trained += w[0] != initial_value(c.seed, 0, tables()[0].rows, r, 0) ? 1 : 0;
   }
   EXPECT_GT(rows_trained, 0);
   for (int t = 0; t < static_cast<int>(tables().size()); ++t) {
@@ -102,7 +108,7 @@ TEST_P(DistDLRM, BitwiseEqualToOneProcess) {
   const Tensor held = comm().allgatherv(full({1}, static_cast<double>(rows_compared), {DType::i64}));
   int64_t total = 0, expected = 0;
   for (int r = 0; r < n; ++r) total += held.data<int64_t>()[r];
-  const ShardPlan p = plan(GetParam().kind, n);
+  const ShardPlan p = plan(kind, n);
   for (std::size_t t = 0; t < p.tables.size(); ++t)
     expected += p.tables[t].rows * (p.shards[t].kind == ShardKind::data_parallel ? n : 1);
   EXPECT_EQ(total, expected);
@@ -110,22 +116,115 @@ TEST_P(DistDLRM, BitwiseEqualToOneProcess) {
   const Batch test(batch, 99);
   const Tensor local = model.forward(test.dense, test.bags);
   EXPECT_EQ(local.size(0), model.local_rows(batch).size());
-  EXPECT_TRUE(same_bits(model.score(test.dense, test.bags), ref.score(test)));
+  const Tensor all = model.score(test.dense, test.bags);
+  EXPECT_TRUE(same_bits(all, ref.score(test)));
+  if (scores != nullptr) *scores = all;
+}
+
+TEST_P(DistDLRM, BitwiseEqualToOneProcess) {
+  const int64_t batch = GetParam().one_per_rank ? comm().size() : 37;
+  expect_bitwise_reference(config(GetParam().optimizer), GetParam().kind, batch, kSteps, heap_, reference_heap_);
 }
 
 INSTANTIATE_TEST_SUITE_P(PlansAndOptimizers, DistDLRM, ::testing::ValuesIn(cases()),
                          [](const auto& info) { return case_name(info.param); });
 
+// The reference's other losses, the output clamp and a learning-rate schedule (Note [DLRM loss],
+// LRSchedule): warm-up over 2 steps, decay from step 3 over 3 steps, then frozen — 7 steps see
+// every phase of the schedule.
+struct RulesCase {
+  const char* name;
+  OptimizerKind optimizer;
+  LossFunction loss;
+  std::vector<double> weights;
+  double threshold;
+};
+
+void PrintTo(const RulesCase& r, std::ostream* os) { *os << r.name; }
+
+constexpr int kScheduleSteps = 7;
+
+DistributedDLRMConfig rules_config(const RulesCase& r) {
+  DistributedDLRMConfig c = config(r.optimizer);
+  c.lr_schedule = {.warmup_steps = 2, .decay_start_step = 3, .decay_steps = 3};
+  c.loss_function = r.loss;
+  c.loss_weights = r.weights;
+  c.loss_threshold = r.threshold;
+  return c;
+}
+
+std::vector<RulesCase> rules_cases() {
+  return {{"mse_sgd", OptimizerKind::SGD, LossFunction::MSE, {1.0, 1.0}, 0.0},
+          {"wbce_rwsadagrad", OptimizerKind::RowWiseAdagrad, LossFunction::WBCE, {0.3, 1.7}, 0.0},
+          {"bce_clamped_adagrad", OptimizerKind::Adagrad, LossFunction::BCE, {1.0, 1.0}, 0.45}};
+}
+
+class DistDLRMRules : public ::testing::TestWithParam<RulesCase> {
+ protected:
+  memory::DramHeap heap_{std::size_t{4} << 20};
+  memory::DramHeap reference_heap_{std::size_t{4} << 20};
+};
+
+TEST_P(DistDLRMRules, BitwiseEqualToOneProcess) {
+  Tensor scores;
+  expect_bitwise_reference(rules_config(GetParam()), Kind::mixed, 37, kScheduleSteps, heap_, reference_heap_, &scores);
+  if (GetParam().threshold == 0) return;
+  // The clamp acted: some scores sit on a bound, some inside.
+  const double t = GetParam().threshold;
+  int64_t on_bound = 0;
+  for (int64_t i = 0; i < scores.numel(); ++i) {
+    const float v = scores.data<float>()[i];
+    EXPECT_TRUE(v >= static_cast<float>(t) && v <= static_cast<float>(1 - t)) << v;
+    on_bound += v == static_cast<float>(t) || v == static_cast<float>(1 - t) ? 1 : 0;
+  }
+  EXPECT_GT(on_bound, 0);
+  EXPECT_LT(on_bound, scores.numel());
+}
+
+INSTANTIATE_TEST_SUITE_P(LossesAndSchedule, DistDLRMRules, ::testing::ValuesIn(rules_cases()),
+                         [](const auto& info) { return std::string(info.param.name); });
+
 // The one-process TieredDLRM (embeddings/dlrm.h) of the same architecture, loaded with DistributedDLRM's
 // initial weights: the same model, but one GEMM over the whole batch instead of fixed chunks, a plain
 // sum per bag instead of the row-block tree, so equal only to float rounding.
-DLRMConfig tiered_config(OptimizerKind optimizer) {
-  std::string rows;
+// Its flags from DistributedDLRM's config: optimizer, learning rate, schedule and loss.
+DLRMConfig tiered_config(const DistributedDLRMConfig& c) {
+  std::string rows, weights;
   for (const TableSpec& t : tables()) rows += (rows.empty() ? "" : "-") + std::to_string(t.rows);
-  return parse_dlrm_args({"--arch-sparse-feature-size", "4", "--arch-mlp-bot", "5-8-4", "--arch-mlp-top", "6-1",
-                          "--arch-embedding-size", rows, "--loss-function", "bce", "--optimizer", to_string(optimizer),
-                          "--learning-rate", std::to_string(config(optimizer).learning_rate), "--slow-tier-model",
-                          "off", "--fast-budget", "1M"});
+  const auto exact = [](double v) {
+    char s[32];
+    std::snprintf(s, sizeof s, "%.17g", v);
+    return std::string(s);
+  };
+  for (const double w : c.loss_weights) weights += (weights.empty() ? "" : "-") + exact(w);
+  return parse_dlrm_args({"--arch-sparse-feature-size",
+                          "4",
+                          "--arch-mlp-bot",
+                          "5-8-4",
+                          "--arch-mlp-top",
+                          "6-1",
+                          "--arch-embedding-size",
+                          rows,
+                          "--loss-function",
+                          to_string(c.loss_function),
+                          "--loss-weights",
+                          weights,
+                          "--loss-threshold",
+                          exact(c.loss_threshold),
+                          "--optimizer",
+                          to_string(c.optimizer),
+                          "--learning-rate",
+                          exact(c.learning_rate),
+                          "--lr-num-warmup-steps",
+                          std::to_string(c.lr_schedule.warmup_steps),
+                          "--lr-decay-start-step",
+                          std::to_string(c.lr_schedule.decay_start_step),
+                          "--lr-num-decay-steps",
+                          std::to_string(c.lr_schedule.decay_steps),
+                          "--slow-tier-model",
+                          "off",
+                          "--fast-budget",
+                          "1M"});
 }
 
 // |a - b| <= kAbs + kRel·|b| elementwise; the largest |a - b| into `worst`.
@@ -140,26 +239,28 @@ bool close(const float* a, const float* b, int64_t n, float& worst) {
   return ok;
 }
 
-class DistDLRMTiered : public ::testing::TestWithParam<OptimizerKind> {};
-
-TEST_P(DistDLRMTiered, EqualToTheOneProcessDLRMToFloatRounding) {
+// `steps` steps of DistributedDLRM of `c` and of the TieredDLRM of the same flags from the same
+// weights: the learning rate of every step equal, the losses, MLPs and rows to float rounding.
+// The largest difference into `worst`.
+void expect_close_to_tiered(const DistributedDLRMConfig& c, int steps, float& worst) {
   const int n = comm().size();
   memory::DramHeap heap(std::size_t{4} << 20);
-  DistributedDLRM model(config(GetParam()), plan(Kind::mixed, n), {&heap, nullptr}, comm());
-  TieredDLRM tiered(tiered_config(GetParam()));
-  ASSERT_EQ(static_cast<float>(tiered.next_learning_rate()), model.config().learning_rate);
+  DistributedDLRM model(c, plan(Kind::mixed, n), {&heap, nullptr}, comm());
+  TieredDLRM tiered(tiered_config(c));
   tiered.load_state_dict(model.dense_module().state_dict());
   std::vector<float> row(4);
   for (int t = 0; t < static_cast<int>(tables().size()); ++t) {
     for (int64_t r = 0; r < tables()[t].rows; ++r) {
-      for (int64_t c = 0; c < 4; ++c) row[c] = initial_value(config().seed, t, tables()[t].rows, r, c);
+      for (int64_t j = 0; j < 4; ++j) row[j] = initial_value(c.seed, t, tables()[t].rows, r, j);
       tiered.table(t).write_row(r, row.data());
     }
   }
-  float worst = 0;
-  for (int s = 0; s < kSteps; ++s) {
+  for (int s = 0; s < steps; ++s) {
     const Batch b(37, s);
+    const double lr = tiered.next_learning_rate();  // the same schedule function, the same number
+    EXPECT_EQ(model.next_learning_rate(), lr) << "step " << s;
     const float got = model.train_step(b.dense, b.bags, b.targets);
+    EXPECT_EQ(model.learning_rate(), lr) << "step " << s;
     const float want = tiered.train_step(b.dense, b.bags, b.targets);
     EXPECT_TRUE(close(&got, &want, 1, worst)) << "loss of step " << s << ": " << got << " vs " << want;
   }
@@ -178,6 +279,13 @@ TEST_P(DistDLRMTiered, EqualToTheOneProcessDLRMToFloatRounding) {
       ASSERT_TRUE(close(row.data(), other.data(), 4, worst)) << "table " << t << " row " << r;
     }
   }
+}
+
+class DistDLRMTiered : public ::testing::TestWithParam<OptimizerKind> {};
+
+TEST_P(DistDLRMTiered, EqualToTheOneProcessDLRMToFloatRounding) {
+  float worst = 0;
+  expect_close_to_tiered(config(GetParam()), kSteps, worst);
   RecordProperty("largest_difference", std::to_string(worst));
   if (comm().rank() == 0) {
     std::printf("[ DistributedDLRM vs TieredDLRM, %s ] largest |difference| %.3g\n", to_string(GetParam()), worst);
@@ -187,6 +295,20 @@ TEST_P(DistDLRMTiered, EqualToTheOneProcessDLRMToFloatRounding) {
 INSTANTIATE_TEST_SUITE_P(Optimizers, DistDLRMTiered,
                          ::testing::Values(OptimizerKind::SGD, OptimizerKind::RowWiseAdagrad, OptimizerKind::Adagrad),
                          [](const auto& info) { return std::string(to_string(info.param)); });
+
+class DistDLRMTieredRules : public ::testing::TestWithParam<RulesCase> {};
+
+TEST_P(DistDLRMTieredRules, EqualToTheOneProcessDLRMToFloatRounding) {
+  float worst = 0;
+  expect_close_to_tiered(rules_config(GetParam()), kScheduleSteps, worst);
+  RecordProperty("largest_difference", std::to_string(worst));
+  if (comm().rank() == 0) {
+    std::printf("[ DistributedDLRM vs TieredDLRM, %s, schedule ] largest |difference| %.3g\n", GetParam().name, worst);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(LossesAndSchedule, DistDLRMTieredRules, ::testing::ValuesIn(rules_cases()),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 TEST(DistDLRMBuckets, OneBucketPerLayerTheTopMLPsLastFirst) {
   // Each layer's bucket is reduced once that layer's backward finished in every local chunk, while
@@ -304,6 +426,29 @@ TEST(DistDLRMBadInput, NamedOnEveryRank) {
   EXPECT_TRUE(std::isfinite(model.train_step(b.dense, b.bags, b.targets)));
 }
 
+TEST(DistDLRMBadInput, WbceTargetWithoutAWeightNamedOnEveryRank) {
+  const int me = comm().rank(), n = comm().size();
+  memory::DramHeap heap(std::size_t{4} << 20);
+  DistributedDLRMConfig c = config();
+  c.loss_function = LossFunction::WBCE;
+  DistributedDLRM model(c, plan(Kind::mixed, n), {&heap, nullptr}, comm());
+  const Batch b(37, 0);
+  const std::vector<Tensor> before = model.dense_module().parameters();
+  std::vector<Tensor> copies;
+  for (const Tensor& p : before) copies.push_back(p.clone());
+  Batch bad = b;
+  if (me == n - 1) bad.targets[5] = 2.0f;  // class 2: the two weights are for 0 and 1
+  const std::string message = testing_util::error_of([&] { model.train_step(bad.dense, bad.bags, bad.targets); });
+  EXPECT_NE(message.find(me == n - 1 ? "wbce: target 2 of sample 5 has no --loss-weights entry (2 weights)"
+                                     : "rank " + std::to_string(n - 1) + " passed an invalid batch"),
+            std::string::npos)
+      << message;
+  // Refused before anything moved: the MLPs and the step count are as before; a good step runs.
+  for (std::size_t p = 0; p < before.size(); ++p) EXPECT_TRUE(same_bits(before[p], copies[p])) << "MLP parameter " << p;
+  EXPECT_EQ(model.steps(), 0);
+  EXPECT_TRUE(std::isfinite(model.train_step(b.dense, b.bags, b.targets)));
+}
+
 TEST(DistDLRMBadInput, ConfigurationNamed) {
   const int n = comm().size();
   memory::DramHeap heap(std::size_t{4} << 20);
@@ -317,6 +462,25 @@ TEST(DistDLRMBadInput, ConfigurationNamed) {
   c = config();
   c.learning_rate = -1;
   EXPECT_ERROR_HAS(DistributedDLRM(c, plan(Kind::mixed, n), {&heap, nullptr}, comm()), "negative learning_rate");
+  c = config();
+  c.loss_threshold = 1.0;
+  EXPECT_ERROR_HAS(DistributedDLRM(c, plan(Kind::mixed, n), {&heap, nullptr}, comm()),
+                   "loss_threshold must lie in [0, 1), got 1");
+  c = config();
+  c.loss_function = LossFunction::WBCE;
+  c.loss_weights = {1.0};
+  EXPECT_ERROR_HAS(DistributedDLRM(c, plan(Kind::mixed, n), {&heap, nullptr}, comm()),
+                   "wbce needs loss_weights for targets 0 and 1, got 1 weight(s)");
+  c.loss_weights = {1.0, -0.5};
+  EXPECT_ERROR_HAS(DistributedDLRM(c, plan(Kind::mixed, n), {&heap, nullptr}, comm()),
+                   "loss_weights must be non-negative, got -0.5");
+  c = config();
+  c.lr_schedule = {.warmup_steps = 3, .decay_start_step = 1, .decay_steps = 2};
+  EXPECT_ERROR_HAS(DistributedDLRM(c, plan(Kind::mixed, n), {&heap, nullptr}, comm()),
+                   "decay_start_step 1 comes before the warm-up's 3 steps end");
+  c.lr_schedule = {.warmup_steps = -1};
+  EXPECT_ERROR_HAS(DistributedDLRM(c, plan(Kind::mixed, n), {&heap, nullptr}, comm()),
+                   "negative lr_schedule step count (warmup_steps -1");
   c = config();
   c.interaction = "sum";
   EXPECT_ERROR_HAS(DistributedDLRM(c, plan(Kind::mixed, n), {&heap, nullptr}, comm()), "interaction must be");

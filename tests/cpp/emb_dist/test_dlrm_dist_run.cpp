@@ -1,7 +1,9 @@
 // The pieces of the distributed strata-dlrm (embeddings/dist/dlrm_dist_run.h) at whatever rank count
 // the suite runs: the refused flags, the canonical flags, the data fingerprint, the cross-rank check
 // (a rank given another value is named on every rank), the plan's budget error, the comm: line, and
-// DistributedTrainable's scores against DistributedDLRM's. strata-dlrm itself runs under mpirun in
+// DistributedTrainable's scores against DistributedDLRM's (and its test loss: the run's loss of the
+// clamped scores), every step's learning rate equal to the one-process TieredDLRM's for the same
+// schedule flags. strata-dlrm itself runs under mpirun in
 // tests/cpp/emb_dist/dlrm_cli/run_dlrm_cli.sh.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -14,6 +16,7 @@
 #include "core/pin_set.h"
 #include "dist/communicator.h"
 #include "embeddings/dist/dlrm_dist_run.h"
+#include "embeddings/dlrm.h"
 #include "embeddings/dlrm_config.h"
 #include "memory/heap.h"
 #include "tests/cpp/error_text.h"
@@ -51,6 +54,11 @@ TEST(DlrmDistRun, AcceptsTheSupportedFlags) {
   EXPECT_NO_THROW(check_distributed_flags(dist_config({"--optimizer", "rwsadagrad", "--test-freq", "1"}), 4));
   // Uneven last batches of at least one sample per rank.
   EXPECT_NO_THROW(check_distributed_flags(dist_config({"--num-batches", "0", "--data-size", "28"}), 4));
+  // The reference's losses, the output clamp and learning-rate schedules (DistributedDLRMConfig).
+  EXPECT_NO_THROW(check_distributed_flags(dist_config({"--loss-function", "mse", "--loss-threshold", "0.01"}), 4));
+  EXPECT_NO_THROW(check_distributed_flags(dist_config({"--loss-function", "wbce", "--loss-weights", "0.5-2"}), 4));
+  EXPECT_NO_THROW(check_distributed_flags(
+      dist_config({"--lr-num-warmup-steps", "3", "--lr-decay-start-step", "5", "--lr-num-decay-steps", "5"}), 4));
 }
 
 TEST(DlrmDistRun, CheckpointsAreDirectories) {
@@ -83,11 +91,6 @@ TEST(DlrmDistRun, RefusesWhatItDoesNotSupportNamingTheFlag) {
       {{"--qr-flag", "--qr-threshold", "10"}, "--qr-flag: not supported"},
       {{"--weighted-pooling", "fixed"}, "--weighted-pooling: not supported"},
       {{"--arch-interaction-itself", "--arch-mlp-top", "6-1"}, "--arch-interaction-itself: not supported"},
-      {{"--loss-function", "mse"},
-       "--loss-function: not supported with --dist-backend yet (DistributedDLRM trains "
-       "with bce; got mse"},
-      {{"--loss-threshold", "0.01"}, "--loss-threshold: not supported"},
-      {{"--lr-num-warmup-steps", "3"}, "--lr-num-warmup-steps: not supported"},
       {{"--emb-dtype", "bf16"}, "--emb-dtype: not supported"},
       {{"--emb-policy", "static"}, "--emb-policy: not supported"},
       {{"--cache-fraction", "0.5"}, "--cache-fraction: not supported"},
@@ -122,9 +125,19 @@ TEST(DlrmDistRun, ModelConfigAndPlanFollowTheFlags) {
   EXPECT_EQ(m.bottom_mlp, (std::vector<int64_t>{3, 6, 4}));
   EXPECT_EQ(m.top_mlp, (std::vector<int64_t>{16, 1}));
   EXPECT_EQ(m.interaction, "cat");
-  EXPECT_EQ(m.learning_rate, 0.25f);
+  EXPECT_EQ(m.learning_rate, 0.25);
   EXPECT_EQ(m.seed, 9u);
   EXPECT_EQ(m.chunks, 6);
+  EXPECT_EQ(m.loss_function, LossFunction::BCE);
+  const DistributedDLRMConfig r = distributed_model_config(
+      dist_config({"--loss-function", "wbce", "--loss-weights", "0.5-2", "--loss-threshold", "0.125",
+                   "--lr-num-warmup-steps", "3", "--lr-decay-start-step", "5", "--lr-num-decay-steps", "4"}));
+  EXPECT_EQ(r.loss_function, LossFunction::WBCE);
+  EXPECT_EQ(r.loss_weights, (std::vector<double>{0.5, 2.0}));
+  EXPECT_EQ(r.loss_threshold, 0.125);
+  EXPECT_EQ(r.lr_schedule.warmup_steps, 3);
+  EXPECT_EQ(r.lr_schedule.decay_start_step, 5);
+  EXPECT_EQ(r.lr_schedule.decay_steps, 4);
   const ShardPlan plan = plan_dlrm_shards(c, 2);
   ASSERT_EQ(plan.tables.size(), 3u);
   EXPECT_EQ(plan.tables[1].name, "emb_l.1");
@@ -202,20 +215,31 @@ TEST(DlrmDistRun, CommLineIsPerStepFromCounterDeltas) {
             "reduce_scatter 0 MB; in collectives 4.000 ms/it, exposed 1.000 ms/it (25.0 %)\n");
 }
 
+// A batch of 12 for dist_config's 3 tables: dense features 0.5, every bag one row.
+struct SmallBatch {
+  static constexpr int64_t batch = 12;
+  std::vector<float> dense = std::vector<float>(batch * 3, 0.5f), targets = std::vector<float>(batch, 1.0f);
+  std::vector<std::vector<int64_t>> idx = std::vector<std::vector<int64_t>>(3),
+                                    off = std::vector<std::vector<int64_t>>(3);
+  std::vector<Bags> bags;
+  SmallBatch() {
+    for (int k = 0; k < 3; ++k) {
+      for (int64_t s = 0; s <= batch; ++s) off[k].push_back(s);
+      for (int64_t s = 0; s < batch; ++s) idx[k].push_back((s * 7 + k) % 9);
+      bags.push_back(Bags{idx[k], off[k]});
+    }
+  }
+};
+
 TEST(DlrmDistRun, TrainableScoresAreTheModelsAndTrainingStepsAreCounted) {
   const DLRMConfig c = dist_config({"--learning-rate", "0.1"});
   memory::DramHeap heap(std::size_t{1} << 20);
   DistributedDLRM model(distributed_model_config(c), plan_dlrm_shards(c, comm().size()), {&heap, nullptr}, comm());
   DistributedTrainable t(model, 3);
-  const int64_t batch = 12;
-  std::vector<float> dense(batch * 3, 0.5f), targets(batch, 1.0f);
-  std::vector<std::vector<int64_t>> idx(3), off(3);
-  std::vector<Bags> bags;
-  for (int k = 0; k < 3; ++k) {
-    for (int64_t s = 0; s <= batch; ++s) off[k].push_back(s);
-    for (int64_t s = 0; s < batch; ++s) idx[k].push_back((s * 7 + k) % 9);
-    bags.push_back(Bags{idx[k], off[k]});
-  }
+  SmallBatch sb;
+  const int64_t batch = SmallBatch::batch;
+  const std::vector<float>&dense = sb.dense, &targets = sb.targets;
+  const std::vector<Bags>& bags = sb.bags;
   std::vector<float> scores;
   const float loss = t.score(dense, bags, targets, scores);
   const Tensor z = model.score(dense, bags);
@@ -229,6 +253,55 @@ TEST(DlrmDistRun, TrainableScoresAreTheModelsAndTrainingStepsAreCounted) {
   EXPECT_EQ(t.steps(), 1);
   if (comm().size() > 1) EXPECT_GT(t.step_comm()[dist::Op::alltoallv].bytes_sent, 0);
   EXPECT_THAT(t.progress_detail(), HasSubstr("comm: rank " + std::to_string(comm().rank()) + " sent per step"));
+}
+
+TEST(DlrmDistRun, TrainableScoresWithTheRunsLossAndClamp) {
+  // mse on probabilities clamped into [0.4, 0.6]: the test loss is the mean squared error of the
+  // clamped scores (Note [DLRM loss]), not bce.
+  const DLRMConfig c = dist_config({"--loss-function", "mse", "--loss-threshold", "0.4"});
+  memory::DramHeap heap(std::size_t{1} << 20);
+  DistributedDLRM model(distributed_model_config(c), plan_dlrm_shards(c, comm().size()), {&heap, nullptr}, comm());
+  DistributedTrainable t(model, 3);
+  SmallBatch sb;
+  for (int64_t s = 0; s < SmallBatch::batch; s += 2) sb.targets[s] = 0.0f;
+  std::vector<float> scores;
+  const float loss = t.score(sb.dense, sb.bags, sb.targets, scores);
+  double sum = 0;
+  for (std::size_t s = 0; s < scores.size(); ++s) {
+    EXPECT_TRUE(scores[s] >= 0.4f && scores[s] <= 0.6f) << scores[s];
+    sum += (static_cast<double>(scores[s]) - sb.targets[s]) * (static_cast<double>(scores[s]) - sb.targets[s]);
+  }
+  EXPECT_NEAR(loss, sum / static_cast<double>(scores.size()), 1e-6);
+}
+
+TEST(DlrmDistRun, LearningRatePerStepIsTheOneProcessRuns) {
+  // The reference's schedule from the flags (LRSchedule, the function TieredDLRM uses): warm-up over
+  // 3 steps, frozen, decay from step 5 over 5 steps, frozen at the last decayed rate.
+  const std::vector<std::string> flags = {"--learning-rate",       "0.3", "--lr-num-warmup-steps", "3",
+                                          "--lr-decay-start-step", "5",   "--lr-num-decay-steps",  "5",
+                                          "--slow-tier-model",     "off", "--fast-budget",         "1M"};
+  const DLRMConfig c = dist_config(flags);
+  DLRMConfig one = c;  // the same flags without --dist-backend
+  one.dist_backend.clear();
+  one.dist_chunks = DLRMConfig{}.dist_chunks;
+  memory::DramHeap heap(std::size_t{1} << 20);
+  DistributedDLRM model(distributed_model_config(c), plan_dlrm_shards(c, comm().size()), {&heap, nullptr}, comm());
+  TieredDLRM tiered(one);
+  SmallBatch sb;
+  std::vector<double> rates;
+  for (int s = 0; s < 12; ++s) {
+    const double lr = tiered.next_learning_rate();
+    EXPECT_EQ(model.next_learning_rate(), lr) << "step " << s + 1;
+    model.train_step(sb.dense, sb.bags, sb.targets);
+    tiered.train_step(sb.dense, sb.bags, sb.targets);
+    EXPECT_EQ(model.learning_rate(), lr) << "the rate step " << s + 1 << " trained at";
+    rates.push_back(lr);
+  }
+  EXPECT_DOUBLE_EQ(rates[0], 0.1);        // warm-up: 0.3 · (1 − 2/3)
+  EXPECT_DOUBLE_EQ(rates[3], 0.2);        // between warm-up and decay: frozen at step 2's
+  EXPECT_DOUBLE_EQ(rates[4], 0.3);        // step 5 starts the decay at the base rate
+  EXPECT_DOUBLE_EQ(rates[8], 0.3 / 25);   // step 9: 0.3 · (1/5)²
+  EXPECT_DOUBLE_EQ(rates[11], 0.3 / 25);  // after the decay: frozen
 }
 
 }  // namespace

@@ -6,6 +6,9 @@
 #             rank 0 alone prints, with comm: lines; --slow-dir/rank-R/ is created.
 #   refused   gloo/ccl/nccl and an unknown backend exit 2 naming --dist-backend; flags the distributed
 #             run does not support exit non-zero naming the flag.
+#   schedule  the bitwise runs with mse and the reference's learning-rate warm-up and decay (3 epochs
+#             of 5 batches: every phase of the schedule) at 1, 2 and 4 ranks: losses and test metrics
+#             equal bit for bit, unlike the run without the schedule; a decay inside the warm-up refused.
 #   resume    saved at 4 ranks, resumed at 2: the losses of the uninterrupted run; --inference-only
 #             from the checkpoint; a file or a directory without a manifest refused.
 #   mismatch  one rank given another flag value (by OMPI_COMM_WORLD_RANK / PMI_RANK), or another data
@@ -67,8 +70,8 @@ case $mode in
     done
     "$bin" "${small[@]}" --dist-backend=tcp >"$work/err.log" 2>&1
     [ $? -eq 2 ] && grep -q -- "--dist-backend: expected one of mpi, got 'tcp'" "$work/err.log" || fail "tcp accepted"
-    expect_error 2 "--loss-function: not supported with --dist-backend yet .*got mse" \
-      "$bin" "${small[@]}" --loss-function mse --dist-backend=mpi
+    expect_error 2 "--check-finite: not supported with --dist-backend yet" \
+      "$bin" "${small[@]}" --check-finite --dist-backend=mpi
     expect_error 4 "--dist-chunks: 2 chunks for 4 ranks" "$bin" "${small[@]}" --dist-chunks 2 --dist-backend=mpi
     ;;
   mismatch)
@@ -88,6 +91,25 @@ case $mode in
       bash "$here/rank_flag.sh" cd:"$work" "$bin" --arch-embedding-size 10 --arch-sparse-feature-size 4 \
       --arch-mlp-bot 5-4 --arch-mlp-top 4-1 --loss-function bce --mini-batch-size 4 --num-batches 1 \
       --data-generation synthetic --data-trace-file trace_j.log --dist-backend=mpi --
+    ;;
+  schedule)
+    # The flags after small[] win (the last occurrence of a flag counts).
+    sched=(--loss-function mse --lr-num-warmup-steps 3 --lr-decay-start-step 5 --lr-num-decay-steps 5 --nepochs 3)
+    for np in 1 2 4; do
+      run "$np" "$work/s$np.log" "$bin" "${small[@]}" "${sched[@]}" --dist-backend=mpi --json "$work/s$np.json" \
+        || { cat "$work/s$np.log"; fail "the run at $np ranks failed"; }
+      grep -q "loss mse, optimizer rwsadagrad" "$work/s$np.log" || { cat "$work/s$np.log"; fail "not an mse run"; }
+      [ "$(grep -c '^Finished training it' "$work/s$np.log")" -eq 15 ] || fail "not 15 progress lines at $np ranks"
+    done
+    cat "$work/s4.log"
+    python3 "$here/compare_runs.py" "$work/s1.json" "$work/s2.json" "$work/s4.json" || fail "the runs differ"
+    # The schedule is applied: without it the same run's losses differ.
+    run 1 "$work/flat.log" "$bin" "${small[@]}" --loss-function mse --nepochs 3 --dist-backend=mpi \
+      --json "$work/flat.json" || { cat "$work/flat.log"; fail "the run without a schedule failed"; }
+    python3 -c 'import json, sys; a, b = (json.load(open(p))["train_loss"] for p in sys.argv[1:]); sys.exit(a == b)' \
+      "$work/s1.json" "$work/flat.json" || fail "the schedule changed no loss"
+    expect_error 2 "--lr-decay-start-step \(2\): learning rate warmup \(--lr-num-warmup-steps 3\) must finish" \
+      "$bin" "${small[@]}" "${sched[@]}" --lr-decay-start-step 2 --dist-backend=mpi
     ;;
   resume)
     # Saved at 4 ranks at the end of epoch 0 (no test pass, so the save is at the end), resumed at 2
