@@ -37,6 +37,7 @@
 #include "dist/communicator.h"
 #include "embeddings/dist/dist_dlrm.h"
 #include "embeddings/dist/dlrm_dist_run.h"
+#include "embeddings/dist/rank_agreement.h"
 #include "embeddings/dlrm.h"
 #include "embeddings/dlrm_config.h"
 #include "embeddings/dlrm_trainer.h"
@@ -313,27 +314,34 @@ bool write_dist_json(const DLRMConfig& c, const dist::Communicator& comm, const 
   return bench::write_file_atomically(c.json, j.str(), kProg);
 }
 
-// Collective start-up checks (item 7), then this rank's memory: the slow tier in --slow-dir/rank-R/.
-DLRMConfig start_distributed(const DLRMConfig& flags, const std::vector<std::string>& args, dist::Communicator& comm) {
-  if (flags.threads > 0) set_num_threads(static_cast<int>(flags.threads));
-  RankFields fields = canonical_dlrm_args(args);
-  fields.emplace_back("threads (effective)", std::to_string(get_num_threads()));
-  check_same_on_every_rank(comm, fields, "flag");
-  check_distributed_flags(flags, comm.size());
-  if (comm.rank() == 0) {
-    check_output_paths(flags);
-    check_distributed_checkpoint_paths(flags);
-  }
-  const DLRMConfig c = with_dataset_rows(flags);
-  check_same_on_every_rank(comm, dlrm_data_fingerprint(c), "data file");
+// This rank's memory: the slow tier in --slow-dir/rank-R/ (created).
+void configure_rank_memory(const DLRMConfig& c, int rank) {
   DLRMConfig mine = c;
   if (!c.slow_dir.empty()) {
-    mine.slow_dir = (std::filesystem::path(c.slow_dir) / ("rank-" + std::to_string(comm.rank()))).string();
+    mine.slow_dir = (std::filesystem::path(c.slow_dir) / ("rank-" + std::to_string(rank))).string();
     std::error_code ec;
     std::filesystem::create_directories(mine.slow_dir, ec);
     STRATA_CHECK(!ec, "--slow-dir: cannot create ", quote_path(mine.slow_dir), ": ", ec.message());
   }
   configure_process_memory(mine);
+}
+
+// Collective start-up checks (item 7), each agreed by every rank at once (Note [Agreed failures] in
+// embeddings/dist/rank_agreement.h), then this rank's memory.
+DLRMConfig start_distributed(const DLRMConfig& flags, const std::vector<std::string>& args, dist::Communicator& comm) {
+  if (flags.threads > 0) set_num_threads(static_cast<int>(flags.threads));
+  RankFields fields = canonical_dlrm_args(args);
+  fields.emplace_back("threads (effective)", std::to_string(get_num_threads()));
+  check_same_on_every_rank(comm, fields, "flag");
+  DLRMConfig c;
+  agree_on_every_rank(comm, "the start-up check", [&] {
+    check_distributed_flags(flags, comm.size());
+    if (comm.rank() == 0) check_output_paths(flags);  // --json and --plot: rank 0 writes them
+    check_distributed_checkpoint_paths(flags);        // every rank writes and reads its rows there
+    c = with_dataset_rows(flags);
+  });
+  check_same_on_every_rank(comm, dlrm_data_fingerprint(c), "data file");
+  agree_on_every_rank(comm, "the start-up check", [&] { configure_rank_memory(c, comm.rank()); });
   return c;
 }
 
@@ -356,10 +364,11 @@ int train_distributed(const DLRMConfig& flags, const std::vector<std::string>& a
                 comm.implementation().c_str(), describe(c).c_str(), plan.to_string().c_str());
   DistributedDLRM model(distributed_model_config(c), plan, {&memory::tiered_memory().fast_heap(), nullptr}, comm);
   DistributedTrainable trainable(model, static_cast<int64_t>(c.arch_embedding_size.size()));
-  const Sources data(c, root);
+  std::unique_ptr<const Sources> data;  // a file one rank cannot read ends every rank
+  agree_on_every_rank(comm, "reading the data", [&] { data = std::make_unique<const Sources>(c, root); });
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> quiet(root ? nullptr : std::fopen("/dev/null", "w"), &std::fclose);
   STRATA_CHECK(root || quiet != nullptr, "cannot open /dev/null for rank ", comm.rank(), "'s progress lines");
-  DLRMTrainer trainer(trainable, c, *data.train, data.test.get(), root ? stdout : quiet.get());
+  DLRMTrainer trainer(trainable, c, *data->train, data->test.get(), root ? stdout : quiet.get());
   if (!c.load_model.empty()) trainer.load(c.load_model);
   if (root) std::printf("time/loss/accuracy (if enabled):\n");
   std::fflush(stdout);

@@ -18,6 +18,7 @@
 #include "core/factories.h"
 #include "core/text.h"
 #include "embeddings/dist/dist_dlrm.h"
+#include "embeddings/dist/rank_agreement.h"
 
 namespace strata::emb {
 
@@ -77,34 +78,7 @@ Dims state_sizes(SparseOptimizer::Kind kind, int64_t rows, int64_t dim) {
 
 constexpr int64_t kMaxCount = int64_t{1} << 40;
 
-// ---- agreement across ranks ---------------------------------------------------------------------
-
-/// Runs `fn` on this rank, then the ranks exchange their error texts (one allgatherv of i64:
-/// length, then one byte per element): a rank whose `fn` threw throws `where: <its error>`, the
-/// others `where: rank <r> failed: <r's error>` (the first failing rank), so every rank stops at
-/// the same point and none waits in a collective the others never issue.
-template <typename Fn>
-void agree(dist::Communicator& comm, const std::string& where, Fn&& fn) {
-  std::string text;
-  try {
-    fn();
-  } catch (const std::exception& e) {
-    text = *e.what() != '\0' ? e.what() : "an error without a message";
-  }
-  Tensor mine = empty({1 + static_cast<int64_t>(text.size())}, {DType::i64});
-  int64_t* out = mine.data<int64_t>();
-  out[0] = static_cast<int64_t>(text.size());
-  for (std::size_t i = 0; i < text.size(); ++i) out[1 + i] = static_cast<unsigned char>(text[i]);
-  const Tensor all = comm.allgatherv(mine);
-  STRATA_CHECK(text.empty(), where, ": ", text);
-  const int64_t* in = all.data<int64_t>();
-  for (int r = 0; r < comm.size(); in += 1 + in[0], ++r) {
-    if (in[0] == 0) continue;
-    std::string theirs(static_cast<std::size_t>(in[0]), '\0');
-    for (int64_t i = 0; i < in[0]; ++i) theirs[static_cast<std::size_t>(i)] = static_cast<char>(in[1 + i]);
-    STRATA_FAIL(where, ": rank ", r, " failed: ", theirs);
-  }
-}
+// ---- agreement across ranks (agree_on_every_rank, Note [Agreed failures]) -------------------------
 
 /// Rank 0's `value` on every rank.
 int64_t from_rank0(dist::Communicator& comm, int64_t value) {
@@ -354,18 +328,18 @@ void DistributedDLRM::save(const std::string& path, const CheckpointMetadata& ex
   const std::string where = "DistributedDLRM::save(" + quote_path(path) + ")";
   const ShardPlan& plan = tables_->plan();
   int64_t generation = 0;
-  agree(comm_, where, [&] {
+  agree_on_every_rank(comm_, where, [&] {
     manifest_metadata(*this, layout_of(plan, 0), 0, extra);  // refuses reserved extra keys early
     if (comm_.rank() == 0) generation = prepare_directory(path);
   });
   generation = from_rank0(comm_, generation);
   const Layout layout = layout_of(plan, generation);
-  agree(comm_, where, [&] {
+  agree_on_every_rank(comm_, where, [&] {
     write_rows_file(*tables_, path, layout, comm_.rank(), generation, chunk_bytes);
     if (comm_.rank() == 0 && static_cast<int64_t>(layout.files.size()) > plan.ranks)
       write_rows_file(*tables_, path, layout, plan.ranks, generation, chunk_bytes);
   });
-  agree(comm_, where, [&] {
+  agree_on_every_rank(comm_, where, [&] {
     if (comm_.rank() != 0) return;
     write_manifest(path, manifest_metadata(*this, layout, generation, extra), layout, dense_module().state_dict(),
                    opt_->state_dict());
@@ -488,7 +462,7 @@ void load_piece(const Piece& p, ShardedEmbeddingBags& tables, std::size_t chunk_
 CheckpointMetadata DistributedDLRM::load(const std::string& path, std::size_t chunk_bytes) {
   const std::string where = "DistributedDLRM::load(" + quote_path(path) + ")";
   DistLoad load;
-  agree(comm_, where, [&] {
+  agree_on_every_rank(comm_, where, [&] {
     const CheckpointReader manifest(dist_manifest_path(path));
     load.manifest = parse_manifest(manifest, path);
     const std::string about = "the checkpoint manifest " + quote_path(manifest.path());
@@ -503,7 +477,7 @@ CheckpointMetadata DistributedDLRM::load(const std::string& path, std::size_t ch
     plan_pieces(load, *tables_);
   });
   // Everything was checked on every rank; from here on only an I/O error can stop the load.
-  agree(comm_, where + " (the model is now partly loaded: load a checkpoint again or rebuild it)", [&] {
+  agree_on_every_rank(comm_, where + " (the model is now partly loaded: load a checkpoint again or rebuild it)", [&] {
     dense_module().load_state_dict(load.dense, true);
     opt_->load_state_dict(load.dense_opt);
     // This model's learning rate, as the tables': not the one stored with the dense state.

@@ -30,8 +30,8 @@
 /// the ranks agree that every file is complete, rank 0 commits the manifest, the commit point; then
 /// rank 0 removes the files (and dead temporaries) of other generations. A crash at any earlier
 /// point leaves the previous manifest and the files it names untouched, so the previous checkpoint
-/// loads; the next save cleans up. Each phase ends with an agreement (an allgatherv of every
-/// rank's error text), so a failure on one rank throws on every rank, naming that rank and its
+/// loads; the next save cleans up. Each phase ends with an agreement (agree_on_every_rank, Note
+/// [Agreed failures]), so a failure on one rank throws on every rank, naming that rank and its
 /// error (which names the file). Concurrent saves into one directory are not supported.
 /// Loading at M ranks (collective): every rank reads the manifest, checks the model against it
 /// (table count, rows and dims, the MLP widths, the interaction and the optimizer kind, naming

@@ -398,14 +398,17 @@ float DistributedDLRM::train_step(std::span<const float> dense, std::span<const 
   set_learning_rate(next_learning_rate());
   const std::vector<int64_t> at = ddp_->row_boundaries(batch);
   const dist::RowRange rows{at[comm_.rank()], at[comm_.rank() + 1]};
+  if (config_.check_finite) check_finite_inputs(dense, targets, rows);
   feed_->start(*tables_, bags, tables_->start_forward(bags, at));
   // B was agreed: no exchange before the chunks; the stages let the bottom MLP of every chunk run
   // before the first chunk waits for the exchange.
   const Tensor z = ddp_->forward_staged(local_dense(dense, rows), batch, stages_);
+  if (config_.check_finite) check_finite_output(z);
   const Tensor loss = compute_loss(z, targets);
   loss.backward();  // starts the embedding gradients' exchange and launches every bucket
   const ShardedEmbeddingBags::PendingBackward embedding = feed_->take_backward();
   feed_->finish();
+  if (config_.check_finite) check_finite_gradients(loss.item<float>(), rows, embedding);  // before any update
   tables_->finish_backward(bags, embedding, static_cast<float>(learning_rate_));  // while the last buckets reduce
   ddp_->wait_gradients();
   opt_->step();

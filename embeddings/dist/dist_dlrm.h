@@ -62,6 +62,12 @@ struct DistributedDLRMConfig {
   /// The fixed chunks C of the global batch (DataParallelOptions::chunks): at least the rank count;
   /// results depend on C (the GEMM shapes and the gradient tree), never on the rank count.
   int64_t chunks = 8;
+  /// --check-finite: each training step checks this rank's samples (dense features, targets)
+  /// before the forward, then the batch's probabilities, the gradient of its samples' pooled
+  /// embeddings, the loss and the MLPs' reduced gradients, all before any update, for NaN and
+  /// ±inf. Any rank's finding stops every rank with the same error naming the rank (Note
+  /// [Distributed finite check] in dist_dlrm_finite.cpp).
+  bool check_finite = false;
 };
 
 class DistributedDLRM {
@@ -85,7 +91,7 @@ class DistributedDLRM {
   /// next_learning_rate(). Collective. A bad batch on any rank (sizes that disagree, B < ranks, a
   /// bad index, weights, a wbce target without a weight, or a batch whose size or contents differ
   /// from another rank's) throws strata::Error on every rank, naming the rank and the input, before
-  /// anything is updated.
+  /// anything is updated; so does a non-finite value with config.check_finite.
   float train_step(std::span<const float> dense, std::span<const Bags> bags, std::span<const float> targets);
 
   /// The click probabilities of this rank's samples of the global batch (rows local_rows(B)): [B_r,
@@ -141,6 +147,11 @@ class DistributedDLRM {
   struct Feed;
   int64_t check_batch(std::span<const float> dense, std::span<const Bags> bags, const std::span<const float>* targets);
   Tensor local_dense(std::span<const float> dense, dist::RowRange rows) const;
+  // Note [Distributed finite check] (dist_dlrm_finite.cpp).
+  std::string finite_step_name() const;
+  void check_finite_inputs(std::span<const float> dense, std::span<const float> targets, dist::RowRange rows);
+  void check_finite_output(const Tensor& probabilities) const;
+  void check_finite_gradients(float loss, dist::RowRange rows, const ShardedEmbeddingBags::PendingBackward& embedding);
   Tensor run_local(std::span<const float> dense, std::span<const Bags> bags, int64_t batch);
   void make_stages();
   /// The rate of the MLPs' optimizer and the tables' update from here on.

@@ -16,6 +16,7 @@
 #include "core/text.h"
 #include "core/threading.h"
 #include "embeddings/dist/dist_checkpoint.h"
+#include "embeddings/dist/rank_agreement.h"
 #include "embeddings/index_source.h"
 
 namespace strata::emb {
@@ -38,7 +39,6 @@ void check_distributed_flags(const DLRMConfig& c, int ranks) {
   refuse_if(c.emb_dtype != ElemType::F32, "--emb-dtype", "the sharded tables are f32");
   refuse_if(c.emb_policy != "auto", "--emb-policy", "every shard lives in DRAM, no policy places it");
   refuse_if(c.cache_fraction >= 0, "--cache-fraction", "every shard lives in DRAM, nothing is cached");
-  refuse_if(c.check_finite, "--check-finite", "DistributedDLRM has no finite check");
   refuse_if(c.enable_profiling, "--enable-profiling", "DistributedDLRM has no phase times; see the comm: line");
   STRATA_CHECK(c.dist_chunks >= ranks, "--dist-chunks: ", c.dist_chunks, " chunks for ", ranks,
                " ranks; every rank needs a chunk (give at least ", ranks, ")");
@@ -77,7 +77,8 @@ DistributedDLRMConfig distributed_model_config(const DLRMConfig& c) {
           .loss_weights = c.loss_weights,
           .loss_threshold = c.loss_threshold,
           .seed = static_cast<uint64_t>(c.numpy_rand_seed),
-          .chunks = c.dist_chunks};
+          .chunks = c.dist_chunks,
+          .check_finite = c.check_finite};
 }
 
 ShardPlan plan_dlrm_shards(const DLRMConfig& c, int ranks) {
@@ -154,8 +155,8 @@ RankFields dlrm_data_fingerprint(const DLRMConfig& c) {
 
 namespace {
 
-// `fields` as bytes: name, NUL, value, NUL, ...; one i64 row per byte (the communicator moves rows).
-Tensor encode_fields(const RankFields& fields) {
+// `fields` as bytes: name, NUL, value, NUL, ...
+std::string encode_fields(const RankFields& fields) {
   std::string bytes;
   for (const auto& [name, value] : fields) {
     bytes += name;
@@ -163,20 +164,16 @@ Tensor encode_fields(const RankFields& fields) {
     bytes += value;
     bytes += '\0';
   }
-  Tensor t = empty({static_cast<int64_t>(bytes.size()), 1}, {DType::i64});
-  PinSet pins;
-  pins.add(t, AccessMode::Write).acquire();
-  for (std::size_t i = 0; i < bytes.size(); ++i) t.data<int64_t>()[i] = static_cast<unsigned char>(bytes[i]);
-  return t;
+  return bytes;
 }
 
-std::map<std::string, std::string> decode_fields(const int64_t* bytes, int64_t n) {
+std::map<std::string, std::string> decode_fields(std::string_view bytes) {
   std::vector<std::string> parts(1);
-  for (int64_t i = 0; i < n; ++i) {
-    if (bytes[i] == 0)
+  for (const char c : bytes) {
+    if (c == '\0')
       parts.emplace_back();
     else
-      parts.back() += static_cast<char>(bytes[i]);
+      parts.back() += c;
   }
   std::map<std::string, std::string> out;
   for (std::size_t i = 0; i + 1 < parts.size(); i += 2) out[parts[i]] = parts[i + 1];
@@ -191,18 +188,9 @@ std::string shown(const std::map<std::string, std::string>& m, const std::string
 }  // namespace
 
 void check_same_on_every_rank(dist::Communicator& comm, const RankFields& fields, std::string_view what) {
-  const Tensor mine = encode_fields(fields);
-  const Tensor sizes = comm.allgatherv(full({1, 1}, static_cast<double>(mine.size(0)), {DType::i64}));
-  const Tensor all = comm.allgatherv(mine);
-  PinSet pins;
-  pins.add(sizes, AccessMode::Read).add(all, AccessMode::Read).acquire();
   std::vector<std::map<std::string, std::string>> per_rank;
-  int64_t at = 0;
-  for (int r = 0; r < comm.size(); ++r) {
-    const int64_t n = sizes.data<int64_t>()[r];
-    per_rank.push_back(decode_fields(all.data<int64_t>() + at, n));
-    at += n;
-  }
+  for (const std::string& bytes : allgather_bytes(comm, encode_fields(fields)))
+    per_rank.push_back(decode_fields(bytes));
   for (int r = 1; r < comm.size(); ++r) {
     std::map<std::string, std::string> keys = per_rank[0];
     keys.insert(per_rank[r].begin(), per_rank[r].end());

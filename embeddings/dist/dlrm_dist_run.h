@@ -16,7 +16,12 @@
 ///   every rank and compared with rank 0's; the first field that differs (in name order, at the
 ///   lowest differing rank) is named on every rank with both values and both ranks, and every rank
 ///   exits 1. Flags spelt differently but meaning the same (0.1 and 0.10) count as different: the
-///   check compares what was typed.
+///   check compares what was typed. The other start-up checks (check_distributed_flags; --json and
+///   --plot on rank 0, which writes them; the checkpoint directories on every rank, which all write
+///   and read there; the dataset's rows; --slow-dir/rank-R/; the data sources) run locally and
+///   their outcome is agreed (agree_on_every_rank, Note [Agreed failures]): a bad path that only
+///   rank 0 checks ends every rank within seconds, each printing "rank R: error: the start-up check
+///   failed on rank 0: --json: ...", instead of the others waiting for STRATA_DIST_TIMEOUT.
 /// - Model: DistributedDLRM (embeddings/dist/dist_dlrm.h) from the config's MLPs, --optimizer,
 ///   --learning-rate, --numpy-rand-seed and --dist-chunks; the tables planned by plan_shards over
 ///   the ranks with --fast-budget per rank and no slow budget: DistributedDLRM keeps every shard in
@@ -47,8 +52,29 @@
 /// - Checkpoints: --save-model DIR and --load-model DIR are DistributedDLRM's directories (Note
 ///   [Resharding checkpoints]): a run saved at N ranks resumes, or runs --inference-only, at any M.
 /// - Not supported yet, refused naming the flag (check_distributed_flags): mixed dimensions and quotient-remainder
-///   tables, weighted pooling, --arch-interaction-itself, bf16 tables, --check-finite,
-///   --enable-profiling.
+///   tables, weighted pooling, --arch-interaction-itself, bf16 tables, --enable-profiling.
+/// - --check-finite: DistributedDLRM's (Note [Distributed finite check]): checked before the
+///   update and agreed, so every rank stops with the same error naming the rank whose samples or
+///   gradients hold the NaN; with --save-model the state before the batch is saved first.
+///
+/// Note [Faults of distributed strata-dlrm]
+/// What ends a run when a rank dies or stops mid-training (measured with Open MPI 4.1 under
+/// `mpirun --oversubscribe`, 4 ranks; ctests dlrm_dist_cli_kill and dlrm_dist_cli_stall):
+/// - Killed (SIGKILL, a crash, the OOM killer): mpirun sees the process die and kills the other
+///   ranks itself (they print nothing: they are ended by its signals, not by an error of theirs);
+///   it prints "mpirun noticed that process rank 2 with PID ... exited on signal 9 (Killed)" and
+///   exits non-zero (137). Measured: about 1 s from the kill to mpirun's exit. No Strata code
+///   runs; should a launcher miss the death, the others' next collective times out as below.
+/// - Stopped (SIGSTOP, a hung rank, a rank that skipped a collective): alive to the launcher. The
+///   other ranks' next collective waits STRATA_DIST_TIMEOUT (60 s by default), then each prints
+///   "strata::dist: rank R: allreduce #N (header) waited T s ... for rank 2 (nothing received):
+///   that rank died or hangs; aborting the job" and calls MPI_Abort; mpirun then kills every rank
+///   (the stopped one too) and exits non-zero (Note [Communicator faults]).
+/// - Either way the last committed checkpoint stays loadable: DistributedDLRM::save replaces the
+///   manifest atomically after every rank wrote its files (Note [Resharding checkpoints]), so a
+///   death mid-save leaves the previous one, and a run resumes from it at any rank count.
+/// - Checkpoints are written when the test result improves (--test-freq with --save-model, as the
+///   one-process run: Note [DLRM training run]); there is no separate checkpoint period.
 
 #include <cstdint>
 #include <span>

@@ -38,6 +38,7 @@
 namespace strata::emb {
 namespace {
 
+using testing_util::bitwise_equal;
 using testing_util::same_bits;
 
 using namespace dlrm_test;  // the suite's model, batches and reference (dlrm_reference.h)
@@ -447,6 +448,44 @@ TEST(DistDLRMBadInput, WbceTargetWithoutAWeightNamedOnEveryRank) {
   for (std::size_t p = 0; p < before.size(); ++p) EXPECT_TRUE(same_bits(before[p], copies[p])) << "MLP parameter " << p;
   EXPECT_EQ(model.steps(), 0);
   EXPECT_TRUE(std::isfinite(model.train_step(b.dense, b.bags, b.targets)));
+}
+
+// Note [Distributed finite check]: a NaN in one sample's dense features stops every rank with the
+// same error naming the rank whose samples hold it, before anything is updated: the steps after it
+// are bitwise those of a model that never saw the bad batch.
+TEST(DistDLRMCheckFinite, ANaNInOneRanksSamplesStopsEveryRankBeforeTheUpdate) {
+  memory::DramHeap heap(std::size_t{8} << 20);
+  DistributedDLRMConfig c = config();
+  c.check_finite = true;
+  DistributedDLRM checked(c, plan(Kind::mixed, comm().size()), {&heap, nullptr}, comm());
+  DistributedDLRM plain(config(), plan(Kind::mixed, comm().size()), {&heap, nullptr}, comm());
+  const Batch first(37, 0), last(37, 2);
+  const auto same_step = [&](const Batch& b) {
+    const float got = checked.train_step(b.dense, b.bags, b.targets);
+    const float want = plain.train_step(b.dense, b.bags, b.targets);
+    EXPECT_TRUE(bitwise_equal({got}, {want})) << got << " vs " << want;
+  };
+  same_step(first);
+  Batch bad(37, 1);
+  constexpr int64_t kSample = 30;  // the last rank's at 2 and 4 ranks
+  bad.dense[kSample * kDense + 2] = std::nanf("");
+  const std::vector<int64_t> at = checked.row_boundaries(37);
+  int owner = 0;
+  while (at[static_cast<std::size_t>(owner) + 1] <= kSample) ++owner;
+  const std::string rank = std::to_string(owner);
+  EXPECT_ERROR_HAS(checked.train_step(bad.dense, bad.bags, bad.targets),
+                   "--check-finite failed on rank " + rank + ": in step 2, before its forward: rank " + rank +
+                       "'s samples [" + std::to_string(at[static_cast<std::size_t>(owner)]) +
+                       ", 37): the dense features hold nan (sample 30, feature 2)");
+  EXPECT_EQ(checked.steps(), 1);
+  same_step(last);
+  // A NaN target: the same, naming the targets.
+  Batch bad_target(37, 1);
+  bad_target.targets[0] = std::nanf("");
+  EXPECT_ERROR_HAS(checked.train_step(bad_target.dense, bad_target.bags, bad_target.targets),
+                   "--check-finite failed on rank 0: in step 3, before its forward: rank 0's samples [0, ");
+  EXPECT_ERROR_HAS(checked.train_step(bad_target.dense, bad_target.bags, bad_target.targets),
+                   "the targets hold nan (sample 0)");
 }
 
 TEST(DistDLRMBadInput, ConfigurationNamed) {

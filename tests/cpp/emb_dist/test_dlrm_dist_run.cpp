@@ -16,6 +16,7 @@
 #include "core/pin_set.h"
 #include "dist/communicator.h"
 #include "embeddings/dist/dlrm_dist_run.h"
+#include "embeddings/dist/rank_agreement.h"
 #include "embeddings/dlrm.h"
 #include "embeddings/dlrm_config.h"
 #include "memory/heap.h"
@@ -94,7 +95,6 @@ TEST(DlrmDistRun, RefusesWhatItDoesNotSupportNamingTheFlag) {
       {{"--emb-dtype", "bf16"}, "--emb-dtype: not supported"},
       {{"--emb-policy", "static"}, "--emb-policy: not supported"},
       {{"--cache-fraction", "0.5"}, "--cache-fraction: not supported"},
-      {{"--check-finite"}, "--check-finite: not supported"},
       {{"--enable-profiling"}, "--enable-profiling: not supported"},
       {{"--dist-chunks", "2"}, "--dist-chunks: 2 chunks for 4 ranks"},
       {{"--mini-batch-size", "3"}, "--mini-batch-size: 3 samples for 4 ranks"},
@@ -120,8 +120,11 @@ TEST(DlrmDistRun, RefusesCriteoDataWithoutAProcessedFile) {
 
 TEST(DlrmDistRun, ModelConfigAndPlanFollowTheFlags) {
   const DLRMConfig c = dist_config({"--arch-interaction-op", "cat", "--arch-mlp-top", "16-1", "--learning-rate", "0.25",
-                                    "--numpy-rand-seed", "9", "--dist-chunks", "6"});
+                                    "--numpy-rand-seed", "9", "--dist-chunks", "6", "--check-finite"});
   const DistributedDLRMConfig m = distributed_model_config(c);
+  EXPECT_TRUE(m.check_finite);
+  EXPECT_FALSE(distributed_model_config(dist_config()).check_finite);
+  EXPECT_NO_THROW(check_distributed_flags(c, 2));
   EXPECT_EQ(m.bottom_mlp, (std::vector<int64_t>{3, 6, 4}));
   EXPECT_EQ(m.top_mlp, (std::vector<int64_t>{16, 1}));
   EXPECT_EQ(m.interaction, "cat");
@@ -199,6 +202,40 @@ TEST(DlrmDistRun, ADifferentValueIsNamedOnEveryRankWithBothRanks) {
   if (comm().rank() == 1) extra.emplace_back("--print-time", "true");
   EXPECT_THAT(error_of([&] { check_same_on_every_rank(comm(), extra, "flag"); }),
               HasSubstr("flag --print-time differs across ranks: rank 0 has (not given), rank 1 has 'true'"));
+}
+
+// Note [Agreed failures]: bytes with NULs and of every length survive the gather.
+TEST(RankAgreement, AllgatherBytesGivesEveryRanksBytesInRankOrder) {
+  const int me = comm().rank();
+  std::string mine(static_cast<std::size_t>(3 * me), 'x');
+  if (me > 0) mine[1] = '\0';
+  const std::vector<std::string> all = allgather_bytes(comm(), mine);
+  ASSERT_EQ(all.size(), static_cast<std::size_t>(comm().size()));
+  for (int r = 0; r < comm().size(); ++r) {
+    EXPECT_EQ(all[static_cast<std::size_t>(r)].size(), static_cast<std::size_t>(3 * r)) << r;
+    if (r > 0) EXPECT_EQ(all[static_cast<std::size_t>(r)][1], '\0');
+  }
+  EXPECT_EQ(allgather_bytes(comm(), ""), std::vector<std::string>(static_cast<std::size_t>(comm().size())));
+}
+
+TEST(RankAgreement, AStepThatFailsOnOneRankFailsEveryRankNamingIt) {
+  EXPECT_NO_THROW(agree_on_every_rank(comm(), "the check", [] {}));
+  const int me = comm().rank(), last = comm().size() - 1;
+  EXPECT_EQ(error_of([&] {
+              agree_on_every_rank(comm(), "the check", [&] {
+                if (me == last) throw Error("--json: cannot write 'x'");
+              });
+            }),
+            "the check failed on rank " + std::to_string(last) + ": --json: cannot write 'x'");
+  // Several ranks: the lowest is named, the others listed.
+  const std::string all = error_of([&] {
+    agree_on_every_rank(comm(), "the check", [&] { throw Error("rank " + std::to_string(me) + "'s problem"); });
+  });
+  std::string expected = "the check failed on rank 0: rank 0's problem";
+  for (int r = 1; r < comm().size(); ++r) expected += (r == 1 ? " (also on rank " : ", rank ") + std::to_string(r);
+  EXPECT_EQ(all, expected + (comm().size() > 1 ? ")" : ""));
+  // The communicator is in step afterwards.
+  EXPECT_NO_THROW(check_same_on_every_rank(comm(), {{"--a", "1"}}, "flag"));
 }
 
 TEST(DlrmDistRun, CommLineIsPerStepFromCounterDeltas) {

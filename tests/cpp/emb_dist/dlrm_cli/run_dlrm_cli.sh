@@ -5,7 +5,7 @@
 #             --json train losses, test metrics and iterations equal bit for bit (compare_runs.py);
 #             rank 0 alone prints, with comm: lines; --slow-dir/rank-R/ is created.
 #   refused   gloo/ccl/nccl and an unknown backend exit 2 naming --dist-backend; flags the distributed
-#             run does not support exit non-zero naming the flag.
+#             run does not support exit non-zero naming the flag; --check-finite stops a diverging run.
 #   schedule  the bitwise runs with mse and the reference's learning-rate warm-up and decay (3 epochs
 #             of 5 batches: every phase of the schedule) at 1, 2 and 4 ranks: losses and test metrics
 #             equal bit for bit, unlike the run without the schedule; a decay inside the warm-up refused.
@@ -13,6 +13,11 @@
 #             from the checkpoint; a file or a directory without a manifest refused.
 #   mismatch  one rank given another flag value (by OMPI_COMM_WORLD_RANK / PMI_RANK), or another data
 #             file under the same path: every rank exits non-zero naming the flag or file and both ranks.
+#   kill      4 ranks training with --save-model; after the first checkpoint, rank 2 is killed (SIGKILL)
+#             mid-training: the job ends within 60 s, non-zero, naming rank 2, no rank left running,
+#             and the last committed checkpoint loads at 2 ranks at its saved position.
+#   stall     the same with rank 2 stopped (SIGSTOP) and STRATA_DIST_TIMEOUT=5: the other ranks'
+#             collectives time out naming rank 2 (Note [Faults of distributed strata-dlrm]).
 # Usage: run_dlrm_cli.sh MODE STRATA_DLRM MPIEXEC [MPIEXEC FLAGS...] NUMPROC_FLAG
 set -uo pipefail
 mode=$1 bin=$(realpath "$2")  # absolute: the data mismatch test runs each rank in its own directory
@@ -26,6 +31,10 @@ small=(--arch-embedding-size 300-120-50-7 --arch-sparse-feature-size 4 --arch-ml
        --mini-batch-size 37 --data-size 180 --loss-function bce --round-targets True --test-freq 3 --print-freq 1
        --mlperf-logging --learning-rate 0.1 --num-indices-per-lookup 3 --optimizer rwsadagrad --dist-chunks 6)
 fail() { echo "run_dlrm_cli: FAIL: $*"; exit 1; }
+# A small model over random data, for the resume and fault modes.
+base=(--arch-embedding-size 300-120-50-7 --arch-sparse-feature-size 4 --arch-mlp-bot 5-8-4 --arch-mlp-top 8-1
+      --mini-batch-size 37 --loss-function bce --round-targets True --learning-rate 0.1 --num-indices-per-lookup 3
+      --optimizer rwsadagrad --dist-chunks 6 --dist-backend=mpi)
 
 # run NP OUT ARGS...: the launcher with NP ranks, output in OUT; the exit status.
 run() {
@@ -43,6 +52,62 @@ expect_error() {
   [ "$status" -ne 0 ] || { cat "$work/err.log"; fail "exit 0 for: $*"; }
   [ "$status" -ne 124 ] || fail "the run hung: $*"
   grep -Eq -- "$pattern" "$work/err.log" || { cat "$work/err.log"; fail "no '$pattern' for: $*"; }
+}
+
+# fault SIGNAL: 4 ranks train 400-batch epochs with --save-model and a test pass every 200 batches
+# (the first pass always improves, so it saves); once a progress line follows the first "Saving
+# model" line, rank 2 gets SIGNAL. The job must end non-zero within 60 s of the signal with no rank
+# left running and none finished; the caller checks who named rank 2. Sets fault_log.
+fault() {
+  local signal=$1 pids=$work/pids
+  fault_log=$work/fault.log
+  mkdir -p "$pids"
+  timeout --kill-after=5 120 "${launcher[@]}" 4 bash "$here/rank_flag.sh" pid:"$pids" "$bin" "${base[@]}" \
+    --data-size 14800 --nepochs 1000 --test-freq 200 --print-freq 20 --save-model "$work/ckpt" >"$fault_log" 2>&1 &
+  local job=$!
+  until sed -n '/^Saving model to/,$p' "$fault_log" | grep -q '^Finished training'; do
+    kill -0 "$job" 2>/dev/null || { cat "$fault_log"; fail "the run ended before training past its first checkpoint"; }
+    sleep 0.05
+  done
+  local start victim
+  start=$(date +%s%N) victim=$(cat "$pids/rank-2.pid")
+  kill -s "$signal" "$victim"
+  wait "$job"
+  local status=$? elapsed_ms=$((($(date +%s%N) - start) / 1000000))
+  cat "$fault_log"
+  echo "run_dlrm_cli: rank 2 got SIG$signal; the job exited with status $status ${elapsed_ms} ms later"
+  [ "$status" -ne 0 ] || fail "the job exited 0"
+  [ "$status" -ne 124 ] && [ "$elapsed_ms" -lt 60000 ] || fail "the job took more than 60 s to end"
+  for r in 0 1 2 3; do  # gone, or a zombie (dead) when no init process reaps mpirun's orphans
+    [[ "$(ps -o stat= -p "$(cat "$pids/rank-$r.pid")")" =~ ^Z?$ ]] || fail "rank $r still runs after the job ended"
+  done
+  if grep -q '^Summary:' "$fault_log"; then fail "a rank finished training"; fi
+}
+
+# expect_checkpoint_loads: the last checkpoint the fault run committed (its last "Saving model" line,
+# after the test pass at batch j/nb of epoch k) loads at 2 ranks, --inference-only, at that position.
+expect_checkpoint_loads() {
+  local at k j nb expect
+  at=$(grep -B1 '^Saving model to' "$fault_log" | grep -o 'Testing at - [0-9]*/[0-9]* of epoch [0-9]*' | tail -1)
+  read -r j nb k < <(echo "$at" | sed -E 's|Testing at - ([0-9]+)/([0-9]+) of epoch ([0-9]+)|\1 \2 \3|')
+  [ -n "$k" ] || fail "no test pass before the last save"
+  expect="($((k * nb + j)) optimizer steps); resuming at epoch $k, batch $j/$nb"
+  [ "$j" -lt "$nb" ] || expect="($((k * nb + j)) optimizer steps); resuming at epoch $((k + 1)), batch 0/$nb"
+  run 2 "$work/load.log" "$bin" "${base[@]}" --data-size 14800 --nepochs 1000 --test-freq 200 --inference-only \
+    --load-model "$work/ckpt" || { cat "$work/load.log"; fail "the last checkpoint did not load"; }
+  grep -qF "Loaded model from $work/ckpt $expect" "$work/load.log" \
+    || { cat "$work/load.log"; fail "the checkpoint is not the last committed one: expected '$expect'"; }
+  grep -q "^Testing for inference only: loss" "$work/load.log" || { cat "$work/load.log"; fail "no test line"; }
+}
+
+# expect_startup_error PATTERN ARGS...: expect_error at 2 ranks with the default STRATA_DIST_TIMEOUT,
+# and within 20 s (a rank left waiting for another's start-up error would take the 60 s timeout).
+expect_startup_error() {
+  local pattern=$1 start
+  shift
+  start=$(date +%s)
+  expect_error 2 "$pattern" env -u STRATA_DIST_TIMEOUT "$@"
+  [ $(($(date +%s) - start)) -lt 20 ] || { cat "$work/err.log"; fail "took $(($(date +%s) - start)) s: $*"; }
 }
 
 case $mode in
@@ -70,9 +135,23 @@ case $mode in
     done
     "$bin" "${small[@]}" --dist-backend=tcp >"$work/err.log" 2>&1
     [ $? -eq 2 ] && grep -q -- "--dist-backend: expected one of mpi, got 'tcp'" "$work/err.log" || fail "tcp accepted"
-    expect_error 2 "--check-finite: not supported with --dist-backend yet" \
-      "$bin" "${small[@]}" --check-finite --dist-backend=mpi
+    expect_error 2 "--enable-profiling: not supported with --dist-backend yet" \
+      "$bin" "${small[@]}" --enable-profiling --dist-backend=mpi
     expect_error 4 "--dist-chunks: 2 chunks for 4 ranks" "$bin" "${small[@]}" --dist-chunks 2 --dist-backend=mpi
+    # --check-finite (Note [Distributed finite check]) at 2 ranks: a diverging learning rate stops
+    # every rank with the same error, before the update of batch 2: its output (the parameters
+    # overflowed) or, with sgd and another model, a reduced MLP gradient. Without the flag the run
+    # still stops, but at binary_cross_entropy's refusal, which names no cause.
+    for r in 0 1; do
+      expect_error 2 "rank $r: error: batch 2 of epoch 0: --check-finite: in step 2, before its update: the model's output .* is not finite: 37 NaN" \
+        "$bin" "${base[@]}" --data-size 180 --learning-rate 1e30 --check-finite
+    done
+    expect_error 2 "rank 1: error: batch 2 of epoch 0: --check-finite: in step 2, before its update: the reduced gradient of top_l.2.weight: 5 NaN" \
+      "$bin" --arch-embedding-size 300-120-50-7 --arch-sparse-feature-size 4 --arch-mlp-bot 5-8-4 --arch-mlp-top 8-1 \
+      --mini-batch-size 37 --data-size 180 --loss-function bce --optimizer sgd --learning-rate 1e20 --check-finite \
+      --dist-backend=mpi
+    expect_error 2 "rank 1: error: batch 2 of epoch 0: binary_cross_entropy: all elements of input should be between 0 and 1" \
+      "$bin" "${base[@]}" --data-size 180 --learning-rate 1e30
     ;;
   mismatch)
     # Rank 1 gets another learning rate.
@@ -115,9 +194,7 @@ case $mode in
     # Saved at 4 ranks at the end of epoch 0 (no test pass, so the save is at the end), resumed at 2
     # ranks for epoch 1: its train losses equal the uninterrupted 1-rank run's bit for bit (Note
     # [Resharding checkpoints]); the checkpoint runs --inference-only at 1 rank; bad paths refused.
-    base=(--arch-embedding-size 300-120-50-7 --arch-sparse-feature-size 4 --arch-mlp-bot 5-8-4 --arch-mlp-top 8-1
-          --mini-batch-size 37 --data-size 180 --loss-function bce --round-targets True --print-freq 1
-          --learning-rate 0.1 --num-indices-per-lookup 3 --optimizer rwsadagrad --dist-chunks 6 --dist-backend=mpi)
+    base+=(--data-size 180 --print-freq 1)
     run 1 "$work/whole.log" "$bin" "${base[@]}" --nepochs 2 --json "$work/whole.json" \
       || { cat "$work/whole.log"; fail "the uninterrupted run failed"; }
     run 4 "$work/first.log" "$bin" "${base[@]}" --save-model "$work/ckpt" \
@@ -133,11 +210,36 @@ case $mode in
       || { cat "$work/infer.log"; fail "--inference-only: no test line"; }
     touch "$work/afile"
     mkdir -p "$work/empty"
-    # At one rank: rank 0 alone checks the paths, and at more ranks the others would wait for it in
-    # the next collective until STRATA_DIST_TIMEOUT (bounded, but 30 s each here).
-    expect_error 1 "--save-model: '.*afile' is a file; a distributed checkpoint is a directory" \
+    # Start-up checks agreed by every rank (Note [Agreed failures]): at 2 ranks, with the default
+    # STRATA_DIST_TIMEOUT (60 s), each ends in seconds and every rank names the rank and the problem.
+    expect_startup_error "rank 1: error: the start-up check failed on rank 0: --save-model: '.*afile' is a file; a distributed checkpoint is a directory" \
       "$bin" "${base[@]}" --save-model "$work/afile"
-    expect_error 1 "--load-model: cannot open '.*empty/manifest'" "$bin" "${base[@]}" --load-model "$work/empty"
+    expect_startup_error "rank 1: error: the start-up check failed on rank 0: --load-model: cannot open '.*empty/manifest'" \
+      "$bin" "${base[@]}" --load-model "$work/empty"
+    # --json is checked by rank 0 alone (it writes it); rank 1 learns it at once.
+    expect_startup_error "rank 1: error: the start-up check failed on rank 0: --json: cannot write '.*missing/run.json'" \
+      "$bin" "${base[@]}" --json "$work/missing/run.json"
+    # A problem of rank 1 alone: its --slow-dir (relative; each rank in its own directory) is a file.
+    mkdir -p "$work/r0/slow" "$work/r1/slow"
+    touch "$work/r1/slow/rank-1"
+    expect_startup_error "rank 0: error: the start-up check failed on rank 1: --slow-dir: cannot create 'slow/rank-1'" \
+      bash "$here/rank_flag.sh" cd:"$work" "$bin" "${base[@]}" --slow-dir slow --
+    ;;
+  kill)
+    # Open MPI's mpirun sees rank 2 die and kills the others, printing "mpirun noticed that process
+    # rank 2 with PID ... exited on signal 9 (Killed)" (Note [Faults of distributed strata-dlrm]).
+    fault KILL
+    grep -Eq "process rank 2 with PID|strata::dist: rank [013]: .* for (rank [0-9]+, )*rank 2([^0-9]|$)" "$fault_log" \
+      || fail "no message names rank 2"
+    expect_checkpoint_loads
+    ;;
+  stall)
+    # A stopped rank is alive to the launcher: the others' next collective waits STRATA_DIST_TIMEOUT
+    # for it, names it and aborts the job.
+    STRATA_DIST_TIMEOUT=5 fault STOP
+    grep -Eq "strata::dist: rank [013]: .* waited .* for (rank [0-9]+, )*rank 2([^0-9]|$)" "$fault_log" \
+      || fail "no rank reported waiting for rank 2"
+    expect_checkpoint_loads
     ;;
   *) fail "unknown mode $mode" ;;
 esac
