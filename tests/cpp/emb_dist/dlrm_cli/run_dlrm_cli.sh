@@ -10,7 +10,9 @@
 #             of 5 batches: every phase of the schedule) at 1, 2 and 4 ranks: losses and test metrics
 #             equal bit for bit, unlike the run without the schedule; a decay inside the warm-up refused.
 #   resume    saved at 4 ranks, resumed at 2: the losses of the uninterrupted run; --inference-only
-#             from the checkpoint; a file or a directory without a manifest refused.
+#             from the checkpoint; start-up errors at 2 ranks with the default STRATA_DIST_TIMEOUT (a
+#             file or a directory without a manifest, an unwritable --json on rank 0, a --slow-dir
+#             rank 1 cannot create) end both ranks within seconds naming the rank and the problem.
 #   mismatch  one rank given another flag value (by OMPI_COMM_WORLD_RANK / PMI_RANK), or another data
 #             file under the same path: every rank exits non-zero naming the flag or file and both ranks.
 #   kill      4 ranks training with --save-model; after the first checkpoint, rank 2 is killed (SIGKILL)
@@ -56,7 +58,8 @@ expect_error() {
 
 # fault SIGNAL: 4 ranks train 400-batch epochs with --save-model and a test pass every 200 batches
 # (the first pass always improves, so it saves); once a progress line follows the first "Saving
-# model" line, rank 2 gets SIGNAL. The job must end non-zero within 60 s of the signal with no rank
+# model" line, rank 2 gets SIGNAL (while the ranks train: steps of about a millisecond back to back,
+# the next save 180 steps away). The job must end non-zero within 60 s of the signal with no rank
 # left running and none finished; the caller checks who named rank 2. Sets fault_log.
 fault() {
   local signal=$1 pids=$work/pids
