@@ -39,9 +39,9 @@ namespace strata::emb {
 // The one-process check (Note [DLRM finite check]) runs after the update only. Here a bad batch
 // (1), output (2) or gradient (3) is found before anything is updated: the parameters are the
 // state before the batch, which is what DLRMTrainer saves with --save-model before it reports the
-// batch; after (1) and (3) a later step continues as if the batch had not been given. Cost: two exchanges of one i64 per
-// step, and one pass over the rank's slice, the batch's probabilities, its embedding gradient and
-// the MLP gradients.
+// batch; after (1) and (3) a later step continues as if the batch had not been given. Cost: two
+// exchanges of one i64 per step, and one pass over the rank's slice, the batch's probabilities, its
+// embedding gradient and the MLP gradients.
 
 namespace {
 
