@@ -28,6 +28,7 @@ for round in $(seq 1 "$reps"); do
       --dist-backend=mpi --print-freq 100000 --json "$f" >/dev/null
     runs+=(--validate "$f")
   done
-  "$build/bench/strata-netmodel" "${runs[@]}" "${comm[@]}" --json "$out/netmodel_validate_$round.json" \
+  { echo "load average after the round: $(cut -d' ' -f1-3 /proc/loadavg)"
+    "$build/bench/strata-netmodel" "${runs[@]}" "${comm[@]}" --json "$out/netmodel_validate_$round.json"; } \
     | tee "$out/netmodel_validate_$round.md"
 done
