@@ -55,8 +55,14 @@ class TieredTrainable final : public DLRMTrainable {
 
 std::string TieredTrainable::progress_detail() {
   if (!model_.config().enable_profiling) return "";
-  const DLRMPhaseTimes& p = model_.times();
-  const DLRMPhaseTimes& q = at_last_line_;
+  std::string line = phase_line(model_.times(), at_last_line_);
+  at_last_line_ = model_.times();
+  return line;
+}
+
+}  // namespace
+
+std::string phase_line(const DLRMPhaseTimes& p, const DLRMPhaseTimes& q) {
   const double n = static_cast<double>(std::max<int64_t>(1, p.steps - q.steps));
   char line[256];
   std::snprintf(line, sizeof line,
@@ -65,11 +71,8 @@ std::string TieredTrainable::progress_detail() {
                 1e3 * (p.bottom_mlp - q.bottom_mlp) / n, 1e3 * (p.lookup - q.lookup) / n,
                 1e3 * (p.interaction - q.interaction) / n, 1e3 * (p.top_mlp - q.top_mlp) / n,
                 1e3 * (p.backward - q.backward) / n, 1e3 * (p.update - q.update) / n);
-  at_last_line_ = p;
   return line;
 }
-
-}  // namespace
 
 metrics::BinaryMetrics evaluate_source(TieredDLRM& model, IndexSource& source, int64_t max_batches) {
   TieredTrainable m(model);

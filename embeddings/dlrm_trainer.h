@@ -167,6 +167,10 @@ class DLRMTrainer {
 
 /// One pass over `source` (from its start; at most `max_batches` batches when > 0) scoring every
 /// batch with no gradient (TieredDLRM::score): loss, log loss, accuracy and AUC.
+/// The --enable-profiling line of the steps between two snapshots of phase times ("  phases
+/// (ms/it): bottom MLP ..., update ...\n", ms per step; `earlier` empty: since the start).
+std::string phase_line(const DLRMPhaseTimes& now, const DLRMPhaseTimes& earlier = {});
+
 metrics::BinaryMetrics evaluate_source(TieredDLRM& model, IndexSource& source, int64_t max_batches = 0);
 metrics::BinaryMetrics evaluate_source(DLRMTrainable& model, IndexSource& source, int64_t max_batches = 0);
 

@@ -24,6 +24,7 @@
 #include <cstring>
 #include <exception>
 #include <filesystem>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -236,7 +237,20 @@ int run(const DLRMConfig& flags) {
 // ---- the distributed run (Note [Distributed strata-dlrm] in embeddings/dist/dlrm_dist_run.h) ------
 
 constexpr int64_t kOpFields = 5;  // per collective: calls, bytes sent, bytes received, busy s, exposed s
-constexpr int64_t kStepsAt = dist::kNumOps * kOpFields + 2;  // then train s, data wait s, step ms...
+// Then the phases (DistStepTimes, seconds summed over the steps), in this order:
+constexpr const char* kPhaseNames[] = {"lookup_remote", "lookup",        "bottom_mlp",      "interaction", "top_mlp",
+                                       "backward",      "sparse_update", "dense_optimizer", "other",       "waited"};
+constexpr int64_t kPhaseFields = std::size(kPhaseNames);
+// Then train s, data wait s, the n step times (ms), and each phase's n per-step times (s).
+constexpr int64_t kStepsAt = dist::kNumOps * kOpFields + kPhaseFields + 2;
+
+// A phase of DistStepTimes by its kPhaseNames index.
+double phase_at(const DistStepTimes& p, int64_t k) {
+  const double all[] = {p.lookup_remote, p.lookup,        p.bottom_mlp,      p.interaction, p.top_mlp,
+                        p.backward,      p.sparse_update, p.dense_optimizer, p.other,       p.waited};
+  static_assert(std::size(all) == kPhaseFields);
+  return all[k];
+}
 
 // This rank's figures of the training steps as one f64 row (the same length on every rank: every
 // rank ran the same steps).
@@ -245,9 +259,14 @@ Tensor rank_figures(const DistributedTrainable& model, const DLRMTrainStats& st)
   for (const dist::OpStats& o : model.step_comm().ops)
     v.insert(v.end(), {static_cast<double>(o.calls), static_cast<double>(o.bytes_sent),
                        static_cast<double>(o.bytes_received), o.busy_seconds, o.wait_seconds});
+  for (int64_t k = 0; k < kPhaseFields; ++k) v.push_back(phase_at(model.step_times(), k));
   v.push_back(st.seconds);
   v.push_back(st.data_seconds);
   v.insert(v.end(), st.step_ms.begin(), st.step_ms.end());
+  STRATA_CHECK(model.step_log().size() == st.step_ms.size(), "strata-dlrm: ", model.step_log().size(),
+               " steps timed by phase but ", st.step_ms.size(), " step times");
+  for (int64_t k = 0; k < kPhaseFields; ++k)
+    for (const DistStepTimes& step : model.step_log()) v.push_back(phase_at(step, k));
   Tensor t = empty({1, static_cast<int64_t>(v.size())}, {DType::f64});
   PinSet pins;
   pins.add(t, AccessMode::Write).acquire();
@@ -270,9 +289,18 @@ void json_ranks(bench::Json& j, const Tensor& all) {
       j.kv("calls", static_cast<long long>(o[0])).kv("bytes_sent", static_cast<long long>(o[1]));
       j.kv("bytes_received", static_cast<long long>(o[2])).kv("busy_s", o[3]).kv("exposed_s", o[4]).end_object();
     }
+    j.end_object().key("phases_s").begin_object();  // summed over the training steps
+    for (int64_t k = 0; k < kPhaseFields; ++k) j.kv(kPhaseNames[k], row[dist::kNumOps * kOpFields + k]);
     j.end_object().kv("train_s", row[kStepsAt - 2]).kv("data_wait_s", row[kStepsAt - 1]);
-    j.timed("step_ms", "ms", std::vector<double>(row + kStepsAt, row + width));
-    j.end_object();
+    const int64_t steps = (width - kStepsAt) / (1 + kPhaseFields);
+    j.timed("step_ms", "ms", std::vector<double>(row + kStepsAt, row + kStepsAt + steps));
+    j.key("phase_steps_s").begin_object();  // each step's phases, in step order
+    for (int64_t k = 0; k < kPhaseFields; ++k) {
+      j.key(kPhaseNames[k]).begin_array();
+      for (int64_t i = 0; i < steps; ++i) j.value(row[kStepsAt + steps * (1 + k) + i]);
+      j.end_array();
+    }
+    j.end_object().end_object();
   }
   j.end_array();
 }
@@ -292,6 +320,7 @@ bool write_dist_json(const DLRMConfig& c, const dist::Communicator& comm, const 
   j.kv("binary", kProg).kv("threads", get_num_threads()).kv("dtype", "f32").kv("library", "strata");
   j.kv("dist_backend", c.dist_backend).kv("world_size", comm.size()).kv("mpi", comm.implementation());
   j.kv("chunks", static_cast<long long>(c.dist_chunks)).key("plan").raw(plan.to_json());
+  j.kv("interaction", to_string(c.arch_interaction_op));
   json_architecture(j, c);
   j.kv("iterations", st.iterations);
   j.timed("step_ms", "ms", st.step_ms);
@@ -345,12 +374,17 @@ DLRMConfig start_distributed(const DLRMConfig& flags, const std::vector<std::str
   return c;
 }
 
-void print_dist_summary(const DLRMTrainer& trainer, const DistributedTrainable& model, const dist::Communicator& comm) {
+void print_dist_summary(const DLRMConfig& c, const DLRMTrainer& trainer, const DistributedTrainable& model,
+                        const dist::Communicator& comm) {
   const DLRMTrainStats& st = trainer.stats();
   std::printf("\nSummary: %lld iterations, %lld samples in %.2f s: %.1f samples/s (%d ranks x %d threads)\n",
               static_cast<long long>(st.iterations), static_cast<long long>(st.samples), st.seconds,
               st.seconds > 0 ? static_cast<double>(st.samples) / st.seconds : 0.0, comm.size(), get_num_threads());
   std::printf("  %s", comm_line(model.step_comm(), st.iterations, comm.rank()).c_str());
+  if (c.enable_profiling) {
+    const DistStepTimes t = model.step_times();
+    std::printf("%s%s", phase_line(t.as_phases()).c_str(), dist_phase_line(t).c_str());
+  }
   print_test_summary(trainer);
   std::fflush(stdout);
 }
@@ -363,7 +397,7 @@ int train_distributed(const DLRMConfig& flags, const std::vector<std::string>& a
     std::printf("Running on %d ranks using %s backend (%s)\n%s\n%s", comm.size(), c.dist_backend.c_str(),
                 comm.implementation().c_str(), describe(c).c_str(), plan.to_string().c_str());
   DistributedDLRM model(distributed_model_config(c), plan, {&memory::tiered_memory().fast_heap(), nullptr}, comm);
-  DistributedTrainable trainable(model, static_cast<int64_t>(c.arch_embedding_size.size()));
+  DistributedTrainable trainable(model, static_cast<int64_t>(c.arch_embedding_size.size()), c.enable_profiling);
   std::unique_ptr<const Sources> data;  // a file one rank cannot read ends every rank
   agree_on_every_rank(comm, "reading the data", [&] { data = std::make_unique<const Sources>(c, root); });
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> quiet(root ? nullptr : std::fopen("/dev/null", "w"), &std::fclose);
@@ -379,7 +413,7 @@ int train_distributed(const DLRMConfig& flags, const std::vector<std::string>& a
   trainer.train();
   const Tensor ranks = comm.allgatherv(rank_figures(trainable, trainer.stats()));
   if (!root) return 0;
-  print_dist_summary(trainer, trainable, comm);
+  print_dist_summary(c, trainer, trainable, comm);
   if (!c.json.empty() && !write_dist_json(c, comm, plan, trainer, ranks)) return 1;
   if (!c.plot.empty()) {
     write_line_plot_png(c.plot, "strata-dlrm --dist-backend " + c.dist_backend, training_plot_panels(trainer.curves()));

@@ -1,5 +1,6 @@
 #include "embeddings/dist/dist_dlrm.h"
 
+#include <chrono>
 #include <cstring>
 #include <exception>
 #include <optional>
@@ -71,6 +72,70 @@ namespace strata::emb {
 // The MLPs are drawn from Generator(seed) and the tables from initial_value(seed, table, row, col),
 // never by rank. What the split costs: C small GEMM passes per step instead of one per rank, the
 // gather of B probabilities, the loss on every rank (see Note [Data-parallel chunks]).
+
+// Note [Distributed step phases]
+// DistStepTimes splits each training step into laps of one steady_clock (PhaseClock): each lap
+// ends at a mark in train_step or in a stage (make_stages) and goes to that mark's phase, less the
+// time the rank was blocked in collectives during the lap (the communicator's wait_seconds, read at
+// each mark), which goes to `waited`. So the phases are this rank's compute as it ran — on a
+// machine whose cores are shared (ranks, communicator workers, other jobs), slowed by that sharing —
+// and their sum plus `waited` is the step's wall time. Stage calls lap what ran since the previous
+// mark (leaf swaps, DataParallel's set-up) into `other` first. The interaction stage's first call
+// finishes the embedding exchange: its pooling goes to `lookup`, its wait to `waited`. Marks cost
+// two clock reads and a copy of the counters under their mutex: microseconds a step.
+
+/// Laps of one step into DistStepTimes (Note [Distributed step phases]).
+class DistributedDLRM::PhaseClock {
+ public:
+  PhaseClock(const dist::Communicator& comm, DistStepTimes& times) : comm_(comm), times_(times) {}
+  void start() {
+    last_ = Clock::now();
+    last_wait_ = comm_.stats().total().wait_seconds;
+  }
+  // The time since the previous mark, less the time blocked meanwhile, to `phase`.
+  void lap(double DistStepTimes::* phase) {
+    const Clock::time_point now = Clock::now();
+    const double wait = comm_.stats().total().wait_seconds;
+    const double blocked = wait - last_wait_;
+    times_.*phase += std::chrono::duration<double>(now - last_).count() - blocked;
+    times_.waited += blocked;
+    last_ = now;
+    last_wait_ = wait;
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  const dist::Communicator& comm_;
+  DistStepTimes& times_;
+  Clock::time_point last_;
+  double last_wait_ = 0;
+};
+
+DLRMPhaseTimes DistStepTimes::as_phases() const {
+  DLRMPhaseTimes p;
+  p.bottom_mlp = bottom_mlp;
+  p.lookup = lookup + lookup_remote;
+  p.interaction = interaction;
+  p.top_mlp = top_mlp;
+  p.backward = backward;
+  p.update = sparse_update + dense_optimizer;
+  p.steps = steps;
+  return p;
+}
+
+DistStepTimes DistStepTimes::since(const DistStepTimes& e) const {
+  return {lookup_remote - e.lookup_remote,
+          lookup - e.lookup,
+          bottom_mlp - e.bottom_mlp,
+          interaction - e.interaction,
+          top_mlp - e.top_mlp,
+          backward - e.backward,
+          sparse_update - e.sparse_update,
+          dense_optimizer - e.dense_optimizer,
+          other - e.other,
+          waited - e.waited,
+          steps - e.steps};
+}
 
 /// The pooled rows of the current forward, handed to the chunks in order; in training, their
 /// gradients collected as backward produces them, and the embedding backward started with the last
@@ -254,7 +319,11 @@ Tensor tensor_of(std::span<const float> values, int64_t first, int64_t count, Di
 
 DistributedDLRM::DistributedDLRM(const DistributedDLRMConfig& config, ShardPlan plan, TableMemory memory,
                                  dist::Communicator& comm)
-    : config_(config), comm_(comm), feed_(std::make_unique<Feed>()), learning_rate_(config.learning_rate) {
+    : config_(config),
+      comm_(comm),
+      feed_(std::make_unique<Feed>()),
+      learning_rate_(config.learning_rate),
+      clock_(std::make_unique<PhaseClock>(comm, times_)) {
   check_config(config_, plan);
   nn::zoo::DLRMOptions o;
   o.sparse_feature_size = config_.bottom_mlp.back();
@@ -279,15 +348,28 @@ DistributedDLRM::DistributedDLRM(const DistributedDLRMConfig& config, ShardPlan 
 }
 
 // Note [Distributed DLRM step] 4: a stage per bottom-MLP layer, the interaction, one per top-MLP layer.
+// Each stage laps its phase (Note [Distributed step phases]).
 void DistributedDLRM::make_stages() {
+  PhaseClock* clock = clock_.get();
+  const auto timed = [clock](std::shared_ptr<nn::zoo::FusedMLP> layer, double DistStepTimes::* phase) {
+    return [clock, layer, phase](const Tensor& x) {
+      clock->lap(&DistStepTimes::other);
+      Tensor y = (*layer)(x);
+      clock->lap(phase);
+      return y;
+    };
+  };
   for (const auto& layer : mlp_layers(dense_->bottom_mlp()))
-    stages_.push_back([layer](const Tensor& x) { return (*layer)(x); });
+    stages_.push_back(timed(layer, &DistStepTimes::bottom_mlp));
   stages_.push_back([this](const Tensor& x) {
+    clock_->lap(&DistStepTimes::other);
     const Tensor e = feed_->next(x.size(0));
-    return dense_->interact(x, split(e, dense_->options().sparse_feature_size, 1));
+    clock_->lap(&DistStepTimes::lookup);
+    Tensor y = dense_->interact(x, split(e, dense_->options().sparse_feature_size, 1));
+    clock_->lap(&DistStepTimes::interaction);
+    return y;
   });
-  for (const auto& layer : mlp_layers(dense_->top_mlp()))
-    stages_.push_back([layer](const Tensor& x) { return (*layer)(x); });
+  for (const auto& layer : mlp_layers(dense_->top_mlp())) stages_.push_back(timed(layer, &DistStepTimes::top_mlp));
 }
 
 DistributedDLRM::~DistributedDLRM() = default;
@@ -394,25 +476,34 @@ Tensor DistributedDLRM::local_dense(std::span<const float> dense, dist::RowRange
 
 float DistributedDLRM::train_step(std::span<const float> dense, std::span<const Bags> bags,
                                   std::span<const float> targets) {
+  clock_->start();  // Note [Distributed step phases]
   const int64_t batch = check_batch(dense, bags, &targets);
   set_learning_rate(next_learning_rate());
   const std::vector<int64_t> at = ddp_->row_boundaries(batch);
   const dist::RowRange rows{at[comm_.rank()], at[comm_.rank() + 1]};
   if (config_.check_finite) check_finite_inputs(dense, targets, rows);
+  clock_->lap(&DistStepTimes::other);
   feed_->start(*tables_, bags, tables_->start_forward(bags, at));
+  clock_->lap(&DistStepTimes::lookup_remote);
   // B was agreed: no exchange before the chunks; the stages let the bottom MLP of every chunk run
   // before the first chunk waits for the exchange.
   const Tensor z = ddp_->forward_staged(local_dense(dense, rows), batch, stages_);
+  clock_->lap(&DistStepTimes::other);
   if (config_.check_finite) check_finite_output(z);
   const Tensor loss = compute_loss(z, targets);
+  clock_->lap(&DistStepTimes::top_mlp);
   loss.backward();  // starts the embedding gradients' exchange and launches every bucket
   const ShardedEmbeddingBags::PendingBackward embedding = feed_->take_backward();
   feed_->finish();
   if (config_.check_finite) check_finite_gradients(loss.item<float>(), rows, embedding);  // before any update
+  clock_->lap(&DistStepTimes::backward);
   tables_->finish_backward(bags, embedding, static_cast<float>(learning_rate_));  // while the last buckets reduce
+  clock_->lap(&DistStepTimes::sparse_update);
   ddp_->wait_gradients();
   opt_->step();
   opt_->zero_grad();
+  clock_->lap(&DistStepTimes::dense_optimizer);
+  ++times_.steps;
   ++steps_;
   return loss.item<float>();
 }

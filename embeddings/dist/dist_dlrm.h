@@ -21,6 +21,7 @@
 #include "dist/data_parallel/data_parallel.h"
 #include "embeddings/dist/shard_plan.h"
 #include "embeddings/dist/sharded_bags.h"
+#include "embeddings/dlrm.h"
 #include "embeddings/dlrm_config.h"
 #include "embeddings/dlrm_step_rules.h"
 #include "embeddings/kernels.h"
@@ -29,6 +30,28 @@
 #include "models/zoo/dlrm.h"
 
 namespace strata::emb {
+
+/// Wall time per phase of a rank's training steps, summed over steps (Note [Distributed step
+/// phases] in dist_dlrm.cpp): each phase is compute only, the time the rank was blocked in
+/// collectives meanwhile is `waited` (OpStats::wait_seconds of every collective).
+struct DistStepTimes {
+  double lookup_remote = 0;    ///< the nodes for the other ranks' samples (before the exchange starts)
+  double lookup = 0;           ///< this rank's pooled rows: its own nodes, then the received ones
+  double bottom_mlp = 0;       ///< the bottom MLP's forward, every local chunk
+  double interaction = 0;      ///< the interaction's forward, every local chunk
+  double top_mlp = 0;          ///< the top MLP's forward and the loss
+  double backward = 0;         ///< loss.backward() (the MLPs, the buckets' launches), pooled gradients
+  double sparse_update = 0;    ///< ShardedEmbeddingBags::backward: gradient exchange's packing, update
+  double dense_optimizer = 0;  ///< the MLPs' optimizer step
+  double other = 0;            ///< the batch check, DataParallel's chunk set-up and output gather
+  double waited = 0;           ///< blocked in collectives
+  int64_t steps = 0;
+  /// The phases as the one-process run reports them (its printer): lookup = both lookups, update =
+  /// sparse + dense.
+  DLRMPhaseTimes as_phases() const;
+  /// This minus `earlier` (the steps between two snapshots).
+  DistStepTimes since(const DistStepTimes& earlier) const;
+};
 
 /// The model besides its tables (the tables are the plan's).
 struct DistributedDLRMConfig {
@@ -127,6 +150,8 @@ class DistributedDLRM {
   /// The rate this object's last step trained the MLPs and the tables at (config.learning_rate
   /// before its first step).
   double learning_rate() const { return learning_rate_; }
+  /// This rank's phase times of every training step since construction (not restored by load()).
+  const DistStepTimes& step_times() const { return times_; }
 
   /// This rank's samples of a global batch of B: DataParallel's chunk-aligned rows, which are also
   /// the sample slice of its embeddings. row_boundaries gives every rank's (ranks + 1 entries).
@@ -145,6 +170,7 @@ class DistributedDLRM {
  private:
   class ChunkedDLRM;
   struct Feed;
+  class PhaseClock;
   int64_t check_batch(std::span<const float> dense, std::span<const Bags> bags, const std::span<const float>* targets);
   Tensor local_dense(std::span<const float> dense, dist::RowRange rows) const;
   // Note [Distributed finite check] (dist_dlrm_finite.cpp).
@@ -168,6 +194,8 @@ class DistributedDLRM {
   std::unique_ptr<Feed> feed_;
   int64_t steps_ = 0;
   double learning_rate_ = 0;
+  DistStepTimes times_;
+  std::unique_ptr<PhaseClock> clock_;
   std::vector<dist::DataParallel::Stage> stages_;  // the training forward's (make_stages)
 };
 

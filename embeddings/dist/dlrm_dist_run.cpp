@@ -39,7 +39,6 @@ void check_distributed_flags(const DLRMConfig& c, int ranks) {
   refuse_if(c.emb_dtype != ElemType::F32, "--emb-dtype", "the sharded tables are f32");
   refuse_if(c.emb_policy != "auto", "--emb-policy", "every shard lives in DRAM, no policy places it");
   refuse_if(c.cache_fraction >= 0, "--cache-fraction", "every shard lives in DRAM, nothing is cached");
-  refuse_if(c.enable_profiling, "--enable-profiling", "DistributedDLRM has no phase times; see the comm: line");
   STRATA_CHECK(c.dist_chunks >= ranks, "--dist-chunks: ", c.dist_chunks, " chunks for ", ranks,
                " ranks; every rank needs a chunk (give at least ", ranks, ")");
   STRATA_CHECK(c.mini_batch_size >= ranks, "--mini-batch-size: ", c.mini_batch_size, " samples for ", ranks,
@@ -233,13 +232,26 @@ std::string comm_line(const dist::CommStats& s, int64_t steps, int rank) {
   return line;
 }
 
-DistributedTrainable::DistributedTrainable(DistributedDLRM& model, int64_t num_tables)
-    : model_(model), num_tables_(num_tables) {}
+std::string dist_phase_line(const DistStepTimes& t) {
+  const double n = static_cast<double>(std::max<int64_t>(1, t.steps));
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "  distributed phases (ms/it): lookups for other ranks %.3f (of lookup), sparse update %.3f, "
+                "dense optimizer %.3f (update), other %.3f, blocked in collectives %.3f\n",
+                1e3 * t.lookup_remote / n, 1e3 * t.sparse_update / n, 1e3 * t.dense_optimizer / n, 1e3 * t.other / n,
+                1e3 * t.waited / n);
+  return line;
+}
+
+DistributedTrainable::DistributedTrainable(DistributedDLRM& model, int64_t num_tables, bool profile)
+    : model_(model), num_tables_(num_tables), profile_(profile) {}
 
 float DistributedTrainable::train_step(std::span<const float> dense, std::span<const Bags> bags,
                                        std::span<const float> targets) {
   const dist::CommStats before = model_.communicator().stats();
+  const DistStepTimes times = model_.step_times();
   const float loss = model_.train_step(dense, bags, targets);
+  step_log_.push_back(model_.step_times().since(times));
   const dist::CommStats after = model_.communicator().stats();
   add_comm_delta(total_, before, after);
   add_comm_delta(since_line_, before, after);
@@ -266,12 +278,19 @@ void DistributedTrainable::reset_stats() {
   total_ = {};
   since_line_ = {};
   steps_since_line_ = 0;
+  times_at_reset_ = times_at_line_ = model_.step_times();
+  step_log_.clear();
 }
 
 std::string DistributedTrainable::progress_detail() {
   std::string line = comm_line(since_line_, steps_since_line_, model_.communicator().rank());
   since_line_ = {};
   steps_since_line_ = 0;
+  if (profile_) {
+    const DistStepTimes steps = model_.step_times().since(times_at_line_);
+    line += phase_line(steps.as_phases()) + dist_phase_line(steps);
+  }
+  times_at_line_ = model_.step_times();
   return line;
 }
 

@@ -52,10 +52,14 @@
 /// - Checkpoints: --save-model DIR and --load-model DIR are DistributedDLRM's directories (Note
 ///   [Resharding checkpoints]): a run saved at N ranks resumes, or runs --inference-only, at any M.
 /// - Not supported yet, refused naming the flag (check_distributed_flags): mixed dimensions and quotient-remainder
-///   tables, weighted pooling, --arch-interaction-itself, bf16 tables, --enable-profiling.
+///   tables, weighted pooling, --arch-interaction-itself, bf16 tables.
 /// - --check-finite: DistributedDLRM's (Note [Distributed finite check]): checked before the
 ///   update and agreed, so every rank stops with the same error naming the rank whose samples or
 ///   gradients hold the NaN; with --save-model the state before the batch is saved first.
+/// - Phases: every rank times its steps' phases (DistStepTimes, Note [Distributed step phases]);
+///   --json has them per rank, and --enable-profiling prints rank 0's after each progress line and
+///   in the summary with the one-process run's printer (phase_line), plus a line of what only the
+///   distributed step has (the lookups for other ranks, the update's two halves, time blocked).
 ///
 /// Note [Faults of distributed strata-dlrm]
 /// What ends a run when a rank dies or stops mid-training (measured with Open MPI 4.1 under
@@ -130,10 +134,11 @@ void check_same_on_every_rank(dist::Communicator& comm, const RankFields& fields
 /// --loss-threshold) and computes the run's loss of them (dlrm_loss, as TieredDLRM::score);
 /// progress_detail is the `comm:` line of the steps since the previous one. Checkpoints are
 /// DistributedDLRM's (directories that reshard: a run saved at N ranks resumes at M; Note
-/// [Resharding checkpoints]).
+/// [Resharding checkpoints]). With `profile` (--enable-profiling), progress_detail adds the phases
+/// (phase_line and dist_phase_line).
 class DistributedTrainable final : public DLRMTrainable {
  public:
-  DistributedTrainable(DistributedDLRM& model, int64_t num_tables);
+  DistributedTrainable(DistributedDLRM& model, int64_t num_tables, bool profile = false);
 
   int64_t num_tables() const override { return num_tables_; }
   float train_step(std::span<const float> dense, std::span<const Bags> bags, std::span<const float> targets) override;
@@ -147,6 +152,9 @@ class DistributedTrainable final : public DLRMTrainable {
 
   /// This rank's communication in the training steps since reset_stats().
   const dist::CommStats& step_comm() const { return total_; }
+  /// This rank's phase times of the training steps since reset_stats(): summed, and step by step.
+  DistStepTimes step_times() const { return model_.step_times().since(times_at_reset_); }
+  const std::vector<DistStepTimes>& step_log() const { return step_log_; }
 
  private:
   DistributedDLRM& model_;
@@ -154,6 +162,9 @@ class DistributedTrainable final : public DLRMTrainable {
   dist::CommStats total_;       // every training step since reset_stats()
   dist::CommStats since_line_;  // since the last progress line
   int64_t steps_since_line_ = 0;
+  bool profile_ = false;
+  DistStepTimes times_at_reset_, times_at_line_;
+  std::vector<DistStepTimes> step_log_;
 };
 
 /// --save-model and --load-model of a distributed run, checked before training: a checkpoint is a
@@ -167,5 +178,9 @@ void add_comm_delta(dist::CommStats& a, const dist::CommStats& before, const dis
 /// The `comm:` line of `steps` steps whose counters are `stats`: this rank's MB (10^6 bytes) sent
 /// per step per collective, the milliseconds per step in collectives (busy) and exposed (waited).
 std::string comm_line(const dist::CommStats& stats, int64_t steps, int rank);
+
+/// What only the distributed step's phases have, in ms per step of `times` ("  distributed phases
+/// (ms/it): lookups for other ranks ..., blocked in collectives ...\n"); phase_line has the rest.
+std::string dist_phase_line(const DistStepTimes& times);
 
 }  // namespace strata::emb

@@ -146,9 +146,12 @@ Schedule allreduce_schedule(std::string name, int64_t numel, int64_t elem_bytes,
       scatter.set(r, j, l.nodes[r] * l.chunk[j] * elem_bytes, l.nodes[r]);  // one message per tree node
       gather.set(r, j, l.chunk[r] * elem_bytes);
     }
-    // Receive buffers zero-filled, every node of the chunk read, the chunk written.
+    // Receive buffers zero-filled, every node of the chunk read, the chunk written; and with more
+    // contributions than tree nodes, the nodes summed from them (all read, the nodes written).
     const int64_t received = (all_nodes - l.nodes[r]) * l.chunk[r];
-    local = std::max(local, (received + all_nodes * l.chunk[r] + l.chunk[r]) * elem_bytes);
+    const int64_t k = contributions_per_rank[r];
+    const int64_t nodes_work = k > l.nodes[r] ? (k + l.nodes[r]) * numel : 0;
+    local = std::max(local, (received + all_nodes * l.chunk[r] + l.chunk[r] + nodes_work) * elem_bytes);
   }
   return {std::move(name), {header_round(n), std::move(scatter), std::move(gather)}, local};
 }
@@ -285,6 +288,140 @@ StepProjection project_step(const ShardPlan& plan, int64_t global_batch, const P
   p.step_seconds = std::max(update_end, bottom_end);
   p.exposed_seconds = p.step_seconds - p.compute_seconds;
   return p;
+}
+
+// ---- the measured step (Note [Measured step model]) -------------------------------------------------
+
+double RankPhases::total() const {
+  return other + lookup_remote + lookup + bottom_mlp + interaction + top_mlp + backward + sparse_update +
+         dense_optimizer;
+}
+
+double HostShare::worker_share(int ranks) const {
+  return std::min(1.0, static_cast<double>(cores) / (static_cast<double>(ranks) * (threads_per_rank + 1)));
+}
+
+std::vector<int64_t> layer_buckets(const std::vector<int64_t>& bottom_mlp, const std::vector<int64_t>& top_mlp) {
+  std::vector<int64_t> out;
+  for (const std::vector<int64_t>* mlp : {&top_mlp, &bottom_mlp}) {
+    STRATA_CHECK(mlp->size() >= 2, "layer_buckets: an MLP needs at least 2 widths, got ", mlp->size());
+    for (std::size_t i = mlp->size() - 1; i >= 1; --i) out.push_back(mlp_params({(*mlp)[i - 1], (*mlp)[i]}));
+  }
+  return out;
+}
+
+namespace {
+
+void check_measured(const MeasuredStepInput& in, const HostShare& host) {
+  const int n = in.plan.ranks;
+  STRATA_CHECK(static_cast<int>(in.ranks.size()) == n, "project_measured_step: phases of ", in.ranks.size(),
+               " ranks for a plan of ", n);
+  STRATA_CHECK(in.batch >= n && in.chunks >= n, "project_measured_step: batch ", in.batch, " and chunks ", in.chunks,
+               " must be at least the ", n, " ranks");
+  STRATA_CHECK(host.cores >= 1 && host.threads_per_rank >= 1, "project_measured_step: cores ", host.cores,
+               " and threads per rank ", host.threads_per_rank, " must be >= 1");
+  STRATA_CHECK(std::isfinite(host.calibrated_share) && host.calibrated_share > 0 && host.calibrated_share <= 1,
+               "project_measured_step: calibrated_share ", host.calibrated_share, " (expected (0, 1])");
+  STRATA_CHECK(std::isfinite(host.host_bytes_per_second) && host.host_bytes_per_second >= 0,
+               "project_measured_step: host_bytes_per_second ", host.host_bytes_per_second, " (expected >= 0)");
+  STRATA_CHECK(std::isfinite(host.worker_speed) && host.worker_speed >= 0, "project_measured_step: worker_speed ",
+               host.worker_speed, " (expected >= 0; 0: the share of the cores)");
+  for (int r = 0; r < n; ++r) {
+    const RankPhases& p = in.ranks[r];
+    for (double v : {p.other, p.lookup_remote, p.lookup, p.bottom_mlp, p.interaction, p.top_mlp, p.backward,
+                     p.sparse_update, p.dense_optimizer}) {
+      STRATA_CHECK(std::isfinite(v) && v >= 0, "project_measured_step: rank ", r, " has a phase of ", v,
+                   " s (expected a finite number >= 0)");
+    }
+  }
+}
+
+// An allgatherv of `bytes_per_sample` × each rank's samples of `batch`: header, then the rows to every other rank.
+Schedule allgatherv_schedule(std::string name, int ranks, int64_t batch, int64_t bytes_per_sample) {
+  const std::vector<int64_t> at = sample_split(batch, ranks);
+  Round rows(ranks);
+  for (int r = 0; r < ranks; ++r) {
+    for (int j = 0; j < ranks; ++j) {
+      if (j != r) rows.set(r, j, samples_of(at, r) * bytes_per_sample);
+    }
+  }
+  return alltoallv_schedule(std::move(name), std::move(rows));
+}
+
+// A collective's time on this host: the rounds scaled from the calibration's share to the worker's
+// speed, the local work at one core's rate times that speed. `local` gets the local part.
+double host_seconds(const Schedule& s, const Fabric& fabric, const HostShare& host, double share, double* local) {
+  Fabric rounds_only = fabric;
+  rounds_only.host_bytes_per_second = 0;
+  const double work =
+      host.host_bytes_per_second > 0 ? static_cast<double>(s.local_bytes) / (host.host_bytes_per_second * share) : 0.0;
+  if (local != nullptr) *local += work;
+  return schedule_seconds(s, rounds_only) * host.calibrated_share / share + work;
+}
+
+// The time every rank leaves a blocking collective of `seconds` entered at `t`.
+void blocking(std::vector<double>& t, double seconds) {
+  const double end = *std::max_element(t.begin(), t.end()) + seconds;
+  std::fill(t.begin(), t.end(), end);
+}
+
+}  // namespace
+
+StepTimeline project_measured_step(const MeasuredStepInput& in, const Fabric& fabric, const HostShare& host) {
+  check_measured(in, host);
+  check_fabric(fabric);
+  const int n = in.plan.ranks;
+  const double share = host.worker_speed > 0 ? host.worker_speed : host.worker_share(n);
+  StepTimeline out;
+  out.ranks = n;
+  const auto time = [&](const Schedule& s, double* local = nullptr) {
+    return n > 1 || host.host_bytes_per_second > 0 ? host_seconds(s, fabric, host, share, local) : 0.0;
+  };
+  out.check_seconds = time(allgatherv_schedule("check", n, n, 8));
+  out.forward_a2a_seconds = time(forward_schedule(in.plan, in.batch));
+  out.gather_seconds = time(allgatherv_schedule("gather", n, in.batch, 4));
+  out.backward_a2a_seconds = time(backward_schedule(in.plan, in.batch));
+  std::vector<int64_t> contributions(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r) contributions[r] = in.chunks / n + (r < in.chunks % n ? 1 : 0);
+  const std::vector<int64_t> buckets = layer_buckets(in.bottom_mlp, in.top_mlp);
+  std::vector<double> bucket_seconds;
+  for (int64_t numel : buckets) {
+    bucket_seconds.push_back(
+        time(allreduce_schedule("bucket", numel, kF32, contributions), &out.allreduce_local_seconds));
+    out.allreduce_seconds += bucket_seconds.back();
+  }
+  // Steps 1-4.
+  std::vector<double> t(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r) t[r] = in.ranks[r].other;
+  blocking(t, out.check_seconds);
+  double launched = 0;
+  for (int r = 0; r < n; ++r) launched = std::max(launched, t[r] + in.ranks[r].lookup_remote);
+  const double exchanged = launched + out.forward_a2a_seconds;
+  for (int r = 0; r < n; ++r) {
+    const RankPhases& p = in.ranks[r];
+    t[r] = std::max(t[r] + p.lookup_remote + p.bottom_mlp + p.lookup, exchanged) + p.interaction + p.top_mlp;
+  }
+  blocking(t, out.gather_seconds);
+  // Step 5: bucket k ready after the layers' weights above it; the worker in bucket order.
+  int64_t weights = 0;
+  for (int64_t b : buckets) weights += b;
+  double worker = t[0], done = 0;
+  for (std::size_t k = 0; k < buckets.size(); ++k) {
+    done += static_cast<double>(buckets[k]) / static_cast<double>(weights);
+    double ready = 0;
+    for (int r = 0; r < n; ++r) ready = std::max(ready, t[r] + in.ranks[r].backward * done);
+    worker = std::max(worker, ready) + bucket_seconds[k];
+  }
+  for (int r = 0; r < n; ++r) t[r] = std::max(t[r] + in.ranks[r].backward, worker);
+  // Step 6.
+  blocking(t, out.backward_a2a_seconds);
+  for (int r = 0; r < n; ++r) {
+    t[r] += in.ranks[r].sparse_update + in.ranks[r].dense_optimizer;
+    out.compute_seconds = std::max(out.compute_seconds, in.ranks[r].total());
+  }
+  out.step_seconds = *std::max_element(t.begin(), t.end());
+  out.exposed_seconds = out.step_seconds - out.compute_seconds;
+  return out;
 }
 
 }  // namespace strata::emb

@@ -131,7 +131,9 @@ double schedule_seconds(const Schedule& schedule, const Fabric& fabric);
 /// (strata-dlrm --enable-profiling), scaled by the samples each rank handles and, for lookups and
 /// updates, by the share of the embedding work the plan gives the busiest rank (rows held ∝ work,
 /// weighted by dim). Each phase takes the busiest rank's time. The one-node step is the same
-/// compute without communication.
+/// compute without communication. (This is the step as planned for the projections at 8–64 nodes;
+/// DistributedDLRM's step as it runs today, one bucket per layer and blocking gathers, is Note
+/// [Measured step model]'s, validated against measured steps on this machine.)
 
 /// Per-sample compute seconds of one process (all tables on it), from strata-dlrm's phases.
 struct PhaseSeconds {
@@ -179,5 +181,97 @@ struct StepProjection {
 /// parameter counts, or a bad fabric.
 StepProjection project_step(const ShardPlan& plan, int64_t global_batch, const PhaseSeconds& phases,
                             const DenseParams& dense, const Fabric& fabric);
+
+/// Note [Measured step model]
+/// --------------------------
+/// DistributedDLRM's step as it runs today (Note [Distributed DLRM step] in dist_dlrm.cpp), from
+/// each rank's measured compute per phase (DistStepTimes per step, Note [Distributed step phases])
+/// and the collectives' model times; strata-netmodel --validate runs it on each measured step's
+/// phases (the ranks' jitter from step to step meets at the blocking collectives, as it did) and
+/// compares the median and mean with the measured steps'.
+/// Every rank r, in order (blocking collectives end for every rank together, T after the last
+/// rank reached them):
+///   1. other_r, then the batch check's allgatherv of one i64 (blocking);
+///   2. lookup_remote_r (the nodes for the other ranks), then the forward alltoallv starts on the
+///      communicator's worker: it ends T_fwd after the last rank started it;
+///   3. bottom_mlp_r and lookup_r (this rank's pooling), the wait for that exchange, interaction_r,
+///      top_mlp_r (the loss included);
+///   4. the output gather: allgatherv of the rank's B_r probabilities (blocking);
+///   5. backward_r. Bucket k (one per MLP layer, the top MLP's last layer first) is ready once the
+///      layers from the top down to it ran backward, a share of backward_r by their parameters;
+///      the worker runs bucket k's allreduce (the rank's C/N chunks as contributions) once every
+///      rank's bucket k is ready and bucket k−1's is done; backward ends when its compute and the
+///      last allreduce both did (DataParallel waits there);
+///   6. the backward alltoallv of pooled gradients (blocking), then sparse_update_r and
+///      dense_optimizer_r.
+/// The step is the last rank's end; compute the busiest rank's phase sum; exposed the difference.
+/// One host (this machine): the transport is memcpy by the ranks' CPUs and the allreduce adds its
+/// tree sums on the worker, so a collective is CPU work done at the speed its worker gets, v (1: a
+/// core of its own). The rounds' α–β times were fitted (strata-bench-comm) with the workers alone,
+/// at share min(1, K/N) of K cores (HostShare::calibrated_share): they scale by calibrated_share / v.
+/// The allreduce's local work (Schedule::local_bytes, its tree nodes over the C/N contributions
+/// included) runs at host_bytes_per_second × v, the rate of one core. v is, when measured
+/// (HostShare::worker_speed), the speed of the run's compute threads relative to the run that
+/// calibrated the host rate — the same work, so the same time, wherever it runs: DistributedDLRM's
+/// fixed chunks give every chunk the same GEMMs at any rank count, and strata-netmodel compares
+/// the top MLP's forward per chunk. So the worker is taken to run as fast as the compute threads
+/// of its run did, which takes in the other ranks, the workers and other jobs on the host. Else
+/// v = min(1, K / (N(T + 1))) (HostShare::worker_share: every thread runnable, N ranks of T compute
+/// threads and one worker each). The measured compute phases need neither: they ran under that
+/// sharing. Not modeled: the alltoallv's imbalance with the chunk-aligned slices (sample_split's
+/// are used; equal for B divisible by C).
+
+/// One rank's measured compute per step (DistStepTimes over its steps), seconds.
+struct RankPhases {
+  double other = 0, lookup_remote = 0, lookup = 0, bottom_mlp = 0, interaction = 0, top_mlp = 0, backward = 0,
+         sparse_update = 0, dense_optimizer = 0;
+  double total() const;
+};
+
+/// The host the ranks share (Note [Measured step model]).
+struct HostShare {
+  int cores = 1;
+  int threads_per_rank = 1;
+  /// The workers' share of a core when the fabric's α and β were fitted (strata-bench-comm at N
+  /// ranks: min(1, K/N)); 1 for a fabric not fitted on this host.
+  double calibrated_share = 1;
+  /// One core's rate of the allreduce's local work (bytes of Schedule::local_bytes per second);
+  /// 0 leaves it out.
+  double host_bytes_per_second = 0;
+  /// The worker's measured speed relative to one core of that rate (> 0); 0: worker_share().
+  double worker_speed = 0;
+  /// min(1, K / (N (T + 1))).
+  double worker_share(int ranks) const;
+};
+
+/// The measured run as the model sees it.
+struct MeasuredStepInput {
+  ShardPlan plan;
+  int64_t batch = 0;
+  int64_t chunks = 1;  ///< DistributedDLRM's C (--dist-chunks)
+  /// The MLPs' layer widths, inputs first (the top MLP's input is the interaction's width).
+  std::vector<int64_t> bottom_mlp, top_mlp;
+  std::vector<RankPhases> ranks;  ///< one per plan rank
+};
+
+/// The modeled step and its collectives (each the model's time of one call, at the worker's share).
+struct StepTimeline {
+  int ranks = 1;
+  double step_seconds = 0;
+  double compute_seconds = 0;  ///< the busiest rank's phase sum
+  double exposed_seconds = 0;  ///< step − compute
+  double check_seconds = 0, forward_a2a_seconds = 0, gather_seconds = 0, backward_a2a_seconds = 0;
+  double allreduce_seconds = 0;        ///< the buckets' allreduces, summed
+  double allreduce_local_seconds = 0;  ///< of which their local work
+};
+
+/// The MLP layers' parameter counts as DistributedDLRM buckets them: one per layer, the top MLP's
+/// last layer first, then the bottom MLP's from its last (Note [Distributed DLRM step] 5).
+std::vector<int64_t> layer_buckets(const std::vector<int64_t>& bottom_mlp, const std::vector<int64_t>& top_mlp);
+
+/// Note [Measured step model]'s step. Throws strata::Error for a rank count other than the plan's,
+/// negative or non-finite phases, a batch below the rank count, chunks below it, MLPs of fewer
+/// than 2 widths, or a bad fabric or host.
+StepTimeline project_measured_step(const MeasuredStepInput& input, const Fabric& fabric, const HostShare& host);
 
 }  // namespace strata::emb

@@ -3,12 +3,13 @@
 // (a rank given another value is named on every rank), the plan's budget error, the comm: line, and
 // DistributedTrainable's scores against DistributedDLRM's (and its test loss: the run's loss of the
 // clamped scores), every step's learning rate equal to the one-process TieredDLRM's for the same
-// schedule flags. strata-dlrm itself runs under mpirun in
+// schedule flags, the step's phase times and their lines. strata-dlrm itself runs under mpirun in
 // tests/cpp/emb_dist/dlrm_cli/run_dlrm_cli.sh.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <unistd.h>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -26,6 +27,7 @@ namespace strata::emb {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing_util::error_of;
 
 dist::Communicator& comm() { return dist::Communicator::world(); }
@@ -53,6 +55,7 @@ DLRMConfig dist_config(std::vector<std::string> extra = {}) {
 
 TEST(DlrmDistRun, AcceptsTheSupportedFlags) {
   EXPECT_NO_THROW(check_distributed_flags(dist_config({"--optimizer", "rwsadagrad", "--test-freq", "1"}), 4));
+  EXPECT_NO_THROW(check_distributed_flags(dist_config({"--enable-profiling"}), 4));
   // Uneven last batches of at least one sample per rank.
   EXPECT_NO_THROW(check_distributed_flags(dist_config({"--num-batches", "0", "--data-size", "28"}), 4));
   // The reference's losses, the output clamp and learning-rate schedules (DistributedDLRMConfig).
@@ -95,7 +98,6 @@ TEST(DlrmDistRun, RefusesWhatItDoesNotSupportNamingTheFlag) {
       {{"--emb-dtype", "bf16"}, "--emb-dtype: not supported"},
       {{"--emb-policy", "static"}, "--emb-policy: not supported"},
       {{"--cache-fraction", "0.5"}, "--cache-fraction: not supported"},
-      {{"--enable-profiling"}, "--enable-profiling: not supported"},
       {{"--dist-chunks", "2"}, "--dist-chunks: 2 chunks for 4 ranks"},
       {{"--mini-batch-size", "3"}, "--mini-batch-size: 3 samples for 4 ranks"},
       {{"--test-mini-batch-size", "2"}, "--test-mini-batch-size: 2 samples for 4 ranks"},
@@ -252,17 +254,16 @@ TEST(DlrmDistRun, CommLineIsPerStepFromCounterDeltas) {
             "reduce_scatter 0 MB; in collectives 4.000 ms/it, exposed 1.000 ms/it (25.0 %)\n");
 }
 
-// A batch of 12 for dist_config's 3 tables: dense features 0.5, every bag one row.
-struct SmallBatch {
-  static constexpr int64_t batch = 12;
-  std::vector<float> dense = std::vector<float>(batch * 3, 0.5f), targets = std::vector<float>(batch, 1.0f);
-  std::vector<std::vector<int64_t>> idx = std::vector<std::vector<int64_t>>(3),
-                                    off = std::vector<std::vector<int64_t>>(3);
+// A batch of dist_config's 3 tables: one index per bag, (s·mult + k) mod 9 for table k.
+struct TinyBatch {
+  std::vector<float> dense, targets;
+  std::vector<std::vector<int64_t>> idx{3}, off{3};
   std::vector<Bags> bags;
-  SmallBatch() {
+  TinyBatch(int64_t batch, float x, float target, int64_t mult)
+      : dense(static_cast<std::size_t>(batch * 3), x), targets(static_cast<std::size_t>(batch), target) {
     for (int k = 0; k < 3; ++k) {
       for (int64_t s = 0; s <= batch; ++s) off[k].push_back(s);
-      for (int64_t s = 0; s < batch; ++s) idx[k].push_back((s * 7 + k) % 9);
+      for (int64_t s = 0; s < batch; ++s) idx[k].push_back((s * mult + k) % 9);
       bags.push_back(Bags{idx[k], off[k]});
     }
   }
@@ -273,10 +274,11 @@ TEST(DlrmDistRun, TrainableScoresAreTheModelsAndTrainingStepsAreCounted) {
   memory::DramHeap heap(std::size_t{1} << 20);
   DistributedDLRM model(distributed_model_config(c), plan_dlrm_shards(c, comm().size()), {&heap, nullptr}, comm());
   DistributedTrainable t(model, 3);
-  SmallBatch sb;
-  const int64_t batch = SmallBatch::batch;
-  const std::vector<float>&dense = sb.dense, &targets = sb.targets;
-  const std::vector<Bags>& bags = sb.bags;
+  const int64_t batch = 12;
+  const TinyBatch b(batch, 0.5f, 1.0f, 7);
+  const std::vector<float>& dense = b.dense;
+  const std::vector<float>& targets = b.targets;
+  const std::vector<Bags>& bags = b.bags;
   std::vector<float> scores;
   const float loss = t.score(dense, bags, targets, scores);
   const Tensor z = model.score(dense, bags);
@@ -288,7 +290,9 @@ TEST(DlrmDistRun, TrainableScoresAreTheModelsAndTrainingStepsAreCounted) {
   EXPECT_EQ(t.steps(), 0);
   t.train_step(dense, bags, targets);
   EXPECT_EQ(t.steps(), 1);
-  if (comm().size() > 1) EXPECT_GT(t.step_comm()[dist::Op::alltoallv].bytes_sent, 0);
+  if (comm().size() > 1) {
+    EXPECT_GT(t.step_comm()[dist::Op::alltoallv].bytes_sent, 0);
+  }
   EXPECT_THAT(t.progress_detail(), HasSubstr("comm: rank " + std::to_string(comm().rank()) + " sent per step"));
 }
 
@@ -299,8 +303,8 @@ TEST(DlrmDistRun, TrainableScoresWithTheRunsLossAndClamp) {
   memory::DramHeap heap(std::size_t{1} << 20);
   DistributedDLRM model(distributed_model_config(c), plan_dlrm_shards(c, comm().size()), {&heap, nullptr}, comm());
   DistributedTrainable t(model, 3);
-  SmallBatch sb;
-  for (int64_t s = 0; s < SmallBatch::batch; s += 2) sb.targets[s] = 0.0f;
+  TinyBatch sb(12, 0.5f, 1.0f, 7);
+  for (int64_t s = 0; s < 12; s += 2) sb.targets[s] = 0.0f;
   std::vector<float> scores;
   const float loss = t.score(sb.dense, sb.bags, sb.targets, scores);
   double sum = 0;
@@ -324,7 +328,7 @@ TEST(DlrmDistRun, LearningRatePerStepIsTheOneProcessRuns) {
   memory::DramHeap heap(std::size_t{1} << 20);
   DistributedDLRM model(distributed_model_config(c), plan_dlrm_shards(c, comm().size()), {&heap, nullptr}, comm());
   TieredDLRM tiered(one);
-  SmallBatch sb;
+  const TinyBatch sb(12, 0.5f, 1.0f, 7);
   std::vector<double> rates;
   for (int s = 0; s < 12; ++s) {
     const double lr = tiered.next_learning_rate();
@@ -339,6 +343,71 @@ TEST(DlrmDistRun, LearningRatePerStepIsTheOneProcessRuns) {
   EXPECT_DOUBLE_EQ(rates[4], 0.3);        // step 5 starts the decay at the base rate
   EXPECT_DOUBLE_EQ(rates[8], 0.3 / 25);   // step 9: 0.3 · (1/5)²
   EXPECT_DOUBLE_EQ(rates[11], 0.3 / 25);  // after the decay: frozen
+}
+
+TEST(DlrmDistRun, PhaseLinesArePerStep) {
+  DLRMPhaseTimes p;
+  p.bottom_mlp = 0.002, p.lookup = 0.004, p.interaction = 0.006, p.top_mlp = 0.008, p.backward = 0.01;
+  p.update = 0.012, p.steps = 3;
+  DLRMPhaseTimes q;
+  q.steps = 1;
+  EXPECT_EQ(phase_line(p, q),
+            "  phases (ms/it): bottom MLP 1.000, lookup 2.000, interaction 3.000, top MLP 4.000, backward 5.000, "
+            "update 6.000\n");
+  DistStepTimes t;
+  t.lookup_remote = 0.001, t.sparse_update = 0.002, t.dense_optimizer = 0.003, t.other = 0.004, t.waited = 0.005;
+  t.steps = 1;
+  EXPECT_EQ(dist_phase_line(t),
+            "  distributed phases (ms/it): lookups for other ranks 1.000 (of lookup), sparse update 2.000, dense "
+            "optimizer 3.000 (update), other 4.000, blocked in collectives 5.000\n");
+  t.lookup = 0.5;
+  const DLRMPhaseTimes a = t.as_phases();
+  EXPECT_DOUBLE_EQ(a.lookup, 0.501);
+  EXPECT_DOUBLE_EQ(a.update, 0.005);
+  EXPECT_EQ(a.steps, 1);
+  const DistStepTimes none = t.since(t);
+  EXPECT_EQ(none.steps, 0);
+  EXPECT_EQ(none.waited, 0.0);
+  EXPECT_EQ(none.lookup, 0.0);
+}
+
+TEST(DlrmDistRun, StepPhasesAddUpToTheStepAndProfilingPrintsThem) {
+  const DLRMConfig c = dist_config({"--learning-rate", "0.1"});
+  memory::DramHeap heap(std::size_t{1} << 20);
+  DistributedDLRM model(distributed_model_config(c), plan_dlrm_shards(c, comm().size()), {&heap, nullptr}, comm());
+  DistributedTrainable t(model, 3, /*profile=*/true);
+  t.reset_stats();
+  const TinyBatch b(12, 0.25f, 0.0f, 5);
+  double wall = 0;
+  for (int step = 0; step < 2; ++step) {
+    const auto t0 = std::chrono::steady_clock::now();
+    t.train_step(b.dense, b.bags, b.targets);
+    wall += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  const DistStepTimes s = t.step_times();
+  EXPECT_EQ(s.steps, 2);
+  ASSERT_EQ(t.step_log().size(), 2u);  // step by step, adding up to the sums
+  EXPECT_EQ(t.step_log()[0].steps, 1);
+  EXPECT_DOUBLE_EQ(t.step_log()[0].backward + t.step_log()[1].backward, s.backward);
+  EXPECT_DOUBLE_EQ(t.step_log()[0].waited + t.step_log()[1].waited, s.waited);
+  double sum = s.waited;
+  for (double phase : {s.lookup_remote, s.lookup, s.bottom_mlp, s.interaction, s.top_mlp, s.backward, s.sparse_update,
+                       s.dense_optimizer, s.other}) {
+    EXPECT_GE(phase, 0.0);
+    sum += phase;
+  }
+  EXPECT_GT(s.bottom_mlp, 0.0);
+  EXPECT_GT(s.backward, 0.0);
+  EXPECT_GT(s.lookup, 0.0);
+  // The laps cover the step: all but the calls into train_step and out of it.
+  EXPECT_LE(sum, wall);
+  EXPECT_GE(sum, 0.8 * wall - 0.01);
+  const std::string detail = t.progress_detail();
+  EXPECT_THAT(detail, HasSubstr("  phases (ms/it): bottom MLP "));
+  EXPECT_THAT(detail, HasSubstr("  distributed phases (ms/it): lookups for other ranks "));
+  // A trainable without --enable-profiling prints the comm: line only.
+  DistributedTrainable quiet(model, 3);
+  EXPECT_THAT(quiet.progress_detail(), Not(HasSubstr("phases")));
 }
 
 }  // namespace

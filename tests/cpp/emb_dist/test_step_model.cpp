@@ -1,6 +1,7 @@
 // The network model of hybrid-parallel DLRM (embeddings/dist/step_model.h): closed-form collective
-// times, the schedules' bytes against shard_volume.h's exact formulas, the step's timeline,
-// monotonicity and bad inputs. Pure computation: every rank runs the same checks.
+// times, the schedules' bytes against shard_volume.h's exact formulas, the step's timeline, the
+// measured step's timeline (Note [Measured step model]), monotonicity and bad inputs. Pure
+// computation: every rank runs the same checks.
 #include <gtest/gtest.h>
 
 #include "embeddings/dist/shard_volume.h"
@@ -235,6 +236,104 @@ TEST(StepModel, BadInputsAreNamed) {
   EXPECT_ERROR_HAS(project_step(plan, 64, unit_phases(), {-3, 1}, toy()), "dense parameter counts -3 (bottom)");
   EXPECT_ERROR_HAS(project_step(plan, 64, unit_phases(), {1, 1}, {"nan", 0, 0, 0}), "fabric 'nan'");
   EXPECT_ERROR_HAS(plan_shards(mixed_tables(), roomy(0)), "ranks = 0");  // 0 nodes
+}
+
+// ---- Note [Measured step model] -------------------------------------------------------------------
+
+TEST(MeasuredStepModel, ChunkContributionsAddTheirTreeNodesToTheLocalWork) {
+  // 2 ranks, 4 contributions each, 1000 f32: each rank sums its 4 into 1 node over all 1000 elements
+  // (4000 read, 1000 written), then the chunk as with one contribution (2000 elements).
+  EXPECT_EQ(allreduce_schedule("ar", 1000, 4, {4, 4}).local_bytes, (2000 + 5000) * 4);
+  // One rank, 8 contributions: the root node (9000) then the chunk: no receive, 1 node read, written.
+  EXPECT_EQ(allreduce_schedule("ar", 1000, 4, {8}).local_bytes, (9000 + 2000) * 4);
+}
+
+TEST(MeasuredStepModel, BucketsAreTheLayersTopFirstAndTheWorkerGetsItsShare) {
+  EXPECT_EQ(layer_buckets({3, 4, 2}, {5, 6, 1}), (std::vector<int64_t>{6 * 1 + 1, 5 * 6 + 6, 4 * 2 + 2, 3 * 4 + 4}));
+  HostShare host{.cores = 2, .threads_per_rank = 1};
+  EXPECT_DOUBLE_EQ(host.worker_share(1), 1.0);
+  EXPECT_DOUBLE_EQ(host.worker_share(2), 0.5);
+  EXPECT_DOUBLE_EQ(host.worker_share(4), 0.25);
+  host.threads_per_rank = 2;
+  EXPECT_DOUBLE_EQ(host.worker_share(1), 2.0 / 3.0);
+}
+
+MeasuredStepInput two_rank_input() {
+  MeasuredStepInput in;
+  in.plan = plan_shards({{"a", 1000, 4, 4}, {"b", 1000, 4, 4}}, roomy(2));
+  in.batch = 8;
+  in.chunks = 4;
+  in.bottom_mlp = {2, 4};
+  in.top_mlp = {7, 1};  // one layer each: buckets {8, 12}
+  RankPhases p;
+  p.other = 1, p.lookup_remote = 2, p.lookup = 3, p.bottom_mlp = 4, p.interaction = 5, p.top_mlp = 6;
+  p.backward = 10, p.sparse_update = 7, p.dense_optimizer = 8;
+  in.ranks = {p, p};
+  in.ranks[1].bottom_mlp = 14;  // rank 1 is 10 s slower before the gather
+  return in;
+}
+
+TEST(MeasuredStepModel, FreeCommunicationLeavesTheSlowestRankAndItsWaits) {
+  const MeasuredStepInput in = two_rank_input();
+  const StepTimeline m = project_measured_step(in, {"free", 0, 0, 1e300}, {.cores = 64});
+  EXPECT_DOUBLE_EQ(m.compute_seconds, 56);  // rank 1's phases
+  // 1 + 2 + 14 + 3 + 5 + 6 = 31 at the gather, then backward 10, update 7 + 8: rank 1 is the step.
+  EXPECT_DOUBLE_EQ(m.step_seconds, 31 + 10 + 15);
+  EXPECT_DOUBLE_EQ(m.exposed_seconds, 0.0);  // rank 0 waited for rank 1, which never waited
+  EXPECT_LT(m.allreduce_seconds, 1e-200);    // headers at 1e300 B/s
+}
+
+TEST(MeasuredStepModel, AllreducesRunInBucketOrderAfterBothRanksAreReady) {
+  const MeasuredStepInput in = two_rank_input();
+  // Local work only: 1 byte/s on one core, the worker at share 1 (cores 4 for 2 ranks x 1 thread).
+  const HostShare host{.cores = 4, .threads_per_rank = 1, .calibrated_share = 1, .host_bytes_per_second = 1};
+  const StepTimeline m = project_measured_step(in, {"free", 0, 0, 1e300}, host);
+  const double top = static_cast<double>(allreduce_schedule("b", 8, 4, {2, 2}).local_bytes);
+  const double bottom = static_cast<double>(allreduce_schedule("b", 12, 4, {2, 2}).local_bytes);
+  EXPECT_DOUBLE_EQ(m.allreduce_seconds, top + bottom);
+  EXPECT_DOUBLE_EQ(m.allreduce_local_seconds, top + bottom);
+  // Bucket 0 (the top layer, 8 of 20 parameters) is ready 4 s into backward at 31; bucket 1 at its end.
+  const double worker = std::max(31 + 4 + top, 31.0 + 10) + bottom;
+  EXPECT_DOUBLE_EQ(m.step_seconds, std::max(worker, 41.0) + 15);
+  // 2 ranks x (1 compute thread + 1 worker) on 2 cores: the worker at half a core, twice the time.
+  const StepTimeline h = project_measured_step(in, {"free", 0, 0, 1e300}, {.cores = 2, .host_bytes_per_second = 1});
+  EXPECT_DOUBLE_EQ(h.allreduce_seconds, 2 * (top + bottom));
+  // A measured worker speed replaces the share: a quarter of a core, four times the time.
+  const StepTimeline q =
+      project_measured_step(in, {"free", 0, 0, 1e300}, {.cores = 2, .host_bytes_per_second = 1, .worker_speed = 0.25});
+  EXPECT_DOUBLE_EQ(q.allreduce_seconds, 4 * (top + bottom));
+}
+
+TEST(MeasuredStepModel, RoundsScaleFromTheCalibrationShareToTheWorkers) {
+  const MeasuredStepInput in = two_rank_input();
+  const Fabric f = toy();
+  const StepTimeline fitted_alone = project_measured_step(in, f, {.cores = 2, .calibrated_share = 1});
+  // Calibrated at share 1, run at 0.5: every collective twice its α–β time.
+  EXPECT_DOUBLE_EQ(fitted_alone.forward_a2a_seconds, 2 * schedule_seconds(forward_schedule(in.plan, 8), f));
+  EXPECT_DOUBLE_EQ(fitted_alone.backward_a2a_seconds, 2 * schedule_seconds(backward_schedule(in.plan, 8), f));
+  const StepTimeline fitted_shared = project_measured_step(in, f, {.cores = 2, .calibrated_share = 0.5});
+  EXPECT_DOUBLE_EQ(fitted_shared.forward_a2a_seconds, schedule_seconds(forward_schedule(in.plan, 8), f));
+  EXPECT_GT(fitted_alone.step_seconds, fitted_shared.step_seconds);
+}
+
+TEST(MeasuredStepModel, BadInputsAreNamed) {
+  MeasuredStepInput in = two_rank_input();
+  const Fabric f = toy();
+  in.ranks.pop_back();
+  EXPECT_ERROR_HAS(project_measured_step(in, f, {}), "phases of 1 ranks for a plan of 2");
+  in = two_rank_input();
+  in.ranks[1].backward = -1;
+  EXPECT_ERROR_HAS(project_measured_step(in, f, {}), "rank 1 has a phase of -1 s");
+  in = two_rank_input();
+  in.chunks = 1;
+  EXPECT_ERROR_HAS(project_measured_step(in, f, {}), "batch 8 and chunks 1 must be at least the 2 ranks");
+  in = two_rank_input();
+  EXPECT_ERROR_HAS(project_measured_step(in, f, {.cores = 0}), "cores 0 and threads per rank 1 must be >= 1");
+  EXPECT_ERROR_HAS(project_measured_step(in, f, {.calibrated_share = 2}), "calibrated_share 2 (expected (0, 1])");
+  EXPECT_ERROR_HAS(project_measured_step(in, f, {.host_bytes_per_second = -1}), "host_bytes_per_second -1");
+  EXPECT_ERROR_HAS(project_measured_step(in, f, {.worker_speed = -0.5}), "worker_speed -0.5 (expected >= 0");
+  in.top_mlp = {7};
+  EXPECT_ERROR_HAS(project_measured_step(in, f, {}), "an MLP needs at least 2 widths, got 1");
 }
 
 }  // namespace

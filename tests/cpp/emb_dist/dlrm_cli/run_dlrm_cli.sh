@@ -138,8 +138,8 @@ case $mode in
     done
     "$bin" "${small[@]}" --dist-backend=tcp >"$work/err.log" 2>&1
     [ $? -eq 2 ] && grep -q -- "--dist-backend: expected one of mpi, got 'tcp'" "$work/err.log" || fail "tcp accepted"
-    expect_error 2 "--enable-profiling: not supported with --dist-backend yet" \
-      "$bin" "${small[@]}" --enable-profiling --dist-backend=mpi
+    expect_error 2 "--emb-dtype: not supported with --dist-backend yet" \
+      "$bin" "${small[@]}" --emb-dtype bf16 --dist-backend=mpi
     expect_error 4 "--dist-chunks: 2 chunks for 4 ranks" "$bin" "${small[@]}" --dist-chunks 2 --dist-backend=mpi
     # --check-finite (Note [Distributed finite check]) at 2 ranks: a diverging learning rate stops
     # every rank with the same error, before the update of batch 2: its output (the parameters
