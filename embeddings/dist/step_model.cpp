@@ -402,21 +402,27 @@ StepTimeline project_measured_step(const MeasuredStepInput& in, const Fabric& fa
     t[r] = std::max(t[r] + p.lookup_remote + p.bottom_mlp + p.lookup, exchanged) + p.interaction + p.top_mlp;
   }
   blocking(t, out.gather_seconds);
-  // Step 5: bucket k ready after the layers' weights above it; the worker in bucket order.
+  // Step 5: bucket k ready after the layers' weights above it; the worker in bucket order, the
+  // embedding gradients' alltoallv between the top MLP's buckets and the bottom MLP's.
   int64_t weights = 0;
   for (int64_t b : buckets) weights += b;
-  double worker = t[0], done = 0;
-  for (std::size_t k = 0; k < buckets.size(); ++k) {
-    done += static_cast<double>(buckets[k]) / static_cast<double>(weights);
+  const std::size_t top_buckets = in.top_mlp.size() - 1;
+  double worker = t[0], done = 0, embeddings_done = 0;
+  const auto ready_at = [&](double fraction) {
     double ready = 0;
-    for (int r = 0; r < n; ++r) ready = std::max(ready, t[r] + in.ranks[r].backward * done);
-    worker = std::max(worker, ready) + bucket_seconds[k];
+    for (int r = 0; r < n; ++r) ready = std::max(ready, t[r] + in.ranks[r].backward * fraction);
+    return ready;
+  };
+  for (std::size_t k = 0; k < buckets.size(); ++k) {
+    if (k == top_buckets) embeddings_done = worker = std::max(worker, ready_at(done)) + out.backward_a2a_seconds;
+    done += static_cast<double>(buckets[k]) / static_cast<double>(weights);
+    worker = std::max(worker, ready_at(done)) + bucket_seconds[k];
   }
-  for (int r = 0; r < n; ++r) t[r] = std::max(t[r] + in.ranks[r].backward, worker);
-  // Step 6.
-  blocking(t, out.backward_a2a_seconds);
+  // Step 6: the sparse update once backward and the exchange are done, the dense optimizer once
+  // every bucket is.
   for (int r = 0; r < n; ++r) {
-    t[r] += in.ranks[r].sparse_update + in.ranks[r].dense_optimizer;
+    t[r] = std::max(t[r] + in.ranks[r].backward, embeddings_done) + in.ranks[r].sparse_update;
+    t[r] = std::max(t[r], worker) + in.ranks[r].dense_optimizer;
     out.compute_seconds = std::max(out.compute_seconds, in.ranks[r].total());
   }
   out.step_seconds = *std::max_element(t.begin(), t.end());

@@ -200,10 +200,11 @@ StepProjection project_step(const ShardPlan& plan, int64_t global_batch, const P
 ///   5. backward_r. Bucket k (one per MLP layer, the top MLP's last layer first) is ready once the
 ///      layers from the top down to it ran backward, a share of backward_r by their parameters;
 ///      the worker runs bucket k's allreduce (the rank's C/N chunks as contributions) once every
-///      rank's bucket k is ready and bucket k−1's is done; backward ends when its compute and the
-///      last allreduce both did (DataParallel waits there);
-///   6. the backward alltoallv of pooled gradients (blocking), then sparse_update_r and
-///      dense_optimizer_r.
+///      rank's bucket k is ready and bucket k−1's is done. The alltoallv of pooled gradients runs
+///      on the worker between the top MLP's buckets and the bottom MLP's, once every rank finished
+///      the top MLP's backward (the interaction has no parameters: no share of its own);
+///   6. sparse_update_r once backward_r and that alltoallv are done, then dense_optimizer_r once
+///      every bucket is.
 /// The step is the last rank's end; compute the busiest rank's phase sum; exposed the difference.
 /// One host (this machine): the transport is memcpy by the ranks' CPUs and the allreduce adds its
 /// tree sums on the worker, so a collective is CPU work done at the speed its worker gets, v (1: a
