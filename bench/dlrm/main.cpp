@@ -313,9 +313,18 @@ bool write_dist_json(const DLRMConfig& c, const dist::Communicator& comm, const 
   return bench::write_file_atomically(c.json, j.str(), kProg);
 }
 
-// Collective start-up checks (item 7), then this rank's memory: the slow tier in --slow-dir/rank-R/.
+// This rank's memory, before its first tensor (the checks' exchanges are tensors): the slow tier in
+// --slow-dir/rank-R/ (Note [Shard storage]); then the collective start-up checks (item 7).
 DLRMConfig start_distributed(const DLRMConfig& flags, const std::vector<std::string>& args, dist::Communicator& comm) {
   if (flags.threads > 0) set_num_threads(static_cast<int>(flags.threads));
+  DLRMConfig mine = flags;
+  if (!flags.slow_dir.empty()) {
+    mine.slow_dir = (std::filesystem::path(flags.slow_dir) / ("rank-" + std::to_string(comm.rank()))).string();
+    std::error_code ec;
+    std::filesystem::create_directories(mine.slow_dir, ec);
+    STRATA_CHECK(!ec, "--slow-dir: cannot create ", quote_path(mine.slow_dir), ": ", ec.message());
+  }
+  configure_process_memory(mine);
   RankFields fields = canonical_dlrm_args(args);
   fields.emplace_back("threads (effective)", std::to_string(get_num_threads()));
   check_same_on_every_rank(comm, fields, "flag");
@@ -326,14 +335,6 @@ DLRMConfig start_distributed(const DLRMConfig& flags, const std::vector<std::str
   }
   const DLRMConfig c = with_dataset_rows(flags);
   check_same_on_every_rank(comm, dlrm_data_fingerprint(c), "data file");
-  DLRMConfig mine = c;
-  if (!c.slow_dir.empty()) {
-    mine.slow_dir = (std::filesystem::path(c.slow_dir) / ("rank-" + std::to_string(comm.rank()))).string();
-    std::error_code ec;
-    std::filesystem::create_directories(mine.slow_dir, ec);
-    STRATA_CHECK(!ec, "--slow-dir: cannot create ", quote_path(mine.slow_dir), ": ", ec.message());
-  }
-  configure_process_memory(mine);
   return c;
 }
 
@@ -350,11 +351,16 @@ void print_dist_summary(const DLRMTrainer& trainer, const DistributedTrainable& 
 int train_distributed(const DLRMConfig& flags, const std::vector<std::string>& args, dist::Communicator& comm) {
   const DLRMConfig c = start_distributed(flags, args, comm);
   const bool root = comm.rank() == 0;
-  const ShardPlan plan = plan_dlrm_shards(c, comm.size());
+  const ShardPlan plan = plan_dlrm_shards(c, comm.size(), dist_slow_budget(comm, c));
+  const std::string storage = describe_shard_storage(plan, c);  // throws alike on every rank
   if (root)
-    std::printf("Running on %d ranks using %s backend (%s)\n%s\n%s", comm.size(), c.dist_backend.c_str(),
-                comm.implementation().c_str(), describe(c).c_str(), plan.to_string().c_str());
-  DistributedDLRM model(distributed_model_config(c), plan, {&memory::tiered_memory().fast_heap(), nullptr}, comm);
+    std::printf("Running on %d ranks using %s backend (%s)\n%s\n%s%s", comm.size(), c.dist_backend.c_str(),
+                comm.implementation().c_str(), describe(c).c_str(), plan.to_string().c_str(), storage.c_str());
+  DistributedDLRM model(distributed_model_config(c), plan, dlrm_shard_storage(c), comm);
+  if (!c.slow_dir.empty()) {
+    const std::string tiers = gather_slow_tiers(comm);
+    if (root) std::printf("%s", tiers.c_str());
+  }
   DistributedTrainable trainable(model, static_cast<int64_t>(c.arch_embedding_size.size()));
   const Sources data(c, root);
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> quiet(root ? nullptr : std::fopen("/dev/null", "w"), &std::fclose);
