@@ -72,8 +72,6 @@ void init_uniform(Table& t, const PhiloxRange& range, int64_t bpr, float lo, flo
   t.charge_slow_write(slow);
 }
 
-constexpr std::size_t kHeapSlackPerTable = std::size_t{1} << 12;  // a few 64-byte-aligned allocations
-
 }  // namespace
 
 // ---- TieredDLRM ---------------------------------------------------------------------------------------
@@ -150,49 +148,16 @@ TieredDLRM::TieredDLRM(const DLRMConfig& config) : config_(config), impl_(std::m
   if (uses_slow_) memory_->throttle().reset_counters();
 }
 
-TieredDLRM::Placement TieredDLRM::plan_placement(const std::vector<DLRMConfig::StoredTable>& stored,
-                                                 EmbeddingPolicy policy) {
-  Placement plan;
-  std::size_t fixed_fast = 0, cached_row_bytes = 0;
-  for (const auto& t : stored) {
-    const std::size_t row_bytes = static_cast<std::size_t>(t.dim) * elem_size(config_.emb_dtype);
-    const std::size_t stride = (row_bytes + 7) / 8 * 8;
-    const auto r = static_cast<std::size_t>(t.rows);
-    plan.table_bytes += r * row_bytes + kHeapSlackPerTable;
-    fixed_fast += r * (8 + (policy == EmbeddingPolicy::Auto ? 2 : 0)) + kHeapSlackPerTable;
-    cached_row_bytes += r * (stride + 8);
-  }
-  plan.all_dram = policy == EmbeddingPolicy::Auto && plan.table_bytes <= config_.fast_budget;
-  if (plan.all_dram) {
-    plan.fast_bytes = plan.table_bytes;
-    return plan;
-  }
-  if (policy == EmbeddingPolicy::Simple) return plan;
-  const double budget = 0.98 * static_cast<double>(config_.fast_budget);
-  const double page_headroom = 1.0 + 1.0 / static_cast<double>(PolicyOptions{}.pages);
-  const double room = budget - static_cast<double>(fixed_fast);
-  const double fits = room / (static_cast<double>(cached_row_bytes) * page_headroom);
-  STRATA_CHECK(room > 0, "--fast-budget: ", format_bytes(static_cast<double>(config_.fast_budget)),
-               " cannot hold the cached tables' pointer tables", policy == EmbeddingPolicy::Auto ? " and counters" : "",
-               " (", format_bytes(static_cast<double>(fixed_fast)), " for ", stored.size(),
-               " tables); raise it or use --emb-policy simple");
-  if (config_.cache_fraction > 0) {
-    STRATA_CHECK(config_.cache_fraction <= fits, "--cache-fraction ", config_.cache_fraction,
-                 ": the caches would need ",
-                 format_bytes(static_cast<double>(fixed_fast) +
-                              config_.cache_fraction * static_cast<double>(cached_row_bytes) * page_headroom),
-                 " of fast memory but --fast-budget is ", format_bytes(static_cast<double>(config_.fast_budget)),
-                 " (at most --cache-fraction ", std::floor(1000.0 * fits) / 1000.0, " fits)");
-    cache_fraction_ = config_.cache_fraction;
-  } else {
-    cache_fraction_ = std::min(1.0, fits);
-  }
-  plan.fast_bytes =
-      fixed_fast + static_cast<std::size_t>(cache_fraction_ * static_cast<double>(cached_row_bytes) * page_headroom);
+TablePlacement TieredDLRM::plan_placement(const std::vector<DLRMConfig::StoredTable>& stored, EmbeddingPolicy policy) {
+  std::vector<TableShape> shapes;
+  for (const auto& t : stored) shapes.push_back({t.rows, t.dim});
+  const TablePlacement plan =
+      plan_table_placement(shapes, config_.emb_dtype, policy, config_.fast_budget, config_.cache_fraction);
+  cache_fraction_ = plan.cache_fraction;
   return plan;
 }
 
-void TieredDLRM::attach_memory(const Placement& plan) {
+void TieredDLRM::attach_memory(const TablePlacement& plan) {
   memory_ = &memory::tiered_memory();
   uses_slow_ = !plan.all_dram;
   memory::Heap& fast = memory_->fast_heap();
@@ -257,31 +222,27 @@ void TieredDLRM::place_tables() {
   // Placement (Note [DLRM table placement]) in the process's memory (Note [One tiered memory per
   // process]).
   const EmbeddingPolicy policy = parse_embedding_policy(config_.emb_policy);
-  const Placement plan = plan_placement(stored, policy);
+  const TablePlacement plan = plan_placement(stored, policy);
   attach_memory(plan);
-  const bool all_dram = plan.all_dram;
 
   Generator gen(static_cast<uint64_t>(config_.numpy_rand_seed));
   const TableMemory fast{&memory_->fast_heap(), nullptr};
   const TableMemory slow{&memory_->slow_heap(), uses_slow_ ? &memory_->throttle() : nullptr};
   for (std::size_t p = 0; p < stored.size(); ++p) {
     const DLRMConfig::StoredTable& st = stored[p];
-    Table* t = nullptr;
-    if (all_dram) {
-      dram_tables_.push_back(std::make_unique<SimpleTable>(st.rows, st.dim, config_.emb_dtype, fast));
-      managed_.push_back(nullptr);
-      t = dram_tables_.back().get();
-    } else {
-      PolicyOptions po;
-      po.seed = static_cast<uint64_t>(config_.numpy_rand_seed) * 1000003u + p;
-      try {
-        managed_.push_back(make_table(policy, st.rows, st.dim, config_.emb_dtype, fast, slow, cache_fraction_, po));
-      } catch (const Error& e) {
-        STRATA_FAIL("--fast-budget ", format_bytes(static_cast<double>(config_.fast_budget)), ": ",
-                    stored_name(config_, st), " (", st.rows, " rows) does not fit: ", e.what());
-      }
-      t = &managed_.back()->table();
+    PolicyOptions po;
+    po.seed = static_cast<uint64_t>(config_.numpy_rand_seed) * 1000003u + p;
+    PlacedTable placed;
+    try {
+      placed = place_table(plan, st.rows, st.dim, config_.emb_dtype, fast, slow, po);
+    } catch (const Error& e) {
+      if (plan.all_dram) throw;
+      STRATA_FAIL("--fast-budget ", format_bytes(static_cast<double>(config_.fast_budget)), ": ",
+                  stored_name(config_, st), " (", st.rows, " rows) does not fit: ", e.what());
     }
+    Table* t = &placed.table();
+    if (placed.dram != nullptr) dram_tables_.push_back(std::move(placed.dram));
+    managed_.push_back(std::move(placed.managed));
     t->set_name(stored_name(config_, st));
     // Note [DLRM table kinds]: the logical rows set the bound; quotient-remainder tables are
     // U(sqrt(1/R), 1) as the reference draws them.

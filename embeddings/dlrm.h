@@ -65,6 +65,7 @@
 #include "embeddings/embedding_stage.h"
 #include "embeddings/index_source.h"
 #include "embeddings/kernels.h"
+#include "embeddings/placement.h"
 #include "embeddings/policy.h"
 #include "embeddings/table.h"
 #include "memory/heap.h"
@@ -346,16 +347,11 @@ class TieredDLRM {
   LoadPlan plan_load(const std::string& path) const;
   void save_tables(CheckpointWriter& w, std::size_t chunk_bytes);
   void load_tables(const LoadPlan& plan, std::size_t chunk_bytes);
-  struct Placement {
-    bool all_dram = false;        // every table whole in the fast tier
-    std::size_t table_bytes = 0;  // the rows (with slack), wherever they go
-    std::size_t fast_bytes = 0;   // what the tables take from the fast tier
-  };
   /// Note [DLRM table placement]; sets cache_fraction_.
-  Placement plan_placement(const std::vector<DLRMConfig::StoredTable>& stored, EmbeddingPolicy policy);
+  TablePlacement plan_placement(const std::vector<DLRMConfig::StoredTable>& stored, EmbeddingPolicy policy);
   /// Takes the process's tiered memory, checks it has room for `plan` (and the slow directory and
   /// model it names), and sets the model (Note [One tiered memory per process]).
-  void attach_memory(const Placement& plan);
+  void attach_memory(const TablePlacement& plan);
   void place_tables();
   /// The dense part of `state`; `pooling[k]` points at its v_W_l.<k> (checked: every learned
   /// table's, f32 [rows]; nothing else named v_W_l).

@@ -356,21 +356,29 @@ void configure_rank_memory(const DLRMConfig& c, int rank) {
 }
 
 // Collective start-up checks (item 7), each agreed by every rank at once (Note [Agreed failures] in
-// embeddings/dist/rank_agreement.h), then this rank's memory.
+// embeddings/dist/rank_agreement.h). This rank's memory comes first, before its first tensor (the
+// checks' exchanges are tensors; Note [Shard storage]); a failure there is named by the first
+// agreed check, on every rank.
 DLRMConfig start_distributed(const DLRMConfig& flags, const std::vector<std::string>& args, dist::Communicator& comm) {
   if (flags.threads > 0) set_num_threads(static_cast<int>(flags.threads));
+  std::exception_ptr memory_problem;
+  try {
+    configure_rank_memory(flags, comm.rank());
+  } catch (const Error&) {
+    memory_problem = std::current_exception();
+  }
   RankFields fields = canonical_dlrm_args(args);
   fields.emplace_back("threads (effective)", std::to_string(get_num_threads()));
   check_same_on_every_rank(comm, fields, "flag");
   DLRMConfig c;
   agree_on_every_rank(comm, "the start-up check", [&] {
+    if (memory_problem) std::rethrow_exception(memory_problem);
     check_distributed_flags(flags, comm.size());
     if (comm.rank() == 0) check_output_paths(flags);  // --json and --plot: rank 0 writes them
     check_distributed_checkpoint_paths(flags);        // every rank writes and reads its rows there
     c = with_dataset_rows(flags);
   });
   check_same_on_every_rank(comm, dlrm_data_fingerprint(c), "data file");
-  agree_on_every_rank(comm, "the start-up check", [&] { configure_rank_memory(c, comm.rank()); });
   return c;
 }
 
@@ -392,11 +400,16 @@ void print_dist_summary(const DLRMConfig& c, const DLRMTrainer& trainer, const D
 int train_distributed(const DLRMConfig& flags, const std::vector<std::string>& args, dist::Communicator& comm) {
   const DLRMConfig c = start_distributed(flags, args, comm);
   const bool root = comm.rank() == 0;
-  const ShardPlan plan = plan_dlrm_shards(c, comm.size());
+  const ShardPlan plan = plan_dlrm_shards(c, comm.size(), dist_slow_budget(comm, c));
+  const std::string storage = describe_shard_storage(plan, c);  // throws alike on every rank
   if (root)
-    std::printf("Running on %d ranks using %s backend (%s)\n%s\n%s", comm.size(), c.dist_backend.c_str(),
-                comm.implementation().c_str(), describe(c).c_str(), plan.to_string().c_str());
-  DistributedDLRM model(distributed_model_config(c), plan, {&memory::tiered_memory().fast_heap(), nullptr}, comm);
+    std::printf("Running on %d ranks using %s backend (%s)\n%s\n%s%s", comm.size(), c.dist_backend.c_str(),
+                comm.implementation().c_str(), describe(c).c_str(), plan.to_string().c_str(), storage.c_str());
+  DistributedDLRM model(distributed_model_config(c), plan, dlrm_shard_storage(c), comm);
+  if (!c.slow_dir.empty()) {
+    const std::string tiers = gather_slow_tiers(comm);
+    if (root) std::printf("%s", tiers.c_str());
+  }
   DistributedTrainable trainable(model, static_cast<int64_t>(c.arch_embedding_size.size()), c.enable_profiling);
   std::unique_ptr<const Sources> data;  // a file one rank cannot read ends every rank
   agree_on_every_rank(comm, "reading the data", [&] { data = std::make_unique<const Sources>(c, root); });

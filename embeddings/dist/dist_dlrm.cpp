@@ -317,7 +317,7 @@ Tensor tensor_of(std::span<const float> values, int64_t first, int64_t count, Di
 
 }  // namespace
 
-DistributedDLRM::DistributedDLRM(const DistributedDLRMConfig& config, ShardPlan plan, TableMemory memory,
+DistributedDLRM::DistributedDLRM(const DistributedDLRMConfig& config, ShardPlan plan, const ShardStorage& storage,
                                  dist::Communicator& comm)
     : config_(config),
       comm_(comm),
@@ -333,7 +333,7 @@ DistributedDLRM::DistributedDLRM(const DistributedDLRMConfig& config, ShardPlan 
   o.top_mlp = config_.top_mlp;
   o.interaction = config_.interaction;
   o.external_tables = true;
-  tables_ = std::make_unique<ShardedEmbeddingBags>(std::move(plan), comm_.rank(), memory, config_.seed, &comm_,
+  tables_ = std::make_unique<ShardedEmbeddingBags>(std::move(plan), comm_.rank(), storage, config_.seed, &comm_,
                                                    sparse_optimizer(config_.optimizer, 0.0f).kind);
   Generator gen(config_.seed);
   dense_ = std::make_shared<ChunkedDLRM>(o, &gen, feed_.get());

@@ -14,6 +14,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/tensor.h"
@@ -102,6 +103,12 @@ class DistributedDLRM {
   /// step count, a decay that starts before the warm-up ends, a loss_threshold outside [0, 1), or
   /// wbce without a non-negative weight for targets 0 and 1.
   DistributedDLRM(const DistributedDLRMConfig& config, ShardPlan plan, TableMemory memory,
+                  dist::Communicator& comm = dist::Communicator::world())
+      : DistributedDLRM(config, std::move(plan), ShardStorage(memory), comm) {}
+  /// As above, the shards placed in `storage` (Note [Shard storage] in sharded_bags.h: DRAM, the
+  /// rank's slow tier, or the slow tier behind a DRAM cache); also throws as ShardedEmbeddingBags'
+  /// constructor does when a rank cannot place its shards (on every rank).
+  DistributedDLRM(const DistributedDLRMConfig& config, ShardPlan plan, const ShardStorage& storage,
                   dist::Communicator& comm = dist::Communicator::world());
   ~DistributedDLRM();
   DistributedDLRM(const DistributedDLRM&) = delete;

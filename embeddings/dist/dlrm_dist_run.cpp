@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <map>
 #include <string_view>
 
@@ -18,6 +19,7 @@
 #include "embeddings/dist/dist_checkpoint.h"
 #include "embeddings/dist/rank_agreement.h"
 #include "embeddings/index_source.h"
+#include "memory/tiered_memory.h"
 
 namespace strata::emb {
 
@@ -37,8 +39,13 @@ void check_distributed_flags(const DLRMConfig& c, int ranks) {
   refuse_if(c.arch_interaction_itself, "--arch-interaction-itself",
             "DistributedDLRM's dot interaction has no diagonal");
   refuse_if(c.emb_dtype != ElemType::F32, "--emb-dtype", "the sharded tables are f32");
-  refuse_if(c.emb_policy != "auto", "--emb-policy", "every shard lives in DRAM, no policy places it");
-  refuse_if(c.cache_fraction >= 0, "--cache-fraction", "every shard lives in DRAM, nothing is cached");
+  // Note [Shard storage]: a rank's slow tier is DIR/rank-R/ of --slow-dir; without it shards live in DRAM.
+  STRATA_CHECK(c.emb_policy == "auto" || !c.slow_dir.empty(), "--emb-policy ", c.emb_policy,
+               ": places the shards in the slow tier, and a distributed run has one only with --slow-dir DIR "
+               "(rank R's in DIR/rank-R/); give --slow-dir, or leave --emb-policy auto");
+  STRATA_CHECK(c.cache_fraction < 0 || !c.slow_dir.empty(), "--cache-fraction ", c.cache_fraction,
+               ": caches the slow tier's rows, and a distributed run has a slow tier only with --slow-dir DIR "
+               "(rank R's in DIR/rank-R/); give --slow-dir");
   STRATA_CHECK(c.dist_chunks >= ranks, "--dist-chunks: ", c.dist_chunks, " chunks for ", ranks,
                " ranks; every rank needs a chunk (give at least ", ranks, ")");
   STRATA_CHECK(c.mini_batch_size >= ranks, "--mini-batch-size: ", c.mini_batch_size, " samples for ", ranks,
@@ -80,18 +87,63 @@ DistributedDLRMConfig distributed_model_config(const DLRMConfig& c) {
           .check_finite = c.check_finite};
 }
 
-ShardPlan plan_dlrm_shards(const DLRMConfig& c, int ranks) {
+ShardPlan plan_dlrm_shards(const DLRMConfig& c, int ranks, int64_t slow_budget_bytes) {
   std::vector<TableSpec> tables;
   const std::vector<int64_t> rows = c.table_rows();
   for (std::size_t k = 0; k < rows.size(); ++k)
     tables.push_back({"emb_l." + std::to_string(k), rows[k], c.arch_sparse_feature_size, 4});
-  ShardPlanOptions o{.ranks = ranks, .fast_budget_bytes = static_cast<int64_t>(c.fast_budget)};
+  ShardPlanOptions o{
+      .ranks = ranks, .fast_budget_bytes = static_cast<int64_t>(c.fast_budget), .slow_budget_bytes = slow_budget_bytes};
   try {
     return plan_shards(tables, o);
   } catch (const Error& e) {
-    STRATA_FAIL("--fast-budget ", format_bytes(static_cast<double>(c.fast_budget)), " per rank (", ranks,
-                " ranks; DistributedDLRM keeps every shard in DRAM): ", e.what());
+    STRATA_FAIL("--fast-budget ", format_bytes(static_cast<double>(c.fast_budget)), " per rank (", ranks, " ranks; ",
+                slow_budget_bytes > 0
+                    ? "slow tier " + format_bytes(static_cast<double>(slow_budget_bytes)) + " per rank"
+                    : std::string("no slow tier: --slow-dir gives each rank one"),
+                "): ", e.what());
   }
+}
+
+int64_t dist_slow_budget(dist::Communicator& comm, const DLRMConfig& c) {
+  if (c.slow_dir.empty()) return 0;
+  const auto mine = static_cast<double>(memory::tiered_memory().slow_heap().capacity());
+  const Tensor all = comm.allgatherv(full({1}, mine, {DType::i64}));
+  PinSet pins;
+  pins.add(all, AccessMode::Read).acquire();
+  return *std::min_element(all.data<int64_t>(), all.data<int64_t>() + comm.size());
+}
+
+ShardPlacementOptions dlrm_shard_placement(const DLRMConfig& c) {
+  // Without a slow tier the plan kept each rank's rows within --fast-budget: every shard in DRAM.
+  return {.policy = parse_embedding_policy(c.emb_policy),
+          .fast_budget = c.slow_dir.empty() ? std::numeric_limits<std::size_t>::max() : c.fast_budget,
+          .cache_fraction = c.cache_fraction};
+}
+
+ShardStorage dlrm_shard_storage(const DLRMConfig& c) {
+  memory::TieredMemory& m = memory::tiered_memory();
+  // As TieredDLRM::attach_memory: --slow-tier-model sets the process's model.
+  if (c.slow_tier_model.mode != SlowTierModelSpec::Mode::Auto) m.set_slow_tier_model(m.model_for(c.slow_tier_model));
+  const TableMemory slow = c.slow_dir.empty() ? TableMemory{} : TableMemory{&m.slow_heap(), &m.throttle()};
+  return {{&m.fast_heap(), nullptr}, slow, dlrm_shard_placement(c)};
+}
+
+std::string describe_shard_storage(const ShardPlan& plan, const DLRMConfig& c) {
+  const ShardPlacementOptions o = dlrm_shard_placement(c);
+  std::string out;
+  for (int r = 0; r < plan.ranks; ++r) {
+    const TablePlacement p = place_rank_shards(plan, r, o);
+    int held = 0;
+    for (int t = 0; t < static_cast<int>(plan.tables.size()); ++t) held += plan.row_end(r, t) > plan.row_begin(r, t);
+    const std::string dir =
+        c.slow_dir.empty() ? "" : (std::filesystem::path(c.slow_dir) / ("rank-" + std::to_string(r))).string();
+    out += "rank " + std::to_string(r) + " shards: " + std::to_string(held) + " tables, " +
+           format_bytes(static_cast<double>(p.table_bytes)) + " of rows, " + p.describe();
+    if (p.uses_slow()) out += ": rows in the slow tier " + quote_path(dir);
+    out += ", DRAM " + format_bytes(static_cast<double>(p.fast_bytes)) + "\n";
+  }
+  return out;
 }
 
 RankFields canonical_dlrm_args(const std::vector<std::string>& args) {
@@ -184,12 +236,18 @@ std::string shown(const std::map<std::string, std::string>& m, const std::string
   return it == m.end() ? "(not given)" : quote_field(it->second);
 }
 
-}  // namespace
-
-void check_same_on_every_rank(dist::Communicator& comm, const RankFields& fields, std::string_view what) {
+// Collective: every rank's `fields`, in rank order.
+std::vector<std::map<std::string, std::string>> gather_fields(dist::Communicator& comm, const RankFields& fields) {
   std::vector<std::map<std::string, std::string>> per_rank;
   for (const std::string& bytes : allgather_bytes(comm, encode_fields(fields)))
     per_rank.push_back(decode_fields(bytes));
+  return per_rank;
+}
+
+}  // namespace
+
+void check_same_on_every_rank(dist::Communicator& comm, const RankFields& fields, std::string_view what) {
+  const std::vector<std::map<std::string, std::string>> per_rank = gather_fields(comm, fields);
   for (int r = 1; r < comm.size(); ++r) {
     std::map<std::string, std::string> keys = per_rank[0];
     keys.insert(per_rank[r].begin(), per_rank[r].end());
@@ -199,6 +257,17 @@ void check_same_on_every_rank(dist::Communicator& comm, const RankFields& fields
                   shown(per_rank[r], key), " (every rank must run the same command on the same data)");
     }
   }
+}
+
+std::string gather_slow_tiers(dist::Communicator& comm) {
+  const memory::Heap& slow = memory::tiered_memory().slow_heap();
+  const std::vector<std::map<std::string, std::string>> per_rank =
+      gather_fields(comm, {{"tier", slow.name() + ", " + format_bytes(static_cast<double>(slow.used()))}});
+  std::string out;
+  for (int r = 0; r < comm.size(); ++r)
+    out +=
+        "rank " + std::to_string(r) + " slow tier: " + per_rank[static_cast<std::size_t>(r)].at("tier") + " in use\n";
+  return out;
 }
 
 // ---- DistributedTrainable ------------------------------------------------------------------------

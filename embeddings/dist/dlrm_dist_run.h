@@ -24,11 +24,13 @@
 ///   failed on rank 0: --json: ...", instead of the others waiting for STRATA_DIST_TIMEOUT.
 /// - Model: DistributedDLRM (embeddings/dist/dist_dlrm.h) from the config's MLPs, --optimizer,
 ///   --learning-rate, --numpy-rand-seed and --dist-chunks; the tables planned by plan_shards over
-///   the ranks with --fast-budget per rank and no slow budget: DistributedDLRM keeps every shard in
-///   DRAM (the process's fast heap), so a rank's shards must fit --fast-budget (the plan fails
-///   naming the table otherwise). --slow-dir DIR gives rank R the process slow tier DIR/rank-R/
-///   (created), which holds only evicted tensors; table placement flags (--emb-policy but auto,
-///   --cache-fraction) are refused rather than ignored.
+///   the ranks with --fast-budget per rank and, with --slow-dir DIR, the slow tier's limit
+///   (dist_slow_budget). --slow-dir DIR gives rank R the process slow tier DIR/rank-R/ (created).
+///   Each rank places its shards as the one-process DLRM places its tables (Note [Shard storage]):
+///   --emb-policy, --cache-fraction and --fast-budget per rank, rows in its own slow tier; rank 0
+///   prints where each rank's shards live (describe_shard_storage). Without --slow-dir there is no
+///   slow tier: a rank's shards must fit --fast-budget (the plan fails naming the table otherwise),
+///   and --emb-policy but auto and --cache-fraction are refused naming --slow-dir.
 /// - Loss and learning rate: --loss-function, --loss-weights, --loss-threshold and the schedule
 ///   (--lr-num-warmup-steps, --lr-decay-start-step, --lr-num-decay-steps) go into
 ///   DistributedDLRMConfig; the schedule and the loss are the one-process run's functions
@@ -111,8 +113,30 @@ void check_distributed_flags(const DLRMConfig& config, int ranks);
 DistributedDLRMConfig distributed_model_config(const DLRMConfig& config);
 
 /// The tables of `config` ("emb_l.<k>", f32) planned over `ranks` ranks, each holding at most
-/// --fast-budget bytes of rows (plan_shards; throws naming --fast-budget when they do not fit).
-ShardPlan plan_dlrm_shards(const DLRMConfig& config, int ranks);
+/// --fast-budget + `slow_budget_bytes` bytes of rows (plan_shards; throws naming --fast-budget, and
+/// the slow tier or its absence, when they do not fit).
+ShardPlan plan_dlrm_shards(const DLRMConfig& config, int ranks, int64_t slow_budget_bytes = 0);
+
+/// Collective: the slow budget per rank of the plan (Note [Shard storage]): 0 without --slow-dir,
+/// else the smallest of the ranks' slow-tier limits (every rank plans alike). Needs the process's
+/// tiered memory (configure_process_memory).
+int64_t dist_slow_budget(dist::Communicator& comm, const DLRMConfig& config);
+
+/// --emb-policy, --fast-budget and --cache-fraction as a rank's ShardPlacementOptions; without
+/// --slow-dir an unlimited budget (plan_dlrm_shards kept each rank's rows within --fast-budget, and
+/// every shard goes to DRAM).
+ShardPlacementOptions dlrm_shard_placement(const DLRMConfig& config);
+
+/// This process's memory for its shards: the tiered memory's fast heap, its slow heap and throttle
+/// when --slow-dir was given (none otherwise), dlrm_shard_placement; sets --slow-tier-model (unless
+/// auto) as the one-process run does.
+ShardStorage dlrm_shard_storage(const DLRMConfig& config);
+
+/// One line per rank: where its shards live (DRAM, slow, cached with the fraction), the bytes of
+/// rows and of DRAM they take, and its slow directory. Computed alike on every rank
+/// (place_rank_shards), so it throws the same strata::Error on every rank for a placement that
+/// cannot work on some rank (naming the rank and --fast-budget or --cache-fraction).
+std::string describe_shard_storage(const ShardPlan& plan, const DLRMConfig& config);
 
 /// The command line `args` (already accepted by parse_dlrm_args) as sorted (flag, value) pairs:
 /// "--x=v" and "--x v" alike, store-true flags "true", the last occurrence of a flag winning.
@@ -128,6 +152,10 @@ RankFields dlrm_data_fingerprint(const DLRMConfig& config);
 /// differ from rank 0's, naming `what`, the first differing field in name order, both values and
 /// both ranks ("(not given)" for a field one rank lacks).
 void check_same_on_every_rank(dist::Communicator& comm, const RankFields& fields, std::string_view what);
+
+/// Collective: one line per rank, "rank R slow tier: <heap name (backend:directory)>, <bytes> in
+/// use", gathered on every rank (the directory shows each rank's tier is its own DIR/rank-R/).
+std::string gather_slow_tiers(dist::Communicator& comm);
 
 /// DistributedDLRM as DLRMTrainer sees it. train_step counts the communicator's figures of each
 /// step; score gathers the batch's probabilities (every rank gets them all, clamped with

@@ -11,6 +11,7 @@
 #include "core/rng.h"
 #include "core/text.h"
 #include "dist/reduction.h"
+#include "embeddings/dist/rank_agreement.h"
 #include "embeddings/dist/shard_volume.h"
 
 namespace strata::emb {
@@ -26,14 +27,29 @@ float initial_value(uint64_t seed, int64_t table, int64_t rows, int64_t row, int
 
 /// The rows of one table this rank holds, their tree nodes and the update's scratch.
 struct ShardedEmbeddingBags::Shard {
-  int64_t lo = 0, hi = 0;              // global rows held
-  std::vector<dist::TreeNode> nodes;   // tree_cover of the blocks held
-  std::unique_ptr<SimpleTable> table;  // hi - lo rows (null when the blocks held have no rows)
+  int64_t lo = 0, hi = 0;             // global rows held
+  std::vector<dist::TreeNode> nodes;  // tree_cover of the blocks held
+  PlacedTable placed;                 // hi - lo rows (empty when the blocks held have no rows)
+  Table* table = nullptr;             // placed.table(), or null
   std::unique_ptr<SparseOptimizerState> state;
   UpdateWorkspace workspace;
+  mutable std::size_t slow_read = 0;  // direct slow-tier reads of the pooling, not charged yet
 };
 
-ShardedEmbeddingBags::ShardedEmbeddingBags(ShardPlan plan, int rank, TableMemory memory, uint64_t seed,
+TablePlacement place_rank_shards(const ShardPlan& plan, int rank, const ShardPlacementOptions& options) {
+  std::vector<TableShape> shapes;
+  for (int t = 0; t < static_cast<int>(plan.tables.size()); ++t) {
+    const int64_t rows = plan.row_end(rank, t) - plan.row_begin(rank, t);
+    if (rows > 0) shapes.push_back({rows, plan.tables[static_cast<std::size_t>(t)].dim});
+  }
+  try {
+    return plan_table_placement(shapes, ElemType::F32, options.policy, options.fast_budget, options.cache_fraction);
+  } catch (const Error& e) {
+    STRATA_FAIL("rank ", rank, "'s shards (", shapes.size(), " tables): ", e.what());
+  }
+}
+
+ShardedEmbeddingBags::ShardedEmbeddingBags(ShardPlan plan, int rank, const ShardStorage& storage, uint64_t seed,
                                            dist::Communicator* comm, SparseOptimizer::Kind optimizer)
     : plan_(std::move(plan)), rank_(rank), comm_(comm), optimizer_{optimizer, 0.0f, 1e-10f, 0.0f} {
   STRATA_CHECK(rank >= 0 && rank < plan_.ranks, "ShardedEmbeddingBags: rank ", rank, " is outside the plan's ",
@@ -45,21 +61,50 @@ ShardedEmbeddingBags::ShardedEmbeddingBags(ShardPlan plan, int rank, TableMemory
                  plan_.ranks, " ranks (this is rank ", rank, ") but the communicator has ", comm->size(),
                  " ranks and this process is rank ", comm->rank());
   }
-  std::vector<float> row;
   for (int t = 0; t < static_cast<int>(plan_.tables.size()); ++t) {
     const TableSpec& spec = plan_.tables[static_cast<std::size_t>(t)];
     STRATA_CHECK(spec.elem_bytes == 4, "ShardedEmbeddingBags: table ", t, " ", quote_field(spec.name), " has ",
                  spec.elem_bytes, "-byte elements; the exchange supports f32 rows (4 bytes)");
     column_.push_back(width_);
     width_ += spec.dim;
+  }
+  if (comm != nullptr && plan_.ranks > 1)
+    agree_on_every_rank(*comm, "ShardedEmbeddingBags: placing the shards", [&] { place_shards(storage, seed); });
+  else
+    place_shards(storage, seed);
+}
+
+// Note [Shard storage]: the rank's shards as plan_table_placement says, initialized from the seed.
+void ShardedEmbeddingBags::place_shards(const ShardStorage& storage, uint64_t seed) {
+  placement_ = place_rank_shards(plan_, rank_, storage.placement);
+  if (placement_.uses_slow()) {
+    STRATA_CHECK(storage.slow.heap != nullptr, "rank ", rank_, "'s shards need a slow tier (",
+                 placement_.policy == EmbeddingPolicy::Auto
+                     ? format_bytes(static_cast<double>(placement_.table_bytes)) +
+                           " of rows exceed the fast budget of " +
+                           format_bytes(static_cast<double>(storage.placement.fast_budget))
+                     : std::string("--emb-policy ") + policy_name(placement_.policy) + " places them there",
+                 ") but none was given (--slow-dir)");
+    // The rows in one piece of the slow tier, as TieredDLRM reserves them.
+    STRATA_CHECK(storage.slow.heap->reserve(placement_.table_bytes), "rank ", rank_, ": cannot reserve ",
+                 format_bytes(static_cast<double>(placement_.table_bytes)), " for its shards in the slow tier ",
+                 storage.slow.heap->name(), ": ", storage.slow.heap->no_room_message(placement_.table_bytes));
+  }
+  std::vector<float> row;
+  for (int t = 0; t < static_cast<int>(plan_.tables.size()); ++t) {
+    const TableSpec& spec = plan_.tables[static_cast<std::size_t>(t)];
     shards_.emplace_back();
-    if (!plan_.holds(rank, t)) continue;
+    if (!plan_.holds(rank_, t)) continue;
     auto shard = std::make_unique<Shard>();
     shard->lo = row_begin(t);
     shard->hi = row_end(t);
-    shard->nodes = dist::tree_cover(plan_.row_blocks, plan_.block_begin(rank, t), plan_.block_end(rank, t));
+    shard->nodes = dist::tree_cover(plan_.row_blocks, plan_.block_begin(rank_, t), plan_.block_end(rank_, t));
     if (shard->hi > shard->lo) {
-      shard->table = std::make_unique<SimpleTable>(shard->hi - shard->lo, spec.dim, ElemType::F32, memory);
+      PolicyOptions po;
+      po.seed = seed * 1000003u + static_cast<uint64_t>(t);
+      shard->placed =
+          place_table(placement_, shard->hi - shard->lo, spec.dim, ElemType::F32, storage.fast, storage.slow, po);
+      shard->table = &shard->placed.table();
       shard->table->set_name(spec.name);
       shard->state = std::make_unique<SparseOptimizerState>(*shard->table, optimizer_);
       row.resize(static_cast<std::size_t>(spec.dim));
@@ -68,9 +113,16 @@ ShardedEmbeddingBags::ShardedEmbeddingBags(ShardPlan plan, int rank, TableMemory
           row[static_cast<std::size_t>(c)] = initial_value(seed, t, spec.rows, r, c);
         shard->table->write_row(r - shard->lo, row.data());
       }
+      shard->table->reset_counters();
+      if (shard->placed.managed != nullptr) shard->placed.managed->reset_stats();
     }
     shards_.back() = std::move(shard);
   }
+}
+
+const ManagedTable* ShardedEmbeddingBags::managed_shard(int table) const {
+  const Shard* s = shards_.at(static_cast<std::size_t>(table)).get();
+  return s == nullptr ? nullptr : s->placed.managed.get();
 }
 
 ShardedEmbeddingBags::~ShardedEmbeddingBags() = default;
@@ -120,6 +172,54 @@ std::vector<int64_t> ShardedEmbeddingBags::check_bags(std::span<const Bags> bags
   return sample_slices(bags[0].batch(), plan_.ranks, boundaries);
 }
 
+// ---- policy hooks (Note [Shard storage]) -------------------------------------------------------------
+
+namespace {
+
+// Table t's bags restricted to rows [lo, hi), rebased to the shard's rows.
+struct ShardBags {
+  std::vector<int64_t> indices, offsets{0};
+  ShardBags(const Bags& bags, int64_t lo, int64_t hi) {
+    for (int64_t s = 0; s < bags.batch(); ++s) {
+      for (int64_t p = bags.offsets[s]; p < bags.offsets[s + 1]; ++p) {
+        if (bags.indices[p] >= lo && bags.indices[p] < hi) indices.push_back(bags.indices[p] - lo);
+      }
+      offsets.push_back(static_cast<int64_t>(indices.size()));
+    }
+  }
+  Bags view() const { return {indices, offsets}; }
+};
+
+}  // namespace
+
+// Before the pooling reads rows: each cached shard's policy sees the batch's indices of its rows
+// (the previous lookup's update hooks first, when no backward ran them).
+void ShardedEmbeddingBags::run_lookup_hooks(std::span<const Bags> bags) {
+  if (update_hooks_due_) run_update_hooks();
+  for (std::size_t t = 0; t < shards_.size(); ++t) {
+    Shard* shard = shards_[t].get();
+    if (shard == nullptr || shard->placed.managed == nullptr) continue;
+    if (shard->placed.managed->policy() == EmbeddingPolicy::Simple) continue;  // its hook does nothing
+    shard->placed.managed->before_lookup(ShardBags(bags[t], shard->lo, shard->hi).indices);
+  }
+  update_hooks_due_ = true;
+}
+
+void ShardedEmbeddingBags::run_update_hooks() {
+  for (const auto& shard : shards_)
+    if (shard != nullptr && shard->placed.managed != nullptr) shard->placed.managed->after_update();
+  update_hooks_due_ = false;
+}
+
+// Note [Slow-tier charging of row accesses]: one charge per shard and pass over the bags.
+void ShardedEmbeddingBags::charge_slow_reads() const {
+  for (const auto& shard : shards_) {
+    if (shard == nullptr || shard->slow_read == 0) continue;
+    shard->table->charge_slow_read(shard->slow_read);
+    shard->slow_read = 0;
+  }
+}
+
 // ---- forward ----------------------------------------------------------------------------------------
 
 // Note [Rank-count-independent pooling]: the values of this rank's tree nodes for bag (s, table),
@@ -140,7 +240,9 @@ void ShardedEmbeddingBags::compute_nodes(int table, const Bags& bags, int64_t s,
   for (const auto& [block, p] : hits) {
     if (blocks.empty() || blocks.back() != block) blocks.push_back(block), partial.resize(blocks.size() * d, 0.0f);
     float* acc = partial.data() + (blocks.size() - 1) * d;
-    const float* row = reinterpret_cast<const float*>(shard.table->row(bags.indices[p] - shard.lo));
+    const std::byte* at = shard.table->rowpointer(bags.indices[p] - shard.lo, AccessContext::Forward);
+    if (shard.table->in_slow(at)) shard.slow_read += shard.table->row_bytes();
+    const float* row = reinterpret_cast<const float*>(at);
     for (std::size_t j = 0; j < d; ++j) acc[j] = acc[j] + row[j];
   }
   const std::vector<float> zeros(d, 0.0f);
@@ -249,9 +351,11 @@ ShardedEmbeddingBags::PendingForward ShardedEmbeddingBags::start_forward(std::sp
                                                                          std::span<const int64_t> boundaries) {
   PendingForward pending;
   pending.at = check_bags(bags, boundaries);
+  run_lookup_hooks(bags);
   const std::vector<int64_t>& at = pending.at;
   std::vector<int64_t> send;
   pending.payload = forward_payload(bags, at, send);
+  charge_slow_reads();
   if (plan_.ranks > 1) {
     std::vector<int64_t> recv(static_cast<std::size_t>(plan_.ranks), 0);
     for (int i = 0; i < plan_.ranks; ++i) {
@@ -272,28 +376,11 @@ Tensor ShardedEmbeddingBags::finish_forward(std::span<const Bags> bags, const Pe
   // One rank: nothing sent or received.
   const Tensor received = pending.work.defined() ? pending.work.wait() : pending.payload;
   finish_pooling(bags, at, &received, out.data<float>());
+  charge_slow_reads();
   return out;
 }
 
 // ---- backward ---------------------------------------------------------------------------------------
-
-namespace {
-
-// Table t's bags restricted to rows [lo, hi), rebased to the shard's rows.
-struct ShardBags {
-  std::vector<int64_t> indices, offsets{0};
-  ShardBags(const Bags& bags, int64_t lo, int64_t hi) {
-    for (int64_t s = 0; s < bags.batch(); ++s) {
-      for (int64_t p = bags.offsets[s]; p < bags.offsets[s + 1]; ++p) {
-        if (bags.indices[p] >= lo && bags.indices[p] < hi) indices.push_back(bags.indices[p] - lo);
-      }
-      offsets.push_back(static_cast<int64_t>(indices.size()));
-    }
-  }
-  Bags view() const { return {indices, offsets}; }
-};
-
-}  // namespace
 
 // The backward alltoallv: this rank's gradient columns of table t to every other holder of t,
 // started; the ranks' parts arrive rank-major, then in table order.
@@ -382,6 +469,7 @@ void ShardedEmbeddingBags::finish_backward(std::span<const Bags> bags, const Pen
     step.lr = lr;
     update(*shard.table, local.view(), Pooling::Sum, {full.data(), d}, step, *shard.state, shard.workspace);
   }
+  run_update_hooks();
 }
 
 }  // namespace strata::emb

@@ -43,16 +43,35 @@
 /// A data-parallel table sends its gradients to every rank ((N−1)·B_r·d·s per rank, the allgather
 /// of the pooled gradients) instead of allreducing a rows × d gradient (2(N−1)/N·rows·d·s): cheaper
 /// when B < 2·rows, and exact at any rank count, which an allreduce of per-rank gradients is not.
+///
+/// Note [Shard storage]
+/// A rank places the shards it holds as the one-process DLRM places its tables (Note [DLRM table
+/// placement] in embeddings/dlrm.h; plan_table_placement and place_table in embeddings/placement.h),
+/// with the rank's own fast budget, slow tier and policy (ShardStorage): a shard is a Table of its
+/// rows — a SimpleTable in DRAM, a SimpleTable in the slow tier (simple), or a CachedTable whose
+/// base rows are in the slow tier behind a per-row DRAM cache (static, dynamic, auto), its policy
+/// hooks run around the kernels (before_lookup with the global batch's indices of the shard's rows
+/// at start_forward; after_update after the update, or at the next start_forward when no backward
+/// came). The pooling reads rows through rowpointer(·, Forward) and charges direct slow-tier reads
+/// to the table (Note [Slow-tier charging of row accesses]); the update is the same kernel on any
+/// Table. Placement changes where a row's bits are, never what they are or the order of any sum:
+/// a cache stores rows, so Note [Rank-count-independent pooling] holds for every placement.
+/// Optimizer state (the Adagrads' accumulators) lives beside the rows in ordinary process memory
+/// (SparseOptimizerState), wherever the rows are, as the one-process DLRM's; it is not part of the
+/// fast budget, which counts embedding rows and caches.
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "core/tensor.h"
 #include "dist/communicator.h"
 #include "embeddings/dist/shard_plan.h"
 #include "embeddings/kernels.h"
+#include "embeddings/placement.h"
 
 namespace strata::emb {
 
@@ -61,8 +80,42 @@ namespace strata::emb {
 /// same on every rank and at every rank count.
 float initial_value(uint64_t seed, int64_t table, int64_t rows, int64_t row, int64_t col);
 
+/// How a rank places the shards it holds (Note [Shard storage]).
+struct ShardPlacementOptions {
+  /// Note [DLRM table placement]'s policies (auto: all in DRAM when they fit the budget, else cached).
+  EmbeddingPolicy policy = EmbeddingPolicy::Auto;
+  /// Bytes of DRAM for the rank's embedding rows and caches (the default: unlimited, all in DRAM).
+  std::size_t fast_budget = std::numeric_limits<std::size_t>::max();
+  /// The cached shards' fraction of rows cached; <= 0: the largest that fits the budget.
+  double cache_fraction = -1;
+};
+
+/// Where rank `rank`'s shards of `plan` go under `options` (plan_table_placement over the shards it
+/// holds; the same on every rank, so any rank can describe any other's). Throws strata::Error
+/// naming --fast-budget or --cache-fraction as plan_table_placement does, prefixed with the rank.
+TablePlacement place_rank_shards(const ShardPlan& plan, int rank, const ShardPlacementOptions& options);
+
+/// A rank's memory for its shards (Note [Shard storage]).
+struct ShardStorage {
+  ShardStorage() = default;
+  ShardStorage(TableMemory fast_memory, TableMemory slow_memory = {}, ShardPlacementOptions options = {})
+      : fast(fast_memory), slow(slow_memory), placement(options) {}
+  /// DRAM: whole shards, caches, pointer tables.
+  TableMemory fast;
+  /// The rank's slow tier and its throttle; a null heap: none (then every shard must fit DRAM).
+  TableMemory slow;
+  ShardPlacementOptions placement;
+};
+
 class ShardedEmbeddingBags {
  public:
+  /// The shards of `plan` that `rank` holds, placed in `storage` (Note [Shard storage]) and
+  /// initialized by initial_value(seed, ...); otherwise as the constructor below. Collective when
+  /// comm is given and the plan has more than one rank: a rank that cannot place its shards (a
+  /// heap without room, a slow tier missing when the placement needs one, a cache fraction that
+  /// does not fit) makes every rank throw strata::Error naming it.
+  ShardedEmbeddingBags(ShardPlan plan, int rank, const ShardStorage& storage, uint64_t seed, dist::Communicator* comm,
+                       SparseOptimizer::Kind optimizer = SparseOptimizer::Kind::SGD);
   /// The shards of `plan` that `rank` holds, allocated from `memory` (f32 rows) and initialized by
   /// initial_value(seed, ...). `comm` must have plan.ranks ranks with this process as `rank`; it
   /// may be null when plan.ranks == 1. backward() steps the rows with `optimizer` (SGD, row-wise
@@ -70,7 +123,8 @@ class ShardedEmbeddingBags {
   /// rows). Throws strata::Error for a plan of another rank count, a rank outside the plan, a table
   /// with elem_bytes != 4, or a heap without room.
   ShardedEmbeddingBags(ShardPlan plan, int rank, TableMemory memory, uint64_t seed, dist::Communicator* comm,
-                       SparseOptimizer::Kind optimizer = SparseOptimizer::Kind::SGD);
+                       SparseOptimizer::Kind optimizer = SparseOptimizer::Kind::SGD)
+      : ShardedEmbeddingBags(std::move(plan), rank, ShardStorage(memory), seed, comm, optimizer) {}
   ~ShardedEmbeddingBags();
   ShardedEmbeddingBags(const ShardedEmbeddingBags&) = delete;
   ShardedEmbeddingBags& operator=(const ShardedEmbeddingBags&) = delete;
@@ -78,6 +132,10 @@ class ShardedEmbeddingBags {
   const ShardPlan& plan() const { return plan_; }
   SparseOptimizer::Kind optimizer() const { return optimizer_.kind; }
   int rank() const { return rank_; }
+  /// Where this rank's shards live (Note [Shard storage]).
+  const TablePlacement& placement() const { return placement_; }
+  /// The policy of table t's shard (null when it is in DRAM, or not held here): its cache counters.
+  const ManagedTable* managed_shard(int table) const;
   /// Sum of the tables' dims: the width of forward()'s output.
   int64_t width() const { return width_; }
 
@@ -148,6 +206,10 @@ class ShardedEmbeddingBags {
  private:
   struct Shard;
 
+  void place_shards(const ShardStorage& storage, uint64_t seed);
+  void run_lookup_hooks(std::span<const Bags> bags);
+  void run_update_hooks();
+  void charge_slow_reads() const;
   void compute_nodes(int table, const Bags& bags, int64_t s, float* out) const;
   Tensor forward_payload(std::span<const Bags> bags, const std::vector<int64_t>& at, std::vector<int64_t>& send) const;
   void finish_pooling(std::span<const Bags> bags, const std::vector<int64_t>& at, const Tensor* received,
@@ -161,6 +223,8 @@ class ShardedEmbeddingBags {
   SparseOptimizer optimizer_;                   // its lr is backward()'s
   std::vector<int64_t> column_;                 // table t's first output column
   std::vector<std::unique_ptr<Shard>> shards_;  // per table; null where this rank holds no rows
+  TablePlacement placement_;                    // of the shards held here
+  bool update_hooks_due_ = false;               // a lookup's hooks ran, the update's not yet
 };
 
 }  // namespace strata::emb

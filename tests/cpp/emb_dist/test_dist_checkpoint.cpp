@@ -3,7 +3,8 @@
 // weights) under the same or another plan, train N more: the losses, MLP parameters and held rows
 // are bitwise those of the one-process reference's 2N uninterrupted steps, for sgd, rwsadagrad
 // and adagrad. A save that fails midway leaves the previous checkpoint loadable. Bad checkpoints
-// are named on every rank. DistCheckpointReshard.Save/Load run in separate mpiruns (ctest:
+// are named on every rank. Rows saved from shards behind a DRAM cache load into DRAM shards and back
+// (DistCheckpointTier). DistCheckpointReshard.Save/Load run in separate mpiruns (ctest:
 // emb_dist_reshard_save_np4, then emb_dist_reshard_load_np1/np2) to load at another rank count.
 #include <gtest/gtest.h>
 
@@ -418,6 +419,44 @@ TEST(DistCheckpointReshard, Load) {
     model->load(reshard_path(o));
     expect_continues_like_reference(*model, o);
   }
+}
+
+// Note [Shard storage]: a checkpoint holds rows, not where they live. Saved from shards in the slow
+// tier behind a DRAM cache (dirty rows in it) and loaded into DRAM shards, or saved from DRAM and
+// loaded into cached shards, training continues like the reference.
+TEST(DistCheckpointTier, RowsMoveBetweenPlacements) {
+  const OptimizerKind o = OptimizerKind::RowWiseAdagrad;
+  const fs::path slow_dir = fs::path(scratch_root()) / ("strata_tier_ckpt_" + std::to_string(::getpid()));
+  fs::create_directories(slow_dir);
+  {
+    memory::PmHeap slow(
+        {.capacity = std::size_t{8} << 20, .dir = slow_dir.string(), .backend = memory::PmBackend::Mmap});
+    memory::DramHeap fast(std::size_t{4} << 20), fast2(std::size_t{4} << 20), dram(std::size_t{4} << 20),
+        dram2(std::size_t{4} << 20);
+    const ShardPlan p = plan(Kind::mixed, comm().size());
+    auto cached = [&](memory::Heap& heap, uint64_t seed) {
+      DistributedDLRMConfig c = config(o);
+      c.seed = seed;
+      const ShardPlacementOptions dynamic{.policy = EmbeddingPolicy::Dynamic, .cache_fraction = 0.25};
+      return std::make_unique<DistributedDLRM>(c, p, ShardStorage({&heap, nullptr}, {&slow, nullptr}, dynamic), comm());
+    };
+    const std::unique_ptr<DistributedDLRM> from_cache = cached(fast, 77);
+    ASSERT_TRUE(from_cache->tables().placement().uses_slow());
+    train(*from_cache, 0, kHalf);
+    const SharedDir dir("tier");
+    from_cache->save(dir.path());
+    const std::unique_ptr<DistributedDLRM> into_dram = make_model(dram, o, Kind::mixed, 5);
+    into_dram->load(dir.path());
+    expect_continues_like_reference(*into_dram, o);
+    const std::unique_ptr<DistributedDLRM> from_dram = make_model(dram2, o, Kind::mixed);
+    train(*from_dram, 0, kHalf);
+    const SharedDir dir2("tier2");
+    from_dram->save(dir2.path());
+    const std::unique_ptr<DistributedDLRM> into_cache = cached(fast2, 5);
+    into_cache->load(dir2.path());
+    expect_continues_like_reference(*into_cache, o);
+  }
+  fs::remove_all(slow_dir);
 }
 
 }  // namespace

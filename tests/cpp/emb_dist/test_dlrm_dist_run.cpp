@@ -12,6 +12,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
 
 #include "core/pin_set.h"
@@ -96,8 +97,10 @@ TEST(DlrmDistRun, RefusesWhatItDoesNotSupportNamingTheFlag) {
       {{"--weighted-pooling", "fixed"}, "--weighted-pooling: not supported"},
       {{"--arch-interaction-itself", "--arch-mlp-top", "6-1"}, "--arch-interaction-itself: not supported"},
       {{"--emb-dtype", "bf16"}, "--emb-dtype: not supported"},
-      {{"--emb-policy", "static"}, "--emb-policy: not supported"},
-      {{"--cache-fraction", "0.5"}, "--cache-fraction: not supported"},
+      {{"--emb-policy", "static"},
+       "--emb-policy static: places the shards in the slow tier, and a distributed run has one only with "
+       "--slow-dir DIR"},
+      {{"--cache-fraction", "0.5"}, "--cache-fraction 0.5: caches the slow tier's rows, and a distributed run"},
       {{"--dist-chunks", "2"}, "--dist-chunks: 2 chunks for 4 ranks"},
       {{"--mini-batch-size", "3"}, "--mini-batch-size: 3 samples for 4 ranks"},
       {{"--test-mini-batch-size", "2"}, "--test-mini-batch-size: 2 samples for 4 ranks"},
@@ -150,7 +153,43 @@ TEST(DlrmDistRun, ModelConfigAndPlanFollowTheFlags) {
   EXPECT_EQ(plan.ranks, 2);
   // 60 x 4 x 4 = 960 bytes cannot fit one rank's 512 bytes whole, and 1000 bytes not on two ranks.
   EXPECT_THAT(error_of([&] { plan_dlrm_shards(dist_config({"--fast-budget", "256"}), 2); }),
-              HasSubstr("--fast-budget 256 B per rank (2 ranks; DistributedDLRM keeps every shard in DRAM)"));
+              HasSubstr("--fast-budget 256 B per rank (2 ranks; no slow tier: --slow-dir gives each rank one)"));
+  // With a slow tier the same tables are planned (beyond the fast budget).
+  EXPECT_EQ(plan_dlrm_shards(dist_config({"--fast-budget", "256"}), 2, 1 << 20).ranks, 2);
+  EXPECT_THAT(error_of([&] { plan_dlrm_shards(dist_config({"--fast-budget", "256"}), 2, 300); }),
+              HasSubstr("--fast-budget 256 B per rank (2 ranks; slow tier 300 B per rank)"));
+}
+
+// Note [Shard storage]: --emb-policy and --cache-fraction with --slow-dir, and where each rank's shards go.
+TEST(DlrmDistRun, ShardPlacementFollowsTheFlags) {
+  const std::string d = ::testing::TempDir();  // --slow-dir must exist; nothing is written there
+  EXPECT_NO_THROW(check_distributed_flags(dist_config({"--emb-policy", "dynamic", "--slow-dir", d}), 4));
+  EXPECT_NO_THROW(check_distributed_flags(dist_config({"--cache-fraction", "0.5", "--slow-dir", d}), 4));
+  EXPECT_THAT(error_of([&] { dist_config({"--cache-fraction", "1.5", "--slow-dir", d}); }),
+              HasSubstr("--cache-fraction: expected a fraction in (0, 1], got 1.5"));
+  const DLRMConfig c = dist_config({"--emb-policy", "static", "--cache-fraction", "0.25", "--slow-dir", d});
+  const ShardPlacementOptions o = dlrm_shard_placement(c);
+  EXPECT_EQ(o.policy, EmbeddingPolicy::Static);
+  EXPECT_EQ(o.fast_budget, c.fast_budget);
+  EXPECT_EQ(o.cache_fraction, 0.25);
+  const ShardPlan plan = plan_dlrm_shards(c, 2);
+  EXPECT_THAT(describe_shard_storage(plan, c), HasSubstr("cached (static, fraction 0.25): rows in the slow tier '" +
+                                                         (std::filesystem::path(d) / "rank-1").string() + "', DRAM"));
+  const DLRMConfig dram = dist_config();
+  const std::string lines = describe_shard_storage(plan_dlrm_shards(dram, 2), dram);
+  EXPECT_THAT(lines, HasSubstr("rank 0 shards: "));
+  EXPECT_THAT(lines, HasSubstr("of rows, DRAM, DRAM "));
+  EXPECT_THAT(lines, ::testing::Not(HasSubstr("slow tier")));
+  // Without --slow-dir every shard is in DRAM, whatever its bytes' slack beside --fast-budget.
+  EXPECT_EQ(dlrm_shard_placement(dram).fast_budget, std::numeric_limits<std::size_t>::max());
+  // Auto over a rank's budget caches; a cache fraction that does not fit is named with the rank.
+  const DLRMConfig tight =
+      dist_config({"--arch-embedding-size", "3000-2000-900", "--fast-budget", "90000", "--slow-dir", d});
+  EXPECT_THAT(describe_shard_storage(plan_dlrm_shards(tight, 1, 1 << 20), tight), HasSubstr("cached (auto, fraction"));
+  const DLRMConfig big = dist_config(
+      {"--arch-embedding-size", "3000-2000-900", "--fast-budget", "90000", "--cache-fraction", "1", "--slow-dir", d});
+  EXPECT_THAT(error_of([&] { describe_shard_storage(plan_dlrm_shards(big, 1, 1 << 20), big); }),
+              HasSubstr("rank 0's shards (3 tables): --cache-fraction 1: the caches would need"));
 }
 
 TEST(DlrmDistRun, CanonicalArgsAreSortedWithTheLastOccurrenceWinning) {
