@@ -38,23 +38,8 @@ base=(--arch-embedding-size 300-120-50-7 --arch-sparse-feature-size 4 --arch-mlp
       --mini-batch-size 37 --loss-function bce --round-targets True --learning-rate 0.1 --num-indices-per-lookup 3
       --optimizer rwsadagrad --dist-chunks 6 --dist-backend=mpi)
 
-# run NP OUT ARGS...: the launcher with NP ranks, output in OUT; the exit status.
-run() {
-  local np=$1 out=$2
-  shift 2
-  timeout --kill-after=5 60 "${launcher[@]}" "$np" "$@" >"$out" 2>&1
-}
-
-# expect_error NP PATTERN ARGS...: the run fails and its output matches PATTERN (grep -E).
-expect_error() {
-  local np=$1 pattern=$2
-  shift 2
-  run "$np" "$work/err.log" "$@"
-  local status=$?
-  [ "$status" -ne 0 ] || { cat "$work/err.log"; fail "exit 0 for: $*"; }
-  [ "$status" -ne 124 ] || fail "the run hung: $*"
-  grep -Eq -- "$pattern" "$work/err.log" || { cat "$work/err.log"; fail "no '$pattern' for: $*"; }
-}
+# run and expect_error: cli_lib.sh
+source "$here/cli_lib.sh"
 
 # fault SIGNAL: 4 ranks train 400-batch epochs with --save-model and a test pass every 200 batches
 # (the first pass always improves, so it saves); once a progress line follows the first "Saving

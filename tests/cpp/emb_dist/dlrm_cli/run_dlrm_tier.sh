@@ -20,12 +20,8 @@ small=(--arch-embedding-size 300-120-50-7 "${common[@]}")
 large=(--arch-embedding-size 3000-1200-500-70 "${common[@]}")  # 98 KiB of rows: over a 40 KB budget at 2 ranks
 fail() { echo "run_dlrm_tier: FAIL: $*"; exit 1; }
 
-# run NP OUT ARGS...: the launcher with NP ranks, output in OUT; the exit status.
-run() {
-  local np=$1 out=$2
-  shift 2
-  timeout --kill-after=5 60 "${launcher[@]}" "$np" "$@" >"$out" 2>&1
-}
+# run and expect_error: cli_lib.sh
+source "$here/cli_lib.sh"
 
 # tiered NP NAME BASE PATTERN ARGS...: a run with --slow-dir $work/NAME whose losses equal BASE's, whose
 # plan matches PATTERN, every rank's slow tier in NAME/rank-R/ (holding rows when the plan says so).
@@ -45,17 +41,6 @@ tiered() {
     fi
   done
   python3 "$here/compare_runs.py" "$base" "$work/$name.json" || fail "$name: the losses differ from the all-DRAM run"
-}
-
-# expect_error NP PATTERN ARGS...: the run fails and its output matches PATTERN (grep -E).
-expect_error() {
-  local np=$1 pattern=$2
-  shift 2
-  run "$np" "$work/err.log" "$@"
-  local status=$?
-  [ "$status" -ne 0 ] || { cat "$work/err.log"; fail "exit 0 for: $*"; }
-  [ "$status" -ne 124 ] || fail "the run hung: $*"
-  grep -Eq -- "$pattern" "$work/err.log" || { cat "$work/err.log"; fail "no '$pattern' for: $*"; }
 }
 
 run 1 "$work/dram.log" "$bin" "${small[@]}" --json "$work/dram.json" || { cat "$work/dram.log"; fail "all-DRAM run"; }
