@@ -326,6 +326,16 @@ void DataParallel::wait_gradients() {
   step_->finish();
 }
 
+void DataParallel::discard_step() {
+  if (step_ == nullptr) return;
+  {
+    std::lock_guard<std::mutex> lock(step_->mutex);
+    STRATA_CHECK(step_->launched == 0, "DataParallel: discard_step after backward launched ", step_->launched,
+                 " bucket reductions (every rank takes part in them: call wait_gradients)");
+  }
+  step_.reset();
+}
+
 int64_t DataParallel::buckets_reduced() const {
   if (step_ == nullptr) return 0;
   std::lock_guard<std::mutex> lock(step_->mutex);

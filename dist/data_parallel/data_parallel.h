@@ -134,6 +134,11 @@ class DataParallel {
   /// last forward ran without grad mode). Throws strata::Error naming a parameter when the last
   /// backward did not produce every gradient.
   void wait_gradients();
+  /// Drops the last forward's step before its backward ran, for a caller that abandons a training
+  /// step (DistributedDLRM's --check-finite stopping at the output): nothing is reduced and the
+  /// next forward starts clean. Local. Throws strata::Error once backward launched a reduction
+  /// (the other ranks take part in it: wait_gradients() instead).
+  void discard_step();
 
   struct Step;  // one forward's chunks, leaves and pending reductions (data_parallel.cpp)
 

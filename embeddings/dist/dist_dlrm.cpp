@@ -489,7 +489,14 @@ float DistributedDLRM::train_step(std::span<const float> dense, std::span<const 
   // before the first chunk waits for the exchange.
   const Tensor z = ddp_->forward_staged(local_dense(dense, rows), batch, stages_);
   clock_->lap(&DistStepTimes::other);
-  if (config_.check_finite) check_finite_output(z);
+  if (config_.check_finite) {
+    try {
+      check_finite_output(z);
+    } catch (const Error&) {
+      abandon_step();  // Note [Distributed finite check]: no backward; the next step starts clean
+      throw;
+    }
+  }
   const Tensor loss = compute_loss(z, targets);
   clock_->lap(&DistStepTimes::top_mlp);
   loss.backward();  // starts the embedding gradients' exchange and launches every bucket
@@ -506,6 +513,11 @@ float DistributedDLRM::train_step(std::span<const float> dense, std::span<const 
   ++times_.steps;
   ++steps_;
   return loss.item<float>();
+}
+
+void DistributedDLRM::abandon_step() {
+  feed_->finish();
+  ddp_->discard_step();
 }
 
 Tensor DistributedDLRM::run_local(std::span<const float> dense, std::span<const Bags> bags, int64_t batch) {

@@ -184,6 +184,8 @@ class DistributedDLRM {
   std::string finite_step_name() const;
   void check_finite_inputs(std::span<const float> dense, std::span<const float> targets, dist::RowRange rows);
   void check_finite_output(const Tensor& probabilities) const;
+  /// Ends a training step after its forward without a backward (the pooled rows, DataParallel's step).
+  void abandon_step();
   void check_finite_gradients(float loss, dist::RowRange rows, const ShardedEmbeddingBags::PendingBackward& embedding);
   Tensor run_local(std::span<const float> dense, std::span<const Bags> bags, int64_t batch);
   void make_stages();

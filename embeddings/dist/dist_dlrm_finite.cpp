@@ -22,8 +22,9 @@ namespace strata::emb {
 // 2. After the forward, the click probabilities of the global batch (gathered: the same on every
 //    rank, so every rank reaches the same verdict without an exchange). With finite inputs they go
 //    NaN when the parameters or activations overflow (a learning rate of 1e30); checked before
-//    the loss, which would refuse them (bce) without saying why. DataParallel then holds a
-//    forward without its backward: the model cannot train on (the run stops anyway).
+//    the loss, which would refuse them (bce) without saying why. train_step then ends the step
+//    without a backward (abandon_step: the pooled rows released, DataParallel::discard_step), so
+//    a caller that restores the parameters trains on.
 // 3. After backward, before the tables' fused sparse step and the dense optimizer: the gradient of
 //    this rank's pooled embeddings (what the rows' holders would step with), agreed the same way;
 //    then what every rank holds bitwise the same — the loss and the MLPs' reduced gradients (the
@@ -39,7 +40,7 @@ namespace strata::emb {
 // The one-process check (Note [DLRM finite check]) runs after the update only. Here a bad batch
 // (1), output (2) or gradient (3) is found before anything is updated: the parameters are the
 // state before the batch, which is what DLRMTrainer saves with --save-model before it reports the
-// batch; after (1) and (3) a later step continues as if the batch had not been given. Cost: two
+// batch; after any of the three a later step continues as if the batch had not been given. Cost: two
 // exchanges of one i64 per step, and one pass over the rank's slice, the batch's probabilities, its
 // embedding gradient and the MLP gradients.
 

@@ -486,6 +486,21 @@ TEST(DistDLRMCheckFinite, ANaNInOneRanksSamplesStopsEveryRankBeforeTheUpdate) {
                    "--check-finite failed on rank 0: in step 3, before its forward: rank 0's samples [0, ");
   EXPECT_ERROR_HAS(checked.train_step(bad_target.dense, bad_target.bags, bad_target.targets),
                    "the targets hold nan (sample 0)");
+  // A NaN parameter (the top MLP's last bias, on every rank): the output check stops the step
+  // before its backward; with the bias restored, training goes on as if the batch had not been given.
+  Tensor bias = checked.dense_module().parameters().back();
+  const Tensor saved = bias.detach().clone();
+  {
+    autograd::NoGradGuard no_grad;
+    bias.fill_(std::nan(""));
+  }
+  EXPECT_ERROR_HAS(checked.train_step(last.dense, last.bags, last.targets), "the model's output");
+  EXPECT_EQ(checked.steps(), 2);
+  {
+    autograd::NoGradGuard no_grad;
+    bias.copy_(saved);
+  }
+  same_step(first);
 }
 
 TEST(DistDLRMBadInput, ConfigurationNamed) {

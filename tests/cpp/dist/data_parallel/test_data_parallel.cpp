@@ -550,6 +550,19 @@ TEST(DataParallelBadInput, AMissingWaitIsNamedAtTheNextForward) {
   EXPECT_TRUE(same_bits(grad, ddp.module().parameters()[0].grad()));
 }
 
+TEST(DataParallelBadInput, ADiscardedStepLeavesNothingToReduce) {
+  DataParallel ddp(mlp(), comm(), {.chunks = 4});
+  const Batch batch = batch_of(8, false, 1);
+  const RowRange rows = ddp.local_rows(8);
+  const Tensor x = batch.x.narrow(0, rows.begin, rows.size());
+  (void)ddp(x);
+  ddp.discard_step();  // no backward: the next forward does not name the step
+  const Tensor loss = cross_entropy(ddp(x), batch.y);
+  loss.backward();
+  EXPECT_EQ(ddp.buckets_reduced(), static_cast<int64_t>(ddp.buckets().size()));
+  EXPECT_ERROR_HAS(ddp.discard_step(), "discard_step after backward launched");
+}
+
 TEST(DataParallelBadInput, OutputsMustHaveOneRowPerInputRow) {
   struct Summing : nn::Module {
     Summing() : Module("Summing") { register_parameter("w", ones({6})); }
