@@ -66,9 +66,17 @@ fault() {
   echo "run_dlrm_cli: rank 2 got SIG$signal; the job exited with status $status ${elapsed_ms} ms later"
   [ "$status" -ne 0 ] || fail "the job exited 0"
   [ "$status" -ne 124 ] && [ "$elapsed_ms" -lt 60000 ] || fail "the job took more than 60 s to end"
-  for r in 0 1 2 3; do  # gone, or a zombie (dead) when no init process reaps mpirun's orphans
-    [[ "$(ps -o stat= -p "$(cat "$pids/rank-$r.pid")")" =~ ^Z?$ ]] || fail "rank $r still runs after the job ended"
+  # Every rank gone, or a zombie (dead) when no init process reaps mpirun's orphans, within the same
+  # 60 s of the signal: mpirun may exit while the ranks it signalled are still being torn down.
+  for r in 0 1 2 3; do
+    local pid
+    pid=$(cat "$pids/rank-$r.pid")
+    until [[ "$(ps -o stat= -p "$pid")" =~ ^Z?$ ]]; do
+      [ $((($(date +%s%N) - start) / 1000000)) -lt 60000 ] || fail "rank $r still runs 60 s after the signal"
+      sleep 0.05
+    done
   done
+  echo "run_dlrm_cli: every rank ended $((($(date +%s%N) - start) / 1000000)) ms after the signal"
   if grep -q '^Summary:' "$fault_log"; then fail "a rank finished training"; fi
 }
 
