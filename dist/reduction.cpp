@@ -45,28 +45,28 @@ void cover_node(TreeNode node, int64_t begin, int64_t end, std::vector<TreeNode>
   cover_node({mid, node.hi}, begin, end, out);
 }
 
-// The value of `node`: the lookup's when it knows it (a leaf, or a node computed elsewhere), else
-// left + right computed into `out`, operands read in place where the lookup knows them, so that a
-// node of two known children costs one pass and no copy. Returns where the value is.
+// The value of `node`, whose lookup gave `known` (each node is looked up once): `known` itself when
+// the lookup knows it (a leaf, or a node computed elsewhere), else left + right computed into
+// `out`, operands read in place where the lookup knows them, so that a node of two known children
+// costs one pass and no copy. Returns where the value is.
 template <typename T>
-const T* eval_node(TreeNode node, const detail::NodeLookup& lookup, int64_t n, T* out) {
-  if (const void* known = lookup(node)) return static_cast<const T*>(known);
+const T* eval_node(TreeNode node, const void* known, const detail::NodeLookup& lookup, int64_t n, T* out) {
+  if (known != nullptr) return static_cast<const T*>(known);
   STRATA_ASSERT(node.hi - node.lo >= 2, "tree_eval: leaf [", node.lo, ", ", node.hi, ") has no value");
   const int64_t mid = tree_split(node.lo, node.hi);
-  const T* left = eval_node<T>({node.lo, mid}, lookup, n, out);
+  const TreeNode l{node.lo, mid}, r{mid, node.hi};
+  const T* left = eval_node<T>(l, lookup(l), lookup, n, out);
+  const void* right_known = lookup(r);
   std::unique_ptr<T[]> scratch;  // the right child's value when it must be computed (uninitialized)
-  const T* right = static_cast<const T*>(lookup({mid, node.hi}));
-  if (right == nullptr) {
-    scratch.reset(new T[static_cast<std::size_t>(n)]);
-    right = eval_node<T>({mid, node.hi}, lookup, n, scratch.get());
-  }
+  if (right_known == nullptr) scratch.reset(new T[static_cast<std::size_t>(n)]);
+  const T* right = eval_node<T>(r, right_known, lookup, n, scratch.get());
   for (int64_t i = 0; i < n; ++i) out[i] = left[i] + right[i];
   return out;
 }
 
 template <typename T>
 void eval_typed(TreeNode node, const detail::NodeLookup& lookup, int64_t n, T* out) {
-  const T* value = eval_node<T>(node, lookup, n, out);
+  const T* value = eval_node<T>(node, lookup(node), lookup, n, out);
   if (value != out) std::memcpy(out, value, static_cast<std::size_t>(n) * sizeof(T));
 }
 

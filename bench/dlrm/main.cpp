@@ -347,7 +347,7 @@ bool write_dist_json(const DLRMConfig& c, const dist::Communicator& comm, const 
 void configure_rank_memory(const DLRMConfig& c, int rank) {
   DLRMConfig mine = c;
   if (!c.slow_dir.empty()) {
-    mine.slow_dir = (std::filesystem::path(c.slow_dir) / ("rank-" + std::to_string(rank))).string();
+    mine.slow_dir = rank_slow_dir(c, rank);
     std::error_code ec;
     std::filesystem::create_directories(mine.slow_dir, ec);
     STRATA_CHECK(!ec, "--slow-dir: cannot create ", quote_path(mine.slow_dir), ": ", ec.message());

@@ -105,6 +105,11 @@ ShardPlan plan_dlrm_shards(const DLRMConfig& c, int ranks, int64_t slow_budget_b
   }
 }
 
+std::string rank_slow_dir(const DLRMConfig& c, int rank) {
+  if (c.slow_dir.empty()) return "";
+  return (std::filesystem::path(c.slow_dir) / ("rank-" + std::to_string(rank))).string();
+}
+
 int64_t dist_slow_budget(dist::Communicator& comm, const DLRMConfig& c) {
   if (c.slow_dir.empty()) return 0;
   const auto mine = static_cast<double>(memory::tiered_memory().slow_heap().capacity());
@@ -136,8 +141,7 @@ std::string describe_shard_storage(const ShardPlan& plan, const DLRMConfig& c) {
     const TablePlacement p = place_rank_shards(plan, r, o);
     int held = 0;
     for (int t = 0; t < static_cast<int>(plan.tables.size()); ++t) held += plan.row_end(r, t) > plan.row_begin(r, t);
-    const std::string dir =
-        c.slow_dir.empty() ? "" : (std::filesystem::path(c.slow_dir) / ("rank-" + std::to_string(r))).string();
+    const std::string dir = rank_slow_dir(c, r);
     out += "rank " + std::to_string(r) + " shards: " + std::to_string(held) + " tables, " +
            format_bytes(static_cast<double>(p.table_bytes)) + " of rows, " + p.describe();
     if (p.uses_slow()) out += ": rows in the slow tier " + quote_path(dir);

@@ -117,6 +117,9 @@ DistributedDLRMConfig distributed_model_config(const DLRMConfig& config);
 /// the slow tier or its absence, when they do not fit).
 ShardPlan plan_dlrm_shards(const DLRMConfig& config, int ranks, int64_t slow_budget_bytes = 0);
 
+/// Rank `rank`'s slow-tier directory: --slow-dir/rank-R ("" without --slow-dir).
+std::string rank_slow_dir(const DLRMConfig& config, int rank);
+
 /// Collective: the slow budget per rank of the plan (Note [Shard storage]): 0 without --slow-dir,
 /// else the smallest of the ranks' slow-tier limits (every rank plans alike). Needs the process's
 /// tiered memory (configure_process_memory).
